@@ -1,0 +1,217 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// serveConfig is everything `console serve` reads from flags and environment.
+type serveConfig struct {
+	Addr           string
+	DataDir        string
+	PGBin          string
+	Migrate        bool
+	Metrics        string
+	TrustedProxies []string
+	SecureCookies  bool
+	DatabaseURL    string // empty: the embedded default
+	StandbyURLs    []string
+}
+
+// flagSet returns a FlagSet that reports errors instead of exiting.
+func flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return usageError{"see the flags below"}
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	return nil
+}
+
+func parseServe(args []string, getenv env) (serveConfig, error) {
+	c := serveConfig{}
+	fs := flagSet("serve")
+	fs.StringVar(&c.Addr, "addr", envOr(getenv, "CONSOLE_ADDR", "127.0.0.1:8080"), "listen address")
+	fs.StringVar(&c.DataDir, "data-dir", envOr(getenv, "CONSOLE_DATA_DIR", "./var"), "embedded PostgreSQL folder")
+	fs.StringVar(&c.PGBin, "pg-bin", getenv("CONSOLE_PG_BIN"), "PostgreSQL server binaries")
+	fs.BoolVar(&c.Migrate, "migrate", envBool(getenv, "CONSOLE_MIGRATE"), "apply pending migrations")
+	fs.StringVar(&c.Metrics, "metrics", envOr(getenv, "CONSOLE_METRICS", "open"), "metrics access")
+	proxies := fs.String("trusted-proxies", getenv("CONSOLE_TRUSTED_PROXIES"), "trusted proxies")
+	fs.BoolVar(&c.SecureCookies, "secure-cookies", envBool(getenv, "CONSOLE_SECURE_COOKIES"), "Secure cookies")
+	if err := parseFlags(fs, args); err != nil {
+		return c, err
+	}
+	switch c.Metrics {
+	case "open", "token", "off":
+	default:
+		return c, usageError{fmt.Sprintf("--metrics %q: use open, token or off", c.Metrics)}
+	}
+	c.TrustedProxies = splitList(*proxies)
+	u, err := databaseURL(getenv)
+	if err != nil {
+		return c, err
+	}
+	c.DatabaseURL = u
+	if u == "" && envBool(getenv, "CONSOLE_REQUIRE_DATABASE_URL") {
+		return c, fmt.Errorf("DATABASE_URL is required here (CONSOLE_REQUIRE_DATABASE_URL is set, as in the container image, which has no embedded PostgreSQL); set DATABASE_URL or DATABASE_URL_FILE")
+	}
+	c.StandbyURLs = splitList(getenv("STANDBY_URLS"))
+	for _, s := range c.StandbyURLs {
+		if _, err := checkURL("STANDBY_URLS", s); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// databaseURL reads DATABASE_URL or the file DATABASE_URL_FILE names. Empty
+// means "not set".
+func databaseURL(getenv env) (string, error) {
+	u := strings.TrimSpace(getenv("DATABASE_URL"))
+	if f := getenv("DATABASE_URL_FILE"); f != "" {
+		if u != "" {
+			return "", usageError{"set DATABASE_URL or DATABASE_URL_FILE, not both"}
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("DATABASE_URL_FILE: %w", err)
+		}
+		u = strings.TrimSpace(string(b))
+		if u == "" {
+			return "", fmt.Errorf("DATABASE_URL_FILE %s is empty", f)
+		}
+	}
+	if u == "" {
+		return "", nil
+	}
+	return checkURL("DATABASE_URL", u)
+}
+
+// checkURL rejects what is clearly not a PostgreSQL URL, with a message that
+// shows the expected shape; key=value connection strings pass through.
+func checkURL(name, raw string) (string, error) {
+	if strings.Contains(raw, "://") {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return "", fmt.Errorf("%s is not a valid URL (%v); expected postgres://user:password@host:5432/dbname", name, redactErr(err, raw))
+		}
+		if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+			return "", fmt.Errorf("%s has scheme %q; expected postgres://user:password@host:5432/dbname", name, u.Scheme)
+		}
+	}
+	return raw, nil
+}
+
+// redactErr keeps a password inside a URL parse error from reaching the
+// terminal.
+func redactErr(err error, raw string) string {
+	msg := err.Error()
+	if u, perr := url.Parse(raw); perr == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	if i := strings.Index(raw, "@"); i > 0 {
+		if j := strings.Index(raw, "://"); j > 0 && j < i {
+			msg = strings.ReplaceAll(msg, raw[j+3:i], "xxxxx")
+		}
+	}
+	return msg
+}
+
+// Redact returns the URL with its password replaced, for logs and the top bar.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || !strings.Contains(raw, "://") {
+		if strings.Contains(raw, "password=") {
+			return "(connection string with password)"
+		}
+		return raw
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// target is the short form shown in the top bar: user@host:port/db.
+func target(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || !strings.Contains(raw, "://") {
+		return redact(raw)
+	}
+	s := u.Host + u.Path
+	if u.User != nil {
+		s = u.User.Username() + "@" + s
+	}
+	return s
+}
+
+func envOr(getenv env, key, def string) string {
+	if v := getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func envBool(getenv env, key string) bool {
+	b, _ := strconv.ParseBool(getenv(key))
+	return b
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// print shows the effective configuration with secrets redacted.
+func (c serveConfig) print(w io.Writer) {
+	db := "embedded (private PostgreSQL in " + c.DataDir + ")"
+	if c.DatabaseURL != "" {
+		db = redact(c.DatabaseURL)
+	}
+	migrate := fmt.Sprint(c.Migrate)
+	if c.DatabaseURL == "" {
+		migrate = "always (embedded)"
+	}
+	fmt.Fprintf(w, "config: addr=%s database=%s migrate=%s metrics=%s", c.Addr, db, migrate, c.Metrics)
+	if len(c.StandbyURLs) > 0 {
+		red := make([]string, len(c.StandbyURLs))
+		for i, s := range c.StandbyURLs {
+			red[i] = redact(s)
+		}
+		fmt.Fprintf(w, " standbys=%s", strings.Join(red, ","))
+	}
+	if len(c.TrustedProxies) > 0 {
+		fmt.Fprintf(w, " trusted-proxies=%s", strings.Join(c.TrustedProxies, ","))
+	}
+	fmt.Fprintln(w)
+}

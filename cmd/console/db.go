@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgconsole/console/migrations"
+)
+
+// openPool connects to the database, turning the usual failures into one line
+// that says what is wrong and what to do.
+func openPool(ctx context.Context, raw, appName string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(raw)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL cannot be parsed (%s); expected postgres://user:password@host:5432/dbname",
+			redactErr(err, raw))
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = appName
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, connectError(raw, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, connectError(raw, err)
+	}
+	return pool, nil
+}
+
+func connectError(raw string, err error) error {
+	where := target(raw)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "28P01", "28000":
+			return fmt.Errorf("the database at %s refused the login (%s): check the user and password in DATABASE_URL", where, pgErr.Message)
+		case "3D000":
+			return fmt.Errorf("the database at %s does not exist (%s): create it or fix the database name in DATABASE_URL", where, pgErr.Message)
+		}
+		return fmt.Errorf("cannot connect to %s: %s (SQLSTATE %s)", where, pgErr.Message, pgErr.Code)
+	}
+	msg := redactErr(err, raw)
+	switch {
+	case strings.Contains(msg, "connection refused"):
+		return fmt.Errorf("cannot reach the database at %s: connection refused; is PostgreSQL running there and is the port right?", where)
+	case strings.Contains(msg, "no such host"):
+		return fmt.Errorf("cannot reach the database at %s: the host name does not resolve; check DATABASE_URL", where)
+	case strings.Contains(msg, "timeout") || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("cannot reach the database at %s: no answer in time; check the host, port and firewall", where)
+	}
+	return fmt.Errorf("cannot connect to %s: %s", where, msg)
+}
+
+// ensureSchema applies migrations when allowed, or refuses an old schema with
+// the command that fixes it.
+func ensureSchema(ctx context.Context, pool *pgxpool.Pool, migrate bool) (migrations.Status, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return migrations.Status{}, err
+	}
+	defer conn.Release()
+	if migrate {
+		return migrations.Up(ctx, conn.Conn())
+	}
+	st, err := migrations.Check(ctx, conn.Conn())
+	if errors.Is(err, migrations.ErrSchemaBehind) {
+		return st, fmt.Errorf("%w; run `console migrate up` or start with --migrate (pending: %s)",
+			err, strings.Join(st.Pending, ", "))
+	}
+	if errors.Is(err, migrations.ErrSchemaAhead) {
+		return st, fmt.Errorf("%w; upgrade this console binary", err)
+	}
+	return st, err
+}
+
+// ensureDatabase creates a database on the embedded server if it is missing.
+func ensureDatabase(ctx context.Context, adminURL, name string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return fmt.Errorf("connect to the embedded server: %w", err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	return err
+}

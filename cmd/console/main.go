@@ -1,0 +1,99 @@
+// Command console is the incident console for PostgreSQL job queues: it
+// embeds the queue and outbox engine and serves the console.
+//
+// Run `console help` for the subcommands and their flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(os.Stderr, "console: %v\nRun `console help` for usage.\n", err)
+			os.Exit(2)
+		}
+		fmt.Fprintf(os.Stderr, "console: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// usageError is a mistake in the command line (exit code 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// env reads configuration from the environment; tests pass their own.
+type env func(string) string
+
+// run dispatches to a subcommand. Only this package reads flags and the
+// environment; everything else receives config structs.
+func run(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return runServe(ctx, args, getenv, stdout, stderr)
+	case "migrate":
+		return runMigrate(ctx, args, getenv, stdout)
+	case "operator":
+		return runOperator(ctx, args, getenv, stdin, stdout)
+	case "token":
+		return runToken(ctx, args, getenv, stdout)
+	case "version":
+		fmt.Fprintln(stdout, "console", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, helpText)
+		return nil
+	}
+	return usageError{fmt.Sprintf("unknown command %q", cmd)}
+}
+
+const helpText = `console: the incident console for PostgreSQL job queues.
+
+Usage:
+  console [serve] [flags]        serve the console (default). Without DATABASE_URL it
+                                 starts a private PostgreSQL in --data-dir with a demo workload.
+  console migrate up|status      apply or show schema migrations (needs DATABASE_URL)
+  console operator add --name N --role viewer|operator|admin
+                                 create or reset an operator; the password is read from stdin
+  console token create --name N --role viewer|operator|admin
+                                 create an API token; prints it once, as the last word
+  console version                print the version
+  console help                   this text
+
+Serve flags (each has an environment fallback):
+  --addr ADDR           listen address (CONSOLE_ADDR, default 127.0.0.1:8080)
+  --data-dir DIR        embedded PostgreSQL's folder (CONSOLE_DATA_DIR, default ./var)
+  --pg-bin DIR          PostgreSQL server binaries (CONSOLE_PG_BIN, default: found on PATH,
+                        via pg_config --bindir or under /usr/lib/postgresql/*/bin)
+  --migrate             apply pending migrations at start (CONSOLE_MIGRATE=1); the embedded
+                        default always does
+  --metrics MODE        /metrics access: open, token or off (CONSOLE_METRICS, default open)
+  --trusted-proxies L   comma list of proxy IPs/CIDRs whose X-Forwarded-User is believed
+                        (CONSOLE_TRUSTED_PROXIES)
+  --secure-cookies      mark cookies Secure, for TLS (CONSOLE_SECURE_COOKIES=1)
+
+Database:
+  DATABASE_URL          PostgreSQL connection URL to attach to
+  DATABASE_URL_FILE     a file holding it (for secrets mounted as files)
+  STANDBY_URLS          comma list of standby URLs for standby-side views
+  CONSOLE_REQUIRE_DATABASE_URL=1  refuse to start the embedded default (set in the image)
+`

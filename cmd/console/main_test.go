@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// TestMain doubles as the console binary: with CONSOLE_TEST_MAIN=1 the test
+// binary runs main(), so process tests exercise the real command without a
+// separate build.
+func TestMain(m *testing.M) {
+	if os.Getenv("CONSOLE_TEST_MAIN") == "1" {
+		os.Args = append([]string{"console"}, strings.Fields(os.Getenv("CONSOLE_TEST_ARGS"))...)
+		main()
+		os.Exit(0)
+	}
+	testdb.Main(m)
+}
+
+func envMap(kv ...string) env {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func runCmd(t *testing.T, getenv env, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := run(ctx, args, getenv, strings.NewReader(""), &out, io.Discard)
+	return out.String(), err
+}
+
+func TestHelpAndUsage(t *testing.T) {
+	out, err := runCmd(t, envMap(), "help")
+	require.NoError(t, err)
+	for _, want := range []string{"console migrate up|status", "--addr", "DATABASE_URL", "--pg-bin"} {
+		require.Contains(t, out, want)
+	}
+	_, err = runCmd(t, envMap(), "frobnicate")
+	require.ErrorAs(t, err, new(usageError))
+	_, err = runCmd(t, envMap(), "serve", "--metrics", "sometimes")
+	require.ErrorContains(t, err, "use open, token or off")
+	_, err = runCmd(t, envMap(), "migrate")
+	require.ErrorAs(t, err, new(usageError))
+}
+
+func TestRedact(t *testing.T) {
+	require.Equal(t, "postgres://u:xxxxx@h:5432/db", redact("postgres://u:secret@h:5432/db"))
+	require.Equal(t, "postgres://h/db?password=xxxxx", redact("postgres://h/db?password=secret"))
+	require.Equal(t, "u@h:5432/db", target("postgres://u:secret@h:5432/db"))
+	var out bytes.Buffer
+	serveConfig{Addr: "a", DatabaseURL: "postgres://u:hunter2@h/db", StandbyURLs: []string{"postgres://r:pw2@s/db"}}.print(&out)
+	require.NotContains(t, out.String(), "hunter2")
+	require.NotContains(t, out.String(), "pw2")
+}
+
+// Each failure gives one line that says what is wrong and what to do.
+func TestClearFailures(t *testing.T) {
+	t.Run("WrongURL", func(t *testing.T) {
+		_, err := runCmd(t, envMap("DATABASE_URL", "mysql://u:pw@h/db"), "migrate", "status")
+		require.ErrorContains(t, err, "expected postgres://")
+		_, err = runCmd(t, envMap("DATABASE_URL", "postgres://u:pw@h:notaport/db"), "migrate", "status")
+		require.Error(t, err)
+		require.NotContains(t, err.Error(), ":pw@", "the password must not be printed")
+	})
+	t.Run("Unreachable", func(t *testing.T) {
+		_, err := runCmd(t, envMap("DATABASE_URL", "postgres://u:pw@127.0.0.1:1/db"), "migrate", "status")
+		require.ErrorContains(t, err, "connection refused; is PostgreSQL running there")
+	})
+	t.Run("SchemaBehind", func(t *testing.T) {
+		url := emptyDatabase(t)
+		out, err := runCmd(t, envMap("DATABASE_URL", url), "migrate", "status")
+		require.NoError(t, err)
+		require.Contains(t, out, "schema version 0 of")
+		require.Contains(t, out, "console migrate up")
+		_, err = runCmd(t, envMap("DATABASE_URL", url), "serve", "--addr", "127.0.0.1:0")
+		require.ErrorContains(t, err, "run `console migrate up` or start with --migrate")
+		out, err = runCmd(t, envMap("DATABASE_URL", url), "migrate", "up")
+		require.NoError(t, err)
+		require.Contains(t, out, "up to date")
+		out, err = runCmd(t, envMap("DATABASE_URL", url), "migrate", "status")
+		require.NoError(t, err)
+		require.NotContains(t, out, "pending")
+	})
+	t.Run("NoServerBinaries", func(t *testing.T) {
+		_, err := runCmd(t, envMap(), "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--pg-bin", t.TempDir())
+		require.ErrorContains(t, err, "no postgres in")
+	})
+	t.Run("ImageNeedsDatabaseURL", func(t *testing.T) {
+		_, err := runCmd(t, envMap("CONSOLE_REQUIRE_DATABASE_URL", "1"), "serve")
+		require.ErrorContains(t, err, "DATABASE_URL is required here")
+	})
+	t.Run("PortBusy", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		_, err = runCmd(t, envMap(), "serve", "--addr", ln.Addr().String(), "--data-dir", t.TempDir())
+		require.ErrorContains(t, err, "choose another --addr")
+	})
+}
+
+func TestTokenAndOperatorCommands(t *testing.T) {
+	url := testdb.URL(t)
+	out, err := runCmd(t, envMap("DATABASE_URL", url), "token", "create", "--name", "ci", "--role", "operator")
+	require.NoError(t, err)
+	fields := strings.Fields(out)
+	require.True(t, strings.HasPrefix(fields[len(fields)-1], "pgc_"), "the token is the last word: %q", out)
+
+	var buf bytes.Buffer
+	err = run(context.Background(), []string{"operator", "add", "--name", "ann", "--role", "admin"},
+		envMap("DATABASE_URL", url), strings.NewReader("a long enough password\n"), &buf, io.Discard)
+	require.NoError(t, err)
+	require.Contains(t, buf.String(), "operator ann saved with role admin")
+}
+
+// TestEmbeddedLifecycle runs the real command as a child process: it starts
+// the embedded PostgreSQL, serves, stops cleanly on SIGTERM leaving no server
+// behind, and a second start reuses the data.
+func TestEmbeddedLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o755))
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755))
+	dataDir := filepath.Join(dir, "var")
+
+	first := startConsole(t, dataDir)
+	resp, err := http.Get(first.url + "/readyz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	conn, err := pgx.Connect(context.Background(), first.dbURL)
+	require.NoError(t, err)
+	_, err = conn.Exec(context.Background(), "CREATE TABLE survives_restart (v int)")
+	require.NoError(t, err)
+	conn.Close(context.Background())
+	pgPID := postmasterPID(t, dataDir)
+	first.stop(t)
+	require.ErrorIs(t, syscall.Kill(pgPID, 0), syscall.ESRCH, "PostgreSQL must be gone after SIGTERM")
+
+	second := startConsole(t, dataDir)
+	conn, err = pgx.Connect(context.Background(), second.dbURL)
+	require.NoError(t, err)
+	var exists bool
+	require.NoError(t, conn.QueryRow(context.Background(), "SELECT to_regclass('survives_restart') IS NOT NULL").Scan(&exists))
+	conn.Close(context.Background())
+	require.True(t, exists, "the second start reuses the data")
+	require.NotEqual(t, first.password, second.password, "the admin password is one-time")
+	second.stop(t)
+}
+
+type child struct {
+	cmd      *exec.Cmd
+	url      string
+	dbURL    string
+	password string
+	done     chan error
+}
+
+var (
+	servingRE  = regexp.MustCompile(`serving on (http://\S+)`)
+	dbURLRE    = regexp.MustCompile(`DATABASE_URL \(for .*\): (\S+)`)
+	passwordRE = regexp.MustCompile(`one-time password (\S+)`)
+)
+
+func startConsole(t *testing.T, dataDir string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "CONSOLE_TEST_MAIN=1",
+		"CONSOLE_TEST_ARGS=serve --addr 127.0.0.1:0 --data-dir "+dataDir, "DATABASE_URL=")
+	if bin := os.Getenv("PG_BIN"); bin != "" {
+		cmd.Env = append(cmd.Env, "CONSOLE_PG_BIN="+bin)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	c := &child{cmd: cmd, done: make(chan error, 1)}
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	go func() { c.done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	deadline := time.After(90 * time.Second)
+	var seen []string
+	for c.url == "" {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				<-c.done
+				t.Fatalf("console exited before serving:\n%s\n%s", strings.Join(seen, "\n"), stderr.String())
+			}
+			seen = append(seen, l)
+			if m := dbURLRE.FindStringSubmatch(l); m != nil {
+				c.dbURL = m[1]
+			}
+			if m := passwordRE.FindStringSubmatch(l); m != nil {
+				c.password = m[1]
+			}
+			if m := servingRE.FindStringSubmatch(l); m != nil {
+				c.url = m[1]
+			}
+		case <-deadline:
+			t.Fatalf("console did not start in time:\n%s", strings.Join(seen, "\n"))
+		}
+	}
+	go func() {
+		for range lines {
+		}
+	}()
+	return c
+}
+
+func (c *child) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-c.done:
+		require.NoError(t, err, "console should exit 0 on SIGTERM")
+	case <-time.After(60 * time.Second):
+		t.Fatal("console did not exit within 60s of SIGTERM")
+	}
+}
+
+func postmasterPID(t *testing.T, dataDir string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dataDir, "pgdata", "postmaster.pid"))
+	require.NoError(t, err)
+	var pid int
+	_, err = fmt.Sscan(strings.SplitN(string(b), "\n", 2)[0], &pid)
+	require.NoError(t, err)
+	return pid
+}
+
+// emptyDatabase creates a database with no schema at all.
+func emptyDatabase(t *testing.T) string {
+	t.Helper()
+	admin := testdb.AdminURL(t)
+	conn, err := pgx.Connect(context.Background(), admin)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	name := fmt.Sprintf("empty_%d", time.Now().UnixNano())
+	_, err = conn.Exec(context.Background(), "CREATE DATABASE "+name)
+	require.NoError(t, err)
+	return strings.Replace(admin, "/postgres?", "/"+name+"?", 1)
+}

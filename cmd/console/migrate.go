@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/pgconsole/console/migrations"
+)
+
+func runMigrate(ctx context.Context, args []string, getenv env, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"migrate needs up or status"}
+	}
+	sub := args[0]
+	if sub != "up" && sub != "status" {
+		return usageError{fmt.Sprintf("migrate %s: use up or status", sub)}
+	}
+	if err := parseFlags(flagSet("migrate"), args[1:]); err != nil {
+		return err
+	}
+	raw, err := databaseURL(getenv)
+	if err != nil {
+		return err
+	}
+	if raw == "" {
+		return usageError{"migrate needs DATABASE_URL (or DATABASE_URL_FILE); the embedded default migrates by itself"}
+	}
+	pool, err := openPool(ctx, raw, "console-migrate", 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	var st migrations.Status
+	if sub == "up" {
+		st, err = migrations.Up(ctx, conn.Conn())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "schema is at version %d of %d (up to date)\n", st.Current, st.Latest)
+		return nil
+	}
+	st, err = migrations.Check(ctx, conn.Conn())
+	if st.Latest == 0 {
+		return err
+	}
+	fmt.Fprintf(stdout, "schema version %d of %d\n", st.Current, st.Latest)
+	if len(st.Pending) > 0 {
+		fmt.Fprintf(stdout, "pending: %s\nrun `console migrate up` to apply them\n", strings.Join(st.Pending, ", "))
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/pgserver"
+	"github.com/pgconsole/console/web"
+)
+
+// embeddedDatabase is the database the embedded default serves.
+const embeddedDatabase = "console"
+
+// attach opens the DATABASE_URL pool for the command-line subcommands and
+// checks the schema is current.
+func attach(ctx context.Context, getenv env, appName string) (*pgxpool.Pool, error) {
+	raw, err := databaseURL(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if raw == "" {
+		return nil, usageError{"this command needs DATABASE_URL (or DATABASE_URL_FILE); `console serve` prints the embedded server's URL at start"}
+	}
+	pool, err := openPool(ctx, raw, appName, 4)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ensureSchema(ctx, pool, false); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+	cfg, err := parseServe(args, getenv)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cfg.print(stdout)
+
+	// The listener comes first: a busy port should fail before PostgreSQL
+	// is started for nothing.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s: %w; choose another --addr", cfg.Addr, err)
+	}
+	defer ln.Close()
+
+	dbURL := cfg.DatabaseURL
+	embedded := dbURL == ""
+	if embedded {
+		srv, err := startEmbedded(ctx, cfg, stdout)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			fmt.Fprintln(stdout, "stopping the embedded PostgreSQL")
+			if err := srv.Stop(); err != nil {
+				logger.Error("stop embedded PostgreSQL", "err", err)
+			}
+		}()
+		dbURL = srv.URL(embeddedDatabase)
+	}
+
+	pool, err := openPool(ctx, dbURL, "console", 10)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	st, err := ensureSchema(ctx, pool, embedded || cfg.Migrate)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "schema at version %d\n", st.Current)
+
+	notice, err := firstLogin(ctx, pool, embedded, stdout)
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	ws, err := web.New(web.Config{
+		Pool:           pool,
+		Database:       target(dbURL),
+		Version:        version,
+		Gatherer:       reg,
+		Registerer:     reg,
+		MetricsAccess:  cfg.Metrics,
+		Logger:         logger,
+		SecureCookies:  cfg.SecureCookies,
+		TrustedProxies: cfg.TrustedProxies,
+		LoginNotice:    notice,
+	})
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: ws.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	fmt.Fprintf(stdout, "console is serving on http://%s\n", ln.Addr())
+
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(stdout, "shutting down")
+	case err := <-served:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http server: %w", err)
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return hs.Shutdown(sctx)
+}
+
+// startEmbedded starts the private PostgreSQL in --data-dir and creates the
+// console's database.
+func startEmbedded(ctx context.Context, cfg serveConfig, stdout io.Writer) (*pgserver.Server, error) {
+	dir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "starting the embedded PostgreSQL in %s\n", dir)
+	srv, err := pgserver.Start(ctx, pgserver.Config{Dir: dir, BinDir: cfg.PGBin})
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureDatabase(ctx, srv.URL("postgres"), embeddedDatabase); err != nil {
+		srv.Stop()
+		return nil, fmt.Errorf("create the %s database: %w", embeddedDatabase, err)
+	}
+	fmt.Fprintf(stdout, "embedded PostgreSQL (from %s) on 127.0.0.1:%d, server log: %s\n", srv.BinDir(), srv.Port(), srv.LogPath())
+	fmt.Fprintf(stdout, "its DATABASE_URL (for `console operator add` and psql): %s\n", srv.URL(embeddedDatabase))
+	return srv, nil
+}
+
+// firstLogin makes sure someone can sign in. The embedded default resets an
+// "admin" account to a fresh password at every start and prints it; an
+// attached database gets one only when it has no operator at all.
+func firstLogin(ctx context.Context, pool *pgxpool.Pool, embedded bool, stdout io.Writer) (string, error) {
+	if !embedded {
+		n, err := auth.OperatorCount(ctx, pool)
+		if err != nil {
+			return "", fmt.Errorf("count operators: %w", err)
+		}
+		if n > 0 {
+			return "", nil
+		}
+	}
+	password := auth.NewSecret()[:20]
+	if _, err := auth.OperatorAdd(ctx, pool, "admin", auth.RoleAdmin, password); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(stdout, "sign in as admin with the one-time password %s\n", password)
+	return "The admin password is printed in the terminal that started the console.", nil
+}

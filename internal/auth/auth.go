@@ -1,0 +1,233 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/crypto/bcrypt"
+)
+
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+func sqlText(name string) string {
+	b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
+	if err != nil {
+		panic("auth: no embedded query " + name)
+	}
+	return string(b)
+}
+
+// DBTX is what the store needs of a pool, connection or transaction.
+type DBTX interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Roles, weakest first. A role may do everything the ones before it may.
+const (
+	RoleViewer   = "viewer"
+	RoleOperator = "operator"
+	RoleAdmin    = "admin"
+)
+
+// RoleRank orders roles; unknown roles rank below viewer.
+func RoleRank(role string) int {
+	switch role {
+	case RoleViewer:
+		return 1
+	case RoleOperator:
+		return 2
+	case RoleAdmin:
+		return 3
+	}
+	return 0
+}
+
+// ValidRole reports whether role is one of the three roles.
+func ValidRole(role string) bool { return RoleRank(role) > 0 }
+
+var (
+	// ErrBadCredentials is returned for an unknown name, a wrong password or a
+	// disabled account alike, so a login form does not reveal which.
+	ErrBadCredentials = errors.New("wrong name or password")
+	// ErrNoSession means the cookie or token names no live session.
+	ErrNoSession = errors.New("not signed in or session expired")
+	// ErrInvalid wraps input that cannot be stored (bad name, weak password).
+	ErrInvalid = errors.New("invalid")
+)
+
+// Principal is who a request acts as.
+type Principal struct {
+	ID   int64
+	Name string
+	Role string
+	// Kind is "operator" for a browser session, "token" for an API token,
+	// "proxy" for a trusted reverse-proxy header.
+	Kind string
+}
+
+// MinPasswordLength is the shortest password OperatorAdd accepts.
+const MinPasswordLength = 10
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$`)
+
+// OperatorAdd creates an operator, or resets the password and role of an
+// existing one.
+func OperatorAdd(ctx context.Context, db DBTX, name, role, password string) (int64, error) {
+	if !nameRE.MatchString(name) {
+		return 0, fmt.Errorf("%w: operator name %q: use letters, digits, _ . @ - (up to 64)", ErrInvalid, name)
+	}
+	if !ValidRole(role) {
+		return 0, fmt.Errorf("%w: role %q: use viewer, operator or admin", ErrInvalid, role)
+	}
+	if len(password) < MinPasswordLength {
+		return 0, fmt.Errorf("%w: password must be at least %d characters", ErrInvalid, MinPasswordLength)
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return 0, fmt.Errorf("hash password: %w", err)
+	}
+	var id int64
+	if err := db.QueryRow(ctx, sqlText("operator_add"), name, string(hash), role).Scan(&id); err != nil {
+		return 0, fmt.Errorf("store operator %s: %w", name, err)
+	}
+	return id, nil
+}
+
+// OperatorCount returns the number of enabled operators.
+func OperatorCount(ctx context.Context, db DBTX) (int64, error) {
+	var n int64
+	err := db.QueryRow(ctx, sqlText("operator_count")).Scan(&n)
+	return n, err
+}
+
+// dummyHash is compared against when the name is unknown, so a login takes as
+// long for a missing account as for a wrong password.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("not a real password"), bcrypt.DefaultCost)
+
+// Authenticate checks a name and password.
+func Authenticate(ctx context.Context, db DBTX, name, password string) (Principal, error) {
+	var (
+		p        Principal
+		hash     string
+		disabled bool
+	)
+	err := db.QueryRow(ctx, sqlText("operator_by_name"), name).Scan(&p.ID, &p.Name, &hash, &p.Role, &disabled)
+	if errors.Is(err, pgx.ErrNoRows) {
+		bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		return Principal{}, ErrBadCredentials
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("look up operator: %w", err)
+	}
+	if bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) != nil || disabled {
+		return Principal{}, ErrBadCredentials
+	}
+	if _, err := db.Exec(ctx, sqlText("operator_login_touch"), p.ID); err != nil {
+		return Principal{}, fmt.Errorf("record login: %w", err)
+	}
+	p.Kind = "operator"
+	return p, nil
+}
+
+// SessionCreate starts a browser session and returns its secret (the cookie
+// value).
+func SessionCreate(ctx context.Context, db DBTX, operatorID int64, ttl time.Duration) (string, error) {
+	secret := NewSecret()
+	if _, err := db.Exec(ctx, sqlText("session_create"), hashSecret(secret), operatorID, ttl.Seconds()); err != nil {
+		return "", fmt.Errorf("store session: %w", err)
+	}
+	return secret, nil
+}
+
+// SessionLookup returns the operator behind a session secret.
+func SessionLookup(ctx context.Context, db DBTX, secret string) (Principal, error) {
+	if secret == "" {
+		return Principal{}, ErrNoSession
+	}
+	p := Principal{Kind: "operator"}
+	err := db.QueryRow(ctx, sqlText("session_lookup"), hashSecret(secret)).Scan(&p.ID, &p.Name, &p.Role)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Principal{}, ErrNoSession
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("look up session: %w", err)
+	}
+	return p, nil
+}
+
+// SessionDelete ends a session.
+func SessionDelete(ctx context.Context, db DBTX, secret string) error {
+	_, err := db.Exec(ctx, sqlText("session_delete"), hashSecret(secret))
+	return err
+}
+
+// TokenPrefix starts every API token, so a leaked one is easy to grep for.
+const TokenPrefix = "pgc_"
+
+// TokenCreate creates an API token and returns its secret, which is shown
+// once: only its hash is stored.
+func TokenCreate(ctx context.Context, db DBTX, name, role string) (string, error) {
+	if !nameRE.MatchString(name) {
+		return "", fmt.Errorf("%w: token name %q: use letters, digits, _ . @ - (up to 64)", ErrInvalid, name)
+	}
+	if !ValidRole(role) {
+		return "", fmt.Errorf("%w: role %q: use viewer, operator or admin", ErrInvalid, role)
+	}
+	secret := TokenPrefix + NewSecret()
+	var id int64
+	if err := db.QueryRow(ctx, sqlText("token_create"), name, hashSecret(secret), role).Scan(&id); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+			return "", fmt.Errorf("%w: a token named %q exists already", ErrInvalid, name)
+		}
+		return "", fmt.Errorf("store token: %w", err)
+	}
+	return secret, nil
+}
+
+// TokenLookup returns the principal behind a bearer secret.
+func TokenLookup(ctx context.Context, db DBTX, secret string) (Principal, error) {
+	if !strings.HasPrefix(secret, TokenPrefix) {
+		return Principal{}, ErrNoSession
+	}
+	p := Principal{Kind: "token"}
+	h := hashSecret(secret)
+	err := db.QueryRow(ctx, sqlText("token_lookup"), h).Scan(&p.ID, &p.Name, &p.Role)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = db.QueryRow(ctx, sqlText("token_get"), h).Scan(&p.ID, &p.Name, &p.Role)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Principal{}, ErrNoSession
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("look up token: %w", err)
+	}
+	return p, nil
+}
+
+// NewSecret returns 32 random bytes, URL-safe base64.
+func NewSecret() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func hashSecret(s string) []byte {
+	sum := sha256.Sum256([]byte(s))
+	return sum[:]
+}

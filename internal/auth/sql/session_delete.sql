@@ -1,0 +1,2 @@
+-- SessionDelete: sign out.
+DELETE FROM operator_sessions WHERE id_hash = $1

@@ -1,0 +1,69 @@
+package pgserver
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ErrNoBinaries reports that no PostgreSQL server binaries were found.
+var ErrNoBinaries = errors.New("no PostgreSQL server binaries found " +
+	"(looked for postgres and initdb on PATH, in `pg_config --bindir` and under /usr/lib/postgresql/*/bin); " +
+	"install them with `apt-get install postgresql` (Debian/Ubuntu) or point --pg-bin at the folder that holds them, " +
+	"or set DATABASE_URL to use an existing database")
+
+// debianRoot is where Debian and Ubuntu install versioned server binaries.
+var debianRoot = "/usr/lib/postgresql"
+
+// FindBinDir returns the folder holding the postgres and initdb binaries.
+// A non-empty explicit folder is checked and used as is; otherwise it looks on
+// PATH, then asks pg_config, then takes the newest /usr/lib/postgresql/N/bin.
+func FindBinDir(explicit string) (string, error) {
+	if explicit != "" {
+		if err := hasServer(explicit); err != nil {
+			return "", fmt.Errorf("--pg-bin %s: %w", explicit, err)
+		}
+		return explicit, nil
+	}
+	if p, err := exec.LookPath("postgres"); err == nil {
+		if dir := filepath.Dir(p); hasServer(dir) == nil {
+			return dir, nil
+		}
+	}
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		if dir := strings.TrimSpace(string(out)); hasServer(dir) == nil {
+			return dir, nil
+		}
+	}
+	matches, _ := filepath.Glob(filepath.Join(debianRoot, "*", "bin"))
+	sort.Slice(matches, func(i, j int) bool { return versionOf(matches[i]) > versionOf(matches[j]) })
+	for _, dir := range matches {
+		if hasServer(dir) == nil {
+			return dir, nil
+		}
+	}
+	return "", ErrNoBinaries
+}
+
+func versionOf(binDir string) float64 {
+	v, _ := strconv.ParseFloat(filepath.Base(filepath.Dir(binDir)), 64)
+	return v
+}
+
+func hasServer(dir string) error {
+	for _, name := range []string{"postgres", "initdb"} {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			return fmt.Errorf("no %s in %s", name, dir)
+		}
+		if st.Mode()&0o111 == 0 {
+			return fmt.Errorf("%s in %s is not executable", name, dir)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,278 @@
+// Package testdb gives tests a real, migrated PostgreSQL database.
+//
+// One private server (the same launcher as the console's embedded default)
+// is started per test binary, on first use; a template database is migrated
+// once, and every test gets its own database cloned from it, which is fast
+// (no initdb, no migration per test). Call Main from the package's TestMain so
+// the server is stopped when the tests end.
+//
+// TEST_DATABASE_URL points the harness at an existing server instead (it must
+// allow CREATE DATABASE); PG_BIN picks the server binaries (for example
+// PostgreSQL 18 next to Debian's 15).
+package testdb
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgconsole/console/internal/pgserver"
+	"github.com/pgconsole/console/migrations"
+)
+
+var (
+	once     sync.Once
+	setupErr error
+	server   *pgserver.Server
+	baseDir  string
+	adminURL string // a URL to the server's maintenance database
+	template string
+	counter  atomic.Int64
+)
+
+// Main runs the tests and stops the server afterwards. Use it as
+//
+//	func TestMain(m *testing.M) { testdb.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	teardown()
+	os.Exit(code)
+}
+
+func teardown() {
+	if template != "" && setupErr == nil && server == nil {
+		if conn, err := pgx.Connect(context.Background(), adminURL); err == nil {
+			conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{template}.Sanitize())
+			conn.Close(context.Background())
+		}
+	}
+	if server != nil {
+		server.Stop()
+	}
+	if baseDir != "" {
+		os.RemoveAll(baseDir)
+	}
+}
+
+// ServerSettings are the settings of the per-binary test server: room for
+// many pools, prepared transactions and logical slots for the diagnostics
+// tests, and pg_stat_statements.
+var ServerSettings = map[string]string{
+	"max_connections":           "300",
+	"max_prepared_transactions": "10",
+	"wal_level":                 "logical",
+	"max_wal_senders":           "10",
+	"max_replication_slots":     "10",
+	"shared_preload_libraries":  "pg_stat_statements",
+	"track_io_timing":           "on",
+	"shared_buffers":            "64MB",
+}
+
+func setup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	template = fmt.Sprintf("console_template_%d", os.Getpid())
+	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		adminURL = u
+	} else {
+		srv, err := NewServerDir(ctx, "testdb", ServerSettings)
+		if err != nil {
+			setupErr = err
+			return
+		}
+		server = srv
+		adminURL = srv.URL("postgres")
+	}
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		setupErr = fmt.Errorf("connect to test server: %w", err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{template}.Sanitize()); err != nil {
+		setupErr = err
+		return
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{template}.Sanitize()); err != nil {
+		setupErr = fmt.Errorf("create template database: %w", err)
+		return
+	}
+	tc, err := pgx.Connect(ctx, withDatabase(adminURL, template))
+	if err != nil {
+		setupErr = err
+		return
+	}
+	defer tc.Close(ctx)
+	if _, err := tc.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil && server != nil {
+		setupErr = fmt.Errorf("create pg_stat_statements: %w", err)
+		return
+	}
+	if _, err := migrations.Up(ctx, tc); err != nil {
+		setupErr = fmt.Errorf("migrate template database: %w", err)
+	}
+}
+
+// NewServerDir starts a private throwaway server in a fresh folder under the
+// system temp folder, for tests that need a server of their own (restarts, a
+// standby). The caller stops it; Main removes nothing of it.
+func NewServerDir(ctx context.Context, name string, settings map[string]string) (*pgserver.Server, error) {
+	if baseDir == "" {
+		d, err := os.MkdirTemp("", "console-test-")
+		if err != nil {
+			return nil, err
+		}
+		// The PostgreSQL account must be able to enter it when we are root.
+		if err := os.Chmod(d, 0o755); err != nil {
+			return nil, err
+		}
+		baseDir = d
+	}
+	dir, err := os.MkdirTemp(baseDir, name+"-")
+	if err != nil {
+		return nil, err
+	}
+	os.Chmod(dir, 0o755)
+	return pgserver.Start(ctx, pgserver.Config{
+		Dir:      filepath.Join(dir, "pg"),
+		BinDir:   os.Getenv("PG_BIN"),
+		Trust:    true,
+		Fast:     true,
+		Settings: settings,
+	})
+}
+
+// NewServer starts a dedicated server for one test and stops it at cleanup.
+func NewServer(t testing.TB, settings map[string]string) *pgserver.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if settings == nil {
+		settings = ServerSettings
+	}
+	srv, err := NewServerDir(ctx, "dedicated", settings)
+	if err != nil {
+		t.Fatalf("start a dedicated PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	return srv
+}
+
+func ensure(t testing.TB) {
+	t.Helper()
+	once.Do(setup)
+	if setupErr != nil {
+		t.Fatalf("test database unavailable: %v\n(make test installs PostgreSQL; or set TEST_DATABASE_URL)", setupErr)
+	}
+}
+
+// URL creates a fresh migrated database for this test and returns its URL;
+// the database is dropped at cleanup. Use it when something other than a pool
+// must connect (a child process, a second client).
+func URL(t testing.TB) string {
+	t.Helper()
+	ensure(t)
+	ctx := context.Background()
+	name := fmt.Sprintf("t_%d_%d", os.Getpid(), counter.Add(1))
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		t.Fatalf("connect to test server: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s",
+		pgx.Identifier{name}.Sanitize(), pgx.Identifier{template}.Sanitize())); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, adminURL)
+		if err != nil {
+			return
+		}
+		defer conn.Close(ctx)
+		conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	})
+	return withDatabase(adminURL, name)
+}
+
+// New creates a fresh migrated database for this test and returns a pool on
+// it, closed at cleanup.
+func New(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	return Pool(t, URL(t))
+}
+
+// Pool opens a pool on url and closes it at cleanup.
+func Pool(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatalf("open pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+var (
+	sharedOnce sync.Once
+	sharedURL  string
+)
+
+// Tx returns a transaction on a migrated database shared by the package's
+// tests, rolled back at cleanup: the cheapest isolation for tests that need
+// no commit and one connection.
+func Tx(t testing.TB) pgx.Tx {
+	t.Helper()
+	ensure(t)
+	sharedOnce.Do(func() { sharedURL = URL(&keepAlive{TB: t}) })
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, sharedURL)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatalf("begin: %v", err)
+	}
+	t.Cleanup(func() {
+		tx.Rollback(ctx)
+		conn.Close(ctx)
+	})
+	return tx
+}
+
+// keepAlive lets the shared database outlive the test that created it: its
+// cleanup is dropped (the server goes away with the binary).
+type keepAlive struct{ testing.TB }
+
+func (keepAlive) Cleanup(func()) {}
+
+// AdminURL returns a superuser URL of the test server's maintenance database.
+func AdminURL(t testing.TB) string {
+	t.Helper()
+	ensure(t)
+	return adminURL
+}
+
+// Server returns the per-binary server, or nil when TEST_DATABASE_URL is set.
+func Server(t testing.TB) *pgserver.Server {
+	t.Helper()
+	ensure(t)
+	return server
+}
+
+func withDatabase(raw, db string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	u.Path = "/" + db
+	return u.String()
+}

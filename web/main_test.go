@@ -1,0 +1,105 @@
+package web
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+// testPassword is every test operator's password.
+const testPassword = "correct horse battery"
+
+// env is a console under test: a real server on a fresh database, with one
+// operator of each role.
+type env struct {
+	srv  *Server
+	http *httptest.Server
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	pool := testdb.New(t)
+	for _, role := range []string{auth.RoleViewer, auth.RoleOperator, auth.RoleAdmin} {
+		_, err := auth.OperatorAdd(context.Background(), pool, role, role, testPassword)
+		require.NoError(t, err)
+	}
+	s, err := New(Config{Pool: pool, Database: "console@test/db", Version: "test"})
+	require.NoError(t, err)
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	return &env{srv: s, http: hs}
+}
+
+// client is a browser-like client: cookie jar, no redirect following, and
+// the CSRF token of the last page it read.
+type client struct {
+	t    *testing.T
+	base string
+	hc   *http.Client
+	csrf string
+}
+
+func (e *env) client(t *testing.T) *client {
+	jar, _ := cookiejar.New(nil)
+	return &client{t: t, base: e.http.URL, hc: &http.Client{Jar: jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+var csrfRE = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+
+func (c *client) do(req *http.Request) (*http.Response, string) {
+	c.t.Helper()
+	resp, err := c.hc.Do(req)
+	require.NoError(c.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(c.t, err)
+	if m := csrfRE.FindSubmatch(b); m != nil {
+		c.csrf = string(m[1])
+	}
+	return resp, string(b)
+}
+
+func (c *client) get(path string, header ...string) (*http.Response, string) {
+	c.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, c.base+path, nil)
+	require.NoError(c.t, err)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	return c.do(req)
+}
+
+func (c *client) post(path string, form url.Values, header ...string) (*http.Response, string) {
+	c.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, c.base+path, strings.NewReader(form.Encode()))
+	require.NoError(c.t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	return c.do(req)
+}
+
+// login signs in as the operator named after role.
+func (c *client) login(role string) {
+	c.t.Helper()
+	resp, _ := c.get("/login")
+	require.Equal(c.t, http.StatusOK, resp.StatusCode)
+	resp, _ = c.post("/login", url.Values{"_csrf": {c.csrf}, "name": {role}, "password": {testPassword}, "next": {"/"}})
+	require.Equal(c.t, http.StatusSeeOther, resp.StatusCode, "login as %s", role)
+	require.Equal(c.t, "/", resp.Header.Get("Location"))
+}

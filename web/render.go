@@ -1,0 +1,91 @@
+package web
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"github.com/pgconsole/console/static"
+	"github.com/pgconsole/console/views"
+)
+
+// page is what a handler hands to render: the view model (also the JSON
+// answer) and the component that shows it.
+type page struct {
+	Title  string
+	Nav    string // the navigation entry to highlight
+	Model  any
+	Body   templ.Component
+	Status int // default 200
+}
+
+// render is the one way a page reaches the client. For `Accept:
+// application/json` it writes the view model as JSON; for an htmx request it
+// writes only the body fragment; otherwise the full page with the layout.
+// Output is buffered, so a failed render becomes a clean error response
+// instead of half a page.
+func (s *Server) render(c echo.Context, p page) error {
+	status := p.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if wantsJSON(c) {
+		return c.JSON(status, p.Model)
+	}
+	var comp templ.Component
+	if isHTMX(c) {
+		comp = p.Body
+	} else {
+		comp = views.Page(s.chrome(c, p.Title, p.Nav), p.Body)
+	}
+	return s.writeComponent(c, status, comp)
+}
+
+// renderBare renders a page without navigation (sign-in).
+func (s *Server) renderBare(c echo.Context, status int, title string, body templ.Component) error {
+	return s.writeComponent(c, status, views.Bare(s.chrome(c, title, ""), body))
+}
+
+func (s *Server) writeComponent(c echo.Context, status int, comp templ.Component) error {
+	var buf bytes.Buffer
+	if err := comp.Render(c.Request().Context(), &buf); err != nil {
+		return err
+	}
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+func wantsJSON(c echo.Context) bool {
+	accept := c.Request().Header.Get(echo.HeaderAccept)
+	return strings.Contains(accept, echo.MIMEApplicationJSON) && !strings.Contains(accept, echo.MIMETextHTML)
+}
+
+func isHTMX(c echo.Context) bool {
+	h := c.Request().Header
+	return h.Get("HX-Request") == "true" && h.Get("HX-Boosted") != "true" && h.Get("HX-History-Restore-Request") != "true"
+}
+
+// chrome fills the frame every page shares.
+func (s *Server) chrome(c echo.Context, title, active string) views.Chrome {
+	ch := views.Chrome{
+		Title:    title,
+		Database: s.cfg.Database,
+		Version:  s.cfg.Version,
+		Now:      time.Now().UTC().Format(time.RFC3339),
+		CSRF:     csrfToken(c),
+		CSS:      static.Path("app.css"),
+		JS:       static.Path("app.js"),
+		HTMX:     static.Path(static.HTMX),
+		Favicon:  static.Path("favicon.svg"),
+	}
+	if p, ok := principalFrom(c); ok {
+		ch.User, ch.UserRole = p.Name, p.Role
+		ch.Nav = navFor(active, p.Role)
+		info := s.databaseInfo(c.Request().Context())
+		ch.DBServer, ch.DBRole = info.server, info.role
+	}
+	return ch
+}

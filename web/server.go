@@ -1,0 +1,144 @@
+package web
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pgconsole/console/internal/auth"
+)
+
+// Config is what the server needs; cmd/console builds it from flags.
+type Config struct {
+	// Pool is the console's own pool for reads and actions. Required.
+	Pool *pgxpool.Pool
+	// Database is the redacted connection target shown in the top bar.
+	Database string
+	// Version is the console's version string.
+	Version string
+	// Gatherer serves /metrics; Registerer takes the web layer's own metrics.
+	// Both default to a fresh registry.
+	Gatherer   prometheus.Gatherer
+	Registerer prometheus.Registerer
+	// MetricsAccess is "open" (default), "token" (any API token) or "off".
+	MetricsAccess string
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// SecureCookies marks cookies Secure; set it when served over TLS
+	// (directly or behind a TLS-terminating proxy).
+	SecureCookies bool
+	// SessionTTL is how long a sign-in lasts; default 12h.
+	SessionTTL time.Duration
+	// TrustedProxies are client addresses (IPs or CIDRs) whose ProxyUserHeader
+	// is believed; empty disables proxy authentication.
+	TrustedProxies []string
+	// ProxyUserHeader and ProxyRoleHeader name the headers a trusted proxy
+	// sets; defaults X-Forwarded-User and X-Forwarded-Role (role defaults to
+	// viewer when absent).
+	ProxyUserHeader string
+	ProxyRoleHeader string
+	// LoginNotice is shown on the sign-in page (the embedded default prints
+	// where the one-time admin password is).
+	LoginNotice string
+}
+
+// Server is the console's HTTP handler.
+type Server struct {
+	cfg     Config
+	e       *echo.Echo
+	log     *slog.Logger
+	limiter *auth.LoginLimiter
+	proxies *proxyList
+	metrics *httpMetrics
+
+	infoMu sync.Mutex
+	info   dbInfo
+}
+
+// New builds the server and its routes.
+func New(cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Registerer == nil || cfg.Gatherer == nil {
+		reg := prometheus.NewRegistry()
+		cfg.Registerer, cfg.Gatherer = reg, reg
+	}
+	if cfg.MetricsAccess == "" {
+		cfg.MetricsAccess = "open"
+	}
+	if cfg.SessionTTL == 0 {
+		cfg.SessionTTL = 12 * time.Hour
+	}
+	if cfg.ProxyUserHeader == "" {
+		cfg.ProxyUserHeader = "X-Forwarded-User"
+	}
+	if cfg.ProxyRoleHeader == "" {
+		cfg.ProxyRoleHeader = "X-Forwarded-Role"
+	}
+	proxies, err := parseProxyList(cfg.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newHTTPMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:     cfg,
+		e:       echo.New(),
+		log:     cfg.Logger,
+		limiter: auth.NewLoginLimiter(5, time.Minute),
+		proxies: proxies,
+		metrics: m,
+	}
+	s.e.HideBanner = true
+	s.e.HidePort = true
+	s.e.HTTPErrorHandler = s.handleError
+	s.routes()
+	return s, nil
+}
+
+// Handler returns the http.Handler to serve.
+func (s *Server) Handler() http.Handler { return s.e }
+
+func (s *Server) metricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError)})
+}
+
+// dbInfo is what the top bar says about the database, refreshed at most every
+// 30 seconds so pages do not pay for it.
+type dbInfo struct {
+	server string
+	role   string
+	at     time.Time
+}
+
+func (s *Server) databaseInfo(ctx context.Context) dbInfo {
+	s.infoMu.Lock()
+	defer s.infoMu.Unlock()
+	if time.Since(s.info.at) < 30*time.Second {
+		return s.info
+	}
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	var version string
+	var standby bool
+	if err := s.cfg.Pool.QueryRow(ctx, sqlText("server_info")).Scan(&version, &standby); err != nil {
+		// Keep the last answer; the page still renders.
+		s.info.at = time.Now().Add(-25 * time.Second)
+		return s.info
+	}
+	s.info = dbInfo{server: "PostgreSQL " + version, role: "primary", at: time.Now()}
+	if standby {
+		s.info.role = "standby"
+	}
+	return s.info
+}

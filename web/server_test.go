@@ -1,0 +1,181 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/static"
+)
+
+func TestHealthAndReady(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(t)
+	resp, body := c.get("/healthz")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.JSONEq(t, `{"status":"ok","version":"test"}`, body)
+
+	resp, body = c.get("/readyz")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	var ready map[string]any
+	require.NoError(t, json.Unmarshal([]byte(body), &ready))
+	require.Equal(t, "ok", ready["status"])
+}
+
+func TestReadyzReportsSchemaBehind(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	_, err := e.srv.cfg.Pool.Exec(t.Context(), "UPDATE console_schema_version SET version = 1")
+	require.NoError(t, err)
+	resp, body := e.client(t).get("/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Contains(t, body, "schema is behind")
+}
+
+func TestAnonymousIsSentToLogin(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(t)
+	resp, _ := c.get("/")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "/login?next=%2F", resp.Header.Get("Location"))
+
+	resp, body := c.get("/", "Accept", "application/json")
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Contains(t, body, `"error"`)
+
+	resp, _ = c.get("/", "HX-Request", "true")
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Equal(t, "/login", resp.Header.Get("HX-Redirect"))
+}
+
+func TestLoginLogout(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(t)
+
+	_, _ = c.get("/login")
+	resp, body := c.post("/login", url.Values{"_csrf": {c.csrf}, "name": {"viewer"}, "password": {"wrong password"}})
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Contains(t, body, `data-testid="login-error"`)
+	require.Contains(t, body, "Wrong name or password")
+
+	c.login("viewer")
+	resp, body = c.get("/")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	for _, id := range []string{"topbar", "dbinfo", "footer", "logout"} {
+		require.Contains(t, body, `data-testid="`+id+`"`)
+	}
+	require.Contains(t, body, "console@test/db")
+
+	resp, _ = c.post("/logout", url.Values{"_csrf": {c.csrf}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	resp, _ = c.get("/")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "signed out: back to login")
+}
+
+func TestLoginIsRateLimited(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(t)
+	_, _ = c.get("/login")
+	var resp *http.Response
+	var body string
+	for i := 0; i < 6; i++ {
+		resp, body = c.post("/login", url.Values{"_csrf": {c.csrf}, "name": {"admin"}, "password": {"guess"}})
+	}
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	require.Contains(t, body, "Too many failed attempts")
+	// Even the right password waits now.
+	resp, _ = c.post("/login", url.Values{"_csrf": {c.csrf}, "name": {"admin"}, "password": {testPassword}})
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+}
+
+func TestPostWithoutCSRFIsRefused(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(t)
+	c.login("admin")
+	resp, body := c.post("/logout", url.Values{})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.Contains(t, body, "CSRF token")
+	resp, _ = c.post("/logout", url.Values{"_csrf": {"x" + c.csrf}})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	resp, _ = c.post("/logout", url.Values{}, "X-CSRF-Token", c.csrf)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+}
+
+func TestSecurityHeaders(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	resp, _ := e.client(t).get("/login")
+	h := resp.Header
+	require.Contains(t, h.Get("Content-Security-Policy"), "script-src 'self'")
+	require.NotContains(t, h.Get("Content-Security-Policy"), "unsafe-inline")
+	require.Equal(t, "nosniff", h.Get("X-Content-Type-Options"))
+	require.Equal(t, "DENY", h.Get("X-Frame-Options"))
+	var session, csrf *http.Cookie
+	for _, ck := range resp.Cookies() {
+		if ck.Name == csrfCookie {
+			csrf = ck
+		}
+		if ck.Name == sessionCookie {
+			session = ck
+		}
+	}
+	require.Nil(t, session)
+	require.NotNil(t, csrf)
+	require.True(t, csrf.HttpOnly)
+	require.Equal(t, http.SameSiteStrictMode, csrf.SameSite)
+}
+
+func TestStaticAssetsAreImmutable(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(t)
+	for _, name := range []string{static.HTMX, "app.css", "app.js", "favicon.svg"} {
+		resp, body := c.get(static.Path(name))
+		require.Equal(t, http.StatusOK, resp.StatusCode, name)
+		require.Contains(t, resp.Header.Get("Cache-Control"), "immutable", name)
+		require.NotEmpty(t, body)
+	}
+	resp, _ := c.get("/static/abc/../../etc/passwd")
+	require.NotEqual(t, http.StatusOK, resp.StatusCode)
+	resp, _ = c.get("/static/abc/missing.js")
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(t)
+	_, _ = c.get("/healthz")
+	resp, body := c.get("/metrics")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, body, `console_http_requests_total{code="200",method="GET",route="/healthz"}`)
+}
+
+func TestRenderAnswersJSONAndFragments(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(t)
+	c.login("viewer")
+	resp, body := c.get("/", "Accept", "application/json")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json"))
+	require.Contains(t, body, `"database":"console@test/db"`)
+
+	resp, body = c.get("/", "HX-Request", "true")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NotContains(t, body, "<html", "an htmx request gets the fragment only")
+	require.Contains(t, body, `data-testid="overview-database"`)
+
+	resp, body = c.get("/no-such-page")
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	require.Contains(t, body, `data-testid="error"`)
+}

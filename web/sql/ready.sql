@@ -1,0 +1,2 @@
+-- ready: /readyz's round trip. No locks.
+SELECT 1
