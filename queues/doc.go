@@ -5,4 +5,60 @@
 // by (lease_owner, lease_generation): every transition out of running names
 // the generation it was claimed with, so a worker whose lease expired and was
 // taken over cannot ack, fail or renew the newer attempt.
+//
+// # Job engine
+//
+// Enqueue with EnqueueTx (in the caller's transaction), EnqueueManyTx (one
+// statement per batch) or EnqueueCopy (COPY, for backfills). Each statement
+// sends one NOTIFY per queue on NotifyChannel; it is only a wake-up hint, and
+// workers poll every ClientConfig.PollInterval anyway.
+//
+// A Client works queues: per queue, one fetcher claims only as many jobs as
+// the queue has free slots (QueueConfig.Concurrency, resizable with
+// SetConcurrency), growing its claim size while claims come back full and
+// fast and halving it when they are slow or fail; claim errors back off
+// exponentially. Each claimed job runs in its own goroutine; acks are folded
+// into one statement per batch. One heartbeat statement renews every running
+// job's lease each third of LeaseDuration and cancels the handlers of jobs
+// whose lease was lost. Every process runs the reaper (bounded batches) once
+// per poll interval.
+//
+// Failures are retried with capped exponential backoff and full jitter
+// (Backoff) until max_attempts, then dead-lettered; Permanent errors go dead
+// at once; a panic is a failed attempt of class "panic"; a queue Timeout
+// cancels the handler's context and fails the attempt with class "timeout".
+// Every failed attempt is appended to the job's bounded errors history and
+// sets error_class, a fingerprint (ErrorClass) that groups dead letters.
+//
+// # Fleet-wide settings
+//
+// queue_settings is re-read by every process once per poll interval, and the
+// claim statement itself reads paused and max_workers, so both take effect on
+// the next claim anywhere. max_workers is enforced at claim time against the
+// number of jobs running in the queue across the fleet (not divided among
+// processes): when it is set, claims of that queue first take a transaction
+// advisory lock (sql/job_claim_lock.sql) so concurrent claimers count one at a time.
+// Lowering it never cancels running jobs; claims simply stop until the
+// running count drops below the limit. rate_per_second is divided equally
+// among the live processes serving the queue (workers rows seen recently),
+// each running a token bucket.
+//
+// # Identifying a job's backend
+//
+// Engine connections are named "console-worker" (PoolConfig sets
+// application_name; the LISTEN connection too). A handler that needs the
+// database calls JobConn(ctx): the session it gets is renamed
+// "console-worker job=<id>" for as long as the job runs, then reset. The
+// console joins a stuck job to its backend (and to what blocks it) with
+//
+//	SELECT pid, state, wait_event_type, pg_blocking_pids(pid)
+//	FROM pg_stat_activity
+//	WHERE application_name = 'console-worker job=' || $1
+//
+// # Shutdown
+//
+// Client.Stop stops claiming, lets running jobs finish until its context is
+// done, then cancels the rest and releases them back to ready (jobs claimed
+// but not yet started are released with their attempt taken back), marks
+// the workers row stopped, and returns. The caller closes the pool last.
 package queues

@@ -1,0 +1,377 @@
+package queues
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// HandlerFunc runs one attempt of a job. Returning nil acks the job; an
+// error fails the attempt (retried with backoff, or dead when attempts are
+// spent or the error is wrapped with Permanent); a panic fails it with
+// error class "panic". ctx is cancelled when the queue's Timeout passes,
+// when the lease is lost (an operator cancelled the job or the lease
+// expired) and at the end of a graceful shutdown's drain; handlers must
+// return promptly then. JobConn(ctx) gives the job's own tagged session.
+type HandlerFunc func(ctx context.Context, job *Job) error
+
+// QueueConfig configures one queue a Client works.
+type QueueConfig struct {
+	// Concurrency is how many jobs of the queue this process runs at once
+	// (default 10). queue_settings.max_workers can lower the fleet-wide
+	// total below the sum of the processes' concurrency.
+	Concurrency int
+	// Timeout bounds one attempt; the handler's ctx is cancelled after it
+	// and the attempt fails with class "timeout". Zero means no timeout.
+	Timeout time.Duration
+}
+
+// ClientConfig configures a Client. Zero values get the documented defaults.
+type ClientConfig struct {
+	// Queues to work, by name. A Client with no queues only enqueues.
+	Queues map[string]QueueConfig
+	// PollInterval is how often idle queues are polled and queue_settings,
+	// the workers row and the reaper are refreshed (default 1s). NOTIFY
+	// wakes fetchers sooner; polling is the truth.
+	PollInterval time.Duration
+	// LeaseDuration is how long a claim holds a job before other processes
+	// may take it over (default 30s). Running jobs are renewed every third
+	// of it, so it only has to cover a process stall, not a long job.
+	LeaseDuration time.Duration
+	// ID names this process in lease_owner and the workers registry
+	// (default host:pid:random).
+	ID string
+	// Version is recorded in the workers registry.
+	Version string
+	// Registerer receives the engine's metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+	// RetryBase and RetryMax shape the retry backoff (defaults 1s and 10m):
+	// full jitter over base*2^(attempt-1), capped.
+	RetryBase, RetryMax time.Duration
+	// RetryDelayFunc, when set, replaces the backoff; attempt is the
+	// attempt that failed (1 for the first).
+	RetryDelayFunc func(attempt int) time.Duration
+	// MaxErrors bounds each job's errors history (default 20 entries).
+	MaxErrors int
+	// MaxClaim bounds one claim statement (default 100 jobs).
+	MaxClaim int
+	// FetchCooldown is how long a fetcher woken by a freed slot waits for
+	// more slots to free up (up to half the queue's concurrency) before it
+	// claims, so that a backlog is claimed in batches (default 5ms; negative
+	// disables). Wake-ups by NOTIFY on an idle queue claim at once.
+	FetchCooldown time.Duration
+	// ReapBatch bounds one reaper statement (default 500 jobs); the reaper
+	// runs once per poll interval, at most 10 batches a time.
+	ReapBatch int
+	// DisableListen turns off LISTEN (for poolers in transaction mode,
+	// where LISTEN does not work); wake-ups then come from polling only.
+	DisableListen bool
+	// ShutdownGrace is how long Stop waits for handlers to return after
+	// their contexts were cancelled at the drain deadline (default 5s).
+	ShutdownGrace time.Duration
+}
+
+// Client enqueues jobs and, once started, works the configured queues with
+// bounded concurrency. It does not own the pool: the caller closes it after
+// Stop returns (the last step of a graceful shutdown).
+//
+// The pool should give connections application_name "console-worker" (see
+// PoolConfig); while a handler uses JobConn, that session's
+// application_name is "console-worker job=<id>", so pg_stat_activity shows
+// which backend runs which job. Size the pool for one connection per queue
+// fetcher plus three (acks, heartbeat, maintenance) plus one per running job
+// that calls JobConn; LISTEN uses its own connection outside the pool.
+type Client struct {
+	pool     *pgxpool.Pool
+	cfg      ClientConfig
+	log      *slog.Logger
+	metrics  *metrics
+	queues   map[string]*queueRunner
+	names    []string
+	host     string
+	liveness time.Duration
+
+	mu       sync.Mutex
+	handlers map[string]HandlerFunc
+	state    int // 0 new, 1 started, 2 stopped
+	running  map[int64]*runningJob
+
+	claimCtx    context.Context // fetchers, listener, maintenance
+	stopClaims  context.CancelFunc
+	jobsCtx     context.Context // parent of every handler's ctx
+	cancelJobs  context.CancelCauseFunc
+	renewCtx    context.Context // lease heartbeat, until the drain ends
+	stopRenew   context.CancelFunc
+	loops       sync.WaitGroup
+	renewWG     sync.WaitGroup
+	jobsWG      sync.WaitGroup
+	acks        chan ackRequest
+	stopAcker   chan struct{}
+	ackerDone   chan struct{}
+	ackerActive bool
+}
+
+type runningJob struct {
+	queue      string
+	generation int64
+	cancel     context.CancelCauseFunc
+}
+
+// NewClient returns a Client over pool. It runs nothing until Start.
+func NewClient(pool *pgxpool.Pool, cfg ClientConfig) (*Client, error) {
+	if pool == nil {
+		return nil, errors.New("new client: nil pool")
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.LeaseDuration <= 0 {
+		cfg.LeaseDuration = 30 * time.Second
+	}
+	if cfg.LeaseDuration < 3*time.Millisecond {
+		return nil, errors.New("new client: lease duration too short")
+	}
+	if cfg.RetryBase <= 0 {
+		cfg.RetryBase = time.Second
+	}
+	if cfg.RetryMax <= 0 {
+		cfg.RetryMax = 10 * time.Minute
+	}
+	if cfg.MaxErrors <= 0 {
+		cfg.MaxErrors = 20
+	}
+	if cfg.MaxClaim <= 0 {
+		cfg.MaxClaim = 100
+	}
+	if cfg.FetchCooldown == 0 {
+		cfg.FetchCooldown = 5 * time.Millisecond
+	}
+	if cfg.ReapBatch <= 0 {
+		cfg.ReapBatch = 500
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 5 * time.Second
+	}
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "unknown"
+	}
+	if cfg.ID == "" {
+		b := make([]byte, 3)
+		_, _ = rand.Read(b)
+		cfg.ID = host + ":" + strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(b)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Client{
+		pool:     pool,
+		cfg:      cfg,
+		log:      log.With("worker", cfg.ID),
+		metrics:  newMetrics(cfg.Registerer),
+		queues:   map[string]*queueRunner{},
+		host:     host,
+		liveness: max(3*cfg.PollInterval, 10*time.Second),
+		handlers: map[string]HandlerFunc{},
+		running:  map[int64]*runningJob{},
+	}
+	for name, qc := range cfg.Queues {
+		if name == "" {
+			return nil, errors.New("new client: empty queue name")
+		}
+		if qc.Concurrency <= 0 {
+			qc.Concurrency = 10
+		}
+		c.queues[name] = newQueueRunner(name, qc, cfg.MaxClaim)
+		c.names = append(c.names, name)
+	}
+	sort.Strings(c.names)
+	return c, nil
+}
+
+// ID returns the client's worker id (its lease_owner).
+func (c *Client) ID() string { return c.cfg.ID }
+
+// Handle registers the handler for jobs of kind, replacing any earlier one.
+// Register handlers before Start.
+func (c *Client) Handle(kind string, h HandlerFunc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.handlers[kind] = h
+}
+
+func (c *Client) handler(kind string) HandlerFunc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.handlers[kind]
+}
+
+// Enqueue inserts one job on the client's pool (its own transaction).
+func (c *Client) Enqueue(ctx context.Context, p EnqueueParams) (*Job, error) {
+	return EnqueueTx(ctx, c.pool, p)
+}
+
+// EnqueueMany inserts a batch of jobs in one statement on the client's pool.
+func (c *Client) EnqueueMany(ctx context.Context, ps []EnqueueParams) ([]int64, error) {
+	return EnqueueManyTx(ctx, c.pool, ps)
+}
+
+// Start registers the process in the workers registry and starts, per
+// queue, a fetcher that claims only as many jobs as it has free slots, plus
+// the lease heartbeat, the maintenance loop (settings, registry heartbeat,
+// reaper) and the LISTEN wake-up. ctx only bounds the registration: stop
+// the client with Stop.
+func (c *Client) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != 0 {
+		return errors.New("start client: already started")
+	}
+	if len(c.queues) > 0 {
+		total := 0
+		for _, q := range c.queues {
+			total += q.cfg.Concurrency
+		}
+		if _, err := c.pool.Exec(ctx, sqlText("worker_register"), c.cfg.ID, c.host, os.Getpid(),
+			c.names, total, c.cfg.Version); err != nil {
+			return fmt.Errorf("register worker %s: %w", c.cfg.ID, err)
+		}
+		if err := c.refreshSettings(ctx); err != nil {
+			return err
+		}
+	}
+	c.state = 1
+	c.claimCtx, c.stopClaims = context.WithCancel(context.Background())
+	c.jobsCtx, c.cancelJobs = context.WithCancelCause(context.Background())
+	c.renewCtx, c.stopRenew = context.WithCancel(context.Background())
+	c.acks = make(chan ackRequest)
+	c.stopAcker = make(chan struct{})
+	c.ackerDone = make(chan struct{})
+	if len(c.queues) == 0 {
+		close(c.ackerDone)
+		return nil
+	}
+	c.ackerActive = true
+	go c.ackLoop()
+	for _, name := range c.names {
+		q := c.queues[name]
+		c.loops.Add(1)
+		go func() {
+			defer c.loops.Done()
+			c.fetchLoop(c.claimCtx, q)
+		}()
+	}
+	c.loops.Add(1)
+	go func() {
+		defer c.loops.Done()
+		c.maintenanceLoop(c.claimCtx)
+	}()
+	if !c.cfg.DisableListen {
+		c.loops.Add(1)
+		go func() {
+			defer c.loops.Done()
+			c.listenLoop(c.claimCtx)
+		}()
+	}
+	c.renewWG.Add(1)
+	go func() {
+		defer c.renewWG.Done()
+		c.renewLoop(c.renewCtx)
+	}()
+	c.log.Info("queue client started", "queues", c.names)
+	return nil
+}
+
+// Stop shuts down gracefully, in order: stop claiming (fetchers, LISTEN,
+// maintenance), let running jobs finish until ctx is done, then cancel the
+// handlers' contexts and wait up to ShutdownGrace for them; jobs claimed but
+// not started and jobs interrupted by the deadline are released back to
+// ready. Finally the workers row is marked stopped. It returns ctx's error
+// when the drain deadline cut jobs short. The caller closes the pool after.
+func (c *Client) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	if c.state != 1 {
+		c.mu.Unlock()
+		return nil
+	}
+	c.state = 2
+	c.mu.Unlock()
+
+	c.stopClaims()
+	c.loops.Wait()
+
+	drained := make(chan struct{})
+	go func() {
+		c.jobsWG.Wait()
+		close(drained)
+	}()
+	var result error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		result = fmt.Errorf("stop: drain deadline passed with jobs running: %w", ctx.Err())
+		c.cancelJobs(errShutdown)
+		grace := time.NewTimer(c.cfg.ShutdownGrace)
+		select {
+		case <-drained:
+		case <-grace.C:
+			c.log.Error("handlers ignored cancellation; their leases will expire", "running", c.inFlightTotal())
+		}
+		grace.Stop()
+	}
+	c.cancelJobs(errShutdown)
+	c.stopRenew()
+	c.renewWG.Wait()
+	if c.ackerActive {
+		close(c.stopAcker)
+		<-c.ackerDone
+	}
+	if len(c.queues) > 0 {
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := c.heartbeatWorker(fctx, true); err != nil {
+			c.log.Warn("mark worker stopped", "err", err)
+		}
+		cancel()
+	}
+	c.log.Info("queue client stopped")
+	return result
+}
+
+func (c *Client) inFlightTotal() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.running)
+}
+
+// retryDelay is the backoff before the next attempt after attempt failed.
+func (c *Client) retryDelay(attempt int) time.Duration {
+	if c.cfg.RetryDelayFunc != nil {
+		return c.cfg.RetryDelayFunc(attempt)
+	}
+	return Backoff(attempt, c.cfg.RetryBase, c.cfg.RetryMax)
+}
+
+// safeHandler runs h and turns a panic into a *panicError.
+func safeHandler(ctx context.Context, h HandlerFunc, job *Job) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &panicError{value: r, stack: string(debug.Stack())}
+		}
+	}()
+	return h(ctx, job)
+}

@@ -1,0 +1,140 @@
+package queues
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+func TestDedupeKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := testdb.Tx(t)
+	first := enqueueT(t, tx, EnqueueParams{Queue: "dd", Kind: "k", DedupeKey: "order-1"})
+	dup, err := EnqueueTx(ctx, tx, EnqueueParams{Queue: "dd", Kind: "k", DedupeKey: "order-1"})
+	require.ErrorIs(t, err, ErrDuplicate)
+	require.Equal(t, first.ID, dup.ID, "the holder is returned")
+	// Another queue, or no key, is not a duplicate.
+	enqueueT(t, tx, EnqueueParams{Queue: "dd2", Kind: "k", DedupeKey: "order-1"})
+	enqueueT(t, tx, EnqueueParams{Queue: "dd", Kind: "k"})
+	// Still held while running.
+	c := claimOne(t, tx, "dd", "w", time.Minute)
+	require.Equal(t, first.ID, c.ID)
+	_, err = EnqueueTx(ctx, tx, EnqueueParams{Queue: "dd", Kind: "k", DedupeKey: "order-1"})
+	require.ErrorIs(t, err, ErrDuplicate)
+	// Free again once finished.
+	require.NoError(t, JobAck(ctx, tx, c.ID, "w", c.LeaseGeneration))
+	again := enqueueT(t, tx, EnqueueParams{Queue: "dd", Kind: "k", DedupeKey: "order-1"})
+	require.NotEqual(t, first.ID, again.ID)
+
+	ids, err := EnqueueManyTx(ctx, tx, []EnqueueParams{
+		{Queue: "dd", Kind: "k", DedupeKey: "order-1"}, // held by again
+		{Queue: "dd", Kind: "k", DedupeKey: "order-2"},
+		{Queue: "dd", Kind: "k", DedupeKey: "order-2"}, // same batch
+		{Queue: "dd", Kind: "k"},
+	})
+	require.NoError(t, err)
+	require.Len(t, ids, 4)
+	require.Zero(t, ids[0])
+	require.NotZero(t, ids[1])
+	require.Zero(t, ids[2])
+	require.Greater(t, ids[3], ids[1])
+}
+
+func TestEnqueueMany(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := testdb.Tx(t)
+	var ps []EnqueueParams
+	for i := range 500 {
+		ps = append(ps, EnqueueParams{Queue: fmt.Sprintf("m%d", i%3), Kind: "k", Payload: map[string]int{"i": i},
+			Priority: int16(i % 4), TenantID: "t1"})
+	}
+	ps[7].RunAt = time.Now().Add(time.Hour)
+	ps[8].Payload = json.RawMessage(`{"raw":true}`)
+	ids, err := EnqueueManyTx(ctx, tx, ps)
+	require.NoError(t, err)
+	require.Len(t, ids, 500)
+	for i := 1; i < len(ids); i++ {
+		require.Greater(t, ids[i], ids[i-1])
+	}
+	j, err := JobGet(ctx, tx, ids[8])
+	require.NoError(t, err)
+	require.JSONEq(t, `{"raw":true}`, string(j.Payload))
+	require.Equal(t, "m2", j.Queue)
+	j, _ = JobGet(ctx, tx, ids[7])
+	require.True(t, j.AvailableAt.After(time.Now().Add(50*time.Minute)))
+	require.Equal(t, "t1", *j.TenantID)
+	_, err = EnqueueManyTx(ctx, tx, []EnqueueParams{{Queue: "", Kind: "k"}})
+	require.Error(t, err)
+}
+
+// TestNotifyCoalesced checks that a batch enqueue sends one notification per
+// queue, not one per row.
+func TestNotifyCoalesced(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	listener, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer listener.Close(ctx)
+	_, err = listener.Exec(ctx, "LISTEN "+NotifyChannel)
+	require.NoError(t, err)
+	pool := testdb.Pool(t, url)
+	var ps []EnqueueParams
+	for range 50 {
+		ps = append(ps, EnqueueParams{Queue: "n1", Kind: "k"}, EnqueueParams{Queue: "n2", Kind: "k"})
+	}
+	_, err = EnqueueManyTx(ctx, pool, ps)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, "SELECT pg_notify($1, 'end')", NotifyChannel)
+	require.NoError(t, err)
+	got := map[string]int{}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for i := 0; i < 10; i++ {
+		n, err := listener.WaitForNotification(wctx)
+		require.NoError(t, err)
+		if n.Payload == "end" {
+			break
+		}
+		got[n.Payload]++
+	}
+	require.Equal(t, map[string]int{"n1": 1, "n2": 1}, got)
+}
+
+func TestEnqueueCopy100k(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	const n = 100_000
+	ps := make([]EnqueueParams, n)
+	payload := json.RawMessage(`{"x":1}`)
+	for i := range ps {
+		ps[i] = EnqueueParams{Queue: "copy", Kind: "noop", Payload: payload}
+	}
+	ps[0].RunAt = time.Now().Add(time.Hour)
+	ps[1].DedupeKey = "k1"
+	start := time.Now()
+	got, err := EnqueueCopy(ctx, pool, ps)
+	require.NoError(t, err)
+	t.Logf("COPY enqueue of %d jobs: %s (%.0f rows/s)", n, time.Since(start), n/time.Since(start).Seconds())
+	require.EqualValues(t, n, got)
+	var count, ready, scheduled int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'ready'),
+		count(*) FILTER (WHERE available_at > clock_timestamp() + interval '50 minutes')
+		FROM jobs WHERE queue = 'copy' AND payload = '{"x":1}' AND max_attempts = $1`, DefaultMaxAttempts).Scan(&count, &ready, &scheduled))
+	require.EqualValues(t, n, count)
+	require.EqualValues(t, n, ready)
+	require.EqualValues(t, 1, scheduled)
+	// COPY cannot skip a held dedupe key: the whole call fails.
+	_, err = EnqueueCopy(ctx, pool, []EnqueueParams{{Queue: "copy", Kind: "noop", DedupeKey: "k1"}})
+	require.Error(t, err)
+}

@@ -1,0 +1,278 @@
+package queues
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/pgconsole/console/internal/testdb"
+	"github.com/pgconsole/console/migrations"
+)
+
+// Environment of TestHelperWorkerProcess when it runs as a child worker.
+const (
+	helperDBEnv    = "QUEUES_HELPER_DATABASE_URL"
+	helperLeaseEnv = "QUEUES_HELPER_LEASE"
+)
+
+// crashHandler records every attempt in crash_log, then sleeps for the
+// payload's ms: a job that is killed mid-run leaves a log row behind.
+func crashHandler(pool *pgxpool.Pool) HandlerFunc {
+	return func(ctx context.Context, j *Job) error {
+		if _, err := pool.Exec(ctx, "INSERT INTO crash_log (job_id, attempt, pid) VALUES ($1, $2, $3)",
+			j.ID, j.Attempts, os.Getpid()); err != nil {
+			return err
+		}
+		var p struct {
+			MS int `json:"ms"`
+		}
+		if err := json.Unmarshal(j.Payload, &p); err != nil {
+			return Permanent(err)
+		}
+		t := time.NewTimer(time.Duration(p.MS) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
+	}
+}
+
+// TestHelperWorkerProcess is not a test of its own: run as a child process
+// with QUEUES_HELPER_DATABASE_URL set, it is a worker process (like
+// `console worker`) working queue "crash" until SIGTERM or SIGKILL. Without
+// the variable it returns at once.
+func TestHelperWorkerProcess(t *testing.T) {
+	url := os.Getenv(helperDBEnv)
+	if url == "" {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	cfg, err := PoolConfig(url)
+	require.NoError(t, err)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	defer pool.Close()
+	lease, err := time.ParseDuration(os.Getenv(helperLeaseEnv))
+	require.NoError(t, err)
+	c, err := NewClient(pool, ClientConfig{
+		Queues:        map[string]QueueConfig{"crash": {Concurrency: 4}},
+		PollInterval:  50 * time.Millisecond,
+		LeaseDuration: lease,
+		ID:            fmt.Sprintf("child-%d", os.Getpid()),
+	})
+	require.NoError(t, err)
+	c.Handle("slow", crashHandler(pool))
+	require.NoError(t, c.Start(ctx))
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, c.Stop(sctx))
+}
+
+func startChild(t *testing.T, url string, lease time.Duration) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWorkerProcess$", "-test.v")
+	cmd.Env = append(os.Environ(), helperDBEnv+"="+url, helperLeaseEnv+"="+lease.String())
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd
+}
+
+// TestCrashKillNine kills a worker process with SIGKILL mid-job, starts a
+// new one, and checks that after lease expiry every job completes, none is
+// lost, and the killed attempts are counted.
+func TestCrashKillNine(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	pool := testdb.Pool(t, url)
+	_, err := pool.Exec(ctx, "CREATE TABLE crash_log (job_id bigint, attempt int, pid int, at timestamptz DEFAULT clock_timestamp())")
+	require.NoError(t, err)
+	const n = 30
+	ps := make([]EnqueueParams, n)
+	for i := range ps {
+		ps[i] = EnqueueParams{Queue: "crash", Kind: "slow", Payload: map[string]int{"ms": 150}}
+	}
+	_, err = EnqueueManyTx(ctx, pool, ps)
+	require.NoError(t, err)
+	const lease = 1500 * time.Millisecond
+
+	first := startChild(t, url, lease)
+	waitFor(t, 60*time.Second, "the first worker to be mid-way", func() bool {
+		return countJobs(t, pool, "status = 'done'") >= 5 && countJobs(t, pool, "status = 'running'") > 0
+	})
+	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+	_ = first.Wait()
+	var killed int64
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE status = 'running' AND lease_owner = $1",
+		fmt.Sprintf("child-%d", first.Process.Pid)).Scan(&killed))
+	require.Positive(t, killed, "jobs were running when the worker was killed")
+	t.Logf("killed the worker with %d jobs running", killed)
+
+	second := startChild(t, url, lease)
+	waitFor(t, 60*time.Second, "every job done", func() bool {
+		return countJobs(t, pool, "status = 'done'") == n
+	})
+	require.NoError(t, second.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, second.Wait(), "graceful stop of the second worker")
+
+	// Every job is done and ran at least once; the attempts column counts
+	// every claim, including the killed ones (a job claimed just before the
+	// kill may not have logged its run yet), and each killed attempt is in
+	// the errors history as an expired lease.
+	var bad, reaped int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM jobs j,
+		LATERAL (SELECT count(*) AS runs FROM crash_log c WHERE c.job_id = j.id) r
+		WHERE r.runs = 0 OR j.attempts NOT IN (r.runs, r.runs + 1)
+		   OR (j.attempts = r.runs + 1 AND NOT j.errors @> '[{"class": "lease_expired"}]')`).Scan(&bad))
+	require.Zero(t, bad, "attempts must count every run")
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM jobs
+		WHERE attempts = 2 AND errors @> '[{"class": "lease_expired"}]'`).Scan(&reaped))
+	require.Equal(t, killed, reaped)
+	ws, err := WorkerList(ctx, pool)
+	require.NoError(t, err)
+	require.Len(t, ws, 2)
+	for _, w := range ws {
+		if w.PID == first.Process.Pid {
+			require.Nil(t, w.StoppedAt, "a killed worker never marks itself stopped")
+		} else {
+			require.NotNil(t, w.StoppedAt)
+			require.True(t, w.Stale)
+		}
+	}
+}
+
+// TestPostgresRestart restarts PostgreSQL under load: the workers recover
+// by themselves and no job is lost.
+func TestPostgresRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := testdb.NewServer(t, map[string]string{"max_connections": "50", "shared_buffers": "32MB"})
+	url := srv.URL("postgres")
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	_, err = migrations.Up(ctx, conn)
+	require.NoError(t, err)
+	conn.Close(ctx)
+
+	const n = 3000
+	admin := testdb.Pool(t, url)
+	ps := make([]EnqueueParams, n)
+	for i := range ps {
+		ps[i] = EnqueueParams{Queue: "rs", Kind: "sleep", Payload: map[string]int{"ms": 2}}
+	}
+	_, err = EnqueueCopy(ctx, admin, ps)
+	require.NoError(t, err)
+	cfg := testConfig(map[string]QueueConfig{"rs": {Concurrency: 8}})
+	startClient(t, testdb.Pool(t, url), cfg, func(c *Client) { RegisterBuiltins(c, BuiltinOpts{}) })
+
+	done := func() int64 {
+		var d int64
+		if err := admin.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE status = 'done'").Scan(&d); err != nil {
+			return -1 // the server is restarting
+		}
+		return d
+	}
+	waitFor(t, 30*time.Second, "work under way", func() bool { return done() >= 200 })
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	require.NoError(t, srv.Restart(rctx))
+	before := done()
+	t.Logf("restarted PostgreSQL with %d of %d jobs done", before, n)
+	waitFor(t, 60*time.Second, "every job done after the restart", func() bool { return done() == n })
+	var total int64
+	require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM jobs").Scan(&total))
+	require.EqualValues(t, n, total)
+}
+
+// TestShutdownGraceful checks the shutdown order and that nothing leaks:
+// jobs that finish within the drain deadline are acked, the others are
+// cancelled and released with their attempt counted, the workers row is
+// marked stopped, and no goroutine survives Stop. Not parallel, so that
+// goleak sees only this test's goroutines.
+func TestShutdownGraceful(t *testing.T) {
+	ctx := context.Background()
+	url := testdb.URL(t)
+	before := goleak.IgnoreCurrent()
+	pool, err := pgxpool.New(ctx, url)
+	require.NoError(t, err)
+	var quickDone atomic.Int64
+	var started atomic.Int64
+	c, err := NewClient(pool, testConfig(map[string]QueueConfig{"sd": {Concurrency: 4}, "other": {Concurrency: 1}}))
+	require.NoError(t, err)
+	RegisterBuiltins(c, BuiltinOpts{})
+	c.Handle("quick", func(ctx context.Context, _ *Job) error {
+		started.Add(1)
+		t := time.NewTimer(100 * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			quickDone.Add(1)
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	c.Handle("forever", func(ctx context.Context, _ *Job) error {
+		started.Add(1)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	require.NoError(t, c.Start(ctx))
+	var ids []int64
+	for _, kind := range []string{"quick", "quick", "forever", "forever"} {
+		j, err := c.Enqueue(ctx, EnqueueParams{Queue: "sd", Kind: kind})
+		require.NoError(t, err)
+		ids = append(ids, j.ID)
+	}
+	for range 20 {
+		_, err := c.Enqueue(ctx, EnqueueParams{Queue: "sd", Kind: "noop", RunAt: time.Now().Add(time.Hour)})
+		require.NoError(t, err)
+	}
+	waitFor(t, 10*time.Second, "4 jobs started", func() bool { return started.Load() == 4 })
+
+	sctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	err = c.Stop(sctx)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the forever jobs outlived the drain deadline")
+	require.EqualValues(t, 2, quickDone.Load())
+	for i, id := range ids {
+		j, err := JobGet(ctx, pool, id)
+		require.NoError(t, err)
+		if i < 2 {
+			require.Equal(t, StatusDone, j.Status)
+		} else {
+			require.Equal(t, StatusReady, j.Status, "interrupted jobs are released")
+			require.Equal(t, 1, j.Attempts)
+			require.Nil(t, j.LeaseOwner)
+		}
+	}
+	ws, err := WorkerList(ctx, pool)
+	require.NoError(t, err)
+	require.Len(t, ws, 1)
+	require.NotNil(t, ws[0].StoppedAt)
+	require.Zero(t, ws[0].InFlight)
+	require.NoError(t, c.Stop(ctx), "second Stop is a no-op")
+	pool.Close()
+	goleak.VerifyNone(t, before)
+}

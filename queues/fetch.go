@@ -1,0 +1,268 @@
+package queues
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"time"
+)
+
+// queueRunner is one queue's fetcher state: a resizable concurrency gate
+// (limit, inFlight), the queue's live settings and its rate bucket. Its
+// fetcher is the only goroutine that reserves slots; job goroutines free
+// them.
+type queueRunner struct {
+	name string
+	cfg  QueueConfig
+	wake chan struct{} // capacity 1: a pending wake-up is never lost or doubled
+
+	mu        sync.Mutex
+	limit     int
+	inFlight  int  // handlers running
+	writing   int  // attempts whose handler returned, outcome not yet written
+	claimSize int  // adaptive: grows on fast full claims, halves on slow or failed ones
+	maxClaim  int  // upper bound of claimSize
+	backlog   bool // the last claim was full: wake on a freed slot
+	paused    bool
+	throttled bool    // max_workers set: claims take the queue's claim lock
+	rate      float64 // this process's share of rate_per_second; 0 = unlimited
+	tokens    float64
+	lastFill  time.Time
+}
+
+func newQueueRunner(name string, cfg QueueConfig, maxClaim int) *queueRunner {
+	return &queueRunner{
+		name: name, cfg: cfg, wake: make(chan struct{}, 1),
+		limit: cfg.Concurrency, claimSize: min(cfg.Concurrency, maxClaim, 10), maxClaim: maxClaim,
+	}
+}
+
+func (q *queueRunner) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// SetConcurrency resizes queue's local concurrency gate without a restart:
+// lowering it lets running jobs finish and claims nothing until in-flight
+// drops below the new limit; raising it claims more at the next wake-up.
+func (c *Client) SetConcurrency(queue string, n int) error {
+	q, ok := c.queues[queue]
+	if !ok {
+		return errors.New("set concurrency: unknown queue " + queue)
+	}
+	q.mu.Lock()
+	q.limit = max(n, 0)
+	q.mu.Unlock()
+	q.signal()
+	return nil
+}
+
+// reserve takes up to claimSize free slots (and rate tokens) for a claim.
+// With nothing to take it returns how long to wait before trying again (0:
+// wait for a wake-up or the poll).
+func (q *queueRunner) reserve(now time.Time) (n int, wait time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.paused || q.writing >= max(q.limit, 1) {
+		// Outcome writes backing up means the database is slow: claim
+		// nothing more until they drain.
+		return 0, 0
+	}
+	n = min(q.limit-q.inFlight, q.claimSize)
+	if n <= 0 {
+		return 0, 0
+	}
+	if q.rate > 0 {
+		if !q.lastFill.IsZero() {
+			q.tokens += now.Sub(q.lastFill).Seconds() * q.rate
+		}
+		q.lastFill = now
+		q.tokens = min(q.tokens, math.Max(1, q.rate))
+		if q.tokens < 1 {
+			return 0, time.Duration((1 - q.tokens) / q.rate * float64(time.Second))
+		}
+		n = min(n, int(q.tokens))
+		q.tokens -= float64(n)
+	}
+	q.inFlight += n
+	return n, 0
+}
+
+// settle gives back the slots and tokens a claim reserved but did not fill,
+// and adapts the claim size.
+func (q *queueRunner) settle(reserved, got int, slow, failed bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.inFlight -= reserved - got
+	if q.rate > 0 {
+		q.tokens += float64(reserved - got)
+	}
+	switch {
+	case failed || slow:
+		q.claimSize = max(1, q.claimSize/2)
+	case got == reserved && reserved == q.claimSize:
+		q.claimSize = min(q.claimSize*2, q.maxClaim)
+	}
+	q.backlog = got == reserved && !failed
+}
+
+// handlerReturned frees the slot of a job whose handler returned; its
+// outcome is being written. It wakes the fetcher when the queue had a
+// backlog.
+func (q *queueRunner) handlerReturned() {
+	q.mu.Lock()
+	q.inFlight--
+	q.writing++
+	wake := q.backlog
+	q.mu.Unlock()
+	if wake {
+		q.signal()
+	}
+}
+
+// outcomeWritten ends an attempt's outcome write.
+func (q *queueRunner) outcomeWritten() {
+	q.mu.Lock()
+	q.writing--
+	wake := q.backlog && q.writing == q.limit-1
+	q.mu.Unlock()
+	if wake {
+		q.signal()
+	}
+}
+
+func (q *queueRunner) snapshot() (inFlight, limit int, throttled bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.inFlight, q.limit, q.throttled
+}
+
+// fetchLoop claims jobs of q whenever it is woken (NOTIFY, a freed slot
+// with a backlog, a settings change) or the poll interval passes, and
+// starts one goroutine per claimed job: never more than the free slots.
+// Claim errors back off exponentially up to 10 poll intervals.
+func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	errDelay := time.Duration(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.wake:
+			if !c.cooldown(ctx, q) {
+				return
+			}
+		case <-timer.C:
+		}
+		next := c.cfg.PollInterval
+		for ctx.Err() == nil {
+			n, wait := q.reserve(time.Now())
+			if n == 0 {
+				if wait > 0 {
+					next = min(next, wait)
+				}
+				break
+			}
+			jobs, slow, err := c.claim(q, n)
+			if err != nil {
+				c.metrics.claimErrors.WithLabelValues(q.name).Inc()
+				errDelay = min(max(2*errDelay, 50*time.Millisecond), 10*c.cfg.PollInterval)
+				c.log.Warn("claim failed; backing off", "queue", q.name, "err", err, "retry_in", errDelay)
+				next = errDelay
+				break
+			}
+			errDelay = 0
+			if ctx.Err() != nil {
+				// Stop began while the claim ran: hand the jobs back unstarted.
+				c.releaseUnstarted(q, jobs)
+				q.settle(n, 0, false, false)
+				return
+			}
+			q.settle(n, len(jobs), slow, false)
+			for i := range jobs {
+				c.startJob(q, jobs[i])
+			}
+			if len(jobs) < n {
+				break
+			}
+		}
+		timer.Reset(next)
+	}
+}
+
+// cooldown delays a claim woken while few slots are free, by at most
+// FetchCooldown or until half the slots are free, so that a backlog is
+// claimed in batches rather than one job per statement (a claim of one costs
+// nearly as much as a claim of ten). It returns false when ctx ends.
+func (c *Client) cooldown(ctx context.Context, q *queueRunner) bool {
+	if c.cfg.FetchCooldown <= 0 || q.free() >= q.batchThreshold() {
+		return true
+	}
+	t := time.NewTimer(c.cfg.FetchCooldown)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		case <-q.wake:
+			if q.free() >= q.batchThreshold() {
+				return true
+			}
+		}
+	}
+}
+
+func (q *queueRunner) free() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.limit - q.inFlight
+}
+
+func (q *queueRunner) batchThreshold() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return max(1, min(q.limit/2, q.maxClaim))
+}
+
+// claim runs one claim statement with a context of its own: cancelling a
+// claim mid-flight would leave its outcome unknown and the jobs leased
+// until expiry, so Stop lets it finish and releases what it got.
+func (c *Client) claim(q *queueRunner, n int) (jobs []Job, slow bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), max(10*time.Second, c.cfg.LeaseDuration/2))
+	defer cancel()
+	_, _, throttled := q.snapshot()
+	start := time.Now()
+	jobs, err = JobClaim(ctx, c.pool, JobClaimParams{
+		Queue: q.name, Limit: n, Owner: c.cfg.ID, Lease: c.cfg.LeaseDuration, Throttled: throttled,
+	})
+	took := time.Since(start)
+	c.metrics.claimSeconds.WithLabelValues(q.name).Observe(took.Seconds())
+	slow = took > max(c.cfg.PollInterval/2, 200*time.Millisecond)
+	if err != nil {
+		q.settle(n, 0, slow, true)
+		return nil, slow, err
+	}
+	if len(jobs) > 0 {
+		c.metrics.claimed.WithLabelValues(q.name).Add(float64(len(jobs)))
+	}
+	return jobs, slow, nil
+}
+
+func (c *Client) releaseUnstarted(q *queueRunner, jobs []Job) {
+	for _, j := range jobs {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := JobRelease(ctx, c.pool, j.ID, c.cfg.ID, j.LeaseGeneration, true)
+		cancel()
+		if err != nil {
+			c.log.Warn("release unstarted job", "job", j.ID, "err", err)
+			continue
+		}
+		c.metrics.finished.WithLabelValues(q.name, "released").Inc()
+	}
+}

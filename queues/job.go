@@ -1,0 +1,126 @@
+package queues
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// DBTX is what the package's query functions need: a *pgxpool.Pool, a
+// *pgx.Conn or a pgx.Tx all satisfy it, so functions ending in Tx run inside
+// the caller's transaction and commit or roll back with it.
+type DBTX interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Job statuses. A job is ready (waiting, possibly until available_at),
+// running (leased to a worker until lease_until), done, or dead (failed for
+// good, cancelled, or out of attempts: a dead letter).
+const (
+	StatusReady   = "ready"
+	StatusRunning = "running"
+	StatusDone    = "done"
+	StatusDead    = "dead"
+)
+
+// Job is one row of the jobs table.
+type Job struct {
+	ID          int64           `db:"id"`
+	Queue       string          `db:"queue"`
+	Kind        string          `db:"kind"`
+	Payload     json.RawMessage `db:"payload"`
+	Status      string          `db:"status"`
+	Priority    int16           `db:"priority"`
+	AvailableAt time.Time       `db:"available_at"`
+	LeaseOwner  *string         `db:"lease_owner"`
+	LeaseUntil  *time.Time      `db:"lease_until"`
+	// LeaseGeneration is the fencing token: every claim bumps it, and ack,
+	// fail, renew and release must present the generation they claimed.
+	LeaseGeneration int64   `db:"lease_generation"`
+	Attempts        int     `db:"attempts"`
+	MaxAttempts     int     `db:"max_attempts"`
+	LastError       *string `db:"last_error"`
+	// ErrorClass is a short fingerprint of the last error (see ErrorClass).
+	ErrorClass *string `db:"error_class"`
+	// Errors is the bounded per-attempt history: a JSON array of
+	// {"attempt", "at", "error", "class"} objects, oldest first.
+	Errors     json.RawMessage `db:"errors"`
+	DedupeKey  *string         `db:"dedupe_key"`
+	TenantID   *string         `db:"tenant_id"`
+	CreatedAt  time.Time       `db:"created_at"`
+	StartedAt  *time.Time      `db:"started_at"`
+	FinishedAt *time.Time      `db:"finished_at"`
+}
+
+// AttemptError is one entry of Job.Errors.
+type AttemptError struct {
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+	Error   string    `json:"error"`
+	Class   string    `json:"class"`
+}
+
+// AttemptErrors decodes the job's per-attempt error history.
+func (j *Job) AttemptErrors() ([]AttemptError, error) {
+	var out []AttemptError
+	if len(j.Errors) == 0 {
+		return nil, nil
+	}
+	if err := json.Unmarshal(j.Errors, &out); err != nil {
+		return nil, fmt.Errorf("decode errors of job %d: %w", j.ID, err)
+	}
+	return out, nil
+}
+
+// JobGet returns one job by id, or ErrNotFound.
+func JobGet(ctx context.Context, db DBTX, id int64) (*Job, error) {
+	return queryJob(ctx, db, "job_get", id)
+}
+
+// queryJob runs a statement returning at most one job row.
+func queryJob(ctx context.Context, db DBTX, name string, args ...any) (*Job, error) {
+	rows, err := db.Query(ctx, sqlText(name), args...)
+	if err != nil {
+		return nil, err
+	}
+	j, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Job])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return j, err
+}
+
+// JobListParams filters JobList. Zero values mean "any"; Limit defaults to
+// 50 and is capped at 1000. BeforeID continues a page: pass the smallest id
+// of the previous page.
+type JobListParams struct {
+	Queue, Kind, Status, ErrorClass string
+	CreatedFrom, CreatedUntil       *time.Time
+	BeforeID                        int64
+	Limit                           int
+}
+
+// JobList returns jobs newest first (by id), filtered and keyset-paginated.
+func JobList(ctx context.Context, db DBTX, p JobListParams) ([]Job, error) {
+	if p.Limit <= 0 {
+		p.Limit = 50
+	}
+	p.Limit = min(p.Limit, 1000)
+	rows, err := db.Query(ctx, sqlText("job_list"), p.Queue, p.Kind, p.Status, p.ErrorClass,
+		p.CreatedFrom, p.CreatedUntil, p.BeforeID, p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Job])
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return jobs, nil
+}

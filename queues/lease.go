@@ -1,0 +1,208 @@
+package queues
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The functions in this file are the engine's fenced state machine, exported
+// so that tools (and the bench's SQL floor) can drive it without a Client.
+// Every transition out of running names (owner, generation) and fails with
+// ErrLeaseLost when the job is no longer held that way.
+
+// JobClaimParams are the arguments of JobClaim.
+type JobClaimParams struct {
+	Queue string
+	Limit int
+	Owner string
+	Lease time.Duration
+	// Throttled makes the claim take the queue's claim lock first, which
+	// makes a max_workers limit exact under concurrent claimers. db must
+	// then support SendBatch (a pool, conn or tx).
+	Throttled bool
+}
+
+// Batcher is implemented by pools, conns and transactions.
+type Batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// JobClaim leases up to p.Limit due jobs of p.Queue to p.Owner for p.Lease,
+// bumping attempts and lease_generation. queue_settings caps the claim: none
+// while paused, and never beyond max_workers running jobs in the queue
+// across the fleet (exact when Throttled).
+func JobClaim(ctx context.Context, db DBTX, p JobClaimParams) ([]Job, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	args := []any{p.Queue, p.Limit, p.Owner, p.Lease.Milliseconds()}
+	var rows pgx.Rows
+	if bd, ok := db.(Batcher); ok && p.Throttled {
+		b := &pgx.Batch{}
+		b.Queue(sqlText("job_claim_lock"), p.Queue)
+		b.Queue(sqlText("job_claim"), args...)
+		br := bd.SendBatch(ctx, b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("lock claims of %q: %w", p.Queue, err)
+		}
+		r, err := br.Query()
+		if err != nil {
+			return nil, fmt.Errorf("claim jobs in %q: %w", p.Queue, err)
+		}
+		rows = r
+	} else {
+		r, err := db.Query(ctx, sqlText("job_claim"), args...)
+		if err != nil {
+			return nil, fmt.Errorf("claim jobs in %q: %w", p.Queue, err)
+		}
+		rows = r
+	}
+	jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Job])
+	if err != nil {
+		return nil, fmt.Errorf("claim jobs in %q: %w", p.Queue, err)
+	}
+	return jobs, nil
+}
+
+func fenced(op string, id int64, rowsAffected int64, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s job %d: %w", op, id, err)
+	}
+	if rowsAffected != 1 {
+		return fmt.Errorf("%s job %d: %w", op, id, ErrLeaseLost)
+	}
+	return nil
+}
+
+// JobAck marks a running job done, fenced by owner and generation.
+func JobAck(ctx context.Context, db DBTX, id int64, owner string, generation int64) error {
+	tag, err := db.Exec(ctx, sqlText("job_ack"), id, owner, generation)
+	return fenced("ack", id, tag.RowsAffected(), err)
+}
+
+// JobAckMany acks a batch of jobs held by owner in one statement and
+// returns the ids acked; the others lost their lease. ids and generations
+// are parallel.
+func JobAckMany(ctx context.Context, db DBTX, owner string, ids, generations []int64) ([]int64, error) {
+	rows, err := db.Query(ctx, sqlText("job_ack_many"), ids, generations, owner)
+	if err != nil {
+		return nil, fmt.Errorf("ack %d jobs: %w", len(ids), err)
+	}
+	done, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("ack %d jobs: %w", len(ids), err)
+	}
+	return done, nil
+}
+
+// JobFailParams are the arguments of JobFail.
+type JobFailParams struct {
+	ID         int64
+	Owner      string
+	Generation int64
+	// Err is the attempt's error; its class is ErrorClass(Err) unless Class
+	// is set.
+	Err   error
+	Class string
+	// Delay before the job is due again, when it is retried.
+	Delay time.Duration
+	// Permanent sends the job to dead regardless of attempts left.
+	Permanent bool
+	// MaxErrors bounds the errors history (default 20).
+	MaxErrors int
+}
+
+// JobFail records a failed attempt: ready again after Delay, or dead when
+// permanent or out of attempts. It returns the new status.
+func JobFail(ctx context.Context, db DBTX, p JobFailParams) (string, error) {
+	class := p.Class
+	if class == "" {
+		class = ErrorClass(p.Err)
+	}
+	msg := "unknown error"
+	if p.Err != nil {
+		msg = p.Err.Error()
+	}
+	if p.MaxErrors <= 0 {
+		p.MaxErrors = 20
+	}
+	var status string
+	err := db.QueryRow(ctx, sqlText("job_fail"), p.ID, p.Owner, p.Generation, p.Delay.Milliseconds(),
+		msg, class, p.Permanent, p.MaxErrors).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("fail job %d: %w", p.ID, ErrLeaseLost)
+	}
+	if err != nil {
+		return "", fmt.Errorf("fail job %d: %w", p.ID, err)
+	}
+	return status, nil
+}
+
+// JobRenew extends a running job's lease to lease from now, fenced.
+func JobRenew(ctx context.Context, db DBTX, id int64, owner string, generation int64, lease time.Duration) error {
+	tag, err := db.Exec(ctx, sqlText("job_renew"), id, owner, generation, lease.Milliseconds())
+	return fenced("renew", id, tag.RowsAffected(), err)
+}
+
+// JobRenewMany extends the leases of the jobs owner holds and returns the
+// ids still held.
+func JobRenewMany(ctx context.Context, db DBTX, owner string, ids, generations []int64, lease time.Duration) ([]int64, error) {
+	rows, err := db.Query(ctx, sqlText("job_renew_many"), ids, generations, owner, lease.Milliseconds())
+	if err != nil {
+		return nil, fmt.Errorf("renew %d leases: %w", len(ids), err)
+	}
+	held, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("renew %d leases: %w", len(ids), err)
+	}
+	return held, nil
+}
+
+// JobRelease hands a running job back to ready now without recording a
+// failure; unstarted takes back the claim's attempt.
+func JobRelease(ctx context.Context, db DBTX, id int64, owner string, generation int64, unstarted bool) error {
+	tag, err := db.Exec(ctx, sqlText("job_release"), id, owner, generation, unstarted)
+	return fenced("release", id, tag.RowsAffected(), err)
+}
+
+// ReapResult counts what one JobReap batch did.
+type ReapResult struct {
+	Requeued, Dead int
+	// ByQueue counts reaped jobs per queue, DeadByQueue those of them
+	// that went dead.
+	ByQueue, DeadByQueue map[string]int
+}
+
+// JobReap returns at most limit expired leases to ready (dead when their
+// attempts are spent). Call it again while it reaps a full batch.
+func JobReap(ctx context.Context, db DBTX, limit, maxErrors int) (ReapResult, error) {
+	if maxErrors <= 0 {
+		maxErrors = 20
+	}
+	rows, err := db.Query(ctx, sqlText("job_reap"), limit, maxErrors)
+	if err != nil {
+		return ReapResult{}, fmt.Errorf("reap expired leases: %w", err)
+	}
+	res := ReapResult{ByQueue: map[string]int{}, DeadByQueue: map[string]int{}}
+	var id int64
+	var queue, status string
+	_, err = pgx.ForEachRow(rows, []any{&id, &queue, &status}, func() error {
+		res.ByQueue[queue]++
+		if status == StatusDead {
+			res.Dead++
+			res.DeadByQueue[queue]++
+		} else {
+			res.Requeued++
+		}
+		return nil
+	})
+	if err != nil {
+		return ReapResult{}, fmt.Errorf("reap expired leases: %w", err)
+	}
+	return res, nil
+}

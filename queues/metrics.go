@@ -1,0 +1,99 @@
+package queues
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the engine's Prometheus series, labelled by queue (bounded by
+// configuration; never by job id).
+type metrics struct {
+	claimed      *prometheus.CounterVec
+	finished     *prometheus.CounterVec // result: done, retried, dead, released
+	retries      *prometheus.CounterVec
+	deadLetters  *prometheus.CounterVec
+	staleAcks    *prometheus.CounterVec
+	panics       *prometheus.CounterVec
+	claimErrors  *prometheus.CounterVec
+	expired      *prometheus.CounterVec // result: ready, dead
+	inFlight     *prometheus.GaugeVec
+	claimSeconds *prometheus.HistogramVec
+	ackSeconds   *prometheus.HistogramVec
+	runSeconds   *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		claimed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queues_jobs_claimed_total", Help: "Jobs leased to this process.",
+		}, []string{"queue"}),
+		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queues_jobs_finished_total", Help: "Attempts ended, by result (done, retried, dead, released, lease_lost).",
+		}, []string{"queue", "result"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queues_job_retries_total", Help: "Failed attempts scheduled for a retry.",
+		}, []string{"queue"}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queues_dead_letters_total", Help: "Jobs this process sent to dead.",
+		}, []string{"queue"}),
+		staleAcks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queues_stale_acks_total", Help: "Acks, fails or releases refused because the lease was lost (fencing).",
+		}, []string{"queue"}),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queues_handler_panics_total", Help: "Handler panics turned into failed attempts.",
+		}, []string{"queue"}),
+		claimErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queues_claim_errors_total", Help: "Claims that failed (the fetcher backs off).",
+		}, []string{"queue"}),
+		expired: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queues_expired_leases_total", Help: "Expired leases returned by this process's reaper, by new status.",
+		}, []string{"queue", "status"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "queues_jobs_in_flight", Help: "Jobs this process is running.",
+		}, []string{"queue"}),
+		claimSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "queues_claim_duration_seconds", Help: "Latency of claim statements.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}, []string{"queue"}),
+		ackSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "queues_ack_duration_seconds", Help: "Latency from handler return to committed ack.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}, []string{"queue"}),
+		runSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "queues_job_run_duration_seconds", Help: "Handler run time per attempt.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
+		}, []string{"queue"}),
+	}
+	if reg == nil {
+		return m
+	}
+	m.claimed = register(reg, m.claimed)
+	m.finished = register(reg, m.finished)
+	m.retries = register(reg, m.retries)
+	m.deadLetters = register(reg, m.deadLetters)
+	m.staleAcks = register(reg, m.staleAcks)
+	m.panics = register(reg, m.panics)
+	m.claimErrors = register(reg, m.claimErrors)
+	m.expired = register(reg, m.expired)
+	m.inFlight = register(reg, m.inFlight)
+	m.claimSeconds = register(reg, m.claimSeconds)
+	m.ackSeconds = register(reg, m.ackSeconds)
+	m.runSeconds = register(reg, m.runSeconds)
+	return m
+}
+
+// register registers c, or returns the collector already registered under
+// the same description, so that a second Client on one registry shares the
+// series.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+	}
+	return c
+}

@@ -1,0 +1,239 @@
+package queues
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+)
+
+// obEventually polls cond every 20ms until it holds or the deadline passes.
+func obEventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// obNATS is a real in-process NATS server with JetStream, restartable on the
+// same port and store folder.
+type obNATS struct {
+	t    testing.TB
+	dir  string
+	port int
+	srv  *server.Server
+}
+
+func obStartNATS(t testing.TB) *obNATS {
+	t.Helper()
+	n := &obNATS{t: t, dir: t.TempDir(), port: -1}
+	n.start()
+	t.Cleanup(func() { n.srv.Shutdown(); n.srv.WaitForShutdown() })
+	return n
+}
+
+func (n *obNATS) start() {
+	n.t.Helper()
+	srv, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: n.port, JetStream: true, StoreDir: n.dir,
+		NoSigs: true, NoLog: true, ServerName: "outbox-test",
+	})
+	require.NoError(n.t, err)
+	srv.Start()
+	require.True(n.t, srv.ReadyForConnections(10*time.Second), "nats server not ready")
+	n.srv = srv
+	n.port = srv.Addr().(*net.TCPAddr).Port
+}
+
+func (n *obNATS) restart() {
+	n.srv.Shutdown()
+	n.srv.WaitForShutdown()
+	n.start()
+}
+
+func (n *obNATS) url() string { return n.srv.ClientURL() }
+
+// connect returns a client that reconnects forever, closed at cleanup.
+func (n *obNATS) connect(t testing.TB) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(n.url(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// stream creates the EVENTS stream on subjects events.> with a duplicate
+// window that covers the tests.
+func (n *obNATS) stream(t testing.TB, nc *nats.Conn) jetstream.Stream {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	s, err := js.CreateStream(context.Background(), jetstream.StreamConfig{
+		Name: "EVENTS", Subjects: []string{"events.>"}, Storage: jetstream.FileStorage,
+		Duplicates: 5 * time.Minute,
+	})
+	require.NoError(t, err)
+	return s
+}
+
+// obStreamIDs reads every message of the stream with an ephemeral consumer
+// and counts each Nats-Msg-Id it sees.
+func obStreamIDs(t testing.TB, s jetstream.Stream) map[string]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	total := int(info.State.Msgs)
+	seen := map[string]int{}
+	if total == 0 {
+		return seen
+	}
+	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	require.NoError(t, err)
+	for got := 0; got < total; {
+		batch, err := c.Fetch(min(500, total-got), jetstream.FetchMaxWait(5*time.Second))
+		require.NoError(t, err)
+		n := 0
+		for m := range batch.Messages() {
+			seen[m.Headers().Get("Nats-Msg-Id")]++
+			n++
+		}
+		require.NoError(t, batch.Error())
+		require.NotZero(t, n, "stream stopped delivering after %d of %d", got, total)
+		got += n
+	}
+	return seen
+}
+
+// obEnqueue commits n events on topic in one transaction and returns ids.
+func obEnqueue(t testing.TB, pool *pgxpool.Pool, topic string, n int) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	evs := make([]OutboxEvent, n)
+	for i := range evs {
+		evs[i] = OutboxEvent{Topic: topic, AggregateType: "order", AggregateID: "o-1",
+			EventType: "order.created", Payload: map[string]int{"n": i}}
+	}
+	ids, err := EnqueueEventsTx(ctx, tx, evs)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	return ids
+}
+
+func obCountState(t testing.TB, pool *pgxpool.Pool, state string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM outbox_events WHERE state = $1", state).Scan(&n))
+	return n
+}
+
+// obProxy is a TCP proxy in front of PostgreSQL. When armed, it forwards the
+// client's COMMIT and then cuts both directions before the answer can come
+// back: the client sees a broken connection, the server commits.
+type obProxy struct {
+	ln     net.Listener
+	target string
+	armed  atomic.Bool
+	cuts   atomic.Int64
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func obStartProxy(t testing.TB, target string) *obProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &obProxy{ln: ln, target: target}
+	go p.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.mu.Unlock()
+	})
+	return p
+}
+
+func (p *obProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *obProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		var cut atomic.Bool
+		go func() {
+			// Server to client; after a cut the server's answer is read and
+			// dropped, so the server never sees a reset before it commits.
+			defer s.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := s.Read(buf)
+				if n > 0 && !cut.Load() {
+					c.Write(buf[:n])
+				}
+				if err != nil {
+					c.Close()
+					return
+				}
+			}
+		}()
+		go p.clientToServer(c, s, &cut)
+	}
+}
+
+func (p *obProxy) clientToServer(c, s net.Conn, cut *atomic.Bool) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			chunk := buf[:n]
+			if _, werr := s.Write(chunk); werr != nil {
+				c.Close()
+				return
+			}
+			// A simple-protocol Query message ('Q') whose text is COMMIT.
+			if p.armed.Load() && chunk[0] == 'Q' && strings.Contains(strings.ToLower(string(chunk)), "commit") {
+				p.armed.Store(false)
+				p.cuts.Add(1)
+				cut.Store(true)
+				c.Close()
+				s.(*net.TCPConn).CloseWrite()
+				return
+			}
+		}
+		if err != nil {
+			s.(*net.TCPConn).CloseWrite()
+			return
+		}
+	}
+}

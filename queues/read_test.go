@@ -1,0 +1,259 @@
+package queues
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// deadJob enqueues a job and fails it to dead with err.
+func deadJob(t *testing.T, db DBTX, queue string, err error) int64 {
+	t.Helper()
+	j := enqueueT(t, db, EnqueueParams{Queue: queue, Kind: "k", MaxAttempts: 1})
+	c := claimOne(t, db, queue, "w", time.Minute)
+	require.Equal(t, j.ID, c.ID)
+	st, ferr := JobFail(context.Background(), db, JobFailParams{ID: c.ID, Owner: "w", Generation: c.LeaseGeneration, Err: err})
+	require.NoError(t, ferr)
+	require.Equal(t, StatusDead, st)
+	return j.ID
+}
+
+func TestDeadLetters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := testdb.Tx(t)
+	var timeouts []int64
+	for i := range 3 {
+		timeouts = append(timeouts, deadJob(t, tx, "dl", fmt.Errorf("call upstream 10.0.0.%d: timeout after %dms", i, 100+i)))
+	}
+	other := deadJob(t, tx, "dl", errors.New("bad payload"))
+	deadJob(t, tx, "dl2", errors.New("bad payload"))
+
+	groups, err := DeadLetterGroups(ctx, tx, "dl")
+	require.NoError(t, err)
+	require.Len(t, groups, 2)
+	require.EqualValues(t, 3, groups[0].Count)
+	require.Equal(t, "call upstream ?: timeout after ?ms", groups[0].ErrorClass)
+	require.Contains(t, groups[0].SampleError, "timeout")
+	require.False(t, groups[0].FirstSeen.After(groups[0].LastSeen))
+	all, err := DeadLetterGroups(ctx, tx, "")
+	require.NoError(t, err)
+	require.Len(t, all, 3)
+
+	f := DeadLetterFilter{Queue: "dl", ErrorClass: groups[0].ErrorClass}
+	n, err := DeadLetterCount(ctx, tx, f)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, n)
+	sample, err := DeadLetterSample(ctx, tx, f, 2)
+	require.NoError(t, err)
+	require.Len(t, sample, 2)
+	n, err = DeadLetterCount(ctx, tx, DeadLetterFilter{IDs: []int64{other}})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	future := time.Now().Add(time.Hour)
+	n, err = DeadLetterCount(ctx, tx, DeadLetterFilter{Since: &future})
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	ids, err := DeadLetterRequeueTx(ctx, tx, f, 2, false)
+	require.NoError(t, err)
+	require.Equal(t, timeouts[:2], ids)
+	j, _ := JobGet(ctx, tx, ids[0])
+	require.Equal(t, StatusReady, j.Status)
+	require.Equal(t, 1, j.Attempts, "attempts kept")
+	hist, _ := j.AttemptErrors()
+	require.Len(t, hist, 1, "errors history kept")
+	ids, err = DeadLetterRequeueTx(ctx, tx, f, 10, true)
+	require.NoError(t, err)
+	require.Equal(t, timeouts[2:], ids)
+	j, _ = JobGet(ctx, tx, ids[0])
+	require.Equal(t, 0, j.Attempts)
+}
+
+func TestQueueSettingsAndStats(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := testdb.Tx(t)
+	s, err := QueueSettingsGet(ctx, tx, "st")
+	require.NoError(t, err)
+	require.Equal(t, QueueSettings{Queue: "st"}, s)
+	mw, rate, who := 3, 2.5, "alice"
+	s, err = QueueSettingsSetTx(ctx, tx, QueueSettings{Queue: "st", Paused: true, MaxWorkers: &mw, RatePerSecond: &rate, UpdatedBy: &who})
+	require.NoError(t, err)
+	require.True(t, s.Paused)
+	require.False(t, s.UpdatedAt.IsZero())
+	got, err := QueueSettingsGet(ctx, tx, "st")
+	require.NoError(t, err)
+	require.Equal(t, s, got)
+
+	for range 4 {
+		enqueueT(t, tx, EnqueueParams{Queue: "st2", Kind: "k"})
+	}
+	enqueueT(t, tx, EnqueueParams{Queue: "st2", Kind: "k", RunAt: time.Now().Add(time.Hour)})
+	c := claimOne(t, tx, "st2", "w", time.Minute)
+	c2 := claimOne(t, tx, "st2", "w", time.Minute)
+	expireLease(t, tx, c2.ID)
+	require.NoError(t, JobAck(ctx, tx, c.ID, "w", c.LeaseGeneration))
+	deadJob(t, tx, "st3", errors.New("x"))
+	// A paused queue claims nothing.
+	enqueueT(t, tx, EnqueueParams{Queue: "st", Kind: "k"})
+	jobs, err := JobClaim(ctx, tx, JobClaimParams{Queue: "st", Limit: 5, Owner: "w", Lease: time.Minute})
+	require.NoError(t, err)
+	require.Empty(t, jobs)
+
+	stats, err := QueueStats(ctx, tx)
+	require.NoError(t, err)
+	byQueue := map[string]QueueStat{}
+	for _, s := range stats {
+		byQueue[s.Queue] = s
+	}
+	st2 := byQueue["st2"]
+	require.EqualValues(t, 3, st2.Ready)
+	require.EqualValues(t, 2, st2.Due)
+	require.EqualValues(t, 1, st2.Running)
+	require.EqualValues(t, 1, st2.ExpiredLeases)
+	require.EqualValues(t, 0, st2.Dead)
+	require.EqualValues(t, 1, byQueue["st3"].Dead)
+	require.GreaterOrEqual(t, st2.OldestReadySeconds, 0.0)
+	require.True(t, byQueue["st"].Paused)
+	require.Equal(t, 3, *byQueue["st"].MaxWorkers)
+
+	list, err := JobList(ctx, tx, JobListParams{Queue: "st2", Limit: 2})
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	require.Greater(t, list[0].ID, list[1].ID)
+	next, err := JobList(ctx, tx, JobListParams{Queue: "st2", BeforeID: list[1].ID})
+	require.NoError(t, err)
+	require.Len(t, next, 3)
+	dead, err := JobList(ctx, tx, JobListParams{Status: StatusDead, Queue: "st3"})
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	_, err = JobGet(ctx, tx, 1<<60)
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+func TestQueueStatsPlan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	ps := make([]EnqueueParams, 40000)
+	for i := range ps {
+		ps[i] = EnqueueParams{Queue: fmt.Sprintf("p%d", i%4), Kind: "noop"}
+	}
+	_, err := EnqueueCopy(ctx, pool, ps)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, "UPDATE jobs SET status = 'done', finished_at = clock_timestamp() WHERE id % 97 <> 0")
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, "VACUUM (ANALYZE) jobs")
+	require.NoError(t, err)
+	var plan string
+	rows, err := pool.Query(ctx, "EXPLAIN "+sqlText("queue_stats"))
+	require.NoError(t, err)
+	for rows.Next() {
+		var line string
+		require.NoError(t, rows.Scan(&line))
+		plan += line + "\n"
+	}
+	require.NoError(t, rows.Err())
+	require.NotContains(t, plan, "Seq Scan on jobs", plan)
+	require.Contains(t, plan, "jobs_ready_pick_idx", plan)
+
+	// The engine's hot statements probe indexes only, never the table,
+	// with custom and with generic plans.
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		_, err = conn.Exec(ctx, "SET plan_cache_mode = "+mode)
+		require.NoError(t, err)
+		for name, args := range map[string]string{
+			"job_claim":           "('p1', 10, 'w', 60000)",
+			"job_reap":            "(100, 20)",
+			"dead_letter_requeue": "('{}', 'p1', '', NULL, NULL, 10, false)",
+			"job_ack_many":        "('{1,2}', '{1,1}', 'w')",
+			"job_renew_many":      "('{1,2}', '{1,1}', 'w', 1000)",
+		} {
+			stmt := "plan_" + name + "_" + mode
+			_, err := conn.Exec(ctx, "PREPARE "+stmt+" AS "+sqlText(name))
+			require.NoError(t, err, name)
+			rows, err := conn.Query(ctx, "EXPLAIN EXECUTE "+stmt+args)
+			require.NoError(t, err, name)
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			require.NoError(t, err, name)
+			require.NotContains(t, strings.Join(lines, "\n"), "Seq Scan on jobs", "%s %s:\n%s", name, mode, strings.Join(lines, "\n"))
+		}
+	}
+	stats, err := QueueStats(ctx, pool)
+	require.NoError(t, err)
+	require.Len(t, stats, 4)
+	var ready int64
+	for _, s := range stats {
+		ready += s.Ready
+		require.InDelta(t, 9900, s.DoneApprox, 2000)
+	}
+	require.EqualValues(t, 40000/97, ready)
+}
+
+func TestStatsCollector(t *testing.T) {
+	t.Parallel()
+	pool := testdb.New(t)
+	enqueueT(t, pool, EnqueueParams{Queue: "sc", Kind: "k"})
+	reg := prometheus.NewRegistry()
+	require.NoError(t, reg.Register(NewStatsCollector(pool)))
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP queues_jobs Jobs per queue and status (done is not counted).
+# TYPE queues_jobs gauge
+queues_jobs{queue="sc",status="dead"} 0
+queues_jobs{queue="sc",status="ready"} 1
+queues_jobs{queue="sc",status="running"} 0
+`), "queues_jobs"))
+}
+
+// TestClaimPlanLargeBacklog: with a large backlog the planner must still
+// update the claimed rows by primary key, not hash-join the table (it cannot
+// size a LIMIT taken from a subquery).
+func TestClaimPlanLargeBacklog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	ps := make([]EnqueueParams, 50000)
+	for i := range ps {
+		ps[i] = EnqueueParams{Queue: "big", Kind: "noop"}
+	}
+	_, err := EnqueueCopy(ctx, pool, ps)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, "VACUUM (ANALYZE) jobs")
+	require.NoError(t, err)
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		_, err = conn.Exec(ctx, "SET plan_cache_mode = "+mode)
+		require.NoError(t, err)
+		for _, name := range []string{"job_claim", "job_reap"} {
+			args := "('big', 10, 'w', 60000)"
+			if name == "job_reap" {
+				args = "(100, 20)"
+			}
+			stmt := "big_" + name + "_" + mode
+			_, err = conn.Exec(ctx, "PREPARE "+stmt+" AS "+sqlText(name))
+			require.NoError(t, err)
+			rows, err := conn.Query(ctx, "EXPLAIN EXECUTE "+stmt+args)
+			require.NoError(t, err)
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			require.NoError(t, err)
+			plan := strings.Join(lines, "\n")
+			require.NotContains(t, plan, "Seq Scan on jobs", "%s %s:\n%s", name, mode, plan)
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package queues
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// A relay whose lease expired and was reclaimed by another relay cannot mark
+// (or reschedule) the event: its generation is stale.
+func TestRelayStaleMarkIsFenced(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	nop := PublisherFunc(func(context.Context, *OutboxMessage) error { return nil })
+	a, err := NewRelay(pool, RelayConfig{Publisher: nop, ID: "relay-a"})
+	require.NoError(t, err)
+	b, err := NewRelay(pool, RelayConfig{Publisher: nop, ID: "relay-b"})
+	require.NoError(t, err)
+	ids := obEnqueue(t, pool, "orders", 1)
+
+	claim := func(r *Relay) []*OutboxMessage {
+		rows, err := pool.Query(ctx, sqlText("outbox_claim"), 10, r.ID(), 60000)
+		require.NoError(t, err)
+		ms, err := pgx.CollectRows(rows, pgx.RowToAddrOfStructByName[OutboxMessage])
+		require.NoError(t, err)
+		return ms
+	}
+	byA := claim(a)
+	require.Len(t, byA, 1)
+	// A stalls past its lease; the lease is reclaimed and B claims.
+	_, err = pool.Exec(ctx, "UPDATE outbox_events SET lease_until = clock_timestamp() - interval '1 second' WHERE id = $1", ids[0])
+	require.NoError(t, err)
+	b.reclaimExpired(ctx)
+	byB := claim(b)
+	require.Len(t, byB, 1)
+	require.Greater(t, byB[0].Generation, byA[0].Generation)
+
+	n, err := a.markPublished(ctx, byA)
+	require.NoError(t, err)
+	require.Zero(t, n, "stale relay marked an event it no longer owns")
+	require.NoError(t, a.reschedule(ctx, byA, []error{context.DeadlineExceeded}, byA))
+	ev, err := OutboxEventGet(ctx, pool, ids[0])
+	require.NoError(t, err)
+	require.Equal(t, OutboxInflight, ev.State)
+	require.Equal(t, "relay-b", *ev.LeaseOwner)
+
+	n, err = b.markPublished(ctx, byB)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	ev, err = OutboxEventGet(ctx, pool, ids[0])
+	require.NoError(t, err)
+	require.Equal(t, OutboxPublished, ev.State)
+	require.Equal(t, 2, ev.Attempts)
+}
+
+// Stop gives back the claimed events it never started to publish, with
+// their attempt refunded, instead of leaving them to a lease expiry.
+func TestRelayStopReleasesUnstarted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	rps := 2.0
+	_, err := RelaySettingsSetTx(ctx, pool, RelaySettings{RatePerSecond: &rps})
+	require.NoError(t, err)
+	published := make(chan int64, 100)
+	pub := PublisherFunc(func(_ context.Context, m *OutboxMessage) error { published <- m.ID; return nil })
+	r, err := NewRelay(pool, RelayConfig{Publisher: pub, BatchSize: 10, PollInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, r.Start(ctx))
+	obEnqueue(t, pool, "orders", 10)
+	select {
+	case <-published:
+	case <-time.After(20 * time.Second):
+		t.Fatal("nothing published")
+	}
+	r.Stop()
+	var inflight, pendingFresh int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state = 'inflight'),
+		count(*) FILTER (WHERE state = 'pending' AND attempts = 0) FROM outbox_events`).Scan(&inflight, &pendingFresh))
+	require.Zero(t, inflight)
+	require.Equal(t, 10-len(published)-1, pendingFresh)
+	require.Positive(t, pendingFresh)
+}
+
+// A webhook that refuses an event for good (422) sends it dead at once,
+// without burning retries; polling alone (no LISTEN) drives the relay.
+func TestRelayWebhookPermanentRefusalGoesDead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Event-Type") == "order.invalid" {
+			http.Error(w, "schema mismatch", http.StatusUnprocessableEntity)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	pub, err := NewWebhookPublisher(WebhookPublisherConfig{URL: srv.URL})
+	require.NoError(t, err)
+	obRelay(t, pool, RelayConfig{Publisher: pub, DisableListen: true, PollInterval: 50 * time.Millisecond})
+	good, err := EnqueueEventTx(ctx, pool, OutboxEvent{Topic: "orders", EventType: "order.created", Payload: map[string]int{"a": 1}})
+	require.NoError(t, err)
+	bad, err := EnqueueEventTx(ctx, pool, OutboxEvent{Topic: "orders", EventType: "order.invalid", Payload: map[string]int{"a": 2}})
+	require.NoError(t, err)
+	obEventually(t, 20*time.Second, "both settled", func() bool {
+		return obCountState(t, pool, OutboxPublished) == 1 && obCountState(t, pool, OutboxDead) == 1
+	})
+	ev, err := OutboxEventGet(ctx, pool, bad)
+	require.NoError(t, err)
+	require.Equal(t, OutboxDead, ev.State)
+	require.Equal(t, 1, ev.Attempts)
+	require.Contains(t, *ev.LastError, "422")
+	ev, err = OutboxEventGet(ctx, pool, good)
+	require.NoError(t, err)
+	require.Equal(t, OutboxPublished, ev.State)
+}

@@ -1,0 +1,103 @@
+package queues
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ApplicationName is the application_name of engine connections (set by
+// PoolConfig). A connection running a job through JobConn is renamed
+// ApplicationName + " job=<id>" for the time the job holds it, so the
+// console joins a stuck job to its backend with
+//
+//	SELECT pid FROM pg_stat_activity WHERE application_name = 'console-worker job=' || $1
+const ApplicationName = "console-worker"
+
+// PoolConfig parses a connection string into a pool configuration whose
+// connections identify themselves as ApplicationName, unless the string
+// already names an application.
+func PoolConfig(connString string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = ApplicationName
+	}
+	return cfg, nil
+}
+
+type sessionKey struct{}
+
+// jobSession is a job's lazily acquired, tagged connection.
+type jobSession struct {
+	pool  *pgxpool.Pool
+	jobID int64
+
+	mu       sync.Mutex
+	conn     *pgxpool.Conn
+	released bool
+}
+
+// JobConn returns the running job's own database session, acquired from
+// the pool on first use and tagged with application_name
+// "console-worker job=<id>" so pg_stat_activity shows which backend runs
+// the job (and what blocks it). The handler must not close or release it;
+// the engine resets and returns it when the handler returns. ctx must be
+// the context the handler received.
+func JobConn(ctx context.Context) (*pgx.Conn, error) {
+	s, ok := ctx.Value(sessionKey{}).(*jobSession)
+	if !ok {
+		return nil, errors.New("job conn: context is not a running job's")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released {
+		return nil, errors.New("job conn: the job has finished")
+	}
+	if s.conn != nil {
+		return s.conn.Conn(), nil
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("job conn: acquire: %w", err)
+	}
+	name := ApplicationName + " job=" + strconv.FormatInt(s.jobID, 10)
+	if _, err := conn.Exec(ctx, sqlText("job_session_tag"), name); err != nil {
+		conn.Release()
+		return nil, fmt.Errorf("job conn: tag session: %w", err)
+	}
+	s.conn = conn
+	return conn.Conn(), nil
+}
+
+// release resets the session's name and returns it to the pool; a session
+// left inside a transaction (or broken) is closed instead.
+func (s *jobSession) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.released = true
+	if s.conn == nil {
+		return
+	}
+	conn := s.conn
+	s.conn = nil
+	if conn.Conn().PgConn().TxStatus() != 'I' {
+		conn.Conn().Close(context.Background())
+		conn.Release()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(ctx, sqlText("job_session_reset")); err != nil {
+		conn.Conn().Close(ctx)
+	}
+	conn.Release()
+}

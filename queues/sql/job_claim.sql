@@ -1,0 +1,51 @@
+-- JobClaim: leases up to $2 due ready jobs of queue $1 to owner $3 for $4
+-- milliseconds, in priority order, bumping attempts and lease_generation (the
+-- fencing token every later transition must present).
+--
+-- The claim size is also capped here by queue_settings: zero while the queue
+-- is paused, and at most max_workers minus the jobs already running in the
+-- queue (fleet-wide, every process). When max_workers is set the engine runs
+-- this statement after pg_advisory_xact_lock(job_claim_lock_key, hashtext(queue))
+-- in the same implicit transaction so claimers of a throttled queue count
+-- running jobs one at a time.
+--
+-- Locks: FOR UPDATE SKIP LOCKED on the picked rows (concurrent claimers skip
+-- each other's rows instead of waiting). Index: jobs_ready_pick_idx for the
+-- pick, jobs_running_lease_idx for the running count, and the primary key
+-- for the update: it matches id = ANY(ARRAY(picked)) rather than joining the
+-- CTE, because the planner cannot size a LIMIT taken from a subquery and may
+-- then hash-join the whole table.
+WITH settings AS (
+    SELECT coalesce(bool_or(paused), false) AS paused, min(max_workers) AS max_workers
+    FROM queue_settings
+    WHERE queue = $1
+), cap AS (
+    SELECT CASE
+               WHEN s.paused THEN 0
+               WHEN s.max_workers IS NULL THEN $2::integer
+               ELSE least($2::integer, greatest(0, s.max_workers - (
+                   SELECT count(*) FROM jobs WHERE status = 'running' AND queue = $1)::integer))
+           END AS n
+    FROM settings s
+), picked AS (
+    SELECT id
+    FROM jobs
+    WHERE queue = $1
+      AND status = 'ready'
+      AND available_at <= clock_timestamp()
+    ORDER BY priority DESC, available_at, id
+    LIMIT (SELECT n FROM cap)
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE jobs AS j
+SET status = 'running',
+    lease_owner = $3,
+    lease_until = clock_timestamp() + ($4::bigint * interval '1 millisecond'),
+    lease_generation = j.lease_generation + 1,
+    attempts = j.attempts + 1,
+    started_at = clock_timestamp()
+WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
+RETURNING j.id, j.queue, j.kind, j.payload, j.status, j.priority, j.available_at,
+          j.lease_owner, j.lease_until, j.lease_generation, j.attempts, j.max_attempts,
+          j.last_error, j.error_class, j.errors, j.dedupe_key, j.tenant_id,
+          j.created_at, j.started_at, j.finished_at

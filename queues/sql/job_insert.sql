@@ -1,0 +1,30 @@
+-- JobInsert: enqueues one job (EnqueueTx). A dedupe key that matches an
+-- unfinished job of the same queue inserts nothing (ON CONFLICT on the partial
+-- unique index jobs_dedupe_key_idx); the existing job is returned instead
+-- with inserted = false. One pg_notify per statement wakes the queue's
+-- workers (PostgreSQL also folds identical notifications within a
+-- transaction into one). Takes a row lock on the new row only.
+WITH ins AS (
+    INSERT INTO jobs (queue, kind, payload, priority, available_at, max_attempts, dedupe_key, tenant_id)
+    VALUES ($1, $2, $3, $4, coalesce($5::timestamptz, clock_timestamp()), $6, nullif($7, ''), nullif($8, ''))
+    ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('ready', 'running')
+    DO NOTHING
+    RETURNING *
+), notified AS (
+    SELECT pg_notify('console_jobs', queue) FROM ins
+)
+SELECT id, queue, kind, payload, status, priority, available_at,
+       lease_owner, lease_until, lease_generation, attempts, max_attempts,
+       last_error, error_class, errors, dedupe_key, tenant_id,
+       created_at, started_at, finished_at,
+       true AS inserted, (SELECT count(*) FROM notified) AS notified
+FROM ins
+UNION ALL
+SELECT id, queue, kind, payload, status, priority, available_at,
+       lease_owner, lease_until, lease_generation, attempts, max_attempts,
+       last_error, error_class, errors, dedupe_key, tenant_id,
+       created_at, started_at, finished_at,
+       false, 0
+FROM jobs
+WHERE queue = $1 AND dedupe_key = nullif($7, '') AND status IN ('ready', 'running')
+  AND NOT EXISTS (SELECT 1 FROM ins)

@@ -1,0 +1,19 @@
+-- JobList: a page of jobs, newest first, filtered by queue, kind, status,
+-- error class and created_at range, keyset-paginated by id ($7: only ids
+-- below it; 0 for the first page). No locks; walks the primary key backwards
+-- (ids grow with time), or jobs_dead_idx / jobs_ready_pick_idx when the
+-- status filter lets the planner.
+SELECT id, queue, kind, payload, status, priority, available_at,
+       lease_owner, lease_until, lease_generation, attempts, max_attempts,
+       last_error, error_class, errors, dedupe_key, tenant_id,
+       created_at, started_at, finished_at
+FROM jobs
+WHERE ($1::text = '' OR queue = $1)
+  AND ($2::text = '' OR kind = $2)
+  AND ($3::text = '' OR status = $3)
+  AND ($4::text = '' OR error_class = $4)
+  AND ($5::timestamptz IS NULL OR created_at >= $5)
+  AND ($6::timestamptz IS NULL OR created_at < $6)
+  AND ($7::bigint = 0 OR id < $7)
+ORDER BY id DESC
+LIMIT $8

@@ -1,0 +1,18 @@
+-- LeaseExpire: an operator takes a running job's lease away now: back to
+-- ready, due now, lease_generation bumped so the old worker's ack and
+-- heartbeat are refused. The attempt stays counted. Row lock; primary key.
+UPDATE jobs
+SET status = 'ready',
+    available_at = clock_timestamp(),
+    errors = errors || jsonb_build_array(jsonb_build_object(
+                 'attempt', attempts, 'at', clock_timestamp(),
+                 'error', 'lease expired by operator (owner ' || lease_owner || ')',
+                 'class', 'lease_expired')),
+    lease_generation = lease_generation + 1,
+    lease_owner = NULL,
+    lease_until = NULL
+WHERE id = $1 AND status = 'running'
+RETURNING id, queue, kind, payload, status, priority, available_at,
+       lease_owner, lease_until, lease_generation, attempts, max_attempts,
+       last_error, error_class, errors, dedupe_key, tenant_id,
+       created_at, started_at, finished_at

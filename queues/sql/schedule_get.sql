@@ -1,0 +1,5 @@
+-- ScheduleGet: one schedule by name (primary key). No locks.
+SELECT name, spec, kind, queue, payload, enabled, next_run_at, last_run_at, last_job_id,
+       created_by, created_at, updated_by, updated_at
+FROM schedules
+WHERE name = $1

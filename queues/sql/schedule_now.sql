@@ -1,0 +1,3 @@
+-- scheduleNow: the database clock, which every schedule time is computed
+-- from (never the process clock). No locks.
+SELECT clock_timestamp()

@@ -1,0 +1,206 @@
+package queues
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// refreshSettings re-reads queue_settings for the client's queues and the
+// number of live processes serving each, and applies them to the fetchers:
+// paused stops claims, max_workers switches claims to the locked (exact)
+// path, rate_per_second is shared equally among the live processes.
+func (c *Client) refreshSettings(ctx context.Context) error {
+	ls, err := queueSettingsList(ctx, c.pool, c.names, c.liveness)
+	if err != nil {
+		return err
+	}
+	for _, s := range ls {
+		q := c.queues[s.Queue]
+		if q == nil {
+			continue
+		}
+		q.mu.Lock()
+		wake := (q.paused && !s.Paused)
+		q.paused = s.Paused
+		q.throttled = s.MaxWorkers != nil
+		rate := 0.0
+		if s.RatePerSecond != nil {
+			rate = *s.RatePerSecond / float64(max(s.LiveWorkers, 1))
+		}
+		if rate != q.rate {
+			wake = true
+			q.rate = rate
+			q.tokens = min(q.tokens, max(1, rate))
+		}
+		q.mu.Unlock()
+		if wake {
+			q.signal()
+		}
+	}
+	return nil
+}
+
+// heartbeatWorker writes this process's in-flight counts to its workers
+// row; stopped marks the row stopped.
+func (c *Client) heartbeatWorker(ctx context.Context, stopped bool) error {
+	byQueue := make(map[string]int, len(c.queues))
+	total, limit := 0, 0
+	for name, q := range c.queues {
+		n, l, _ := q.snapshot()
+		byQueue[name] = n
+		total += n
+		limit += l
+	}
+	_, err := c.pool.Exec(ctx, sqlText("worker_heartbeat"), c.cfg.ID, total, byQueue, stopped, limit)
+	return err
+}
+
+// maintenanceLoop runs once per poll interval: settings, the workers row,
+// and the reaper (bounded batches). Errors are logged and retried next tick.
+func (c *Client) maintenanceLoop(ctx context.Context) {
+	t := time.NewTicker(c.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		tctx, cancel := context.WithTimeout(ctx, max(c.cfg.PollInterval, 5*time.Second))
+		if err := c.refreshSettings(tctx); err != nil {
+			c.log.Warn("refresh queue settings", "err", err)
+		}
+		if err := c.heartbeatWorker(tctx, false); err != nil {
+			c.log.Warn("heartbeat worker row", "err", err)
+		}
+		c.reap(tctx)
+		cancel()
+	}
+}
+
+// reap returns expired leases in at most 10 batches per tick.
+func (c *Client) reap(ctx context.Context) {
+	for range 10 {
+		res, err := JobReap(ctx, c.pool, c.cfg.ReapBatch, c.cfg.MaxErrors)
+		if err != nil {
+			c.log.Warn("reap expired leases", "err", err)
+			return
+		}
+		for q, n := range res.ByQueue {
+			c.log.Info("reaped expired leases", "queue", q, "count", n)
+		}
+		if res.Requeued+res.Dead > 0 {
+			c.countReaped(ctx, res)
+		}
+		if res.Requeued+res.Dead < c.cfg.ReapBatch {
+			return
+		}
+	}
+}
+
+func (c *Client) countReaped(_ context.Context, res ReapResult) {
+	for q, n := range res.ByQueue {
+		dead := res.DeadByQueue[q]
+		c.metrics.expired.WithLabelValues(q, StatusReady).Add(float64(n - dead))
+		c.metrics.expired.WithLabelValues(q, StatusDead).Add(float64(dead))
+	}
+}
+
+// renewLoop is the lease heartbeat: every third of the lease it renews every
+// job this process runs in one statement, and cancels (cause ErrLeaseLost)
+// the handlers of jobs it no longer holds. It runs until the drain ends.
+func (c *Client) renewLoop(ctx context.Context) {
+	t := time.NewTicker(c.cfg.LeaseDuration / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		ids := make([]int64, 0, len(c.running))
+		gens := make([]int64, 0, len(c.running))
+		for id, r := range c.running {
+			ids = append(ids, id)
+			gens = append(gens, r.generation)
+		}
+		c.mu.Unlock()
+		if len(ids) == 0 {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseDuration/3)
+		held, err := JobRenewMany(rctx, c.pool, c.cfg.ID, ids, gens, c.cfg.LeaseDuration)
+		cancel()
+		if err != nil {
+			c.log.Warn("renew leases", "err", err, "jobs", len(ids))
+			continue
+		}
+		kept := make(map[int64]bool, len(held))
+		for _, id := range held {
+			kept[id] = true
+		}
+		c.mu.Lock()
+		for i, id := range ids {
+			if r := c.running[id]; r != nil && !kept[id] && r.generation == gens[i] {
+				r.cancel(ErrLeaseLost)
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+// listenLoop holds a dedicated connection (outside the pool) LISTENing on
+// NotifyChannel and wakes the named queue's fetcher. After a reconnect it
+// wakes every fetcher, since notifications sent meanwhile were lost.
+func (c *Client) listenLoop(ctx context.Context) {
+	delay := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := c.listen(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		c.log.Warn("listener lost; polling continues", "err", err, "retry_in", delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+func (c *Client) listen(ctx context.Context) error {
+	cfg := c.pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = ApplicationName
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	conn, err := pgx.ConnectConfig(cctx, cfg)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		conn.Close(closeCtx)
+		cancel()
+	}()
+	if _, err := conn.Exec(ctx, sqlText("job_listen")); err != nil {
+		return err
+	}
+	for _, q := range c.queues {
+		q.signal()
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		if q := c.queues[n.Payload]; q != nil {
+			q.signal()
+		}
+	}
+}
