@@ -31,6 +31,11 @@ func FindBinDir(explicit string) (string, error) {
 		return explicit, nil
 	}
 	if p, err := exec.LookPath("postgres"); err == nil {
+		// A PATH entry is often a symlink (/usr/local/bin/postgres): use
+		// the installation it points into, where the other tools live.
+		if real, err := filepath.EvalSymlinks(p); err == nil && hasServer(filepath.Dir(real)) == nil {
+			return filepath.Dir(real), nil
+		}
 		if dir := filepath.Dir(p); hasServer(dir) == nil {
 			return dir, nil
 		}

@@ -350,9 +350,32 @@ func (s *Server) Restart(ctx context.Context) error {
 }
 
 // Command runs another binary from the server's bin folder (pg_basebackup,
-// pg_ctl...) as the PostgreSQL account.
+// pg_ctl...) as the PostgreSQL account. An absolute name (from Tool) is run
+// as is.
 func (s *Server) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	return s.command(ctx, filepath.Join(s.bin, name), args...)
+	if !filepath.IsAbs(name) {
+		name = filepath.Join(s.bin, name)
+	}
+	return s.command(ctx, name, args...)
+}
+
+// Tool returns the path of a client binary of the server's installation
+// (pg_basebackup, pg_ctl...): in the bin folder, or next to the real postgres
+// binary when the bin folder holds symlinks to it (as /usr/local/bin may).
+// It reports false when the installation has no such binary (the npm
+// PostgreSQL 18 build ships only initdb, pg_ctl and postgres).
+func (s *Server) Tool(name string) (string, bool) {
+	dirs := []string{s.bin}
+	if real, err := filepath.EvalSymlinks(filepath.Join(s.bin, "postgres")); err == nil {
+		dirs = append(dirs, filepath.Dir(real))
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // ChownTree gives a folder to the account the server runs as, for tests that

@@ -33,6 +33,7 @@ var (
 	once     sync.Once
 	setupErr error
 	server   *pgserver.Server
+	baseMu   sync.Mutex // guards baseDir: dedicated servers start from parallel tests
 	baseDir  string
 	adminURL string // a URL to the server's maintenance database
 	template string
@@ -125,18 +126,11 @@ func setup() {
 // system temp folder, for tests that need a server of their own (restarts, a
 // standby). The caller stops it; Main removes nothing of it.
 func NewServerDir(ctx context.Context, name string, settings map[string]string) (*pgserver.Server, error) {
-	if baseDir == "" {
-		d, err := os.MkdirTemp("", "console-test-")
-		if err != nil {
-			return nil, err
-		}
-		// The PostgreSQL account must be able to enter it when we are root.
-		if err := os.Chmod(d, 0o755); err != nil {
-			return nil, err
-		}
-		baseDir = d
+	base, err := ensureBaseDir()
+	if err != nil {
+		return nil, err
 	}
-	dir, err := os.MkdirTemp(baseDir, name+"-")
+	dir, err := os.MkdirTemp(base, name+"-")
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +142,24 @@ func NewServerDir(ctx context.Context, name string, settings map[string]string) 
 		Fast:     true,
 		Settings: settings,
 	})
+}
+
+// ensureBaseDir creates, once, the folder every server of this binary lives
+// under; the PostgreSQL account must be able to enter it when we are root.
+func ensureBaseDir() (string, error) {
+	baseMu.Lock()
+	defer baseMu.Unlock()
+	if baseDir == "" {
+		d, err := os.MkdirTemp("", "console-test-")
+		if err != nil {
+			return "", err
+		}
+		if err := os.Chmod(d, 0o755); err != nil {
+			return "", err
+		}
+		baseDir = d
+	}
+	return baseDir, nil
 }
 
 // NewServer starts a dedicated server for one test and stops it at cleanup.

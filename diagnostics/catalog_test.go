@@ -1,0 +1,173 @@
+package diagnostics_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// Every query of the catalog runs on this server (15 or 18) without error,
+// with results checked where the test set up a condition: a COPY in
+// progress, an invalid index, dead tuples, queue rows.
+func TestCatalogRunsOnThisServer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	for _, q := range []string{
+		`INSERT INTO jobs (queue, kind) SELECT 'cat-q', 'k' FROM generate_series(1, 100)`,
+		`UPDATE jobs SET priority = 1 WHERE queue = 'cat-q'`,
+		`CREATE TABLE dup (x int)`,
+		`INSERT INTO dup VALUES (1), (1)`,
+	} {
+		_, err := db.Exec(ctx, q)
+		require.NoError(t, err, q)
+	}
+	_, err := db.Exec(ctx, `CREATE UNIQUE INDEX CONCURRENTLY dup_x_idx ON dup (x)`)
+	require.Error(t, err, "the duplicate makes the concurrent build fail and leaves an invalid index")
+	// Closing the sessions flushes their statistics (dead tuples) now
+	// rather than at the next idle timeout.
+	db.Reset()
+
+	// A COPY that stays open: the pipe is fed a few rows and left open.
+	copier := connect(t, url, "bulk-loader")
+	pr, pw := io.Pipe()
+	copyDone := make(chan error, 1)
+	go func() {
+		_, err := copier.PgConn().CopyFrom(ctx, pr, "COPY jobs (queue, kind) FROM STDIN")
+		copyDone <- err
+	}()
+	_, err = pw.Write([]byte(strings.Repeat("copy-q\tk\n", 500)))
+	require.NoError(t, err)
+
+	d := open(t, url, diagnostics.Config{Thresholds: lowThresholds()})
+	info, err := d.ServerInfo(ctx)
+	require.NoError(t, err)
+	require.True(t, info.HasPgStatStatements, "the test databases have pg_stat_statements")
+	t.Logf("PostgreSQL %s (%d)", info.Version, info.VersionNum)
+
+	eventually(t, 10*time.Second, func() (bool, string) {
+		r := d.CopyProgress(ctx)
+		for _, c := range r.Rows {
+			if c.PID == pidOf(copier) && c.TuplesProcessed > 0 {
+				require.Equal(t, "jobs", c.Relation)
+				require.Equal(t, "COPY FROM", c.Command)
+				if info.VersionNum >= 170000 {
+					require.NotNil(t, c.TuplesSkipped, "tuples_skipped is 17+")
+				} else {
+					require.Nil(t, c.TuplesSkipped)
+				}
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%s %+v", r.Status(), r.Rows)
+	})
+
+	results := d.RunCatalog(ctx)
+	names := map[string]diagnostics.PanelResult{}
+	for _, r := range results {
+		names[r.Name] = r
+		if r.Name == "io_stats" && info.VersionNum < 160000 {
+			require.ErrorIs(t, r.Err, diagnostics.ErrUnsupported)
+			require.Contains(t, r.Status(), "not available")
+			continue
+		}
+		require.NotEmpty(t, r.SQL, r.Name)
+		require.True(t, strings.HasPrefix(r.SQL, "--"), "%s has a header comment", r.Name)
+		require.NoError(t, r.Err, "%s: %s", r.Name, r.Status())
+		require.False(t, r.TimedOut)
+	}
+	for _, name := range diagnostics.QueryNames() {
+		if name == "standby_status" {
+			name = "standby_status self"
+		}
+		require.Contains(t, names, name, "every catalog query ran")
+	}
+	if info.VersionNum >= 160000 {
+		require.NotEmpty(t, names["io_stats"].Rows)
+	}
+	require.Len(t, names["wal_stats"].Rows, 1)
+	require.Len(t, names["checkpointer"].Rows, 1)
+	st := names["standby_status self"].Rows[0].(diagnostics.StandbyState)
+	require.False(t, st.InRecovery, "the test server is a primary")
+
+	inv := names["invalid_indexes"].Rows
+	require.Len(t, inv, 1)
+	require.Equal(t, "dup_x_idx", inv[0].(diagnostics.InvalidIndex).Index)
+
+	var cat diagnostics.QueueStat
+	for _, r := range names["queue_health"].Rows {
+		if q := r.(diagnostics.QueueStat); q.Queue == "cat-q" {
+			cat = q
+		}
+	}
+	require.EqualValues(t, 100, cat.Ready)
+
+	stmts := names["statements_top"].Rows
+	require.NotEmpty(t, stmts, "pg_stat_statements saw the seeding statements")
+
+	// Activity shows the COPY and hides the console's own backends.
+	for _, r := range names["activity"].Rows {
+		b := r.(diagnostics.Backend)
+		require.False(t, strings.HasPrefix(b.ApplicationName, "console-d"), "own backend %d shown", b.PID)
+	}
+	found := false
+	for _, r := range names["activity"].Rows {
+		found = found || r.(diagnostics.Backend).PID == pidOf(copier)
+	}
+	require.True(t, found, "the COPY backend is active")
+
+	require.NoError(t, pw.Close())
+	require.NoError(t, <-copyDone)
+
+	// Findings from the same database: the invalid index, and dead tuples
+	// once the statistics arrive.
+	th := lowThresholds()
+	th.DeadTuples = 50
+	d.SetThresholds(*th)
+	eventually(t, 20*time.Second, func() (bool, string) {
+		rep, err := d.Findings(ctx)
+		require.NoError(t, err)
+		_, okIdx := findingFor(rep, diagnostics.CodeIndexInvalid, "index", "public.dup_x_idx")
+		_, okDead := findingFor(rep, diagnostics.CodeDeadTuples, "table", "public.jobs")
+		return okIdx && okDead, fmt.Sprint(codes(rep))
+	})
+}
+
+// Each query name has its SQL, version variants resolve, and too-old
+// servers get ErrUnsupported.
+func TestSQLVariants(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version int
+		want    string
+	}{
+		{"wal_stats", 150000, "wal_write_time"},
+		{"wal_stats", 180000, "moved write/sync"},
+		{"io_stats", 160000, "op_bytes"},
+		{"io_stats", 180004, "read_bytes, 0"},
+		{"checkpointer", 160000, "pg_stat_bgwriter"},
+		{"checkpointer", 170000, "pg_stat_checkpointer"},
+		{"copy_progress", 170000, "p.tuples_skipped"},
+		{"replication_slots", 150000, "NULL::timestamptz"},
+		{"replication_slots", 180000, "s.inactive_since"},
+	} {
+		s, ok := diagnostics.SQLFor(tc.name, tc.version)
+		require.True(t, ok, tc.name)
+		require.Contains(t, s, tc.want, "%s on %d", tc.name, tc.version)
+	}
+	_, ok := diagnostics.SQLFor("io_stats", 150000)
+	require.False(t, ok)
+	_, ok = diagnostics.SQLFor("nope", 0)
+	require.False(t, ok)
+	require.True(t, errors.Is(fmt.Errorf("x: %w", diagnostics.ErrUnsupported), diagnostics.ErrUnsupported))
+}

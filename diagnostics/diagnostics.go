@@ -1,0 +1,515 @@
+package diagnostics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ApplicationName is the application_name of the diagnostics pool; activity
+// views hide it (and every console-* backend except queue workers).
+const ApplicationName = "console-diagnostics"
+
+// Config configures Open. The zero value of every field is a sensible
+// default.
+type Config struct {
+	// StatementTimeout bounds each query (SET LOCAL statement_timeout);
+	// default 2s.
+	StatementTimeout time.Duration
+	// LockTimeout bounds each lock wait (SET LOCAL lock_timeout); default
+	// 200ms. A query stuck behind a lock fails fast and its Result names
+	// the blockers.
+	LockTimeout time.Duration
+	// MaxConns is the number of connections Diagnostics opens to the
+	// database: MaxConns-1 for queries and one for the lock watcher;
+	// default 4.
+	MaxConns int32
+	// StandbyURLs are standbys to read receiver and replay state from.
+	StandbyURLs []string
+	// Thresholds for Findings; nil means DefaultThresholds().
+	Thresholds *Thresholds
+	// Budget bounds one Findings round; default 5s.
+	Budget time.Duration
+	// WALSampleWindow is how far apart the two WAL positions of a Findings
+	// round are when no recent sample exists (from a previous round or the
+	// Sampler); default 1s.
+	WALSampleWindow time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.StatementTimeout <= 0 {
+		c.StatementTimeout = 2 * time.Second
+	}
+	if c.LockTimeout <= 0 {
+		c.LockTimeout = 200 * time.Millisecond
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = 4
+	}
+	if c.Budget <= 0 {
+		c.Budget = 5 * time.Second
+	}
+	if c.WALSampleWindow <= 0 {
+		c.WALSampleWindow = time.Second
+	}
+	return c
+}
+
+// Diagnostics runs the catalog on its own small pool, read-only and bounded
+// by timeouts. It is safe for concurrent use; Close it when done.
+type Diagnostics struct {
+	cfg       Config
+	pool      *pgxpool.Pool
+	watchPool *pgxpool.Pool
+	standbys  []standbyPool
+
+	mu         sync.Mutex
+	server     *Server
+	thresholds Thresholds
+	lastWAL    *WALPoint
+	lastRate   *float64
+	sampler    *Sampler
+}
+
+// standbyPool is the pool of one standby of Config.StandbyURLs.
+type standbyPool struct {
+	name string
+	pool *pgxpool.Pool
+}
+
+// Open prepares a Diagnostics on the database at url. It does not need the
+// database to be up: connections are made on first use, so the console can
+// start (and say what is wrong) during an outage. ctx is unused beyond
+// validation and kept for symmetry with other constructors.
+func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
+	cfg = cfg.withDefaults()
+	// One connection of MaxConns is kept for the lock watchers, so "locked
+	// by pid N" is still answered when every query connection is waiting.
+	pool, err := newPool(url, max(cfg.MaxConns-1, 1))
+	if err != nil {
+		return nil, fmt.Errorf("diagnostics pool: %w", err)
+	}
+	watch, err := newPool(url, 1)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("diagnostics pool: %w", err)
+	}
+	d := &Diagnostics{cfg: cfg, pool: pool, watchPool: watch}
+	if cfg.Thresholds != nil {
+		d.thresholds = *cfg.Thresholds
+	} else {
+		d.thresholds = DefaultThresholds()
+	}
+	for _, u := range cfg.StandbyURLs {
+		sp, err := newPool(u, 2)
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("standby pool %s: %w", redact(u), err)
+		}
+		d.standbys = append(d.standbys, standbyPool{name: redact(u), pool: sp})
+	}
+	return d, nil
+}
+
+func newPool(url string, maxConns int32) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	pc.MaxConns = maxConns
+	pc.MinConns = 0
+	pc.ConnConfig.RuntimeParams["application_name"] = ApplicationName
+	if pc.ConnConfig.ConnectTimeout == 0 || pc.ConnConfig.ConnectTimeout > 5*time.Second {
+		pc.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	return pgxpool.NewWithConfig(context.Background(), pc)
+}
+
+// redact returns url without its password, to name a standby in findings.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "standby"
+	}
+	return u.Host
+}
+
+// Close closes the pools. Results already returned stay valid.
+func (d *Diagnostics) Close() {
+	if d.pool != nil {
+		d.pool.Close()
+	}
+	if d.watchPool != nil {
+		d.watchPool.Close()
+	}
+	for _, s := range d.standbys {
+		s.pool.Close()
+	}
+}
+
+// Thresholds returns the thresholds Findings uses.
+func (d *Diagnostics) Thresholds() Thresholds {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.thresholds
+}
+
+// SetThresholds replaces the thresholds Findings uses.
+func (d *Diagnostics) SetThresholds(t Thresholds) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.thresholds = t
+}
+
+// ServerInfo returns the server's version and role, read once and cached
+// (a failed read is retried on the next call).
+func (d *Diagnostics) ServerInfo(ctx context.Context) (Server, error) {
+	d.mu.Lock()
+	if d.server != nil {
+		s := *d.server
+		d.mu.Unlock()
+		return s, nil
+	}
+	d.mu.Unlock()
+	var info Server
+	p := d.exec(ctx, d.pool, pgx.ReadCommitted, "server_info", func(ctx context.Context, db DBTX) error {
+		var err error
+		info, err = ServerInfo(ctx, db)
+		return err
+	})
+	if p.Err != nil {
+		return Server{}, p.Err
+	}
+	d.mu.Lock()
+	d.server = &info
+	d.mu.Unlock()
+	return info, nil
+}
+
+// version returns server_version_num, or 0 when the server cannot be read
+// (queries then use their newest variant and fail on their own).
+func (d *Diagnostics) version(ctx context.Context) int {
+	info, err := d.ServerInfo(ctx)
+	if err != nil {
+		return 0
+	}
+	return info.VersionNum
+}
+
+// SQL returns the exact text of the named query as it runs on this server
+// (the version variant chosen by server_version_num), for panels that show
+// operators what ran. It is empty for an unknown name or a query the server
+// is too old for.
+func (d *Diagnostics) SQL(name string) string {
+	d.mu.Lock()
+	v := 0
+	if d.server != nil {
+		v = d.server.VersionNum
+	}
+	d.mu.Unlock()
+	s, _ := SQLFor(name, v)
+	return s
+}
+
+// Result is one panel's outcome: its rows, or why there are none. A page
+// renders each Result on its own, so one slow query never blanks the page.
+type Result[T any] struct {
+	// Name is the query's name (its file name without .sql).
+	Name string `json:"name"`
+	// SQL is the exact text that ran.
+	SQL  string `json:"sql"`
+	Rows []T    `json:"rows"`
+	// Err is why the query failed, nil on success.
+	Err error `json:"-"`
+	// TimedOut is true when statement_timeout (or the caller's deadline)
+	// ended the query.
+	TimedOut bool `json:"timed_out"`
+	// LockedBy lists the backends the query waited for when it hit
+	// lock_timeout (or timed out while waiting for a lock).
+	LockedBy []int32 `json:"locked_by,omitempty"`
+	// Took is the query's wall time.
+	Took time.Duration `json:"took"`
+}
+
+// Status is a short text for the panel: "ok", "timed out", "locked by pid
+// N", "not available: ..." or the error.
+func (r Result[T]) Status() string { return statusText(r.Err, r.TimedOut, r.LockedBy) }
+
+// OK reports whether the query succeeded.
+func (r Result[T]) OK() bool { return r.Err == nil }
+
+func statusText(err error, timedOut bool, lockedBy []int32) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case len(lockedBy) > 0:
+		s := make([]string, len(lockedBy))
+		for i, p := range lockedBy {
+			s[i] = fmt.Sprint(p)
+		}
+		return "locked by pid " + strings.Join(s, ", ")
+	case timedOut:
+		return "timed out"
+	case errors.Is(err, ErrUnsupported), errors.Is(err, ErrNotInstalled):
+		return "not available: " + err.Error()
+	default:
+		return "error: " + err.Error()
+	}
+}
+
+// probe is the outcome of one statement run by exec.
+type probe struct {
+	Err      error
+	TimedOut bool
+	LockedBy []int32
+	Took     time.Duration
+}
+
+// errPoolBusy is the cause when no diagnostics connection frees up in time.
+var errPoolBusy = errors.New("diagnostics pool busy")
+
+// session is one read-only transaction on one connection of a pool; each
+// statement runs in its own savepoint so a failure does not end the round.
+type session struct {
+	d *Diagnostics
+	// pool is where the lock watcher runs (the watcher pool for the
+	// primary, the standby's own pool for a standby).
+	pool *pgxpool.Pool
+	conn *pgxpool.Conn
+	tx   pgx.Tx
+	pid  uint32
+}
+
+// begin opens a READ ONLY transaction with the configured timeouts and JIT
+// off.
+func (d *Diagnostics) begin(ctx context.Context, pool *pgxpool.Pool, iso pgx.TxIsoLevel) (*session, error) {
+	// Every connection is busy for at most a statement timeout, so a
+	// longer wait means the pool is stuck: say so rather than queue.
+	actx, cancel := context.WithTimeoutCause(ctx, 2*d.cfg.StatementTimeout+time.Second, errPoolBusy)
+	conn, err := pool.Acquire(actx)
+	cancel()
+	if err != nil {
+		if context.Cause(actx) == errPoolBusy && ctx.Err() == nil {
+			return nil, fmt.Errorf("%w: %w", errPoolBusy, context.DeadlineExceeded)
+		}
+		return nil, err
+	}
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: iso, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		conn.Release()
+		return nil, err
+	}
+	// JIT compilation costs hundreds of milliseconds and the catalog's
+	// small queries never repay it (the loose scans' row estimates are far
+	// above what they read, which would trigger it).
+	set := fmt.Sprintf("SET LOCAL statement_timeout = %d; SET LOCAL lock_timeout = %d; SET LOCAL jit = off",
+		d.cfg.StatementTimeout.Milliseconds(), d.cfg.LockTimeout.Milliseconds())
+	if _, err := tx.Exec(ctx, set); err != nil {
+		tx.Rollback(context.Background())
+		conn.Release()
+		return nil, err
+	}
+	watchPool := pool
+	if pool == d.pool && d.watchPool != nil {
+		watchPool = d.watchPool
+	}
+	return &session{d: d, pool: watchPool, conn: conn, tx: tx, pid: conn.Conn().PgConn().PID()}, nil
+}
+
+// end rolls the read-only transaction back (nothing to commit) and releases
+// the connection.
+func (s *session) end() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := s.tx.Rollback(ctx); err != nil {
+		s.conn.Conn().Close(ctx)
+	}
+	s.conn.Release()
+}
+
+// run runs fn in a savepoint of the session, watching for lock waits: while
+// the statement runs past a quarter of the lock timeout, another connection
+// asks pg_blocking_pids who it waits for, so a lock timeout can say "locked
+// by pid N". When the watcher saw nothing (a loaded server answers late),
+// the holders of ACCESS EXCLUSIVE locks on tables, the only mode a reader
+// waits for, are asked instead.
+func (s *session) run(ctx context.Context, tables []string, fn func(context.Context, DBTX) error) probe {
+	start := time.Now()
+	var p probe
+	sp, err := s.tx.Begin(ctx)
+	if err != nil {
+		p.Err = err
+		classify(&p)
+		p.Took = time.Since(start)
+		return p
+	}
+	stop := make(chan struct{})
+	blockers := make(chan []int32, 1)
+	go s.watch(ctx, stop, blockers)
+	err = fn(ctx, sp)
+	close(stop)
+	p.LockedBy = <-blockers
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		sp.Rollback(rctx)
+		cancel()
+		p.Err = err
+		if isLockTimeout(err) && len(p.LockedBy) == 0 && len(tables) > 0 {
+			p.LockedBy = s.exclusiveHolders(ctx, tables)
+		}
+	} else if err := sp.Commit(ctx); err != nil {
+		p.Err = err
+	}
+	classify(&p)
+	p.Took = time.Since(start)
+	return p
+}
+
+// watchQueryTimeout bounds one pg_blocking_pids poll of the lock watcher.
+const watchQueryTimeout = time.Second
+
+// watch polls pg_blocking_pids of the session's backend while a statement
+// runs, from a quarter of the lock timeout on, and sends the last non-empty
+// answer once stop is closed (a poll in flight is allowed to finish). The
+// loop is bounded by the statement (statement_timeout).
+func (s *session) watch(ctx context.Context, stop <-chan struct{}, out chan<- []int32) {
+	var last []int32
+	defer func() { out <- last }()
+	delay := min(max(s.d.cfg.LockTimeout/4, 10*time.Millisecond), 100*time.Millisecond)
+	interval := min(max(s.d.cfg.LockTimeout/8, 10*time.Millisecond), 50*time.Millisecond)
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		qctx, cancel := context.WithTimeout(ctx, watchQueryTimeout)
+		var pids []int32
+		err := s.pool.QueryRow(qctx, "SELECT pg_blocking_pids($1)", int32(s.pid)).Scan(&pids)
+		cancel()
+		if err == nil && len(pids) > 0 {
+			last = pids
+		}
+		t.Reset(interval)
+	}
+}
+
+// exclusiveHolders returns the backends holding or queued for an ACCESS
+// EXCLUSIVE lock on any of tables in this database: after a reader's lock
+// timeout, those are who it waited for.
+func (s *session) exclusiveHolders(ctx context.Context, tables []string) []int32 {
+	qctx, cancel := context.WithTimeout(ctx, watchQueryTimeout)
+	defer cancel()
+	var pids []int32
+	err := s.pool.QueryRow(qctx, `SELECT coalesce(array_agg(DISTINCT l.pid ORDER BY l.pid), '{}')
+		FROM pg_locks AS l
+		JOIN pg_class AS c ON c.oid = l.relation
+		WHERE l.locktype = 'relation' AND l.mode = 'AccessExclusiveLock'
+		  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		  AND c.relname = ANY ($1) AND l.pid <> $2`, tables, int32(s.pid)).Scan(&pids)
+	if err != nil {
+		return nil
+	}
+	return pids
+}
+
+func isLockTimeout(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}
+
+// classify turns timeouts and lock timeouts into the probe's flags.
+func classify(p *probe) {
+	if p.Err == nil {
+		p.LockedBy = nil
+		return
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(p.Err, &pgErr) {
+		switch pgErr.Code {
+		case "57014": // query_canceled: statement_timeout or a cancelled context
+			p.TimedOut = true
+		case "55P03": // lock_not_available: lock_timeout
+			if len(p.LockedBy) == 0 {
+				p.TimedOut = true
+			}
+			return
+		}
+	}
+	if errors.Is(p.Err, context.DeadlineExceeded) || errors.Is(p.Err, context.Canceled) {
+		p.TimedOut = true
+	}
+}
+
+// exec runs one statement in its own read-only transaction.
+func (d *Diagnostics) exec(ctx context.Context, pool *pgxpool.Pool, iso pgx.TxIsoLevel, name string, fn func(context.Context, DBTX) error) probe {
+	start := time.Now()
+	s, err := d.begin(ctx, pool, iso)
+	if err != nil {
+		p := probe{Err: fmt.Errorf("%s: %w", name, err)}
+		classify(&p)
+		p.Took = time.Since(start)
+		return p
+	}
+	defer s.end()
+	p := s.run(ctx, tablesOf(name), fn)
+	p.Took = time.Since(start)
+	return p
+}
+
+// panel runs one catalog query as a panel.
+func panel[T any](ctx context.Context, d *Diagnostics, name string, fn func(context.Context, DBTX, int) ([]T, error)) Result[T] {
+	v := d.version(ctx)
+	r := Result[T]{Name: name}
+	r.SQL, _ = SQLFor(name, v)
+	if _, err := fileFor(name, v); err != nil {
+		r.Err = err
+		return r
+	}
+	p := d.exec(ctx, d.pool, pgx.ReadCommitted, name, func(ctx context.Context, db DBTX) error {
+		rows, err := fn(ctx, db, v)
+		r.Rows = rows
+		return err
+	})
+	r.Err, r.TimedOut, r.LockedBy, r.Took = p.Err, p.TimedOut, p.LockedBy, p.Took
+	return r
+}
+
+// one adapts a single-row query to panel.
+func one[T any](fn func(context.Context, DBTX) (T, error)) func(context.Context, DBTX, int) ([]T, error) {
+	return func(ctx context.Context, db DBTX, _ int) ([]T, error) {
+		v, err := fn(ctx, db)
+		if err != nil {
+			return nil, err
+		}
+		return []T{v}, nil
+	}
+}
+
+// oneV adapts a single-row, version-aware query to panel.
+func oneV[T any](fn func(context.Context, DBTX, int) (T, error)) func(context.Context, DBTX, int) ([]T, error) {
+	return func(ctx context.Context, db DBTX, v int) ([]T, error) {
+		r, err := fn(ctx, db, v)
+		if err != nil {
+			return nil, err
+		}
+		return []T{r}, nil
+	}
+}
+
+// many adapts a version-independent query to panel.
+func many[T any](fn func(context.Context, DBTX) ([]T, error)) func(context.Context, DBTX, int) ([]T, error) {
+	return func(ctx context.Context, db DBTX, _ int) ([]T, error) { return fn(ctx, db) }
+}

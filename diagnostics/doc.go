@@ -1,0 +1,34 @@
+// Package diagnostics is the console's read-only evidence: the runbook SQL of
+// DESIGN.md section 6, one embedded .sql file and one Go function per query,
+// the blocking tree, a sampler that turns cumulative statistics into rates,
+// and findings that turn evidence into statements.
+//
+// Every query has two forms. The package-level function (BlockingTree,
+// ReplicationSlots, ...) takes a DBTX and runs the statement as is, on a
+// pool, a transaction or a test transaction. The method of the same name on
+// Diagnostics runs it the way the console must during an incident: on a
+// small pool of its own (application_name console-diagnostics), inside a
+// READ ONLY transaction with SET LOCAL statement_timeout and lock_timeout,
+// and returns a Result that says "timed out" or "locked by pid N" instead of
+// hanging the page. Queries whose catalog differs between PostgreSQL 14 and
+// 18 have one file per variant (wal_stats.sql, wal_stats_v18.sql) chosen by
+// server_version_num; SQL returns the exact text a panel ran.
+//
+// Findings runs one consistent round (one REPEATABLE READ, READ ONLY
+// transaction, one savepoint per check) within a time budget and evaluates
+// it against Thresholds. A check that fails or times out becomes a
+// diagnostics.unavailable finding naming the check, never a silent gap.
+//
+// Queue and outbox counts never scan finished history: queues, priorities
+// and error classes are found with loose scans of the partial indexes and
+// every count stops at a cap (QueueParams.CountCap), so one round costs tens
+// of milliseconds on a table of millions of jobs.
+//
+// A Sampler (Diagnostics.NewSampler) keeps a ring of samples for rates and
+// sparklines (Series); NewCollector exposes a findings round as Prometheus
+// gauges.
+//
+// The package imports only the standard library, pgx and prometheus
+// (DESIGN.md section 2): it knows the queue tables' schema, not the queues
+// package.
+package diagnostics

@@ -1,0 +1,106 @@
+package diagnostics_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/diagnostics"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// Evaluate covers the findings that are hard to cause for real in a test
+// (a full NOTIFY queue, a lost slot), and the JSON shape of the report.
+func TestEvaluateAndReportJSON(t *testing.T) {
+	now := time.Date(2026, 6, 20, 14, 3, 12, 0, time.UTC)
+	r := diagnostics.Round{
+		At:     now,
+		Notify: &diagnostics.NotifyUsage{Usage: 0.95},
+		Slots: []diagnostics.Slot{{
+			SlotName: "cdc", SlotType: "logical", Active: true, RetainedBytes: 10, WALStatus: "unreserved",
+			SafeWALSize: ptr[int64](0),
+		}},
+		Archiver:    &diagnostics.ArchiverStat{Failing: true, LastFailedWAL: "000000010000000000000042", FailedCount: 3},
+		WALRate:     ptr(200.0 * (1 << 20)),
+		Unavailable: []diagnostics.Unavailable{{Check: "queue_health", Status: "locked by pid 7", LockedBy: []int32{7}}},
+		Standbys:    []diagnostics.StandbyState{{InRecovery: true, URL: "10.0.0.2:5432", ReplayLagBytes: 100 << 20, ReplayPauseState: "paused"}},
+	}
+	fs := diagnostics.Evaluate(r, diagnostics.DefaultThresholds())
+	byCode := map[string]diagnostics.Finding{}
+	for _, f := range fs {
+		byCode[f.Code] = f
+		require.NotNil(t, f.Actions, f.Code)
+		require.NotEmpty(t, f.Runbook, f.Code)
+		require.NotEmpty(t, f.Evidence, f.Code)
+	}
+	require.Equal(t, diagnostics.SeverityCritical, byCode["notify.queue_usage"].Severity)
+	require.Equal(t, diagnostics.SeverityCritical, byCode["replication.slot_retention"].Severity, "unreserved is critical")
+	require.NotContains(t, byCode, "replication.slot_inactive", "the slot is active")
+	require.Equal(t, "000000010000000000000042", byCode["archiver.failing"].Subject["last_failed_wal"])
+	require.Contains(t, byCode, "wal.rate_high")
+	require.Equal(t, "queue_health", byCode["diagnostics.unavailable"].Subject["check"])
+	require.Equal(t, "/runbook/queues", byCode["diagnostics.unavailable"].Runbook)
+	require.Equal(t, true, byCode["replication.lag"].Subject["paused"])
+	require.Equal(t, diagnostics.SeverityCritical, fs[0].Severity, "worst first")
+
+	b, err := json.Marshal(diagnostics.Report{GeneratedAt: now, Findings: fs})
+	require.NoError(t, err)
+	var decoded struct {
+		GeneratedAt string                       `json:"generated_at"`
+		Findings    []map[string]json.RawMessage `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal(b, &decoded))
+	require.Equal(t, "2026-06-20T14:03:12Z", decoded.GeneratedAt)
+	for _, f := range decoded.Findings {
+		keys := []string{}
+		for k := range f {
+			keys = append(keys, k)
+		}
+		require.ElementsMatch(t, []string{"code", "severity", "title", "subject", "evidence", "runbook", "actions"}, keys)
+	}
+
+	empty, err := json.Marshal(diagnostics.Report{GeneratedAt: now, Findings: diagnostics.Evaluate(diagnostics.Round{At: now}, diagnostics.DefaultThresholds())})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"generated_at":"2026-06-20T14:03:12Z","findings":[]}`, string(empty))
+}
+
+// A database that cannot be reached is a finding, not an error, and the
+// round ends within the budget.
+func TestFindingsWhenTheDatabaseIsDown(t *testing.T) {
+	t.Parallel()
+	d := open(t, "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=1", diagnostics.Config{Budget: 3 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rep, err := d.Findings(ctx)
+	require.NoError(t, err)
+	require.Len(t, rep.Findings, 1)
+	require.Equal(t, diagnostics.CodeUnavailable, rep.Findings[0].Code)
+	require.Equal(t, "server_info", rep.Findings[0].Subject["check"])
+	res := d.BlockingTree(ctx)
+	require.Error(t, res.Err)
+	require.Contains(t, res.Status(), "error")
+}
+
+func TestReportText(t *testing.T) {
+	now := time.Date(2026, 6, 20, 14, 3, 12, 0, time.UTC)
+	var b strings.Builder
+	require.NoError(t, diagnostics.Report{GeneratedAt: now, Findings: []diagnostics.Finding{}}.WriteText(&b))
+	require.Contains(t, b.String(), "no findings")
+	rep := diagnostics.Report{GeneratedAt: now, Findings: diagnostics.Evaluate(diagnostics.Round{At: now,
+		Notify: &diagnostics.NotifyUsage{Usage: 0.6}}, diagnostics.DefaultThresholds())}
+	b.Reset()
+	require.NoError(t, rep.WriteText(&b))
+	require.Contains(t, b.String(), "WARNING  notify.queue_usage")
+	require.Contains(t, b.String(), "runbook /runbook/rb-p")
+	require.Equal(t, diagnostics.SeverityWarning, rep.Worst())
+
+	th := diagnostics.DefaultThresholds()
+	require.NoError(t, th.SetFlag("tx.long_running=45s"))
+	require.Equal(t, 45*time.Second, th.LongRunningTx)
+	require.Error(t, th.SetFlag("tx.long_running"))
+}

@@ -1,0 +1,107 @@
+package diagnostics_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// With ACCESS EXCLUSIVE held on jobs, every query returns within its
+// timeout: the ones that read jobs say "locked by pid N", the rest answer,
+// and Findings reports the locked checks as diagnostics.unavailable.
+func TestQueriesUnderAccessExclusiveLockOnJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	holder := connect(t, url, "migration")
+	_, err := holder.Exec(ctx, "BEGIN")
+	require.NoError(t, err)
+	_, err = holder.Exec(ctx, "LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
+	require.NoError(t, err)
+	t.Cleanup(func() { holder.Exec(context.Background(), "ROLLBACK") })
+	holderPID := pidOf(holder)
+
+	const stmtTimeout = time.Second
+	d := open(t, url, diagnostics.Config{StatementTimeout: stmtTimeout, LockTimeout: 200 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+
+	results := d.RunCatalog(ctx)
+	locked := map[string]bool{}
+	for _, r := range results {
+		require.Less(t, r.Took, stmtTimeout+2*time.Second, "%s must end within its timeout", r.Name)
+		if r.Err == nil {
+			continue
+		}
+		if r.Name == "io_stats" && r.Status() != "ok" && !r.TimedOut && len(r.LockedBy) == 0 {
+			continue // not available before 16
+		}
+		require.Contains(t, r.LockedBy, holderPID, "%s: %s", r.Name, r.Status())
+		require.Equal(t, "locked by pid "+itoa(holderPID), r.Status())
+		locked[r.Name] = true
+	}
+	require.True(t, locked["queue_health"], "queue_health reads jobs")
+	require.True(t, locked["dead_letters"], "dead_letters reads jobs")
+	require.False(t, locked["outbox_health"], "the outbox is not locked")
+
+	// The blocked console query itself is hidden from the tree and activity.
+	tree := d.BlockingTree(ctx)
+	require.NoError(t, tree.Err)
+
+	rep, err := d.Findings(ctx)
+	require.NoError(t, err)
+	var checks []string
+	for _, f := range findingsWith(rep, diagnostics.CodeUnavailable) {
+		checks = append(checks, f.Subject["check"].(string))
+		if f.Subject["check"] == "queue_health" {
+			require.Contains(t, f.Subject["locked_by"], holderPID)
+			require.Contains(t, f.Evidence, "locked by pid "+itoa(holderPID))
+			require.Equal(t, "/runbook/queues", f.Runbook)
+		}
+	}
+	slices.Sort(checks)
+	require.Contains(t, checks, "queue_health")
+	require.Contains(t, checks, "dead_letters")
+	require.NotContains(t, checks, "outbox_health")
+	require.NotContains(t, checks, "blocking_tree")
+}
+
+func itoa(p int32) string { return fmtInt(int64(p)) }
+
+// Many panels at once under the lock, more than the pool holds: each still
+// ends within a bounded time, locked or timed out, and the lock watcher's
+// own connection still names the holder.
+func TestConcurrentPanelsUnderLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	holder := connect(t, url, "migration")
+	_, err := holder.Exec(ctx, "BEGIN")
+	require.NoError(t, err)
+	_, err = holder.Exec(ctx, "LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
+	require.NoError(t, err)
+	t.Cleanup(func() { holder.Exec(context.Background(), "ROLLBACK") })
+
+	d := open(t, url, diagnostics.Config{StatementTimeout: time.Second, LockTimeout: 200 * time.Millisecond})
+	const n = 12
+	results := make(chan diagnostics.Result[diagnostics.QueueStat], n)
+	for i := 0; i < n; i++ {
+		go func() { results <- d.QueueHealth(ctx) }()
+	}
+	named := 0
+	for i := 0; i < n; i++ {
+		r := <-results
+		require.Error(t, r.Err)
+		require.True(t, r.TimedOut || len(r.LockedBy) > 0, r.Status())
+		if slices.Contains(r.LockedBy, pidOf(holder)) {
+			named++
+		}
+	}
+	require.Positive(t, named, "the watcher connection names the holder")
+}

@@ -1,0 +1,105 @@
+package diagnostics_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+// open returns a Diagnostics on url with t's thresholds, closed at cleanup.
+func open(t *testing.T, url string, cfg diagnostics.Config) *diagnostics.Diagnostics {
+	t.Helper()
+	d, err := diagnostics.Open(context.Background(), url, cfg)
+	require.NoError(t, err)
+	t.Cleanup(d.Close)
+	return d
+}
+
+// connect opens a plain session (not hidden by the console's filters) named
+// app, closed at cleanup.
+func connect(t *testing.T, url, app string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.RuntimeParams["application_name"] = app
+	conn, err := pgx.ConnectConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func pidOf(c *pgx.Conn) int32 { return int32(c.PgConn().PID()) }
+
+// eventually polls cond every 100ms until it returns true or the deadline
+// passes, then fails with the last message cond gave.
+func eventually(t *testing.T, within time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	msg := ""
+	for i := 0; ; i++ {
+		ok, m := cond()
+		if ok {
+			return
+		}
+		msg = m
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s (%d tries): %s", within, i+1, msg)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// findingsWith returns the findings of code in rep.
+func findingsWith(rep diagnostics.Report, code string) []diagnostics.Finding {
+	var out []diagnostics.Finding
+	for _, f := range rep.Findings {
+		if f.Code == code {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// findingFor returns the finding of code whose subject[key] prints as value.
+func findingFor(rep diagnostics.Report, code, key string, value any) (diagnostics.Finding, bool) {
+	for _, f := range findingsWith(rep, code) {
+		if fmt.Sprint(f.Subject[key]) == fmt.Sprint(value) {
+			return f, true
+		}
+	}
+	return diagnostics.Finding{}, false
+}
+
+func codes(rep diagnostics.Report) []string {
+	var out []string
+	for _, f := range rep.Findings {
+		out = append(out, f.Code+" "+fmt.Sprint(f.Subject))
+	}
+	return out
+}
+
+// lowThresholds fire on anything the tests set up.
+func lowThresholds() *diagnostics.Thresholds {
+	th := diagnostics.DefaultThresholds()
+	th.RootBlockerWait = 0
+	th.IdleInTransaction = 0
+	th.LongRunningTx = time.Hour
+	th.QueueBacklogAge = time.Minute
+	th.DeadLetters = 10
+	th.OutboxBacklogAge = time.Minute
+	th.PreparedXactAge = time.Millisecond
+	th.XminHorizonAge = time.Millisecond
+	th.XminHorizonXIDs = 0
+	return &th
+}
+
+func fmtInt(n int64) string { return fmt.Sprint(n) }

@@ -1,0 +1,141 @@
+package diagnostics
+
+import (
+	"context"
+	"time"
+)
+
+// QueueStat is one queue's health: backlog, leases, dead letters and the
+// operator's settings.
+type QueueStat struct {
+	Queue              string     `db:"queue" json:"queue"`
+	Ready              int64      `db:"ready" json:"ready"`
+	Scheduled          int64      `db:"scheduled" json:"scheduled"`
+	OldestReadyAt      *time.Time `db:"oldest_ready_at" json:"oldest_ready_at"`
+	OldestReadySeconds float64    `db:"oldest_ready_seconds" json:"oldest_ready_seconds"`
+	Running            int64      `db:"running" json:"running"`
+	ExpiredLeases      int64      `db:"expired_leases" json:"expired_leases"`
+	OldestExpiredLease *time.Time `db:"oldest_expired_lease" json:"oldest_expired_lease"`
+	Dead               int64      `db:"dead" json:"dead"`
+	// DeadRecent counts jobs that died within QueueParams.DeadWindow.
+	// Ready, Scheduled, Dead and DeadRecent stop at QueueParams.CountCap.
+	DeadRecent        int64      `db:"dead_recent" json:"dead_recent"`
+	Paused            bool       `db:"paused" json:"paused"`
+	MaxWorkers        *int32     `db:"max_workers" json:"max_workers"`
+	RatePerSecond     *float64   `db:"rate_per_second" json:"rate_per_second"`
+	SettingsUpdatedBy string     `db:"settings_updated_by" json:"settings_updated_by"`
+	SettingsUpdatedAt *time.Time `db:"settings_updated_at" json:"settings_updated_at"`
+}
+
+// DefaultCountCap is where the queue counts stop when QueueParams.CountCap
+// is zero: a count equal to the cap means "at least that many".
+const DefaultCountCap = 10_000
+
+// QueueParams are the arguments of QueueHealth and DeadLetters.
+type QueueParams struct {
+	// DeadWindow is how far back a dead letter counts as recent (DeadRecent);
+	// zero means 15 minutes.
+	DeadWindow time.Duration
+	// CountCap bounds every count so its cost stays bounded on a huge
+	// backlog; zero means DefaultCountCap.
+	CountCap int64
+}
+
+func (p QueueParams) args() []any {
+	if p.DeadWindow <= 0 {
+		p.DeadWindow = defaultDeadWindow
+	}
+	if p.CountCap <= 0 {
+		p.CountCap = DefaultCountCap
+	}
+	return []any{p.DeadWindow.Seconds(), p.CountCap}
+}
+
+// QueueHealth reads every queue's counts through loose scans of the partial
+// indexes (queue_health.sql).
+func QueueHealth(ctx context.Context, db DBTX, p QueueParams) ([]QueueStat, error) {
+	return collect[QueueStat](ctx, db, "queue_health", 0, p.args()...)
+}
+
+// DeadLetterGroup is the dead jobs of one queue and error class.
+type DeadLetterGroup struct {
+	Queue          string     `db:"queue" json:"queue"`
+	ErrorClass     string     `db:"error_class" json:"error_class"`
+	Dead           int64      `db:"dead" json:"dead"`
+	DeadRecent     int64      `db:"dead_recent" json:"dead_recent"`
+	LastFinishedAt *time.Time `db:"last_finished_at" json:"last_finished_at"`
+}
+
+// DeadLetters groups dead jobs by queue and error class, the most recent
+// burst first (dead_letters.sql).
+func DeadLetters(ctx context.Context, db DBTX, p QueueParams) ([]DeadLetterGroup, error) {
+	return collect[DeadLetterGroup](ctx, db, "dead_letters", 0, p.args()...)
+}
+
+// OutboxStat is the outbox relay's backlog.
+type OutboxStat struct {
+	Pending              int64      `db:"pending" json:"pending"`
+	PendingLater         int64      `db:"pending_later" json:"pending_later"`
+	OldestPendingAt      *time.Time `db:"oldest_pending_at" json:"oldest_pending_at"`
+	OldestPendingSeconds float64    `db:"oldest_pending_seconds" json:"oldest_pending_seconds"`
+	Inflight             int64      `db:"inflight" json:"inflight"`
+	ExpiredLeases        int64      `db:"expired_leases" json:"expired_leases"`
+	Dead                 int64      `db:"dead" json:"dead"`
+	LastDeadAt           *time.Time `db:"last_dead_at" json:"last_dead_at"`
+	RelayPaused          bool       `db:"relay_paused" json:"relay_paused"`
+}
+
+// OutboxHealth reads the outbox backlog through its partial indexes
+// (outbox_health.sql); counts stop at countCap (zero means
+// DefaultCountCap).
+func OutboxHealth(ctx context.Context, db DBTX, countCap int64) (OutboxStat, error) {
+	if countCap <= 0 {
+		countCap = DefaultCountCap
+	}
+	return collectOne[OutboxStat](ctx, db, "outbox_health", 0, countCap)
+}
+
+// Worker is one engine process of the workers table.
+type Worker struct {
+	ID              string     `db:"id" json:"id"`
+	Host            string     `db:"host" json:"host"`
+	PID             int32      `db:"pid" json:"pid"`
+	Queues          []string   `db:"queues" json:"queues"`
+	Concurrency     int32      `db:"concurrency" json:"concurrency"`
+	InFlight        int32      `db:"in_flight" json:"in_flight"`
+	Version         string     `db:"version" json:"version"`
+	StartedAt       time.Time  `db:"started_at" json:"started_at"`
+	LastSeenAt      time.Time  `db:"last_seen_at" json:"last_seen_at"`
+	StoppedAt       *time.Time `db:"stopped_at" json:"stopped_at"`
+	LastSeenSeconds float64    `db:"last_seen_seconds" json:"last_seen_seconds"`
+	// Alive is not stopped and heartbeated within the window passed to
+	// Workers.
+	Alive bool `db:"alive" json:"alive"`
+}
+
+// Serves reports whether the worker works queue (an empty list means every
+// queue).
+func (w Worker) Serves(queue string) bool {
+	if len(w.Queues) == 0 {
+		return true
+	}
+	for _, q := range w.Queues {
+		if q == queue {
+			return true
+		}
+	}
+	return false
+}
+
+// Workers lists engine processes with their heartbeat age (workers.sql);
+// aliveWindow decides Alive.
+func Workers(ctx context.Context, db DBTX, aliveWindow time.Duration) ([]Worker, error) {
+	return collect[Worker](ctx, db, "workers", 0, aliveWindow.Seconds())
+}
+
+// queueTables are the tables of the queue engine (a fixed set, so labels
+// and panels built from it stay bounded).
+var queueTables = map[string]bool{
+	"jobs": true, "jobs_archive": true, "outbox_events": true, "consumer_inbox": true,
+	"idempotency_requests": true, "queue_settings": true, "workers": true, "schedules": true,
+}

@@ -1,0 +1,143 @@
+package diagnostics
+
+import (
+	"context"
+	"time"
+)
+
+// Standby is one WAL sender as the primary sees it: how far the standby (or
+// logical consumer) has received, flushed and replayed.
+type Standby struct {
+	PID              int32      `db:"pid" json:"pid"`
+	ApplicationName  string     `db:"application_name" json:"application_name"`
+	ClientAddr       string     `db:"client_addr" json:"client_addr"`
+	State            string     `db:"state" json:"state"`
+	SyncState        string     `db:"sync_state" json:"sync_state"`
+	SentLSN          *string    `db:"sent_lsn" json:"sent_lsn"`
+	WriteLSN         *string    `db:"write_lsn" json:"write_lsn"`
+	FlushLSN         *string    `db:"flush_lsn" json:"flush_lsn"`
+	ReplayLSN        *string    `db:"replay_lsn" json:"replay_lsn"`
+	SentLagBytes     int64      `db:"sent_lag_bytes" json:"sent_lag_bytes"`
+	WriteLagBytes    int64      `db:"write_lag_bytes" json:"write_lag_bytes"`
+	FlushLagBytes    int64      `db:"flush_lag_bytes" json:"flush_lag_bytes"`
+	ReplayLagBytes   int64      `db:"replay_lag_bytes" json:"replay_lag_bytes"`
+	WriteLagSeconds  *float64   `db:"write_lag_seconds" json:"write_lag_seconds"`
+	FlushLagSeconds  *float64   `db:"flush_lag_seconds" json:"flush_lag_seconds"`
+	ReplayLagSeconds *float64   `db:"replay_lag_seconds" json:"replay_lag_seconds"`
+	XminAge          *int32     `db:"xmin_age" json:"xmin_age"`
+	ReplyTime        *time.Time `db:"reply_time" json:"reply_time"`
+}
+
+// Replication lists the WAL senders of this server, most replay lag first
+// (replication.sql).
+func Replication(ctx context.Context, db DBTX) ([]Standby, error) {
+	return collect[Standby](ctx, db, "replication", 0)
+}
+
+// StandbyState is what a standby says about itself: receiver, replay
+// position and pause state.
+type StandbyState struct {
+	InRecovery         bool       `db:"in_recovery" json:"in_recovery"`
+	ReceiveLSN         string     `db:"receive_lsn" json:"receive_lsn"`
+	ReplayLSN          string     `db:"replay_lsn" json:"replay_lsn"`
+	ReplayLagBytes     int64      `db:"replay_lag_bytes" json:"replay_lag_bytes"`
+	LastReplayAt       *time.Time `db:"last_replay_at" json:"last_replay_at"`
+	ReplayDelaySeconds float64    `db:"replay_delay_seconds" json:"replay_delay_seconds"`
+	// ReplayPauseState is "not paused", "pause requested" or "paused"
+	// (empty on a primary).
+	ReplayPauseState   string     `db:"replay_pause_state" json:"replay_pause_state"`
+	ReceiverStatus     string     `db:"receiver_status" json:"receiver_status"`
+	SenderHost         string     `db:"sender_host" json:"sender_host"`
+	SenderPort         int32      `db:"sender_port" json:"sender_port"`
+	SlotName           string     `db:"slot_name" json:"slot_name"`
+	FlushedLSN         string     `db:"flushed_lsn" json:"flushed_lsn"`
+	LatestEndLSN       string     `db:"latest_end_lsn" json:"latest_end_lsn"`
+	LastMsgReceiptTime *time.Time `db:"last_msg_receipt_time" json:"last_msg_receipt_time"`
+	LatestEndTime      *time.Time `db:"latest_end_time" json:"latest_end_time"`
+
+	// URL names the standby this state was read from (set by Diagnostics,
+	// without credentials).
+	URL string `db:"-" json:"url"`
+}
+
+// Paused reports whether replay is paused or a pause was requested.
+func (s StandbyState) Paused() bool {
+	return s.ReplayPauseState == "paused" || s.ReplayPauseState == "pause requested"
+}
+
+// StandbyStatus reads, on a standby, its receiver and replay state
+// (standby_status.sql).
+func StandbyStatus(ctx context.Context, db DBTX) (StandbyState, error) {
+	return collectOne[StandbyState](ctx, db, "standby_status", 0)
+}
+
+// Slot is one replication slot with the WAL and the xmin it holds back.
+type Slot struct {
+	SlotName          string  `db:"slot_name" json:"slot_name"`
+	Plugin            string  `db:"plugin" json:"plugin"`
+	SlotType          string  `db:"slot_type" json:"slot_type"`
+	Database          string  `db:"database" json:"database"`
+	Temporary         bool    `db:"temporary" json:"temporary"`
+	Active            bool    `db:"active" json:"active"`
+	ActivePID         *int32  `db:"active_pid" json:"active_pid"`
+	Xmin              *string `db:"xmin" json:"xmin"`
+	CatalogXmin       *string `db:"catalog_xmin" json:"catalog_xmin"`
+	XminAge           *int32  `db:"xmin_age" json:"xmin_age"`
+	CatalogXminAge    *int32  `db:"catalog_xmin_age" json:"catalog_xmin_age"`
+	RestartLSN        *string `db:"restart_lsn" json:"restart_lsn"`
+	ConfirmedFlushLSN *string `db:"confirmed_flush_lsn" json:"confirmed_flush_lsn"`
+	// RetainedBytes is the WAL kept for this slot: the current position
+	// minus restart_lsn.
+	RetainedBytes int64 `db:"retained_bytes" json:"retained_bytes"`
+	// WALStatus is reserved, extended, unreserved or lost.
+	WALStatus string `db:"wal_status" json:"wal_status"`
+	// SafeWALSize is the WAL that can still be written before the slot is
+	// invalidated by max_slot_wal_keep_size; nil when unlimited.
+	SafeWALSize        *int64     `db:"safe_wal_size" json:"safe_wal_size"`
+	InactiveSince      *time.Time `db:"inactive_since" json:"inactive_since"`
+	InvalidationReason string     `db:"invalidation_reason" json:"invalidation_reason"`
+
+	// SecondsToExhaustion estimates when the slot will be invalidated at
+	// the current WAL rate (SafeWALSize / rate); nil when SafeWALSize is
+	// unlimited or the rate unknown. Set by Diagnostics.
+	SecondsToExhaustion *float64 `db:"-" json:"seconds_to_exhaustion"`
+}
+
+// ReplicationSlots lists every slot, most retained WAL first
+// (replication_slots.sql; replication_slots_v17.sql with inactive_since and
+// invalidation_reason on 17+).
+func ReplicationSlots(ctx context.Context, db DBTX, version int) ([]Slot, error) {
+	return collect[Slot](ctx, db, "replication_slots", version)
+}
+
+// SlotExhaustion estimates the seconds until a slot with safeWALSize bytes of
+// headroom is invalidated at bytesPerSecond, or nil when either is unknown.
+func SlotExhaustion(safeWALSize *int64, bytesPerSecond float64) *float64 {
+	if safeWALSize == nil || bytesPerSecond <= 0 {
+		return nil
+	}
+	s := float64(*safeWALSize) / bytesPerSecond
+	if s < 0 {
+		s = 0
+	}
+	return &s
+}
+
+// ArchiverStat is pg_stat_archiver with the archive_mode setting.
+type ArchiverStat struct {
+	ArchiveMode      string     `db:"archive_mode" json:"archive_mode"`
+	ArchivedCount    int64      `db:"archived_count" json:"archived_count"`
+	FailedCount      int64      `db:"failed_count" json:"failed_count"`
+	LastArchivedWAL  string     `db:"last_archived_wal" json:"last_archived_wal"`
+	LastArchivedTime *time.Time `db:"last_archived_time" json:"last_archived_time"`
+	LastFailedWAL    string     `db:"last_failed_wal" json:"last_failed_wal"`
+	LastFailedTime   *time.Time `db:"last_failed_time" json:"last_failed_time"`
+	// Failing is true when the last failure is newer than the last success.
+	Failing    bool       `db:"failing" json:"failing"`
+	StatsReset *time.Time `db:"stats_reset" json:"stats_reset"`
+}
+
+// Archiver reads the WAL archiver's counters (archiver.sql).
+func Archiver(ctx context.Context, db DBTX) (ArchiverStat, error) {
+	return collectOne[ArchiverStat](ctx, db, "archiver", 0)
+}

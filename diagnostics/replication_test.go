@@ -1,0 +1,340 @@
+package diagnostics_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/pgserver"
+	"github.com/pgconsole/console/internal/testdb"
+	"github.com/pgconsole/console/migrations"
+)
+
+// primaryWithSchema starts a dedicated server with extra settings and
+// migrates its postgres database.
+func primaryWithSchema(t *testing.T, extra map[string]string) *pgserver.Server {
+	t.Helper()
+	// Start the shared server first: testdb's lazily created base folder is
+	// written without a lock, and setup must not race a dedicated server.
+	testdb.AdminURL(t)
+	settings := maps.Clone(testdb.ServerSettings)
+	maps.Copy(settings, extra)
+	srv := testdb.NewServer(t, settings)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, srv.URL("postgres"))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = migrations.Up(ctx, conn)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, "CREATE TABLE filler (id bigserial PRIMARY KEY, pad text)")
+	require.NoError(t, err)
+	return srv
+}
+
+// writeWAL inserts rows on the primary to generate roughly n bytes of WAL.
+func writeWAL(t *testing.T, conn *pgx.Conn, n int) {
+	t.Helper()
+	rows := n / 1100
+	_, err := conn.Exec(context.Background(),
+		"INSERT INTO filler (pad) SELECT repeat(md5(g::text), 30) FROM generate_series(1, $1) AS g", rows)
+	require.NoError(t, err)
+}
+
+// startStandby makes a base backup of primary (pg_basebackup when the bin
+// folder has it, else the low-level pg_backup_start/pg_backup_stop API and
+// a file copy) and starts a streaming standby on it, stopped at cleanup.
+func startStandby(t *testing.T, primary *pgserver.Server, settings map[string]string, appName string) *pgserver.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "console-standby-")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(dir, 0o755))
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	pgdata := filepath.Join(dir, "pgdata")
+
+	if tool, ok := primary.Tool("pg_basebackup"); ok {
+		require.NoError(t, os.Mkdir(pgdata, 0o700))
+		require.NoError(t, primary.ChownTree(pgdata))
+		out, err := primary.Command(ctx, tool, "-D", pgdata, "-d", primary.URL("postgres"),
+			"-X", "stream", "-c", "fast").CombinedOutput()
+		require.NoError(t, err, "pg_basebackup: %s", out)
+	} else {
+		lowLevelBackup(t, ctx, primary, pgdata)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(pgdata, "standby.signal"), nil, 0o600))
+	require.NoError(t, primary.ChownTree(pgdata))
+
+	st := maps.Clone(settings)
+	st["primary_conninfo"] = fmt.Sprintf("host=127.0.0.1 port=%d user=%s application_name=%s",
+		primary.Port(), pgserver.Superuser, appName)
+	st["hot_standby"] = "on"
+	st["wal_receiver_status_interval"] = "1s"
+	standby, err := pgserver.Start(ctx, pgserver.Config{
+		Dir: dir, BinDir: primary.BinDir(), Trust: true, Fast: true, Settings: st,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { standby.Stop() })
+	return standby
+}
+
+// lowLevelBackup copies the primary's data folder between pg_backup_start
+// and pg_backup_stop (PostgreSQL 15+), for bin folders without
+// pg_basebackup. WAL is not copied: the standby streams it.
+func lowLevelBackup(t *testing.T, ctx context.Context, primary *pgserver.Server, pgdata string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, primary.URL("postgres"))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "SELECT pg_backup_start('console-standby', true)")
+	require.NoError(t, err)
+	src := primary.DataDir()
+	skip := map[string]bool{"postmaster.pid": true, "postmaster.opts": true, "standby.signal": true}
+	emptyDirs := map[string]bool{"pg_wal": true, "pg_replslot": true, "pg_stat_tmp": true}
+	err = filepath.WalkDir(src, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil // removed while we copy: the WAL replay recreates it
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		dst := filepath.Join(pgdata, rel)
+		if e.IsDir() {
+			if err := os.MkdirAll(dst, 0o700); err != nil {
+				return err
+			}
+			if rel == "pg_wal" {
+				if err := os.MkdirAll(filepath.Join(dst, "archive_status"), 0o700); err != nil {
+					return err
+				}
+			}
+			if emptyDirs[rel] {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if skip[rel] || !e.Type().IsRegular() {
+			return nil
+		}
+		return copyFile(path, dst)
+	})
+	require.NoError(t, err)
+	var label, spcmap string
+	require.NoError(t, conn.QueryRow(ctx, "SELECT labelfile, coalesce(spcmapfile, '') FROM pg_backup_stop(false)").Scan(&label, &spcmap))
+	require.NoError(t, os.WriteFile(filepath.Join(pgdata, "backup_label"), []byte(label), 0o600))
+	if strings.TrimSpace(spcmap) != "" {
+		require.NoError(t, os.WriteFile(filepath.Join(pgdata, "tablespace_map"), []byte(spcmap), 0o600))
+	}
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// A real streaming standby with replay paused while the primary writes:
+// replication.lag appears from both sides with growing bytes; resuming
+// clears it.
+func TestStandbyReplayPausedLag(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary := primaryWithSchema(t, nil)
+	standby := startStandby(t, primary, testdb.ServerSettings, "standby1")
+
+	th := diagnostics.DefaultThresholds()
+	th.ReplicationLagBytes = 256 << 10
+	th.ReplicationLagTime = 0
+	d := open(t, primary.URL("postgres"), diagnostics.Config{
+		Thresholds: &th, StandbyURLs: []string{standby.URL("postgres")}, WALSampleWindow: 100 * time.Millisecond,
+	})
+	writer, err := pgx.Connect(ctx, primary.URL("postgres"))
+	require.NoError(t, err)
+	t.Cleanup(func() { writer.Close(context.Background()) })
+	sconn, err := pgx.Connect(ctx, standby.URL("postgres"))
+	require.NoError(t, err)
+	t.Cleanup(func() { sconn.Close(context.Background()) })
+
+	eventually(t, 30*time.Second, func() (bool, string) {
+		r := d.Replication(ctx)
+		for _, s := range r.Rows {
+			if s.ApplicationName == "standby1" && s.State == "streaming" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%s %+v", r.Status(), r.Rows)
+	})
+	st := d.StandbyStatus(ctx)
+	require.Len(t, st, 1)
+	require.NoError(t, st[0].Err)
+	require.True(t, st[0].Rows[0].InRecovery)
+	require.Equal(t, "streaming", st[0].Rows[0].ReceiverStatus)
+
+	_, err = sconn.Exec(ctx, "SELECT pg_wal_replay_pause()")
+	require.NoError(t, err)
+	eventually(t, 10*time.Second, func() (bool, string) {
+		var state string
+		require.NoError(t, sconn.QueryRow(ctx, "SELECT pg_get_wal_replay_pause_state()").Scan(&state))
+		return state == "paused", state
+	})
+
+	// Lag grows while replay is paused and writes continue.
+	lagOf := func(rep diagnostics.Report) (primarySide, standbySide int64, paused bool) {
+		if f, ok := findingFor(rep, diagnostics.CodeReplicationLag, "application_name", "standby1"); ok {
+			primarySide = f.Subject["replay_lag_bytes"].(int64)
+		}
+		for _, f := range findingsWith(rep, diagnostics.CodeReplicationLag) {
+			if f.Subject["standby"] != nil {
+				standbySide = f.Subject["replay_lag_bytes"].(int64)
+				paused = f.Subject["paused"].(bool)
+			}
+		}
+		return
+	}
+	var first, firstStandby int64
+	eventually(t, 30*time.Second, func() (bool, string) {
+		writeWAL(t, writer, 1<<20)
+		rep, err := d.Findings(ctx)
+		require.NoError(t, err)
+		p, s, paused := lagOf(rep)
+		first, firstStandby = p, s
+		return p > 0 && s > 0 && paused, fmt.Sprint(codes(rep))
+	})
+	require.GreaterOrEqual(t, first, th.ReplicationLagBytes)
+	eventually(t, 30*time.Second, func() (bool, string) {
+		writeWAL(t, writer, 1<<20)
+		rep, err := d.Findings(ctx)
+		require.NoError(t, err)
+		p, s, _ := lagOf(rep)
+		return p > first && s > firstStandby, fmt.Sprintf("primary side %d (first %d), standby side %d (first %d)", p, first, s, firstStandby)
+	})
+
+	// Resume: the standby catches up and the finding clears.
+	_, err = sconn.Exec(ctx, "SELECT pg_wal_replay_resume()")
+	require.NoError(t, err)
+	eventually(t, 30*time.Second, func() (bool, string) {
+		rep, err := d.Findings(ctx)
+		require.NoError(t, err)
+		return len(findingsWith(rep, diagnostics.CodeReplicationLag)) == 0, fmt.Sprint(codes(rep))
+	})
+}
+
+// A real logical slot with no consumer while WAL is generated:
+// replication.slot_retention with retained bytes rising, slot_inactive, a
+// time to exhaustion from the WAL rate; and a failing archive_command.
+func TestLogicalSlotWithoutConsumer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary := primaryWithSchema(t, map[string]string{
+		"max_slot_wal_keep_size": "1GB",
+		"archive_mode":           "on",
+		"archive_command":        "false",
+	})
+	conn, err := pgx.Connect(ctx, primary.URL("postgres"))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	_, err = conn.Exec(ctx, "SELECT pg_create_logical_replication_slot('orders_cdc', 'pgoutput')")
+	require.NoError(t, err)
+
+	// WAL keeps coming while the rounds run, as in production.
+	bg, err := pgx.Connect(ctx, primary.URL("postgres"))
+	require.NoError(t, err)
+	stop := make(chan struct{})
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		defer bg.Close(context.Background())
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			bg.Exec(ctx, "INSERT INTO filler (pad) SELECT repeat('x', 1000) FROM generate_series(1, 20)")
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-writerDone })
+
+	th := diagnostics.DefaultThresholds()
+	th.SlotRetentionBytes = 512 << 10
+	th.WALRate = 1
+	d := open(t, primary.URL("postgres"), diagnostics.Config{Thresholds: &th, WALSampleWindow: 100 * time.Millisecond})
+
+	retained := func(rep diagnostics.Report) (int64, diagnostics.Finding) {
+		f, ok := findingFor(rep, diagnostics.CodeSlotRetention, "slot_name", "orders_cdc")
+		if !ok {
+			return 0, f
+		}
+		return f.Subject["retained_bytes"].(int64), f
+	}
+	var first int64
+	var rep diagnostics.Report
+	eventually(t, 30*time.Second, func() (bool, string) {
+		writeWAL(t, conn, 1<<20)
+		rep, err = d.Findings(ctx)
+		require.NoError(t, err)
+		first, _ = retained(rep)
+		return first > 0, fmt.Sprint(codes(rep))
+	})
+	inactive, ok := findingFor(rep, diagnostics.CodeSlotInactive, "slot_name", "orders_cdc")
+	require.True(t, ok, "%v", codes(rep))
+	require.Equal(t, "/runbook/rb-b", inactive.Runbook)
+
+	var f diagnostics.Finding
+	eventually(t, 30*time.Second, func() (bool, string) {
+		writeWAL(t, conn, 1<<20)
+		rep, err = d.Findings(ctx)
+		require.NoError(t, err)
+		var n int64
+		n, f = retained(rep)
+		return n > first, fmt.Sprintf("retained %d, first %d", n, first)
+	})
+	require.Equal(t, "reserved", f.Subject["wal_status"])
+	require.NotNil(t, f.Subject["safe_wal_size"], "max_slot_wal_keep_size is set")
+	require.NotNil(t, f.Subject["seconds_to_exhaustion"], "the WAL rate is known from the previous round: %+v", f)
+	require.Len(t, findingsWith(rep, diagnostics.CodeWALRateHigh), 1, "wal.rate_high over 1 B/s: %v", codes(rep))
+
+	slots := d.ReplicationSlots(ctx)
+	require.NoError(t, slots.Err)
+	require.Equal(t, "orders_cdc", slots.Rows[0].SlotName)
+	require.False(t, slots.Rows[0].Active)
+	require.NotNil(t, slots.Rows[0].CatalogXmin, "a logical slot holds catalog_xmin")
+
+	// The archiver fails on every segment.
+	_, err = conn.Exec(ctx, "SELECT pg_switch_wal()")
+	require.NoError(t, err)
+	eventually(t, 30*time.Second, func() (bool, string) {
+		rep, err = d.Findings(ctx)
+		require.NoError(t, err)
+		return len(findingsWith(rep, diagnostics.CodeArchiverFailing)) == 1, fmt.Sprint(codes(rep))
+	})
+
+	_, err = conn.Exec(ctx, "SELECT pg_drop_replication_slot('orders_cdc')")
+	require.NoError(t, err)
+}

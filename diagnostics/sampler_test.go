@@ -1,0 +1,92 @@
+package diagnostics_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// Rates come from deltas; a stats reset between two samples gives no point
+// rather than a negative rate.
+func TestSamplerRatesAndStatsReset(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	d := open(t, url, diagnostics.Config{})
+	s := d.NewSampler(diagnostics.SamplerConfig{Interval: time.Hour, Size: 10})
+	write := func() {
+		_, err := db.Exec(ctx, "INSERT INTO jobs (queue, kind) SELECT 'sampled', 'k' FROM generate_series(1, 500)")
+		require.NoError(t, err)
+	}
+
+	s1 := s.SampleNow(ctx)
+	require.NotNil(t, s1.WAL)
+	require.NotNil(t, s1.WALStats)
+	require.NotNil(t, s1.Checkpointer)
+	require.NotNil(t, s1.Archiver)
+	require.NotNil(t, s1.Outbox)
+	require.NotNil(t, s1.Blocked)
+	write()
+	s.SampleNow(ctx)
+	// Reset the WAL statistics: the records counter starts again from zero.
+	_, err := db.Exec(ctx, "SELECT pg_stat_reset_shared('wal')")
+	require.NoError(t, err)
+	eventually(t, 10*time.Second, func() (bool, string) {
+		smp := s.SampleNow(ctx)
+		return smp.WALStats != nil && smp.WALStats.StatsReset != nil && smp.WALStats.StatsReset.After(s1.At.Add(-time.Second)), fmt.Sprintf("%+v", smp.WALStats)
+	})
+	write()
+	s.SampleNow(ctx)
+
+	samples := s.Samples()
+	require.GreaterOrEqual(t, len(samples), 4)
+	records := s.Series("wal.records_per_second")
+	require.Less(t, len(records), len(samples)-1, "the delta across the reset is dropped")
+	require.NotEmpty(t, records)
+	for _, p := range records {
+		require.GreaterOrEqual(t, p.Value, 0.0)
+	}
+	wal := s.Series("wal.bytes_per_second")
+	require.Len(t, wal, len(samples)-1, "the WAL position never resets")
+	require.Greater(t, wal[0].Value, 0.0)
+	ready := s.Series("queue.sampled.ready")
+	require.Len(t, ready, len(samples))
+	require.EqualValues(t, 1000, ready[len(ready)-1].Value)
+	require.Contains(t, s.SeriesNames(), "queue.sampled.ready")
+	require.Nil(t, s.Series("no.such.series"))
+
+	// The ring keeps Size samples.
+	for i := 0; i < 12; i++ {
+		s.SampleNow(ctx)
+	}
+	require.Len(t, s.Samples(), 10)
+}
+
+func TestSamplerService(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	d := open(t, url, diagnostics.Config{})
+	s := d.NewSampler(diagnostics.SamplerConfig{Interval: 50 * time.Millisecond, Size: 100})
+	require.NoError(t, s.Start(ctx))
+	require.Error(t, s.Start(ctx), "started once")
+	t.Cleanup(s.Stop)
+	eventually(t, 10*time.Second, func() (bool, string) {
+		_, err := db.Exec(ctx, "INSERT INTO jobs (queue, kind) SELECT 'svc', 'k' FROM generate_series(1, 100)")
+		require.NoError(t, err)
+		pts := s.Series("wal.bytes_per_second")
+		return len(pts) >= 3, fmt.Sprint(pts)
+	})
+	s.Stop()
+	n := len(s.Samples())
+	s.Stop()
+	require.Equal(t, n, len(s.Samples()), "no sampling after Stop")
+}

@@ -1,0 +1,29 @@
+-- ReplicationSlots (PostgreSQL 17+): every slot with the WAL it keeps,
+-- wal_status, safe_wal_size, the xmin / catalog_xmin it holds back, and 17's
+-- inactive_since and invalidation_reason (runbook step 9, RB-B). Reads
+-- pg_replication_slots: no locks.
+WITH cur AS (
+    SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()
+                ELSE pg_current_wal_lsn() END AS lsn
+)
+SELECT s.slot_name::text,
+       coalesce(s.plugin::text, '')                               AS plugin,
+       s.slot_type,
+       coalesce(s.database::text, '')                             AS database,
+       s.temporary,
+       s.active,
+       s.active_pid,
+       s.xmin::text                                               AS xmin,
+       s.catalog_xmin::text                                       AS catalog_xmin,
+       age(s.xmin)                                                AS xmin_age,
+       age(s.catalog_xmin)                                        AS catalog_xmin_age,
+       s.restart_lsn::text                                        AS restart_lsn,
+       s.confirmed_flush_lsn::text                                AS confirmed_flush_lsn,
+       coalesce(pg_wal_lsn_diff(cur.lsn, s.restart_lsn), 0)::int8 AS retained_bytes,
+       coalesce(s.wal_status, '')                                 AS wal_status,
+       s.safe_wal_size::int8                                      AS safe_wal_size,
+       s.inactive_since                                           AS inactive_since,
+       coalesce(s.invalidation_reason, '')                        AS invalidation_reason
+FROM pg_replication_slots AS s
+CROSS JOIN cur
+ORDER BY retained_bytes DESC, s.slot_name

@@ -1,0 +1,27 @@
+-- StandbyStatus: run on a standby, what its WAL receiver and startup process
+-- are doing (runbook step 9): received versus replayed position, replay
+-- delay from the last replayed commit, and whether replay is paused. On a
+-- primary in_recovery is false and the rest is empty. No locks; one row.
+SELECT pg_is_in_recovery()                                      AS in_recovery,
+       coalesce(pg_last_wal_receive_lsn()::text, '')            AS receive_lsn,
+       coalesce(pg_last_wal_replay_lsn()::text, '')             AS replay_lsn,
+       coalesce(pg_wal_lsn_diff(pg_last_wal_receive_lsn(),
+                                pg_last_wal_replay_lsn()), 0)::int8 AS replay_lag_bytes,
+       pg_last_xact_replay_timestamp()                          AS last_replay_at,
+       CASE WHEN pg_is_in_recovery()
+                 AND pg_last_wal_receive_lsn() IS DISTINCT FROM pg_last_wal_replay_lsn()
+            THEN coalesce(extract(epoch FROM clock_timestamp()
+                                  - pg_last_xact_replay_timestamp()), 0)
+            ELSE 0 END::float8                                   AS replay_delay_seconds,
+       CASE WHEN pg_is_in_recovery() THEN pg_get_wal_replay_pause_state()
+            ELSE '' END                                         AS replay_pause_state,
+       coalesce(w.status, '')                                   AS receiver_status,
+       coalesce(w.sender_host, '')                              AS sender_host,
+       coalesce(w.sender_port, 0)                               AS sender_port,
+       coalesce(w.slot_name, '')                                AS slot_name,
+       coalesce(w.flushed_lsn::text, '')                        AS flushed_lsn,
+       coalesce(w.latest_end_lsn::text, '')                     AS latest_end_lsn,
+       w.last_msg_receipt_time,
+       w.latest_end_time
+FROM (SELECT 1) AS one
+LEFT JOIN pg_stat_wal_receiver AS w ON true

@@ -1,0 +1,23 @@
+-- TableVacuum: dead tuples and last (auto)vacuum/analyze of the tables with
+-- the most dead rows, the queue tables always included (runbook steps 6 and
+-- 7): queue tables churn, and a held xmin horizon shows here first as dead
+-- rows that vacuum cannot remove. Reads pg_stat_user_tables (statistics,
+-- estimates): no table locks.
+SELECT schemaname::text                                      AS schema_name,
+       relname::text                                         AS table_name,
+       n_live_tup::int8,
+       n_dead_tup::int8,
+       (n_dead_tup::float8 / greatest(n_live_tup + n_dead_tup, 1))::float8 AS dead_ratio,
+       n_mod_since_analyze::int8,
+       last_vacuum,
+       last_autovacuum,
+       last_analyze,
+       last_autoanalyze,
+       vacuum_count::int8,
+       autovacuum_count::int8
+FROM pg_stat_user_tables
+WHERE relname IN ('jobs', 'jobs_archive', 'outbox_events', 'consumer_inbox',
+                  'idempotency_requests', 'queue_settings', 'workers', 'schedules')
+   OR n_dead_tup > 0
+ORDER BY n_dead_tup DESC, relname
+LIMIT 50

@@ -1,0 +1,64 @@
+package diagnostics_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/diagnostics"
+)
+
+func TestThresholdsSet(t *testing.T) {
+	for _, tc := range []struct {
+		code, value string
+		check       func(t *testing.T, th diagnostics.Thresholds)
+	}{
+		{"tx.long_running", "30s", func(t *testing.T, th diagnostics.Thresholds) { require.Equal(t, 30*time.Second, th.LongRunningTx) }},
+		{"table.dead_tuples", "100000", func(t *testing.T, th diagnostics.Thresholds) { require.EqualValues(t, 100000, th.DeadTuples) }},
+		{"replication.slot_retention", "64MB", func(t *testing.T, th diagnostics.Thresholds) { require.EqualValues(t, 64<<20, th.SlotRetentionBytes) }},
+		{"replication.lag", "1GiB", func(t *testing.T, th diagnostics.Thresholds) { require.EqualValues(t, 1<<30, th.ReplicationLagBytes) }},
+		{"replication.lag", "2m", func(t *testing.T, th diagnostics.Thresholds) { require.Equal(t, 2*time.Minute, th.ReplicationLagTime) }},
+		{"queue.backlog", "10m", func(t *testing.T, th diagnostics.Thresholds) { require.Equal(t, 10*time.Minute, th.QueueBacklogAge) }},
+		{"queue.backlog", "5000", func(t *testing.T, th diagnostics.Thresholds) { require.EqualValues(t, 5000, th.QueueBacklogReady) }},
+		{"wal.rate_high", "50MB", func(t *testing.T, th diagnostics.Thresholds) { require.EqualValues(t, 50<<20, th.WALRate) }},
+		{"wal.rate_high", "1000", func(t *testing.T, th diagnostics.Thresholds) { require.EqualValues(t, 1000, th.WALRate) }},
+		{"notify.queue_usage", "25%", func(t *testing.T, th diagnostics.Thresholds) { require.InDelta(t, 0.25, th.NotifyQueueUsage, 1e-9) }},
+		{"notify.queue_usage", "0.8", func(t *testing.T, th diagnostics.Thresholds) { require.InDelta(t, 0.8, th.NotifyQueueUsage, 1e-9) }},
+		{"vacuum.xmin_horizon", "1h", func(t *testing.T, th diagnostics.Thresholds) { require.Equal(t, time.Hour, th.XminHorizonAge) }},
+	} {
+		t.Run(tc.code+"="+tc.value, func(t *testing.T) {
+			th := diagnostics.DefaultThresholds()
+			require.NoError(t, th.Set(tc.code, tc.value))
+			tc.check(t, th)
+		})
+	}
+	th := diagnostics.DefaultThresholds()
+	require.ErrorContains(t, th.Set("no.such", "1"), "unknown threshold")
+	require.ErrorContains(t, th.Set("tx.long_running", "soon"), "duration")
+	require.ErrorContains(t, th.Set("replication.slot_retention", "64XB"), "size")
+	require.ErrorContains(t, th.Set("notify.queue_usage", "2"), "fraction")
+	require.Equal(t, diagnostics.DefaultThresholds(), th, "a refused value changes nothing")
+	require.Contains(t, diagnostics.ThresholdCodes(), "lock.root_blocker")
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "512": 512, "64MB": 64 << 20, "1.5GB": 3 << 29, "8kB": 8 << 10, "2 TiB": 2 << 40} {
+		got, err := diagnostics.ParseSize(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "MB", "12 parsecs"} {
+		_, err := diagnostics.ParseSize(in)
+		require.Error(t, err, in)
+	}
+}
+
+func TestJobIDFromApplicationName(t *testing.T) {
+	id := diagnostics.JobIDFromApplicationName("console-worker job=123")
+	require.NotNil(t, id)
+	require.EqualValues(t, 123, *id)
+	require.Nil(t, diagnostics.JobIDFromApplicationName("console-worker"))
+	require.Nil(t, diagnostics.JobIDFromApplicationName("console-worker job=abc"))
+	require.Nil(t, diagnostics.JobIDFromApplicationName("psql job=5"))
+}

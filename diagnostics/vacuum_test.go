@@ -1,0 +1,82 @@
+package diagnostics_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// A real prepared transaction and a long repeatable-read transaction both
+// hold the xmin horizon.
+func TestPreparedTransactionAndXminHorizon(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	preparer := connect(t, url, "two-phase")
+	gid := fmt.Sprintf("diag-test-%d", pidOf(preparer))
+	_, err := preparer.Exec(ctx, "BEGIN")
+	require.NoError(t, err)
+	_, err = preparer.Exec(ctx, "INSERT INTO jobs (queue, kind) VALUES ('2pc', 'k')")
+	require.NoError(t, err)
+	_, err = preparer.Exec(ctx, "PREPARE TRANSACTION '"+gid+"'")
+	require.NoError(t, err)
+	// Registered after testdb.URL, so it runs before the database is dropped.
+	t.Cleanup(func() { preparer.Exec(context.Background(), "ROLLBACK PREPARED '"+gid+"'") })
+
+	long := connect(t, url, "report-job")
+	_, err = long.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ")
+	require.NoError(t, err)
+	_, err = long.Exec(ctx, "SELECT count(*) FROM jobs")
+	require.NoError(t, err)
+	t.Cleanup(func() { long.Exec(context.Background(), "ROLLBACK") })
+
+	th := lowThresholds()
+	th.IdleInTransaction = time.Hour
+	d := open(t, url, diagnostics.Config{Thresholds: th})
+
+	var rep diagnostics.Report
+	eventually(t, 10*time.Second, func() (bool, string) {
+		rep, err = d.Findings(ctx)
+		require.NoError(t, err)
+		_, ok1 := findingFor(rep, diagnostics.CodePreparedXactOld, "gid", gid)
+		_, ok2 := findingFor(rep, diagnostics.CodeXminHorizon, "holder_id", pidOf(long))
+		return ok1 && ok2, fmt.Sprint(codes(rep))
+	})
+	f, _ := findingFor(rep, diagnostics.CodePreparedXactOld, "gid", gid)
+	require.Equal(t, diagnostics.SeverityCritical, f.Severity)
+	require.Equal(t, "/runbook/rb-l", f.Runbook)
+	require.Greater(t, f.Subject["seconds"].(float64), 0.0)
+
+	h, ok := findingFor(rep, diagnostics.CodeXminHorizon, "holder_id", gid)
+	require.True(t, ok, "the prepared transaction holds the horizon: %v", codes(rep))
+	require.Equal(t, "prepared_xact", h.Subject["holder_kind"])
+	h, _ = findingFor(rep, diagnostics.CodeXminHorizon, "holder_id", pidOf(long))
+	require.Equal(t, "backend", h.Subject["holder_kind"])
+	require.Equal(t, []string{"backend.terminate"}, h.Actions)
+
+	px := d.PreparedXacts(ctx)
+	require.NoError(t, px.Err)
+	found := false
+	for _, p := range px.Rows {
+		found = found || p.GID == gid
+	}
+	require.True(t, found)
+
+	// The horizon panel lists both, and the console's own session is hidden.
+	xh := d.XminHorizon(ctx)
+	require.NoError(t, xh.Err)
+	kinds := map[string]bool{}
+	for _, x := range xh.Rows {
+		if x.Holder == gid || x.Holder == fmt.Sprint(pidOf(long)) {
+			kinds[x.Kind] = true
+		}
+		require.NotContains(t, x.Detail, diagnostics.ApplicationName)
+	}
+	require.Equal(t, map[string]bool{"prepared_xact": true, "backend": true}, kinds)
+}
