@@ -1,0 +1,444 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgconsole/console/diagnostics"
+)
+
+// Fingerprint identifies a backend beyond its pid: pids are reused, so the
+// backend actions refuse when backend_start or xact_start differ from what
+// the operator previewed (and query_start, when the request carries it).
+type Fingerprint struct {
+	PID             int32      `json:"pid" db:"pid"`
+	BackendStart    *time.Time `json:"backend_start" db:"backend_start"`
+	XactStart       *time.Time `json:"xact_start" db:"xact_start"`
+	QueryStart      *time.Time `json:"query_start" db:"query_start"`
+	State           string     `json:"state" db:"state"`
+	ApplicationName string     `json:"application_name" db:"application_name"`
+	BackendType     string     `json:"backend_type" db:"backend_type"`
+	User            string     `json:"user" db:"usename"`
+	Database        string     `json:"database" db:"datname"`
+	ClientAddr      string     `json:"client_addr" db:"client_addr"`
+	WaitEventType   string     `json:"wait_event_type" db:"wait_event_type"`
+	WaitEvent       string     `json:"wait_event" db:"wait_event"`
+	Query           string     `json:"query" db:"query"`
+	BlockedBy       []int32    `json:"blocked_by" db:"blocked_by"`
+
+	isSelf     bool
+	ownAppName string
+}
+
+func backendFingerprint(ctx context.Context, db DBTX, pid int32) (*Fingerprint, error) {
+	var f Fingerprint
+	err := db.QueryRow(ctx, sqlText("backend_fingerprint"), pid).Scan(
+		&f.PID, &f.BackendStart, &f.XactStart, &f.QueryStart, &f.State, &f.ApplicationName,
+		&f.BackendType, &f.User, &f.Database, &f.ClientAddr, &f.WaitEventType, &f.WaitEvent,
+		&f.Query, &f.BlockedBy, &f.isSelf, &f.ownAppName)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("no backend has pid %d: %w", pid, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fingerprint backend %d: %w", pid, err)
+	}
+	return &f, nil
+}
+
+// idleInTransaction reports a backend that holds a transaction open without
+// running a statement: pg_cancel_backend does nothing to it.
+func (f *Fingerprint) idleInTransaction() bool {
+	return strings.HasPrefix(f.State, "idle in transaction")
+}
+
+// refuseTarget says why a backend may not be signalled at all: not a client
+// backend (autovacuum, walsender, checkpointer...) or the console's own.
+func (r *Runner) refuseTarget(f *Fingerprint) error {
+	if f.BackendType != "client backend" {
+		return fmt.Errorf("backend %d is a %q, not a client backend; the console only signals client sessions: %w",
+			f.PID, f.BackendType, ErrInvalid)
+	}
+	own := f.isSelf ||
+		(f.ownAppName != "" && f.ApplicationName == f.ownAppName) ||
+		(r.cfg.OwnApplicationName != "" && f.ApplicationName == r.cfg.OwnApplicationName) ||
+		(strings.HasPrefix(f.ApplicationName, "console-") && !strings.HasPrefix(f.ApplicationName, "console-worker"))
+	if own {
+		return fmt.Errorf("backend %d (%q) is the console's own connection: %w", f.PID, f.ApplicationName, ErrInvalid)
+	}
+	return nil
+}
+
+// BackendPreview is the preview of backend.cancel and backend.terminate: the
+// target's fingerprint (send it back to guard the execution), its place in
+// the blocking tree, the tree itself, and what the action will and will not
+// do.
+type BackendPreview struct {
+	Target       Fingerprint                `json:"target"`
+	IsRoot       bool                       `json:"is_root"`
+	BlockedCount int                        `json:"blocked_count"`
+	Tree         []diagnostics.BlockingNode `json:"tree"`
+	Effect       string                     `json:"effect"`
+	Warning      string                     `json:"warning,omitempty"`
+	// NextStep names the action to offer when this one cannot help.
+	NextStep string `json:"next_step,omitempty"`
+}
+
+// BackendResult is what happened after the signal: whether the chain the
+// target headed cleared within the settle time, which backends are roots of
+// what is left, and the tree then.
+type BackendResult struct {
+	Signalled   bool                       `json:"signalled"`
+	Cleared     bool                       `json:"cleared"`
+	TargetGone  bool                       `json:"target_gone"`
+	TargetState string                     `json:"target_state,omitempty"`
+	NewRoots    []int32                    `json:"new_roots"`
+	StillWaits  []int32                    `json:"still_waiting"`
+	WaitedMS    int64                      `json:"waited_ms"`
+	Tree        []diagnostics.BlockingNode `json:"tree"`
+	Message     string                     `json:"message"`
+	NextStep    string                     `json:"next_step,omitempty"`
+}
+
+type backendSignal struct {
+	terminate bool
+	pid       int32
+	// expected are the fingerprint fields the request carried; nil fields
+	// are taken from this run's preview.
+	backendStart, xactStart, queryStart *time.Time
+	confirmPID                          *int64
+	override                            bool
+
+	// Set at execution: the target's state when signalled.
+	idle                bool
+	signalledQueryStart *time.Time
+}
+
+func (a *backendSignal) target() string { return "backend:" + strconv.Itoa(int(a.pid)) }
+
+func (a *backendSignal) preview(ctx context.Context, rc *runContext) (any, error) {
+	f, err := backendFingerprint(ctx, rc.r.pool, a.pid)
+	if errors.Is(err, ErrNotFound) && a.backendStart != nil {
+		return nil, fmt.Errorf("backend %d has exited since it was previewed: %w", a.pid, ErrGuard)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if a.backendStart != nil || a.xactStart != nil {
+		want := *f
+		if a.backendStart != nil {
+			want.BackendStart = a.backendStart
+		}
+		if a.xactStart != nil {
+			want.XactStart = a.xactStart
+		}
+		if d := fingerprintDiff(want, *f, a.queryStart); d != "" {
+			return nil, fmt.Errorf("backend %d is not the one previewed (%s): the pid was reused or its transaction ended: %w", a.pid, d, ErrGuard)
+		}
+	}
+	if err := rc.r.refuseTarget(f); err != nil {
+		return nil, err
+	}
+	tree, err := diagnostics.BlockingTree(ctx, rc.r.pool)
+	if err != nil {
+		return nil, err
+	}
+	p := BackendPreview{Target: *f, Tree: nonNilTree(tree)}
+	for _, n := range tree {
+		if n.PID == a.pid {
+			p.IsRoot, p.BlockedCount = n.IsRoot, n.BlockedCount
+		}
+	}
+	switch {
+	case a.terminate:
+		p.Effect = "pg_terminate_backend ends the session: its whole transaction rolls back and the client sees a dropped connection " +
+			"(it may retry, or not know whether its commit happened)"
+	case f.idleInTransaction():
+		p.Effect = "pg_cancel_backend does nothing here: the backend is idle in transaction, with no statement to cancel, " +
+			"and keeps its locks until its client ends the transaction"
+		p.NextStep = "backend.terminate"
+	default:
+		p.Effect = "pg_cancel_backend cancels the running statement; in a transaction block the transaction aborts and releases its locks. " +
+			"The client may retry the statement"
+	}
+	if !p.IsRoot && p.BlockedCount == 0 {
+		p.Warning = fmt.Sprintf("backend %d blocks nobody right now; check the blocking tree for the root blocker", a.pid)
+	} else if !p.IsRoot {
+		p.Warning = fmt.Sprintf("backend %d is not a root blocker; signalling the root clears more of the chain", a.pid)
+	} else if !a.terminate && f.idleInTransaction() {
+		p.Warning = "cancelling the root blocker will not clear this chain; terminate it (admin) after confirming with its owner"
+	}
+	return p, nil
+}
+
+func (a *backendSignal) execute(ctx context.Context, rc *runContext, tx pgx.Tx, preview any) (any, error) {
+	pv := preview.(BackendPreview)
+	want := pv.Target
+	if a.backendStart != nil {
+		want.BackendStart = a.backendStart
+	}
+	if a.xactStart != nil {
+		want.XactStart = a.xactStart
+	}
+	// The stats snapshot of this transaction starts here: nothing earlier in
+	// it read pg_stat_activity.
+	cur, err := backendFingerprint(ctx, tx, a.pid)
+	if errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("backend %d has exited since the preview: %w", a.pid, ErrGuard)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if d := fingerprintDiff(want, *cur, a.queryStart); d != "" {
+		return nil, fmt.Errorf("backend %d is not the one previewed (%s): the pid was reused or its transaction ended: %w", a.pid, d, ErrGuard)
+	}
+	if err := rc.r.refuseTarget(cur); err != nil {
+		return nil, err
+	}
+	if a.terminate && !a.override {
+		var attempted bool
+		if err := tx.QueryRow(ctx, sqlText("backend_cancel_attempted"), int64(a.pid), cur.BackendStart,
+			int64(30*time.Minute/time.Second)).Scan(&attempted); err != nil {
+			return nil, fmt.Errorf("look for an earlier cancel: %w", err)
+		}
+		if !attempted {
+			return nil, fmt.Errorf("terminate backend %d only after a backend.cancel of it (in the last 30 minutes) did not clear the chain, "+
+				"or set override with a reason: %w", a.pid, ErrGuard)
+		}
+	}
+	before := chainOf(pv.Tree, a.pid)
+	a.idle, a.signalledQueryStart = cur.State != "active", cur.QueryStart
+	stmt := "backend_cancel"
+	if a.terminate {
+		stmt = "backend_terminate"
+	}
+	res := BackendResult{NewRoots: []int32{}, StillWaits: []int32{}}
+	if err := tx.QueryRow(ctx, sqlText(stmt), a.pid).Scan(&res.Signalled); err != nil {
+		return nil, fmt.Errorf("signal backend %d: %w", a.pid, err)
+	}
+	if !res.Signalled {
+		return nil, fmt.Errorf("PostgreSQL refused to signal backend %d (it exited, or the console's role lacks pg_signal_backend)", a.pid)
+	}
+	if err := rc.r.settle(ctx, a, *cur, before, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// settle watches the blocking tree on the pool (a transaction would see one
+// stats snapshot) until the chain the target headed has cleared, or the
+// settle time is up, and fills res with what it saw last.
+func (r *Runner) settle(ctx context.Context, a *backendSignal, target Fingerprint, before []int32, res *BackendResult) error {
+	start := time.Now()
+	deadline := start.Add(r.cfg.SettleTimeout)
+	for {
+		tree, err := diagnostics.BlockingTree(ctx, r.pool)
+		if err != nil {
+			return fmt.Errorf("read the blocking tree after the signal: %w", err)
+		}
+		f, ferr := backendFingerprint(ctx, r.pool, a.pid)
+		switch {
+		case errors.Is(ferr, ErrNotFound):
+			res.TargetGone, res.TargetState, f = true, "", nil
+		case ferr != nil:
+			return ferr
+		case !sameTime(f.BackendStart, target.BackendStart):
+			res.TargetGone, res.TargetState, f = true, "", nil // the pid was reused already
+		default:
+			res.TargetGone, res.TargetState = false, f.State
+		}
+		res.Tree = nonNilTree(tree)
+		res.StillWaits, res.NewRoots = []int32{}, []int32{}
+		roots := map[int32]bool{}
+		for _, n := range tree {
+			if n.Depth > 0 && slices.Contains(before, n.PID) {
+				res.StillWaits = append(res.StillWaits, n.PID)
+				roots[n.RootPID] = true
+			}
+		}
+		for pid := range roots {
+			res.NewRoots = append(res.NewRoots, pid)
+		}
+		slices.Sort(res.NewRoots)
+		res.Cleared = len(res.StillWaits) == 0
+		res.WaitedMS = time.Since(start).Milliseconds()
+		if res.Cleared && a.tookEffect(res, f) || !time.Now().Before(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	switch {
+	case res.Cleared && len(before) == 0:
+		res.Message = fmt.Sprintf("backend %d was signalled; it blocked nobody when previewed", a.pid)
+	case res.Cleared:
+		res.Message = fmt.Sprintf("the chain cleared: the %d backends that waited behind %d are no longer blocked", len(before), a.pid)
+	case slices.Contains(res.NewRoots, a.pid):
+		res.Message = fmt.Sprintf("backend %d still blocks %d backends after %s", a.pid, len(res.StillWaits), time.Duration(res.WaitedMS)*time.Millisecond)
+		if !a.terminate {
+			res.Message += "; a backend idle in transaction ignores a cancel"
+			res.NextStep = "backend.terminate"
+		}
+	default:
+		res.Message = fmt.Sprintf("backend %d no longer blocks, but %d backends still wait: the new root is %v (cancelling a root often promotes the next transaction in the chain)",
+			a.pid, len(res.StillWaits), res.NewRoots)
+		res.NextStep = "backend.cancel"
+	}
+	return nil
+}
+
+// tookEffect reports whether the signal visibly landed: the session is gone
+// (terminate), or its previewed statement stopped (cancel). A cancel of a
+// backend idle in transaction has no effect to wait for.
+func (a *backendSignal) tookEffect(res *BackendResult, now *Fingerprint) bool {
+	if res.TargetGone {
+		return true
+	}
+	if a.terminate {
+		return false
+	}
+	return a.idle || now.State != "active" || !sameTime(now.QueryStart, a.signalledQueryStart)
+}
+
+// chainOf returns the pids waiting below pid in tree.
+func chainOf(tree []diagnostics.BlockingNode, pid int32) []int32 {
+	parent := map[int32]int32{}
+	for _, n := range tree {
+		if n.ParentPID != nil {
+			parent[n.PID] = *n.ParentPID
+		}
+	}
+	var out []int32
+	for _, n := range tree {
+		p, seen := n.PID, 0
+		for seen <= len(tree) {
+			pp, ok := parent[p]
+			if !ok {
+				break
+			}
+			if pp == pid {
+				out = append(out, n.PID)
+				break
+			}
+			p = pp
+			seen++
+		}
+	}
+	return out
+}
+
+func nonNilTree(t []diagnostics.BlockingNode) []diagnostics.BlockingNode {
+	if t == nil {
+		return []diagnostics.BlockingNode{}
+	}
+	return t
+}
+
+func fingerprintDiff(want, got Fingerprint, queryStart *time.Time) string {
+	var diffs []string
+	if !sameTime(want.BackendStart, got.BackendStart) {
+		diffs = append(diffs, fmt.Sprintf("backend_start %s, previewed %s", fmtTime(got.BackendStart), fmtTime(want.BackendStart)))
+	}
+	if !sameTime(want.XactStart, got.XactStart) {
+		diffs = append(diffs, fmt.Sprintf("xact_start %s, previewed %s", fmtTime(got.XactStart), fmtTime(want.XactStart)))
+	}
+	if queryStart != nil && !sameTime(queryStart, got.QueryStart) {
+		diffs = append(diffs, fmt.Sprintf("query_start %s, previewed %s", fmtTime(got.QueryStart), fmtTime(queryStart)))
+	}
+	return strings.Join(diffs, "; ")
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Truncate(time.Microsecond).Equal(b.Truncate(time.Microsecond))
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "none"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+var fingerprintParams = []Param{
+	{Name: "pid", Type: ParamInt, Required: true, Description: "The backend's process id, from the blocking tree."},
+	{Name: "backend_start", Type: ParamTime, Description: "The preview's backend_start; execution refuses if it changed (pid reuse)."},
+	{Name: "xact_start", Type: ParamTime, Description: "The preview's xact_start; execution refuses if it changed (the transaction ended)."},
+	{Name: "query_start", Type: ParamTime, Description: "The preview's query_start; when given, execution refuses if another statement started."},
+}
+
+func parseBackend(p params, terminate bool) (*backendSignal, error) {
+	pid, err := p.int("pid")
+	if err != nil {
+		return nil, err
+	}
+	if *pid <= 0 || *pid > 1<<31-1 {
+		return nil, invalid("pid", "%d is not a process id", *pid)
+	}
+	a := &backendSignal{terminate: terminate, pid: int32(*pid)}
+	if a.backendStart, err = p.time("backend_start"); err != nil {
+		return nil, err
+	}
+	if a.xactStart, err = p.time("xact_start"); err != nil {
+		return nil, err
+	}
+	if a.queryStart, err = p.time("query_start"); err != nil {
+		return nil, err
+	}
+	if terminate {
+		if a.confirmPID, err = p.int("confirm_pid"); err != nil {
+			return nil, err
+		}
+		if a.confirmPID == nil || *a.confirmPID != *pid {
+			return nil, invalid("confirm_pid", "type the pid (%d) again to confirm the termination", *pid)
+		}
+		o, err := p.bool("override")
+		if err != nil {
+			return nil, err
+		}
+		a.override = o != nil && *o
+	}
+	return a, nil
+}
+
+func init() {
+	register(definition{
+		spec: Spec{
+			Name: "backend.cancel", Title: "Cancel the root blocker's statement", Role: RoleOperator, Risk: RiskMedium,
+			Description: "pg_cancel_backend on one backend, normally the root of the blocking tree. The preview " +
+				"fingerprints it (pid, backend_start, xact_start, query_start, application name); execution refuses " +
+				"if the fingerprint changed, if it is not a client backend, or if it is the console's own. Afterwards " +
+				"the action watches the tree briefly and reports whether the chain cleared or which backend is the new " +
+				"root. A backend idle in transaction ignores a cancel. The statement may be retried by its client: " +
+				"verify the PID and the business first.",
+			Params: fingerprintParams,
+		},
+		parse: func(p params) (plan, error) { return parseBackend(p, false) },
+	})
+	register(definition{
+		spec: Spec{
+			Name: "backend.terminate", Title: "Terminate a backend", Role: RoleAdmin, Risk: RiskHigh,
+			Description: "pg_terminate_backend: ends the session and rolls back its whole transaction, which may " +
+				"cause retry storms and commit-unknown outcomes for its client. Offered after a backend.cancel of the " +
+				"same backend did not clear the chain (or with override); the pid must be typed again in confirm_pid. " +
+				"Same fingerprint guards as backend.cancel.",
+			Params: append(slices.Clone(fingerprintParams),
+				Param{Name: "confirm_pid", Type: ParamInt, Required: true, Description: "The pid again, typed by the operator."},
+				Param{Name: "override", Type: ParamBool, Description: "Terminate without an earlier cancel attempt (say why in the reason)."},
+			),
+			Confirm: "confirm_pid",
+		},
+		parse: func(p params) (plan, error) { return parseBackend(p, true) },
+	})
+}

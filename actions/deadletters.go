@@ -1,0 +1,200 @@
+package actions
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgconsole/console/queues"
+)
+
+// ErrorClassCount is one error class among the dead jobs a filter matches.
+type ErrorClassCount struct {
+	ErrorClass string `json:"error_class" db:"error_class"`
+	Count      int64  `json:"count" db:"count"`
+}
+
+// RequeuePreview is the preview of deadletters.requeue: how many dead jobs
+// match, their error classes, a sample, and whether the count is over the
+// cap (then execution is refused).
+type RequeuePreview struct {
+	Count         int64             `json:"count"`
+	Cap           int               `json:"cap"`
+	OverCap       bool              `json:"over_cap"`
+	Batches       int               `json:"batches"`
+	ErrorClasses  []ErrorClassCount `json:"error_classes"`
+	Sample        []JobSummary      `json:"sample"`
+	ResetAttempts bool              `json:"reset_attempts"`
+	Warning       string            `json:"warning,omitempty"`
+}
+
+// RequeueResult lists the ids moved back to ready. Skipped counts matched
+// jobs left dead (their dedupe key is held by an unfinished job, or another
+// operator moved them meanwhile).
+type RequeueResult struct {
+	Requeued int     `json:"requeued"`
+	IDs      []int64 `json:"ids"`
+	Skipped  int64   `json:"skipped"`
+	Batches  int     `json:"batches"`
+}
+
+type deadLetterRequeue struct {
+	f     queues.DeadLetterFilter
+	reset bool
+}
+
+func (a *deadLetterRequeue) target() string {
+	if len(a.f.IDs) == 1 && a.f.Queue == "" && a.f.ErrorClass == "" {
+		return fmt.Sprintf("job:%d", a.f.IDs[0])
+	}
+	var parts []string
+	if a.f.Queue != "" {
+		parts = append(parts, "queue:"+a.f.Queue)
+	}
+	if a.f.ErrorClass != "" {
+		parts = append(parts, "error_class:"+a.f.ErrorClass)
+	}
+	if len(a.f.IDs) > 0 {
+		parts = append(parts, fmt.Sprintf("ids:%d", len(a.f.IDs)))
+	}
+	if len(parts) == 0 {
+		return "deadletters"
+	}
+	return strings.Join(parts, " ")
+}
+
+func (a *deadLetterRequeue) overCap(rc *runContext, n int64) error {
+	return fmt.Errorf("%d dead jobs match, more than the cap of %d one requeue may move; "+
+		"narrow the filter (queue, error_class, since, until) and requeue in several steps, "+
+		"and never replay poison messages in bulk: %w", n, rc.r.cfg.RequeueCap, ErrInvalid)
+}
+
+func (a *deadLetterRequeue) preview(ctx context.Context, rc *runContext) (any, error) {
+	db := rc.r.pool
+	n, err := queues.DeadLetterCount(ctx, db, a.f)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("no dead jobs match %s: %w", a.target(), ErrNotFound)
+	}
+	rows, err := db.Query(ctx, sqlText("dead_letter_classes"), idsArg(a.f.IDs), a.f.Queue, a.f.ErrorClass, a.f.Since, a.f.Until)
+	if err != nil {
+		return nil, fmt.Errorf("group dead letters: %w", err)
+	}
+	classes, err := pgx.CollectRows(rows, pgx.RowToStructByName[ErrorClassCount])
+	if err != nil {
+		return nil, fmt.Errorf("group dead letters: %w", err)
+	}
+	sample, err := queues.DeadLetterSample(ctx, db, a.f, 10)
+	if err != nil {
+		return nil, err
+	}
+	p := RequeuePreview{
+		Count: n, Cap: rc.r.cfg.RequeueCap, OverCap: n > int64(rc.r.cfg.RequeueCap),
+		Batches:      int((min(n, int64(rc.r.cfg.RequeueCap)) + int64(rc.r.cfg.RequeueBatch) - 1) / int64(rc.r.cfg.RequeueBatch)),
+		ErrorClasses: classes, ResetAttempts: a.reset, Sample: []JobSummary{},
+	}
+	for i := range sample {
+		p.Sample = append(p.Sample, summarize(&sample[i]))
+	}
+	if p.OverCap {
+		p.Warning = a.overCap(rc, n).Error()
+	} else if len(classes) > 1 {
+		p.Warning = fmt.Sprintf("the filter matches %d error classes; requeue one class at a time unless you know they are all transient", len(classes))
+	}
+	return p, nil
+}
+
+func (a *deadLetterRequeue) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ any) (any, error) {
+	limit := rc.r.cfg.RequeueCap
+	n, err := queues.DeadLetterCount(ctx, tx, a.f)
+	if err != nil {
+		return nil, err
+	}
+	if n > int64(limit) {
+		return nil, a.overCap(rc, n)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("no dead jobs match %s any more: %w", a.target(), ErrGuard)
+	}
+	res := RequeueResult{IDs: []int64{}}
+	// Each batch moves rows out of 'dead', so the next one picks the next
+	// rows; a short batch means nothing more can move. The loop is bounded
+	// by the count and the cap.
+	for len(res.IDs) < limit && int64(len(res.IDs)) < n {
+		ids, err := queues.DeadLetterRequeueTx(ctx, tx, a.f, min(rc.r.cfg.RequeueBatch, limit-len(res.IDs)), a.reset)
+		if err != nil {
+			return nil, err
+		}
+		res.Batches++
+		res.IDs = append(res.IDs, ids...)
+		if len(ids) < rc.r.cfg.RequeueBatch {
+			break
+		}
+	}
+	res.Requeued = len(res.IDs)
+	res.Skipped = n - int64(res.Requeued)
+	return res, nil
+}
+
+func idsArg(ids []int64) []int64 {
+	if ids == nil {
+		return []int64{}
+	}
+	return ids
+}
+
+func init() {
+	register(definition{
+		spec: Spec{
+			Name: "deadletters.requeue", Title: "Requeue dead letters", Role: RoleOperator, Risk: RiskMedium,
+			Description: "Puts dead jobs back to ready now: listed ids, or every dead job matching a filter " +
+				"(queue, error class, finished between since and until). The preview shows the count, the error " +
+				"classes and a sample. At most the configured cap (default 10,000) move in one action, in batches; " +
+				"jobs keep their error history, and attempts reset only when asked. Classify first (RB-G): requeue " +
+				"transient classes, not poison messages.",
+			Params: []Param{
+				{Name: "ids", Type: ParamIntList, Description: "Dead job ids to requeue (instead of, or narrowing, a filter)."},
+				{Name: "queue", Type: ParamString, Description: "Only dead jobs of this queue."},
+				{Name: "error_class", Type: ParamString, Description: "Only dead jobs whose last error has this class."},
+				{Name: "since", Type: ParamTime, Description: "Only jobs that died at or after this time (RFC 3339)."},
+				{Name: "until", Type: ParamTime, Description: "Only jobs that died before this time (RFC 3339)."},
+				{Name: "reset_attempts", Type: ParamBool, Description: "Give the jobs a full set of attempts again (default: one more attempt)."},
+			},
+		},
+		parse: func(p params) (plan, error) {
+			a := &deadLetterRequeue{}
+			var err error
+			if a.f.IDs, err = p.ints("ids"); err != nil {
+				return nil, err
+			}
+			if a.f.Queue, err = p.str("queue"); err != nil {
+				return nil, err
+			}
+			if a.f.ErrorClass, err = p.str("error_class"); err != nil {
+				return nil, err
+			}
+			if a.f.Since, err = p.time("since"); err != nil {
+				return nil, err
+			}
+			if a.f.Until, err = p.time("until"); err != nil {
+				return nil, err
+			}
+			reset, err := p.bool("reset_attempts")
+			if err != nil {
+				return nil, err
+			}
+			a.reset = reset != nil && *reset
+			if len(a.f.IDs) == 0 && a.f.Queue == "" && a.f.ErrorClass == "" && a.f.Since == nil && a.f.Until == nil {
+				return nil, fmt.Errorf("give ids or a filter (queue, error_class, since, until): %w", ErrInvalid)
+			}
+			if a.f.Since != nil && a.f.Until != nil && !a.f.Until.After(*a.f.Since) {
+				return nil, invalid("until", "must be after since")
+			}
+			return a, nil
+		},
+	})
+}

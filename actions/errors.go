@@ -1,0 +1,29 @@
+package actions
+
+import "errors"
+
+// ErrForbidden reports that the actor's role may not run the action (403).
+var ErrForbidden = errors.New("forbidden")
+
+// ErrReasonRequired reports an action attempted without a reason (422).
+var ErrReasonRequired = errors.New("a reason is required")
+
+// ErrInvalid reports a parameter the action refuses, or a request over a
+// safety cap; the wrapped message says which and what to do (422).
+var ErrInvalid = errors.New("invalid parameters")
+
+// ErrGuard reports that a guard refused at execution time: the target changed
+// since the preview (a backend's fingerprint, a job's state), so the action
+// was not applied (409).
+var ErrGuard = errors.New("target changed")
+
+// ErrNotFound reports an unknown action or a target that does not exist
+// (404).
+var ErrNotFound = errors.New("not found")
+
+// isRefusal reports whether err stopped the action before it changed
+// anything on purpose (audited as refused rather than failed).
+func isRefusal(err error) bool {
+	return errors.Is(err, ErrForbidden) || errors.Is(err, ErrReasonRequired) ||
+		errors.Is(err, ErrInvalid) || errors.Is(err, ErrGuard) || errors.Is(err, ErrNotFound)
+}

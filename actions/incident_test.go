@@ -1,0 +1,71 @@
+package actions_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/audit"
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// TestIncidentActions: opening, capturing into and closing an incident are
+// audited actions whose audit events carry the incident's id.
+func TestIncidentActions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	pool := testdb.Pool(t, url)
+	diag, err := diagnostics.Open(ctx, url, diagnostics.Config{})
+	require.NoError(t, err)
+	t.Cleanup(diag.Close)
+	r := newRunner(t, pool, actions.RunnerConfig{Diagnostics: diag})
+
+	_, err = r.Run(ctx, viewer, "incident.open", actions.Request{Params: map[string]any{"title": "x"}, Reason: reason})
+	require.ErrorIs(t, err, actions.ErrForbidden)
+	_, err = r.Run(ctx, operator, "incident.open", actions.Request{Params: map[string]any{"title": "x"}})
+	require.ErrorIs(t, err, actions.ErrReasonRequired)
+	_, err = r.Run(ctx, operator, "incident.open", actions.Request{Params: map[string]any{"title": "  "}, Reason: reason})
+	require.ErrorIs(t, err, actions.ErrInvalid)
+	dry, err := r.Run(ctx, operator, "incident.open", actions.Request{Params: map[string]any{"title": "dry"}, DryRun: true})
+	require.NoError(t, err)
+	require.Nil(t, dry.Result)
+	require.Zero(t, queryInt(t, pool, "SELECT count(*) FROM incidents"), "a dry run opens nothing")
+
+	out, err := r.Run(ctx, operator, "incident.open", actions.Request{
+		Params: map[string]any{"title": "orders slow", "impact": "p99 8s"}, Reason: reason})
+	require.NoError(t, err)
+	inc := out.Result.(actions.IncidentView)
+	require.Equal(t, "open", inc.Status)
+	ev := lastAudit(t, pool)
+	require.Equal(t, "incident.open", ev.Action)
+	require.NotNil(t, ev.IncidentID)
+	require.Equal(t, inc.ID, *ev.IncidentID)
+
+	_, err = r.Run(ctx, operator, "incident.capture", actions.Request{
+		Params: map[string]any{"incident_id": inc.ID, "panel": "no_such_panel"}, Reason: reason})
+	require.ErrorIs(t, err, actions.ErrNotFound)
+	out, err = r.Run(ctx, operator, "incident.capture", actions.Request{
+		Params: map[string]any{"incident_id": inc.ID, "panel": "queue_health"}, Reason: reason})
+	require.NoError(t, err)
+	evidence, err := audit.EvidenceList(ctx, pool, inc.ID)
+	require.NoError(t, err)
+	require.Len(t, evidence, 1)
+	require.Equal(t, "queues", evidence[0].Step)
+	require.Contains(t, evidence[0].SQLText, "jobs", "the capture keeps the SQL that ran")
+	require.Equal(t, inc.ID, *lastAudit(t, pool).IncidentID)
+
+	_, err = r.Run(ctx, operator, "incident.close", actions.Request{Params: map[string]any{"id": inc.ID, "summary": "fixed"}, Reason: reason})
+	require.NoError(t, err)
+	got, err := audit.IncidentGet(ctx, pool, inc.ID)
+	require.NoError(t, err)
+	require.Equal(t, "closed", got.Status)
+	_, err = r.Run(ctx, operator, "incident.close", actions.Request{Params: map[string]any{"id": inc.ID}, Reason: reason})
+	require.ErrorIs(t, err, actions.ErrInvalid, "closing twice is refused")
+	_, err = r.Run(ctx, operator, "incident.capture", actions.Request{
+		Params: map[string]any{"incident_id": inc.ID, "panel": "queue_health"}, Reason: reason})
+	require.ErrorIs(t, err, actions.ErrInvalid, "a closed incident takes no evidence")
+}

@@ -1,0 +1,180 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgconsole/console/queues"
+)
+
+// JobSummary is a job as previews and results show it.
+type JobSummary struct {
+	ID              int64      `json:"id"`
+	Queue           string     `json:"queue"`
+	Kind            string     `json:"kind"`
+	Status          string     `json:"status"`
+	Attempts        int        `json:"attempts"`
+	MaxAttempts     int        `json:"max_attempts"`
+	ErrorClass      string     `json:"error_class,omitempty"`
+	LastError       string     `json:"last_error,omitempty"`
+	LeaseOwner      string     `json:"lease_owner,omitempty"`
+	LeaseUntil      *time.Time `json:"lease_until,omitempty"`
+	LeaseGeneration int64      `json:"lease_generation"`
+	AvailableAt     time.Time  `json:"available_at"`
+	FinishedAt      *time.Time `json:"finished_at,omitempty"`
+}
+
+func summarize(j *queues.Job) JobSummary {
+	s := JobSummary{
+		ID: j.ID, Queue: j.Queue, Kind: j.Kind, Status: j.Status, Attempts: j.Attempts,
+		MaxAttempts: j.MaxAttempts, LeaseUntil: j.LeaseUntil, LeaseGeneration: j.LeaseGeneration,
+		AvailableAt: j.AvailableAt, FinishedAt: j.FinishedAt,
+	}
+	if j.ErrorClass != nil {
+		s.ErrorClass = *j.ErrorClass
+	}
+	if j.LastError != nil {
+		s.LastError = truncate(*j.LastError, 500)
+	}
+	if j.LeaseOwner != nil {
+		s.LeaseOwner = *j.LeaseOwner
+	}
+	return s
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// JobPreview is the preview of job.cancel, job.retry_now and lease.expire:
+// the job as it is and what the action will do to it.
+type JobPreview struct {
+	Job    JobSummary `json:"job"`
+	Effect string     `json:"effect"`
+}
+
+// JobResult is the job after the action.
+type JobResult struct {
+	Job JobSummary `json:"job"`
+}
+
+// jobAction is one of the single-job operator mutations.
+type jobAction struct {
+	id int64
+	// allowed are the statuses the action applies to.
+	allowed []string
+	effect  string
+	run     func(ctx context.Context, db queues.DBTX, id int64) (*queues.Job, error)
+	// fenced actions refuse when the lease generation moved since the
+	// preview (the job was claimed again: a different attempt).
+	fenced bool
+}
+
+func (a *jobAction) target() string { return "job:" + strconv.FormatInt(a.id, 10) }
+
+func (a *jobAction) preview(ctx context.Context, rc *runContext) (any, error) {
+	j, err := queues.JobGet(ctx, rc.r.pool, a.id)
+	if err != nil {
+		return nil, wrapNotFound(err, queues.ErrNotFound, "job %d", a.id)
+	}
+	if !contains(a.allowed, j.Status) {
+		return nil, fmt.Errorf("job %d is %s; this action applies to %v jobs: %w", a.id, j.Status, a.allowed, ErrInvalid)
+	}
+	return JobPreview{Job: summarize(j), Effect: a.effect}, nil
+}
+
+func (a *jobAction) execute(ctx context.Context, rc *runContext, tx pgx.Tx, preview any) (any, error) {
+	before := preview.(JobPreview).Job
+	cur, err := queues.JobGet(ctx, tx, a.id)
+	if err != nil {
+		return nil, wrapNotFound(err, queues.ErrNotFound, "job %d", a.id)
+	}
+	if a.fenced && (cur.Status != before.Status || cur.LeaseGeneration != before.LeaseGeneration) {
+		return nil, fmt.Errorf("job %d changed since the preview (now %s, generation %d; was %s, generation %d): %w",
+			a.id, cur.Status, cur.LeaseGeneration, before.Status, before.LeaseGeneration, ErrGuard)
+	}
+	j, err := a.run(ctx, tx, a.id)
+	if errors.Is(err, queues.ErrInvalidState) {
+		return nil, fmt.Errorf("%v: %w", err, ErrGuard)
+	}
+	if err != nil {
+		return nil, wrapNotFound(err, queues.ErrNotFound, "job %d", a.id)
+	}
+	return JobResult{Job: summarize(j)}, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+var jobIDParam = Param{Name: "id", Type: ParamInt, Required: true, Description: "The job's id."}
+
+func parseJobID(p params) (int64, error) {
+	id, err := p.int("id")
+	if err != nil {
+		return 0, err
+	}
+	if err := requirePositive("id", id); err != nil {
+		return 0, err
+	}
+	return *id, nil
+}
+
+func init() {
+	register(definition{
+		spec: Spec{
+			Name: "job.cancel", Title: "Cancel a job", Role: RoleOperator, Risk: RiskLow,
+			Description: "Moves a ready or running job to dead with error class \"cancelled\". A running job's " +
+				"lease generation is bumped, so its worker's ack is refused and its handler is cancelled at the next heartbeat.",
+			Params: []Param{jobIDParam},
+		},
+		parse: func(p params) (plan, error) {
+			id, err := parseJobID(p)
+			return &jobAction{id: id, allowed: []string{queues.StatusReady, queues.StatusRunning},
+				effect: "the job becomes dead (cancelled); a running attempt's ack will be refused",
+				run:    queues.JobCancelTx, fenced: true}, err
+		},
+	})
+	register(definition{
+		spec: Spec{
+			Name: "job.retry_now", Title: "Retry a job now", Role: RoleOperator, Risk: RiskLow,
+			Description: "Makes a waiting job due now, or puts a dead job back to ready now keeping its " +
+				"attempts and error history (a spent job gets one more attempt).",
+			Params: []Param{jobIDParam},
+		},
+		parse: func(p params) (plan, error) {
+			id, err := parseJobID(p)
+			return &jobAction{id: id, allowed: []string{queues.StatusReady, queues.StatusDead},
+				effect: "the job becomes ready and due now; its history is kept",
+				run:    queues.JobRetryNowTx}, err
+		},
+	})
+	register(definition{
+		spec: Spec{
+			Name: "lease.expire", Title: "Expire a job's lease", Role: RoleOperator, Risk: RiskMedium,
+			Description: "Forces a stuck running job back to ready now and bumps its lease generation, so the " +
+				"previous worker's ack is refused. Use it when the owner is known dead; a live owner's work is " +
+				"repeated by the next worker (RB-F: never reset many in-flight rows at once).",
+			Params: []Param{jobIDParam},
+		},
+		parse: func(p params) (plan, error) {
+			id, err := parseJobID(p)
+			return &jobAction{id: id, allowed: []string{queues.StatusRunning},
+				effect: "the job goes back to ready now; the current owner's ack and heartbeat will be refused",
+				run:    queues.LeaseExpireTx, fenced: true}, err
+		},
+	})
+}

@@ -1,0 +1,165 @@
+package actions
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgconsole/console/queues"
+)
+
+// OutboxEventSummary is a dead outbox event as the requeue preview shows it.
+type OutboxEventSummary struct {
+	ID        int64      `json:"id"`
+	Topic     string     `json:"topic"`
+	EventType string     `json:"event_type"`
+	Attempts  int        `json:"attempts"`
+	LastError string     `json:"last_error,omitempty"`
+	DeadAt    *time.Time `json:"dead_at,omitempty"`
+}
+
+// OutboxRequeuePreview is the preview of outbox.requeue.
+type OutboxRequeuePreview struct {
+	Count   int64                `json:"count"`
+	Cap     int                  `json:"cap"`
+	OverCap bool                 `json:"over_cap"`
+	Sample  []OutboxEventSummary `json:"sample"`
+	Warning string               `json:"warning,omitempty"`
+}
+
+// OutboxRequeueResult lists the event ids moved back to pending.
+type OutboxRequeueResult struct {
+	Requeued int     `json:"requeued"`
+	IDs      []int64 `json:"ids"`
+	Batches  int     `json:"batches"`
+}
+
+type outboxRequeue struct {
+	ids   []int64
+	topic string
+}
+
+func (a *outboxRequeue) target() string {
+	switch {
+	case len(a.ids) == 1:
+		return fmt.Sprintf("outbox:%d", a.ids[0])
+	case len(a.ids) > 1:
+		return fmt.Sprintf("outbox ids:%d", len(a.ids))
+	case a.topic != "":
+		return "topic:" + a.topic
+	}
+	return "outbox"
+}
+
+func (a *outboxRequeue) count(ctx context.Context, db DBTX) (int64, error) {
+	var n int64
+	if err := db.QueryRow(ctx, sqlText("outbox_dead_count"), idsArg(a.ids), a.topic).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count dead outbox events: %w", err)
+	}
+	return n, nil
+}
+
+func (a *outboxRequeue) overCap(rc *runContext, n int64) error {
+	return fmt.Errorf("%d dead outbox events match, more than the cap of %d one requeue may move; "+
+		"requeue by topic or by ids in several steps: %w", n, rc.r.cfg.RequeueCap, ErrInvalid)
+}
+
+func (a *outboxRequeue) preview(ctx context.Context, rc *runContext) (any, error) {
+	n, err := a.count(ctx, rc.r.pool)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("no dead outbox events match %s: %w", a.target(), ErrNotFound)
+	}
+	p := OutboxRequeuePreview{Count: n, Cap: rc.r.cfg.RequeueCap, OverCap: n > int64(rc.r.cfg.RequeueCap), Sample: []OutboxEventSummary{}}
+	var recs []queues.OutboxRecord
+	if len(a.ids) > 0 {
+		for _, id := range a.ids[:min(len(a.ids), 10)] {
+			r, err := queues.OutboxEventGet(ctx, rc.r.pool, id)
+			if err != nil {
+				continue
+			}
+			recs = append(recs, *r)
+		}
+	} else if recs, err = queues.OutboxList(ctx, rc.r.pool, queues.OutboxListParams{State: queues.OutboxDead, Topic: a.topic, Limit: 10}); err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		if r.State != queues.OutboxDead {
+			continue
+		}
+		s := OutboxEventSummary{ID: r.ID, Topic: r.Topic, EventType: r.EventType, Attempts: r.Attempts, DeadAt: r.DeadAt}
+		if r.LastError != nil {
+			s.LastError = truncate(*r.LastError, 500)
+		}
+		p.Sample = append(p.Sample, s)
+	}
+	if p.OverCap {
+		p.Warning = a.overCap(rc, n).Error()
+	} else {
+		p.Warning = "requeued events are published again; consumers must dedupe on the event id (RB-D)"
+	}
+	return p, nil
+}
+
+func (a *outboxRequeue) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ any) (any, error) {
+	limit := rc.r.cfg.RequeueCap
+	n, err := a.count(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	if n > int64(limit) {
+		return nil, a.overCap(rc, n)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("no dead outbox events match %s any more: %w", a.target(), ErrGuard)
+	}
+	res := OutboxRequeueResult{IDs: []int64{}}
+	for len(res.IDs) < limit && int64(len(res.IDs)) < n {
+		batch := min(rc.r.cfg.RequeueBatch, limit-len(res.IDs))
+		ids, err := queues.OutboxRequeueTx(ctx, tx, queues.OutboxRequeueParams{IDs: a.ids, Topic: a.topic, Limit: batch})
+		if err != nil {
+			return nil, err
+		}
+		res.Batches++
+		res.IDs = append(res.IDs, ids...)
+		if len(ids) < batch {
+			break
+		}
+	}
+	res.Requeued = len(res.IDs)
+	return res, nil
+}
+
+func init() {
+	register(definition{
+		spec: Spec{
+			Name: "outbox.requeue", Title: "Requeue dead outbox events", Role: RoleOperator, Risk: RiskMedium,
+			Description: "Moves dead outbox events (listed ids, or every dead event of a topic) back to pending " +
+				"with a fresh attempt budget, so the relay publishes them again. Never delete outbox rows instead " +
+				"(extremely high risk). At most the configured cap move in one action.",
+			Params: []Param{
+				{Name: "ids", Type: ParamIntList, Description: "Dead outbox event ids."},
+				{Name: "topic", Type: ParamString, Description: "Every dead event of this topic (when no ids are given)."},
+			},
+		},
+		parse: func(p params) (plan, error) {
+			a := &outboxRequeue{}
+			var err error
+			if a.ids, err = p.ints("ids"); err != nil {
+				return nil, err
+			}
+			if a.topic, err = p.str("topic"); err != nil {
+				return nil, err
+			}
+			if len(a.ids) == 0 && strings.TrimSpace(a.topic) == "" {
+				return nil, fmt.Errorf("give ids or a topic: %w", ErrInvalid)
+			}
+			return a, nil
+		},
+	})
+}

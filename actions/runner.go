@@ -1,0 +1,332 @@
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pgconsole/console/audit"
+	"github.com/pgconsole/console/diagnostics"
+)
+
+// RunnerConfig configures a Runner. The zero value of each field means its
+// documented default.
+type RunnerConfig struct {
+	// RequeueCap is the most dead jobs or outbox events one requeue action
+	// may move; a larger match is refused with a message asking for a
+	// narrower filter. Default 10,000.
+	RequeueCap int
+	// RequeueBatch is how many rows one requeue statement moves; a big
+	// requeue runs several, in the same transaction. Default 1,000.
+	RequeueBatch int
+	// SettleTimeout is how long backend.cancel and backend.terminate wait
+	// for the blocking chain to clear before reporting the tree as it is.
+	// Default 3s.
+	SettleTimeout time.Duration
+	// LockTimeout bounds how long an action waits for a row or table lock,
+	// so an action never queues behind the blocker it is meant to relieve.
+	// Default 5s.
+	LockTimeout time.Duration
+	// OwnApplicationName is the application_name of the console's own
+	// connections; backend.cancel and backend.terminate refuse backends that
+	// carry it. Empty means the name of the pool's connections as
+	// PostgreSQL reports it.
+	OwnApplicationName string
+	// Diagnostics runs the panels incident.capture stores; nil refuses
+	// captures.
+	Diagnostics *diagnostics.Diagnostics
+	// Registerer receives the runner's metrics (runs by action and outcome,
+	// run duration); nil registers nothing.
+	Registerer prometheus.Registerer
+	// Logger receives what cannot be returned, such as a failure to audit a
+	// refusal. Nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock for schedule previews. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Runner runs actions: it enforces roles and reasons, previews, re-checks
+// guards, executes and audits. It is safe for concurrent use.
+type Runner struct {
+	pool *pgxpool.Pool
+	cfg  RunnerConfig
+	log  *slog.Logger
+	m    *metrics
+}
+
+// NewRunner returns a Runner that runs every action on pool. The pool must
+// reach the console's database with a role allowed to change the queue
+// tables and, for the backend actions, to signal backends (see RolesSQL).
+func NewRunner(pool *pgxpool.Pool, cfg RunnerConfig) (*Runner, error) {
+	if cfg.RequeueCap <= 0 {
+		cfg.RequeueCap = 10000
+	}
+	if cfg.RequeueBatch <= 0 {
+		cfg.RequeueBatch = 1000
+	}
+	if cfg.SettleTimeout <= 0 {
+		cfg.SettleTimeout = 3 * time.Second
+	}
+	if cfg.LockTimeout <= 0 {
+		cfg.LockTimeout = 5 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	m, err := newMetrics(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{pool: pool, cfg: cfg, log: log, m: m}, nil
+}
+
+// Request is one attempt to run an action.
+type Request struct {
+	// Params are the action's parameters: a json.RawMessage (an API body's
+	// "params"), a []byte of JSON, or a map such as map[string]any or
+	// map[string]string (form values); nil means none.
+	Params any
+	// Reason is why the operator acts; required unless DryRun.
+	Reason string
+	// DryRun returns the preview without changing or auditing anything.
+	DryRun bool
+	// IncidentID links the audit event to an open incident.
+	IncidentID *int64
+}
+
+// Outcome is what Run returns: the preview always, the result and the audit
+// event's id when the action ran.
+type Outcome struct {
+	Action  string `json:"action"`
+	DryRun  bool   `json:"dry_run"`
+	Preview any    `json:"preview"`
+	Result  any    `json:"result,omitempty"`
+	AuditID int64  `json:"audit_id,omitempty"`
+}
+
+type runContext struct {
+	r      *Runner
+	actor  Actor
+	spec   Spec
+	req    Request
+	params json.RawMessage
+}
+
+// Run validates, previews and (unless req.DryRun) executes the action name
+// for actor, and audits the attempt. The change and its audit event commit in
+// one transaction; a refused or failed attempt is audited in its own
+// transaction and its error returned (see the package's sentinel errors). A
+// dry run needs no reason and is not audited. ctx bounds the whole run,
+// including the wait after backend.cancel.
+func (r *Runner) Run(ctx context.Context, actor Actor, name string, req Request) (Outcome, error) {
+	started := time.Now()
+	out, err := r.run(ctx, actor, name, req)
+	r.m.observe(name, req.DryRun, err, time.Since(started))
+	return out, err
+}
+
+func (r *Runner) run(ctx context.Context, actor Actor, name string, req Request) (Outcome, error) {
+	out := Outcome{Action: name, DryRun: req.DryRun}
+	rawParams, perr := marshalParams(req.Params)
+	rc := &runContext{r: r, actor: actor, req: req, params: rawParams}
+	d, ok := definitions[name]
+	if !ok {
+		err := fmt.Errorf("no action %q: %w", name, ErrNotFound)
+		return out, r.refuse(ctx, rc, name, "", nil, err)
+	}
+	rc.spec = d.spec
+	if err := checkRole(actor, d.spec); err != nil {
+		return out, r.refuse(ctx, rc, name, "", nil, err)
+	}
+	if !req.DryRun && strings.TrimSpace(req.Reason) == "" {
+		err := fmt.Errorf("%s changes production state: say why (%w)", name, ErrReasonRequired)
+		return out, r.refuse(ctx, rc, name, "", nil, err)
+	}
+	if perr != nil {
+		return out, r.refuse(ctx, rc, name, "", nil, perr)
+	}
+	if err := r.checkIncident(ctx, rc); err != nil {
+		return out, r.refuse(ctx, rc, name, "", nil, err)
+	}
+	p, err := decodeParams(rawParams, d.spec)
+	if err != nil {
+		return out, r.refuse(ctx, rc, name, "", nil, err)
+	}
+	pl, err := d.parse(p)
+	if err != nil {
+		return out, r.refuse(ctx, rc, name, "", nil, fmt.Errorf("%s: %w", name, err))
+	}
+	preview, err := pl.preview(ctx, rc)
+	if err != nil {
+		return out, r.refuse(ctx, rc, name, pl.target(), nil, fmt.Errorf("preview %s: %w", name, err))
+	}
+	out.Preview = preview
+	if req.DryRun {
+		return out, nil
+	}
+	result, auditID, err := r.execute(ctx, rc, pl, preview)
+	if err != nil {
+		return out, r.refuse(ctx, rc, name, pl.target(), preview, fmt.Errorf("%s: %w", name, err))
+	}
+	out.Result, out.AuditID = result, auditID
+	return out, nil
+}
+
+// checkIncident refuses a link to an incident that does not exist or is
+// closed (the refusal is then audited without the link).
+func (r *Runner) checkIncident(ctx context.Context, rc *runContext) error {
+	if rc.req.IncidentID == nil {
+		return nil
+	}
+	id := *rc.req.IncidentID
+	inc, err := audit.IncidentGet(ctx, r.pool, id)
+	if errors.Is(err, audit.ErrNotFound) {
+		rc.req.IncidentID = nil
+		return fmt.Errorf("incident %d does not exist: %w", id, ErrInvalid)
+	}
+	if err != nil {
+		return err
+	}
+	if inc.Status != audit.IncidentStatusOpen {
+		rc.req.IncidentID = nil
+		return fmt.Errorf("incident %d is closed; link the action to an open incident: %w", id, ErrInvalid)
+	}
+	return nil
+}
+
+func (r *Runner) execute(ctx context.Context, rc *runContext, pl plan, preview any) (any, int64, error) {
+	tx, err := r.pool.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return nil, 0, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, "SELECT set_config('lock_timeout', $1, true)",
+		fmt.Sprintf("%dms", r.cfg.LockTimeout.Milliseconds())); err != nil {
+		return nil, 0, fmt.Errorf("set lock_timeout: %w", err)
+	}
+	result, err := pl.execute(ctx, rc, tx, preview)
+	if err != nil {
+		return nil, 0, err
+	}
+	ev, err := rc.event(pl.target(), preview, result, audit.OutcomeSucceeded, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	id, err := audit.RecordTx(ctx, tx, ev)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, 0, fmt.Errorf("commit: %w", err)
+	}
+	return result, id, nil
+}
+
+// refuse audits a refused or failed attempt in its own transaction and
+// returns err. A dry run is not audited. The audit write outlives a
+// cancelled ctx (the operator closing the page must not erase the record).
+func (r *Runner) refuse(ctx context.Context, rc *runContext, name, target string, preview any, err error) error {
+	if rc.req.DryRun {
+		return err
+	}
+	outcome := audit.OutcomeFailed
+	if isRefusal(err) {
+		outcome = audit.OutcomeRefused
+	}
+	if rc.spec.Name == "" {
+		rc.spec.Name = name
+	}
+	ev, eerr := rc.event(target, preview, nil, outcome, err)
+	if eerr == nil {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_, eerr = audit.RecordTx(actx, r.pool, ev)
+	}
+	if eerr != nil {
+		r.log.Error("audit a refused action", "action", name, "actor", rc.actor.Name, "refusal", err, "err", eerr)
+	}
+	return err
+}
+
+func (rc *runContext) event(target string, preview, result any, outcome audit.Outcome, cause error) (audit.Event, error) {
+	ev := audit.Event{
+		Actor: rc.actor.Name, Role: rc.actor.Role, Action: rc.spec.Name, Target: target,
+		Params: rc.params, Reason: strings.TrimSpace(rc.req.Reason), Outcome: outcome,
+		IncidentID: rc.req.IncidentID,
+	}
+	if ev.Actor == "" {
+		ev.Actor = "(anonymous)"
+	}
+	if ev.Role == "" {
+		ev.Role = "(none)"
+	}
+	if len(ev.Params) > 0 && !json.Valid(ev.Params) {
+		ev.Params = nil
+	}
+	if cause != nil {
+		ev.Error = cause.Error()
+	}
+	var err error
+	if ev.Preview, err = marshalObject(preview); err != nil {
+		return ev, fmt.Errorf("encode preview: %w", err)
+	}
+	if ev.Result, err = marshalObject(result); err != nil {
+		return ev, fmt.Errorf("encode result: %w", err)
+	}
+	return ev, nil
+}
+
+// marshalObject encodes v for a jsonb object column; a non-object value is
+// wrapped as {"value": v}.
+func marshalObject(v any) (json.RawMessage, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 || b[0] != '{' {
+		return json.Marshal(map[string]json.RawMessage{"value": b})
+	}
+	return b, nil
+}
+
+func marshalParams(v any) (json.RawMessage, error) {
+	switch p := v.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return p, nil
+	case []byte:
+		return p, nil
+	case string:
+		return json.RawMessage(p), nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("params cannot be encoded as JSON: %w", ErrInvalid)
+	}
+	return b, nil
+}
+
+// wrapNotFound turns another package's not-found error into ours, so the
+// web layer maps one sentinel.
+func wrapNotFound(err error, notFound error, format string, args ...any) error {
+	if errors.Is(err, notFound) {
+		return fmt.Errorf(format+": %w", append(args, ErrNotFound)...)
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}

@@ -1,0 +1,272 @@
+package audit_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/audit"
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+func event(action, target string) audit.Event {
+	return audit.Event{
+		Actor: "alice", Role: "operator", Action: action, Target: target,
+		Params:  json.RawMessage(`{"queue":"emails"}`),
+		Reason:  "incident 42: dead letters after the SMTP outage",
+		Preview: json.RawMessage(`{"count":3}`), Result: json.RawMessage(`{"moved":[1,2,3]}`),
+		Outcome: audit.OutcomeSucceeded,
+	}
+}
+
+func record(t *testing.T, db audit.DBTX, e audit.Event) int64 {
+	t.Helper()
+	id, err := audit.RecordTx(context.Background(), db, e)
+	require.NoError(t, err)
+	return id
+}
+
+func TestRecordTxAndList(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := testdb.Tx(t)
+	a := record(t, tx, event("deadletters.requeue", "queue:emails"))
+	e := event("queue.pause", "queue:reports")
+	e.Actor, e.Outcome, e.Error = "bob", audit.OutcomeRefused, "a reason is required"
+	b := record(t, tx, e)
+
+	all, err := audit.List(ctx, tx, audit.ListParams{})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(all), 2)
+	require.Equal(t, b, all[0].ID, "newest first")
+
+	got, err := audit.List(ctx, tx, audit.ListParams{Actor: "alice", Action: "deadletters.requeue"})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, a, got[0].ID)
+	require.JSONEq(t, `{"moved":[1,2,3]}`, string(got[0].Result))
+	require.NotEmpty(t, got[0].Hash)
+
+	got, err = audit.List(ctx, tx, audit.ListParams{Outcome: "refused", Target: "queue:reports"})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, "a reason is required", got[0].Error)
+
+	got, err = audit.List(ctx, tx, audit.ListParams{BeforeID: b, Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, a, got[0].ID)
+
+	_, err = audit.List(ctx, tx, audit.ListParams{Outcome: "maybe"})
+	require.ErrorIs(t, err, audit.ErrInvalid)
+
+	_, err = audit.RecordTx(ctx, tx, audit.Event{Actor: "x", Role: "viewer", Action: "a", Outcome: "meh"})
+	require.ErrorIs(t, err, audit.ErrInvalid)
+
+	one, err := audit.Get(ctx, tx, a)
+	require.NoError(t, err)
+	require.Equal(t, "deadletters.requeue", one.Action)
+	_, err = audit.Get(ctx, tx, -1)
+	require.ErrorIs(t, err, audit.ErrNotFound)
+}
+
+func TestAppendOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	id := record(t, pool, event("job.cancel", "job:1"))
+	_, err := pool.Exec(ctx, "UPDATE audit_events SET reason = 'nothing to see' WHERE id = $1", id)
+	require.ErrorContains(t, err, "append-only")
+	_, err = pool.Exec(ctx, "DELETE FROM audit_events WHERE id = $1", id)
+	require.ErrorContains(t, err, "append-only")
+	_, err = pool.Exec(ctx, "TRUNCATE audit_events")
+	require.ErrorContains(t, err, "append-only")
+}
+
+// tamper runs stmt with every trigger of audit_events disabled, as the
+// superuser the test server gives us.
+func tamper(t *testing.T, pool *pgxpool.Pool, stmt string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "ALTER TABLE audit_events DISABLE TRIGGER ALL"); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, stmt, args...); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "ALTER TABLE audit_events ENABLE TRIGGER ALL")
+		return err
+	})
+	require.NoError(t, err)
+}
+
+func TestVerify(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	setup := func(t *testing.T) (*pgxpool.Pool, []int64) {
+		pool := testdb.New(t)
+		var ids []int64
+		for i := range 5 {
+			ids = append(ids, record(t, pool, event("job.cancel", fmt.Sprintf("job:%d", i))))
+		}
+		res, err := audit.Verify(ctx, pool)
+		require.NoError(t, err)
+		require.True(t, res.OK, res.Reason)
+		require.Equal(t, 5, res.Checked)
+		return pool, ids
+	}
+
+	t.Run("Empty", func(t *testing.T) {
+		t.Parallel()
+		res, err := audit.Verify(ctx, testdb.New(t))
+		require.NoError(t, err)
+		require.True(t, res.OK)
+		require.Zero(t, res.Checked)
+	})
+	t.Run("EditedRow", func(t *testing.T) {
+		t.Parallel()
+		pool, ids := setup(t)
+		tamper(t, pool, "UPDATE audit_events SET reason = 'routine maintenance' WHERE id = $1", ids[2])
+		res, err := audit.Verify(ctx, pool)
+		require.NoError(t, err)
+		require.False(t, res.OK)
+		require.Equal(t, ids[2], *res.BrokenAt)
+		require.Contains(t, res.Reason, "changed after it was written")
+		_, err = audit.VerifyErr(ctx, pool)
+		require.ErrorIs(t, err, audit.ErrChainBroken)
+	})
+	t.Run("EditedRowWithRecomputedHash", func(t *testing.T) {
+		t.Parallel()
+		pool, ids := setup(t)
+		// A careful forger recomputes the edited row's own hash; the next row
+		// still names the old one.
+		tamper(t, pool, `UPDATE audit_events e SET actor = 'mallory',
+			hash = sha256(e.prev_hash || convert_to(audit_event_canonical(
+				(e.id, e.seq, e.at, 'mallory', e.role, e.action, e.target, e.params, e.reason, e.preview,
+				 e.result, e.outcome, e.error, e.incident_id, e.prev_hash, e.hash)::audit_events), 'UTF8'))
+			WHERE id = $1`, ids[1])
+		res, err := audit.Verify(ctx, pool)
+		require.NoError(t, err)
+		require.False(t, res.OK)
+		require.Equal(t, ids[2], *res.BrokenAt)
+		require.Contains(t, res.Reason, "prev_hash")
+	})
+	t.Run("DeletedRow", func(t *testing.T) {
+		t.Parallel()
+		pool, ids := setup(t)
+		tamper(t, pool, "DELETE FROM audit_events WHERE id = $1", ids[3])
+		res, err := audit.Verify(ctx, pool)
+		require.NoError(t, err)
+		require.False(t, res.OK)
+		require.Equal(t, ids[4], *res.BrokenAt)
+		require.Contains(t, res.Reason, "missing")
+	})
+	t.Run("DeletedTail", func(t *testing.T) {
+		t.Parallel()
+		pool, ids := setup(t)
+		tamper(t, pool, "DELETE FROM audit_events WHERE id = $1", ids[4])
+		res, err := audit.Verify(ctx, pool)
+		require.NoError(t, err)
+		require.False(t, res.OK)
+		require.Nil(t, res.BrokenAt)
+		require.Contains(t, res.Reason, "head")
+	})
+}
+
+func TestConcurrentWritersKeepOneChain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := range 20 {
+		wg.Go(func() {
+			errs <- pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				_, err := audit.RecordTx(ctx, tx, event("queue.pause", fmt.Sprintf("queue:q%d", i)))
+				return err
+			})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	res, err := audit.Verify(ctx, pool)
+	require.NoError(t, err)
+	require.True(t, res.OK, res.Reason)
+	require.Equal(t, 20, res.Checked)
+}
+
+func TestIncidentLifecycleAndMarkdown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := testdb.Tx(t)
+
+	_, err := audit.IncidentOpen(ctx, tx, audit.IncidentOpenParams{Title: "  ", OpenedBy: "alice"})
+	require.ErrorIs(t, err, audit.ErrInvalid)
+
+	inc, err := audit.IncidentOpen(ctx, tx, audit.IncidentOpenParams{
+		Title: "Email queue dead letters", Impact: "password resets delayed", SLO: "p99 < 5 min", OpenedBy: "alice",
+	})
+	require.NoError(t, err)
+	require.Equal(t, audit.IncidentStatusOpen, inc.Status)
+
+	ev, err := audit.EvidenceCaptureTx(ctx, tx, audit.Evidence{
+		IncidentID: inc.ID, Step: "R5", Title: "Dead letters by error class",
+		SQLText: "SELECT error_class, count(*) FROM jobs WHERE status = 'dead' GROUP BY 1",
+		Data:    json.RawMessage(`[{"error_class":"smtp.timeout","count":1200}]`), CapturedBy: "alice",
+	})
+	require.NoError(t, err)
+	require.Equal(t, inc.ID, ev.IncidentID)
+
+	e := event("deadletters.requeue", "queue:emails")
+	e.IncidentID = &inc.ID
+	record(t, tx, e)
+
+	list, err := audit.EvidenceList(ctx, tx, inc.ID)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+
+	md, err := audit.IncidentMarkdown(ctx, tx, inc.ID)
+	require.NoError(t, err)
+	require.Contains(t, md, "# Incident")
+	require.Contains(t, md, "Email queue dead letters")
+	require.Contains(t, md, "Dead letters by error class")
+	require.Contains(t, md, "smtp.timeout")
+	require.Contains(t, md, "deadletters.requeue")
+	require.Contains(t, md, "incident 42: dead letters after the SMTP outage")
+	require.Less(t, strings.Index(md, "Dead letters by error class"), strings.Index(md, "action: deadletters.requeue"),
+		"the timeline is in time order")
+
+	closed, err := audit.IncidentClose(ctx, tx, audit.IncidentCloseParams{ID: inc.ID, ClosedBy: "bob", Summary: "SMTP relay recovered"})
+	require.NoError(t, err)
+	require.Equal(t, audit.IncidentStatusClosed, closed.Status)
+	require.NotNil(t, closed.WindowEnd)
+
+	_, err = audit.IncidentClose(ctx, tx, audit.IncidentCloseParams{ID: inc.ID, ClosedBy: "bob"})
+	require.ErrorIs(t, err, audit.ErrInvalid)
+	_, err = audit.IncidentClose(ctx, tx, audit.IncidentCloseParams{ID: 999999, ClosedBy: "bob"})
+	require.ErrorIs(t, err, audit.ErrNotFound)
+	_, err = audit.EvidenceCaptureTx(ctx, tx, audit.Evidence{IncidentID: inc.ID, Step: "R1", Title: "late", CapturedBy: "bob"})
+	require.ErrorIs(t, err, audit.ErrInvalid)
+
+	open, err := audit.IncidentList(ctx, tx, audit.IncidentListParams{Status: "open"})
+	require.NoError(t, err)
+	for _, o := range open {
+		require.NotEqual(t, inc.ID, o.ID)
+	}
+	got, err := audit.IncidentGet(ctx, tx, inc.ID)
+	require.NoError(t, err)
+	require.Equal(t, "SMTP relay recovered", got.Summary)
+}

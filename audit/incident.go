@@ -1,0 +1,196 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Incident is an operator-declared incident: the window the post-mortem
+// covers, who opened and closed it, and the impact and SLO in the operator's
+// words.
+type Incident struct {
+	ID          int64      `db:"id" json:"id"`
+	Title       string     `db:"title" json:"title"`
+	Status      string     `db:"status" json:"status"`
+	Impact      string     `db:"impact" json:"impact"`
+	SLO         string     `db:"slo" json:"slo"`
+	WindowStart time.Time  `db:"window_start" json:"window_start"`
+	WindowEnd   *time.Time `db:"window_end" json:"window_end,omitempty"`
+	OpenedBy    string     `db:"opened_by" json:"opened_by"`
+	OpenedAt    time.Time  `db:"opened_at" json:"opened_at"`
+	ClosedBy    *string    `db:"closed_by" json:"closed_by,omitempty"`
+	ClosedAt    *time.Time `db:"closed_at" json:"closed_at,omitempty"`
+	Summary     string     `db:"summary" json:"summary"`
+}
+
+// Incident statuses.
+const (
+	IncidentStatusOpen   = "open"
+	IncidentStatusClosed = "closed"
+)
+
+// IncidentOpenParams are the fields of a new incident. Title and OpenedBy
+// are required; a nil WindowStart means now (set it earlier when the
+// incident began before anyone declared it).
+type IncidentOpenParams struct {
+	Title       string
+	Impact      string
+	SLO         string
+	WindowStart *time.Time
+	OpenedBy    string
+}
+
+// IncidentOpen creates an open incident and returns it.
+func IncidentOpen(ctx context.Context, db DBTX, p IncidentOpenParams) (*Incident, error) {
+	p.Title = strings.TrimSpace(p.Title)
+	if p.Title == "" {
+		return nil, fmt.Errorf("an incident needs a title: %w", ErrInvalid)
+	}
+	if p.OpenedBy == "" {
+		return nil, fmt.Errorf("an incident needs the operator who opened it: %w", ErrInvalid)
+	}
+	rows, err := db.Query(ctx, sqlText("incident_open"), p.Title, p.Impact, p.SLO, p.WindowStart, p.OpenedBy)
+	if err != nil {
+		return nil, fmt.Errorf("open incident: %w", err)
+	}
+	inc, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Incident])
+	if err != nil {
+		return nil, fmt.Errorf("open incident: %w", err)
+	}
+	return inc, nil
+}
+
+// IncidentGet returns one incident, or ErrNotFound.
+func IncidentGet(ctx context.Context, db DBTX, id int64) (*Incident, error) {
+	rows, err := db.Query(ctx, sqlText("incident_get"), id)
+	if err != nil {
+		return nil, fmt.Errorf("get incident %d: %w", id, err)
+	}
+	inc, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Incident])
+	if err != nil {
+		return nil, fmt.Errorf("get incident %d: %w", id, notFound(err, "incident"))
+	}
+	return inc, nil
+}
+
+// IncidentListParams filters IncidentList: Status "" lists both; Limit
+// defaults to 50.
+type IncidentListParams struct {
+	Status string
+	Limit  int
+}
+
+// IncidentList returns incidents, newest first.
+func IncidentList(ctx context.Context, db DBTX, p IncidentListParams) ([]Incident, error) {
+	if p.Status != "" && p.Status != IncidentStatusOpen && p.Status != IncidentStatusClosed {
+		return nil, fmt.Errorf("incident status %q is not open or closed: %w", p.Status, ErrInvalid)
+	}
+	if p.Limit <= 0 || p.Limit > 500 {
+		p.Limit = 50
+	}
+	rows, err := db.Query(ctx, sqlText("incident_list"), p.Status, p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list incidents: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Incident])
+	if err != nil {
+		return nil, fmt.Errorf("list incidents: %w", err)
+	}
+	return list, nil
+}
+
+// IncidentCloseParams close an incident: who, the summary for the
+// post-mortem, and the end of the window (nil means now).
+type IncidentCloseParams struct {
+	ID        int64
+	ClosedBy  string
+	Summary   string
+	WindowEnd *time.Time
+}
+
+// IncidentClose closes an open incident and returns it. Closing an incident
+// that is already closed is ErrInvalid; an unknown id is ErrNotFound.
+func IncidentClose(ctx context.Context, db DBTX, p IncidentCloseParams) (*Incident, error) {
+	if p.ClosedBy == "" {
+		return nil, fmt.Errorf("closing an incident needs the operator: %w", ErrInvalid)
+	}
+	rows, err := db.Query(ctx, sqlText("incident_close"), p.ID, p.ClosedBy, p.Summary, p.WindowEnd)
+	if err != nil {
+		return nil, fmt.Errorf("close incident %d: %w", p.ID, err)
+	}
+	inc, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Incident])
+	if err == nil {
+		return inc, nil
+	}
+	if cur, gerr := IncidentGet(ctx, db, p.ID); gerr != nil {
+		return nil, fmt.Errorf("close incident: %w", gerr)
+	} else if cur.Status == IncidentStatusClosed {
+		return nil, fmt.Errorf("incident %d is already closed: %w", p.ID, ErrInvalid)
+	}
+	return nil, fmt.Errorf("close incident %d: %w", p.ID, err)
+}
+
+// Evidence is one runbook step's output captured into an incident: the SQL
+// that ran and what it returned, as JSON.
+type Evidence struct {
+	ID         int64           `db:"id" json:"id"`
+	IncidentID int64           `db:"incident_id" json:"incident_id"`
+	Step       string          `db:"step" json:"step"`
+	Title      string          `db:"title" json:"title"`
+	SQLText    string          `db:"sql_text" json:"sql_text"`
+	Data       json.RawMessage `db:"data" json:"data"`
+	CapturedBy string          `db:"captured_by" json:"captured_by"`
+	CapturedAt time.Time       `db:"captured_at" json:"captured_at"`
+}
+
+// EvidenceCaptureTx stores e (ID and CapturedAt are ignored) in an open
+// incident and returns the stored row. A closed incident refuses new
+// evidence with ErrInvalid; an unknown one is ErrNotFound.
+func EvidenceCaptureTx(ctx context.Context, db DBTX, e Evidence) (*Evidence, error) {
+	if e.Step == "" || e.Title == "" || e.CapturedBy == "" {
+		return nil, fmt.Errorf("evidence needs a step, a title and who captured it: %w", ErrInvalid)
+	}
+	if len(e.Data) > 0 && !json.Valid(e.Data) {
+		return nil, fmt.Errorf("evidence data is not JSON: %w", ErrInvalid)
+	}
+	rows, err := db.Query(ctx, sqlText("evidence_capture"),
+		e.IncidentID, e.Step, e.Title, e.SQLText, jsonAny(e.Data), e.CapturedBy)
+	if err != nil {
+		return nil, fmt.Errorf("capture evidence: %w", err)
+	}
+	ev, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Evidence])
+	if err == nil {
+		return ev, nil
+	}
+	if cur, gerr := IncidentGet(ctx, db, e.IncidentID); gerr != nil {
+		return nil, fmt.Errorf("capture evidence: %w", gerr)
+	} else if cur.Status == IncidentStatusClosed {
+		return nil, fmt.Errorf("incident %d is closed and takes no more evidence: %w", e.IncidentID, ErrInvalid)
+	}
+	return nil, fmt.Errorf("capture evidence: %w", err)
+}
+
+// EvidenceList returns an incident's evidence in capture order.
+func EvidenceList(ctx context.Context, db DBTX, incidentID int64) ([]Evidence, error) {
+	rows, err := db.Query(ctx, sqlText("evidence_list"), incidentID)
+	if err != nil {
+		return nil, fmt.Errorf("list evidence of incident %d: %w", incidentID, err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Evidence])
+	if err != nil {
+		return nil, fmt.Errorf("list evidence of incident %d: %w", incidentID, err)
+	}
+	return list, nil
+}
+
+func jsonAny(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "{}"
+	}
+	return string(raw)
+}
