@@ -34,3 +34,39 @@ func sevIcon(sev string) string {
 	}
 	return "●"
 }
+
+// indent draws the tree guide of a blocking chain.
+func indent(depth int) string {
+	if depth <= 0 {
+		return ""
+	}
+	s := ""
+	for i := 1; i < depth; i++ {
+		s += "  "
+	}
+	return s + "└ "
+}
+
+// tileState says a tile's state in words, so it does not rest on colour.
+func tileState(state string) string {
+	switch state {
+	case "critical":
+		return "▲ critical"
+	case "warning":
+		return "◆ warning"
+	case "ok":
+		return "✓ normal"
+	}
+	return "● no data"
+}
+
+func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+func orDash(s string) string { return orText(s, "—") }
+
+func orText(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,9 +1,33 @@
 package views
 
-// Overview is the landing page: what the console is attached to and, first,
-// what is wrong.
+// Overview is the landing page: findings worst first, then the tiles.
 type Overview struct {
-	Server   string `json:"server"`
-	Role     string `json:"role"`
-	Database string `json:"database"`
+	GeneratedAt string       `json:"generated_at"`
+	Findings    []FindingRow `json:"findings"`
+	Tiles       []Tile       `json:"tiles"`
+	// Error is set when the findings round itself failed.
+	Error      string `json:"error,omitempty"`
+	RefreshURL string `json:"-"`
+}
+
+// FindingRow is one finding as the overview shows it.
+type FindingRow struct {
+	Code        string       `json:"code"`
+	Severity    string       `json:"severity"`
+	Title       string       `json:"title"`
+	Evidence    string       `json:"evidence"`
+	RunbookHref string       `json:"runbook"`
+	Actions     []ActionLink `json:"actions"`
+}
+
+// Tile is one number that matters, its trend and its state.
+type Tile struct {
+	ID        string `json:"id"`
+	Label     string `json:"label"`
+	Value     string `json:"value"`
+	Meta      string `json:"meta,omitempty"`
+	Threshold string `json:"threshold,omitempty"`
+	State     string `json:"state"` // ok, warning, critical, unknown
+	Href      string `json:"href,omitempty"`
+	Spark     Spark  `json:"-"`
 }

@@ -9,7 +9,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/views"
 )
 
@@ -43,6 +46,16 @@ func statusOf(err error) (int, string) {
 		return http.StatusUnauthorized, "sign in first"
 	case errors.Is(err, errForbidden):
 		return http.StatusForbidden, err.Error()
+	case errors.Is(err, actions.ErrForbidden):
+		return http.StatusForbidden, err.Error()
+	case errors.Is(err, actions.ErrReasonRequired), errors.Is(err, actions.ErrInvalid):
+		return http.StatusUnprocessableEntity, err.Error()
+	case errors.Is(err, actions.ErrGuard):
+		return http.StatusConflict, err.Error()
+	case errors.Is(err, actions.ErrNotFound), errors.Is(err, queues.ErrNotFound), errors.Is(err, audit.ErrNotFound):
+		return http.StatusNotFound, err.Error()
+	case errors.Is(err, audit.ErrInvalid):
+		return http.StatusUnprocessableEntity, err.Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, "the database did not answer in time; the page's panels load separately, try them again"
 	}
@@ -66,7 +79,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 
 	// Anonymous browsers go to the sign-in page instead of seeing a 401.
-	if status == http.StatusUnauthorized && c.Request().Method == http.MethodGet && !wantsJSON(c) && !isHTMX(c) {
+	if status == http.StatusUnauthorized && c.Request().Method == http.MethodGet && !wantsJSON(c) && !isHTMX(c) &&
+		c.Request().Header.Get(echo.HeaderAuthorization) == "" {
 		_ = c.Redirect(http.StatusSeeOther, "/login?next="+safeNext(c.Request().URL.RequestURI()))
 		return
 	}

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/testdb"
 )
@@ -27,20 +30,35 @@ const testPassword = "correct horse battery"
 type env struct {
 	srv  *Server
 	http *httptest.Server
+	url  string // the database
 }
 
-func setup(t *testing.T) *env {
+// setupOpts adjusts setupWith.
+type setupOpts struct {
+	thresholds *diagnostics.Thresholds
+}
+
+func setup(t *testing.T) *env { return setupWith(t, setupOpts{}) }
+
+func setupWith(t *testing.T, o setupOpts) *env {
 	t.Helper()
-	pool := testdb.New(t)
+	url := testdb.URL(t)
+	pool := testdb.Pool(t, url)
+	diag, err := diagnostics.Open(context.Background(), url, diagnostics.Config{Thresholds: o.thresholds})
+	require.NoError(t, err)
+	t.Cleanup(diag.Close)
 	for _, role := range []string{auth.RoleViewer, auth.RoleOperator, auth.RoleAdmin} {
-		_, err := auth.OperatorAdd(context.Background(), pool, role, role, testPassword)
+		_, err = auth.OperatorAdd(context.Background(), pool, role, role, testPassword)
 		require.NoError(t, err)
 	}
-	s, err := New(Config{Pool: pool, Database: "console@test/db", Version: "test"})
+	runner, err := actions.NewRunner(pool, actions.RunnerConfig{Diagnostics: diag, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	s, err := New(Config{Pool: pool, Diagnostics: diag, Actions: runner, Database: "console@test/db", Version: "test",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
-	return &env{srv: s, http: hs}
+	return &env{srv: s, http: hs, url: url}
 }
 
 // client is a browser-like client: cookie jar, no redirect following, and

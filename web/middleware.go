@@ -274,7 +274,8 @@ func (l *proxyList) contains(remoteAddr string) bool {
 // cleanNext keeps post-login redirects on this site: anything but a local
 // path becomes "/".
 func cleanNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
+	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") ||
+		strings.HasPrefix(next, "/login") {
 		return "/"
 	}
 	return next

@@ -12,7 +12,7 @@ import (
 // without signing in; /metrics follows Config.MetricsAccess.
 func (s *Server) routes() {
 	e := s.e
-	e.Pre(middleware.RemoveTrailingSlash())
+	e.Pre(middleware.RemoveTrailingSlashWithConfig(middleware.TrailingSlashConfig{Skipper: pprofIndexPath}))
 	e.Use(requestID(), s.observe, middleware.Recover(), securityHeaders, s.authenticate, s.csrf)
 
 	e.GET("/healthz", s.healthz)
@@ -25,6 +25,38 @@ func (s *Server) routes() {
 
 	viewer := e.Group("", requireRole(auth.RoleViewer))
 	viewer.GET("/", s.overview)
+	viewer.GET("/api/v1/findings", s.findingsAPI)
+	viewer.GET("/runbook", s.runbookIndex)
+	viewer.GET("/runbook/:slug", s.runbookPage)
+	viewer.GET("/panels/:name", s.panel)
+	viewer.GET("/database/:page", s.databasePage)
+	viewer.GET("/queues", s.queuesList)
+	viewer.GET("/queues/:name", s.queueDetail)
+	viewer.GET("/jobs", s.jobsList)
+	viewer.GET("/jobs/:id", s.jobDetail)
+	viewer.GET("/deadletters", s.deadLetters)
+	viewer.GET("/workers", s.workersList)
+	viewer.GET("/outbox", s.outboxPage)
+	viewer.GET("/schedules", s.schedulesList)
+	viewer.GET("/audit", s.auditLog)
+	viewer.GET("/incidents", s.incidentList)
+	viewer.GET("/incidents/:id", s.incidentPage)
+	viewer.GET("/incidents/:id/export.md", s.incidentExport)
+	// Actions check the role themselves (actions.Runner), so a viewer can
+	// preview and is told clearly when it may not execute.
+	viewer.GET("/actions", s.actionIndex)
+	viewer.GET("/actions/:name", s.actionForm)
+	viewer.POST("/actions/:name/preview", s.actionPreview)
+	viewer.POST("/actions/:name", s.actionExecute)
+	viewer.POST("/api/v1/actions/:name", s.actionAPI)
+	viewer.POST("/incidents", s.incidentOpen)
+	viewer.POST("/incidents/:id/close", s.incidentClose)
+	viewer.POST("/incidents/:id/capture", s.incidentCapture)
+
+	// Profiling (net/http/pprof) is for admins only.
+	pprofGroup := e.Group("/debug/pprof", requireRole(auth.RoleAdmin))
+	pprofGroup.GET("", s.pprofPage)
+	pprofGroup.GET("/*", s.pprofPage)
 }
 
 // navEntry is one link of the left navigation, with the role that may see it.
@@ -36,6 +68,21 @@ type navEntry struct {
 // Only pages that exist are listed.
 var navigation = []navEntry{
 	{"Overview", "overview", "Overview", "/", auth.RoleViewer},
+	{"Runbook", "runbook", "Runbook", "/runbook", auth.RoleViewer},
+	{"Runbook", "incidents", "Incidents", "/incidents", auth.RoleViewer},
+	{"Queues", "queues", "Queues", "/queues", auth.RoleViewer},
+	{"Queues", "jobs", "Jobs", "/jobs", auth.RoleViewer},
+	{"Queues", "deadletters", "Dead letters", "/deadletters", auth.RoleViewer},
+	{"Queues", "outbox", "Outbox", "/outbox", auth.RoleViewer},
+	{"Queues", "workers", "Workers", "/workers", auth.RoleViewer},
+	{"Database", "db-activity", "Activity and locks", "/database/activity", auth.RoleViewer},
+	{"Database", "db-resources", "WAL and I/O", "/database/resources", auth.RoleViewer},
+	{"Database", "db-replication", "Replication", "/database/replication", auth.RoleViewer},
+	{"Database", "db-maintenance", "Vacuum and indexes", "/database/maintenance", auth.RoleViewer},
+	{"Database", "db-statements", "Statements", "/database/statements", auth.RoleViewer},
+	{"Operations", "actions", "Actions", "/actions", auth.RoleViewer},
+	{"Operations", "schedules", "Schedules", "/schedules", auth.RoleViewer},
+	{"Operations", "audit", "Audit", "/audit", auth.RoleViewer},
 }
 
 func navFor(active, role string) []views.NavGroup {

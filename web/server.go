@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
 )
 
@@ -19,6 +21,14 @@ import (
 type Config struct {
 	// Pool is the console's own pool for reads and actions. Required.
 	Pool *pgxpool.Pool
+	// Diagnostics runs the runbook's read-only queries on its own pool.
+	// Required.
+	Diagnostics *diagnostics.Diagnostics
+	// Sampler keeps the recent samples behind the sparklines; nil shows
+	// numbers without trends.
+	Sampler *diagnostics.Sampler
+	// Actions runs every operator mutation. Required.
+	Actions *actions.Runner
 	// Database is the redacted connection target shown in the top bar.
 	Database string
 	// Version is the console's version string.

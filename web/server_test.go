@@ -52,6 +52,12 @@ func TestAnonymousIsSentToLogin(t *testing.T) {
 	resp, _ = c.get("/", "HX-Request", "true")
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	require.Equal(t, "/login", resp.Header.Get("HX-Redirect"))
+
+	// A wrong token is a 401, not a sign-in page it could loop on.
+	resp, body = c.get("/queues", "Authorization", "Bearer pgc_wrong")
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Contains(t, body, "not recognised")
+	require.Equal(t, "/", cleanNext("/login?next=/"))
 }
 
 func TestLoginLogout(t *testing.T) {
@@ -168,12 +174,12 @@ func TestRenderAnswersJSONAndFragments(t *testing.T) {
 	resp, body := c.get("/", "Accept", "application/json")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json"))
-	require.Contains(t, body, `"database":"console@test/db"`)
+	require.Contains(t, body, `"generated_at"`)
 
 	resp, body = c.get("/", "HX-Request", "true")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.NotContains(t, body, "<html", "an htmx request gets the fragment only")
-	require.Contains(t, body, `data-testid="overview-database"`)
+	require.Contains(t, body, `data-testid="findings"`)
 
 	resp, body = c.get("/no-such-page")
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)

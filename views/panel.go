@@ -1,0 +1,68 @@
+package views
+
+// Panel is one independently loaded block of evidence: a table of rows from
+// one query, the SQL that produced it, and its own status, so a query that
+// times out or is blocked shows that here without taking the page down.
+type Panel struct {
+	ID      string   `json:"id"`
+	Title   string   `json:"title"`
+	SQL     string   `json:"sql,omitempty"`
+	Columns []Column `json:"columns"`
+	Rows    [][]Cell `json:"rows"`
+	// Status is "ok", "timed_out", "locked" or "error"; Message says what
+	// happened and what to try.
+	Status  string `json:"status"`
+	Message string `json:"message,omitempty"`
+	// EmptyTitle and EmptyWhy describe what would appear and why nothing
+	// does.
+	EmptyTitle string `json:"-"`
+	EmptyWhy   string `json:"-"`
+	Took       string `json:"took,omitempty"`
+	// RefreshURL, when set, makes the panel refresh itself every
+	// RefreshSeconds through htmx.
+	RefreshURL     string `json:"-"`
+	RefreshSeconds int    `json:"-"`
+	// CaptureURL, when set, offers "capture into the open incident".
+	CaptureURL string `json:"-"`
+	CSRF       string `json:"-"`
+	Note       string `json:"note,omitempty"`
+}
+
+// Column is a table heading; Num right-aligns it.
+type Column struct {
+	Label string `json:"label"`
+	Num   bool   `json:"num,omitempty"`
+	Hint  string `json:"hint,omitempty"`
+}
+
+// Cell is one table cell, already formatted.
+type Cell struct {
+	Text    string       `json:"text"`
+	Href    string       `json:"href,omitempty"`
+	Title   string       `json:"title,omitempty"` // tooltip, e.g. absolute UTC
+	Mono    bool         `json:"-"`
+	Sev     string       `json:"sev,omitempty"` // render as a severity badge
+	Indent  int          `json:"indent,omitempty"`
+	Actions []ActionLink `json:"actions,omitempty"`
+	TS      string       `json:"ts,omitempty"` // RFC 3339: keep the age ticking
+}
+
+// ActionLink is the next step for a finding or a row: a button that opens the
+// action's preview. Risk is the seed's word (low, medium, high).
+type ActionLink struct {
+	Name  string `json:"name"`
+	Label string `json:"label"`
+	Href  string `json:"href"`
+	Risk  string `json:"risk"`
+}
+
+// Danger reports whether the action should look different from safe ones.
+func (a ActionLink) Danger() bool { return a.Risk == "high" || a.Risk == "medium" }
+
+// PanelSlot is a placeholder that loads a panel with htmx as soon as the page
+// is shown, so every panel loads (and fails) on its own.
+type PanelSlot struct {
+	ID    string
+	Title string
+	URL   string
+}

@@ -1,0 +1,411 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/views"
+)
+
+// actionTimeout bounds one action, including backend.cancel's wait for the
+// chain to clear.
+const actionTimeout = 30 * time.Second
+
+// actionIndex lists every action with its risk and the role it needs.
+func (s *Server) actionIndex(c echo.Context) error {
+	p, _ := principalFrom(c)
+	m := views.ActionList{}
+	for _, spec := range actions.Registry() {
+		m.Actions = append(m.Actions, views.ActionSummary{
+			Name: spec.Name, Title: spec.Title, Description: spec.Description, Role: spec.Role,
+			Risk: riskWord(spec.Risk), Href: "/actions/" + spec.Name,
+			Allowed: auth.RoleRank(p.Role) >= auth.RoleRank(spec.Role),
+		})
+	}
+	return s.render(c, page{Title: "Actions", Nav: "actions", Model: m, Body: views.ActionListBody(m)})
+}
+
+// actionForm shows an action's form, prefilled from the query string (the
+// buttons on findings and rows link here with their parameters).
+func (s *Server) actionForm(c echo.Context) error {
+	spec, err := lookupAction(c.Param("name"))
+	if err != nil {
+		return err
+	}
+	values := map[string]string{}
+	for _, prm := range spec.Params {
+		if v := c.QueryParam(prm.Name); v != "" {
+			values[prm.Name] = v
+		}
+	}
+	m := s.actionPage(c, spec, values, "")
+	m.Stage = "edit"
+	return s.renderAction(c, m)
+}
+
+// actionPreview runs the action as a dry run and shows what would change,
+// with the confirmation form.
+func (s *Server) actionPreview(c echo.Context) error {
+	spec, err := lookupAction(c.Param("name"))
+	if err != nil {
+		return err
+	}
+	values, reason := formParams(c, spec)
+	m := s.actionPage(c, spec, values, reason)
+	ctx, cancel := context.WithTimeout(c.Request().Context(), actionTimeout)
+	defer cancel()
+	p, _ := principalFrom(c)
+	out, err := s.cfg.Actions.Run(ctx, actions.Actor{Name: p.Name, Role: p.Role}, spec.Name,
+		actions.Request{Params: stringParams(values), DryRun: true})
+	if err != nil {
+		return s.actionFailed(c, m, "edit", err)
+	}
+	m.Stage = "preview"
+	m.Preview = toValue(displayValue(out.Preview, time.Now()))
+	// Parameters the preview returned (a backend's fingerprint) go into
+	// the confirmation, so execution refuses if the target changed since
+	// the operator looked at it.
+	for name, v := range previewParams(spec, out.Preview, values) {
+		values[name] = v
+	}
+	m.Fields = actionFields(spec, values)
+	for i, f := range m.Fields {
+		if _, fromPreview := previewParams(spec, out.Preview, nil)[f.Name]; fromPreview {
+			m.Fields[i].Kind = "hidden"
+		}
+	}
+	return s.renderAction(c, m)
+}
+
+// previewParams finds, for each parameter not given in values, a value of
+// the same name in the preview: at its top level or one object down (the
+// target's fingerprint), never inside lists.
+func previewParams(spec actions.Spec, preview any, values map[string]string) map[string]string {
+	b, err := json.Marshal(preview)
+	if err != nil {
+		return nil
+	}
+	var top map[string]any
+	if json.Unmarshal(b, &top) != nil {
+		return nil
+	}
+	scalar := func(v any) (string, bool) {
+		switch x := v.(type) {
+		case string:
+			return x, x != ""
+		case float64:
+			return strconv.FormatFloat(x, 'f', -1, 64), true
+		}
+		return "", false
+	}
+	out := map[string]string{}
+	for _, prm := range spec.Params {
+		if prm.Name == spec.Confirm || values[prm.Name] != "" {
+			continue
+		}
+		if v, ok := scalar(top[prm.Name]); ok {
+			out[prm.Name] = v
+			continue
+		}
+		for _, nested := range top {
+			if obj, ok := nested.(map[string]any); ok {
+				if v, ok := scalar(obj[prm.Name]); ok {
+					out[prm.Name] = v
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// actionExecute runs the action for real, after the typed confirmation when
+// the action asks for one.
+func (s *Server) actionExecute(c echo.Context) error {
+	spec, err := lookupAction(c.Param("name"))
+	if err != nil {
+		return err
+	}
+	values, reason := formParams(c, spec)
+	m := s.actionPage(c, spec, values, reason)
+	req := actions.Request{Params: stringParams(values), Reason: reason}
+	if id, err := strconv.ParseInt(c.FormValue("incident_id"), 10, 64); err == nil && id > 0 {
+		req.IncidentID = &id
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), actionTimeout)
+	defer cancel()
+	p, _ := principalFrom(c)
+	out, err := s.cfg.Actions.Run(ctx, actions.Actor{Name: p.Name, Role: p.Role}, spec.Name, req)
+	if err != nil {
+		return s.actionFailed(c, m, "preview", err)
+	}
+	s.log.Info("action", "action", spec.Name, "actor", p.Name, "audit_id", out.AuditID)
+	m.Stage = "done"
+	m.Preview = toValue(displayValue(out.Preview, time.Now()))
+	m.Result = toValue(displayValue(out.Result, time.Now()))
+	m.AuditID = out.AuditID
+	if r, ok := out.Result.(actions.BackendResult); ok && r.NextStep != "" {
+		// A signal that did not clear the chain offers the next step: on
+		// the new root when the chain moved, else on the same backend.
+		pid := values["pid"]
+		if len(r.NewRoots) > 0 {
+			pid = strconv.Itoa(int(r.NewRoots[0]))
+		}
+		m.Next = actionLinks([]string{r.NextStep}, p.Role, map[string]string{"pid": pid})
+	}
+	return s.renderAction(c, m)
+}
+
+// actionAPI serves POST /api/v1/actions/:name for automation:
+// {"params": {...}, "reason": "...", "dry_run": false}.
+func (s *Server) actionAPI(c echo.Context) error {
+	if _, err := lookupAction(c.Param("name")); err != nil {
+		return err
+	}
+	var body struct {
+		Params     json.RawMessage `json:"params"`
+		Reason     string          `json:"reason"`
+		DryRun     bool            `json:"dry_run"`
+		IncidentID *int64          `json:"incident_id"`
+	}
+	dec := json.NewDecoder(c.Request().Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, "the body must be JSON like {\"params\": {...}, \"reason\": \"...\", \"dry_run\": false}: "+err.Error())
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), actionTimeout)
+	defer cancel()
+	p, _ := principalFrom(c)
+	req := actions.Request{Params: body.Params, Reason: body.Reason, DryRun: body.DryRun, IncidentID: body.IncidentID}
+	if len(body.Params) == 0 {
+		req.Params = nil
+	}
+	out, err := s.cfg.Actions.Run(ctx, actions.Actor{Name: p.Name, Role: p.Role}, c.Param("name"), req)
+	if err != nil {
+		return err
+	}
+	if !body.DryRun {
+		s.log.Info("action", "action", c.Param("name"), "actor", p.Name, "audit_id", out.AuditID)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func lookupAction(name string) (actions.Spec, error) {
+	spec, ok := actions.Lookup(name)
+	if !ok {
+		return spec, fmt.Errorf("%w: there is no action named %q; /actions lists them", errNotFound, name)
+	}
+	return spec, nil
+}
+
+// actionPage fills the parts of an action page every stage shares.
+func (s *Server) actionPage(c echo.Context, spec actions.Spec, values map[string]string, reason string) views.ActionPage {
+	p, _ := principalFrom(c)
+	m := views.ActionPage{
+		Name: spec.Name, Title: spec.Title, Description: spec.Description, Risk: riskWord(spec.Risk), Role: spec.Role,
+		Reason: reason, CSRF: csrfToken(c), Allowed: auth.RoleRank(p.Role) >= auth.RoleRank(spec.Role),
+		Fields: actionFields(spec, values),
+	}
+	if spec.Confirm != "" {
+		// The confirmation parameter (confirm_pid) repeats another one
+		// (pid); the runner checks they match.
+		confirmed := strings.TrimPrefix(spec.Confirm, "confirm_")
+		m.ConfirmName = spec.Confirm
+		m.ConfirmLabel = "Type the " + confirmed + " (" + values[confirmed] + ") again to confirm"
+		m.ConfirmValue = values[confirmed]
+	}
+	if inc := s.openIncident(c.Request().Context()); inc != nil {
+		m.Incident = &views.IncidentRef{ID: inc.ID, Title: inc.Title, Href: fmt.Sprintf("/incidents/%d", inc.ID)}
+	}
+	return m
+}
+
+// actionFailed shows a refused or failed action on its form with the
+// status the error maps to; the inputs are kept.
+func (s *Server) actionFailed(c echo.Context, m views.ActionPage, stage string, err error) error {
+	status, msg := statusOf(err)
+	if status >= 500 {
+		return err
+	}
+	m.Stage = stage
+	m.Error = msg
+	return s.renderActionStatus(c, status, m)
+}
+
+func (s *Server) renderAction(c echo.Context, m views.ActionPage) error {
+	return s.renderActionStatus(c, http.StatusOK, m)
+}
+
+func (s *Server) renderActionStatus(c echo.Context, status int, m views.ActionPage) error {
+	if isHTMX(c) && c.Request().Method == http.MethodPost {
+		return s.writeComponent(c, status, views.ActionArea(m))
+	}
+	return s.render(c, page{Title: m.Title, Nav: "actions", Model: m, Body: views.ActionBody(m), Status: status})
+}
+
+// formParams reads the action's parameters from p.<name> form fields; empty
+// values are left out so the action sees them as not given.
+func formParams(c echo.Context, spec actions.Spec) (map[string]string, string) {
+	values := map[string]string{}
+	for _, prm := range spec.Params {
+		if v := strings.TrimSpace(c.FormValue("p." + prm.Name)); v != "" {
+			values[prm.Name] = v
+		}
+	}
+	return values, strings.TrimSpace(c.FormValue("reason"))
+}
+
+func stringParams(values map[string]string) map[string]any {
+	out := make(map[string]any, len(values))
+	for k, v := range values {
+		out[k] = v
+	}
+	return out
+}
+
+// actionFields maps an action's parameters to form inputs.
+func actionFields(spec actions.Spec, values map[string]string) []views.ActionField {
+	var out []views.ActionField
+	for _, prm := range spec.Params {
+		if prm.Name == spec.Confirm {
+			continue // asked for at the confirmation, never prefilled
+		}
+		f := views.ActionField{Name: prm.Name, Label: strings.ReplaceAll(prm.Name, "_", " "), Value: values[prm.Name],
+			Help: prm.Description, Required: prm.Required, Kind: "text"}
+		switch {
+		case len(prm.Enum) > 0:
+			f.Kind, f.Options = "select", prm.Enum
+		case prm.Type == actions.ParamBool:
+			f.Kind = "checkbox"
+		case prm.Type == actions.ParamJSON:
+			f.Kind = "textarea"
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// toValue turns a preview or result (any JSON-able value) into the generic
+// view: objects become key-value lists, lists of objects become tables.
+func toValue(v any) *views.Value {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return &views.Value{Text: fmt.Sprint(v)}
+	}
+	var generic any
+	if err := json.Unmarshal(b, &generic); err != nil {
+		return &views.Value{Text: string(b)}
+	}
+	return valueOf(generic, 0)
+}
+
+func valueOf(v any, depth int) *views.Value {
+	switch x := v.(type) {
+	case nil:
+		return &views.Value{Text: "—"}
+	case map[string]any:
+		if depth > 4 {
+			b, _ := json.Marshal(x)
+			return &views.Value{Text: string(b)}
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		out := &views.Value{}
+		for _, k := range keys {
+			out.Pairs = append(out.Pairs, views.Pair{Key: strings.ReplaceAll(stripOrder(k), "_", " "), Value: valueOf(x[k], depth+1)})
+		}
+		if len(out.Pairs) == 0 {
+			return &views.Value{Text: "—"}
+		}
+		return out
+	case []any:
+		if len(x) == 0 {
+			return &views.Value{Text: "none"}
+		}
+		if cols := tableColumns(x); cols != nil {
+			out := &views.Value{Columns: cols}
+			for _, it := range x {
+				m := it.(map[string]any)
+				row := make([]*views.Value, len(cols))
+				for i, c := range cols {
+					row[i] = valueOf(m[c], depth+1)
+				}
+				out.Rows = append(out.Rows, row)
+			}
+			for i, c := range out.Columns {
+				out.Columns[i] = strings.ReplaceAll(stripOrder(c), "_", " ")
+			}
+			return out
+		}
+		out := &views.Value{}
+		for _, it := range x {
+			out.List = append(out.List, valueOf(it, depth+1))
+		}
+		return out
+	case float64:
+		if x == float64(int64(x)) {
+			return &views.Value{Text: strconv.FormatInt(int64(x), 10)}
+		}
+		return &views.Value{Text: strconv.FormatFloat(x, 'f', -1, 64)}
+	case bool:
+		if x {
+			return &views.Value{Text: "yes"}
+		}
+		return &views.Value{Text: "no"}
+	case string:
+		if x == "" {
+			return &views.Value{Text: "—"}
+		}
+		return &views.Value{Text: x}
+	}
+	return &views.Value{Text: fmt.Sprint(v)}
+}
+
+// tableColumns returns the union of keys when every element is an object
+// with scalar values, so the list reads best as a table.
+func tableColumns(list []any) []string {
+	seen := map[string]bool{}
+	var cols []string
+	for _, it := range list {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return nil
+		}
+		for k, v := range m {
+			switch v.(type) {
+			case map[string]any:
+				return nil
+			}
+			if !seen[k] {
+				seen[k] = true
+				cols = append(cols, k)
+			}
+		}
+	}
+	sort.Strings(cols)
+	return cols
+}
+
+// stripOrder drops the "3_" prefix display maps use to order their keys.
+func stripOrder(k string) string {
+	if len(k) > 2 && k[0] >= '0' && k[0] <= '9' && k[1] == '_' {
+		return k[2:]
+	}
+	return k
+}

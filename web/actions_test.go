@@ -1,0 +1,120 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/internal/auth"
+)
+
+// apiPost sends a JSON body to the actions API with a bearer token.
+func (c *client) apiPost(path, token, body string) (*http.Response, string) {
+	c.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, c.base+path, strings.NewReader(body))
+	require.NoError(c.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	return c.do(req)
+}
+
+func TestActionsAPI(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	opToken, err := auth.TokenCreate(ctx, e.srv.cfg.Pool, "ci-operator", auth.RoleOperator)
+	require.NoError(t, err)
+	viewerToken, err := auth.TokenCreate(ctx, e.srv.cfg.Pool, "ci-viewer", auth.RoleViewer)
+	require.NoError(t, err)
+	c := e.client(t)
+	paused := func() bool {
+		var p bool
+		_ = e.srv.cfg.Pool.QueryRow(ctx, "SELECT coalesce((SELECT paused FROM queue_settings WHERE queue = 'emails'), false)").Scan(&p)
+		return p
+	}
+
+	resp, body := c.apiPost("/api/v1/actions/queue.pause", opToken, `{"params": {"queue": "emails"}, "reason": "SMTP down", "dry_run": true}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, body, `"preview"`)
+	require.False(t, paused(), "a dry run changes nothing")
+
+	resp, body = c.apiPost("/api/v1/actions/queue.pause", opToken, `{"params": {"queue": "emails"}, "reason": "SMTP down"}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	var out struct {
+		AuditID int64 `json:"audit_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &out))
+	require.Positive(t, out.AuditID)
+	require.True(t, paused())
+
+	for _, tc := range []struct {
+		name, token, path, body string
+		status                  int
+		says                    string
+	}{
+		{"ViewerForbidden", viewerToken, "/api/v1/actions/queue.resume", `{"params": {"queue": "emails"}, "reason": "x"}`, http.StatusForbidden, "forbidden"},
+		{"ReasonMissing", opToken, "/api/v1/actions/queue.resume", `{"params": {"queue": "emails"}}`, http.StatusUnprocessableEntity, "say why"},
+		{"BadParam", opToken, "/api/v1/actions/queue.throttle", `{"params": {"queue": "emails", "max_workers": "lots"}, "reason": "x"}`, http.StatusUnprocessableEntity, "max_workers"},
+		{"UnknownAction", opToken, "/api/v1/actions/database.drop", `{"reason": "x"}`, http.StatusNotFound, "no action"},
+		{"NotJSON", opToken, "/api/v1/actions/queue.resume", `pause it`, http.StatusBadRequest, "must be JSON"},
+		{"GuardRefuses", opToken, "/api/v1/actions/backend.cancel",
+			`{"params": {"pid": 999999, "backend_start": "2020-01-01T00:00:00Z"}, "reason": "x"}`, http.StatusConflict, "target changed"},
+		{"BadToken", "pgc_nope", "/api/v1/actions/queue.resume", `{"reason": "x"}`, http.StatusUnauthorized, "not recognised"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := c.apiPost(tc.path, tc.token, tc.body)
+			require.Equal(t, tc.status, resp.StatusCode, body)
+			require.Contains(t, body, tc.says)
+		})
+	}
+	require.True(t, paused(), "nothing refused changed the queue")
+}
+
+func TestActionsUI(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	op := e.client(t)
+	op.login("operator")
+
+	resp, body := op.get("/actions")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, body, `data-testid="actions"`)
+	require.Contains(t, body, "queue.throttle")
+
+	resp, body = op.get("/actions/queue.throttle?queue=emails&max_workers=2")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, body, `data-testid="action-form-edit"`)
+	require.Contains(t, body, `value="emails"`)
+
+	form := url.Values{"_csrf": {op.csrf}, "p.queue": {"emails"}, "p.max_workers": {"2"}}
+	resp, body = op.post("/actions/queue.throttle/preview", form, "HX-Request", "true")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, body, `data-testid="action-preview"`)
+	require.NotContains(t, body, "<html", "htmx gets the fragment")
+
+	resp, body = op.post("/actions/queue.throttle", form, "HX-Request", "true")
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	require.Contains(t, body, `data-testid="action-error"`)
+	require.Contains(t, body, "say why")
+
+	form.Set("reason", "SMTP provider throttling us")
+	resp, body = op.post("/actions/queue.throttle", form)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, body, `data-testid="action-done"`)
+	require.Contains(t, body, `data-testid="audit-link"`)
+
+	viewer := e.client(t)
+	viewer.login("viewer")
+	_, _ = viewer.get("/actions/queue.pause?queue=emails")
+	resp, body = viewer.post("/actions/queue.pause", url.Values{"_csrf": {viewer.csrf}, "p.queue": {"emails"}, "reason": {"x"}})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.Contains(t, body, "forbidden")
+
+	resp, _ = op.get("/actions/nope")
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+}

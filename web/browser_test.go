@@ -1,0 +1,43 @@
+package web
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/internal/browser"
+)
+
+// css is shorthand for a CSS selector.
+type css = chromedp.CSS
+
+// TestBrowserSignIn signs in through the real form in headless Chromium,
+// checks the page's frame and that htmx loaded under the CSP, and writes
+// screenshots of the sign-in page and the overview.
+func TestBrowserSignIn(t *testing.T) {
+	e := setup(t)
+	ctx := browser.New(t, 60*time.Second)
+
+	browser.Do(t, ctx, chromedp.Navigate(e.http.URL+"/"), chromedp.WaitVisible(css(`[data-testid="login"]`)))
+	require.Contains(t, browser.Get(t, ctx, chromedp.Title()), "Sign in")
+	browser.Screenshot(t, ctx, "login")
+
+	browser.Do(t, ctx,
+		chromedp.SendKeys(css(`#name`), "operator"),
+		chromedp.SendKeys(css(`#password`), testPassword),
+		chromedp.Click(css(`[data-testid="login-submit"]`)),
+		chromedp.WaitVisible(css(`[data-testid="findings"]`)),
+	)
+	require.Contains(t, browser.Get(t, ctx, chromedp.Text(css(`[data-testid="topbar"]`))), "operator (operator)")
+	require.True(t, browser.Get(t, ctx, chromedp.Evaluate[bool](`typeof htmx !== "undefined"`)), "htmx must load under the CSP")
+	browser.Screenshot(t, ctx, "overview")
+
+	browser.Do(t, ctx,
+		chromedp.Click(css(`[data-testid="logout"]`)),
+		chromedp.WaitVisible(css(`[data-testid="login"]`)),
+	)
+	require.True(t, strings.Contains(browser.Get(t, ctx, chromedp.Location()), "/login"))
+}

@@ -1,0 +1,282 @@
+package web
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pgconsole/console/audit"
+	"github.com/pgconsole/console/queues"
+	"github.com/pgconsole/console/views"
+)
+
+// Parsers of the query-string filters of the jobs and audit lists. They are
+// pure: a bad value becomes a badRequest naming the field and what it
+// accepts, so the operator sees a 400 with the reason, never a 500.
+
+// maxFilterText bounds free-text filters: nothing legitimate is longer, and
+// it keeps silly input away from the database.
+const maxFilterText = 200
+
+// filterTimeLayouts are the forms a time filter accepts: RFC 3339, what an
+// <input type="datetime-local"> sends (taken as UTC), and a plain date.
+var filterTimeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02"}
+
+// filterText returns a trimmed free-text filter, refusing control characters
+// and overlong values.
+func filterText(q url.Values, name string) (string, error) {
+	v := strings.TrimSpace(q.Get(name))
+	if len(v) > maxFilterText {
+		return "", errBadRequest("%s is too long (at most %d characters)", name, maxFilterText)
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f || r == '\uFFFD' {
+			return "", errBadRequest("%s contains a control character or invalid UTF-8", name)
+		}
+	}
+	return v, nil
+}
+
+// filterTime parses an optional time filter; empty means no bound.
+func filterTime(q url.Values, name string) (*time.Time, error) {
+	v := strings.TrimSpace(q.Get(name))
+	if v == "" {
+		return nil, nil
+	}
+	for _, layout := range filterTimeLayouts {
+		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
+			if t.Year() < 1 || t.Year() > 9999 {
+				break
+			}
+			t = t.UTC()
+			return &t, nil
+		}
+	}
+	return nil, errBadRequest("%s %q is not a time: use RFC 3339 (2006-01-02T15:04:05Z) or 2006-01-02 15:04 (UTC)", name, truncate(v, 40))
+}
+
+// filterID parses an optional positive id; empty means 0 (no filter).
+func filterID(q url.Values, name string) (int64, error) {
+	v := strings.TrimSpace(q.Get(name))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, errBadRequest("%s %q is not a positive whole number", name, truncate(v, 40))
+	}
+	return n, nil
+}
+
+// filterLimit parses the page size: empty means def, otherwise 1..max.
+func filterLimit(q url.Values, def, max int) (int, error) {
+	v := strings.TrimSpace(q.Get("limit"))
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, errBadRequest("limit %q must be a whole number from 1 to %d", truncate(v, 40), max)
+	}
+	return n, nil
+}
+
+// jobStatuses are the values the status filter accepts.
+var jobStatuses = []string{queues.StatusReady, queues.StatusRunning, queues.StatusDone, queues.StatusDead}
+
+// jobListFilter is a parsed /jobs query: the list parameters, an id to jump
+// to (0 for none), and the form as the operator typed it.
+type jobListFilter struct {
+	Params queues.JobListParams
+	JumpID int64
+	Form   views.JobFilter
+}
+
+// jobListDefaultLimit and jobListMaxLimit bound a page of /jobs.
+const (
+	jobListDefaultLimit = 50
+	jobListMaxLimit     = 500
+)
+
+// parseJobFilter reads the /jobs query string: queue, kind, status,
+// error_class, created_from, created_until, before (keyset cursor), limit
+// and id (jump to one job).
+func parseJobFilter(q url.Values) (jobListFilter, error) {
+	var f jobListFilter
+	var err error
+	p := &f.Params
+	if p.Queue, err = filterText(q, "queue"); err != nil {
+		return f, err
+	}
+	if p.Kind, err = filterText(q, "kind"); err != nil {
+		return f, err
+	}
+	if p.ErrorClass, err = filterText(q, "error_class"); err != nil {
+		return f, err
+	}
+	status := strings.ToLower(strings.TrimSpace(q.Get("status")))
+	if status != "" && status != "any" {
+		ok := false
+		for _, s := range jobStatuses {
+			ok = ok || s == status
+		}
+		if !ok {
+			return f, errBadRequest("status %q is not one of %s", truncate(status, 40), strings.Join(jobStatuses, ", "))
+		}
+		p.Status = status
+	}
+	if p.CreatedFrom, err = filterTime(q, "created_from"); err != nil {
+		return f, err
+	}
+	if p.CreatedUntil, err = filterTime(q, "created_until"); err != nil {
+		return f, err
+	}
+	if p.CreatedFrom != nil && p.CreatedUntil != nil && !p.CreatedFrom.Before(*p.CreatedUntil) {
+		return f, errBadRequest("created_from must be before created_until")
+	}
+	if p.BeforeID, err = filterID(q, "before"); err != nil {
+		return f, err
+	}
+	if p.Limit, err = filterLimit(q, jobListDefaultLimit, jobListMaxLimit); err != nil {
+		return f, err
+	}
+	if f.JumpID, err = filterID(q, "id"); err != nil {
+		return f, err
+	}
+	f.Form = views.JobFilter{
+		Queue: p.Queue, Kind: p.Kind, Status: p.Status, ErrorClass: p.ErrorClass,
+		CreatedFrom: formTime(p.CreatedFrom), CreatedUntil: formTime(p.CreatedUntil),
+		Statuses: jobStatuses,
+	}
+	if q.Get("limit") != "" {
+		f.Form.Limit = strconv.Itoa(p.Limit)
+	}
+	return f, nil
+}
+
+// formTime writes a parsed time back into a filter box.
+func formTime(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// query is the filter's query string without the cursor, for the "older"
+// link and the links that keep the filter.
+func (f jobListFilter) query() url.Values {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("queue", f.Form.Queue)
+	set("kind", f.Form.Kind)
+	set("status", f.Form.Status)
+	set("error_class", f.Form.ErrorClass)
+	set("created_from", f.Form.CreatedFrom)
+	set("created_until", f.Form.CreatedUntil)
+	set("limit", f.Form.Limit)
+	return q
+}
+
+// auditListFilter is a parsed /audit query.
+type auditListFilter struct {
+	Params audit.ListParams
+	Form   views.AuditFilter
+}
+
+// auditListDefaultLimit and auditListMaxLimit bound a page of /audit.
+const (
+	auditListDefaultLimit = 50
+	auditListMaxLimit     = 500
+)
+
+// auditOutcomes are the values the outcome filter accepts.
+var auditOutcomes = []string{string(audit.OutcomeSucceeded), string(audit.OutcomeFailed), string(audit.OutcomeRefused)}
+
+// parseAuditFilter reads the /audit query string: actor, action, target,
+// outcome, incident, before (keyset cursor) and limit.
+func parseAuditFilter(q url.Values) (auditListFilter, error) {
+	var f auditListFilter
+	var err error
+	p := &f.Params
+	if p.Actor, err = filterText(q, "actor"); err != nil {
+		return f, err
+	}
+	if p.Action, err = filterText(q, "action"); err != nil {
+		return f, err
+	}
+	if p.Target, err = filterText(q, "target"); err != nil {
+		return f, err
+	}
+	outcome := strings.ToLower(strings.TrimSpace(q.Get("outcome")))
+	if outcome != "" && outcome != "any" {
+		if !audit.Outcome(outcome).Valid() {
+			return f, errBadRequest("outcome %q is not one of %s", truncate(outcome, 40), strings.Join(auditOutcomes, ", "))
+		}
+		p.Outcome = outcome
+	}
+	incident, err := filterID(q, "incident")
+	if err != nil {
+		return f, err
+	}
+	if incident > 0 {
+		p.IncidentID = &incident
+	}
+	if p.BeforeID, err = filterID(q, "before"); err != nil {
+		return f, err
+	}
+	if p.Limit, err = filterLimit(q, auditListDefaultLimit, auditListMaxLimit); err != nil {
+		return f, err
+	}
+	f.Form = views.AuditFilter{Actor: p.Actor, Action: p.Action, Target: p.Target, Outcome: p.Outcome, Outcomes: auditOutcomes}
+	if incident > 0 {
+		f.Form.Incident = strconv.FormatInt(incident, 10)
+	}
+	if q.Get("limit") != "" {
+		f.Form.Limit = strconv.Itoa(p.Limit)
+	}
+	return f, nil
+}
+
+// query is the filter's query string without the cursor.
+func (f auditListFilter) query() url.Values {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("actor", f.Form.Actor)
+	set("action", f.Form.Action)
+	set("target", f.Form.Target)
+	set("outcome", f.Form.Outcome)
+	set("incident", f.Form.Incident)
+	set("limit", f.Form.Limit)
+	return q
+}
+
+// olderHref is the "older" link of a keyset page: the same filter, with the
+// cursor at the smallest id shown. A short page has no older link.
+func olderHref(path string, q url.Values, lastID int64, shown, limit int) string {
+	if shown < limit || lastID <= 1 {
+		return ""
+	}
+	q2 := url.Values{}
+	for k, v := range q {
+		q2[k] = v
+	}
+	q2.Set("before", strconv.FormatInt(lastID, 10))
+	return path + "?" + q2.Encode()
+}
+
+// listHref is path with q, or path alone when q is empty.
+func listHref(path string, q url.Values) string {
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
+}

@@ -1,0 +1,182 @@
+package web
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseJobFilter(t *testing.T) {
+	t.Parallel()
+	from := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		query   string
+		wantErr string
+		check   func(t *testing.T, f jobListFilter)
+	}{
+		{name: "Empty", query: "", check: func(t *testing.T, f jobListFilter) {
+			require.Equal(t, jobListDefaultLimit, f.Params.Limit)
+			require.Zero(t, f.Params.BeforeID)
+			require.Empty(t, f.query())
+		}},
+		{name: "AllFields", query: "queue=email&kind=send&status=DEAD&error_class=timeout&created_from=2026-12-01T10:00:00Z&created_until=2026-12-02&before=900&limit=20",
+			check: func(t *testing.T, f jobListFilter) {
+				p := f.Params
+				require.Equal(t, "email", p.Queue)
+				require.Equal(t, "send", p.Kind)
+				require.Equal(t, "dead", p.Status)
+				require.Equal(t, "timeout", p.ErrorClass)
+				require.Equal(t, from, *p.CreatedFrom)
+				require.Equal(t, time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), *p.CreatedUntil)
+				require.EqualValues(t, 900, p.BeforeID)
+				require.Equal(t, 20, p.Limit)
+				q := f.query()
+				require.Empty(t, q.Get("before"), "the cursor is not part of the filter")
+				require.Equal(t, "dead", q.Get("status"))
+				require.Equal(t, "20", q.Get("limit"))
+			}},
+		{name: "DatetimeLocal", query: "created_from=2026-12-01T10:00", check: func(t *testing.T, f jobListFilter) {
+			require.Equal(t, from, *f.Params.CreatedFrom)
+		}},
+		{name: "StatusAny", query: "status=any", check: func(t *testing.T, f jobListFilter) { require.Empty(t, f.Params.Status) }},
+		{name: "Jump", query: "id=42", check: func(t *testing.T, f jobListFilter) { require.EqualValues(t, 42, f.JumpID) }},
+		{name: "Trimmed", query: "queue=+email+", check: func(t *testing.T, f jobListFilter) { require.Equal(t, "email", f.Params.Queue) }},
+		{name: "BadStatus", query: "status=zombie", wantErr: `status "zombie" is not one of ready, running, done, dead`},
+		{name: "BadTime", query: "created_from=yesterday", wantErr: `created_from "yesterday" is not a time`},
+		{name: "BadUntil", query: "created_until=2026-13-01", wantErr: "created_until"},
+		{name: "EmptyRange", query: "created_from=2026-12-02&created_until=2026-12-01", wantErr: "created_from must be before created_until"},
+		{name: "NegativeBefore", query: "before=-5", wantErr: `before "-5" is not a positive whole number`},
+		{name: "TextBefore", query: "before=abc", wantErr: "before"},
+		{name: "NegativeID", query: "id=-1", wantErr: `id "-1" is not a positive whole number`},
+		{name: "HugeID", query: "id=99999999999999999999", wantErr: "id"},
+		{name: "LimitZero", query: "limit=0", wantErr: "limit \"0\" must be a whole number from 1 to 500"},
+		{name: "LimitTooBig", query: "limit=501", wantErr: "limit"},
+		{name: "LimitText", query: "limit=lots", wantErr: "limit"},
+		{name: "ControlChar", query: "queue=a%00b", wantErr: "queue contains a control character"},
+		{name: "InvalidUTF8", query: "kind=%ff", wantErr: "kind contains a control character or invalid UTF-8"},
+		{name: "TooLong", query: "error_class=" + strings.Repeat("x", 201), wantErr: "error_class is too long"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			q, err := url.ParseQuery(tt.query)
+			require.NoError(t, err)
+			f, err := parseJobFilter(q)
+			if tt.wantErr != "" {
+				var br badRequest
+				require.ErrorAs(t, err, &br)
+				require.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			tt.check(t, f)
+		})
+	}
+}
+
+// FuzzParseJobFilter checks that any query string either parses into
+// parameters the database accepts or fails as a badRequest (a 400), never
+// anything else.
+func FuzzParseJobFilter(f *testing.F) {
+	for _, seed := range []string{
+		"", "queue=email&status=dead", "status=zombie", "created_from=2026-12-01T10:00",
+		"created_from=2026-12-02&created_until=2026-12-01", "before=-5", "limit=0", "limit=500",
+		"id=42", "queue=a%00b", "kind=%ff", "created_until=9999-12-31T23:59:59Z", "before=9223372036854775807",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		fl, err := parseJobFilter(q)
+		if err != nil {
+			var br badRequest
+			if !errors.As(err, &br) {
+				t.Fatalf("%q: error is not a badRequest: %v", raw, err)
+			}
+			return
+		}
+		p := fl.Params
+		if p.Limit < 1 || p.Limit > jobListMaxLimit || p.BeforeID < 0 || fl.JumpID < 0 {
+			t.Fatalf("%q: out of range: %+v", raw, p)
+		}
+		for _, s := range []string{p.Queue, p.Kind, p.ErrorClass, p.Status} {
+			if strings.ContainsRune(s, 0) || len(s) > maxFilterText {
+				t.Fatalf("%q: unsafe text %q", raw, s)
+			}
+		}
+		// The filter written back into links parses to the same parameters.
+		again, err := parseJobFilter(fl.query())
+		if err != nil {
+			t.Fatalf("%q: round trip failed: %v", raw, err)
+		}
+		if again.Params.Queue != p.Queue || again.Params.Status != p.Status || again.Params.Limit != p.Limit {
+			t.Fatalf("%q: round trip changed the filter: %+v vs %+v", raw, again.Params, p)
+		}
+	})
+}
+
+func TestParseAuditFilter(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		query   string
+		wantErr string
+		check   func(t *testing.T, f auditListFilter)
+	}{
+		{name: "Empty", query: "", check: func(t *testing.T, f auditListFilter) {
+			require.Equal(t, auditListDefaultLimit, f.Params.Limit)
+			require.Nil(t, f.Params.IncidentID)
+		}},
+		{name: "All", query: "actor=olga&action=queue.pause&target=email&outcome=Refused&incident=7&before=30&limit=10",
+			check: func(t *testing.T, f auditListFilter) {
+				require.Equal(t, "olga", f.Params.Actor)
+				require.Equal(t, "queue.pause", f.Params.Action)
+				require.Equal(t, "email", f.Params.Target)
+				require.Equal(t, "refused", f.Params.Outcome)
+				require.EqualValues(t, 7, *f.Params.IncidentID)
+				require.EqualValues(t, 30, f.Params.BeforeID)
+				require.Equal(t, "7", f.query().Get("incident"))
+				require.Empty(t, f.query().Get("before"))
+			}},
+		{name: "BadOutcome", query: "outcome=won", wantErr: `outcome "won" is not one of succeeded, failed, refused`},
+		{name: "BadIncident", query: "incident=x", wantErr: `incident "x" is not a positive whole number`},
+		{name: "ZeroIncident", query: "incident=0", wantErr: "incident"},
+		{name: "BadBefore", query: "before=-1", wantErr: "before"},
+		{name: "BadLimit", query: "limit=1000", wantErr: "limit"},
+		{name: "ControlChar", query: "actor=%01", wantErr: "actor contains a control character"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			q, err := url.ParseQuery(tt.query)
+			require.NoError(t, err)
+			f, err := parseAuditFilter(q)
+			if tt.wantErr != "" {
+				var br badRequest
+				require.ErrorAs(t, err, &br)
+				require.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			tt.check(t, f)
+		})
+	}
+}
+
+func TestOlderHref(t *testing.T) {
+	t.Parallel()
+	q := url.Values{"queue": {"email"}}
+	require.Equal(t, "/jobs?before=51&queue=email", olderHref("/jobs", q, 51, 50, 50))
+	require.Empty(t, olderHref("/jobs", q, 51, 49, 50), "a short page is the last")
+	require.Empty(t, olderHref("/jobs", q, 1, 50, 50), "nothing is below id 1")
+	require.Empty(t, q.Get("before"), "the caller's values are not changed")
+	require.Equal(t, "/jobs", listHref("/jobs", url.Values{}))
+}

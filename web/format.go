@@ -1,0 +1,179 @@
+package web
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pgconsole/console/views"
+)
+
+// Plain formatting functions from domain values to display strings; no I/O,
+// table-tested in format_test.go.
+
+// humanInt groups digits: 1234567 -> "1,234,567".
+func humanInt(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// humanBytes: 1536 -> "1.5 KiB".
+func humanBytes(n float64) string {
+	if math.IsNaN(n) {
+		return "n/a"
+	}
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+	i := 0
+	for n >= 1024 && i < len(units)-1 {
+		n /= 1024
+		i++
+	}
+	s := strconv.FormatFloat(n, 'f', 1, 64)
+	if i == 0 {
+		s = strconv.FormatFloat(n, 'f', 0, 64)
+	}
+	s = strings.TrimSuffix(s, ".0")
+	if neg {
+		s = "-" + s
+	}
+	return s + " " + units[i]
+}
+
+// humanSeconds: 252.4 -> "4m12s"; sub-second values keep milliseconds.
+func humanSeconds(sec float64) string {
+	if math.IsNaN(sec) || math.IsInf(sec, 0) {
+		return "n/a"
+	}
+	if sec < 0 {
+		sec = 0
+	}
+	switch {
+	case sec < 1:
+		return fmt.Sprintf("%dms", int(sec*1000))
+	case sec < 60:
+		return fmt.Sprintf("%ds", int(sec))
+	case sec < 3600:
+		return fmt.Sprintf("%dm%02ds", int(sec)/60, int(sec)%60)
+	case sec < 86400:
+		return fmt.Sprintf("%dh%02dm", int(sec)/3600, (int(sec)%3600)/60)
+	}
+	return fmt.Sprintf("%dd%dh", int(sec)/86400, (int(sec)%86400)/3600)
+}
+
+// humanRate: 1234.5 -> "1,234/s"; small rates keep a decimal.
+func humanRate(perSecond float64) string {
+	if perSecond < 10 {
+		return strconv.FormatFloat(perSecond, 'f', 1, 64) + "/s"
+	}
+	return humanInt(int64(math.Round(perSecond))) + "/s"
+}
+
+// age shows a time as "4m12s ago" with its absolute UTC time for the
+// tooltip; the zero time shows "never".
+func age(t time.Time, now time.Time) views.Age {
+	if t.IsZero() {
+		return views.Age{Text: "never"}
+	}
+	d := now.Sub(t).Seconds()
+	text := humanSeconds(d) + " ago"
+	if d < 0 {
+		text = "in " + humanSeconds(-d)
+	}
+	return views.Age{Text: text, UTC: t.UTC().Format(time.RFC3339)}
+}
+
+// agePtr is age for optional times.
+func agePtr(t *time.Time, now time.Time) views.Age {
+	if t == nil {
+		return views.Age{Text: "never"}
+	}
+	return age(*t, now)
+}
+
+// ageCell is a table cell that shows an age and keeps it ticking.
+func ageCell(t *time.Time, now time.Time) views.Cell {
+	a := agePtr(t, now)
+	if a.UTC == "" {
+		return views.Cell{Text: a.Text}
+	}
+	return views.Cell{Text: strings.TrimSuffix(a.Text, " ago"), Title: a.UTC, TS: a.UTC}
+}
+
+// utc formats a time for display and JSON.
+func utc(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// deref returns the pointed-to string, or def.
+func deref(s *string, def string) string {
+	if s == nil || *s == "" {
+		return def
+	}
+	return *s
+}
+
+// truncate shortens s to n runes with an ellipsis.
+func truncate(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// spark scales a series into the 100x28 box of views.Sparkline; threshold
+// draws a line when it falls inside the range.
+func spark(values []float64, threshold float64, label string) views.Spark {
+	if len(values) < 2 {
+		return views.Spark{}
+	}
+	lo, hi := values[0], values[0]
+	for _, v := range values {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	if threshold > 0 {
+		hi = math.Max(hi, threshold)
+	}
+	lo = math.Min(lo, 0)
+	span := hi - lo
+	if span == 0 {
+		span = 1
+	}
+	y := func(v float64) float64 { return 27 - (v-lo)/span*26 }
+	var b strings.Builder
+	for i, v := range values {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%.1f,%.1f", float64(i)*100/float64(len(values)-1), y(v))
+	}
+	s := views.Spark{Points: b.String(), Label: label}
+	if threshold > 0 {
+		s.Threshold = fmt.Sprintf("%.1f", y(threshold))
+	}
+	return s
+}

@@ -1,0 +1,233 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"html"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/audit"
+	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/views"
+)
+
+// openIncident returns the newest open incident, or nil. It is read on pages
+// that capture evidence or run actions, so they can link to it.
+func (s *Server) openIncident(ctx context.Context) *audit.Incident {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	list, err := audit.IncidentList(ctx, s.cfg.Pool, audit.IncidentListParams{Status: audit.IncidentStatusOpen, Limit: 1})
+	if err != nil || len(list) == 0 {
+		return nil
+	}
+	return &list[0]
+}
+
+func (s *Server) incidentList(c echo.Context) error {
+	return s.renderIncidentList(c, http.StatusOK, views.IncidentList{})
+}
+
+func (s *Server) renderIncidentList(c echo.Context, status int, m views.IncidentList) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
+	defer cancel()
+	list, err := audit.IncidentList(ctx, s.cfg.Pool, audit.IncidentListParams{Limit: 100})
+	if err != nil {
+		return err
+	}
+	p, _ := principalFrom(c)
+	now := time.Now()
+	for _, inc := range list {
+		m.Incidents = append(m.Incidents, views.IncidentRow{ID: inc.ID, Title: inc.Title, Status: inc.Status,
+			OpenedBy: inc.OpenedBy, Opened: age(inc.OpenedAt, now), Href: fmt.Sprintf("/incidents/%d", inc.ID)})
+	}
+	m.CSRF = csrfToken(c)
+	m.CanOpen = auth.RoleRank(p.Role) >= auth.RoleRank(auth.RoleOperator)
+	return s.render(c, page{Title: "Incidents", Nav: "incidents", Model: m, Body: views.IncidentListBody(m), Status: status})
+}
+
+// incidentOpen opens an incident through the incident.open action, so it is
+// audited like every other change.
+func (s *Server) incidentOpen(c echo.Context) error {
+	form := views.IncidentList{Title: c.FormValue("title"), Impact: c.FormValue("impact"), SLO: c.FormValue("slo")}
+	params := map[string]any{"title": form.Title, "impact": form.Impact, "slo": form.SLO}
+	if started := strings.TrimSpace(c.FormValue("started")); started != "" {
+		if _, err := time.Parse(time.RFC3339, started); err != nil {
+			form.Error = fmt.Sprintf("Started %q is not a UTC time like 2026-12-02T14:03:00Z.", started)
+			return s.renderIncidentList(c, http.StatusBadRequest, form)
+		}
+		params["window_start"] = started
+	}
+	out, err := s.runAction(c, "incident.open", params, "opened incident: "+form.Title)
+	if err != nil {
+		status, msg := statusOf(err)
+		if status >= 500 {
+			return err
+		}
+		form.Error = msg
+		return s.renderIncidentList(c, status, form)
+	}
+	id := resultID(out.Result)
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/incidents/%d", id))
+}
+
+func (s *Server) incidentPage(c echo.Context) error {
+	id, err := incidentID(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
+	defer cancel()
+	inc, err := audit.IncidentGet(ctx, s.cfg.Pool, id)
+	if err != nil {
+		return err
+	}
+	evidence, err := audit.EvidenceList(ctx, s.cfg.Pool, id)
+	if err != nil {
+		return err
+	}
+	events, err := audit.List(ctx, s.cfg.Pool, audit.ListParams{IncidentID: &id, Limit: 500})
+	if err != nil {
+		return err
+	}
+	p, _ := principalFrom(c)
+	m := incidentModel(inc, evidence, events, time.Now())
+	m.CSRF = csrfToken(c)
+	m.CanClose = auth.RoleRank(p.Role) >= auth.RoleRank(auth.RoleOperator)
+	return s.render(c, page{Title: inc.Title, Nav: "incidents", Model: m, Body: views.IncidentBody(m)})
+}
+
+// incidentModel merges captured evidence and audited actions into one
+// timeline, oldest first.
+func incidentModel(inc *audit.Incident, evidence []audit.Evidence, events []audit.Event, now time.Time) views.IncidentPage {
+	m := views.IncidentPage{ID: inc.ID, Title: inc.Title, Status: inc.Status, Impact: inc.Impact, SLO: inc.SLO,
+		WindowStart: utc(inc.WindowStart), OpenedBy: inc.OpenedBy, Summary: inc.Summary,
+		ExportHref: fmt.Sprintf("/incidents/%d/export.md", inc.ID)}
+	if inc.WindowEnd != nil {
+		m.WindowEnd = utc(*inc.WindowEnd)
+	}
+	m.ClosedBy = deref(inc.ClosedBy, "")
+	type stamped struct {
+		at time.Time
+		e  views.TimelineEntry
+	}
+	var all []stamped
+	for _, ev := range evidence {
+		all = append(all, stamped{ev.CapturedAt, views.TimelineEntry{At: age(ev.CapturedAt, now), Kind: "evidence",
+			Title: ev.Title, Who: ev.CapturedBy, SQL: ev.SQLText, Detail: evidenceSummary(ev.Data)}})
+	}
+	for _, e := range events {
+		detail := e.Reason
+		if e.Error != "" {
+			detail += " — " + e.Error
+		}
+		all = append(all, stamped{e.At, views.TimelineEntry{At: age(e.At, now), Kind: "action",
+			Title: e.Action + " " + e.Target, Who: e.Actor, Detail: detail, Outcome: string(e.Outcome)}})
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].at.Before(all[j].at) })
+	for _, s := range all {
+		m.Timeline = append(m.Timeline, s.e)
+	}
+	return m
+}
+
+// evidenceSummary says how much a capture holds without dumping it.
+func evidenceSummary(data json.RawMessage) string {
+	var v struct {
+		Rows   []json.RawMessage `json:"rows"`
+		Status string            `json:"status"`
+	}
+	if json.Unmarshal(data, &v) != nil {
+		return ""
+	}
+	if v.Status != "" && v.Status != "ok" {
+		return "status: " + v.Status
+	}
+	return fmt.Sprintf("%d rows captured", len(v.Rows))
+}
+
+func (s *Server) incidentClose(c echo.Context) error {
+	id, err := incidentID(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.runAction(c, "incident.close", map[string]any{"id": id, "summary": c.FormValue("summary")},
+		"closed incident "+strconv.FormatInt(id, 10)); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/incidents/%d", id))
+}
+
+// incidentCapture stores one diagnostics panel, as the server sees it now,
+// in the incident's timeline.
+func (s *Server) incidentCapture(c echo.Context) error {
+	id, err := incidentID(c)
+	if err != nil {
+		return err
+	}
+	panel := c.FormValue("panel")
+	if _, ok := catalogCheck(panel); !ok {
+		return errBadRequest("there is no diagnostics panel named %q to capture", panel)
+	}
+	if _, err := s.runAction(c, "incident.capture", map[string]any{"incident_id": id, "panel": panel},
+		"captured "+panel+" into incident "+strconv.FormatInt(id, 10)); err != nil {
+		if isHTMX(c) {
+			_, msg := statusOf(err)
+			return c.HTML(http.StatusOK, `<span class="sev critical">capture failed: `+html.EscapeString(msg)+`</span>`)
+		}
+		return err
+	}
+	if isHTMX(c) {
+		return c.HTML(http.StatusOK, `<span class="sev ok" data-testid="captured">✓ captured</span>`)
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/incidents/%d", id))
+}
+
+func (s *Server) incidentExport(c echo.Context) error {
+	id, err := incidentID(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
+	defer cancel()
+	md, err := audit.IncidentMarkdown(ctx, s.cfg.Pool, id)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="incident-%d.md"`, id))
+	return c.Blob(http.StatusOK, "text/markdown; charset=utf-8", []byte(md))
+}
+
+// runAction runs an action for the signed-in principal with a reason the
+// handler states.
+func (s *Server) runAction(c echo.Context, name string, params map[string]any, reason string) (actions.Outcome, error) {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), actionTimeout)
+	defer cancel()
+	p, _ := principalFrom(c)
+	return s.cfg.Actions.Run(ctx, actions.Actor{Name: p.Name, Role: p.Role}, name, actions.Request{Params: params, Reason: reason})
+}
+
+func incidentID(c echo.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, errBadRequest("incident id %q is not a positive number", c.Param("id"))
+	}
+	return id, nil
+}
+
+// resultID reads "id" from an action's result.
+func resultID(result any) int64 {
+	b, _ := json.Marshal(result)
+	var v struct {
+		ID int64 `json:"id"`
+	}
+	_ = json.Unmarshal(b, &v)
+	return v.ID
+}

@@ -1,0 +1,226 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/pgconsole/console/queues"
+	"github.com/pgconsole/console/views"
+)
+
+// jobsList serves GET /jobs: filtered, keyset-paginated by id (so a page
+// costs the same on the millionth row as on the first). ?id= jumps to a job.
+func (s *Server) jobsList(c echo.Context) error {
+	f, err := parseJobFilter(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	if f.JumpID > 0 {
+		return c.Redirect(http.StatusSeeOther, "/jobs/"+itoa64(f.JumpID))
+	}
+	ctx, cancel := readContext(c)
+	defer cancel()
+	jobs, err := queues.JobList(ctx, s.cfg.Pool, f.Params)
+	if err != nil {
+		return err
+	}
+	m := jobsModel(jobs, f, time.Now())
+	return s.render(c, page{Title: "Jobs", Nav: "jobs", Model: m, Body: views.JobsBody(m)})
+}
+
+// jobStatusSev is the badge of a job status.
+func jobStatusSev(status string) string {
+	switch status {
+	case queues.StatusDead:
+		return "critical"
+	case queues.StatusRunning:
+		return "info"
+	case queues.StatusDone:
+		return "ok"
+	}
+	return "warning"
+}
+
+// jobsModel maps one page of jobs and the filter to the /jobs view model.
+func jobsModel(jobs []queues.Job, f jobListFilter, now time.Time) views.JobsPage {
+	p := views.Panel{
+		ID: "jobs", Title: "Jobs", Status: "ok",
+		Columns: []views.Column{{Label: "Id", Num: true}, {Label: "Queue"}, {Label: "Kind"}, {Label: "Status"},
+			{Label: "Attempts", Num: true}, {Label: "Created"}, {Label: "Available"}, {Label: "Error class"}, {Label: "Last error"}},
+		EmptyTitle: "No job matches.",
+		EmptyWhy:   " Jobs matching the filter would be listed here, newest first; widen the filter or clear it.",
+	}
+	if f.Params.BeforeID > 0 {
+		p.EmptyTitle = "No older job matches."
+		p.EmptyWhy = " This is the end of the list for this filter; go back to the newest jobs."
+	} else if len(f.query()) == 0 {
+		p.EmptyTitle = "No jobs yet."
+		p.EmptyWhy = " Jobs appear here as soon as an application enqueues one."
+	}
+	for _, j := range jobs {
+		created, avail := j.CreatedAt, j.AvailableAt
+		p.Rows = append(p.Rows, []views.Cell{
+			{Text: itoa64(j.ID), Href: "/jobs/" + itoa64(j.ID), Mono: true},
+			{Text: j.Queue, Href: queueHref(j.Queue), Mono: true},
+			{Text: j.Kind, Mono: true},
+			{Text: j.Status},
+			{Text: fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts)},
+			ageCell(&created, now),
+			ageCell(&avail, now),
+			{Text: deref(j.ErrorClass, ""), Mono: true},
+			{Text: truncate(deref(j.LastError, ""), 100), Title: truncate(deref(j.LastError, ""), 1000)},
+		})
+	}
+	if f.Params.BeforeID > 0 {
+		p.Note = "Jobs with an id below " + itoa64(f.Params.BeforeID) + "."
+	}
+	m := views.JobsPage{Filter: f.Form, Jobs: p}
+	if len(jobs) > 0 {
+		m.OlderHref = olderHref("/jobs", f.query(), jobs[len(jobs)-1].ID, len(jobs), f.Params.Limit)
+	}
+	if f.Params.BeforeID > 0 {
+		m.FirstHref = listHref("/jobs", f.query())
+	}
+	return m
+}
+
+// jobDetail serves GET /jobs/:id.
+func (s *Server) jobDetail(c echo.Context) error {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return errBadRequest("job id %q is not a positive whole number", truncate(c.Param("id"), 40))
+	}
+	ctx, cancel := readContext(c)
+	defer cancel()
+	j, err := queues.JobGet(ctx, s.cfg.Pool, id)
+	if errors.Is(err, queues.ErrNotFound) {
+		return fmt.Errorf("no job has id %d (it may never have existed, or was archived): %w", id, errNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	m := jobDetailModel(j, readRole(c), time.Now())
+	return s.render(c, page{Title: "Job " + itoa64(id), Nav: "jobs", Model: m, Body: views.JobDetailBody(m)})
+}
+
+// jobActionNames are the actions that fit a job in its status.
+func jobActionNames(status string) []string {
+	switch status {
+	case queues.StatusReady:
+		return []string{"job.retry_now", "job.cancel"}
+	case queues.StatusRunning:
+		return []string{"lease.expire", "job.cancel"}
+	case queues.StatusDead:
+		return []string{"job.retry_now"}
+	}
+	return nil
+}
+
+// prettyJSON indents a JSON document; anything else is shown as is.
+func prettyJSON(raw []byte) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// timeFact is a labelled age with the absolute UTC time on hover.
+func timeFact(label string, t *time.Time, now time.Time) views.Fact {
+	a := agePtr(t, now)
+	return views.Fact{Label: label, Value: a.Text, Title: a.UTC, TS: a.UTC}
+}
+
+// jobDetailModel maps a job to /jobs/{id}.
+func jobDetailModel(j *queues.Job, role string, now time.Time) views.JobDetail {
+	created, avail := j.CreatedAt, j.AvailableAt
+	m := views.JobDetail{
+		ID: j.ID, Queue: j.Queue, Kind: j.Kind, Status: j.Status, StatusSev: jobStatusSev(j.Status),
+		Facts: []views.Fact{
+			{Label: "Status", Value: j.Status},
+			{Label: "Priority", Value: strconv.Itoa(int(j.Priority))},
+			{Label: "Attempts", Value: fmt.Sprintf("%d of %d", j.Attempts, j.MaxAttempts)},
+			timeFact("Created", &created, now),
+			timeFact("Available", &avail, now),
+			timeFact("Started", j.StartedAt, now),
+			timeFact("Finished", j.FinishedAt, now),
+			{Label: "Error class", Value: deref(j.ErrorClass, "none"), Mono: true},
+			{Label: "Dedupe key", Value: deref(j.DedupeKey, "none"), Mono: true},
+			{Label: "Tenant", Value: deref(j.TenantID, "none"), Mono: true},
+		},
+		Lease: []views.Fact{
+			leaseOwnerFact(j.LeaseOwner),
+			{Label: "Generation", Value: strconv.FormatInt(j.LeaseGeneration, 10), Mono: true,
+				Title: "the fencing token: every claim bumps it, and ack or fail must present it"},
+			leaseUntilFact(j, now),
+		},
+		Payload:   prettyJSON(j.Payload),
+		LastError: deref(j.LastError, ""),
+		Actions:   actionLinks(jobActionNames(j.Status), role, map[string]string{"id": itoa64(j.ID)}),
+		QueueHref: queueHref(j.Queue),
+	}
+	if j.ErrorClass != nil && *j.ErrorClass != "" {
+		m.ErrorClass = *j.ErrorClass
+		m.ClassHref = jobsHref("queue", j.Queue, "error_class", *j.ErrorClass)
+	}
+	m.Attempts = attemptsPanel(j, now)
+	return m
+}
+
+// leaseUntilFact says when the lease ends, and whether it already has.
+func leaseUntilFact(j *queues.Job, now time.Time) views.Fact {
+	f := timeFact("Lease until", j.LeaseUntil, now)
+	if j.LeaseUntil == nil {
+		f.Value = "no lease"
+		return f
+	}
+	if j.Status == queues.StatusRunning && j.LeaseUntil.Before(now) {
+		f.Label = "Lease expired"
+		f.Title = f.Title + ": the owner stopped heartbeating; the reaper will requeue the job"
+	}
+	return f
+}
+
+// attemptsPanel lists the job's per-attempt error history.
+func attemptsPanel(j *queues.Job, now time.Time) views.Panel {
+	p := views.Panel{
+		ID: "attempts", Title: "Attempts and their errors", Status: "ok",
+		Columns:    []views.Column{{Label: "Attempt", Num: true}, {Label: "When"}, {Label: "Class"}, {Label: "Error"}},
+		EmptyTitle: "No failed attempt.",
+		EmptyWhy:   " Each failed attempt's error and class would be listed here, oldest first.",
+	}
+	errs, err := j.AttemptErrors()
+	if err != nil {
+		p.Status, p.Message = "error", "The error history could not be read: "+err.Error()
+		return p
+	}
+	for _, e := range errs {
+		at := e.At
+		p.Rows = append(p.Rows, []views.Cell{
+			{Text: strconv.Itoa(e.Attempt)},
+			ageCell(&at, now),
+			{Text: e.Class, Mono: true},
+			{Text: truncate(e.Error, 300), Title: truncate(e.Error, 2000), Mono: true},
+		})
+	}
+	return p
+}
+
+// leaseOwnerFact names the worker holding the lease, linked to the workers
+// page where its heartbeat shows whether it is alive.
+func leaseOwnerFact(owner *string) views.Fact {
+	if owner == nil {
+		return views.Fact{Label: "Owner", Value: "none"}
+	}
+	return views.Fact{Label: "Owner", Value: *owner, Mono: true, Href: "/workers", Title: "see its heartbeat on the workers page"}
+}

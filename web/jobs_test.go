@@ -1,0 +1,269 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/queues"
+	"github.com/pgconsole/console/views"
+)
+
+func TestJobsList(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(t)
+	c.login("viewer")
+
+	t.Run("Empty", func(t *testing.T) {
+		resp, body := c.get("/jobs")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Contains(t, body, `data-testid="job-filters"`)
+		require.Contains(t, body, "No jobs yet.")
+		require.Contains(t, body, `data-search`)
+	})
+
+	// 120 jobs in two queues; every third one dead with a class.
+	e.exec(t, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, created_at)
+		SELECT CASE WHEN g % 2 = 0 THEN 'email' ELSE 'billing' END, 'send',
+		       CASE WHEN g % 3 = 0 THEN 'dead' ELSE 'ready' END,
+		       CASE WHEN g % 3 = 0 THEN 'timeout' END,
+		       CASE WHEN g % 3 = 0 THEN 'context deadline exceeded' END,
+		       CASE WHEN g % 3 = 0 THEN now() END,
+		       timestamptz '2026-12-01 00:00:00Z' + g * interval '1 minute'
+		FROM generate_series(1, 120) g`)
+
+	t.Run("KeysetPagination", func(t *testing.T) {
+		var first views.JobsPage
+		require.Equal(t, http.StatusOK, c.getJSON("/jobs?limit=50", &first))
+		require.Len(t, first.Jobs.Rows, 50)
+		require.Equal(t, "120", first.Jobs.Rows[0][0].Text, "newest first")
+		require.Equal(t, "/jobs?before=71&limit=50", first.OlderHref)
+		require.Empty(t, first.FirstHref)
+
+		var second views.JobsPage
+		require.Equal(t, http.StatusOK, c.getJSON(first.OlderHref, &second))
+		require.Len(t, second.Jobs.Rows, 50)
+		require.Equal(t, "70", second.Jobs.Rows[0][0].Text)
+		require.Equal(t, "/jobs?limit=50", second.FirstHref)
+
+		var last views.JobsPage
+		require.Equal(t, http.StatusOK, c.getJSON(second.OlderHref, &last))
+		require.Len(t, last.Jobs.Rows, 20)
+		require.Empty(t, last.OlderHref, "the last page has no older link")
+
+		resp, body := c.get(first.OlderHref)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Contains(t, body, `data-testid="jobs-older"`)
+		require.Contains(t, body, `data-testid="jobs-newest"`)
+	})
+
+	t.Run("OlderKeepsFilters", func(t *testing.T) {
+		var m views.JobsPage
+		require.Equal(t, http.StatusOK, c.getJSON("/jobs?queue=email&status=dead&limit=5", &m))
+		require.Len(t, m.Jobs.Rows, 5)
+		for _, r := range m.Jobs.Rows {
+			require.Equal(t, "email", r[1].Text)
+			require.Equal(t, "dead", r[3].Text)
+			require.Equal(t, "timeout", r[7].Text)
+		}
+		require.Contains(t, m.OlderHref, "queue=email")
+		require.Contains(t, m.OlderHref, "status=dead")
+		require.Contains(t, m.OlderHref, "limit=5")
+		require.Contains(t, m.OlderHref, "before="+m.Jobs.Rows[4][0].Text)
+		var next views.JobsPage
+		require.Equal(t, http.StatusOK, c.getJSON(m.OlderHref, &next))
+		require.Len(t, next.Jobs.Rows, 5)
+		id, _ := strconv.Atoi(next.Jobs.Rows[0][0].Text)
+		last, _ := strconv.Atoi(m.Jobs.Rows[4][0].Text)
+		require.Less(t, id, last)
+	})
+
+	t.Run("Filters", func(t *testing.T) {
+		tests := []struct {
+			query string
+			rows  int
+		}{
+			{"queue=billing", 50},
+			{"queue=billing&limit=500", 60},
+			{"status=dead&limit=500", 40},
+			{"error_class=timeout&queue=email&limit=500", 20},
+			{"kind=other", 0},
+			{"created_from=2026-12-01T01:00:00Z&created_until=2026-12-01T01:10:00Z", 10},
+			{"created_from=2026-12-01+01:00&created_until=2026-12-01T01:10", 10},
+			{"before=11", 10},
+			{"status=any&limit=3", 3},
+		}
+		for _, tt := range tests {
+			var m views.JobsPage
+			require.Equal(t, http.StatusOK, c.getJSON("/jobs?"+tt.query, &m), tt.query)
+			require.Len(t, m.Jobs.Rows, tt.rows, tt.query)
+		}
+		resp, body := c.get("/jobs?kind=other")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Contains(t, body, "No job matches.")
+		require.Contains(t, body, `value="other"`, "the filter box keeps what was typed")
+	})
+
+	t.Run("BadInput", func(t *testing.T) {
+		tests := []struct{ query, msg string }{
+			{"status=zombie", "status &#34;zombie&#34; is not one of ready, running, done, dead"},
+			{"created_from=yesterday", "created_from &#34;yesterday&#34; is not a time"},
+			{"created_until=2026-02-30", "created_until"},
+			{"created_from=2026-12-02&created_until=2026-12-01", "created_from must be before created_until"},
+			{"before=-1", "before &#34;-1&#34; is not a positive whole number"},
+			{"id=-1", "id &#34;-1&#34; is not a positive whole number"},
+			{"id=1e3", "id &#34;1e3&#34;"},
+			{"limit=0", "limit &#34;0&#34; must be a whole number from 1 to 500"},
+			{"limit=100000", "limit"},
+			{"queue=%00", "queue contains a control character"},
+			{"kind=%C0%AF", "kind contains a control character or invalid UTF-8"},
+		}
+		for _, tt := range tests {
+			resp, body := c.get("/jobs?" + tt.query)
+			require.Equal(t, http.StatusBadRequest, resp.StatusCode, tt.query)
+			require.Contains(t, body, `data-testid="error"`, tt.query)
+			require.Contains(t, body, tt.msg, tt.query)
+
+			resp, body = c.get("/jobs?"+tt.query, "Accept", "application/json")
+			require.Equal(t, http.StatusBadRequest, resp.StatusCode, tt.query)
+			var m map[string]any
+			require.NoError(t, json.Unmarshal([]byte(body), &m))
+			require.NotEmpty(t, m["error"])
+		}
+	})
+
+	t.Run("JumpToID", func(t *testing.T) {
+		resp, _ := c.get("/jobs?id=42")
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.Equal(t, "/jobs/42", resp.Header.Get("Location"))
+	})
+
+	t.Run("Fragment", func(t *testing.T) {
+		resp, body := c.get("/jobs?queue=email", "HX-Request", "true")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.NotContains(t, body, "<html")
+		require.Contains(t, body, `data-testid="panel-jobs"`)
+	})
+}
+
+func TestJobDetail(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(t)
+	c.login("operator")
+	var running, dead int64
+	require.NoError(t, e.srv.cfg.Pool.QueryRow(t.Context(), `INSERT INTO jobs (queue, kind, payload, status, lease_owner, lease_until, lease_generation, attempts, started_at, dedupe_key, tenant_id)
+		VALUES ('email', 'send', '{"to":"a@example.com","n":[1,2]}', 'running', 'worker-7', now() - interval '1 minute', 5, 2, now(), 'welcome:a', 'acme') RETURNING id`).Scan(&running))
+	require.NoError(t, e.srv.cfg.Pool.QueryRow(t.Context(), `INSERT INTO jobs (queue, kind, status, attempts, max_attempts, last_error, error_class, finished_at, errors)
+		VALUES ('email', 'send', 'dead', 2, 2, 'smtp: 550 mailbox unavailable', 'smtp.Error: 550', now(),
+		        '[{"attempt":1,"at":"2026-12-01T10:00:00Z","error":"smtp: 451 try later","class":"smtp.Error: 451"},
+		          {"attempt":2,"at":"2026-12-01T10:05:00Z","error":"smtp: 550 mailbox unavailable","class":"smtp.Error: 550"}]') RETURNING id`).Scan(&dead))
+
+	t.Run("Running", func(t *testing.T) {
+		resp, body := c.get("/jobs/" + itoa64(running))
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Contains(t, body, `<span data-testid="job-status"><span class="sev info">● running</span></span>`)
+		for _, id := range []string{"job-detail", "job-facts", "job-lease", "job-payload", "panel-attempts", "action-lease.expire", "action-job.cancel"} {
+			require.Contains(t, body, `data-testid="`+id+`"`, id)
+		}
+		require.NotContains(t, body, `data-testid="action-job.retry_now"`)
+		require.Contains(t, body, "worker-7")
+		require.Contains(t, body, "Lease expired")
+		require.Contains(t, body, "welcome:a")
+		require.Contains(t, body, "acme")
+		require.Contains(t, body, "&#34;to&#34;: &#34;a@example.com&#34;", "payload is pretty-printed")
+		require.Contains(t, body, "No failed attempt.")
+		require.Regexp(t, `<time datetime="[0-9TZ:-]+" title="[0-9TZ:-]+`, body, "ages carry the UTC time")
+
+		var m views.JobDetail
+		require.Equal(t, http.StatusOK, c.getJSON("/jobs/"+itoa64(running), &m))
+		require.Equal(t, running, m.ID)
+		require.Equal(t, "running", m.Status)
+		require.Equal(t, "{\n  \"n\": [\n    1,\n    2\n  ],\n  \"to\": \"a@example.com\"\n}", m.Payload, "jsonb orders keys")
+		require.Equal(t, "5", m.Lease[1].Value)
+	})
+
+	t.Run("Dead", func(t *testing.T) {
+		resp, body := c.get("/jobs/" + itoa64(dead))
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Contains(t, body, `data-testid="job-last-error"`)
+		require.Contains(t, body, `data-testid="action-job.retry_now"`)
+		require.Contains(t, body, `/actions/job.retry_now?id=`+itoa64(dead))
+		require.NotContains(t, body, `data-testid="action-lease.expire"`)
+		require.Contains(t, body, "smtp: 451 try later")
+
+		var m views.JobDetail
+		require.Equal(t, http.StatusOK, c.getJSON("/jobs/"+itoa64(dead), &m))
+		require.Len(t, m.Attempts.Rows, 2)
+		require.Equal(t, "smtp.Error: 550", m.ErrorClass)
+		require.Equal(t, "/jobs?error_class=smtp.Error%3A+550&queue=email", m.ClassHref)
+	})
+
+	t.Run("ViewerHasNoActions", func(t *testing.T) {
+		v := e.client(t)
+		v.login("viewer")
+		resp, body := v.get("/jobs/" + itoa64(dead))
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.NotContains(t, body, `data-testid="job-actions"`)
+	})
+
+	t.Run("NotFound", func(t *testing.T) {
+		resp, body := c.get("/jobs/987654")
+		require.Equal(t, http.StatusNotFound, resp.StatusCode)
+		require.Contains(t, body, "no job has id 987654")
+		resp, body = c.get("/jobs/987654", "Accept", "application/json")
+		require.Equal(t, http.StatusNotFound, resp.StatusCode)
+		require.Contains(t, body, "no job has id 987654")
+	})
+
+	t.Run("BadID", func(t *testing.T) {
+		for _, id := range []string{"abc", "-3", "0", "1.5", "99999999999999999999"} {
+			resp, body := c.get("/jobs/" + id)
+			require.Equal(t, http.StatusBadRequest, resp.StatusCode, id)
+			require.Contains(t, body, "is not a positive whole number", id)
+		}
+	})
+
+	t.Run("Fragment", func(t *testing.T) {
+		resp, body := c.get("/jobs/"+itoa64(dead), "HX-Request", "true")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.NotContains(t, body, "<html")
+		require.True(t, strings.Contains(body, `data-testid="job-detail"`))
+	})
+}
+
+func TestJobDetailModel(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	until := now.Add(30 * time.Second)
+	j := &queues.Job{ID: 7, Queue: "q", Kind: "k", Status: queues.StatusRunning, Payload: []byte(`{"a":1}`),
+		LeaseOwner: jobsPtr("w1"), LeaseUntil: &until, LeaseGeneration: 3, Errors: []byte(`not json`), CreatedAt: now.Add(-time.Minute), AvailableAt: now}
+	m := jobDetailModel(j, "operator", now)
+	require.Equal(t, "{\n  \"a\": 1\n}", m.Payload)
+	require.Equal(t, "Lease until", m.Lease[2].Label)
+	require.Equal(t, "in 30s", m.Lease[2].Value)
+	require.Equal(t, "error", m.Attempts.Status, "a corrupt history shows in its panel")
+	require.Equal(t, []string{"lease.expire", "job.cancel"}, linkNames(m.Actions))
+	require.Equal(t, "1m00s ago", m.Facts[3].Value)
+	require.Equal(t, "2026-12-02T11:59:00Z", m.Facts[3].Title)
+
+	require.Equal(t, []string{"job.retry_now", "job.cancel"}, jobActionNames(queues.StatusReady))
+	require.Empty(t, jobActionNames(queues.StatusDone))
+	require.Equal(t, "not json", prettyJSON([]byte("not json")))
+}
+
+func jobsPtr[T any](v T) *T { return &v }
+
+func linkNames(ls []views.ActionLink) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.Name)
+	}
+	return out
+}

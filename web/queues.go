@@ -1,0 +1,351 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/labstack/echo/v4"
+
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/queues"
+	"github.com/pgconsole/console/views"
+)
+
+// readTimeout bounds every read page's database work, so a page answers
+// (with a 504 or a panel error) while the database is in trouble.
+const readTimeout = 5 * time.Second
+
+// readContext is the request's context with the read pages' timeout.
+func readContext(c echo.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.Request().Context(), readTimeout)
+}
+
+// readRole is the signed-in operator's role, for the action buttons.
+func readRole(c echo.Context) string {
+	p, _ := principalFrom(c)
+	return p.Role
+}
+
+// panelError turns a failed panel query into the panel's own status, so the
+// rest of the page still renders.
+func panelError(p views.Panel, err error) views.Panel {
+	p.Rows = nil
+	p.Status = "error"
+	if errorsIsTimeout(err) {
+		p.Status = "timed_out"
+		p.Message = "The database did not answer within " + humanSeconds(readTimeout.Seconds()) + "; reload to try again."
+		return p
+	}
+	p.Message = "Could not read this panel: " + err.Error()
+	return p
+}
+
+func errorsIsTimeout(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)
+}
+
+// queuesList serves GET /queues.
+func (s *Server) queuesList(c echo.Context) error {
+	ctx, cancel := readContext(c)
+	defer cancel()
+	stats, err := queues.QueueStats(ctx, s.cfg.Pool)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	m := queuesModel(stats, readRole(c), now)
+	th := s.cfg.Diagnostics.Thresholds()
+	for _, q := range stats {
+		m.Trends = append(m.Trends, queueTrendTile(q, queueSeries(s.cfg.Sampler, q.Queue, now), th))
+	}
+	return s.render(c, page{Title: "Queues", Nav: "queues", Model: m, Body: views.QueuesBody(m)})
+}
+
+// queueActions are the row actions of a queue: pause or resume (whichever
+// applies) and throttle.
+func queueActions(q queues.QueueStat, role string) []views.ActionLink {
+	names := []string{"queue.pause", "queue.throttle"}
+	if q.Paused {
+		names = []string{"queue.resume", "queue.throttle"}
+	}
+	return actionLinks(names, role, map[string]string{"queue": q.Queue})
+}
+
+// queueLimits says a queue's settings in a few words.
+func queueLimits(paused bool, maxWorkers *int, rate *float64) string {
+	var parts []string
+	if paused {
+		parts = append(parts, "paused")
+	}
+	if maxWorkers != nil {
+		parts = append(parts, fmt.Sprintf("max %d workers", *maxWorkers))
+	}
+	if rate != nil {
+		parts = append(parts, "max "+humanRate(*rate))
+	}
+	if len(parts) == 0 {
+		return "running, no limits"
+	}
+	return strings.Join(parts, " · ")
+}
+
+// queueHref is the detail page of a queue.
+func queueHref(name string) string { return "/queues/" + url.PathEscape(name) }
+
+// jobsHref is the jobs list with a filter.
+func jobsHref(kv ...string) string {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	return listHref("/jobs", q)
+}
+
+// oldestReadyCell is the age of the oldest due ready job, or a dash.
+func oldestReadyCell(due int64, seconds float64) views.Cell {
+	if due == 0 {
+		return views.Cell{Text: "–", Title: "no due ready job"}
+	}
+	return views.Cell{Text: humanSeconds(seconds)}
+}
+
+// queuesModel maps the queue stats to the /queues table.
+func queuesModel(stats []queues.QueueStat, role string, now time.Time) views.QueuesPage {
+	p := views.Panel{
+		ID: "queues", Title: "Queues", Status: "ok",
+		Columns: []views.Column{{Label: "Queue"}, {Label: "Ready", Num: true}, {Label: "Due", Num: true, Hint: "ready jobs whose available_at has come"},
+			{Label: "Running", Num: true}, {Label: "Expired leases", Num: true, Hint: "running past lease_until: a dead or stalled worker the reaper has not handled"},
+			{Label: "Dead", Num: true}, {Label: "Done (approx)", Num: true, Hint: "estimated from planner statistics"},
+			{Label: "Oldest ready", Num: true}, {Label: "Settings"}, {Label: "Actions"}},
+		EmptyTitle: "No queues yet.",
+		EmptyWhy:   " A queue appears here once a job is enqueued into it or an operator changes its settings.",
+	}
+	for _, q := range stats {
+		settings := views.Cell{Text: queueLimits(q.Paused, q.MaxWorkers, q.RatePerSecond)}
+		if q.Paused {
+			settings.Text = "◆ " + settings.Text
+			settings.Title = "paused: no job of this queue is claimed"
+		}
+		expired := views.Cell{Text: humanInt(q.ExpiredLeases)}
+		if q.ExpiredLeases > 0 {
+			expired.Href = jobsHref("queue", q.Queue, "status", queues.StatusRunning)
+		}
+		dead := views.Cell{Text: humanInt(q.Dead)}
+		if q.Dead > 0 {
+			dead.Href = "/deadletters?queue=" + url.QueryEscape(q.Queue)
+		}
+		p.Rows = append(p.Rows, []views.Cell{
+			{Text: q.Queue, Href: queueHref(q.Queue), Mono: true},
+			{Text: humanInt(q.Ready), Href: jobsHref("queue", q.Queue, "status", queues.StatusReady)},
+			{Text: humanInt(q.Due)},
+			{Text: humanInt(q.Running), Href: jobsHref("queue", q.Queue, "status", queues.StatusRunning)},
+			expired,
+			dead,
+			{Text: "~" + humanInt(q.DoneApprox)},
+			oldestReadyCell(q.Due, q.OldestReadySeconds),
+			settings,
+			{Actions: queueActions(q, role)},
+		})
+	}
+	return views.QueuesPage{GeneratedAt: now.UTC().Format(time.RFC3339), Queues: p}
+}
+
+// queueDetail serves GET /queues/:name. The counts come from the same query
+// as the list; dead letters and workers are panels that fail on their own.
+func (s *Server) queueDetail(c echo.Context) error {
+	name, err := url.PathUnescape(c.Param("name"))
+	if err != nil || name == "" || len(name) > maxFilterText {
+		return errBadRequest("%q is not a queue name", truncate(c.Param("name"), 40))
+	}
+	ctx, cancel := readContext(c)
+	defer cancel()
+	stats, err := queues.QueueStats(ctx, s.cfg.Pool)
+	if err != nil {
+		return err
+	}
+	var stat *queues.QueueStat
+	for i := range stats {
+		if stats[i].Queue == name {
+			stat = &stats[i]
+		}
+	}
+	if stat == nil {
+		return fmt.Errorf("no queue named %q: it has no jobs and no settings (check the name on /queues): %w", name, errNotFound)
+	}
+	settings, err := queues.QueueSettingsGet(ctx, s.cfg.Pool, name)
+	if err != nil {
+		return err
+	}
+	groups, gerr := queues.DeadLetterGroups(ctx, s.cfg.Pool, name)
+	workers, werr := queues.WorkerList(ctx, s.cfg.Pool)
+	now := time.Now()
+	m := queueDetailModel(*stat, settings, readRole(c), now)
+	m.Trends = queueDetailTrends(*stat, queueSeries(s.cfg.Sampler, name, now), s.cfg.Diagnostics.Thresholds())
+	m.DeadLetters = deadLetterPanel(groups, readRole(c), false, time.Now())
+	if gerr != nil {
+		m.DeadLetters = panelError(m.DeadLetters, gerr)
+	}
+	m.Workers = workerPanel(workersOf(workers, name), name, time.Now())
+	if werr != nil {
+		m.Workers = panelError(m.Workers, werr)
+	}
+	return s.render(c, page{Title: "Queue " + name, Nav: "queues", Model: m, Body: views.QueueDetailBody(m)})
+}
+
+// queueDetailModel maps one queue's counts and settings.
+func queueDetailModel(q queues.QueueStat, st queues.QueueSettings, role string, now time.Time) views.QueueDetail {
+	oldest := "–"
+	if q.Due > 0 {
+		oldest = humanSeconds(q.OldestReadySeconds)
+	}
+	m := views.QueueDetail{
+		Name:        q.Queue,
+		GeneratedAt: now.UTC().Format(time.RFC3339),
+		Counts: []views.Fact{
+			{Label: "Ready", Value: humanInt(q.Ready), Href: jobsHref("queue", q.Queue, "status", queues.StatusReady)},
+			{Label: "Due now", Value: humanInt(q.Due)},
+			{Label: "Oldest due ready", Value: oldest},
+			{Label: "Running", Value: humanInt(q.Running), Href: jobsHref("queue", q.Queue, "status", queues.StatusRunning)},
+			{Label: "Expired leases", Value: humanInt(q.ExpiredLeases)},
+			{Label: "Dead", Value: humanInt(q.Dead), Href: jobsHref("queue", q.Queue, "status", queues.StatusDead)},
+			{Label: "Done (approx)", Value: "~" + humanInt(q.DoneApprox), Title: "estimated from planner statistics"},
+		},
+		Settings: []views.Fact{
+			{Label: "State", Value: map[bool]string{true: "paused: no claims", false: "running"}[st.Paused]},
+			{Label: "Max workers", Value: optInt(st.MaxWorkers, "no limit")},
+			{Label: "Rate", Value: optRate(st.RatePerSecond, "no limit")},
+		},
+		Actions:    queueActions(q, role),
+		JobsHref:   jobsHref("queue", q.Queue),
+		RefreshURL: queueHref(q.Queue),
+	}
+	if !st.UpdatedAt.IsZero() {
+		a := age(st.UpdatedAt, now)
+		m.Settings = append(m.Settings, views.Fact{Label: "Changed", Value: a.Text + " by " + deref(st.UpdatedBy, "unknown"), Title: a.UTC})
+	} else {
+		m.Settings = append(m.Settings, views.Fact{Label: "Changed", Value: "never (defaults)"})
+	}
+	return m
+}
+
+// optInt formats an optional limit.
+func optInt(n *int, none string) string {
+	if n == nil {
+		return none
+	}
+	return humanInt(int64(*n))
+}
+
+// optRate formats an optional rate.
+func optRate(r *float64, none string) string {
+	if r == nil {
+		return none
+	}
+	return humanRate(*r)
+}
+
+// workersOf keeps the workers that serve queue.
+func workersOf(ws []queues.Worker, queue string) []queues.Worker {
+	var out []queues.Worker
+	for _, w := range ws {
+		for _, q := range w.Queues {
+			if q == queue {
+				out = append(out, w)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// itoa64 formats an id.
+func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// queueSeriesFields are the per-queue series the sampler keeps.
+var queueSeriesFields = []string{"ready", "running", "dead", "expired_leases", "oldest_ready_seconds"}
+
+// queueSeries reads a queue's recent samples for its sparklines (nil
+// sampler: none).
+func queueSeries(smp *diagnostics.Sampler, queue string, now time.Time) map[string][]float64 {
+	out := map[string][]float64{}
+	for _, f := range queueSeriesFields {
+		out[f] = series(smp, "queue."+queue+"."+f, now)
+	}
+	return out
+}
+
+// queueBacklogState is a queue's state against the backlog thresholds: a
+// paused queue with work waiting, or a backlog too old or too large, is a
+// warning.
+func queueBacklogState(q queues.QueueStat, th diagnostics.Thresholds) string {
+	switch {
+	case th.QueueBacklogAge > 0 && q.Due > 0 && q.OldestReadySeconds >= th.QueueBacklogAge.Seconds():
+		return "warning"
+	case th.QueueBacklogReady > 0 && q.Ready >= th.QueueBacklogReady:
+		return "warning"
+	case q.Paused && q.Ready > 0:
+		return "warning"
+	}
+	return "ok"
+}
+
+// queueBacklogThreshold says when a backlog becomes a finding.
+func queueBacklogThreshold(th diagnostics.Thresholds) string {
+	s := "alert at " + humanSeconds(th.QueueBacklogAge.Seconds()) + " waited"
+	if th.QueueBacklogReady > 0 {
+		s += " or " + humanInt(th.QueueBacklogReady) + " ready"
+	}
+	return s
+}
+
+// queueTrendTile is a queue's tile on /queues: ready jobs and their trend.
+func queueTrendTile(q queues.QueueStat, trend map[string][]float64, th diagnostics.Thresholds) views.Tile {
+	meta := oldestText(q.Due, q.OldestReadySeconds)
+	if q.Paused {
+		meta = "paused · " + meta
+	}
+	return views.Tile{
+		ID: "queue-" + q.Queue, Label: q.Queue + " · ready", Value: humanInt(q.Ready), Meta: meta,
+		State: queueBacklogState(q, th), Threshold: queueBacklogThreshold(th), Href: queueHref(q.Queue),
+		Spark: spark(trend["ready"], float64(th.QueueBacklogReady), "ready jobs of "+q.Queue+", last 30 minutes"),
+	}
+}
+
+// queueDetailTrends are the tiles of /queues/{name}.
+func queueDetailTrends(q queues.QueueStat, trend map[string][]float64, th diagnostics.Thresholds) []views.Tile {
+	state := queueBacklogState(q, th)
+	expiredState := "ok"
+	if th.ExpiredLeases > 0 && q.ExpiredLeases >= th.ExpiredLeases {
+		expiredState = "warning"
+	}
+	deadState := "ok"
+	if q.Dead > 0 {
+		deadState = "warning"
+	}
+	oldest := "–"
+	if q.Due > 0 {
+		oldest = humanSeconds(q.OldestReadySeconds)
+	}
+	return []views.Tile{
+		{ID: "ready", Label: "Ready", Value: humanInt(q.Ready), Meta: humanInt(q.Due) + " due now", State: state,
+			Href: jobsHref("queue", q.Queue, "status", queues.StatusReady), Threshold: queueBacklogThreshold(th),
+			Spark: spark(trend["ready"], float64(th.QueueBacklogReady), "ready jobs, last 30 minutes")},
+		{ID: "oldest", Label: "Oldest due ready", Value: oldest, State: state,
+			Threshold: "alert at " + humanSeconds(th.QueueBacklogAge.Seconds()),
+			Spark:     spark(trend["oldest_ready_seconds"], th.QueueBacklogAge.Seconds(), "oldest ready age, last 30 minutes")},
+		{ID: "running", Label: "Running", Value: humanInt(q.Running), Meta: humanInt(q.ExpiredLeases) + " expired leases", State: expiredState,
+			Href: jobsHref("queue", q.Queue, "status", queues.StatusRunning), Threshold: fmt.Sprintf("alert at %d expired", th.ExpiredLeases),
+			Spark: spark(trend["running"], 0, "running jobs, last 30 minutes")},
+		{ID: "dead", Label: "Dead", Value: humanInt(q.Dead), State: deadState, Href: deadLettersHref(q.Queue),
+			Threshold: fmt.Sprintf("alert at %d in %s", th.DeadLetters, humanSeconds(th.DeadLetterWindow.Seconds())),
+			Spark:     spark(trend["dead"], 0, "dead jobs, last 30 minutes")},
+	}
+}

@@ -1,0 +1,84 @@
+package web
+
+import (
+	"fmt"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/views"
+)
+
+// runbookIndex lists the twelve steps and the targeted runbooks.
+func (s *Server) runbookIndex(c echo.Context) error {
+	m := views.RunbookIndex{Steps: stepLinks("")}
+	for _, t := range runbookTargets {
+		m.Targets = append(m.Targets, views.TargetLink{Slug: t.Slug, Title: t.Title, Href: "/runbook/" + t.Slug, Symptoms: t.Symptoms})
+	}
+	return s.render(c, page{Title: "Runbook", Nav: "runbook", Model: m, Body: views.RunbookIndexBody(m)})
+}
+
+// runbookPage serves /runbook/:slug, a step of the chain or a targeted
+// runbook.
+func (s *Server) runbookPage(c echo.Context) error {
+	slug := c.Param("slug")
+	p, _ := principalFrom(c)
+	if i, ok := runbookStepBySlug(slug); ok {
+		m := runbookStepModel(i, p.Role)
+		if inc := s.openIncident(c.Request().Context()); inc != nil {
+			m.Incident = &views.IncidentRef{ID: inc.ID, Title: inc.Title, Href: fmt.Sprintf("/incidents/%d", inc.ID)}
+		}
+		return s.render(c, page{Title: fmt.Sprintf("Step %d: %s", m.Number, m.Title), Nav: "runbook", Model: m, Body: views.RunbookStepBody(m)})
+	}
+	if t, ok := runbookTargetBySlug(slug); ok {
+		m := runbookTargetModel(t, p.Role)
+		return s.render(c, page{Title: t.Title, Nav: "runbook", Model: m, Body: views.RunbookTargetBody(m)})
+	}
+	return fmt.Errorf("%w: no runbook step or targeted runbook named %q", errNotFound, slug)
+}
+
+func stepLinks(current string) []views.StepLink {
+	out := make([]views.StepLink, len(runbookSteps))
+	for i, st := range runbookSteps {
+		out[i] = views.StepLink{Number: st.Number, Slug: st.Slug, Title: st.Title, Href: "/runbook/" + st.Slug, Current: st.Slug == current}
+	}
+	return out
+}
+
+// runbookStepModel maps step i to its page: content, panel slots that load on
+// their own, the actions the role may run, and its neighbours.
+func runbookStepModel(i int, role string) views.RunbookStep {
+	st := runbookSteps[i]
+	m := views.RunbookStep{
+		Number: st.Number, Slug: st.Slug, Title: st.Title, Purpose: st.Purpose, Safety: st.Safety,
+		LookFor: st.LookFor, Traps: st.Traps, Steps: stepLinks(st.Slug),
+		Actions: actionLinks(st.Actions, role, nil),
+	}
+	titles := map[string]string{}
+	for _, ck := range diagnostics.Catalog() {
+		titles[ck.Name] = ck.Title
+	}
+	for _, name := range st.Panels {
+		m.Panels = append(m.Panels, views.PanelSlot{ID: name, Title: titles[name], URL: "/panels/" + name})
+	}
+	links := stepLinks(st.Slug)
+	if i > 0 {
+		m.Prev = &links[i-1]
+	}
+	if i+1 < len(links) {
+		m.Next = &links[i+1]
+	}
+	return m
+}
+
+func runbookTargetModel(t runbookTarget, role string) views.RunbookTarget {
+	m := views.RunbookTarget{Slug: t.Slug, Title: t.Title, Symptoms: t.Symptoms, Diagnosis: t.Diagnosis,
+		Mitigate: t.Mitigate, Dont: t.Dont, Actions: actionLinks(t.Actions, role, nil)}
+	for _, slug := range t.Steps {
+		if i, ok := runbookStepBySlug(slug); ok {
+			st := runbookSteps[i]
+			m.Steps = append(m.Steps, views.StepLink{Number: st.Number, Slug: st.Slug, Title: st.Title, Href: "/runbook/" + st.Slug})
+		}
+	}
+	return m
+}

@@ -1,0 +1,205 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/diagnostics"
+)
+
+// TestRunbookContentIsWired: every panel a step or page names is a query of
+// the diagnostics catalog, every action is registered, every catalog step
+// and targeted-runbook step exists.
+func TestRunbookContentIsWired(t *testing.T) {
+	catalog := map[string]bool{}
+	for _, c := range diagnostics.Catalog() {
+		catalog[c.Name] = true
+		_, ok := runbookStepBySlug(c.Step)
+		require.True(t, ok, "catalog query %s names step %q", c.Name, c.Step)
+	}
+	require.Len(t, runbookSteps, 12)
+	for i, st := range runbookSteps {
+		require.Equal(t, i+1, st.Number)
+		require.NotEmpty(t, st.Purpose, st.Slug)
+		require.NotEmpty(t, st.LookFor, st.Slug)
+		require.NotEmpty(t, st.Traps, st.Slug)
+		for _, p := range st.Panels {
+			require.True(t, catalog[p], "step %s names panel %q", st.Slug, p)
+		}
+		for _, a := range st.Actions {
+			_, ok := actions.Lookup(a)
+			require.True(t, ok, "step %s names action %q", st.Slug, a)
+		}
+	}
+	for _, tg := range runbookTargets {
+		require.True(t, strings.HasPrefix(tg.Slug, "rb-"))
+		for _, s := range tg.Steps {
+			_, ok := runbookStepBySlug(s)
+			require.True(t, ok, "%s names step %q", tg.Slug, s)
+		}
+		for _, a := range tg.Actions {
+			_, ok := actions.Lookup(a)
+			require.True(t, ok, "%s names action %q", tg.Slug, a)
+		}
+	}
+	for _, dp := range databasePages {
+		for _, p := range dp.panels {
+			require.True(t, catalog[p], "database page %s names panel %q", dp.slug, p)
+		}
+	}
+}
+
+func TestRunbookPages(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(t)
+	c.login("operator")
+
+	resp, body := c.get("/runbook")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, body, `data-testid="runbook-steps"`)
+	require.Contains(t, body, `data-testid="step-blocking"`)
+
+	resp, body = c.get("/runbook/blocking")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, body, `data-testid="runbook-step-blocking"`)
+	require.Contains(t, body, `data-testid="slot-blocking_tree"`)
+	require.Contains(t, body, `data-testid="step-prev"`)
+	require.Contains(t, body, `data-testid="step-next"`)
+	require.Contains(t, body, `data-testid="action-backend.cancel"`)
+	require.NotContains(t, body, `data-testid="action-backend.terminate"`, "terminate is for admins")
+
+	resp, body = c.get("/runbook/window")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NotContains(t, body, `data-testid="step-prev"`, "the first step has no previous")
+
+	resp, body = c.get("/runbook/rb-g")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, body, `data-testid="runbook-rb-g"`)
+
+	resp, body = c.get("/runbook/blocking", "Accept", "application/json")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, body, `"slug":"blocking"`)
+
+	resp, _ = c.get("/runbook/step-13")
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+func TestPanelsAndDatabasePages(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(t)
+	c.login("viewer")
+	for _, ck := range diagnostics.Catalog() {
+		resp, body := c.get("/panels/"+ck.Name, "HX-Request", "true")
+		require.Equal(t, http.StatusOK, resp.StatusCode, ck.Name)
+		require.Contains(t, body, `data-testid="panel-`+ck.Name+`"`)
+		require.NotContains(t, body, `data-status="error"`, "%s failed: %s", ck.Name, body)
+	}
+	resp, body := c.get("/panels/queue_health", "Accept", "application/json")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, body, `"sql"`)
+	require.Contains(t, body, `"status":"ok"`)
+	resp, _ = c.get("/panels/drop_table")
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	for _, dp := range databasePages {
+		resp, body := c.get("/database/" + dp.slug)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Contains(t, body, `data-testid="database-`+dp.slug+`"`)
+	}
+	resp, _ = c.get("/database/nowhere")
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+func TestIncidentPages(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(t)
+	c.login("operator")
+
+	resp, body := c.get("/incidents")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, body, `data-testid="incident-open-form"`)
+	require.Contains(t, body, `data-testid="empty"`)
+
+	resp, body = c.post("/incidents", url.Values{"_csrf": {c.csrf}, "title": {""}})
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	require.Contains(t, body, "title")
+	resp, body = c.post("/incidents", url.Values{"_csrf": {c.csrf}, "title": {"x"}, "started": {"yesterday"}})
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Contains(t, body, "is not a UTC time")
+
+	resp, _ = c.post("/incidents", url.Values{"_csrf": {c.csrf}, "title": {"queue backlog"}, "impact": {"emails late"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	loc := resp.Header.Get("Location")
+	require.Equal(t, "/incidents/1", loc)
+
+	resp, _ = c.post("/incidents/1/capture", url.Values{"_csrf": {c.csrf}, "panel": {"queue_health"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	resp, body = c.post("/incidents/1/capture", url.Values{"_csrf": {c.csrf}, "panel": {"nope"}})
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+
+	resp, body = c.get(loc)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, body, `data-testid="timeline-evidence"`)
+	require.Contains(t, body, `data-testid="timeline-action"`)
+
+	resp, body = c.get("/incidents/1/export.md")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, resp.Header.Get("Content-Type"), "text/markdown")
+	require.Contains(t, body, "queue backlog")
+
+	resp, _ = c.post("/incidents/1/close", url.Values{"_csrf": {c.csrf}, "summary": {"drained"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	_, body = c.get(loc)
+	require.NotContains(t, body, `data-testid="incident-close-form"`)
+
+	resp, _ = c.get("/incidents/abc")
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	resp, _ = c.get("/incidents/99")
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	viewer := e.client(t)
+	viewer.login("viewer")
+	_, _ = viewer.get("/incidents")
+	resp, _ = viewer.post("/incidents", url.Values{"_csrf": {viewer.csrf}, "title": {"x"}})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+}
+
+// TestPanelUnderLockSaysWhoHoldsIt: with the jobs table locked ACCESS
+// EXCLUSIVE by another session, the queue panel answers with who holds the
+// lock instead of hanging, and the overview still renders.
+func TestPanelUnderLockSaysWhoHoldsIt(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	holder, err := pgx.Connect(ctx, e.url)
+	require.NoError(t, err)
+	defer holder.Close(ctx)
+	var pid int32
+	require.NoError(t, holder.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid))
+	_, err = holder.Exec(ctx, "BEGIN; LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
+	require.NoError(t, err)
+
+	c := e.client(t)
+	c.login("viewer")
+	resp, body := c.get("/panels/queue_health", "HX-Request", "true")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, body, `data-testid="panel-locked"`)
+	require.Contains(t, body, fmt.Sprint(pid))
+
+	resp, body = c.get("/")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, body, `data-testid="findings"`)
+	_, err = holder.Exec(ctx, "ROLLBACK")
+	require.NoError(t, err)
+}

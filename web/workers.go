@@ -1,0 +1,104 @@
+package web
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/pgconsole/console/queues"
+	"github.com/pgconsole/console/views"
+)
+
+// workersList serves GET /workers.
+func (s *Server) workersList(c echo.Context) error {
+	ctx, cancel := readContext(c)
+	defer cancel()
+	ws, err := queues.WorkerList(ctx, s.cfg.Pool)
+	if err != nil {
+		return err
+	}
+	m := workersModel(ws, time.Now())
+	return s.render(c, page{Title: "Workers", Nav: "workers", Model: m, Body: views.WorkersBody(m)})
+}
+
+// workersModel maps the registry to the /workers page.
+func workersModel(ws []queues.Worker, now time.Time) views.WorkersPage {
+	m := views.WorkersPage{GeneratedAt: now.UTC().Format(time.RFC3339), Workers: workerPanel(ws, "", now)}
+	for _, w := range ws {
+		if w.Stale {
+			m.Stale++
+		} else {
+			m.Live++
+		}
+	}
+	return m
+}
+
+// workerPanel is the table of engine processes; queue, when set, narrows
+// the in-flight column to that queue (the queue detail page).
+func workerPanel(ws []queues.Worker, queue string, now time.Time) views.Panel {
+	p := views.Panel{
+		ID: "workers", Title: "Worker processes", Status: "ok",
+		Columns: []views.Column{{Label: "Health"}, {Label: "State"}, {Label: "Worker"}, {Label: "Host"}, {Label: "PID", Num: true}, {Label: "Queues"},
+			{Label: "Concurrency", Num: true}, {Label: "In flight", Num: true}, {Label: "Heartbeat"}, {Label: "Started"}, {Label: "Version"}},
+		EmptyTitle: "No worker process has registered.",
+		EmptyWhy:   " Every engine process registers here and heartbeats every few seconds; none has, so no job is being worked on.",
+	}
+	if queue != "" {
+		p.Title = "Workers serving " + queue
+		p.EmptyTitle = "No worker serves queue " + queue + "."
+		p.EmptyWhy = " Its ready jobs wait until a process with this queue in its configuration starts."
+		p.Columns[7] = views.Column{Label: "In flight here", Num: true, Hint: "jobs of this queue the process is running"}
+	}
+	for _, w := range ws {
+		health, state := workerState(w, now)
+		inFlight := w.InFlight
+		if queue != "" {
+			inFlight = w.InFlightByQueue[queue]
+		}
+		seen, started := w.LastSeenAt, w.StartedAt
+		p.Rows = append(p.Rows, []views.Cell{
+			health,
+			state,
+			{Text: w.ID, Mono: true},
+			{Text: w.Host},
+			{Text: fmt.Sprint(w.PID), Mono: true},
+			{Text: workerQueues(w)},
+			{Text: humanInt(int64(w.Concurrency))},
+			{Text: humanInt(int64(inFlight))},
+			ageCell(&seen, now),
+			ageCell(&started, now),
+			{Text: w.Version, Mono: true},
+		})
+	}
+	return p
+}
+
+// workerQueues lists a worker's queues with their in-flight counts.
+func workerQueues(w queues.Worker) string {
+	qs := append([]string(nil), w.Queues...)
+	sort.Strings(qs)
+	for i, q := range qs {
+		if n := w.InFlightByQueue[q]; n > 0 {
+			qs[i] = fmt.Sprintf("%s (%d)", q, n)
+		}
+	}
+	return strings.Join(qs, ", ")
+}
+
+// workerState is a worker's health badge and its state in words: live,
+// stale (no heartbeat for 30 seconds) or stopped.
+func workerState(w queues.Worker, now time.Time) (health, state views.Cell) {
+	switch {
+	case w.StoppedAt != nil:
+		a := age(*w.StoppedAt, now)
+		return views.Cell{Sev: "warning"}, views.Cell{Text: "stopped " + a.Text, Title: a.UTC}
+	case w.Stale:
+		return views.Cell{Sev: "warning"}, views.Cell{Text: "stale: no heartbeat for " + humanSeconds(now.Sub(w.LastSeenAt).Seconds()),
+			Title: "its in-flight counts are no longer true; its leases expire and the reaper requeues them"}
+	}
+	return views.Cell{Sev: "ok"}, views.Cell{Text: "live"}
+}
