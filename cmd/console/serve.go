@@ -15,8 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/pgserver"
+	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/web"
 )
 
@@ -92,11 +95,69 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return err
 	}
 
+	diag, err := diagnostics.Open(ctx, dbURL, diagnostics.Config{StandbyURLs: cfg.StandbyURLs, Thresholds: &cfg.Thresholds})
+	if err != nil {
+		return fmt.Errorf("open the diagnostics pool: %w", err)
+	}
+	defer diag.Close()
+	sampler := diag.NewSampler(diagnostics.SamplerConfig{})
+	if err := sampler.Start(ctx); err != nil {
+		return fmt.Errorf("start the diagnostics sampler: %w", err)
+	}
+	defer sampler.Stop()
+
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		diagnostics.NewPoolCollector("console", pool))
+	if _, err := diagnostics.NewCollector(diag, diagnostics.CollectorConfig{Registerer: reg}); err != nil {
+		return fmt.Errorf("register the diagnostics metrics: %w", err)
+	}
+
+	runner, err := actions.NewRunner(pool, actions.RunnerConfig{Diagnostics: diag, Registerer: reg, Logger: logger})
+	if err != nil {
+		return err
+	}
+
+	// The embedded default is a demo: the engine works the demo queues
+	// (including the sql kind the lock drills use) and a workload feeds it.
+	// Attached to a real database, serve runs the scheduler only; workers
+	// run with `console worker`.
+	pub, closePub, err := cfg.Relay.publisher(stdout)
+	if err != nil {
+		return err
+	}
+	defer closePub()
+	ecfg := engineConfig{Scheduler: true, Relay: pub}
+	if embedded {
+		ecfg = engineConfig{Queues: demoQueues, Concurrency: 4, AllowSQL: true, Scheduler: true, Relay: pub}
+		if pub == nil {
+			// The demo's events go to a loopback consumer that applies
+			// each once through the inbox.
+			sink, err := startDemoSink(pool, logger)
+			if err != nil {
+				return err
+			}
+			defer sink.stop()
+			if ecfg.Relay, err = queues.NewWebhookPublisher(queues.WebhookPublisherConfig{URL: sink.URL}); err != nil {
+				return err
+			}
+		}
+	}
+	eng, err := startEngine(ctx, dbURL, ecfg, reg, logger)
+	if err != nil {
+		return err
+	}
+	defer eng.stop()
+	if embedded {
+		go demoWorkload(ctx, pool, logger, 3*time.Minute)
+		fmt.Fprintln(stdout, "demo workload started: jobs on the demo queues, some dead letters, a lock chain every 3 minutes")
+	}
 
 	ws, err := web.New(web.Config{
 		Pool:           pool,
+		Diagnostics:    diag,
+		Sampler:        sampler,
+		Actions:        runner,
 		Database:       target(dbURL),
 		Version:        version,
 		Gatherer:       reg,

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgconsole/console/internal/bench"
+	"github.com/pgconsole/console/internal/pgserver"
+	"github.com/pgconsole/console/queues"
+)
+
+// benchConfig is `console bench MODE` with its flags.
+type benchConfig struct {
+	mode       string
+	jobs       int
+	pool       int
+	workers    int
+	batch      int
+	duration   time.Duration
+	small      int
+	large      int
+	asJSON     bool
+	force      bool
+	keep       bool
+	cpuProfile string
+}
+
+var benchUsage = "bench needs a mode: " + strings.Join(bench.Modes, ", ") + " (see `console help`)"
+
+// runBench is `console bench`: it measures the engine on a scratch database
+// it creates next to DATABASE_URL's (or on a throwaway embedded server when
+// DATABASE_URL is unset) and drops afterwards; --force runs in DATABASE_URL's
+// own database instead. The modes live in internal/bench.
+func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return usageError{benchUsage}
+	}
+	bc := benchConfig{mode: args[0]}
+	if !slices.Contains(bench.Modes, bc.mode) {
+		return usageError{fmt.Sprintf("bench %s: %s", bc.mode, benchUsage)}
+	}
+	fs := flagSet("bench")
+	fs.IntVar(&bc.jobs, "jobs", 100000, "jobs of burn and floor, rows per enqueue phase, events of relay")
+	fs.IntVar(&bc.pool, "pool", 4, "database connections of the engine's pool")
+	fs.IntVar(&bc.workers, "workers", 2000, "jobs in flight (the engine's concurrency, as River's bench); publishes in flight for relay")
+	fs.IntVar(&bc.batch, "batch", 1000, "largest claim: the engine's, the floor's and the relay's")
+	fs.DurationVar(&bc.duration, "duration", 20*time.Second, "measured window of continuous and of each bloat phase")
+	fs.IntVar(&bc.small, "small", 10000, "small table of scale, in job rows")
+	fs.IntVar(&bc.large, "large", 1000000, "large table of scale, in job rows")
+	fs.BoolVar(&bc.asJSON, "json", false, "print one JSON object")
+	fs.BoolVar(&bc.force, "force", false, "run in DATABASE_URL's database itself instead of a scratch one")
+	fs.BoolVar(&bc.keep, "keep", false, "keep the scratch database")
+	fs.StringVar(&bc.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured mode to this file")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if bc.jobs < 1 || bc.pool < 1 || bc.batch < 1 || bc.workers < 1 || bc.duration <= 0 {
+		return usageError{"--jobs, --pool, --workers, --batch and --duration must be positive"}
+	}
+	if bc.duration > time.Hour || bc.jobs > 10_000_000 || bc.large > 10_000_000 {
+		return usageError{"bench is bounded: --duration at most 1h, --jobs and --large at most 10,000,000"}
+	}
+	raw, err := databaseURL(getenv)
+	if err != nil {
+		return err
+	}
+	if raw == "" {
+		dir, err := os.MkdirTemp("", "console-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return err
+		}
+		srv, err := pgserver.Start(ctx, pgserver.Config{Dir: filepath.Join(dir, "pg"), BinDir: getenv("CONSOLE_PG_BIN"), Trust: true})
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		raw = srv.URL("postgres")
+		fmt.Fprintf(stderr, "bench: no DATABASE_URL, using a throwaway PostgreSQL on port %d\n", srv.Port())
+	}
+	database := raw
+	if !bc.force {
+		scratch, drop, err := scratchDatabase(ctx, raw, bc.keep)
+		if err != nil {
+			return err
+		}
+		defer drop()
+		database = scratch
+	}
+	pcfg, err := queues.PoolConfig(database)
+	if err != nil {
+		return err
+	}
+	pcfg.MaxConns = int32(bc.pool)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return connectError(database, err)
+	}
+	defer pool.Close()
+	if _, err := ensureSchema(ctx, pool, true); err != nil {
+		return err
+	}
+	if bc.cpuProfile != "" {
+		f, err := os.Create(bc.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	rep, err := bench.Run(ctx, bc.mode, bench.Config{
+		Pool: pool, URL: database, PoolSize: bc.pool,
+		Jobs: bc.jobs, Workers: bc.workers, Batch: bc.batch, Duration: bc.duration,
+		Small: bc.small, Large: bc.large, Scratch: !bc.force, Progress: stderr,
+	})
+	if err != nil {
+		return err
+	}
+	if bc.asJSON {
+		return json.NewEncoder(stdout).Encode(rep)
+	}
+	return rep.WriteTable(stdout)
+}
+
+// scratchDatabase creates a fresh database on the server of raw, so the
+// benchmark never touches existing data; drop removes it.
+func scratchDatabase(ctx context.Context, raw string, keep bool) (string, func(), error) {
+	u, err := url.Parse(raw)
+	if err != nil || !strings.Contains(raw, "://") {
+		return "", nil, fmt.Errorf("bench needs DATABASE_URL as a postgres:// URL to create its scratch database (or pass --force)")
+	}
+	name := fmt.Sprintf("console_bench_%d", time.Now().UnixNano())
+	conn, err := pgx.Connect(ctx, raw)
+	if err != nil {
+		return "", nil, connectError(raw, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", nil, fmt.Errorf("create the scratch database %s: %w (the role needs CREATEDB; or pass --force to run in DATABASE_URL's database)", name, err)
+	}
+	u.Path = "/" + name
+	drop := func() {
+		if keep {
+			return
+		}
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(dctx, raw); err == nil {
+			c.Exec(dctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+			c.Close(dctx)
+		}
+	}
+	return u.String(), drop, nil
+}

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pgconsole/console/queues"
+)
+
+// demoQueues are the queues the demo workload feeds; "drills" runs the lock
+// incidents.
+var demoQueues = []string{"default", "email", "reports", "drills", "maintenance"}
+
+// demoWorkload enqueues a steady mix of jobs (most succeed, some retry, a few
+// die with a handful of error classes) and, every few minutes, a real lock
+// chain, so every page of the console has something true to show. It runs
+// until ctx ends.
+func demoWorkload(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, lockEvery time.Duration) {
+	if _, err := pool.Exec(ctx, demoSetupSQL); err != nil {
+		logger.Error("demo: create demo_accounts", "err", err)
+		return
+	}
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	nextLock := time.Now().Add(20 * time.Second)
+	for n := 0; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		batch := []queues.EnqueueParams{
+			{Queue: "default", Kind: "noop"},
+			{Queue: "default", Kind: "sleep", Payload: map[string]int{"ms": 50 + rand.IntN(400)}},
+			{Queue: "email", Kind: "sleep", Payload: map[string]int{"ms": 20 + rand.IntN(100)}},
+		}
+		if n%10 == 0 {
+			batch = append(batch, queues.EnqueueParams{Queue: "reports", Kind: "fail", Payload: map[string]int{"times": 2}, MaxAttempts: 5})
+		}
+		if n%40 == 0 {
+			// Always failing jobs die after their attempts: the dead letters
+			// of the demo, in two error classes.
+			batch = append(batch, queues.EnqueueParams{Queue: "email", Kind: "fail", Payload: map[string]int{"times": -1}, MaxAttempts: 2})
+		}
+		if n%120 == 0 {
+			batch = append(batch, queues.EnqueueParams{Queue: "reports", Kind: "panic", MaxAttempts: 1})
+		}
+		if _, err := queues.EnqueueManyTx(ctx, pool, batch); err != nil && ctx.Err() == nil {
+			logger.Warn("demo: enqueue", "err", err)
+		}
+		if n%2 == 0 {
+			if _, err := queues.EnqueueEventTx(ctx, pool, queues.OutboxEvent{Topic: "orders", AggregateType: "order",
+				AggregateID: fmt.Sprint(n), EventType: "order.created",
+				Payload: map[string]any{"order_id": n, "amount_cents": 100 + rand.IntN(9900)}}); err != nil && ctx.Err() == nil {
+				logger.Warn("demo: outbox event", "err", err)
+			}
+		}
+		if lockEvery > 0 && time.Now().After(nextLock) {
+			nextLock = time.Now().Add(lockEvery)
+			if err := demoLockChain(ctx, pool); err != nil && ctx.Err() == nil {
+				logger.Warn("demo: lock chain", "err", err)
+			}
+		}
+	}
+}
+
+// demoSetupSQL creates the table the lock drills fight over.
+const demoSetupSQL = `CREATE TABLE IF NOT EXISTS demo_accounts (id int PRIMARY KEY, balance bigint NOT NULL DEFAULT 0);
+INSERT INTO demo_accounts (id) VALUES (1), (2) ON CONFLICT DO NOTHING`
+
+// demoLockChain enqueues three sql jobs that build a real blocking chain for
+// about a minute: the first holds a row lock while it sleeps, the second
+// waits for it while holding another row, the third waits for the second.
+func demoLockChain(ctx context.Context, pool *pgxpool.Pool) error {
+	steps := []string{
+		`SELECT pg_sleep(60) FROM (SELECT id FROM demo_accounts WHERE id = 1 FOR UPDATE) AS held`,
+		`WITH second AS (SELECT id FROM demo_accounts WHERE id = 2 FOR UPDATE) UPDATE demo_accounts SET balance = balance + 1 WHERE id IN (1, (SELECT id FROM second))`,
+		`UPDATE demo_accounts SET balance = balance - 1 WHERE id = 2`,
+	}
+	for i, st := range steps {
+		if _, err := queues.EnqueueTx(ctx, pool, queues.EnqueueParams{Queue: "drills", Kind: "sql",
+			Payload: map[string]string{"statement": st}, MaxAttempts: 1}); err != nil {
+			return fmt.Errorf("enqueue lock step %d: %w", i+1, err)
+		}
+		// Each step must have started before the next queues behind it.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	return nil
+}
+
+// runDemo is `console demo`: the demo workload and an engine to work it,
+// against DATABASE_URL, until interrupted.
+func runDemo(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+	fs := flagSet("demo")
+	lockEvery := fs.Duration("lock-every", 3*time.Minute, "how often to stage a lock chain (0 turns it off)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	raw, err := databaseURL(getenv)
+	if err != nil {
+		return err
+	}
+	if raw == "" {
+		return usageError{"demo needs DATABASE_URL (a scratch database: it adds demo jobs and a demo_accounts table)"}
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	pool, err := attach(ctx, getenv, "console-demo")
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	sink, err := startDemoSink(pool, logger)
+	if err != nil {
+		return err
+	}
+	defer sink.stop()
+	pub, err := queues.NewWebhookPublisher(queues.WebhookPublisherConfig{URL: sink.URL})
+	if err != nil {
+		return err
+	}
+	e, err := startEngine(ctx, raw, engineConfig{Queues: demoQueues, Concurrency: 4, AllowSQL: true, Scheduler: true, Relay: pub},
+		prometheus.NewRegistry(), logger)
+	if err != nil {
+		return err
+	}
+	defer e.stop()
+	fmt.Fprintf(stdout, "demo workload running on %s; Ctrl-C stops it\n", target(raw))
+	demoWorkload(ctx, pool, logger, *lockEvery)
+	return nil
+}
+
+// demoSink is the demo's event consumer: a webhook on loopback that applies
+// each event once through the consumer inbox (the Idempotency-Key is the
+// event id) and, now and then, answers 503 so the relay's retries show.
+type demoSink struct {
+	srv *http.Server
+	URL string
+}
+
+func startDemoSink(pool *pgxpool.Pool, logger *slog.Logger) (*demoSink, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("demo sink: %w", err)
+	}
+	var calls atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST events here", http.StatusMethodNotAllowed)
+			return
+		}
+		if calls.Add(1)%25 == 0 {
+			http.Error(w, "demo: temporarily unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		key := r.Header.Get("Idempotency-Key")
+		if key == "" {
+			http.Error(w, "missing Idempotency-Key", http.StatusBadRequest)
+			return
+		}
+		tx, err := pool.Begin(r.Context())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		defer tx.Rollback(r.Context())
+		if _, err := queues.InboxProcessTx(r.Context(), tx, "demo-consumer", key, func(pgx.Tx) error { return nil }); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if err := tx.Commit(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	s := &demoSink{srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}, URL: "http://" + ln.Addr().String() + "/events"}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+			logger.Warn("demo sink stopped", "err", err)
+		}
+	}()
+	return s, nil
+}
+
+func (s *demoSink) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.srv.Shutdown(ctx)
+}

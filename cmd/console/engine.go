@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/queues"
+)
+
+// engineConfig says which parts of the engine a process runs.
+type engineConfig struct {
+	Queues      []string
+	Concurrency int
+	AllowSQL    bool // register the "sql" kind (demo and drills only)
+	Scheduler   bool
+	Relay       queues.Publisher // nil: no relay in this process
+}
+
+// engine is the queue engine of one process: workers, scheduler, relay.
+type engine struct {
+	pool      *pgxpool.Pool
+	client    *queues.Client
+	scheduler *queues.Scheduler
+	relay     *queues.Relay
+}
+
+// startEngine opens the engine's own pool (connections named console-worker)
+// and starts what cfg asks for. Stop it with stop.
+func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg prometheus.Registerer, logger *slog.Logger) (*engine, error) {
+	pcfg, err := queues.PoolConfig(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	pcfg.MaxConns = int32(len(cfg.Queues) + cfg.Concurrency*len(cfg.Queues)/2 + 6)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, connectError(dbURL, err)
+	}
+	e := &engine{pool: pool}
+	if err := reg.Register(diagnostics.NewPoolCollector("engine", pool)); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("register the engine pool metrics: %w", err)
+	}
+	qc := map[string]queues.QueueConfig{}
+	for _, q := range cfg.Queues {
+		qc[q] = queues.QueueConfig{Concurrency: cfg.Concurrency, Timeout: 5 * time.Minute}
+	}
+	e.client, err = queues.NewClient(pool, queues.ClientConfig{Queues: qc, Version: version, Registerer: reg, Logger: logger})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	queues.RegisterBuiltins(e.client, queues.BuiltinOpts{AllowSQL: cfg.AllowSQL})
+	queues.RegisterMaintenance(e.client, queues.MaintenanceConfig{Logger: logger})
+	if err := e.client.Start(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("start workers: %w", err)
+	}
+	if cfg.Scheduler {
+		e.scheduler, err = queues.NewScheduler(pool, queues.SchedulerConfig{Registerer: reg, Logger: logger})
+		if err == nil {
+			err = e.scheduler.Start(ctx)
+		}
+		if err != nil {
+			e.stop()
+			return nil, fmt.Errorf("start scheduler: %w", err)
+		}
+	}
+	if cfg.Relay != nil {
+		e.relay, err = queues.NewRelay(pool, queues.RelayConfig{Publisher: cfg.Relay, Registerer: reg, Logger: logger})
+		if err == nil {
+			err = e.relay.Start(ctx)
+		}
+		if err != nil {
+			e.stop()
+			return nil, fmt.Errorf("start outbox relay: %w", err)
+		}
+	}
+	return e, nil
+}
+
+// stop shuts the engine down in order: stop claiming, drain running jobs
+// for up to 15 seconds, release what did not start, close the pool last.
+func (e *engine) stop() {
+	if e.relay != nil {
+		e.relay.Stop()
+	}
+	if e.scheduler != nil {
+		e.scheduler.Stop()
+	}
+	if e.client != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		_ = e.client.Stop(ctx)
+		cancel()
+	}
+	e.pool.Close()
+}
+
+// runWorker is `console worker`: only the engine, no web.
+func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+	fs := flagSet("worker")
+	queueList := fs.String("queues", envOr(getenv, "CONSOLE_QUEUES", "default"), "queues")
+	concurrency := fs.Int("concurrency", envInt(getenv, "CONSOLE_CONCURRENCY", 10), "jobs at once per queue")
+	allowSQL := fs.Bool("allow-sql-jobs", envBool(getenv, "CONSOLE_ALLOW_SQL_JOBS"), "register the sql kind")
+	rf := relayFlags(fs, getenv)
+	metricsAddr := fs.String("metrics-addr", getenv("CONSOLE_METRICS_ADDR"), "serve the engine's /metrics here")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *concurrency < 1 || *concurrency > 10000 {
+		return usageError{fmt.Sprintf("--concurrency %d: use 1 to 10000", *concurrency)}
+	}
+	qs := splitList(*queueList)
+	if len(qs) == 0 {
+		return usageError{"--queues needs at least one queue name"}
+	}
+	raw, err := databaseURL(getenv)
+	if err != nil {
+		return err
+	}
+	if raw == "" {
+		return usageError{"worker needs DATABASE_URL (or DATABASE_URL_FILE)"}
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	check, err := attach(ctx, getenv, "console-cli")
+	if err != nil {
+		return err
+	}
+	check.Close()
+	if *allowSQL {
+		fmt.Fprintln(stdout, "warning: --allow-sql-jobs registers the sql kind, which runs arbitrary SQL from job payloads")
+	}
+	pub, closePub, err := rf.publisher(stdout)
+	if err != nil {
+		return err
+	}
+	defer closePub()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if *metricsAddr != "" {
+		ln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return fmt.Errorf("cannot listen on --metrics-addr %s: %w", *metricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		ms := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go ms.Serve(ln)
+		defer ms.Close()
+		fmt.Fprintf(stdout, "engine metrics on http://%s/metrics\n", ln.Addr())
+	}
+	e, err := startEngine(ctx, raw, engineConfig{Queues: qs, Concurrency: *concurrency, AllowSQL: *allowSQL, Scheduler: true, Relay: pub},
+		reg, logger)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "worker %s working queues %s with concurrency %d\n", e.client.ID(), strings.Join(qs, ","), *concurrency)
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "draining")
+	e.stop()
+	return nil
+}
+
+func envInt(getenv env, key string, def int) int {
+	if v := getenv(key); v != "" {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return def
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/pgconsole/console/diagnostics"
+)
+
+// thresholdFlags collects repeated --threshold CODE=VALUE flags.
+type thresholdFlags []string
+
+func (t *thresholdFlags) String() string     { return strings.Join(*t, ",") }
+func (t *thresholdFlags) Set(v string) error { *t = append(*t, v); return nil }
+
+// parseThresholds applies CONSOLE_THRESHOLDS (comma list) and then each
+// --threshold to the defaults; a bad one names the codes that exist.
+func parseThresholds(getenv env, flags []string) (diagnostics.Thresholds, error) {
+	th := diagnostics.DefaultThresholds()
+	all := append(splitList(getenv("CONSOLE_THRESHOLDS")), flags...)
+	for _, s := range all {
+		if err := th.SetFlag(s); err != nil {
+			return th, usageError{fmt.Sprintf("--threshold %s: %v (codes: %s)", s, err, strings.Join(diagnostics.ThresholdCodes(), ", "))}
+		}
+	}
+	return th, nil
+}
+
+// runFindings is `console findings`: one findings round, printed as a table
+// or as the same JSON object as GET /api/v1/findings. It exits 0 whatever it
+// finds, so scripts decide what a finding means.
+func runFindings(ctx context.Context, args []string, getenv env, stdout io.Writer) error {
+	fs := flagSet("findings")
+	asJSON := fs.Bool("json", false, "print JSON")
+	var thresholds thresholdFlags
+	fs.Var(&thresholds, "threshold", "CODE=VALUE")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	th, err := parseThresholds(getenv, thresholds)
+	if err != nil {
+		return err
+	}
+	raw, err := databaseURL(getenv)
+	if err != nil {
+		return err
+	}
+	if raw == "" {
+		return usageError{"findings needs DATABASE_URL (or DATABASE_URL_FILE)"}
+	}
+	// Check the connection first for a clear message.
+	pool, err := openPool(ctx, raw, "console-cli", 1)
+	if err != nil {
+		return err
+	}
+	pool.Close()
+	d, err := diagnostics.Open(ctx, raw, diagnostics.Config{Thresholds: &th, StandbyURLs: splitList(getenv("STANDBY_URLS"))})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rep, err := d.Findings(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	if len(rep.Findings) == 0 {
+		fmt.Fprintf(stdout, "no findings at %s\n", rep.GeneratedAt.UTC().Format(time.RFC3339))
+		return nil
+	}
+	for _, f := range rep.Findings {
+		fmt.Fprintf(stdout, "%-8s %-28s %s\n         %s\n         runbook: %s\n", f.Severity, f.Code, f.Title, f.Evidence, f.Runbook)
+	}
+	return nil
+}

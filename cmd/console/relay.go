@@ -1,0 +1,57 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/pgconsole/console/queues"
+)
+
+// relayOptions are the outbox relay's flags, shared by serve and worker: a
+// process runs a relay when it is given somewhere to publish.
+type relayOptions struct {
+	natsURL, natsPrefix, natsStream, webhookURL *string
+}
+
+func relayFlags(fs *flag.FlagSet, getenv env) relayOptions {
+	return relayOptions{
+		natsURL:    fs.String("relay-nats-url", getenv("CONSOLE_RELAY_NATS_URL"), "publish outbox events to this NATS JetStream server"),
+		natsPrefix: fs.String("relay-nats-subject-prefix", envOr(getenv, "CONSOLE_RELAY_NATS_SUBJECT_PREFIX", ""), "subject prefix"),
+		natsStream: fs.String("relay-nats-stream", getenv("CONSOLE_RELAY_NATS_STREAM"), "expected JetStream stream"),
+		webhookURL: fs.String("relay-webhook-url", getenv("CONSOLE_RELAY_WEBHOOK_URL"), "POST outbox events to this URL"),
+	}
+}
+
+// publisher builds the configured publisher; nil when the process runs no
+// relay. The returned func closes what it opened.
+func (o relayOptions) publisher(stdout io.Writer) (queues.Publisher, func(), error) {
+	none := func() {}
+	switch {
+	case *o.natsURL != "" && *o.webhookURL != "":
+		return nil, none, usageError{"give --relay-nats-url or --relay-webhook-url, not both"}
+	case *o.natsURL != "":
+		nc, err := nats.Connect(*o.natsURL, nats.Name("console-relay"), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second))
+		if err != nil {
+			return nil, none, fmt.Errorf("connect to NATS at %s: %w; check --relay-nats-url", *o.natsURL, err)
+		}
+		pub, err := queues.NewNATSPublisher(nc, queues.NATSPublisherConfig{SubjectPrefix: *o.natsPrefix, ExpectStream: *o.natsStream})
+		if err != nil {
+			nc.Close()
+			return nil, none, err
+		}
+		fmt.Fprintf(stdout, "outbox relay publishing to NATS JetStream at %s\n", *o.natsURL)
+		return pub, nc.Close, nil
+	case *o.webhookURL != "":
+		pub, err := queues.NewWebhookPublisher(queues.WebhookPublisherConfig{URL: *o.webhookURL})
+		if err != nil {
+			return nil, none, err
+		}
+		fmt.Fprintf(stdout, "outbox relay posting to %s\n", *o.webhookURL)
+		return pub, none, nil
+	}
+	return nil, none, nil
+}

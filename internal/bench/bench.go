@@ -1,0 +1,273 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Config is what every mode runs with. Zero values get the defaults noted.
+type Config struct {
+	// Pool is the engine's pool, already sized (PoolSize connections). The
+	// caller owns and closes it.
+	Pool *pgxpool.Pool
+	// URL reaches the same database, for sessions outside the pool (the
+	// xmin holder of bloat, the diagnostics of scale).
+	URL string
+	// PoolSize is Pool's MaxConns, reported with the figures.
+	PoolSize int
+	// Jobs is the burn-down size, the enqueue size and the relay's event
+	// count (default 100,000).
+	Jobs int
+	// Workers is the engine's concurrency: jobs in flight per process
+	// (default 2,000, as River's bench); the relay's publishes in flight;
+	// the floor's claim loops are PoolSize.
+	Workers int
+	// Batch is the largest claim: the engine's MaxClaim, the floor's claim
+	// size and the relay's batch (default 100).
+	Batch int
+	// Duration is the measured window of continuous and of each bloat
+	// phase (default 20s).
+	Duration time.Duration
+	// Small and Large are the table sizes of scale (defaults 10,000 and
+	// 1,000,000 job rows).
+	Small, Large int
+	// Scratch says the database is a scratch one the benchmark owns: scale
+	// refuses to fill a database that is not.
+	Scratch bool
+	// Progress receives one line per phase; nil discards.
+	Progress io.Writer
+}
+
+func (c Config) withDefaults() Config {
+	if c.Jobs <= 0 {
+		c.Jobs = 100_000
+	}
+	if c.Workers <= 0 {
+		c.Workers = 2000
+	}
+	if c.Batch <= 0 {
+		c.Batch = 1000
+	}
+	if c.Duration <= 0 {
+		c.Duration = 20 * time.Second
+	}
+	if c.Small <= 0 {
+		c.Small = 10_000
+	}
+	if c.Large <= 0 {
+		c.Large = 1_000_000
+	}
+	if c.PoolSize <= 0 && c.Pool != nil {
+		c.PoolSize = int(c.Pool.Config().MaxConns)
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	return c
+}
+
+func (c Config) logf(format string, args ...any) {
+	fmt.Fprintf(c.Progress, "bench: "+format+"\n", args...)
+}
+
+// Modes lists the modes Run knows, in the order `console help` shows them.
+var Modes = []string{"burn", "continuous", "enqueue", "relay", "floor", "scale", "bloat"}
+
+// ErrUnknownMode is returned by Run for a mode not in Modes.
+var ErrUnknownMode = errors.New("unknown bench mode")
+
+// Run runs one mode. ctx bounds it; every mode also bounds itself.
+func Run(ctx context.Context, mode string, cfg Config) (Report, error) {
+	if cfg.Pool == nil {
+		return Report{}, errors.New("bench: nil pool")
+	}
+	cfg = cfg.withDefaults()
+	var r Report
+	var err error
+	switch mode {
+	case "burn":
+		r, err = Burn(ctx, cfg)
+	case "continuous":
+		r, err = Continuous(ctx, cfg)
+	case "enqueue":
+		r, err = Enqueue(ctx, cfg)
+	case "relay":
+		r, err = Relay(ctx, cfg)
+	case "floor":
+		r, err = Floor(ctx, cfg)
+	case "scale":
+		r, err = Scale(ctx, cfg)
+	case "bloat":
+		r, err = Bloat(ctx, cfg)
+	default:
+		return Report{}, fmt.Errorf("%w %q (one of %s)", ErrUnknownMode, mode, strings.Join(Modes, ", "))
+	}
+	if err != nil {
+		return r, fmt.Errorf("bench %s: %w", mode, err)
+	}
+	r.Mode = mode
+	var sync string
+	_ = cfg.Pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&sync)
+	r.Add("pool", "pool connections", cfg.PoolSize, "")
+	r.Add("synchronous_commit", "synchronous_commit", sync, "")
+	return r, nil
+}
+
+// Metric is one figure of a Report.
+type Metric struct {
+	// Key is its JSON key (snake_case, unit-suffixed when it has one).
+	Key string
+	// Label is what the table shows.
+	Label string
+	// Value is a number, a string or a bool.
+	Value any
+	// Unit is shown after the value in the table ("jobs/s", "ms").
+	Unit string
+}
+
+// Report is what one mode measured, in order.
+type Report struct {
+	Mode    string
+	Metrics []Metric
+}
+
+// Add appends a metric.
+func (r *Report) Add(key, label string, value any, unit string) {
+	r.Metrics = append(r.Metrics, Metric{Key: key, Label: label, Value: value, Unit: unit})
+}
+
+// Value returns the metric of key, or nil.
+func (r Report) Value(key string) any {
+	for _, m := range r.Metrics {
+		if m.Key == key {
+			return m.Value
+		}
+	}
+	return nil
+}
+
+// MarshalJSON is one flat object: {"mode": ..., key: value, ...}.
+func (r Report) MarshalJSON() ([]byte, error) {
+	var b strings.Builder
+	b.WriteString(`{"mode":`)
+	mode, _ := json.Marshal(r.Mode)
+	b.Write(mode)
+	for _, m := range r.Metrics {
+		k, _ := json.Marshal(m.Key)
+		v := m.Value
+		if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			v = nil
+		}
+		vb, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("metric %s: %w", m.Key, err)
+		}
+		b.WriteByte(',')
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	return []byte(b.String()), nil
+}
+
+// WriteTable prints the report as two aligned columns.
+func (r Report) WriteTable(w io.Writer) error {
+	width := len("mode")
+	for _, m := range r.Metrics {
+		width = max(width, len(m.Label))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-*s  %s\n", width, "mode", r.Mode)
+	for _, m := range r.Metrics {
+		fmt.Fprintf(&b, "%-*s  %s", width, m.Label, formatValue(m.Value))
+		if m.Unit != "" {
+			b.WriteString(" " + m.Unit)
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func formatValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		switch {
+		case math.IsNaN(x) || math.IsInf(x, 0):
+			return "n/a"
+		case math.Abs(x) >= 100:
+			return fmt.Sprintf("%.0f", x)
+		case math.Abs(x) >= 1:
+			return fmt.Sprintf("%.2f", x)
+		default:
+			return fmt.Sprintf("%.3f", x)
+		}
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// queueName is a fresh queue for one phase, so phases never see each
+// other's jobs (nor anybody else's).
+func queueName(prefix string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return "bench-" + prefix + "-" + hex.EncodeToString(b)
+}
+
+// deleteQueue removes a phase's jobs and worker rows; it runs with its own
+// deadline so a cancelled run still cleans up.
+func deleteQueue(cfg Config, queue string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := cfg.Pool.Exec(ctx, "DELETE FROM jobs WHERE queue = $1", queue); err != nil {
+		cfg.logf("clean up queue %s: %v", queue, err)
+	}
+	_, _ = cfg.Pool.Exec(ctx, "DELETE FROM workers WHERE $1 = ANY(queues)", queue)
+}
+
+// vacuumJobs lets the next phase start from a table without the previous
+// phase's dead tuples.
+func vacuumJobs(ctx context.Context, cfg Config) error {
+	if _, err := cfg.Pool.Exec(ctx, "VACUUM (ANALYZE) jobs"); err != nil {
+		return fmt.Errorf("vacuum jobs: %w", err)
+	}
+	return nil
+}
+
+// percentile returns the q-quantile (0..1) of sorted, nearest rank.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// median of a sample, which it sorts.
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return percentile(ds, 0.5)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// ratio is a/b, NaN when b is zero.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}

@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestReportJSONIsOneFlatObject(t *testing.T) {
+	t.Parallel()
+	r := Report{Mode: "burn"}
+	r.Add("jobs", "jobs", 300, "")
+	r.Add("jobs_per_second", "throughput", 1234.5, "jobs/s")
+	r.Add("ratio", "held / free", math.NaN(), "")
+	r.Add("exactly_once", "every job done exactly once", true, "")
+	b, err := json.Marshal(r)
+	require.NoError(t, err)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(b, &got))
+	require.Equal(t, map[string]any{
+		"mode": "burn", "jobs": 300.0, "jobs_per_second": 1234.5, "ratio": nil, "exactly_once": true,
+	}, got)
+	require.Equal(t, 300, r.Value("jobs"))
+	require.Nil(t, r.Value("missing"))
+}
+
+func TestReportTable(t *testing.T) {
+	t.Parallel()
+	r := Report{Mode: "scale"}
+	r.Add("claim_ratio", "claim, large/small", 1.234, "")
+	r.Add("claim_small_ms", "claim, small", 0.5, "ms")
+	r.Add("rows", "rows", 1_000_000.0, "")
+	r.Add("ratio", "held / free", math.Inf(1), "")
+	var out bytes.Buffer
+	require.NoError(t, r.WriteTable(&out))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Equal(t, []string{
+		"mode                scale",
+		"claim, large/small  1.23",
+		"claim, small        0.500 ms",
+		"rows                1000000",
+		"held / free         n/a",
+	}, lines)
+}
+
+func TestPercentile(t *testing.T) {
+	t.Parallel()
+	ds := []time.Duration{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
+	require.Equal(t, time.Duration(5), median(ds))
+	require.Equal(t, time.Duration(10), percentile(ds, 0.99))
+	require.Equal(t, time.Duration(1), percentile(ds, 0))
+	require.Equal(t, time.Duration(0), percentile(nil, 0.5))
+	require.True(t, math.IsNaN(ratio(1, 0)))
+}
+
+func TestScaleLayoutKeepsTheLiveSet(t *testing.T) {
+	t.Parallel()
+	small, large := layoutFor(10_000, 10_000), layoutFor(10_000, 1_000_000)
+	require.Equal(t, small.ready, large.ready)
+	require.Equal(t, small.running, large.running)
+	require.Equal(t, small.dead, large.dead)
+	require.Equal(t, 10_000, small.ready+small.running+small.dead+small.done)
+	require.Equal(t, 1_000_000, large.ready+large.running+large.dead+large.done)
+	tiny := layoutFor(200, 200)
+	require.Positive(t, tiny.done)
+}

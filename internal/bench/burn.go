@@ -1,0 +1,226 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/pgconsole/console/queues"
+)
+
+// copyChunk is how many jobs one COPY carries when a mode fills a queue.
+const copyChunk = 10_000
+
+// fill COPYs n no-op jobs into queue with payload, in chunks, and returns
+// the first and last id (ids are contiguous when nothing else inserts
+// concurrently, which burn checks).
+func fill(ctx context.Context, cfg Config, queue string, n int, payload []byte) (time.Duration, error) {
+	start := time.Now()
+	for done := 0; done < n; {
+		k := min(copyChunk, n-done)
+		ps := make([]queues.EnqueueParams, k)
+		for i := range ps {
+			ps[i] = queues.EnqueueParams{Queue: queue, Kind: "noop", Payload: payload}
+		}
+		if _, err := queues.EnqueueCopy(ctx, cfg.Pool, ps); err != nil {
+			return 0, err
+		}
+		done += k
+	}
+	return time.Since(start), nil
+}
+
+// newClient is the engine as the benchmarks run it: one queue, cfg.Workers
+// jobs in flight, claims of up to cfg.Batch.
+func newClient(cfg Config, queue string) (*queues.Client, error) {
+	return queues.NewClient(cfg.Pool, queues.ClientConfig{
+		Queues:       map[string]queues.QueueConfig{queue: {Concurrency: cfg.Workers}},
+		PollInterval: 100 * time.Millisecond,
+		MaxClaim:     cfg.Batch,
+	})
+}
+
+func stopClient(c *queues.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = c.Stop(ctx)
+}
+
+// unfinished counts the queue's ready and running jobs through the partial
+// indexes (never the finished history).
+func unfinished(ctx context.Context, cfg Config, queue string) (int64, error) {
+	var n int64
+	err := cfg.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM jobs WHERE status = 'ready' AND queue = $1)
+		+ (SELECT count(*) FROM jobs WHERE status = 'running' AND queue = $1)`, queue).Scan(&n)
+	return n, err
+}
+
+// Burn is the burn-down: cfg.Jobs no-op jobs are COPYed into a fresh queue
+// (not timed), then a Client works them; the clock runs from Start until the
+// database holds no ready or running job of the queue (every ack written).
+// Then it checks exactly-once: the handler ran once per job id, and every
+// row is done after one attempt and one lease.
+func Burn(ctx context.Context, cfg Config) (Report, error) {
+	cfg = cfg.withDefaults()
+	n := cfg.Jobs
+	queue := queueName("burn")
+	defer deleteQueue(cfg, queue)
+	var r Report
+
+	cfg.logf("burn: enqueueing %d jobs", n)
+	enq, err := fill(ctx, cfg, queue, n, []byte("{}"))
+	if err != nil {
+		return r, fmt.Errorf("enqueue: %w", err)
+	}
+	var first, last, count int64
+	if err := cfg.Pool.QueryRow(ctx, "SELECT coalesce(min(id), 0), coalesce(max(id), 0), count(*) FROM jobs WHERE queue = $1",
+		queue).Scan(&first, &last, &count); err != nil {
+		return r, err
+	}
+	if count != int64(n) || last-first+1 != count {
+		return r, fmt.Errorf("enqueued %d jobs with ids %d..%d, want %d contiguous ids", count, first, last, n)
+	}
+	// One counter per job id: the handler's own exactly-once evidence.
+	seen := make([]atomic.Int32, n)
+	var handled, stray atomic.Int64
+
+	c, err := newClient(cfg, queue)
+	if err != nil {
+		return r, err
+	}
+	c.Handle("noop", func(_ context.Context, j *queues.Job) error {
+		if i := j.ID - first; i >= 0 && i < int64(n) {
+			seen[i].Add(1)
+		} else {
+			stray.Add(1)
+		}
+		handled.Add(1)
+		return nil
+	})
+	cfg.logf("burn: working %d jobs with %d workers on %d connections", n, cfg.Workers, cfg.PoolSize)
+	before, err := readCounters(ctx, cfg)
+	if err != nil {
+		return r, err
+	}
+	start := time.Now()
+	if err := c.Start(ctx); err != nil {
+		return r, err
+	}
+	defer stopClient(c)
+	deadline := time.NewTimer(burnTimeout(n))
+	defer deadline.Stop()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-deadline.C:
+			return r, fmt.Errorf("gave up after %s with %d of %d jobs handled", burnTimeout(n), handled.Load(), n)
+		case <-tick.C:
+		}
+		if handled.Load() < int64(n) {
+			continue
+		}
+		left, err := unfinished(ctx, cfg, queue)
+		if err != nil {
+			return r, err
+		}
+		if left == 0 {
+			break
+		}
+	}
+	work := time.Since(start)
+	after, err := readCounters(ctx, cfg)
+	if err != nil {
+		return r, err
+	}
+	stopClient(c)
+
+	check, err := exactlyOnce(ctx, cfg, queue, n, seen, handled.Load(), stray.Load())
+	if err != nil {
+		return r, err
+	}
+	r.Add("jobs", "jobs", n, "")
+	r.Add("workers", "workers (jobs in flight)", cfg.Workers, "")
+	r.Add("max_claim", "largest claim", cfg.Batch, "jobs")
+	r.Add("enqueue_seconds", "enqueue (COPY, not timed)", enq.Seconds(), "s")
+	r.Add("seconds", "burn-down", work.Seconds(), "s")
+	r.Add("jobs_per_second", "throughput", float64(n)/work.Seconds(), "jobs/s")
+	r.Add("exactly_once", "every job done exactly once", check, "")
+	r.Add("wal_bytes_per_job", "WAL written per job while working", float64(after.wal-before.wal)/float64(n), "bytes")
+	r.Add("commits_per_job", "commits per job while working (whole database)", float64(after.commits-before.commits)/float64(n), "")
+	return r, nil
+}
+
+// counters are server-wide WAL and this database's commits, read before
+// and after a measured phase to put a cost per job next to the rate.
+type counters struct{ wal, commits int64 }
+
+func readCounters(ctx context.Context, cfg Config) (counters, error) {
+	var c counters
+	// Commit counts are flushed to the statistics at most once a second, so
+	// they are approximate over short runs.
+	_, _ = cfg.Pool.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
+	err := cfg.Pool.QueryRow(ctx, `SELECT pg_current_wal_lsn() - '0/0'::pg_lsn,
+		(SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())`).Scan(&c.wal, &c.commits)
+	if err != nil {
+		return c, fmt.Errorf("read WAL and commit counters: %w", err)
+	}
+	return c, nil
+}
+
+// burnTimeout bounds a burn-down: generous for a loaded 2-core box (500
+// jobs/s), at least a minute.
+func burnTimeout(n int) time.Duration {
+	return max(time.Minute, time.Duration(n/500)*time.Second)
+}
+
+// exactlyOnce checks the handler counted each job once and the rows say
+// done, one attempt, one lease generation.
+func exactlyOnce(ctx context.Context, cfg Config, queue string, n int, seen []atomic.Int32, handled, stray int64) (bool, error) {
+	var missing, dup int
+	for i := range seen {
+		switch v := seen[i].Load(); {
+		case v == 0:
+			missing++
+		case v > 1:
+			dup++
+		}
+	}
+	var total, clean int64
+	if err := cfg.Pool.QueryRow(ctx, `SELECT count(*),
+		count(*) FILTER (WHERE status = 'done' AND attempts = 1 AND lease_generation = 1 AND finished_at IS NOT NULL)
+		FROM jobs WHERE queue = $1`, queue).Scan(&total, &clean); err != nil {
+		return false, fmt.Errorf("exactly-once check: %w", err)
+	}
+	if missing > 0 || dup > 0 || stray > 0 || handled != int64(n) || total != int64(n) || clean != int64(n) {
+		return false, fmt.Errorf("%w: handler ran %d times for %d jobs (%d never, %d more than once, %d unknown ids); rows: %d, done after one attempt: %d",
+			errNotExactlyOnce, handled, n, missing, dup, stray, total, clean)
+	}
+	return true, nil
+}
+
+var errNotExactlyOnce = errors.New("not exactly once")
+
+// Floor drives the engine's claim and ack statements without the engine
+// (queues.BenchSQLFloor): PoolSize loops, each claiming cfg.Batch jobs and
+// acking them in one statement, over cfg.Jobs COPYed jobs.
+func Floor(ctx context.Context, cfg Config) (Report, error) {
+	cfg = cfg.withDefaults()
+	var r Report
+	cfg.logf("floor: %d jobs, %d loops, claims of %d", cfg.Jobs, cfg.PoolSize, cfg.Batch)
+	res, err := queues.BenchSQLFloor(ctx, cfg.Pool, cfg.Jobs, cfg.PoolSize, cfg.Batch)
+	if err != nil {
+		return r, err
+	}
+	r.Add("jobs", "jobs", res.Jobs, "")
+	r.Add("loops", "claim/ack loops", res.Concurrency, "")
+	r.Add("batch", "claim and ack batch", cfg.Batch, "jobs")
+	r.Add("enqueue_seconds", "enqueue (COPY, not timed)", res.Enqueue.Seconds(), "s")
+	r.Add("seconds", "burn-down", res.Work.Seconds(), "s")
+	r.Add("jobs_per_second", "throughput", res.JobsPerSecond, "jobs/s")
+	return r, nil
+}

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# bench-vs-river.sh: River's own benchmark (`river bench`, CLI v0.47.0) and
+# `console bench` on the same PostgreSQL, the same pool size and the same
+# synchronous_commit, alternating A B A B for ROUNDS rounds; prints every
+# round, both medians and the ratio console/river.
+#
+#   scripts/bench-vs-river.sh            # or: make bench
+#   JOBS=200000 POOL=4 SYNC=off ROUNDS=3 DURATION=20s scripts/bench-vs-river.sh
+#
+# Without DATABASE_URL it starts its own scratch PostgreSQL on 127.0.0.1 (as
+# the postgres user when run as root) and removes it afterwards. With
+# DATABASE_URL it needs a role that may CREATE DATABASE: River runs in a
+# database of its own (its bench TRUNCATEs River's tables), the console in
+# scratch databases it drops.
+#
+# River is built from the Go module proxy into .cache/river (ignored by git):
+# `go install ...@v0.47.0` fails on mirrors without @v/list, so the module
+# is downloaded, copied out of the read-only module cache and built there
+# (reference/anchors-performance.md, section 7). River's code is never
+# committed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+JOBS=${JOBS:-100000}          # burn-down size, both sides
+POOL=${POOL:-4}               # connections, both sides (River: pool_max_conns)
+SYNC=${SYNC:-on}              # synchronous_commit, both sides
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-20s}     # continuous window, both sides
+WORKERS=${WORKERS:-2000}      # console jobs in flight, as River's bench hard-codes (2,000)
+BATCH=${BATCH:-1000}         # console largest claim (and the floor's claim and ack batch)
+FLOOR=${FLOOR:-1}             # also run `console bench floor` each round (the SQL floor)
+RIVER_VERSION=v0.47.0
+CACHE=.cache/river
+GO=${GO:-go}
+
+log() { echo "bench-vs-river: $*" >&2; }
+
+# --- River's CLI -------------------------------------------------------------
+if [ ! -x "$CACHE/river" ]; then
+  log "building River's CLI $RIVER_VERSION into $CACHE"
+  mkdir -p "$CACHE"
+  $GO mod download github.com/riverqueue/river/cmd/river@$RIVER_VERSION
+  src=$($GO env GOMODCACHE)/github.com/riverqueue/river/cmd/river@$RIVER_VERSION
+  rm -rf "$CACHE/src" && cp -r "$src" "$CACHE/src" && chmod -R u+w "$CACHE/src"
+  (cd "$CACHE/src" && GOFLAGS=-mod=mod $GO build -o ../river .)
+fi
+RIVER=$PWD/$CACHE/river
+log "building the console"
+$GO build -o "$CACHE/console" ./cmd/console
+CONSOLE=$PWD/$CACHE/console
+
+# --- PostgreSQL --------------------------------------------------------------
+PGDIR=""
+cleanup() {
+  if [ -n "$PGDIR" ]; then
+    as_pg "$PGBIN/pg_ctl" -D "$PGDIR/data" -m fast -w stop >/dev/null 2>&1 || true
+    rm -rf "$PGDIR"
+  fi
+}
+trap cleanup EXIT
+as_pg() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+if [ -z "${DATABASE_URL:-}" ]; then
+  PGBIN=${PG_BIN:-$(pg_config --bindir 2>/dev/null || true)}
+  if [ ! -x "$PGBIN/initdb" ]; then PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); fi
+  PGDIR=$(mktemp -d /tmp/bench-vs-river.XXXXXX)
+  chmod 755 "$PGDIR"
+  if [ "$(id -u)" = 0 ]; then chown postgres "$PGDIR"; fi
+  PORT=${PGPORT_BENCH:-55433}
+  log "starting a scratch PostgreSQL ($PGBIN) on 127.0.0.1:$PORT"
+  as_pg "$PGBIN/initdb" -D "$PGDIR/data" -U postgres --auth=trust >/dev/null
+  as_pg "$PGBIN/pg_ctl" -D "$PGDIR/data" -l "$PGDIR/log" -w -o "-c listen_addresses=127.0.0.1 -c port=$PORT \
+    -c unix_socket_directories=$PGDIR -c max_connections=200 -c shared_buffers=1GB -c synchronous_commit=$SYNC" start >/dev/null
+  ADMIN_URL="postgres://postgres@127.0.0.1:$PORT/postgres?sslmode=disable"
+else
+  ADMIN_URL=$DATABASE_URL
+fi
+# synchronous_commit travels in the URL too, so it holds on a server we do
+# not own; pgx passes `options` to the server for both programs.
+with_param() { case "$1" in *\?*) echo "$1&$2" ;; *) echo "$1?$2" ;; esac; }
+ADMIN_URL=$(with_param "$ADMIN_URL" "options=-c%20synchronous_commit%3D$SYNC")
+RIVER_DB=river_bench_$$
+psql_admin() { psql -X -q -v ON_ERROR_STOP=1 "${ADMIN_URL%%\?*}" "$@"; }
+psql_admin -c "CREATE DATABASE $RIVER_DB" >/dev/null
+drop_river_db() { psql_admin -c "DROP DATABASE IF EXISTS $RIVER_DB WITH (FORCE)" >/dev/null 2>&1 || true; cleanup; }
+trap drop_river_db EXIT
+RIVER_URL=$(echo "$ADMIN_URL" | sed -E "s#/[^/?]*(\?|$)#/$RIVER_DB\1#")
+RIVER_URL=$(with_param "$RIVER_URL" "pool_max_conns=$POOL")
+"$RIVER" migrate-up --database-url "$RIVER_URL" >/dev/null
+
+PGVERSION=$(psql_admin -At -c "SHOW server_version")
+log "PostgreSQL $PGVERSION, synchronous_commit=$SYNC, pool $POOL, $JOBS jobs, $ROUNDS rounds, continuous $DURATION"
+
+# --- the runs ----------------------------------------------------------------
+river_rate() { # the overall job/sec of River's last line
+  sed -n 's/.*overall job\/sec \[ *\([0-9.]*\) *\].*/\1/p' | tail -1
+}
+console_rate() { jq -r .jobs_per_second; }
+OUT=$(mktemp)
+record() { echo "$1 $2 $3" >>"$OUT"; echo "round $2 $1: $3 jobs/s" >&2; }
+
+for r in $(seq 1 "$ROUNDS"); do
+  log "round $r: load $(cut -d' ' -f1-3 /proc/loadavg)"
+  record river-burn "$r" "$("$RIVER" bench --database-url "$RIVER_URL" --num-total-jobs "$JOBS" 2>&1 | river_rate)"
+  record console-burn "$r" "$(DATABASE_URL=$ADMIN_URL "$CONSOLE" bench burn --jobs "$JOBS" --pool "$POOL" \
+    --workers "$WORKERS" --batch "$BATCH" --json 2>/dev/null | console_rate)"
+  if [ "$FLOOR" = 1 ]; then
+    record console-floor "$r" "$(DATABASE_URL=$ADMIN_URL "$CONSOLE" bench floor --jobs "$JOBS" --pool "$POOL" \
+      --batch "$BATCH" --json 2>/dev/null | console_rate)"
+  fi
+done
+for r in $(seq 1 "$ROUNDS"); do
+  log "round $r: load $(cut -d' ' -f1-3 /proc/loadavg)"
+  record river-continuous "$r" "$("$RIVER" bench --database-url "$RIVER_URL" --duration "$DURATION" 2>&1 | river_rate)"
+  record console-continuous "$r" "$(DATABASE_URL=$ADMIN_URL "$CONSOLE" bench continuous --duration "$DURATION" \
+    --pool "$POOL" --workers "$WORKERS" --batch "$BATCH" --json 2>/dev/null | console_rate)"
+done
+
+# --- the table -----------------------------------------------------------------
+median() { grep "^$1 " "$OUT" | awk '{print $3}' | sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+rounds() { grep "^$1 " "$OUT" | awk '{printf "%s%.0f", (NR>1?" ":""), $3}'; }
+echo
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB, load $(cut -d' ' -f1-3 /proc/loadavg); PostgreSQL $PGVERSION; synchronous_commit=$SYNC; pool $POOL; $(date -u +%Y-%m-%dT%H:%MZ)"
+printf '%-22s %10s %10s %8s   %s\n' test river console ratio "rounds (river | console)"
+for t in burn continuous; do
+  rv=$(median river-$t); cv=$(median console-$t)
+  printf '%-22s %10.0f %10.0f %8.2f   %s | %s\n' "$t jobs/s" "$rv" "$cv" "$(awk -v a="$cv" -v b="$rv" 'BEGIN {print (b>0 ? a/b : 0)}')" \
+    "$(rounds river-$t)" "$(rounds console-$t)"
+done
+if [ "$FLOOR" = 1 ]; then
+  fv=$(median console-floor); cv=$(median console-burn)
+  printf '%-22s %10s %10.0f %8.2f   engine burn / floor; floor rounds %s\n' "SQL floor jobs/s" - "$fv" \
+    "$(awk -v a="$cv" -v b="$fv" 'BEGIN {print (b>0 ? a/b : 0)}')" "$(rounds console-floor)"
+fi
+rm -f "$OUT"
