@@ -110,6 +110,13 @@ func TestQueueAndOutboxFindings(t *testing.T) {
 	require.EqualValues(t, 5, byQueue["later-q"].Scheduled)
 	require.EqualValues(t, 0, byQueue["later-q"].Ready)
 	require.EqualValues(t, 3, byQueue["lease-q"].ExpiredLeases)
+	// A queue with nothing ready and nothing dead counts zeros, not the cap
+	// (least() ignores NULLs).
+	require.Zero(t, byQueue["lease-q"].Ready)
+	require.Zero(t, byQueue["lease-q"].Scheduled)
+	require.Zero(t, byQueue["lease-q"].DeadRecent)
+	_, leaseQDead := findingFor(rep, diagnostics.CodeDeadLetters, "queue", "lease-q")
+	require.False(t, leaseQDead, "no dead-letter finding for a queue without dead letters")
 	require.EqualValues(t, 50, byQueue["old-dead-q"].Dead)
 	require.EqualValues(t, 0, byQueue["old-dead-q"].DeadRecent)
 	require.True(t, byQueue["paused-q"].Paused)

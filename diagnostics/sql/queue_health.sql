@@ -125,8 +125,10 @@ names AS (
     UNION SELECT queue FROM queue_settings
 )
 SELECT n.queue,
-       coalesce(least(r.ready, $2), 0)::int8                             AS ready,
-       coalesce(least(r.scheduled, $2), 0)::int8                         AS scheduled,
+       -- least() ignores NULLs, so coalesce first: a queue with nothing
+       -- ready must count 0, not the cap.
+       least(coalesce(r.ready, 0), $2)::int8                             AS ready,
+       least(coalesce(r.scheduled, 0), $2)::int8                         AS scheduled,
        r.oldest_ready_at,
        coalesce(extract(epoch FROM clock_timestamp() - r.oldest_ready_at), 0)::float8 AS oldest_ready_seconds,
        coalesce(u.running, 0)::int8                                      AS running,
@@ -136,7 +138,7 @@ SELECT n.queue,
             SELECT 1 FROM jobs AS j
             WHERE j.status = 'dead' AND j.queue = n.queue
             LIMIT $2) AS s)::int8                                        AS dead,
-       coalesce(least(d.dead_recent, $2), 0)::int8                       AS dead_recent,
+       least(coalesce(d.dead_recent, 0), $2)::int8                       AS dead_recent,
        coalesce(s.paused, false)                                         AS paused,
        s.max_workers,
        s.rate_per_second,
