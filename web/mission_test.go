@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,6 +43,23 @@ func newLockChain(t *testing.T, url string) *lockChain {
 
 	lc := &lockChain{root: connect("orders-api"), middle: connect("billing"), leaf: connect("reports")}
 	require.NoError(t, lc.root.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&lc.rootPID))
+
+	// Statements that block run in goroutines; a connection is not safe
+	// for concurrent use, so cleanup cancels them and waits before the
+	// connections close (cleanups run last-registered first).
+	bg, cancel := context.WithCancel(ctx)
+	var running sync.WaitGroup
+	t.Cleanup(func() {
+		cancel()
+		running.Wait()
+	})
+	async := func(c *pgx.Conn, sql string) {
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			_, _ = c.Exec(bg, sql)
+		}()
+	}
 	started := func(app string, waiting bool) {
 		require.Eventually(t, func() bool {
 			var n int
@@ -53,14 +71,13 @@ func newLockChain(t *testing.T, url string) *lockChain {
 			return n == 1
 		}, 10*time.Second, 20*time.Millisecond, "%s did not reach its lock", app)
 	}
-	go lc.root.Exec(context.Background(),
-		"WITH held AS (SELECT id FROM accounts WHERE id = 1 FOR UPDATE) SELECT pg_sleep(600) FROM held")
+	async(lc.root, "WITH held AS (SELECT id FROM accounts WHERE id = 1 FOR UPDATE) SELECT pg_sleep(600) FROM held")
 	started("orders-api", false)
 	_, err = lc.middle.Exec(ctx, "BEGIN; UPDATE accounts SET balance = balance + 1 WHERE id = 2")
 	require.NoError(t, err)
-	go lc.middle.Exec(context.Background(), "UPDATE accounts SET balance = balance + 1 WHERE id = 1")
+	async(lc.middle, "UPDATE accounts SET balance = balance + 1 WHERE id = 1")
 	started("billing", true)
-	go lc.leaf.Exec(context.Background(), "UPDATE accounts SET balance = balance + 1 WHERE id = 2")
+	async(lc.leaf, "UPDATE accounts SET balance = balance + 1 WHERE id = 2")
 	started("reports", true)
 	return lc
 }
