@@ -27,6 +27,9 @@ type engineConfig struct {
 	AllowSQL    bool // register the "sql" kind (demo and drills only)
 	Scheduler   bool
 	Relay       queues.Publisher // nil: no relay in this process
+	// Lease and Poll override the engine's lease duration and poll
+	// interval (zero keeps its defaults, 30s and 1s).
+	Lease, Poll time.Duration
 }
 
 // engine is the queue engine of one process: workers, scheduler, relay.
@@ -58,7 +61,8 @@ func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg promet
 	for _, q := range cfg.Queues {
 		qc[q] = queues.QueueConfig{Concurrency: cfg.Concurrency, Timeout: 5 * time.Minute}
 	}
-	e.client, err = queues.NewClient(pool, queues.ClientConfig{Queues: qc, Version: version, Registerer: reg, Logger: logger})
+	e.client, err = queues.NewClient(pool, queues.ClientConfig{Queues: qc, Version: version, Registerer: reg, Logger: logger,
+		LeaseDuration: cfg.Lease, PollInterval: cfg.Poll})
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -117,8 +121,13 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 	allowSQL := fs.Bool("allow-sql-jobs", envBool(getenv, "CONSOLE_ALLOW_SQL_JOBS"), "register the sql kind")
 	rf := relayFlags(fs, getenv)
 	metricsAddr := fs.String("metrics-addr", getenv("CONSOLE_METRICS_ADDR"), "serve the engine's /metrics here")
+	lease := fs.Duration("lease", envDuration(getenv, "CONSOLE_LEASE", 30*time.Second), "how long a claim holds a job before others may take it over")
+	poll := fs.Duration("poll", envDuration(getenv, "CONSOLE_POLL", time.Second), "poll interval: how soon settings changes and new jobs are seen")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *lease < time.Second || *poll < 10*time.Millisecond || *poll > time.Minute {
+		return usageError{"--lease must be at least 1s and --poll between 10ms and 1m"}
 	}
 	if *concurrency < 1 || *concurrency > 10000 {
 		return usageError{fmt.Sprintf("--concurrency %d: use 1 to 10000", *concurrency)}
@@ -162,8 +171,8 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 		defer ms.Close()
 		fmt.Fprintf(stdout, "engine metrics on http://%s/metrics\n", ln.Addr())
 	}
-	e, err := startEngine(ctx, raw, engineConfig{Queues: qs, Concurrency: *concurrency, AllowSQL: *allowSQL, Scheduler: true, Relay: pub},
-		reg, logger)
+	e, err := startEngine(ctx, raw, engineConfig{Queues: qs, Concurrency: *concurrency, AllowSQL: *allowSQL, Scheduler: true, Relay: pub,
+		Lease: *lease, Poll: *poll}, reg, logger)
 	if err != nil {
 		return err
 	}
@@ -172,6 +181,15 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 	fmt.Fprintln(stdout, "draining")
 	e.stop()
 	return nil
+}
+
+func envDuration(getenv env, key string, def time.Duration) time.Duration {
+	if v := getenv(key); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
 }
 
 func envInt(getenv env, key string, def int) int {

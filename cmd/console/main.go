@@ -83,7 +83,8 @@ const helpText = `console: the incident console for PostgreSQL job queues.
 Usage:
   console [serve] [flags]        serve the console (default). Without DATABASE_URL it
                                  starts a private PostgreSQL in --data-dir with a demo workload.
-  console worker [--queues a,b] [--concurrency N] [--allow-sql-jobs] [--metrics-addr ADDR]
+  console worker [--queues a,b] [--concurrency N] [--lease 30s] [--poll 1s]
+                 [--allow-sql-jobs] [--metrics-addr ADDR]
                                  run only the engine (workers, scheduler, relay with --relay-*),
                                  no web; --metrics-addr serves its /metrics
   console demo [--lock-every 3m] generate demo load and lock incidents on a scratch database
