@@ -75,4 +75,3 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	require.Zero(t, count(`SELECT count(*) FROM jobs WHERE attempts > 1
 		AND NOT errors::text LIKE '%lease%'`), "a retried job's history says its lease expired")
 }
-
