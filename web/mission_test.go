@@ -60,16 +60,25 @@ func newLockChain(t *testing.T, url string) *lockChain {
 			_, _ = c.Exec(bg, sql)
 		}()
 	}
+	// A plain polling loop, not require.Eventually: its condition runs in
+	// a goroutine of its own, and a pgx connection is not safe for that.
 	started := func(app string, waiting bool) {
-		require.Eventually(t, func() bool {
+		q := "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'"
+		if waiting {
+			q += " AND wait_event_type = 'Lock'"
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
 			var n int
-			q := "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'"
-			if waiting {
-				q += " AND wait_event_type = 'Lock'"
+			require.NoError(t, admin.QueryRow(ctx, q, app).Scan(&n))
+			if n == 1 {
+				return
 			}
-			_ = admin.QueryRow(ctx, q, app).Scan(&n)
-			return n == 1
-		}, 10*time.Second, 20*time.Millisecond, "%s did not reach its lock", app)
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not reach its lock within 30s", app)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 	async(lc.root, "WITH held AS (SELECT id FROM accounts WHERE id = 1 FOR UPDATE) SELECT pg_sleep(600) FROM held")
 	started("orders-api", false)
