@@ -13,9 +13,8 @@ import (
 // copyChunk is how many jobs one COPY carries when a mode fills a queue.
 const copyChunk = 10_000
 
-// fill COPYs n no-op jobs into queue with payload, in chunks, and returns
-// the first and last id (ids are contiguous when nothing else inserts
-// concurrently, which burn checks).
+// fill COPYs n no-op jobs into queue with payload, in chunks of copyChunk,
+// and returns how long it took.
 func fill(ctx context.Context, cfg Config, queue string, n int, payload []byte) (time.Duration, error) {
 	start := time.Now()
 	for done := 0; done < n; {
