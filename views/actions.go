@@ -41,6 +41,10 @@ type ActionPage struct {
 	CSRF         string       `json:"-"`
 	Allowed      bool         `json:"allowed"`
 	Next         []ActionLink `json:"next,omitempty"`
+	// Watch are live panels shown after the action ran, so the operator
+	// sees its effect (the fleet's in-flight count falling to a new
+	// limit, the blocking tree clearing).
+	Watch []PanelSlot `json:"-"`
 }
 
 // ActionField is one parameter input.

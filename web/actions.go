@@ -154,6 +154,7 @@ func (s *Server) actionExecute(c echo.Context) error {
 	m.Preview = toValue(displayValue(out.Preview, time.Now()))
 	m.Result = toValue(displayValue(out.Result, time.Now()))
 	m.AuditID = out.AuditID
+	m.Watch = watchPanels(spec.Name)
 	if r, ok := out.Result.(actions.BackendResult); ok && r.NextStep != "" {
 		// A signal that did not clear the chain offers the next step: on
 		// the new root when the chain moved, else on the same backend.
@@ -408,4 +409,27 @@ func stripOrder(k string) string {
 		return k[2:]
 	}
 	return k
+}
+
+// watchPanels are the live panels that show an action's effect after it
+// ran: workers' in-flight counts for queue settings, the outbox for the
+// relay, the blocking tree for backend signals.
+func watchPanels(action string) []views.PanelSlot {
+	var names []string
+	switch {
+	case strings.HasPrefix(action, "queue."):
+		names = []string{"workers", "queue_health"}
+	case strings.HasPrefix(action, "relay."), action == "outbox.requeue":
+		names = []string{"outbox_health"}
+	case strings.HasPrefix(action, "backend."):
+		names = []string{"blocking_tree"}
+	case action == "deadletters.requeue":
+		names = []string{"queue_health"}
+	}
+	var out []views.PanelSlot
+	for _, n := range names {
+		ck, _ := catalogCheck(n)
+		out = append(out, views.PanelSlot{ID: n, Title: ck.Title + " (live)", URL: "/panels/" + n})
+	}
+	return out
 }
