@@ -223,12 +223,24 @@ func (c *Client) handler(kind string) HandlerFunc {
 
 // Enqueue inserts one job on the client's pool (its own transaction).
 func (c *Client) Enqueue(ctx context.Context, p EnqueueParams) (*Job, error) {
-	return EnqueueTx(ctx, c.pool, p)
+	j, err := EnqueueTx(ctx, c.pool, p)
+	if err == nil {
+		c.metrics.enqueued.WithLabelValues(j.Queue).Inc()
+	}
+	return j, err
 }
 
 // EnqueueMany inserts a batch of jobs in one statement on the client's pool.
 func (c *Client) EnqueueMany(ctx context.Context, ps []EnqueueParams) ([]int64, error) {
-	return EnqueueManyTx(ctx, c.pool, ps)
+	ids, err := EnqueueManyTx(ctx, c.pool, ps)
+	if err == nil {
+		for i, id := range ids {
+			if id != 0 && i < len(ps) { // 0: skipped by its dedupe key
+				c.metrics.enqueued.WithLabelValues(ps[i].Queue).Inc()
+			}
+		}
+	}
+	return ids, err
 }
 
 // Start registers the process in the workers registry and starts, per

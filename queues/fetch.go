@@ -250,6 +250,12 @@ func (c *Client) claim(q *queueRunner, n int) (jobs []Job, slow bool, err error)
 	}
 	if len(jobs) > 0 {
 		c.metrics.claimed.WithLabelValues(q.name).Add(float64(len(jobs)))
+		wait := c.metrics.queueWait.WithLabelValues(q.name)
+		for i := range jobs {
+			if jobs[i].StartedAt != nil {
+				wait.Observe(max(0, jobs[i].StartedAt.Sub(jobs[i].AvailableAt).Seconds()))
+			}
+		}
 	}
 	return jobs, slow, nil
 }

@@ -9,6 +9,8 @@ import (
 // metrics are the engine's Prometheus series, labelled by queue (bounded by
 // configuration; never by job id).
 type metrics struct {
+	enqueued     *prometheus.CounterVec
+	queueWait    *prometheus.HistogramVec
 	claimed      *prometheus.CounterVec
 	finished     *prometheus.CounterVec // result: done, retried, dead, released
 	retries      *prometheus.CounterVec
@@ -25,6 +27,14 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
+		enqueued: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queues_jobs_enqueued_total", Help: "Jobs enqueued through this process's Client (Enqueue, EnqueueMany).",
+		}, []string{"queue"}),
+		queueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "queues_job_queue_wait_seconds",
+			Help:    "Time a job waited between becoming available and being claimed (database clock), per claim.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 16),
+		}, []string{"queue"}),
 		claimed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queues_jobs_claimed_total", Help: "Jobs leased to this process.",
 		}, []string{"queue"}),
@@ -68,6 +78,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg == nil {
 		return m
 	}
+	m.enqueued = register(reg, m.enqueued)
+	m.queueWait = register(reg, m.queueWait)
 	m.claimed = register(reg, m.claimed)
 	m.finished = register(reg, m.finished)
 	m.retries = register(reg, m.retries)

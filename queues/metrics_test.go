@@ -1,0 +1,55 @@
+package queues
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// TestEnqueueAndQueueWaitMetrics: jobs enqueued through the Client are
+// counted per queue, and every claim records how long the job waited, on
+// the database clock (a job available a minute ago waited about a minute).
+func TestEnqueueAndQueueWaitMetrics(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	reg := prometheus.NewRegistry()
+	cfg := testConfig(map[string]QueueConfig{"metered": {Concurrency: 2}})
+	cfg.Registerer = reg
+	c := startClient(t, pool, cfg, func(c *Client) { RegisterBuiltins(c, BuiltinOpts{}) })
+
+	_, err := c.Enqueue(ctx, EnqueueParams{Queue: "metered", Kind: "noop"})
+	require.NoError(t, err)
+	_, err = c.EnqueueMany(ctx, []EnqueueParams{{Queue: "metered", Kind: "noop"}, {Queue: "metered", Kind: "noop"}})
+	require.NoError(t, err)
+	// Available a minute ago: its wait is at least a minute.
+	_, err = pool.Exec(ctx, "INSERT INTO jobs (queue, kind, available_at) VALUES ('metered', 'noop', clock_timestamp() - interval '1 minute')")
+	require.NoError(t, err)
+
+	waitFor(t, 20*time.Second, "all jobs done", func() bool {
+		return countJobs(t, pool, "queue = 'metered' AND status = 'done'") == 4
+	})
+	require.Equal(t, 3.0, testutil.ToFloat64(testutilCounter(reg, "queues_jobs_enqueued_total")),
+		"the row inserted with SQL was not enqueued through the Client")
+
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	var count uint64
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == "queues_job_queue_wait_seconds" {
+			for _, m := range mf.GetMetric() {
+				count += m.GetHistogram().GetSampleCount()
+				sum += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	require.EqualValues(t, 4, count, "one observation per claimed job")
+	require.GreaterOrEqual(t, sum, 60.0, "the job available a minute ago waited a minute")
+}
