@@ -87,14 +87,6 @@ func insertDeadOutbox(t *testing.T, pool *pgxpool.Pool, topic string) int64 {
 	return id
 }
 
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
 // actionCase is one action's fixture for the contract every action keeps.
 type actionCase struct {
 	name string

@@ -74,8 +74,8 @@ func (s *Server) incidentOpen(c echo.Context) error {
 		form.Error = msg
 		return s.renderIncidentList(c, status, form)
 	}
-	id := resultID(out.Result)
-	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/incidents/%d", id))
+	inc, _ := out.Result.(actions.IncidentView)
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/incidents/%d", inc.ID))
 }
 
 func (s *Server) incidentPage(c echo.Context) error {
@@ -222,12 +222,3 @@ func incidentID(c echo.Context) (int64, error) {
 	return id, nil
 }
 
-// resultID reads "id" from an action's result.
-func resultID(result any) int64 {
-	b, _ := json.Marshal(result)
-	var v struct {
-		ID int64 `json:"id"`
-	}
-	_ = json.Unmarshal(b, &v)
-	return v.ID
-}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -156,7 +157,7 @@ func reflectTable(rows []any, hide []string, now time.Time) ([]views.Column, [][
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if !f.IsExported() || name == "-" || name == "" || contains(hide, name) {
+		if !f.IsExported() || name == "-" || name == "" || slices.Contains(hide, name) {
 			continue
 		}
 		fields = append(fields, field{i, name})
@@ -257,15 +258,6 @@ func formatField(name string, v reflect.Value, now time.Time) views.Cell {
 		return views.Cell{Text: strings.Trim(txt, "[]"), Mono: true}
 	}
 	return views.Cell{Text: fmt.Sprint(v.Interface())}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // panel serves GET /panels/:name: one diagnostics query as a self-refreshing

@@ -147,6 +147,7 @@ func TestIncidentPages(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	resp, body = c.post("/incidents/1/capture", url.Values{"_csrf": {c.csrf}, "panel": {"nope"}})
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Contains(t, body, `no diagnostics panel named &#34;nope&#34;`)
 
 	resp, body = c.get(loc)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
