@@ -221,4 +221,3 @@ func incidentID(c echo.Context) (int64, error) {
 	}
 	return id, nil
 }
-
