@@ -69,6 +69,20 @@ type ClientConfig struct {
 	MaxErrors int
 	// MaxClaim bounds one claim statement (default 100 jobs).
 	MaxClaim int
+	// ClaimConcurrency is how many claim statements one queue may have in
+	// flight while it has a backlog (default 2); an idle queue claims one
+	// at a time.
+	ClaimConcurrency int
+	// AckConcurrency is how many batched ack statements may be in flight
+	// (default 2). Acks that arrive while they run wait for the next one.
+	AckConcurrency int
+	// ClaimRescan bounds how long a queue's claims resume after the last
+	// job they took before one starts from the head of the queue again
+	// (default 1s, and after every claim that came back short). It bounds
+	// how long a job that commits behind that cursor waits: a job of a
+	// higher priority than the one being worked, or one whose inserting
+	// transaction ran longer than the claims it overlapped.
+	ClaimRescan time.Duration
 	// FetchCooldown is how long a fetcher woken by a freed slot waits for
 	// more slots to free up (up to half the queue's concurrency) before it
 	// claims, so that a backlog is claimed in batches (default 5ms; negative
@@ -92,9 +106,11 @@ type ClientConfig struct {
 // The pool should give connections application_name "console-worker" (see
 // PoolConfig); while a handler uses JobConn, that session's
 // application_name is "console-worker job=<id>", so pg_stat_activity shows
-// which backend runs which job. Size the pool for one connection per queue
-// fetcher plus three (acks, heartbeat, maintenance) plus one per running job
-// that calls JobConn; LISTEN uses its own connection outside the pool.
+// which backend runs which job. Size the pool for ClaimConcurrency
+// connections per queue plus AckConcurrency plus two (heartbeat,
+// maintenance) plus one per running job that calls JobConn; LISTEN uses
+// its own connection outside the pool. A smaller pool works, with claims
+// and acks waiting for each other.
 type Client struct {
 	pool     *pgxpool.Pool
 	cfg      ClientConfig
@@ -156,6 +172,15 @@ func NewClient(pool *pgxpool.Pool, cfg ClientConfig) (*Client, error) {
 	}
 	if cfg.MaxClaim <= 0 {
 		cfg.MaxClaim = 100
+	}
+	if cfg.ClaimConcurrency <= 0 {
+		cfg.ClaimConcurrency = 2
+	}
+	if cfg.AckConcurrency <= 0 {
+		cfg.AckConcurrency = 2
+	}
+	if cfg.ClaimRescan <= 0 {
+		cfg.ClaimRescan = time.Second
 	}
 	if cfg.FetchCooldown == 0 {
 		cfg.FetchCooldown = 5 * time.Millisecond
@@ -279,7 +304,14 @@ func (c *Client) Start(ctx context.Context) error {
 		return nil
 	}
 	c.ackerActive = true
-	go c.ackLoop()
+	var ackers sync.WaitGroup
+	for range c.cfg.AckConcurrency {
+		ackers.Go(c.ackLoop)
+	}
+	go func() {
+		ackers.Wait()
+		close(c.ackerDone)
+	}()
 	for _, name := range c.names {
 		q := c.queues[name]
 		c.loops.Add(1)

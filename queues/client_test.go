@@ -435,3 +435,64 @@ func TestClientEnqueueAndWake(t *testing.T) {
 		t.Fatal("NOTIFY did not wake the worker")
 	}
 }
+
+// TestClaimRescan: while a backlog is worked the claims resume after the
+// last job they took, so a job that becomes ready behind that cursor (here
+// a higher priority) is found when the claims restart from the head: after
+// ClaimRescan, not at the end of the backlog. With a rescan longer than the
+// run it waits for the backlog to drain, which shows the claims really do
+// resume after the cursor.
+func TestClaimRescan(t *testing.T) {
+	t.Parallel()
+	const backlog = 3000
+	for _, tc := range []struct {
+		name   string
+		rescan time.Duration
+		check  func(t *testing.T, handledBefore int64)
+	}{
+		{"Short", 20 * time.Millisecond, func(t *testing.T, before int64) {
+			require.Less(t, before, int64(backlog-500), "the high-priority job waited for most of the backlog")
+		}},
+		{"Long", time.Hour, func(t *testing.T, before int64) {
+			require.Greater(t, before, int64(backlog-50), "the claims did not resume after their cursor")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			pool := testdb.New(t)
+			ps := make([]EnqueueParams, backlog)
+			for i := range ps {
+				ps[i] = EnqueueParams{Queue: "rs", Kind: "low"}
+			}
+			_, err := EnqueueCopy(ctx, pool, ps)
+			require.NoError(t, err)
+			var handled atomic.Int64
+			highAt := make(chan int64, 1)
+			cfg := testConfig(map[string]QueueConfig{"rs": {Concurrency: 10}})
+			cfg.MaxClaim = 10
+			cfg.ClaimRescan = tc.rescan
+			startClient(t, pool, cfg, func(c *Client) {
+				c.Handle("low", func(context.Context, *Job) error {
+					time.Sleep(time.Millisecond)
+					handled.Add(1)
+					return nil
+				})
+				c.Handle("high", func(context.Context, *Job) error {
+					highAt <- handled.Load()
+					return nil
+				})
+			})
+			waitFor(t, 30*time.Second, "the first jobs", func() bool { return handled.Load() >= 100 })
+			_, err = EnqueueTx(ctx, pool, EnqueueParams{Queue: "rs", Kind: "high", Priority: 9})
+			require.NoError(t, err)
+			select {
+			case before := <-highAt:
+				t.Logf("the high-priority job ran after %d of %d jobs", before, backlog)
+				tc.check(t, before)
+			case <-time.After(60 * time.Second):
+				t.Fatal("the high-priority job never ran")
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -36,7 +37,7 @@ var errTimeout = errors.New("job timed out")
 var errShutdown = errors.New("worker shutting down")
 
 func (c *Client) runJob(ctx context.Context, q *queueRunner, job *Job) {
-	log := c.log.With("queue", job.Queue, "job", job.ID, "kind", job.Kind, "attempt", job.Attempts)
+	log := jobLog{log: c.log, job: job}
 	if q.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, q.cfg.Timeout, errTimeout)
@@ -117,10 +118,25 @@ func (c *Client) retryOutcome(ctx context.Context, write func(context.Context) e
 	}
 }
 
-func (c *Client) ack(q *queueRunner, job *Job, log interface {
-	Warn(string, ...any)
-	Error(string, ...any)
-}) {
+// jobLog writes a job's log lines with its attributes, which it builds only
+// for a line that is written: most jobs write none.
+type jobLog struct {
+	log *slog.Logger
+	job *Job
+}
+
+func (l jobLog) Warn(msg string, args ...any)  { l.write(slog.LevelWarn, msg, args) }
+func (l jobLog) Error(msg string, args ...any) { l.write(slog.LevelError, msg, args) }
+
+func (l jobLog) write(level slog.Level, msg string, args []any) {
+	if !l.log.Enabled(context.Background(), level) {
+		return
+	}
+	l.log.With("queue", l.job.Queue, "job", l.job.ID, "kind", l.job.Kind, "attempt", l.job.Attempts).
+		Log(context.Background(), level, msg, args...)
+}
+
+func (c *Client) ack(q *queueRunner, job *Job, log jobLog) {
 	start := time.Now()
 	err := c.ackBatched(job.ID, job.LeaseGeneration)
 	switch {
@@ -136,10 +152,7 @@ func (c *Client) ack(q *queueRunner, job *Job, log interface {
 	}
 }
 
-func (c *Client) fail(q *queueRunner, job *Job, jobErr error, class string, log interface {
-	Warn(string, ...any)
-	Error(string, ...any)
-}) {
+func (c *Client) fail(q *queueRunner, job *Job, jobErr error, class string, log jobLog) {
 	permanent := IsPermanent(jobErr)
 	delay := time.Duration(0)
 	if !permanent && job.Attempts < job.MaxAttempts {
@@ -175,10 +188,7 @@ func (c *Client) fail(q *queueRunner, job *Job, jobErr error, class string, log 
 }
 
 // release hands back a job interrupted by shutdown (its attempt counted).
-func (c *Client) release(q *queueRunner, job *Job, log interface {
-	Warn(string, ...any)
-	Error(string, ...any)
-}) {
+func (c *Client) release(q *queueRunner, job *Job, log jobLog) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := JobRelease(ctx, c.pool, job.ID, c.cfg.ID, job.LeaseGeneration, false); err != nil {
@@ -211,10 +221,11 @@ func (c *Client) ackBatched(id, generation int64) error {
 	}
 }
 
-// ackLoop owns the acks channel's receiving side. Every request it receives
-// is answered before it exits.
+// ackLoop is one of AckConcurrency receivers of the acks channel: it takes
+// what is waiting (up to 1,000) and acks it in one statement, while the
+// others collect the next batch. Every request it receives is answered
+// before it exits.
 func (c *Client) ackLoop() {
-	defer close(c.ackerDone)
 	const maxBatch = 1000
 	for {
 		var batch []ackRequest

@@ -29,6 +29,10 @@ type queueRunner struct {
 	rate      float64 // this process's share of rate_per_second; 0 = unlimited
 	tokens    float64
 	lastFill  time.Time
+	// cursor is the claim key the next claim resumes after (nil: the
+	// head); cursorSince is when the claims stopped starting from the head.
+	cursor      *ClaimKey
+	cursorSince time.Time
 }
 
 func newQueueRunner(name string, cfg QueueConfig, maxClaim int) *queueRunner {
@@ -109,6 +113,44 @@ func (q *queueRunner) settle(reserved, got int, slow, failed bool) {
 	q.backlog = got == reserved && !failed
 }
 
+// claimFrom is where the next claim starts: after the cursor, or at the
+// head (nil) when there is none or the claims have resumed after it for
+// rescan already, so that a job that committed behind the cursor waits at
+// most about that long.
+func (q *queueRunner) claimFrom(now time.Time, rescan time.Duration) *ClaimKey {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.cursor != nil && now.Sub(q.cursorSince) >= rescan {
+		q.cursor = nil
+	}
+	return q.cursor
+}
+
+// advance moves the cursor past the jobs a claim took. A short claim
+// means nothing more is ready past the cursor: the next claim starts from
+// the head.
+func (q *queueRunner) advance(now time.Time, jobs []Job, short bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if short || len(jobs) == 0 {
+		q.cursor = nil
+		return
+	}
+	if q.cursor == nil {
+		q.cursorSince = now
+	}
+	q.cursor = NextClaimKey(q.cursor, jobs)
+}
+
+// parallel reports whether a claim may start while another is in flight:
+// only when the last claim came back full (a backlog) and enough slots are
+// free for a batch.
+func (q *queueRunner) parallel() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.backlog && q.limit-q.inFlight >= max(1, min(q.limit/2, q.maxClaim))
+}
+
 // handlerReturned frees the slot of a job whose handler returned; its
 // outcome is being written. It wakes the fetcher when the queue had a
 // backlog.
@@ -140,58 +182,102 @@ func (q *queueRunner) snapshot() (inFlight, limit int, throttled bool) {
 	return q.inFlight, q.limit, q.throttled
 }
 
+// claimResult is the outcome of one claim statement run by fetchLoop.
+type claimResult struct {
+	reserved int
+	jobs     []Job
+	slow     bool
+	err      error
+}
+
 // fetchLoop claims jobs of q whenever it is woken (NOTIFY, a freed slot
-// with a backlog, a settings change) or the poll interval passes, and
-// starts one goroutine per claimed job: never more than the free slots.
-// Claim errors back off exponentially up to 10 poll intervals.
+// with a backlog, a settings change), a claim comes back full, or the poll
+// interval passes, and starts one goroutine per claimed job: never more
+// than the free slots. Claims run in goroutines of their own, one at a time
+// on an idle queue and up to ClaimConcurrency side by side while there is a
+// backlog, so the database always has the next claim in hand while the
+// jobs of the last one run. Claim errors back off exponentially up to 10
+// poll intervals. When ctx ends, the claims in flight finish and their jobs
+// are handed back unstarted.
 func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
+	results := make(chan claimResult, c.cfg.ClaimConcurrency)
+	claiming := 0
+	defer func() {
+		for ; claiming > 0; claiming-- {
+			r := <-results
+			c.releaseUnstarted(q, r.jobs)
+			q.settle(r.reserved, 0, false, false)
+		}
+	}()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	errDelay := time.Duration(0)
+	var errDelay time.Duration
+	var holdUntil time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-q.wake:
-			if !c.cooldown(ctx, q) {
-				return
-			}
-		case <-timer.C:
-		}
-		next := c.cfg.PollInterval
-		for ctx.Err() == nil {
-			n, wait := q.reserve(time.Now())
-			if n == 0 {
-				if wait > 0 {
-					next = min(next, wait)
-				}
-				break
-			}
-			jobs, slow, err := c.claim(q, n)
-			if err != nil {
+		case r := <-results:
+			claiming--
+			if r.err != nil {
 				c.metrics.claimErrors.WithLabelValues(q.name).Inc()
 				errDelay = min(max(2*errDelay, 50*time.Millisecond), 10*c.cfg.PollInterval)
-				c.log.Warn("claim failed; backing off", "queue", q.name, "err", err, "retry_in", errDelay)
-				next = errDelay
+				holdUntil = time.Now().Add(errDelay)
+				c.log.Warn("claim failed; backing off", "queue", q.name, "err", r.err, "retry_in", errDelay)
 				break
 			}
 			errDelay = 0
 			if ctx.Err() != nil {
 				// Stop began while the claim ran: hand the jobs back unstarted.
-				c.releaseUnstarted(q, jobs)
-				q.settle(n, 0, false, false)
+				c.releaseUnstarted(q, r.jobs)
+				q.settle(r.reserved, 0, false, false)
 				return
 			}
-			q.settle(n, len(jobs), slow, false)
-			for i := range jobs {
-				c.startJob(q, jobs[i])
+			q.settle(r.reserved, len(r.jobs), r.slow, false)
+			q.advance(time.Now(), r.jobs, len(r.jobs) < r.reserved)
+			for i := range r.jobs {
+				c.startJob(q, r.jobs[i])
 			}
-			if len(jobs) < n {
-				break
+			if len(r.jobs) < r.reserved {
+				// Drained: wait for a wake-up or the poll.
+				timer.Reset(c.cfg.PollInterval)
+				continue
 			}
+		case <-q.wake:
+			if claiming == 0 && !c.cooldown(ctx, q) {
+				return
+			}
+		case <-timer.C:
 		}
-		timer.Reset(next)
+		timer.Reset(c.launchClaims(ctx, q, results, &claiming, holdUntil))
 	}
+}
+
+// launchClaims starts claims while slots are free: one when none is in
+// flight, more (up to ClaimConcurrency) while the queue has a backlog. It
+// returns how long to wait before polling again.
+func (c *Client) launchClaims(ctx context.Context, q *queueRunner, results chan<- claimResult, claiming *int, holdUntil time.Time) time.Duration {
+	now := time.Now()
+	if now.Before(holdUntil) {
+		return holdUntil.Sub(now)
+	}
+	next := c.cfg.PollInterval
+	for *claiming < c.cfg.ClaimConcurrency && ctx.Err() == nil {
+		if *claiming > 0 && !q.parallel() {
+			break
+		}
+		n, wait := q.reserve(now)
+		if n == 0 {
+			if wait > 0 {
+				next = min(next, wait)
+			}
+			break
+		}
+		from := q.claimFrom(now, c.cfg.ClaimRescan)
+		*claiming++
+		go func() { results <- c.claim(q, n, from) }()
+	}
+	return next
 }
 
 // cooldown delays a claim woken while few slots are free, by at most
@@ -230,23 +316,24 @@ func (q *queueRunner) batchThreshold() int {
 	return max(1, min(q.limit/2, q.maxClaim))
 }
 
-// claim runs one claim statement with a context of its own: cancelling a
-// claim mid-flight would leave its outcome unknown and the jobs leased
-// until expiry, so Stop lets it finish and releases what it got.
-func (c *Client) claim(q *queueRunner, n int) (jobs []Job, slow bool, err error) {
+// claim runs one claim statement for n reserved slots, resuming after
+// from, with a context of its own: cancelling a claim mid-flight would
+// leave its outcome unknown and the jobs leased until expiry, so Stop lets
+// it finish and releases what it got.
+func (c *Client) claim(q *queueRunner, n int, from *ClaimKey) claimResult {
 	ctx, cancel := context.WithTimeout(context.Background(), max(10*time.Second, c.cfg.LeaseDuration/2))
 	defer cancel()
 	_, _, throttled := q.snapshot()
 	start := time.Now()
-	jobs, err = JobClaim(ctx, c.pool, JobClaimParams{
-		Queue: q.name, Limit: n, Owner: c.cfg.ID, Lease: c.cfg.LeaseDuration, Throttled: throttled,
+	jobs, err := JobClaim(ctx, c.pool, JobClaimParams{
+		Queue: q.name, Limit: n, Owner: c.cfg.ID, Lease: c.cfg.LeaseDuration, Throttled: throttled, After: from,
 	})
 	took := time.Since(start)
 	c.metrics.claimSeconds.WithLabelValues(q.name).Observe(took.Seconds())
-	slow = took > max(c.cfg.PollInterval/2, 200*time.Millisecond)
+	slow := took > max(c.cfg.PollInterval/2, 200*time.Millisecond)
 	if err != nil {
 		q.settle(n, 0, slow, true)
-		return nil, slow, err
+		return claimResult{err: err}
 	}
 	if len(jobs) > 0 {
 		c.metrics.claimed.WithLabelValues(q.name).Add(float64(len(jobs)))
@@ -257,7 +344,7 @@ func (c *Client) claim(q *queueRunner, n int) (jobs []Job, slow bool, err error)
 			}
 		}
 	}
-	return jobs, slow, nil
+	return claimResult{reserved: n, jobs: jobs, slow: slow}
 }
 
 func (c *Client) releaseUnstarted(q *queueRunner, jobs []Job) {

@@ -24,6 +24,47 @@ type JobClaimParams struct {
 	// makes a max_workers limit exact under concurrent claimers. db must
 	// then support SendBatch (a pool, conn or tx).
 	Throttled bool
+	// After resumes the pick after the key of the last job this claimer
+	// took (see NextClaimKey) instead of at the head of the queue's ready
+	// index. Nil starts from the head. A job that became ready with a key
+	// behind the cursor is only taken by a claim from the head: claimers
+	// must restart from the head now and then (the Client does after every
+	// short claim and at least once a second).
+	After *ClaimKey
+}
+
+// ClaimKey is a ready job's position in claim order: priority descending,
+// then available_at, then id.
+type ClaimKey struct {
+	Priority    int16
+	AvailableAt time.Time
+	ID          int64
+}
+
+// before reports whether k comes before o in claim order.
+func (k ClaimKey) before(o ClaimKey) bool {
+	switch {
+	case k.Priority != o.Priority:
+		return k.Priority > o.Priority
+	case !k.AvailableAt.Equal(o.AvailableAt):
+		return k.AvailableAt.Before(o.AvailableAt)
+	default:
+		return k.ID < o.ID
+	}
+}
+
+// NextClaimKey is the cursor after a claim that started at prev and took
+// jobs: the key of the last of them in claim order, or prev when that is
+// further on (claims that ran side by side finish in any order).
+func NextClaimKey(prev *ClaimKey, jobs []Job) *ClaimKey {
+	next := prev
+	for i := range jobs {
+		k := ClaimKey{Priority: jobs[i].Priority, AvailableAt: jobs[i].AvailableAt, ID: jobs[i].ID}
+		if next == nil || next.before(k) {
+			next = &k
+		}
+	}
+	return next
 }
 
 // Batcher is implemented by pools, conns and transactions.
@@ -39,7 +80,10 @@ func JobClaim(ctx context.Context, db DBTX, p JobClaimParams) ([]Job, error) {
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	args := []any{p.Queue, p.Limit, p.Owner, p.Lease.Milliseconds()}
+	args := []any{p.Queue, p.Limit, p.Owner, p.Lease.Milliseconds(), nil, nil, nil}
+	if p.After != nil {
+		args[4], args[5], args[6] = p.After.Priority, p.After.AvailableAt, p.After.ID
+	}
 	var rows pgx.Rows
 	if bd, ok := db.(Batcher); ok && p.Throttled {
 		b := &pgx.Batch{}
@@ -62,7 +106,7 @@ func JobClaim(ctx context.Context, db DBTX, p JobClaimParams) ([]Job, error) {
 		}
 		rows = r
 	}
-	jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Job])
+	jobs, err := pgx.CollectRows(rows, scanJob)
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs in %q: %w", p.Queue, err)
 	}

@@ -254,3 +254,50 @@ func TestOperatorMutations(t *testing.T) {
 	_, err = LeaseExpireTx(ctx, tx, again.ID)
 	require.ErrorIs(t, err, ErrInvalidState)
 }
+
+// TestClaimAfterCursor: a claim with a cursor resumes after it within its
+// priority level and then takes lower levels from their heads; a job with a
+// key behind the cursor waits for a claim from the head.
+func TestClaimAfterCursor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := testdb.Tx(t)
+	base := time.Now().Add(-time.Hour).Truncate(time.Microsecond)
+	var mid []*Job
+	for i := range 4 {
+		mid = append(mid, enqueueT(t, tx, EnqueueParams{Queue: "kc", Kind: "k", Priority: 5, RunAt: base.Add(time.Duration(i) * time.Second)}))
+	}
+	low := enqueueT(t, tx, EnqueueParams{Queue: "kc", Kind: "k", Priority: 1, RunAt: base})
+	claim := func(after *ClaimKey, n int) []Job {
+		t.Helper()
+		jobs, err := JobClaim(ctx, tx, JobClaimParams{Queue: "kc", Limit: n, Owner: "w", Lease: time.Minute, After: after})
+		require.NoError(t, err)
+		return jobs
+	}
+	ids := func(jobs []Job) []int64 {
+		var out []int64
+		for _, j := range jobs {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+
+	first := claim(nil, 2)
+	require.ElementsMatch(t, []int64{mid[0].ID, mid[1].ID}, ids(first))
+	cursor := NextClaimKey(nil, first)
+	require.Equal(t, ClaimKey{Priority: 5, AvailableAt: mid[1].AvailableAt, ID: mid[1].ID}, *cursor)
+
+	// Behind the cursor: a higher priority, and an earlier run time at the
+	// cursor's own priority (an insert that committed late).
+	high := enqueueT(t, tx, EnqueueParams{Queue: "kc", Kind: "k", Priority: 9, RunAt: base})
+	late := enqueueT(t, tx, EnqueueParams{Queue: "kc", Kind: "k", Priority: 5, RunAt: base.Add(-time.Minute)})
+
+	next := claim(cursor, 3)
+	require.ElementsMatch(t, []int64{mid[2].ID, mid[3].ID, low.ID}, ids(next), "rest of the level, then the lower level")
+	cursor = NextClaimKey(cursor, next)
+	require.Equal(t, low.ID, cursor.ID, "the cursor is the last key in claim order")
+	require.Equal(t, *cursor, *NextClaimKey(cursor, first), "an earlier claim does not move it back")
+	require.Empty(t, claim(cursor, 5), "nothing past the cursor")
+
+	require.ElementsMatch(t, []int64{high.ID, late.ID}, ids(claim(nil, 5)), "a claim from the head takes what the cursor passed")
+}

@@ -57,11 +57,13 @@ func (c *Client) heartbeatWorker(ctx context.Context, stopped bool) error {
 	return err
 }
 
-// maintenanceLoop runs once per poll interval: settings, the workers row,
-// and the reaper (bounded batches). Errors are logged and retried next tick.
+// maintenanceLoop runs once per poll interval: settings and the workers
+// row; and the reaper (bounded batches) once per reapInterval. Errors are
+// logged and retried next tick.
 func (c *Client) maintenanceLoop(ctx context.Context) {
 	t := time.NewTicker(c.cfg.PollInterval)
 	defer t.Stop()
+	var reaped time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -75,9 +77,21 @@ func (c *Client) maintenanceLoop(ctx context.Context) {
 		if err := c.heartbeatWorker(tctx, false); err != nil {
 			c.log.Warn("heartbeat worker row", "err", err)
 		}
-		c.reap(tctx)
+		if time.Since(reaped) >= c.reapInterval() {
+			c.reap(tctx)
+			reaped = time.Now()
+		}
 		cancel()
 	}
+}
+
+// reapInterval is how often the reaper looks for expired leases: a tenth of
+// the lease, between one poll interval and 5 seconds. A lease expires long
+// after its job's worker stopped renewing it, so looking more often than
+// that only adds index scans (which, while a snapshot holds the xmin
+// horizon, step over every job finished since).
+func (c *Client) reapInterval() time.Duration {
+	return max(c.cfg.PollInterval, min(c.cfg.LeaseDuration/10, 5*time.Second))
 }
 
 // reap returns expired leases in at most 10 batches per tick.

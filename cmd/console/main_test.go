@@ -218,7 +218,7 @@ func TestBenchSmoke(t *testing.T) {
 	t.Run("Floor", func(t *testing.T) {
 		res := bench(t, "floor", "--jobs", "200", "--batch", "10")
 		require.Equal(t, float64(200), res["jobs"])
-		positive(t, res, "jobs_per_second", "seconds")
+		positive(t, res, "jobs_per_second", "seed_jobs_per_second", "engine_over_seed")
 	})
 	t.Run("Continuous", func(t *testing.T) {
 		res := bench(t, "continuous", "--duration", "1s")

@@ -203,23 +203,3 @@ func exactlyOnce(ctx context.Context, cfg Config, queue string, n int, seen []at
 }
 
 var errNotExactlyOnce = errors.New("not exactly once")
-
-// Floor drives the engine's claim and ack statements without the engine
-// (queues.BenchSQLFloor): PoolSize loops, each claiming cfg.Batch jobs and
-// acking them in one statement, over cfg.Jobs COPYed jobs.
-func Floor(ctx context.Context, cfg Config) (Report, error) {
-	cfg = cfg.withDefaults()
-	var r Report
-	cfg.logf("floor: %d jobs, %d loops, claims of %d", cfg.Jobs, cfg.PoolSize, cfg.Batch)
-	res, err := queues.BenchSQLFloor(ctx, cfg.Pool, cfg.Jobs, cfg.PoolSize, cfg.Batch)
-	if err != nil {
-		return r, err
-	}
-	r.Add("jobs", "jobs", res.Jobs, "")
-	r.Add("loops", "claim/ack loops", res.Concurrency, "")
-	r.Add("batch", "claim and ack batch", cfg.Batch, "jobs")
-	r.Add("enqueue_seconds", "enqueue (COPY, not timed)", res.Enqueue.Seconds(), "s")
-	r.Add("seconds", "burn-down", res.Work.Seconds(), "s")
-	r.Add("jobs_per_second", "throughput", res.JobsPerSecond, "jobs/s")
-	return r, nil
-}

@@ -9,12 +9,24 @@
 -- in the same implicit transaction so claimers of a throttled queue count
 -- running jobs one at a time.
 --
+-- Keyset: ($5 priority, $6 available_at, $7 id) is the key of the last job
+-- this claimer took (NULLs: start from the head). The pick resumes after it
+-- within its priority level, then takes lower levels from their heads. The
+-- head of jobs_ready_pick_idx is where the entries of claimed jobs pile up
+-- until vacuum removes them, and while any snapshot holds the xmin horizon
+-- none can even be marked dead, so a pick from the head visits the heap for
+-- every job claimed since; resuming after the cursor skips them. A job that
+-- commits with a key behind the cursor (a higher priority, an insert whose
+-- transaction ran long) is taken when the claimer restarts from the head:
+-- after a short claim or after a rescan interval (the engine's).
+--
 -- Locks: FOR UPDATE SKIP LOCKED on the picked rows (concurrent claimers skip
--- each other's rows instead of waiting). Index: jobs_ready_pick_idx for the
--- pick, jobs_running_lease_idx for the running count, and the primary key
--- for the update: it matches id = ANY(ARRAY(picked)) rather than joining the
--- CTE, because the planner cannot size a LIMIT taken from a subquery and may
--- then hash-join the whole table.
+-- each other's rows instead of waiting). Index: jobs_ready_pick_idx for both
+-- picks (an index range scan starting at the cursor for the first),
+-- jobs_running_lease_idx for the running count, and the primary key for the
+-- update: it matches id = ANY(ARRAY(picked)) rather than joining the CTEs,
+-- because the planner cannot size a LIMIT taken from a subquery and may then
+-- hash-join the whole table.
 WITH settings AS (
     SELECT coalesce(bool_or(paused), false) AS paused, min(max_workers) AS max_workers
     FROM queue_settings
@@ -27,14 +39,26 @@ WITH settings AS (
                    SELECT count(*) FROM jobs WHERE status = 'running' AND queue = $1)::integer))
            END AS n
     FROM settings s
-), picked AS (
+), at_cursor AS (
     SELECT id
     FROM jobs
     WHERE queue = $1
       AND status = 'ready'
+      AND priority = coalesce($5::smallint, 32767)
+      AND (available_at, id) > (coalesce($6::timestamptz, '-infinity'), coalesce($7::bigint, 0))
       AND available_at <= clock_timestamp()
     ORDER BY priority DESC, available_at, id
     LIMIT (SELECT n FROM cap)
+    FOR UPDATE SKIP LOCKED
+), below_cursor AS (
+    SELECT id
+    FROM jobs
+    WHERE queue = $1
+      AND status = 'ready'
+      AND priority < coalesce($5::smallint, 32767)
+      AND available_at <= clock_timestamp()
+    ORDER BY priority DESC, available_at, id
+    LIMIT (SELECT n FROM cap) - (SELECT count(*) FROM at_cursor)
     FOR UPDATE SKIP LOCKED
 )
 UPDATE jobs AS j
@@ -44,7 +68,7 @@ SET status = 'running',
     lease_generation = j.lease_generation + 1,
     attempts = j.attempts + 1,
     started_at = clock_timestamp()
-WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
+WHERE j.id = ANY (ARRAY(SELECT id FROM at_cursor UNION ALL SELECT id FROM below_cursor))
 RETURNING j.id, j.queue, j.kind, j.payload, j.status, j.priority, j.available_at,
           j.lease_owner, j.lease_until, j.lease_generation, j.attempts, j.max_attempts,
           j.last_error, j.error_class, j.errors, j.dedupe_key, j.tenant_id,

@@ -1,0 +1,192 @@
+package bench
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgconsole/console/queues"
+)
+
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// sqlText returns the statement in sql/<name>.sql.
+func sqlText(name string) string {
+	b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
+	if err != nil {
+		panic("bench: missing sql/" + name + ".sql")
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// floorRescan is how long a floor loop resumes after its cursor before it
+// starts from the head again, as the engine's default ClaimRescan.
+const floorRescan = time.Second
+
+// Floor drives claim and ack statements with no engine around them:
+// PoolSize loops, each claiming cfg.Batch jobs and acking them, until
+// cfg.Jobs COPYed jobs are done. It runs twice on a vacuumed table: the
+// seed document's statements (a claim that picks from the head of the
+// ready index, then one fenced completion per job, a claim's worth sent
+// as one pipelined batch), then the engine's own (queues.JobClaim resuming
+// after the last key the loop took, queues.JobAckMany). jobs_per_second is
+// the engine's statements: the floor the engine's burn-down is held to.
+func Floor(ctx context.Context, cfg Config) (Report, error) {
+	cfg = cfg.withDefaults()
+	var r Report
+	phases := []struct {
+		name string
+		loop func(ctx context.Context, cfg Config, queue, owner string, done *atomic.Int64) error
+	}{{"seed", seedFloorLoop}, {"engine", engineFloorLoop}}
+	rates := make([]float64, len(phases))
+	for i, p := range phases {
+		if err := vacuumJobs(ctx, cfg); err != nil {
+			return r, err
+		}
+		cfg.logf("floor: %s statements, %d jobs, %d loops, claims of %d", p.name, cfg.Jobs, cfg.PoolSize, cfg.Batch)
+		rate, err := floorPhase(ctx, cfg, p.name, p.loop)
+		if err != nil {
+			return r, fmt.Errorf("%s statements: %w", p.name, err)
+		}
+		rates[i] = rate
+	}
+	r.Add("jobs", "jobs", cfg.Jobs, "")
+	r.Add("loops", "claim/ack loops", cfg.PoolSize, "")
+	r.Add("batch", "claim and ack batch", cfg.Batch, "jobs")
+	r.Add("seed_jobs_per_second", "seed statements: claim from the head, one completion per job", rates[0], "jobs/s")
+	r.Add("jobs_per_second", "engine statements: keyset claim, one ack per batch", rates[1], "jobs/s")
+	r.Add("engine_over_seed", "engine / seed", ratio(rates[1], rates[0]), "")
+	return r, nil
+}
+
+// floorPhase fills a fresh queue and runs PoolSize loops over it until
+// every job is done; it returns jobs per second.
+func floorPhase(ctx context.Context, cfg Config, name string,
+	loop func(ctx context.Context, cfg Config, queue, owner string, done *atomic.Int64) error) (float64, error) {
+	queue := queueName("floor-" + name)
+	defer deleteQueue(cfg, queue)
+	if _, err := fill(ctx, cfg, queue, cfg.Jobs, []byte("{}")); err != nil {
+		return 0, fmt.Errorf("enqueue: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, burnTimeout(cfg.Jobs))
+	defer cancel()
+	var done atomic.Int64
+	errs := make([]error, cfg.PoolSize)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range cfg.PoolSize {
+		wg.Go(func() { errs[w] = loop(ctx, cfg, queue, fmt.Sprintf("floor-%d", w), &done) })
+	}
+	wg.Wait()
+	work := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	if n := done.Load(); n != int64(cfg.Jobs) {
+		return 0, fmt.Errorf("%d of %d jobs done", n, cfg.Jobs)
+	}
+	return float64(cfg.Jobs) / work.Seconds(), nil
+}
+
+// seedFloorLoop claims with the seed's statement and completes each job
+// with the seed's, one pipelined batch per claim, until nothing is ready.
+func seedFloorLoop(ctx context.Context, cfg Config, queue, owner string, done *atomic.Int64) error {
+	for ctx.Err() == nil {
+		rows, err := cfg.Pool.Query(ctx, sqlText("seed_claim"), queue, cfg.Batch, owner, time.Minute.Milliseconds())
+		if err != nil {
+			return err
+		}
+		type claimed struct {
+			id, generation int64
+		}
+		jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (claimed, error) {
+			var c claimed
+			var payload []byte
+			var attempts, maxAttempts int
+			err := row.Scan(&c.id, &payload, &attempts, &maxAttempts, &c.generation)
+			return c, err
+		})
+		if err != nil {
+			return err
+		}
+		if len(jobs) == 0 {
+			return nil
+		}
+		b := &pgx.Batch{}
+		for _, j := range jobs {
+			b.Queue(sqlText("seed_complete"), j.id, owner, j.generation)
+		}
+		br := cfg.Pool.SendBatch(ctx, b)
+		for range jobs {
+			tag, err := br.Exec()
+			if err == nil && tag.RowsAffected() != 1 {
+				err = queues.ErrLeaseLost
+			}
+			if err != nil {
+				br.Close()
+				return err
+			}
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		done.Add(int64(len(jobs)))
+	}
+	return ctx.Err()
+}
+
+// engineFloorLoop claims with queues.JobClaim, resuming after the last key
+// it took (from the head again after a short claim or floorRescan, as the
+// engine does), and acks each claim with one queues.JobAckMany.
+func engineFloorLoop(ctx context.Context, cfg Config, queue, owner string, done *atomic.Int64) error {
+	var after *queues.ClaimKey
+	var since time.Time
+	for ctx.Err() == nil {
+		if after != nil && time.Since(since) >= floorRescan {
+			after = nil
+		}
+		jobs, err := queues.JobClaim(ctx, cfg.Pool, queues.JobClaimParams{
+			Queue: queue, Limit: cfg.Batch, Owner: owner, Lease: time.Minute, After: after,
+		})
+		if err != nil {
+			return err
+		}
+		if len(jobs) == 0 && after == nil {
+			return nil
+		}
+		switch {
+		case len(jobs) < cfg.Batch:
+			after = nil
+		case after == nil:
+			since = time.Now()
+			fallthrough
+		default:
+			after = queues.NextClaimKey(after, jobs)
+		}
+		if len(jobs) == 0 {
+			continue
+		}
+		ids := make([]int64, len(jobs))
+		gens := make([]int64, len(jobs))
+		for i, j := range jobs {
+			ids[i], gens[i] = j.ID, j.LeaseGeneration
+		}
+		acked, err := queues.JobAckMany(ctx, cfg.Pool, owner, ids, gens)
+		if err != nil {
+			return err
+		}
+		if len(acked) != len(ids) {
+			return fmt.Errorf("acked %d of %d claimed jobs: %w", len(acked), len(ids), queues.ErrLeaseLost)
+		}
+		done.Add(int64(len(ids)))
+	}
+	return ctx.Err()
+}
