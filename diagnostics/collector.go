@@ -17,12 +17,13 @@ type CollectorConfig struct {
 	// pool, labelled pool="diagnostics"). Required: the console never uses
 	// the global registry.
 	Registerer prometheus.Registerer
-	// Refresh is how old the cached round may get before a scrape starts a
-	// new one; default 15s. Scrapes in between are served from the cache, so
-	// the catalog runs at most once per Refresh whatever the scrape rate.
+	// Refresh is how old the shared round (Diagnostics.LatestRound) may be
+	// for a scrape; default 15s. Scrapes in between are served from it, so
+	// the catalog runs at most once per Refresh whatever the scrape rate
+	// (and not at all for a scrape when a page took a round just before).
 	Refresh time.Duration
-	// Wait bounds how long a scrape waits for a refresh; default 3s. A scrape
-	// that waits longer is served the last good values, and the refresh ends
+	// Wait bounds how long a scrape waits for a round; default 3s. A scrape
+	// that waits longer is served the last good values, and the round ends
 	// in the background within Config.Budget.
 	Wait time.Duration
 }
@@ -43,8 +44,9 @@ func (c CollectorConfig) withDefaults() CollectorConfig {
 // the queue tables, and queue, outbox and worker health. Labels are bounded
 // (queue, table, slot_name, application_name; never a pid or a job id).
 //
-// A scrape never runs the catalog itself when the cached round is younger
-// than CollectorConfig.Refresh, and never waits longer than
+// Scrapes take the round the overview takes (Diagnostics.LatestRound): a
+// scrape never runs the catalog when that round is younger than
+// CollectorConfig.Refresh, and never waits longer than
 // CollectorConfig.Wait: a check that fails or times out keeps its last good
 // values, and console_diagnostics_last_round_success and
 // console_diagnostics_last_success_age_seconds say how fresh they are.
@@ -55,12 +57,11 @@ type Collector struct {
 
 	mu        sync.Mutex
 	values    Round         // the last good value of every section
-	have      bool          // a round has completed
-	lastAt    time.Time     // start of the last completed round
+	have      bool          // a round has been merged
+	lastAt    time.Time     // start of the last merged round
 	lastOK    bool          // every section's check succeeded in the last round
 	lastGood  time.Time     // start of the last round in which they all did
 	took      time.Duration // wall time of the last round
-	running   chan struct{} // closed when the running refresh ends; nil when none
 	failures  map[string]float64
 	roundsRun float64
 	known     map[string]bool // sections (checks) that have succeeded once
@@ -68,7 +69,7 @@ type Collector struct {
 
 // NewCollector creates the diagnostics collector on d and registers it, and
 // the diagnostics pool's stats, on cfg.Registerer. It starts nothing: rounds
-// run when Prometheus scrapes.
+// run when Prometheus scrapes (or a page asks for one).
 func NewCollector(d *Diagnostics, cfg CollectorConfig) (*Collector, error) {
 	if cfg.Registerer == nil {
 		return nil, errNoRegisterer
@@ -184,9 +185,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect implements prometheus.Collector: it refreshes the cached round
-// when it is older than Refresh (waiting at most Wait), then sends the cached
-// values.
+// Collect implements prometheus.Collector: it takes the shared round when
+// the one it has is older than Refresh (waiting at most Wait), then sends
+// the values it holds.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.refresh()
 	c.mu.Lock()
@@ -321,38 +322,21 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// refresh starts a round when the cache is due and waits for it at most
-// Wait. At most one round runs at a time.
+// refresh takes the shared round, waiting for a new one at most Wait, and
+// merges it when it is newer than the one last merged (concurrent scrapes
+// may return out of order).
 func (c *Collector) refresh() {
-	c.mu.Lock()
-	due := !c.have || time.Since(c.lastAt) >= c.cfg.Refresh
-	if !due {
-		c.mu.Unlock()
-		return
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Wait)
+	defer cancel()
+	r, err := c.d.LatestRound(ctx, c.cfg.Refresh)
+	if err != nil {
+		return // the round lands in the shared cache for a later scrape
 	}
-	done := c.running
-	if done == nil {
-		done = make(chan struct{})
-		c.running = done
-		go c.run(done)
-	}
-	c.mu.Unlock()
-	t := time.NewTimer(c.cfg.Wait)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-}
-
-// run runs one round (bounded by Config.Budget) and merges it into the
-// cache.
-func (c *Collector) run(done chan struct{}) {
-	defer close(done)
-	r := c.d.Round(context.Background())
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.running = nil
+	if c.have && !r.At.After(c.lastAt) {
+		return
+	}
 	c.roundsRun++
 	for _, u := range r.Unavailable {
 		name, _, _ := strings.Cut(u.Check, " ")

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,6 +43,17 @@ type Config struct {
 	// round are when no recent sample exists (from a previous round or the
 	// Sampler); default 1s.
 	WALSampleWindow time.Duration
+	// RoundMaxAge is how old the shared round LatestRound serves may be;
+	// default 3s. However many pages poll, the catalog runs at most once
+	// per RoundMaxAge for them.
+	RoundMaxAge time.Duration
+	// ServerInfoMaxAge is how long ServerInfo serves what it read before
+	// reading again; default 30s, so the role follows a failover (and the
+	// version an upgrade) within that time.
+	ServerInfoMaxAge time.Duration
+	// NowFunc is the clock the ages of those cached reads are measured
+	// with; nil means time.Now. Tests inject one.
+	NowFunc func() time.Time
 }
 
 func (c Config) withDefaults() Config {
@@ -60,6 +72,12 @@ func (c Config) withDefaults() Config {
 	if c.WALSampleWindow <= 0 {
 		c.WALSampleWindow = time.Second
 	}
+	if c.RoundMaxAge <= 0 {
+		c.RoundMaxAge = 3 * time.Second
+	}
+	if c.ServerInfoMaxAge <= 0 {
+		c.ServerInfoMaxAge = 30 * time.Second
+	}
 	return c
 }
 
@@ -71,8 +89,11 @@ type Diagnostics struct {
 	watchPool *pgxpool.Pool
 	standbys  []standbyPool
 
+	server    *Cache[Server]
+	rounds    *Cache[Round]
+	roundsRun atomic.Int64 // rounds run for LatestRound
+
 	mu         sync.Mutex
-	server     *Server
 	thresholds Thresholds
 	lastWAL    *WALPoint
 	lastRate   *float64
@@ -103,6 +124,8 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 		return nil, fmt.Errorf("diagnostics pool: %w", err)
 	}
 	d := &Diagnostics{cfg: cfg, pool: pool, watchPool: watch}
+	d.server = NewCache(d.readServerInfo, CacheConfig{MaxAge: cfg.ServerInfoMaxAge, NowFunc: cfg.NowFunc})
+	d.rounds = NewCache(d.sharedRound, CacheConfig{MaxAge: cfg.RoundMaxAge, NowFunc: cfg.NowFunc})
 	if cfg.Thresholds != nil {
 		d.thresholds = *cfg.Thresholds
 	} else {
@@ -169,16 +192,17 @@ func (d *Diagnostics) SetThresholds(t Thresholds) {
 	d.thresholds = t
 }
 
-// ServerInfo returns the server's version and role, read once and cached
-// (a failed read is retried on the next call).
+// ServerInfo returns the server's version and role. What it read is served
+// for Config.ServerInfoMaxAge, then read again, so a failover (the primary
+// now in recovery) shows within that time; callers that arrive during a
+// read wait for it, and a failed read is retried after a second. ctx bounds
+// only the wait.
 func (d *Diagnostics) ServerInfo(ctx context.Context) (Server, error) {
-	d.mu.Lock()
-	if d.server != nil {
-		s := *d.server
-		d.mu.Unlock()
-		return s, nil
-	}
-	d.mu.Unlock()
+	return d.server.Get(ctx, 0)
+}
+
+// readServerInfo runs server_info.sql for the ServerInfo cache.
+func (d *Diagnostics) readServerInfo(ctx context.Context) (Server, error) {
 	var info Server
 	p := d.exec(ctx, d.pool, pgx.ReadCommitted, "server_info", func(ctx context.Context, db DBTX) error {
 		var err error
@@ -188,9 +212,6 @@ func (d *Diagnostics) ServerInfo(ctx context.Context) (Server, error) {
 	if p.Err != nil {
 		return Server{}, p.Err
 	}
-	d.mu.Lock()
-	d.server = &info
-	d.mu.Unlock()
 	return info, nil
 }
 
@@ -209,12 +230,10 @@ func (d *Diagnostics) version(ctx context.Context) int {
 // operators what ran. It is empty for an unknown name or a query the server
 // is too old for.
 func (d *Diagnostics) SQL(name string) string {
-	d.mu.Lock()
 	v := 0
-	if d.server != nil {
-		v = d.server.VersionNum
+	if info, ok := d.server.Last(); ok {
+		v = info.VersionNum
 	}
-	d.mu.Unlock()
 	s, _ := SQLFor(name, v)
 	return s
 }

@@ -24,6 +24,13 @@
 // every count stops at a cap (QueueParams.CountCap), so one round costs tens
 // of milliseconds on a table of millions of jobs.
 //
+// Pages that many engineers keep open share one round: LatestRound serves
+// the round of the last few seconds (Config.RoundMaxAge) to the overview,
+// the findings API and the Prometheus Collector alike, and runs at most one
+// round at a time; Cache is that mechanism, reusable for other reads every
+// page makes. ServerInfo is cached the same way for Config.ServerInfoMaxAge,
+// so the role follows a failover.
+//
 // A Sampler (Diagnostics.NewSampler) keeps a ring of samples for rates and
 // sparklines (Series); NewCollector exposes a findings round as Prometheus
 // gauges.

@@ -2,6 +2,7 @@ package diagnostics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -108,15 +109,51 @@ type Unavailable struct {
 	Err      error
 }
 
-// Findings runs one round of checks and evaluates it against the current
-// thresholds. It returns an error only when ctx is already done; a database
-// that cannot be reached, or a check that times out, is itself a finding.
+// Findings runs a round of its own and evaluates it against the current
+// thresholds (pages share LatestRound's instead). It returns an error only
+// when ctx is already done; a database that cannot be reached, or a check
+// that times out, is itself a finding.
 func (d *Diagnostics) Findings(ctx context.Context) (Report, error) {
 	if err := ctx.Err(); err != nil {
 		return Report{}, err
 	}
 	r := d.Round(ctx)
 	return Report{GeneratedAt: r.At, Findings: Evaluate(r, d.Thresholds())}, nil
+}
+
+// LatestRound returns a findings round no older than maxAge (zero means
+// Config.RoundMaxAge), shared by every caller: the overview of each open
+// tab, GET /api/v1/findings and the Prometheus Collector take the same
+// round, at most one round runs at a time, and callers that arrive while it
+// runs wait for it. Round.At says when the round started. A round that could
+// not run at all (the database unreachable) is served for at most a second.
+//
+// ctx bounds only the wait: the error is ctx's when it ended before a round
+// was available, and the round then goes on for the next caller, within
+// Config.Budget. A round that failed is not an error: its Unavailable says
+// what failed.
+func (d *Diagnostics) LatestRound(ctx context.Context, maxAge time.Duration) (Round, error) {
+	r, err := d.rounds.Get(ctx, maxAge)
+	if errors.Is(err, errRoundFailed) {
+		return r, nil
+	}
+	return r, err
+}
+
+// errRoundFailed marks, in the round cache, a round that could not start, so
+// it expires as a failed read does.
+var errRoundFailed = errors.New("diagnostics round failed")
+
+// sharedRound runs a round for LatestRound's cache.
+func (d *Diagnostics) sharedRound(ctx context.Context) (Round, error) {
+	d.roundsRun.Add(1)
+	r := d.Round(ctx)
+	for _, u := range r.Unavailable {
+		if name, _, _ := strings.Cut(u.Check, " "); name == "server_info" || name == "connect" {
+			return r, fmt.Errorf("%w: %s: %s", errRoundFailed, name, u.Status)
+		}
+	}
+	return r, nil
 }
 
 // roundCheck is one check of a round: a query name and what to do with the

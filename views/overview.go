@@ -2,9 +2,12 @@ package views
 
 // Overview is the landing page: findings worst first, then the tiles.
 type Overview struct {
-	GeneratedAt string       `json:"generated_at"`
-	Findings    []FindingRow `json:"findings"`
-	Tiles       []Tile       `json:"tiles"`
+	GeneratedAt string `json:"generated_at"`
+	// AsOf says when the round behind the page started ("as of 14:03:07
+	// UTC"): rounds are shared, so it may be a few seconds old.
+	AsOf     string       `json:"as_of,omitempty"`
+	Findings []FindingRow `json:"findings"`
+	Tiles    []Tile       `json:"tiles"`
 	// Error is set when the findings round itself failed.
 	Error      string `json:"error,omitempty"`
 	RefreshURL string `json:"-"`

@@ -15,20 +15,39 @@ import (
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/audit"
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/views"
 )
 
+// openIncidentMaxAge is how long openIncident serves its lookup. The
+// handlers that open or close an incident drop it at once; a change made
+// elsewhere (another console, the CLI) shows within this time.
+const openIncidentMaxAge = 5 * time.Second
+
 // openIncident returns the newest open incident, or nil. It is read on pages
-// that capture evidence or run actions, so they can link to it.
+// that capture evidence or run actions, so they can link to it; every panel
+// refresh of every tab asks, so the lookup is cached (s.openIncidents).
 func (s *Server) openIncident(ctx context.Context) *audit.Incident {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	list, err := audit.IncidentList(ctx, s.cfg.Pool, audit.IncidentListParams{Status: audit.IncidentStatusOpen, Limit: 1})
-	if err != nil || len(list) == 0 {
+	inc, err := s.openIncidents.Get(ctx, 0)
+	if err != nil || inc == nil {
 		return nil
 	}
-	return &list[0]
+	c := *inc // the cached incident is shared by every request
+	return &c
+}
+
+// newOpenIncidentCache caches the open-incident lookup for maxAge.
+func (s *Server) newOpenIncidentCache(maxAge time.Duration) *diagnostics.Cache[*audit.Incident] {
+	return diagnostics.NewCache(func(ctx context.Context) (*audit.Incident, error) {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		list, err := audit.IncidentList(ctx, s.cfg.Pool, audit.IncidentListParams{Status: audit.IncidentStatusOpen, Limit: 1})
+		if err != nil || len(list) == 0 {
+			return nil, err
+		}
+		return &list[0], nil
+	}, diagnostics.CacheConfig{MaxAge: maxAge})
 }
 
 func (s *Server) incidentList(c echo.Context) error {
@@ -66,6 +85,7 @@ func (s *Server) incidentOpen(c echo.Context) error {
 		params["window_start"] = started
 	}
 	out, err := s.runAction(c, "incident.open", params, "opened incident: "+form.Title)
+	s.openIncidents.Invalidate()
 	if err != nil {
 		status, msg := statusOf(err)
 		if status >= 500 {
@@ -158,8 +178,10 @@ func (s *Server) incidentClose(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.runAction(c, "incident.close", map[string]any{"id": id, "summary": c.FormValue("summary")},
-		"closed incident "+strconv.FormatInt(id, 10)); err != nil {
+	_, err = s.runAction(c, "incident.close", map[string]any{"id": id, "summary": c.FormValue("summary")},
+		"closed incident "+strconv.FormatInt(id, 10))
+	s.openIncidents.Invalidate()
+	if err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/incidents/%d", id))
@@ -211,7 +233,8 @@ func (s *Server) runAction(c echo.Context, name string, params map[string]any, r
 	ctx, cancel := context.WithTimeout(c.Request().Context(), actionTimeout)
 	defer cancel()
 	p, _ := principalFrom(c)
-	return s.cfg.Actions.Run(ctx, actions.Actor{Name: p.Name, Role: p.Role}, name, actions.Request{Params: params, Reason: reason})
+	return s.cfg.Actions.Run(ctx, actions.Actor{Name: p.Name, Role: p.Role}, name,
+		actions.Request{Params: params, Reason: reason, RequestID: requestIDOf(c)})
 }
 
 func incidentID(c echo.Context) (int64, error) {

@@ -13,34 +13,47 @@ import (
 	"github.com/pgconsole/console/views"
 )
 
-// overview shows the findings, worst first, and the tiles, from one round of
-// diagnostics.
+// overviewWait bounds how long the overview and the findings API wait for
+// a diagnostics round (a round itself ends within diagnostics'
+// Config.Budget).
+const overviewWait = 10 * time.Second
+
+// overview shows the findings, worst first, and the tiles, from the shared
+// diagnostics round: every open tab polls it, so it is the round of the
+// last few seconds (diagnostics.Config.RoundMaxAge), not one per request.
 func (s *Server) overview(c echo.Context) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(c.Request().Context(), overviewWait)
 	defer cancel()
-	round := s.cfg.Diagnostics.Round(ctx)
 	p, _ := principalFrom(c)
-	now := time.Now()
-	m := overviewModel(round, diagnostics.Evaluate(round, s.cfg.Diagnostics.Thresholds()), s.cfg.Diagnostics.Thresholds(), p.Role, now)
-	addSparklines(m.Tiles, s.cfg.Sampler, s.cfg.Diagnostics.Thresholds(), now)
+	var m views.Overview
+	if round, err := s.cfg.Diagnostics.LatestRound(ctx, 0); err != nil {
+		m.Error = "No diagnostics round finished within " + overviewWait.String() + "; the next refresh tries again."
+	} else {
+		th := s.cfg.Diagnostics.Thresholds()
+		now := time.Now()
+		m = overviewModel(round, diagnostics.Evaluate(round, th), th, p.Role, now)
+		addSparklines(m.Tiles, s.cfg.Sampler, th, now)
+	}
 	m.RefreshURL = "/"
 	return s.render(c, page{Title: "Overview", Nav: "overview", Model: m, Body: views.OverviewBody(m)})
 }
 
-// findingsAPI serves GET /api/v1/findings: the same findings as the overview.
+// findingsAPI serves GET /api/v1/findings: the same findings as the
+// overview, from the same shared round.
 func (s *Server) findingsAPI(c echo.Context) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(c.Request().Context(), overviewWait)
 	defer cancel()
-	rep, err := s.cfg.Diagnostics.Findings(ctx)
+	round, err := s.cfg.Diagnostics.LatestRound(ctx, 0)
 	if err != nil {
-		return err
+		return fmt.Errorf("wait for a diagnostics round: %w", err)
 	}
-	return c.JSON(http.StatusOK, rep)
+	return c.JSON(http.StatusOK, diagnostics.Report{GeneratedAt: round.At,
+		Findings: diagnostics.Evaluate(round, s.cfg.Diagnostics.Thresholds())})
 }
 
 // overviewModel maps a diagnostics round to the overview's view model.
 func overviewModel(r diagnostics.Round, findings []diagnostics.Finding, th diagnostics.Thresholds, role string, now time.Time) views.Overview {
-	m := views.Overview{GeneratedAt: r.At.UTC().Format(time.RFC3339)}
+	m := views.Overview{GeneratedAt: r.At.UTC().Format(time.RFC3339), AsOf: "as of " + r.At.UTC().Format("15:04:05") + " UTC"}
 	for _, f := range findings {
 		m.Findings = append(m.Findings, views.FindingRow{
 			Code: f.Code, Severity: f.Severity, Title: f.Title, Evidence: f.Evidence,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +65,44 @@ func findingRow(m views.Overview, code string) *views.FindingRow {
 		}
 	}
 	return nil
+}
+
+// TestOverviewSaysWhenItsRoundRan: rounds are shared, so the page says when
+// its round started; the top bar's version and role come from diagnostics'
+// ServerInfo.
+func TestOverviewSaysWhenItsRoundRan(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(t)
+	c.login("viewer")
+	var m views.Overview
+	resp, body := c.get("/", "Accept", "application/json")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &m))
+	at, err := time.Parse(time.RFC3339, m.GeneratedAt)
+	require.NoError(t, err)
+	require.Equal(t, "as of "+at.Format("15:04:05")+" UTC", m.AsOf)
+
+	resp, body = c.get("/")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, body, `data-testid="findings-as-of">as of `)
+	info, err := e.srv.cfg.Diagnostics.ServerInfo(t.Context())
+	require.NoError(t, err)
+	version, _, _ := strings.Cut(info.Version, " ")
+	require.Contains(t, body, "<span>PostgreSQL "+version+"</span>")
+	require.Contains(t, body, "<span>primary</span>")
+}
+
+func TestTopBarInfo(t *testing.T) {
+	require.Equal(t, dbInfo{server: "PostgreSQL 15.13", role: "primary"},
+		topBarInfo(diagnostics.Server{Version: "15.13 (Debian 15.13-0+deb12u1)"}))
+	require.Equal(t, dbInfo{server: "PostgreSQL 18.1", role: "standby"},
+		topBarInfo(diagnostics.Server{Version: "18.1", InRecovery: true}))
+}
+
+func TestOverviewModelAsOf(t *testing.T) {
+	at := time.Date(2026, 6, 20, 14, 3, 7, 0, time.FixedZone("CEST", 2*3600))
+	m := overviewModel(diagnostics.Round{At: at}, nil, diagnostics.DefaultThresholds(), "viewer", at)
+	require.Equal(t, "as of 12:03:07 UTC", m.AsOf)
+	require.Equal(t, "2026-06-20T12:03:07Z", m.GeneratedAt)
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
 )
@@ -68,8 +69,10 @@ type Server struct {
 	proxies *proxyList
 	metrics *httpMetrics
 
-	infoMu sync.Mutex
-	info   dbInfo
+	// openIncidents caches openIncident's lookup, which every panel
+	// refresh makes; the handlers that open or close an incident
+	// invalidate it.
+	openIncidents *diagnostics.Cache[*audit.Incident]
 }
 
 // New builds the server and its routes.
@@ -109,6 +112,7 @@ func New(cfg Config) (*Server, error) {
 		proxies: proxies,
 		metrics: m,
 	}
+	s.openIncidents = s.newOpenIncidentCache(openIncidentMaxAge)
 	s.e.HideBanner = true
 	s.e.HidePort = true
 	s.e.HTTPErrorHandler = s.handleError
@@ -123,32 +127,33 @@ func (s *Server) metricsHandler() http.Handler {
 	return promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError)})
 }
 
-// dbInfo is what the top bar says about the database, refreshed at most every
-// 30 seconds so pages do not pay for it.
+// dbInfo is what the top bar says about the database.
 type dbInfo struct {
 	server string
 	role   string
-	at     time.Time
 }
 
+// databaseInfo reads the top bar's version and role from diagnostics'
+// ServerInfo, which re-reads them every 30 seconds, so pages do not pay for
+// them and the role follows a failover. It is empty (and the top bar says
+// nothing) when the server cannot be read within half a second.
 func (s *Server) databaseInfo(ctx context.Context) dbInfo {
-	s.infoMu.Lock()
-	defer s.infoMu.Unlock()
-	if time.Since(s.info.at) < 30*time.Second {
-		return s.info
-	}
 	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	var version string
-	var standby bool
-	if err := s.cfg.Pool.QueryRow(ctx, sqlText("server_info")).Scan(&version, &standby); err != nil {
-		// Keep the last answer; the page still renders.
-		s.info.at = time.Now().Add(-25 * time.Second)
-		return s.info
+	info, err := s.cfg.Diagnostics.ServerInfo(ctx)
+	if err != nil {
+		return dbInfo{}
 	}
-	s.info = dbInfo{server: "PostgreSQL " + version, role: "primary", at: time.Now()}
-	if standby {
-		s.info.role = "standby"
+	return topBarInfo(info)
+}
+
+// topBarInfo maps ServerInfo to the top bar: "PostgreSQL 15.13" and
+// "primary" or "standby".
+func topBarInfo(info diagnostics.Server) dbInfo {
+	version, _, _ := strings.Cut(info.Version, " ")
+	d := dbInfo{server: "PostgreSQL " + version, role: "primary"}
+	if info.InRecovery {
+		d.role = "standby"
 	}
-	return s.info
+	return d
 }

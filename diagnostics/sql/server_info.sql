@@ -1,5 +1,7 @@
--- ServerInfo: version, role and the settings the catalog depends on; read
--- once when Diagnostics opens to choose version-specific queries. No locks.
+-- ServerInfo: version, role and the settings the catalog depends on, to
+-- choose version-specific queries and show primary or standby in the top
+-- bar; re-read every 30s (Config.ServerInfoMaxAge) to follow a failover. No
+-- locks.
 SELECT current_setting('server_version_num')::int4                  AS version_num,
        current_setting('server_version')                            AS version,
        pg_is_in_recovery()                                          AS in_recovery,
