@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -63,6 +64,17 @@ func (a *deadLetterRequeue) target() string {
 		return "deadletters"
 	}
 	return strings.Join(parts, " ")
+}
+
+func (a *deadLetterRequeue) logFields() []slog.Attr {
+	var out []slog.Attr
+	if a.f.Queue != "" {
+		out = append(out, slog.String("queue", a.f.Queue))
+	}
+	if len(a.f.IDs) == 1 {
+		out = append(out, slog.Int64("job_id", a.f.IDs[0]))
+	}
+	return out
 }
 
 func (a *deadLetterRequeue) overCap(rc *runContext, n int64) error {

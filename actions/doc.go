@@ -8,7 +8,13 @@
 // change without its audit row (or the reverse) cannot commit. An attempt the
 // Runner refuses (role, missing reason, bad parameters, a guard) or that
 // fails is audited in a transaction of its own. A dry run stops after the
-// preview and records nothing.
+// preview and records nothing. Runner.RunTx does the same in a caller's
+// transaction, so the change can commit with the caller's own writes (the
+// HTTP API stores an idempotent request's answer with it).
+//
+// Every run writes one log line (message "action") with the action, actor,
+// outcome (succeeded, failed, refused, dry_run, as in the metrics), the audit
+// event's id, the target and, where the action has them, job_id and queue.
 //
 // Roles are enforced here, not only in the UI: viewer < operator < admin.
 // Each action's Spec (see Registry) says the role it needs, its risk level in

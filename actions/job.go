@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -79,6 +80,8 @@ type jobAction struct {
 }
 
 func (a *jobAction) target() string { return "job:" + strconv.FormatInt(a.id, 10) }
+
+func (a *jobAction) logFields() []slog.Attr { return []slog.Attr{slog.Int64("job_id", a.id)} }
 
 func (a *jobAction) preview(ctx context.Context, rc *runContext) (any, error) {
 	j, err := queues.JobGet(ctx, rc.r.pool, a.id)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pgconsole/console/audit"
 )
 
 // metrics counts action runs by action and outcome. Labels are bounded: an
@@ -45,15 +47,27 @@ func (m *metrics) observe(action string, dryRun bool, err error, took time.Durat
 	if _, ok := definitions[action]; !ok {
 		action = "unknown"
 	}
-	outcome := "succeeded"
+	m.runs.WithLabelValues(action, outcomeOf(dryRun, err)).Inc()
+	m.duration.WithLabelValues(action).Observe(took.Seconds())
+}
+
+// Outcomes of a run, the same words in the metrics, the log line and (but
+// for dry runs, which are not audited) the audit trail.
+const (
+	outcomeSucceeded = string(audit.OutcomeSucceeded)
+	outcomeFailed    = string(audit.OutcomeFailed)
+	outcomeRefused   = string(audit.OutcomeRefused)
+	outcomeDryRun    = "dry_run"
+)
+
+func outcomeOf(dryRun bool, err error) string {
 	switch {
 	case err != nil && isRefusal(err):
-		outcome = "refused"
+		return outcomeRefused
 	case err != nil:
-		outcome = "failed"
+		return outcomeFailed
 	case dryRun:
-		outcome = "dry_run"
+		return outcomeDryRun
 	}
-	m.runs.WithLabelValues(action, outcome).Inc()
-	m.duration.WithLabelValues(action).Observe(took.Seconds())
+	return outcomeSucceeded
 }

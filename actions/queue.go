@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 
 	"github.com/jackc/pgx/v5"
@@ -76,6 +77,10 @@ type queueSettingsChange struct {
 }
 
 func (a *queueSettingsChange) target() string { return "queue:" + a.queue }
+
+func (a *queueSettingsChange) logFields() []slog.Attr {
+	return []slog.Attr{slog.String("queue", a.queue)}
+}
 
 func (a *queueSettingsChange) preview(ctx context.Context, rc *runContext) (any, error) {
 	cur, err := queues.QueueSettingsGet(ctx, rc.r.pool, a.queue)

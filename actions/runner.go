@@ -46,7 +46,9 @@ type RunnerConfig struct {
 	// Registerer receives the runner's metrics (runs by action and outcome,
 	// run duration); nil registers nothing.
 	Registerer prometheus.Registerer
-	// Logger receives what cannot be returned, such as a failure to audit a
+	// Logger receives one line per run ("action": the action, actor,
+	// outcome, audit id, target and, where the action has them, job_id and
+	// queue) and what cannot be returned, such as a failure to audit a
 	// refusal. Nil means slog.Default().
 	Logger *slog.Logger
 	// Now is the clock for schedule previews. Nil means time.Now.
@@ -104,6 +106,9 @@ type Request struct {
 	DryRun bool
 	// IncidentID links the audit event to an open incident.
 	IncidentID *int64
+	// RequestID is the caller's correlation id (the HTTP request id); it
+	// goes into the run's log line only. Empty leaves it out.
+	RequestID string
 }
 
 // Outcome is what Run returns: the preview always, the result and the audit
@@ -122,6 +127,12 @@ type runContext struct {
 	spec   Spec
 	req    Request
 	params json.RawMessage
+	// tx is the caller's transaction (RunTx), nil for Run.
+	tx pgx.Tx
+	// plan is the parsed request, once parsing succeeded.
+	plan plan
+	// refusalAuditID is the audit event of a refused or failed attempt.
+	refusalAuditID int64
 }
 
 // Run validates, previews and (unless req.DryRun) executes the action name
@@ -131,23 +142,91 @@ type runContext struct {
 // dry run needs no reason and is not audited. ctx bounds the whole run,
 // including the wait after backend.cancel.
 func (r *Runner) Run(ctx context.Context, actor Actor, name string, req Request) (Outcome, error) {
+	return r.runLogged(ctx, nil, actor, name, req)
+}
+
+// RunTx is Run with the change and its audit event written in the caller's
+// transaction tx (under a savepoint), so they commit when the caller commits
+// tx, together with whatever else the caller wrote there (the stored answer
+// of an idempotent request), or not at all. Out.AuditID is the id the event
+// will have once tx commits. Refused and failed attempts are still audited
+// in a transaction of their own, and a failure leaves tx usable. Signals to
+// backends (backend.cancel, backend.terminate) take effect when sent, not at
+// commit. A dry run does not touch tx. The caller owns tx: RunTx neither
+// commits nor rolls it back, and the run's log line and metrics say
+// succeeded when RunTx returns; whether it took effect is tx's commit.
+func (r *Runner) RunTx(ctx context.Context, tx pgx.Tx, actor Actor, name string, req Request) (Outcome, error) {
+	if tx == nil {
+		return Outcome{}, errors.New("RunTx needs a transaction")
+	}
+	return r.runLogged(ctx, tx, actor, name, req)
+}
+
+// runLogged runs the action, counts it and writes its log line.
+func (r *Runner) runLogged(ctx context.Context, tx pgx.Tx, actor Actor, name string, req Request) (Outcome, error) {
 	started := time.Now()
-	out, err := r.run(ctx, actor, name, req)
-	r.m.observe(name, req.DryRun, err, time.Since(started))
+	rc := &runContext{r: r, actor: actor, req: req, tx: tx}
+	out, err := r.run(ctx, rc, name)
+	took := time.Since(started)
+	r.m.observe(name, req.DryRun, err, took)
+	r.logRun(ctx, rc, name, out, err, took)
 	return out, err
 }
 
-func (r *Runner) run(ctx context.Context, actor Actor, name string, req Request) (Outcome, error) {
+// logRun writes the one line every run gets: succeeded and dry runs at
+// info, refused and failed attempts at warn with their cause. audit_id is
+// the event of the change, or of the refusal (0 when a dry run, or when the
+// refusal could not be audited).
+func (r *Runner) logRun(ctx context.Context, rc *runContext, name string, out Outcome, err error, took time.Duration) {
+	outcome := outcomeOf(rc.req.DryRun, err)
+	auditID := out.AuditID
+	if err != nil {
+		auditID = rc.refusalAuditID
+	}
+	attrs := []slog.Attr{
+		slog.String("action", name), slog.String("actor", rc.actor.Name), slog.String("role", rc.actor.Role),
+		slog.String("outcome", outcome), slog.Int64("audit_id", auditID),
+	}
+	if rc.req.RequestID != "" {
+		attrs = append(attrs, slog.String("request_id", rc.req.RequestID))
+	}
+	if rc.plan != nil {
+		attrs = append(attrs, slog.String("target", rc.plan.target()))
+		if lf, ok := rc.plan.(logFielder); ok {
+			attrs = append(attrs, lf.logFields()...)
+		}
+	}
+	if rc.req.IncidentID != nil {
+		attrs = append(attrs, slog.Int64("incident_id", *rc.req.IncidentID))
+	}
+	if reason := strings.TrimSpace(rc.req.Reason); reason != "" {
+		attrs = append(attrs, slog.String("reason", reason))
+	}
+	attrs = append(attrs, slog.Int64("ms", took.Milliseconds()))
+	level := slog.LevelInfo
+	switch outcome {
+	case outcomeRefused:
+		level = slog.LevelWarn
+		attrs = append(attrs, slog.String("refusal", err.Error()))
+	case outcomeFailed:
+		level = slog.LevelWarn
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	r.log.LogAttrs(context.WithoutCancel(ctx), level, "action", attrs...)
+}
+
+func (r *Runner) run(ctx context.Context, rc *runContext, name string) (Outcome, error) {
+	req := rc.req
 	out := Outcome{Action: name, DryRun: req.DryRun}
 	rawParams, perr := marshalParams(req.Params)
-	rc := &runContext{r: r, actor: actor, req: req, params: rawParams}
+	rc.params = rawParams
 	d, ok := definitions[name]
 	if !ok {
 		err := fmt.Errorf("no action %q: %w", name, ErrNotFound)
 		return out, r.refuse(ctx, rc, name, "", nil, err)
 	}
 	rc.spec = d.spec
-	if err := checkRole(actor, d.spec); err != nil {
+	if err := checkRole(rc.actor, d.spec); err != nil {
 		return out, r.refuse(ctx, rc, name, "", nil, err)
 	}
 	if !req.DryRun && strings.TrimSpace(req.Reason) == "" {
@@ -168,6 +247,7 @@ func (r *Runner) run(ctx context.Context, actor Actor, name string, req Request)
 	if err != nil {
 		return out, r.refuse(ctx, rc, name, "", nil, fmt.Errorf("%s: %w", name, err))
 	}
+	rc.plan = pl
 	preview, err := pl.preview(ctx, rc)
 	if err != nil {
 		return out, r.refuse(ctx, rc, name, pl.target(), nil, fmt.Errorf("preview %s: %w", name, err))
@@ -206,8 +286,18 @@ func (r *Runner) checkIncident(ctx context.Context, rc *runContext) error {
 	return nil
 }
 
+// execute applies the change and records its audit event in one
+// transaction: the Runner's own, or a savepoint in the caller's (RunTx),
+// which a failure rolls back so the refusal can be audited without waiting
+// on the audit chain's lock the caller's transaction would otherwise hold.
 func (r *Runner) execute(ctx context.Context, rc *runContext, pl plan, preview any) (any, int64, error) {
-	tx, err := r.pool.BeginTx(ctx, pgx.TxOptions{})
+	var tx pgx.Tx
+	var err error
+	if rc.tx != nil {
+		tx, err = rc.tx.Begin(ctx)
+	} else {
+		tx, err = r.pool.BeginTx(ctx, pgx.TxOptions{})
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("begin: %w", err)
 	}
@@ -252,7 +342,7 @@ func (r *Runner) refuse(ctx context.Context, rc *runContext, name, target string
 	if eerr == nil {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		_, eerr = audit.RecordTx(actx, r.pool, ev)
+		rc.refusalAuditID, eerr = audit.RecordTx(actx, r.pool, ev)
 	}
 	if eerr != nil {
 		r.log.Error("audit a refused action", "action", name, "actor", rc.actor.Name, "refusal", err, "err", eerr)

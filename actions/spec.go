@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -71,6 +72,13 @@ type plan interface {
 	// execute re-checks the preview's guards and applies the change in tx,
 	// returning the result to show and audit. It must not commit.
 	execute(ctx context.Context, rc *runContext, tx pgx.Tx, preview any) (any, error)
+}
+
+// logFielder is implemented by plans that name a job or a queue: the
+// Runner's log line carries them as fields of their own (job_id, queue), so
+// the line can be found next to the engine's lines about the same job.
+type logFielder interface {
+	logFields() []slog.Attr
 }
 
 // definition is one registered action.

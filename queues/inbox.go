@@ -84,6 +84,14 @@ func NewInbox(reg prometheus.Registerer) (*Inbox, error) {
 	return &Inbox{applied: applied, duplicates: dups}, nil
 }
 
+// ExposeConsumer creates consumer's series at zero, so its metrics are
+// exposed, and alerts and dashboards over them evaluate, before the first
+// event arrives. ProcessTx creates them anyway on first use.
+func (in *Inbox) ExposeConsumer(consumer string) {
+	in.applied.WithLabelValues(consumer)
+	in.duplicates.WithLabelValues(consumer)
+}
+
 // ProcessTx is InboxProcessTx, counted. The counts are taken before the
 // caller commits, so a rolled back application may be counted too.
 func (in *Inbox) ProcessTx(ctx context.Context, tx pgx.Tx, consumer, eventID string, fn func(pgx.Tx) error) (bool, error) {

@@ -28,7 +28,7 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-20s}     # continuous window, both sides
 WORKERS=${WORKERS:-2000}      # console jobs in flight, as River's bench hard-codes (2,000)
 BATCH=${BATCH:-1000}         # console largest claim (and the floor's claim and ack batch)
-FLOOR=${FLOOR:-1}             # also run `console bench floor` each round (the SQL floor)
+FLOOR=${FLOOR:-1}             # also run `console bench floor` each round (the SQL floor, and the seed's statements)
 RIVER_VERSION=v0.47.0
 CACHE=.cache/river
 GO=${GO:-go}
@@ -106,8 +106,9 @@ for r in $(seq 1 "$ROUNDS"); do
   record console-burn "$r" "$(DATABASE_URL=$ADMIN_URL "$CONSOLE" bench burn --jobs "$JOBS" --pool "$POOL" \
     --workers "$WORKERS" --batch "$BATCH" --json 2>/dev/null | console_rate)"
   if [ "$FLOOR" = 1 ]; then
-    record console-floor "$r" "$(DATABASE_URL=$ADMIN_URL "$CONSOLE" bench floor --jobs "$JOBS" --pool "$POOL" \
-      --batch "$BATCH" --json 2>/dev/null | console_rate)"
+    floor=$(DATABASE_URL=$ADMIN_URL "$CONSOLE" bench floor --jobs "$JOBS" --pool "$POOL" --batch "$BATCH" --json 2>/dev/null)
+    record console-floor "$r" "$(echo "$floor" | console_rate)"
+    record seed-floor "$r" "$(echo "$floor" | jq -r .seed_jobs_per_second)"
   fi
 done
 for r in $(seq 1 "$ROUNDS"); do
@@ -132,5 +133,8 @@ if [ "$FLOOR" = 1 ]; then
   fv=$(median console-floor); cv=$(median console-burn)
   printf '%-22s %10s %10.0f %8.2f   engine burn / floor; floor rounds %s\n' "SQL floor jobs/s" - "$fv" \
     "$(awk -v a="$cv" -v b="$fv" 'BEGIN {print (b>0 ? a/b : 0)}')" "$(rounds console-floor)"
+  sv=$(median seed-floor)
+  printf '%-22s %10s %10.0f %8.2f   engine floor / seed statements; seed rounds %s\n' "seed SQL floor jobs/s" - "$sv" \
+    "$(awk -v a="$fv" -v b="$sv" 'BEGIN {print (b>0 ? a/b : 0)}')" "$(rounds seed-floor)"
 fi
 rm -f "$OUT"

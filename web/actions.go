@@ -66,7 +66,7 @@ func (s *Server) actionPreview(c echo.Context) error {
 	defer cancel()
 	p, _ := principalFrom(c)
 	out, err := s.cfg.Actions.Run(ctx, actions.Actor{Name: p.Name, Role: p.Role}, spec.Name,
-		actions.Request{Params: stringParams(values), DryRun: true})
+		actions.Request{Params: stringParams(values), DryRun: true, RequestID: requestIDOf(c)})
 	if err != nil {
 		return s.actionFailed(c, m, "edit", err)
 	}
@@ -138,7 +138,7 @@ func (s *Server) actionExecute(c echo.Context) error {
 	}
 	values, reason := formParams(c, spec)
 	m := s.actionPage(c, spec, values, reason)
-	req := actions.Request{Params: stringParams(values), Reason: reason}
+	req := actions.Request{Params: stringParams(values), Reason: reason, RequestID: requestIDOf(c)}
 	if id, err := strconv.ParseInt(c.FormValue("incident_id"), 10, 64); err == nil && id > 0 {
 		req.IncidentID = &id
 	}
@@ -149,7 +149,7 @@ func (s *Server) actionExecute(c echo.Context) error {
 	if err != nil {
 		return s.actionFailed(c, m, "preview", err)
 	}
-	s.log.Info("action", "action", spec.Name, "actor", p.Name, "audit_id", out.AuditID)
+	s.actionDone(spec.Name)
 	m.Stage = "done"
 	m.Preview = toValue(displayValue(out.Preview, time.Now()))
 	m.Result = toValue(displayValue(out.Result, time.Now()))
@@ -169,6 +169,13 @@ func (s *Server) actionExecute(c echo.Context) error {
 
 // actionAPI serves POST /api/v1/actions/:name for automation:
 // {"params": {...}, "reason": "...", "dry_run": false}.
+//
+// With an Idempotency-Key (the route's IdempotencyMiddleware) the action
+// runs in the middleware's transaction (Runner.RunTx): the change, its audit
+// event and the stored answer commit together or not at all, so a client
+// that lost the answer and retries with the same key gets the answer
+// replayed, or (if nothing committed) runs the action once. A refusal is an
+// error: it is not stored, and the retry is refused (and audited) again.
 func (s *Server) actionAPI(c echo.Context) error {
 	if _, err := lookupAction(c.Param("name")); err != nil {
 		return err
@@ -187,18 +194,34 @@ func (s *Server) actionAPI(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), actionTimeout)
 	defer cancel()
 	p, _ := principalFrom(c)
-	req := actions.Request{Params: body.Params, Reason: body.Reason, DryRun: body.DryRun, IncidentID: body.IncidentID}
+	req := actions.Request{Params: body.Params, Reason: body.Reason, DryRun: body.DryRun, IncidentID: body.IncidentID,
+		RequestID: requestIDOf(c)}
 	if len(body.Params) == 0 {
 		req.Params = nil
 	}
-	out, err := s.cfg.Actions.Run(ctx, actions.Actor{Name: p.Name, Role: p.Role}, c.Param("name"), req)
+	actor := actions.Actor{Name: p.Name, Role: p.Role}
+	var out actions.Outcome
+	var err error
+	if tx, ok := IdempotencyTx(c); ok {
+		out, err = s.cfg.Actions.RunTx(ctx, tx, actor, c.Param("name"), req)
+	} else {
+		out, err = s.cfg.Actions.Run(ctx, actor, c.Param("name"), req)
+	}
 	if err != nil {
 		return err
 	}
-	if !body.DryRun {
-		s.log.Info("action", "action", c.Param("name"), "actor", p.Name, "audit_id", out.AuditID)
-	}
+	s.actionDone(c.Param("name"))
 	return c.JSON(http.StatusOK, out)
+}
+
+// actionDone drops what an action may have made stale: an incident opened
+// or closed shows on the next page, wherever it was run from. (Through an
+// idempotent API request the change commits after this, so a page loaded
+// in between can cache the old state for openIncidentMaxAge.)
+func (s *Server) actionDone(name string) {
+	if strings.HasPrefix(name, "incident.") {
+		s.openIncidents.Invalidate()
+	}
 }
 
 func lookupAction(name string) (actions.Spec, error) {
@@ -237,6 +260,9 @@ func (s *Server) actionFailed(c echo.Context, m views.ActionPage, stage string, 
 	status, msg := statusOf(err)
 	if status >= 500 {
 		return err
+	}
+	if refusedStatus(status) {
+		setRefusal(c, msg)
 	}
 	m.Stage = stage
 	m.Error = msg

@@ -8,18 +8,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/auth"
 )
 
-// apiPost sends a JSON body to the actions API with a bearer token.
-func (c *client) apiPost(path, token, body string) (*http.Response, string) {
+// apiPost sends a JSON body to the actions API with a bearer token and
+// extra headers as name, value pairs.
+func (c *client) apiPost(path, token, body string, header ...string) (*http.Response, string) {
 	c.t.Helper()
 	req, err := http.NewRequest(http.MethodPost, c.base+path, strings.NewReader(body))
 	require.NoError(c.t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	return c.do(req)
 }
 
@@ -73,6 +78,74 @@ func TestActionsAPI(t *testing.T) {
 		})
 	}
 	require.True(t, paused(), "nothing refused changed the queue")
+}
+
+// An API client that retries an action with the same Idempotency-Key gets
+// the first answer replayed and the action runs once; the same key with
+// another body is refused; keys are per caller.
+func TestActionsAPIIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	pool := e.srv.cfg.Pool
+	ciToken, err := auth.TokenCreate(ctx, pool, "ci", auth.RoleOperator)
+	require.NoError(t, err)
+	cdToken, err := auth.TokenCreate(ctx, pool, "cd", auth.RoleOperator)
+	require.NoError(t, err)
+	c := e.client(t)
+	const path = "/api/v1/actions/incident.open"
+	const body = `{"params": {"title": "Checkout errors"}, "reason": "pager: 5xx on checkout"}`
+	count := func(sql string) int {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, sql).Scan(&n))
+		return n
+	}
+	outcome := func(o string) float64 { return testutil.ToFloat64(e.srv.metrics.idempotency.WithLabelValues(o)) }
+
+	first, firstBody := c.apiPost(path, ciToken, body, IdempotencyKeyHeader, "open-checkout-1")
+	require.Equal(t, http.StatusOK, first.StatusCode, firstBody)
+	require.Empty(t, first.Header.Get(IdempotencyReplayedHeader))
+	var out struct {
+		AuditID int64 `json:"audit_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(firstBody), &out))
+	require.Positive(t, out.AuditID)
+
+	again, againBody := c.apiPost(path, ciToken, body, IdempotencyKeyHeader, "open-checkout-1")
+	require.Equal(t, http.StatusOK, again.StatusCode, againBody)
+	require.Equal(t, "true", again.Header.Get(IdempotencyReplayedHeader))
+	require.JSONEq(t, firstBody, againBody)
+	require.Equal(t, 1, count("SELECT count(*) FROM audit_events WHERE action = 'incident.open'"), "the action ran once")
+	require.Equal(t, 1, count("SELECT count(*) FROM incidents"))
+	require.Equal(t, 1.0, outcome("new"))
+	require.Equal(t, 1.0, outcome("replayed"))
+
+	t.Run("DifferentBody", func(t *testing.T) {
+		resp, got := c.apiPost(path, ciToken, `{"params": {"title": "Checkout down"}, "reason": "pager"}`,
+			IdempotencyKeyHeader, "open-checkout-1")
+		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, got)
+		require.Contains(t, got, "different request")
+		require.Equal(t, 1.0, outcome("mismatch"))
+		require.Equal(t, 1, count("SELECT count(*) FROM audit_events WHERE action = 'incident.open'"))
+	})
+	t.Run("KeysArePerCaller", func(t *testing.T) {
+		resp, got := c.apiPost(path, cdToken, body, IdempotencyKeyHeader, "open-checkout-1")
+		require.Equal(t, http.StatusOK, resp.StatusCode, got)
+		require.Empty(t, resp.Header.Get(IdempotencyReplayedHeader))
+		require.Equal(t, 2, count("SELECT count(*) FROM incidents"))
+		require.Equal(t, 1, count("SELECT count(*) FROM idempotency_requests WHERE scope = 'console:token:cd' AND state = 'completed'"))
+	})
+	t.Run("RefusalIsNotStored", func(t *testing.T) {
+		// A refused attempt is audited but its answer is not kept: the
+		// retry is judged again.
+		for range 2 {
+			resp, got := c.apiPost(path, ciToken, `{"params": {"title": "x"}}`, IdempotencyKeyHeader, "no-reason")
+			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, got)
+			require.Contains(t, got, "say why")
+		}
+		require.Equal(t, 2, count("SELECT count(*) FROM audit_events WHERE outcome = 'refused'"))
+		require.Equal(t, 0, count("SELECT count(*) FROM idempotency_requests WHERE idempotency_key = 'no-reason'"))
+	})
 }
 
 func TestActionsUI(t *testing.T) {

@@ -63,19 +63,19 @@ func statusOf(err error) (int, string) {
 }
 
 // handleError is echo's error handler: 5xx are logged with the request id;
-// 4xx are shown to the user. HTML, htmx fragment or JSON, as the request asks.
+// 4xx are shown to the user (observe logs the refusals among them). HTML,
+// htmx fragment or JSON, as the request asks.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
 	status, msg := statusOf(err)
-	reqID := c.Response().Header().Get(echo.HeaderXRequestID)
+	reqID := requestIDOf(c)
 	if status >= 500 {
 		s.log.Error("request failed", "request_id", reqID, "method", c.Request().Method,
 			"path", c.Request().URL.Path, "err", err)
-	} else if status == http.StatusForbidden || status == http.StatusTooManyRequests {
-		s.log.Warn("request refused", "request_id", reqID, "path", c.Request().URL.Path,
-			"status", status, "actor", actorName(c), "reason", msg)
+	} else if refusedStatus(status) {
+		setRefusal(c, msg) // observe logs the refusal with the status the client gets
 	}
 
 	// Anonymous browsers go to the sign-in page instead of seeing a 401.

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgconsole/console/queues"
 )
@@ -31,7 +32,23 @@ type idempotencyOptions struct {
 	wait     time.Duration
 	required bool
 	maxBody  int64
+	outcomes *prometheus.CounterVec
 }
+
+// The outcomes of a request that carries an Idempotency-Key, the values of
+// console_idempotency_requests_total's outcome label: the key was new and
+// the handler ran; the stored answer was replayed; the key was used with a
+// different request (422); a request with the key was still running (409);
+// the key store did not answer (503).
+const (
+	idempotencyNew        = "new"
+	idempotencyReplayed   = "replayed"
+	idempotencyMismatch   = "mismatch"
+	idempotencyInProgress = "in_progress"
+	idempotencyError      = "error"
+)
+
+var idempotencyOutcomes = []string{idempotencyNew, idempotencyReplayed, idempotencyMismatch, idempotencyInProgress, idempotencyError}
 
 // IdempotencyOption configures IdempotencyMiddleware.
 type IdempotencyOption func(*idempotencyOptions)
@@ -52,6 +69,18 @@ func IdempotencyWait(d time.Duration) IdempotencyOption {
 // IdempotencyRequired makes unsafe requests without a key fail with 400.
 func IdempotencyRequired() IdempotencyOption {
 	return func(o *idempotencyOptions) { o.required = true }
+}
+
+// idempotencyCounted counts each request that carries a key in outcomes, by
+// its outcome label (idempotencyOutcomes), once: at the claim of the key.
+func idempotencyCounted(outcomes *prometheus.CounterVec) IdempotencyOption {
+	return func(o *idempotencyOptions) { o.outcomes = outcomes }
+}
+
+func (o idempotencyOptions) count(outcome string) {
+	if o.outcomes != nil {
+		o.outcomes.WithLabelValues(outcome).Inc()
+	}
 }
 
 // IdempotencyTx returns the transaction the middleware opened for this
@@ -120,26 +149,32 @@ func idempotentServe(c echo.Context, next echo.HandlerFunc, pool *pgxpool.Pool, 
 	ctx := c.Request().Context()
 	tx, err := pool.Begin(ctx)
 	if err != nil {
+		o.count(idempotencyError)
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "database unavailable").SetInternal(err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	stored, err := queues.IdempotencyBeginTx(ctx, tx, scope, key, hash, o.wait)
 	switch {
 	case errors.Is(err, queues.ErrIdempotencyConflict):
+		o.count(idempotencyMismatch)
 		return echo.NewHTTPError(http.StatusUnprocessableEntity,
 			"this Idempotency-Key was already used with a different request").SetInternal(err)
 	case errors.Is(err, queues.ErrIdempotencyInProgress):
+		o.count(idempotencyInProgress)
 		c.Response().Header().Set("Retry-After", "1")
 		return echo.NewHTTPError(http.StatusConflict,
 			"a request with this Idempotency-Key is still in progress; retry later with the same key").SetInternal(err)
 	case err != nil:
+		o.count(idempotencyError)
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "idempotency store unavailable").SetInternal(err)
 	}
 	if stored != nil {
+		o.count(idempotencyReplayed)
 		tx.Rollback(ctx)
 		c.Response().Header().Set(IdempotencyReplayedHeader, "true")
 		return c.JSONBlob(stored.Code, stored.Body)
 	}
+	o.count(idempotencyNew)
 
 	res := c.Response()
 	rec := &idempotencyRecorder{header: res.Header(), code: http.StatusOK}

@@ -28,14 +28,14 @@ func (s *Server) login(c echo.Context) error {
 	key := c.RealIP() + "|" + name
 	now := time.Now()
 	if ok, wait := s.limiter.Allow(key, now); !ok {
-		s.log.Warn("login refused: rate limited", "name", name, "client", c.RealIP())
+		setRefusal(c, "too many failed sign-ins", "name", name)
 		form.Error = fmt.Sprintf("Too many failed attempts. Wait %s and try again.", wait.Round(time.Second))
 		return s.renderBare(c, http.StatusTooManyRequests, "Sign in", views.LoginBody(form))
 	}
 	p, err := auth.Authenticate(c.Request().Context(), s.cfg.Pool, name, password)
 	if errors.Is(err, auth.ErrBadCredentials) {
 		s.limiter.Fail(key, now)
-		s.log.Warn("login failed", "name", name, "client", c.RealIP())
+		setRefusal(c, "wrong name or password", "name", name)
 		form.Error = "Wrong name or password."
 		return s.renderBare(c, http.StatusUnauthorized, "Sign in", views.LoginBody(form))
 	}

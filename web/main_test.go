@@ -36,6 +36,8 @@ type env struct {
 // setupOpts adjusts setupWith.
 type setupOpts struct {
 	thresholds *diagnostics.Thresholds
+	// log receives the server's log (JSON); nil discards it.
+	log io.Writer
 }
 
 func setup(t *testing.T) *env { return setupWith(t, setupOpts{}) }
@@ -53,8 +55,12 @@ func setupWith(t *testing.T, o setupOpts) *env {
 	}
 	runner, err := actions.NewRunner(pool, actions.RunnerConfig{Diagnostics: diag, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if o.log != nil {
+		logger = slog.New(slog.NewJSONHandler(o.log, nil))
+	}
 	s, err := New(Config{Pool: pool, Diagnostics: diag, Actions: runner, Database: "console@test/db", Version: "test",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: logger})
 	require.NoError(t, err)
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)

@@ -43,10 +43,12 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// httpMetrics counts requests by route pattern (bounded), method and status.
+// httpMetrics counts requests by route pattern (bounded), method and status,
+// and the idempotent API requests by outcome.
 type httpMetrics struct {
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	idempotency *prometheus.CounterVec
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
@@ -60,8 +62,17 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 			Help:    "Time to serve console HTTP requests, by route pattern.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"route"}),
+		idempotency: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "console_idempotency_requests_total",
+			Help: "API requests that carried an Idempotency-Key, by outcome (new, replayed, mismatch, in_progress, error).",
+		}, []string{"outcome"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration} {
+	// Every outcome is exposed from the start, so a rate over them needs
+	// no traffic first.
+	for _, o := range idempotencyOutcomes {
+		m.idempotency.WithLabelValues(o)
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.idempotency} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register http metrics: %w", err)
 		}
@@ -69,8 +80,39 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 	return m, nil
 }
 
+// refusalKey holds the refusal of a request on its context, for its log
+// line.
+const refusalKey = "refusal"
+
+// refusal is why a request was refused, with the fields its log line adds
+// (a sign-in's attempted name).
+type refusal struct {
+	reason string
+	attrs  []any
+}
+
+// setRefusal records why the request is being refused; observe logs it.
+func setRefusal(c echo.Context, reason string, attrs ...any) {
+	c.Set(refusalKey, refusal{reason: reason, attrs: attrs})
+}
+
+// refusedStatus reports whether a status means the console refused the
+// request (who asked, or the state of what they asked for), rather than
+// failing it or not finding it.
+func refusedStatus(status int) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusConflict,
+		http.StatusUnprocessableEntity, http.StatusTooManyRequests:
+		return true
+	}
+	return false
+}
+
 // observe logs each request and records its metrics. It sits inside the
-// error handling so the logged status is the one the client got.
+// error handling so the logged status is the one the client got. A refused
+// request (401, 403, 409, 422, 429) is logged at warn as "request refused"
+// with the reason, whatever the route; other requests at info, except the
+// probes and static assets.
 func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -86,10 +128,18 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		took := time.Since(start)
 		s.metrics.requests.WithLabelValues(route, c.Request().Method, fmt.Sprint(status)).Inc()
 		s.metrics.duration.WithLabelValues(route).Observe(took.Seconds())
-		if route != "/healthz" && route != "/readyz" && !strings.HasPrefix(route, "/static") {
-			s.log.Info("request", "request_id", c.Response().Header().Get(echo.HeaderXRequestID),
-				"method", c.Request().Method, "path", c.Request().URL.Path, "route", route,
-				"status", status, "ms", took.Milliseconds(), "actor", actorName(c))
+		attrs := []any{"request_id", requestIDOf(c),
+			"method", c.Request().Method, "path", c.Request().URL.Path, "route", route,
+			"status", status, "ms", took.Milliseconds(), "actor", actorName(c)}
+		switch {
+		case refusedStatus(status):
+			attrs = append(attrs, "client", c.RealIP())
+			if r, ok := c.Get(refusalKey).(refusal); ok {
+				attrs = append(append(attrs, "reason", r.reason), r.attrs...)
+			}
+			s.log.Warn("request refused", attrs...)
+		case route != "/healthz" && route != "/readyz" && !strings.HasPrefix(route, "/static"):
+			s.log.Info("request", attrs...)
 		}
 		return nil
 	}
@@ -97,6 +147,12 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 
 func requestID() echo.MiddlewareFunc {
 	return middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: func() string { return auth.NewSecret()[:16] }})
+}
+
+// requestIDOf is the id requestID gave the request (it is in the response's
+// X-Request-Id header and every log line about the request).
+func requestIDOf(c echo.Context) string {
+	return c.Response().Header().Get(echo.HeaderXRequestID)
 }
 
 // CSRF: a random token in an HttpOnly, SameSite=Strict cookie, echoed by every
@@ -219,6 +275,15 @@ func requireRole(role string) echo.MiddlewareFunc {
 func principalFrom(c echo.Context) (auth.Principal, bool) {
 	p, ok := c.Get(principalKey).(auth.Principal)
 	return p, ok
+}
+
+// principalScope namespaces a client's Idempotency-Keys by who sent them
+// ("console:token:ci", "console:operator:alice"), so two clients' keys never
+// collide; the prefix keeps them apart from an application's own keys in the
+// same table. It is the scope to give the outbox page's key lookup.
+func principalScope(c echo.Context) string {
+	p, _ := principalFrom(c)
+	return "console:" + p.Kind + ":" + p.Name
 }
 
 func actorName(c echo.Context) string {

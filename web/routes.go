@@ -48,7 +48,8 @@ func (s *Server) routes() {
 	viewer.GET("/actions/:name", s.actionForm)
 	viewer.POST("/actions/:name/preview", s.actionPreview)
 	viewer.POST("/actions/:name", s.actionExecute)
-	viewer.POST("/api/v1/actions/:name", s.actionAPI)
+	viewer.POST("/api/v1/actions/:name", s.actionAPI,
+		IdempotencyMiddleware(s.cfg.Pool, IdempotencyScope(principalScope), idempotencyCounted(s.metrics.idempotency)))
 	viewer.POST("/incidents", s.incidentOpen)
 	viewer.POST("/incidents/:id/close", s.incidentClose)
 	viewer.POST("/incidents/:id/capture", s.incidentCapture)

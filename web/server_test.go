@@ -1,14 +1,19 @@
 package web
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/static"
 )
 
@@ -184,4 +189,111 @@ func TestRenderAnswersJSONAndFragments(t *testing.T) {
 	resp, body = c.get("/no-such-page")
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 	require.Contains(t, body, `data-testid="error"`)
+}
+
+// logBuffer collects a server's JSON log lines; safe for the server's
+// goroutines and the test.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// lines returns the log lines with message msg whose request_id is id. The
+// request's line is written after its answer, so it waits up to 10s for one.
+func (b *logBuffer) lines(t *testing.T, msg, id string) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b.mu.Lock()
+		text := b.buf.String()
+		b.mu.Unlock()
+		var out []map[string]any
+		sc := bufio.NewScanner(strings.NewReader(text))
+		for sc.Scan() {
+			var line map[string]any
+			require.NoError(t, json.Unmarshal(sc.Bytes(), &line), sc.Text())
+			if line["msg"] == msg && line["request_id"] == id {
+				out = append(out, line)
+			}
+		}
+		if len(out) > 0 || time.Now().After(deadline) {
+			return out
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Every refused request gets one "request refused" line with its request
+// id, the actor, the status and the reason.
+func TestRefusedRequestsAreLogged(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	e := setupWith(t, setupOpts{log: &logs})
+	ctx := context.Background()
+	opToken, err := auth.TokenCreate(ctx, e.srv.cfg.Pool, "ci-operator", auth.RoleOperator)
+	require.NoError(t, err)
+	viewerToken, err := auth.TokenCreate(ctx, e.srv.cfg.Pool, "ci-viewer", auth.RoleViewer)
+	require.NoError(t, err)
+	browser := e.client(t)
+	browser.login("operator")
+	api := e.client(t)
+	anonymous := e.client(t)
+	_, _ = anonymous.get("/login")
+
+	for _, tc := range []struct {
+		name   string
+		do     func() *http.Response
+		status int
+		actor  string
+		reason string
+	}{
+		{"CSRF", func() *http.Response { r, _ := browser.post("/logout", url.Values{}); return r },
+			http.StatusForbidden, "operator", "CSRF token"},
+		{"BadToken", func() *http.Response { r, _ := api.apiPost("/api/v1/actions/queue.pause", "pgc_nope", `{}`); return r },
+			http.StatusUnauthorized, "", "not recognised"},
+		{"Role", func() *http.Response {
+			r, _ := api.apiPost("/api/v1/actions/queue.pause", viewerToken, `{"params": {"queue": "q"}, "reason": "x"}`)
+			return r
+		}, http.StatusForbidden, "ci-viewer", "forbidden"},
+		{"NoReason", func() *http.Response {
+			r, _ := api.apiPost("/api/v1/actions/queue.pause", opToken, `{"params": {"queue": "q"}}`)
+			return r
+		}, http.StatusUnprocessableEntity, "ci-operator", "say why"},
+		{"Guard", func() *http.Response {
+			r, _ := api.apiPost("/api/v1/actions/backend.cancel", opToken,
+				`{"params": {"pid": 999999, "backend_start": "2020-01-01T00:00:00Z"}, "reason": "x"}`)
+			return r
+		}, http.StatusConflict, "ci-operator", "target changed"},
+		{"ActionForm", func() *http.Response {
+			r, _ := browser.post("/actions/queue.pause", url.Values{"_csrf": {browser.csrf}, "p.queue": {"q"}})
+			return r
+		}, http.StatusUnprocessableEntity, "operator", "say why"},
+		{"LoginRateLimited", func() *http.Response {
+			var r *http.Response
+			for range 6 {
+				r, _ = anonymous.post("/login", url.Values{"_csrf": {anonymous.csrf}, "name": {"admin"}, "password": {"guess"}})
+			}
+			return r
+		}, http.StatusTooManyRequests, "", "too many failed sign-ins"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := tc.do()
+			require.Equal(t, tc.status, resp.StatusCode)
+			id := resp.Header.Get("X-Request-Id")
+			require.NotEmpty(t, id)
+			lines := logs.lines(t, "request refused", id)
+			require.Len(t, lines, 1)
+			line := lines[0]
+			require.Equal(t, "WARN", line["level"])
+			require.EqualValues(t, tc.status, line["status"])
+			require.Equal(t, tc.actor, line["actor"])
+			require.Contains(t, line["reason"], tc.reason)
+		})
+	}
 }

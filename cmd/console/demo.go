@@ -124,7 +124,7 @@ func runDemo(ctx context.Context, args []string, getenv env, stdout, stderr io.W
 		return err
 	}
 	defer pool.Close()
-	sink, err := startDemoSink(pool, logger)
+	sink, err := startDemoSink(pool, nil, logger)
 	if err != nil {
 		return err
 	}
@@ -144,6 +144,10 @@ func runDemo(ctx context.Context, args []string, getenv env, stdout, stderr io.W
 	return nil
 }
 
+// demoSinkConsumer is the demo sink's consumer name in consumer_inbox and
+// the consumer label of the inbox metrics.
+const demoSinkConsumer = "demo-consumer"
+
 // demoSink is the demo's event consumer: a webhook on loopback that applies
 // each event once through the consumer inbox (the Idempotency-Key is the
 // event id) and, now and then, answers 503 so the relay's retries show.
@@ -152,7 +156,15 @@ type demoSink struct {
 	URL string
 }
 
-func startDemoSink(pool *pgxpool.Pool, logger *slog.Logger) (*demoSink, error) {
+// startDemoSink starts the sink. Its inbox metrics (events applied,
+// duplicates skipped) go to reg, at zero from the start; nil keeps them
+// private.
+func startDemoSink(pool *pgxpool.Pool, reg prometheus.Registerer, logger *slog.Logger) (*demoSink, error) {
+	inbox, err := queues.NewInbox(reg)
+	if err != nil {
+		return nil, fmt.Errorf("demo sink: %w", err)
+	}
+	inbox.ExposeConsumer(demoSinkConsumer)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("demo sink: %w", err)
@@ -178,7 +190,7 @@ func startDemoSink(pool *pgxpool.Pool, logger *slog.Logger) (*demoSink, error) {
 			return
 		}
 		defer tx.Rollback(r.Context())
-		if _, err := queues.InboxProcessTx(r.Context(), tx, "demo-consumer", key, func(pgx.Tx) error { return nil }); err != nil {
+		if _, err := inbox.ProcessTx(r.Context(), tx, demoSinkConsumer, key, func(pgx.Tx) error { return nil }); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}

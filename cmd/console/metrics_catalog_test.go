@@ -199,9 +199,10 @@ func exposedUndocumented(exposed, exact map[string]catalogEntry, prefixes []stri
 }
 
 // catalogRegistry builds the registry as `console serve` does (serve.go,
-// engine.go) on a test database, with the relay on, and exercises it so
-// vectors have children: requests, an action, jobs done, dead and panicked,
-// an outbox event published, a diagnostics round.
+// engine.go) on a test database, with the relay on and publishing to the
+// embedded default's demo sink, and exercises it so vectors have children:
+// requests, an action, jobs done, dead and panicked, an outbox event
+// published, applied and redelivered, a diagnostics round.
 func catalogRegistry(t *testing.T) (*prometheus.Registry, *recordingRegisterer) {
 	t.Helper()
 	ctx := context.Background()
@@ -220,10 +221,18 @@ func catalogRegistry(t *testing.T) (*prometheus.Registry, *recordingRegisterer) 
 	require.NoError(t, err)
 	runner, err := actions.NewRunner(pool, actions.RunnerConfig{Diagnostics: diag, Registerer: rec, Logger: logger})
 	require.NoError(t, err)
-	published := make(chan struct{}, 16)
-	publisher := queues.PublisherFunc(func(context.Context, *queues.OutboxMessage) error {
+	sink, err := startDemoSink(pool, rec, logger)
+	require.NoError(t, err)
+	t.Cleanup(sink.stop)
+	webhook, err := queues.NewWebhookPublisher(queues.WebhookPublisherConfig{URL: sink.URL})
+	require.NoError(t, err)
+	published := make(chan *queues.OutboxMessage, 16)
+	publisher := queues.PublisherFunc(func(ctx context.Context, m *queues.OutboxMessage) error {
+		if err := webhook.Publish(ctx, m); err != nil {
+			return err
+		}
 		select {
-		case published <- struct{}{}:
+		case published <- m:
 		default:
 		}
 		return nil
@@ -234,6 +243,22 @@ func catalogRegistry(t *testing.T) (*prometheus.Registry, *recordingRegisterer) 
 	ws, err := web.New(web.Config{Pool: pool, Diagnostics: diag, Actions: runner, Database: "test", Version: "test",
 		Gatherer: reg, Registerer: rec, Logger: logger})
 	require.NoError(t, err)
+	scrape := func() string {
+		w := httptest.NewRecorder()
+		ws.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		require.Equal(t, http.StatusOK, w.Code)
+		return w.Body.String()
+	}
+	// Alerts over the inbox and the idempotent API must not wait for
+	// traffic: their series exist at zero before any.
+	for _, series := range []string{
+		`queues_inbox_applied_total{consumer="demo-consumer"} 0`,
+		`queues_inbox_duplicates_total{consumer="demo-consumer"} 0`,
+		`console_idempotency_requests_total{outcome="replayed"} 0`,
+		`console_idempotency_requests_total{outcome="mismatch"} 0`,
+	} {
+		require.Contains(t, scrape(), series+"\n")
+	}
 
 	for _, p := range []queues.EnqueueParams{
 		{Queue: "catalog", Kind: "noop"},
@@ -252,10 +277,16 @@ func catalogRegistry(t *testing.T) (*prometheus.Registry, *recordingRegisterer) 
 		actions.Request{Params: map[string]any{"queue": "catalog"}, DryRun: true})
 	require.NoError(t, err)
 	select {
-	case <-published:
+	case m := <-published:
+		// A redelivery (the relay lost the broker's answer) is skipped by
+		// the inbox and counted as a duplicate.
+		require.NoError(t, webhook.Publish(ctx, m))
 	case <-time.After(30 * time.Second):
 		t.Fatal("the relay did not publish within 30s")
 	}
+	metrics := scrape()
+	require.Contains(t, metrics, `queues_inbox_applied_total{consumer="demo-consumer"} 1`+"\n")
+	require.Contains(t, metrics, `queues_inbox_duplicates_total{consumer="demo-consumer"} 1`+"\n")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var done, dead int

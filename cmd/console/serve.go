@@ -132,8 +132,8 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		ecfg = engineConfig{Queues: demoQueues, Concurrency: 4, AllowSQL: true, Scheduler: true, Relay: pub}
 		if pub == nil {
 			// The demo's events go to a loopback consumer that applies
-			// each once through the inbox.
-			sink, err := startDemoSink(pool, logger)
+			// each once through the inbox, counted on /metrics.
+			sink, err := startDemoSink(pool, reg, logger)
 			if err != nil {
 				return err
 			}
