@@ -135,10 +135,14 @@ type Client struct {
 	loops       sync.WaitGroup
 	renewWG     sync.WaitGroup
 	jobsWG      sync.WaitGroup
-	acks        chan ackRequest
 	stopAcker   chan struct{}
 	ackerDone   chan struct{}
 	ackerActive bool
+	ackSignal   chan struct{} // capacity 1: acks are waiting
+	ackMu       sync.Mutex
+	ackPending  []ackRequest
+	ackWriting  int  // ack statements in flight
+	ackClosed   bool // the ack loops stopped: ack directly
 }
 
 type runningJob struct {
@@ -223,6 +227,7 @@ func NewClient(pool *pgxpool.Pool, cfg ClientConfig) (*Client, error) {
 			qc.Concurrency = 10
 		}
 		c.queues[name] = newQueueRunner(name, qc, cfg.MaxClaim)
+		c.queues[name].m = c.metrics.forQueue(name)
 		c.names = append(c.names, name)
 	}
 	sort.Strings(c.names)
@@ -296,10 +301,11 @@ func (c *Client) Start(ctx context.Context) error {
 	c.claimCtx, c.stopClaims = context.WithCancel(context.Background())
 	c.jobsCtx, c.cancelJobs = context.WithCancelCause(context.Background())
 	c.renewCtx, c.stopRenew = context.WithCancel(context.Background())
-	c.acks = make(chan ackRequest)
+	c.ackSignal = make(chan struct{}, 1)
 	c.stopAcker = make(chan struct{})
 	c.ackerDone = make(chan struct{})
 	if len(c.queues) == 0 {
+		c.ackClosed = true
 		close(c.ackerDone)
 		return nil
 	}

@@ -8,24 +8,72 @@ import (
 	"time"
 )
 
-// startJob runs one claimed job in its own goroutine; the slot was reserved
-// by the fetcher and is freed when the attempt's outcome is written.
+// jobIdle is how long a job goroutine that finished its job waits for
+// another before it exits.
+const jobIdle = time.Second
+
+// jobTask is a claimed job and the context its handler runs with.
+type jobTask struct {
+	job    Job
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+// startJob runs one claimed job on a job goroutine: one that finished its
+// last job and waits for another (under a backlog every job goroutine is
+// reused, which spares the engine a goroutine start and its stack growth
+// per job), or a new one. The slot was reserved by the fetcher and is freed
+// when the attempt's outcome is written.
 func (c *Client) startJob(q *queueRunner, job Job) {
 	ctx, cancel := context.WithCancelCause(c.jobsCtx)
 	c.mu.Lock()
 	c.running[job.ID] = &runningJob{queue: q.name, generation: job.LeaseGeneration, cancel: cancel}
 	c.mu.Unlock()
-	c.metrics.inFlight.WithLabelValues(q.name).Inc()
+	q.m.inFlight.Inc()
 	c.jobsWG.Add(1)
-	go func() {
-		defer c.jobsWG.Done()
-		defer q.outcomeWritten()
-		defer cancel(nil)
-		c.runJob(ctx, q, &job)
-		c.mu.Lock()
-		delete(c.running, job.ID)
-		c.mu.Unlock()
-	}()
+	t := jobTask{job: job, ctx: ctx, cancel: cancel}
+	select {
+	case q.handoff <- t:
+	default:
+		go c.jobLoop(q, t)
+	}
+}
+
+// jobLoop runs t, then every job handed to it, until none comes for
+// jobIdle or the client stops.
+func (c *Client) jobLoop(q *queueRunner, t jobTask) {
+	idle := time.NewTimer(jobIdle)
+	defer idle.Stop()
+	for {
+		c.runTask(q, &t)
+		idle.Reset(jobIdle)
+		select {
+		case t = <-q.handoff:
+		case <-idle.C:
+			return
+		case <-c.jobsCtx.Done():
+			return
+		}
+	}
+}
+
+func (c *Client) runTask(q *queueRunner, t *jobTask) {
+	if c.runJob(t.ctx, q, &t.job, t.cancel) {
+		return // its ack is queued: the ack loop finishes it
+	}
+	c.finishJob(q, t.job.ID, t.cancel)
+}
+
+// finishJob ends an attempt whose outcome is written (or given up on): its
+// context, its entry in the heartbeat's set, its slot and its count in the
+// drain.
+func (c *Client) finishJob(q *queueRunner, id int64, cancel context.CancelCauseFunc) {
+	cancel(nil)
+	c.mu.Lock()
+	delete(c.running, id)
+	c.mu.Unlock()
+	q.outcomeWritten()
+	c.jobsWG.Done()
 }
 
 // errTimeout is the cause of a handler context cancelled by the queue's
@@ -36,7 +84,10 @@ var errTimeout = errors.New("job timed out")
 // deadline of Stop.
 var errShutdown = errors.New("worker shutting down")
 
-func (c *Client) runJob(ctx context.Context, q *queueRunner, job *Job) {
+// runJob runs one attempt and writes its outcome. It returns true when the
+// outcome is an ack it queued for the ack loops, which then finish the job;
+// otherwise the outcome is written when it returns.
+func (c *Client) runJob(ctx context.Context, q *queueRunner, job *Job, cancel context.CancelCauseFunc) bool {
 	log := jobLog{log: c.log, job: job}
 	if q.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -54,12 +105,12 @@ func (c *Client) runJob(ctx context.Context, q *queueRunner, job *Job) {
 	} else {
 		err = safeHandler(ctx, h, job)
 	}
-	c.metrics.runSeconds.WithLabelValues(q.name).Observe(time.Since(start).Seconds())
+	q.m.runSeconds.Observe(time.Since(start).Seconds())
 	session.release()
 	// The slot is free as soon as the handler returns; the outcome write
 	// below is bounded separately (queueRunner.writing), and the job stays
 	// leased (and heartbeated) until it is written.
-	c.metrics.inFlight.WithLabelValues(q.name).Dec()
+	q.m.inFlight.Dec()
 	q.handlerReturned()
 
 	cause := context.Cause(ctx)
@@ -69,14 +120,15 @@ func (c *Client) runJob(ctx context.Context, q *queueRunner, job *Job) {
 		c.metrics.staleAcks.WithLabelValues(q.name).Inc()
 		c.metrics.finished.WithLabelValues(q.name, "lease_lost").Inc()
 		log.Warn("lease lost while running; result discarded", "err", err)
-		return
+		return false
 	case err != nil && errors.Is(cause, errShutdown) && errors.Is(err, context.Canceled):
 		c.release(q, job, log)
-		return
+		return false
 	}
 	if err == nil {
-		c.ack(q, job, log)
-		return
+		c.queueAck(ackRequest{q: q, id: job.ID, generation: job.LeaseGeneration, kind: job.Kind,
+			attempts: job.Attempts, cancel: cancel, start: time.Now()})
+		return true
 	}
 	var pe *panicError
 	if errors.As(err, &pe) {
@@ -89,6 +141,7 @@ func (c *Client) runJob(ctx context.Context, q *queueRunner, job *Job) {
 		err = fmt.Errorf("%w after %s: %w", errTimeout, q.cfg.Timeout, err)
 	}
 	c.fail(q, job, err, class, log)
+	return false
 }
 
 // outcomeCtx is the context outcomes are written with: not the handler's
@@ -134,22 +187,6 @@ func (l jobLog) write(level slog.Level, msg string, args []any) {
 	}
 	l.log.With("queue", l.job.Queue, "job", l.job.ID, "kind", l.job.Kind, "attempt", l.job.Attempts).
 		Log(context.Background(), level, msg, args...)
-}
-
-func (c *Client) ack(q *queueRunner, job *Job, log jobLog) {
-	start := time.Now()
-	err := c.ackBatched(job.ID, job.LeaseGeneration)
-	switch {
-	case errors.Is(err, ErrLeaseLost):
-		c.metrics.staleAcks.WithLabelValues(q.name).Inc()
-		c.metrics.finished.WithLabelValues(q.name, "lease_lost").Inc()
-		log.Warn("stale ack refused: lease lost before the ack")
-	case err != nil:
-		log.Error("ack failed; the job will run again after its lease expires", "err", err)
-	default:
-		c.metrics.ackSeconds.WithLabelValues(q.name).Observe(time.Since(start).Seconds())
-		c.metrics.finished.WithLabelValues(q.name, "done").Inc()
-	}
 }
 
 func (c *Client) fail(q *queueRunner, job *Job, jobErr error, class string, log jobLog) {
@@ -198,78 +235,151 @@ func (c *Client) release(q *queueRunner, job *Job, log jobLog) {
 	c.metrics.finished.WithLabelValues(q.name, "released").Inc()
 }
 
-// ackRequest is one finished job waiting for the batched ack.
+// ackRequest is a job whose handler succeeded, waiting for the ack loops.
 type ackRequest struct {
+	q              *queueRunner
 	id, generation int64
-	res            chan error // capacity 1; always answered by ackLoop
+	kind           string // for the log line of a refused ack
+	attempts       int
+	cancel         context.CancelCauseFunc
+	start          time.Time
 }
 
-// ackBatched acks through ackLoop, which folds the acks that arrive while a
-// statement runs into the next one. After the acker stopped (only handlers
-// that outlived Stop get here) it acks directly.
-func (c *Client) ackBatched(id, generation int64) error {
-	req := ackRequest{id: id, generation: generation, res: make(chan error, 1)}
+// maxAckBatch bounds one ack statement.
+const maxAckBatch = 1000
+
+// ackParallelMin is how many acks must wait before a second ack statement
+// starts beside one being written; fewer wait for it to end and go into
+// the next, larger statement.
+const ackParallelMin = 100
+
+// queueAck hands a finished job to the ack loops, which fold the acks that
+// arrive while a statement runs into the next one and finish each job when
+// its ack is written; the job's goroutine does not wait. After the loops
+// stopped (only handlers that outlived Stop get here) it acks directly.
+func (c *Client) queueAck(r ackRequest) {
+	c.ackMu.Lock()
+	if c.ackClosed {
+		c.ackMu.Unlock()
+		c.ackDirect(r)
+		return
+	}
+	c.ackPending = append(c.ackPending, r)
+	c.ackMu.Unlock()
 	select {
-	case c.acks <- req:
-		return <-req.res
-	case <-c.ackerDone:
-		ctx, cancel := c.outcomeCtx()
-		defer cancel()
-		return c.retryOutcome(ctx, func(ctx context.Context) error {
-			return JobAck(ctx, c.pool, id, c.cfg.ID, generation)
-		})
+	case c.ackSignal <- struct{}{}:
+	default:
 	}
 }
 
-// ackLoop is one of AckConcurrency receivers of the acks channel: it takes
-// what is waiting (up to 1,000) and acks it in one statement, while the
-// others collect the next batch. Every request it receives is answered
-// before it exits.
+// ackLoop is one of AckConcurrency ack writers. Every ack queued before
+// the loops close is written before they exit.
 func (c *Client) ackLoop() {
-	const maxBatch = 1000
 	for {
-		var batch []ackRequest
+		closing := false
 		select {
+		case <-c.ackSignal:
 		case <-c.stopAcker:
+			closing = true
+		}
+		for {
+			batch := c.takeAcks(closing)
+			if batch == nil {
+				break
+			}
+			c.writeAcks(batch)
+			c.ackMu.Lock()
+			c.ackWriting--
+			c.ackMu.Unlock()
+		}
+		if closing {
 			return
-		case r := <-c.acks:
-			batch = append(batch, r)
-		}
-	more:
-		for len(batch) < maxBatch {
-			select {
-			case r := <-c.acks:
-				batch = append(batch, r)
-			default:
-				break more
-			}
-		}
-		ids := make([]int64, len(batch))
-		gens := make([]int64, len(batch))
-		for i, r := range batch {
-			ids[i], gens[i] = r.id, r.generation
-		}
-		ctx, cancel := c.outcomeCtx()
-		var acked []int64
-		err := c.retryOutcome(ctx, func(ctx context.Context) error {
-			var err error
-			acked, err = JobAckMany(ctx, c.pool, c.cfg.ID, ids, gens)
-			return err
-		})
-		cancel()
-		ok := make(map[int64]bool, len(acked))
-		for _, id := range acked {
-			ok[id] = true
-		}
-		for _, r := range batch {
-			switch {
-			case err != nil:
-				r.res <- err
-			case ok[r.id]:
-				r.res <- nil
-			default:
-				r.res <- fmt.Errorf("ack job %d: %w", r.id, ErrLeaseLost)
-			}
 		}
 	}
+}
+
+// takeAcks takes the next statement's acks: up to maxAckBatch, whenever no
+// other ack statement is being written (one is always in flight while acks
+// wait), and beside one only when ackParallelMin wait. Closing takes what
+// waits regardless and sends later acks the direct way.
+func (c *Client) takeAcks(closing bool) []ackRequest {
+	c.ackMu.Lock()
+	defer c.ackMu.Unlock()
+	if closing {
+		c.ackClosed = true
+	}
+	n := len(c.ackPending)
+	if n == 0 || (!closing && c.ackWriting > 0 && n < ackParallelMin) {
+		return nil
+	}
+	k := min(n, maxAckBatch)
+	batch := make([]ackRequest, k)
+	copy(batch, c.ackPending)
+	c.ackPending = append(c.ackPending[:0], c.ackPending[k:]...)
+	c.ackWriting++
+	if len(c.ackPending) > 0 {
+		select {
+		case c.ackSignal <- struct{}{}:
+		default:
+		}
+	}
+	return batch
+}
+
+// writeAcks acks a batch in one statement (retried while the database
+// errs, within the outcome deadline) and finishes its jobs.
+func (c *Client) writeAcks(batch []ackRequest) {
+	ids := make([]int64, len(batch))
+	gens := make([]int64, len(batch))
+	for i, r := range batch {
+		ids[i], gens[i] = r.id, r.generation
+	}
+	ctx, cancel := c.outcomeCtx()
+	var acked []int64
+	err := c.retryOutcome(ctx, func(ctx context.Context) error {
+		var err error
+		acked, err = JobAckMany(ctx, c.pool, c.cfg.ID, ids, gens)
+		return err
+	})
+	cancel()
+	held := make(map[int64]bool, len(acked))
+	for _, id := range acked {
+		held[id] = true
+	}
+	for i := range batch {
+		c.acked(&batch[i], err, held[batch[i].id])
+	}
+}
+
+// ackDirect acks one job in a statement of its own.
+func (c *Client) ackDirect(r ackRequest) {
+	ctx, cancel := c.outcomeCtx()
+	defer cancel()
+	err := c.retryOutcome(ctx, func(ctx context.Context) error {
+		return JobAck(ctx, c.pool, r.id, c.cfg.ID, r.generation)
+	})
+	held := err == nil
+	if errors.Is(err, ErrLeaseLost) {
+		err = nil
+	}
+	c.acked(&r, err, held)
+}
+
+// acked records an ack's result (err: the statement failed; !held: the
+// lease was lost before the ack) and finishes the job.
+func (c *Client) acked(r *ackRequest, err error, held bool) {
+	q := r.q
+	log := jobLog{log: c.log, job: &Job{ID: r.id, Queue: q.name, Kind: r.kind, Attempts: r.attempts}}
+	switch {
+	case err != nil:
+		log.Error("ack failed; the job will run again after its lease expires", "err", err)
+	case !held:
+		c.metrics.staleAcks.WithLabelValues(q.name).Inc()
+		c.metrics.finished.WithLabelValues(q.name, "lease_lost").Inc()
+		log.Warn("stale ack refused: lease lost before the ack")
+	default:
+		q.m.ackSeconds.Observe(time.Since(r.start).Seconds())
+		q.m.done.Inc()
+	}
+	c.finishJob(q, r.id, r.cancel)
 }

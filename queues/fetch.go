@@ -16,6 +16,10 @@ type queueRunner struct {
 	name string
 	cfg  QueueConfig
 	wake chan struct{} // capacity 1: a pending wake-up is never lost or doubled
+	m    queueMetrics
+	// handoff passes a claimed job to a job goroutine that finished its
+	// last one and waits for another (see startJob).
+	handoff chan jobTask
 
 	mu        sync.Mutex
 	limit     int
@@ -37,7 +41,7 @@ type queueRunner struct {
 
 func newQueueRunner(name string, cfg QueueConfig, maxClaim int) *queueRunner {
 	return &queueRunner{
-		name: name, cfg: cfg, wake: make(chan struct{}, 1),
+		name: name, cfg: cfg, wake: make(chan struct{}, 1), handoff: make(chan jobTask),
 		limit: cfg.Concurrency, claimSize: min(cfg.Concurrency, maxClaim, 10), maxClaim: maxClaim,
 	}
 }
@@ -336,11 +340,10 @@ func (c *Client) claim(q *queueRunner, n int, from *ClaimKey) claimResult {
 		return claimResult{err: err}
 	}
 	if len(jobs) > 0 {
-		c.metrics.claimed.WithLabelValues(q.name).Add(float64(len(jobs)))
-		wait := c.metrics.queueWait.WithLabelValues(q.name)
+		q.m.claimed.Add(float64(len(jobs)))
 		for i := range jobs {
 			if jobs[i].StartedAt != nil {
-				wait.Observe(max(0, jobs[i].StartedAt.Sub(jobs[i].AvailableAt).Seconds()))
+				q.m.queueWait.Observe(max(0, jobs[i].StartedAt.Sub(jobs[i].AvailableAt).Seconds()))
 			}
 		}
 	}

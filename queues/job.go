@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // DBTX is what the package's query functions need: a *pgxpool.Pool, a
@@ -61,14 +62,38 @@ type Job struct {
 
 // scanJob reads a row of the job columns in Job's field order (the
 // claim's RETURNING list) by position: the claim is the engine's hottest
-// decode, and matching 20 columns by name per row showed in its profile.
+// decode. Matching 20 columns by name per row, json.Unmarshal into
+// json.RawMessage (pgx's plan for it) and reflection for the nullable
+// pointers all showed in its profile, so jsonb is taken as raw bytes and
+// the nullable columns through pgtype values.
 func scanJob(row pgx.CollectableRow) (Job, error) {
 	var j Job
-	err := row.Scan(&j.ID, &j.Queue, &j.Kind, &j.Payload, &j.Status, &j.Priority, &j.AvailableAt,
-		&j.LeaseOwner, &j.LeaseUntil, &j.LeaseGeneration, &j.Attempts, &j.MaxAttempts,
-		&j.LastError, &j.ErrorClass, &j.Errors, &j.DedupeKey, &j.TenantID,
-		&j.CreatedAt, &j.StartedAt, &j.FinishedAt)
+	var payload, errs []byte
+	var owner, lastErr, class, dedupe, tenant pgtype.Text
+	var leaseUntil, started, finished pgtype.Timestamptz
+	err := row.Scan(&j.ID, &j.Queue, &j.Kind, &payload, &j.Status, &j.Priority, &j.AvailableAt,
+		&owner, &leaseUntil, &j.LeaseGeneration, &j.Attempts, &j.MaxAttempts,
+		&lastErr, &class, &errs, &dedupe, &tenant,
+		&j.CreatedAt, &started, &finished)
+	j.Payload, j.Errors = payload, errs
+	j.LeaseOwner, j.LastError, j.ErrorClass = textPtr(owner), textPtr(lastErr), textPtr(class)
+	j.DedupeKey, j.TenantID = textPtr(dedupe), textPtr(tenant)
+	j.LeaseUntil, j.StartedAt, j.FinishedAt = timePtr(leaseUntil), timePtr(started), timePtr(finished)
 	return j, err
+}
+
+func textPtr(t pgtype.Text) *string {
+	if !t.Valid {
+		return nil
+	}
+	return &t.String
+}
+
+func timePtr(t pgtype.Timestamptz) *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	return &t.Time
 }
 
 // AttemptError is one entry of Job.Errors.

@@ -301,3 +301,35 @@ func TestClaimAfterCursor(t *testing.T) {
 
 	require.ElementsMatch(t, []int64{high.ID, late.ID}, ids(claim(nil, 5)), "a claim from the head takes what the cursor passed")
 }
+
+// TestClaimDecodesEveryColumn: the claim decodes its rows by position;
+// every column, nullable ones set, must come out as JobGet (by name) reads
+// the same row.
+func TestClaimDecodesEveryColumn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := testdb.Tx(t)
+	j := enqueueT(t, tx, EnqueueParams{Queue: "dc", Kind: "k", Payload: map[string]int{"n": 7}, Priority: 3,
+		MaxAttempts: 4, DedupeKey: "d-1", TenantID: "t-1"})
+	c := claimOne(t, tx, "dc", "w", time.Minute)
+	_, err := JobFail(ctx, tx, JobFailParams{ID: c.ID, Owner: "w", Generation: c.LeaseGeneration,
+		Err: errors.New("first try"), Class: "boom"})
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "UPDATE jobs SET available_at = clock_timestamp(), finished_at = clock_timestamp() WHERE id = $1", j.ID)
+	require.NoError(t, err)
+
+	claimed := claimOne(t, tx, "dc", "w2", time.Minute)
+	got, err := JobGet(ctx, tx, j.ID)
+	require.NoError(t, err)
+	require.Equal(t, *got, claimed)
+	require.NotNil(t, claimed.LeaseOwner)
+	require.NotNil(t, claimed.LastError)
+	require.NotNil(t, claimed.ErrorClass)
+	require.NotNil(t, claimed.DedupeKey)
+	require.NotNil(t, claimed.TenantID)
+	require.NotNil(t, claimed.FinishedAt)
+	require.JSONEq(t, `{"n": 7}`, string(claimed.Payload))
+	hist, err := claimed.AttemptErrors()
+	require.NoError(t, err)
+	require.Len(t, hist, 1)
+}

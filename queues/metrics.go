@@ -25,6 +25,29 @@ type metrics struct {
 	runSeconds   *prometheus.HistogramVec
 }
 
+// queueMetrics are one queue's series that every job touches, resolved
+// once: looking a child up by label values hashes them under a lock, and
+// per job that showed in the engine's profile.
+type queueMetrics struct {
+	inFlight   prometheus.Gauge
+	runSeconds prometheus.Observer
+	ackSeconds prometheus.Observer
+	queueWait  prometheus.Observer
+	claimed    prometheus.Counter
+	done       prometheus.Counter
+}
+
+func (m *metrics) forQueue(queue string) queueMetrics {
+	return queueMetrics{
+		inFlight:   m.inFlight.WithLabelValues(queue),
+		runSeconds: m.runSeconds.WithLabelValues(queue),
+		ackSeconds: m.ackSeconds.WithLabelValues(queue),
+		queueWait:  m.queueWait.WithLabelValues(queue),
+		claimed:    m.claimed.WithLabelValues(queue),
+		done:       m.finished.WithLabelValues(queue, StatusDone),
+	}
+}
+
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		enqueued: prometheus.NewCounterVec(prometheus.CounterOpts{
