@@ -124,7 +124,7 @@ type Client struct {
 	mu       sync.Mutex
 	handlers map[string]HandlerFunc
 	state    int // 0 new, 1 started, 2 stopped
-	running  map[int64]*runningJob
+	running  map[int64]runningJob
 
 	claimCtx    context.Context // fetchers, listener, maintenance
 	stopClaims  context.CancelFunc
@@ -217,7 +217,7 @@ func NewClient(pool *pgxpool.Pool, cfg ClientConfig) (*Client, error) {
 		host:     host,
 		liveness: max(3*cfg.PollInterval, 10*time.Second),
 		handlers: map[string]HandlerFunc{},
-		running:  map[int64]*runningJob{},
+		running:  map[int64]runningJob{},
 	}
 	for name, qc := range cfg.Queues {
 		if name == "" {

@@ -27,7 +27,7 @@ type jobTask struct {
 func (c *Client) startJob(q *queueRunner, job Job) {
 	ctx, cancel := context.WithCancelCause(c.jobsCtx)
 	c.mu.Lock()
-	c.running[job.ID] = &runningJob{queue: q.name, generation: job.LeaseGeneration, cancel: cancel}
+	c.running[job.ID] = runningJob{queue: q.name, generation: job.LeaseGeneration, cancel: cancel}
 	c.mu.Unlock()
 	q.m.inFlight.Inc()
 	c.jobsWG.Add(1)
@@ -58,10 +58,13 @@ func (c *Client) jobLoop(q *queueRunner, t jobTask) {
 }
 
 func (c *Client) runTask(q *queueRunner, t *jobTask) {
-	if c.runJob(t.ctx, q, &t.job, t.cancel) {
+	// The handler gets a Job of its own: one it kept after returning must
+	// not change under it when this goroutine takes the next job.
+	job := t.job
+	if c.runJob(t.ctx, q, &job, t.cancel) {
 		return // its ack is queued: the ack loop finishes it
 	}
-	c.finishJob(q, t.job.ID, t.cancel)
+	c.finishJob(q, job.ID, t.cancel)
 }
 
 // finishJob ends an attempt whose outcome is written (or given up on): its
@@ -369,14 +372,16 @@ func (c *Client) ackDirect(r ackRequest) {
 // lease was lost before the ack) and finishes the job.
 func (c *Client) acked(r *ackRequest, err error, held bool) {
 	q := r.q
-	log := jobLog{log: c.log, job: &Job{ID: r.id, Queue: q.name, Kind: r.kind, Attempts: r.attempts}}
+	log := func() jobLog { // only for the rare lines: a Job per ack would be garbage
+		return jobLog{log: c.log, job: &Job{ID: r.id, Queue: q.name, Kind: r.kind, Attempts: r.attempts}}
+	}
 	switch {
 	case err != nil:
-		log.Error("ack failed; the job will run again after its lease expires", "err", err)
+		log().Error("ack failed; the job will run again after its lease expires", "err", err)
 	case !held:
 		c.metrics.staleAcks.WithLabelValues(q.name).Inc()
 		c.metrics.finished.WithLabelValues(q.name, "lease_lost").Inc()
-		log.Warn("stale ack refused: lease lost before the ack")
+		log().Warn("stale ack refused: lease lost before the ack")
 	default:
 		q.m.ackSeconds.Observe(time.Since(r.start).Seconds())
 		q.m.done.Inc()

@@ -158,7 +158,7 @@ func (c *Client) renewLoop(ctx context.Context) {
 		}
 		c.mu.Lock()
 		for i, id := range ids {
-			if r := c.running[id]; r != nil && !kept[id] && r.generation == gens[i] {
+			if r, ok := c.running[id]; ok && !kept[id] && r.generation == gens[i] {
 				r.cancel(ErrLeaseLost)
 			}
 		}
