@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"crypto/rand"
+	"embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -79,6 +80,36 @@ func (c Config) withDefaults() Config {
 
 func (c Config) logf(format string, args ...any) {
 	fmt.Fprintf(c.Progress, "bench: "+format+"\n", args...)
+}
+
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// statements holds every sql/<name>.sql, read once: the floor's seed phase
+// sends one per job.
+var statements = func() map[string]string {
+	m := map[string]string{}
+	entries, err := sqlFiles.ReadDir("sql")
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range entries {
+		b, err := sqlFiles.ReadFile("sql/" + e.Name())
+		if err != nil {
+			panic(err)
+		}
+		m[strings.TrimSuffix(e.Name(), ".sql")] = strings.TrimSpace(string(b))
+	}
+	return m
+}()
+
+// sqlText returns the statement in sql/<name>.sql.
+func sqlText(name string) string {
+	s, ok := statements[name]
+	if !ok {
+		panic("bench: missing sql/" + name + ".sql")
+	}
+	return s
 }
 
 // Modes lists the modes Run knows, in the order `console help` shows them.
@@ -232,10 +263,10 @@ func queueName(prefix string) string {
 func deleteQueue(cfg Config, queue string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := cfg.Pool.Exec(ctx, "DELETE FROM jobs WHERE queue = $1", queue); err != nil {
+	if _, err := cfg.Pool.Exec(ctx, sqlText("delete_queue_jobs"), queue); err != nil {
 		cfg.logf("clean up queue %s: %v", queue, err)
 	}
-	_, _ = cfg.Pool.Exec(ctx, "DELETE FROM workers WHERE $1 = ANY(queues)", queue)
+	_, _ = cfg.Pool.Exec(ctx, sqlText("delete_queue_workers"), queue)
 }
 
 // vacuumJobs lets the next phase start from a table without the previous

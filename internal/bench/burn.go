@@ -51,8 +51,7 @@ func stopClient(c *queues.Client) {
 // indexes (never the finished history).
 func unfinished(ctx context.Context, cfg Config, queue string) (int64, error) {
 	var n int64
-	err := cfg.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM jobs WHERE status = 'ready' AND queue = $1)
-		+ (SELECT count(*) FROM jobs WHERE status = 'running' AND queue = $1)`, queue).Scan(&n)
+	err := cfg.Pool.QueryRow(ctx, sqlText("unfinished"), queue).Scan(&n)
 	return n, err
 }
 
@@ -74,8 +73,7 @@ func Burn(ctx context.Context, cfg Config) (Report, error) {
 		return r, fmt.Errorf("enqueue: %w", err)
 	}
 	var first, last, count int64
-	if err := cfg.Pool.QueryRow(ctx, "SELECT coalesce(min(id), 0), coalesce(max(id), 0), count(*) FROM jobs WHERE queue = $1",
-		queue).Scan(&first, &last, &count); err != nil {
+	if err := cfg.Pool.QueryRow(ctx, sqlText("queue_id_range"), queue).Scan(&first, &last, &count); err != nil {
 		return r, err
 	}
 	if count != int64(n) || last-first+1 != count {
@@ -162,9 +160,8 @@ func readCounters(ctx context.Context, cfg Config) (counters, error) {
 	var c counters
 	// Commit counts are flushed to the statistics at most once a second, so
 	// they are approximate over short runs.
-	_, _ = cfg.Pool.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
-	err := cfg.Pool.QueryRow(ctx, `SELECT pg_current_wal_lsn() - '0/0'::pg_lsn,
-		(SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())`).Scan(&c.wal, &c.commits)
+	_, _ = cfg.Pool.Exec(ctx, sqlText("counters_clear"))
+	err := cfg.Pool.QueryRow(ctx, sqlText("counters")).Scan(&c.wal, &c.commits)
 	if err != nil {
 		return c, fmt.Errorf("read WAL and commit counters: %w", err)
 	}
@@ -190,9 +187,7 @@ func exactlyOnce(ctx context.Context, cfg Config, queue string, n int, seen []at
 		}
 	}
 	var total, clean int64
-	if err := cfg.Pool.QueryRow(ctx, `SELECT count(*),
-		count(*) FILTER (WHERE status = 'done' AND attempts = 1 AND lease_generation = 1 AND finished_at IS NOT NULL)
-		FROM jobs WHERE queue = $1`, queue).Scan(&total, &clean); err != nil {
+	if err := cfg.Pool.QueryRow(ctx, sqlText("exactly_once"), queue).Scan(&total, &clean); err != nil {
 		return false, fmt.Errorf("exactly-once check: %w", err)
 	}
 	if missing > 0 || dup > 0 || stray > 0 || handled != int64(n) || total != int64(n) || clean != int64(n) {

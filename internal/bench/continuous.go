@@ -289,7 +289,7 @@ func holdXmin(ctx context.Context, cfg Config) (func(), error) {
 		return nil, err
 	}
 	var holds bool
-	if err := conn.QueryRow(ctx, "SELECT backend_xmin IS NOT NULL FROM pg_stat_activity WHERE pid = pg_backend_pid()").Scan(&holds); err != nil {
+	if err := conn.QueryRow(ctx, sqlText("holder_has_xmin")).Scan(&holds); err != nil {
 		release()
 		return nil, err
 	}
@@ -304,6 +304,6 @@ func holdXmin(ctx context.Context, cfg Config) (func(), error) {
 // (they lag by up to a second).
 func deadTuples(ctx context.Context, cfg Config) (int64, error) {
 	var n int64
-	err := cfg.Pool.QueryRow(ctx, "SELECT coalesce(n_dead_tup, 0) FROM pg_stat_user_tables WHERE relid = 'jobs'::regclass").Scan(&n)
+	err := cfg.Pool.QueryRow(ctx, sqlText("dead_tuples")).Scan(&n)
 	return n, err
 }

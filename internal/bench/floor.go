@@ -2,10 +2,8 @@ package bench
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,18 +12,6 @@ import (
 
 	"github.com/pgconsole/console/queues"
 )
-
-//go:embed sql/*.sql
-var sqlFiles embed.FS
-
-// sqlText returns the statement in sql/<name>.sql.
-func sqlText(name string) string {
-	b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
-	if err != nil {
-		panic("bench: missing sql/" + name + ".sql")
-	}
-	return strings.TrimSpace(string(b))
-}
 
 // floorRescan is how long a floor loop resumes after its cursor before it
 // starts from the head again, as the engine's default ClaimRescan.

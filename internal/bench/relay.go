@@ -30,7 +30,7 @@ func Relay(ctx context.Context, cfg Config) (Report, error) {
 	var r Report
 	n := cfg.Jobs
 	var waiting int64
-	if err := cfg.Pool.QueryRow(ctx, "SELECT count(*) FROM outbox_events WHERE state IN ('pending', 'inflight')").Scan(&waiting); err != nil {
+	if err := cfg.Pool.QueryRow(ctx, sqlText("outbox_unpublished")).Scan(&waiting); err != nil {
 		return r, err
 	}
 	if waiting > 0 {
@@ -92,7 +92,7 @@ func Relay(ctx context.Context, cfg Config) (Report, error) {
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_, _ = cfg.Pool.Exec(cctx, "DELETE FROM outbox_events WHERE id BETWEEN $1 AND $2", first, last)
+		_, _ = cfg.Pool.Exec(cctx, sqlText("outbox_delete_range"), first, last)
 	}()
 
 	pub, err := queues.NewNATSPublisher(nc, queues.NATSPublisherConfig{SubjectPrefix: "bench.", ExpectStream: "BENCH"})
@@ -125,8 +125,7 @@ func Relay(ctx context.Context, cfg Config) (Report, error) {
 			return r, fmt.Errorf("gave up after %s with %d of %d events published", limit, published, n)
 		case <-tick.C:
 		}
-		if err := cfg.Pool.QueryRow(ctx, "SELECT count(*) FROM outbox_events WHERE state = 'published' AND id BETWEEN $1 AND $2",
-			first, last).Scan(&published); err != nil {
+		if err := cfg.Pool.QueryRow(ctx, sqlText("outbox_published_range"), first, last).Scan(&published); err != nil {
 			return r, err
 		}
 	}

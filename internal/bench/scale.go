@@ -40,22 +40,10 @@ func (l scaleLayout) build(ctx context.Context, cfg Config) error {
 		n   int
 	}{
 		{`TRUNCATE jobs`, 0},
-		{`INSERT INTO jobs (queue, kind, status, attempts, max_attempts, lease_generation, error_class, last_error,
-			created_at, available_at, started_at, finished_at)
-		  SELECT 'scale-' || (g % 5), 'noop', 'dead', 8, 8, 8, 'E' || (g % 7), 'boom ' || (g % 7),
-			now() - interval '3 days', now() - interval '3 days', now() - interval '3 days', now() - interval '2 days' + g * interval '1 second'
-		  FROM generate_series(1, $1) AS g`, l.dead},
-		{`INSERT INTO jobs (queue, kind, status, attempts, lease_generation, created_at, available_at, started_at, finished_at)
-		  SELECT 'scale-' || (g % 5), 'noop', 'done', 1, 1,
-			now() - interval '1 day' + g * interval '10 milliseconds', now() - interval '1 day' + g * interval '10 milliseconds',
-			now() - interval '1 day' + g * interval '10 milliseconds', now() - interval '1 day' + g * interval '11 milliseconds'
-		  FROM generate_series(1, $1) AS g`, l.done},
-		{`INSERT INTO jobs (queue, kind, status, attempts, lease_generation, lease_owner, lease_until, started_at)
-		  SELECT 'scale-' || (g % 5), 'noop', 'running', 1, 1, 'scale-worker', now() + interval '1 hour', now()
-		  FROM generate_series(1, $1) AS g`, l.running},
-		{`INSERT INTO jobs (queue, kind, available_at)
-		  SELECT 'scale-' || (g % 5), 'noop', now() - interval '1 minute'
-		  FROM generate_series(1, $1) AS g`, l.ready},
+		{sqlText("scale_dead"), l.dead},
+		{sqlText("scale_done"), l.done},
+		{sqlText("scale_running"), l.running},
+		{sqlText("scale_ready"), l.ready},
 	} {
 		var err error
 		if q.n > 0 {
