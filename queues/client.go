@@ -121,14 +121,16 @@ type Client struct {
 	host     string
 	liveness time.Duration
 
-	mu       sync.Mutex
+	hmu      sync.RWMutex // handlers: read for every job
 	handlers map[string]HandlerFunc
+
+	mu       sync.Mutex
 	state    int // 0 new, 1 started, 2 stopped
 	running  map[int64]runningJob
 
 	claimCtx    context.Context // fetchers, listener, maintenance
 	stopClaims  context.CancelFunc
-	jobsCtx     context.Context // parent of every handler's ctx
+	jobsCtx     context.Context // done when the handlers are cancelled (cancelRunning)
 	cancelJobs  context.CancelCauseFunc
 	renewCtx    context.Context // lease heartbeat, until the drain ends
 	stopRenew   context.CancelFunc
@@ -240,14 +242,14 @@ func (c *Client) ID() string { return c.cfg.ID }
 // Handle registers the handler for jobs of kind, replacing any earlier one.
 // Register handlers before Start.
 func (c *Client) Handle(kind string, h HandlerFunc) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
 	c.handlers[kind] = h
 }
 
 func (c *Client) handler(kind string) HandlerFunc {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.hmu.RLock()
+	defer c.hmu.RUnlock()
 	return c.handlers[kind]
 }
 
@@ -375,7 +377,7 @@ func (c *Client) Stop(ctx context.Context) error {
 	case <-drained:
 	case <-ctx.Done():
 		result = fmt.Errorf("stop: drain deadline passed with jobs running: %w", ctx.Err())
-		c.cancelJobs(errShutdown)
+		c.cancelRunning(errShutdown)
 		grace := time.NewTimer(c.cfg.ShutdownGrace)
 		select {
 		case <-drained:
@@ -384,7 +386,7 @@ func (c *Client) Stop(ctx context.Context) error {
 		}
 		grace.Stop()
 	}
-	c.cancelJobs(errShutdown)
+	c.cancelRunning(errShutdown)
 	c.stopRenew()
 	c.renewWG.Wait()
 	if c.ackerActive {
@@ -400,6 +402,18 @@ func (c *Client) Stop(ctx context.Context) error {
 	}
 	c.log.Info("queue client stopped")
 	return result
+}
+
+// cancelRunning cancels the handler of every running job with cause, and
+// jobsCtx. Job contexts are not children of jobsCtx: a child registers with
+// its parent under the parent's lock, which every job start and end took.
+func (c *Client) cancelRunning(cause error) {
+	c.cancelJobs(cause)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.running {
+		r.cancel(cause)
+	}
 }
 
 func (c *Client) inFlightTotal() int {

@@ -25,7 +25,7 @@ type jobTask struct {
 // per job), or a new one. The slot was reserved by the fetcher and is freed
 // when the attempt's outcome is written.
 func (c *Client) startJob(q *queueRunner, job Job) {
-	ctx, cancel := context.WithCancelCause(c.jobsCtx)
+	ctx, cancel := context.WithCancelCause(context.Background()) // cancelled by cancelRunning
 	c.mu.Lock()
 	c.running[job.ID] = runningJob{queue: q.name, generation: job.LeaseGeneration, cancel: cancel}
 	c.mu.Unlock()
