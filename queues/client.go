@@ -124,9 +124,9 @@ type Client struct {
 	hmu      sync.RWMutex // handlers: read for every job
 	handlers map[string]HandlerFunc
 
-	mu       sync.Mutex
-	state    int // 0 new, 1 started, 2 stopped
-	running  map[int64]runningJob
+	mu      sync.Mutex
+	state   int // 0 new, 1 started, 2 stopped
+	running map[int64]runningJob
 
 	claimCtx    context.Context // fetchers, listener, maintenance
 	stopClaims  context.CancelFunc
