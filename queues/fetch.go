@@ -152,7 +152,7 @@ func (q *queueRunner) advance(now time.Time, jobs []Job, short bool) {
 func (q *queueRunner) parallel() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.backlog && q.limit-q.inFlight >= max(1, min(q.limit/2, q.maxClaim))
+	return q.backlog && q.limit-q.inFlight >= q.batchLocked()
 }
 
 // handlerReturned frees the slot of a job whose handler returned; its
@@ -317,6 +317,12 @@ func (q *queueRunner) free() int {
 func (q *queueRunner) batchThreshold() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.batchLocked()
+}
+
+// batchLocked is how many free slots make a claim worth its statement:
+// half the queue's slots, at most a full claim. The caller holds q.mu.
+func (q *queueRunner) batchLocked() int {
 	return max(1, min(q.limit/2, q.maxClaim))
 }
 
