@@ -130,8 +130,6 @@ type Client struct {
 
 	claimCtx    context.Context // fetchers, listener, maintenance
 	stopClaims  context.CancelFunc
-	jobsCtx     context.Context // done when the handlers are cancelled (cancelRunning)
-	cancelJobs  context.CancelCauseFunc
 	renewCtx    context.Context // lease heartbeat, until the drain ends
 	stopRenew   context.CancelFunc
 	loops       sync.WaitGroup
@@ -301,7 +299,6 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 	c.state = 1
 	c.claimCtx, c.stopClaims = context.WithCancel(context.Background())
-	c.jobsCtx, c.cancelJobs = context.WithCancelCause(context.Background())
 	c.renewCtx, c.stopRenew = context.WithCancel(context.Background())
 	c.ackSignal = make(chan struct{}, 1)
 	c.stopAcker = make(chan struct{})
@@ -404,11 +401,10 @@ func (c *Client) Stop(ctx context.Context) error {
 	return result
 }
 
-// cancelRunning cancels the handler of every running job with cause, and
-// jobsCtx. Job contexts are not children of jobsCtx: a child registers with
-// its parent under the parent's lock, which every job start and end took.
+// cancelRunning cancels the handler of every running job with cause. Job
+// contexts have no cancellable parent: a child registers with its parent
+// under the parent's lock, which every job start and end would take.
 func (c *Client) cancelRunning(cause error) {
-	c.cancelJobs(cause)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, r := range c.running {

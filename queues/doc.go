@@ -20,10 +20,9 @@
 // exponentially. While a queue has a backlog up to ClaimConcurrency claims
 // run side by side, each resuming after the last job claimed (and from the
 // head of the queue again after a short claim or ClaimRescan). Each claimed
-// job runs on a goroutine of its own (reused for the next job under load);
-// a handler that succeeded hands its ack to the ack loops, which fold the
-// acks that arrive while a statement runs into the next one (up to
-// AckConcurrency statements in flight). One heartbeat statement renews every
+// job runs on a goroutine of its own; a handler that succeeded hands its ack
+// to the ack loops, which fold the acks that arrive while a statement runs
+// into the next one (up to AckConcurrency statements in flight). One heartbeat statement renews every
 // running job's lease each third of LeaseDuration and cancels the handlers
 // of jobs whose lease was lost. Every process runs the reaper (bounded
 // batches) every tenth of LeaseDuration, between one poll interval and 5s.

@@ -8,22 +8,11 @@ import (
 	"time"
 )
 
-// jobIdle is how long a job goroutine that finished its job waits for
-// another before it exits.
-const jobIdle = time.Second
-
-// jobTask is a claimed job and the context its handler runs with.
-type jobTask struct {
-	job    Job
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-}
-
-// startJob runs one claimed job on a job goroutine: one that finished its
-// last job and waits for another (under a backlog every job goroutine is
-// reused, which spares the engine a goroutine start and its stack growth
-// per job), or a new one. The slot was reserved by the fetcher and is freed
-// when the attempt's outcome is written.
+// startJob runs one claimed job in its own goroutine; the slot was reserved
+// by the fetcher and is freed when the attempt's outcome is written.
+// (Reusing goroutines through a hand-off channel measured no faster: 39.3k
+// 41.0k 39.9k 33.3k jobs/s against 40.5k 41.9k 41.6k 34.8k without it, and
+// more CPU.)
 func (c *Client) startJob(q *queueRunner, job Job) {
 	ctx, cancel := context.WithCancelCause(context.Background()) // cancelled by cancelRunning
 	c.mu.Lock()
@@ -31,40 +20,12 @@ func (c *Client) startJob(q *queueRunner, job Job) {
 	c.mu.Unlock()
 	q.m.inFlight.Inc()
 	c.jobsWG.Add(1)
-	t := jobTask{job: job, ctx: ctx, cancel: cancel}
-	select {
-	case q.handoff <- t:
-	default:
-		go c.jobLoop(q, t)
-	}
-}
-
-// jobLoop runs t, then every job handed to it, until none comes for
-// jobIdle or the client stops.
-func (c *Client) jobLoop(q *queueRunner, t jobTask) {
-	idle := time.NewTimer(jobIdle)
-	defer idle.Stop()
-	for {
-		c.runTask(q, &t)
-		idle.Reset(jobIdle)
-		select {
-		case t = <-q.handoff:
-		case <-idle.C:
-			return
-		case <-c.jobsCtx.Done():
-			return
+	go func() {
+		if c.runJob(ctx, q, &job, cancel) {
+			return // its ack is queued: the ack loop finishes it
 		}
-	}
-}
-
-func (c *Client) runTask(q *queueRunner, t *jobTask) {
-	// The handler gets a Job of its own: one it kept after returning must
-	// not change under it when this goroutine takes the next job.
-	job := t.job
-	if c.runJob(t.ctx, q, &job, t.cancel) {
-		return // its ack is queued: the ack loop finishes it
-	}
-	c.finishJob(q, job.ID, t.cancel)
+		c.finishJob(q, job.ID, cancel)
+	}()
 }
 
 // finishJob ends an attempt whose outcome is written (or given up on): its

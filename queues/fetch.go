@@ -17,9 +17,6 @@ type queueRunner struct {
 	cfg  QueueConfig
 	wake chan struct{} // capacity 1: a pending wake-up is never lost or doubled
 	m    queueMetrics
-	// handoff passes a claimed job to a job goroutine that finished its
-	// last one and waits for another (see startJob).
-	handoff chan jobTask
 
 	mu        sync.Mutex
 	limit     int
@@ -41,7 +38,7 @@ type queueRunner struct {
 
 func newQueueRunner(name string, cfg QueueConfig, maxClaim int) *queueRunner {
 	return &queueRunner{
-		name: name, cfg: cfg, wake: make(chan struct{}, 1), handoff: make(chan jobTask),
+		name: name, cfg: cfg, wake: make(chan struct{}, 1),
 		limit: cfg.Concurrency, claimSize: min(cfg.Concurrency, maxClaim, 10), maxClaim: maxClaim,
 	}
 }
