@@ -138,6 +138,19 @@ func TestPlacement(t *testing.T) {
 		require.ErrorContains(t, err, "cannot enter "+filepath.Dir(dir)+" (mode -rwx------), and the cluster in "+dir+" is there")
 	})
 
+	t.Run("BinariesOutOfReachAreNamed", func(t *testing.T) {
+		// The PostgreSQL 18 round once ran binaries kept inside a closed
+		// checkout: the error must name the folder, not "permission denied".
+		bin, err := FindBinDir(os.Getenv("PG_BIN"))
+		require.NoError(t, err)
+		closed := filepath.Join(base, "closed-checkout")
+		require.NoError(t, os.Mkdir(closed, 0o700))
+		require.NoError(t, os.Symlink(bin, filepath.Join(closed, "bin")))
+		_, err = Start(ctx, Config{Dir: filepath.Join(base, "bin-test", "var"), BinDir: filepath.Join(closed, "bin"), Trust: true, Fast: true})
+		require.ErrorContains(t, err, fmt.Sprintf("PostgreSQL runs as %s, which cannot enter %s (mode -rwx------) to run the binaries in %s/bin",
+			acct.name, closed, closed))
+	})
+
 	t.Run("TempDirAvoidsAClosedTMPDIR", func(t *testing.T) {
 		closed := filepath.Join(base, "closed-tmp")
 		require.NoError(t, os.Mkdir(closed, 0o700))
