@@ -125,7 +125,7 @@ type Client struct {
 	handlers map[string]HandlerFunc
 
 	mu      sync.Mutex
-	state   int // 0 new, 1 started, 2 stopped
+	state   clientState
 	running map[int64]runningJob
 
 	claimCtx    context.Context // fetchers, listener, maintenance
@@ -144,6 +144,16 @@ type Client struct {
 	ackWriting  int  // ack statements in flight
 	ackClosed   bool // the ack loops stopped: ack directly
 }
+
+// clientState is where a Client is in its life: it starts once and stops
+// once.
+type clientState int
+
+const (
+	clientNew     clientState = iota // built, not started: Start may run
+	clientStarted                    // working its queues: Stop may run
+	clientStopped                    // stopped (or stopping): neither runs again
+)
 
 type runningJob struct {
 	queue      string
@@ -281,7 +291,7 @@ func (c *Client) EnqueueMany(ctx context.Context, ps []EnqueueParams) ([]int64, 
 func (c *Client) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.state != 0 {
+	if c.state != clientNew {
 		return errors.New("start client: already started")
 	}
 	if len(c.queues) > 0 {
@@ -297,7 +307,7 @@ func (c *Client) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	c.state = 1
+	c.state = clientStarted
 	c.claimCtx, c.stopClaims = context.WithCancel(context.Background())
 	c.renewCtx, c.stopRenew = context.WithCancel(context.Background())
 	c.ackSignal = make(chan struct{}, 1)
@@ -354,11 +364,11 @@ func (c *Client) Start(ctx context.Context) error {
 // when the drain deadline cut jobs short. The caller closes the pool after.
 func (c *Client) Stop(ctx context.Context) error {
 	c.mu.Lock()
-	if c.state != 1 {
+	if c.state != clientStarted {
 		c.mu.Unlock()
 		return nil
 	}
-	c.state = 2
+	c.state = clientStopped
 	c.mu.Unlock()
 
 	c.stopClaims()

@@ -184,7 +184,7 @@ func TestPostgresRestart(t *testing.T) {
 	_, err = EnqueueCopy(ctx, admin, ps)
 	require.NoError(t, err)
 	cfg := testConfig(map[string]QueueConfig{"rs": {Concurrency: 8}})
-	startClient(t, testdb.Pool(t, url), cfg, func(c *Client) { RegisterBuiltins(c, BuiltinOpts{}) })
+	startClient(t, testdb.Pool(t, url), cfg, func(c *Client) { registerTestKinds(c) })
 
 	done := func() int64 {
 		var d int64
@@ -220,7 +220,7 @@ func TestShutdownGraceful(t *testing.T) {
 	var started atomic.Int64
 	c, err := NewClient(pool, testConfig(map[string]QueueConfig{"sd": {Concurrency: 4}, "other": {Concurrency: 1}}))
 	require.NoError(t, err)
-	RegisterBuiltins(c, BuiltinOpts{})
+	registerTestKinds(c)
 	c.Handle("quick", func(ctx context.Context, _ *Job) error {
 		started.Add(1)
 		t := time.NewTimer(100 * time.Millisecond)
