@@ -128,21 +128,14 @@ type Client struct {
 	state   clientState
 	running map[int64]runningJob
 
-	claimCtx    context.Context // fetchers, listener, maintenance
-	stopClaims  context.CancelFunc
-	renewCtx    context.Context // lease heartbeat, until the drain ends
-	stopRenew   context.CancelFunc
-	loops       sync.WaitGroup
-	renewWG     sync.WaitGroup
-	jobsWG      sync.WaitGroup
-	stopAcker   chan struct{}
-	ackerDone   chan struct{}
-	ackerActive bool
-	ackSignal   chan struct{} // capacity 1: acks are waiting
-	ackMu       sync.Mutex
-	ackPending  []ackRequest
-	ackWriting  int  // ack statements in flight
-	ackClosed   bool // the ack loops stopped: ack directly
+	claimCtx   context.Context // fetchers, listener, maintenance
+	stopClaims context.CancelFunc
+	renewCtx   context.Context // lease heartbeat, until the drain ends
+	stopRenew  context.CancelFunc
+	loops      sync.WaitGroup
+	renewWG    sync.WaitGroup
+	jobsWG     sync.WaitGroup
+	acks       ackPipeline
 }
 
 // clientState is where a Client is in its life: it starts once and stops
@@ -310,23 +303,11 @@ func (c *Client) Start(ctx context.Context) error {
 	c.state = clientStarted
 	c.claimCtx, c.stopClaims = context.WithCancel(context.Background())
 	c.renewCtx, c.stopRenew = context.WithCancel(context.Background())
-	c.ackSignal = make(chan struct{}, 1)
-	c.stopAcker = make(chan struct{})
-	c.ackerDone = make(chan struct{})
 	if len(c.queues) == 0 {
-		c.ackClosed = true
-		close(c.ackerDone)
+		c.acks.start(c, 0)
 		return nil
 	}
-	c.ackerActive = true
-	var ackers sync.WaitGroup
-	for range c.cfg.AckConcurrency {
-		ackers.Go(c.ackLoop)
-	}
-	go func() {
-		ackers.Wait()
-		close(c.ackerDone)
-	}()
+	c.acks.start(c, c.cfg.AckConcurrency)
 	for _, name := range c.names {
 		q := c.queues[name]
 		c.loops.Add(1)
@@ -396,10 +377,7 @@ func (c *Client) Stop(ctx context.Context) error {
 	c.cancelRunning(errShutdown)
 	c.stopRenew()
 	c.renewWG.Wait()
-	if c.ackerActive {
-		close(c.stopAcker)
-		<-c.ackerDone
-	}
+	c.acks.close()
 	if len(c.queues) > 0 {
 		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := c.heartbeatWorker(fctx, true); err != nil {

@@ -118,7 +118,9 @@ type DeadLetterGroup struct {
 }
 
 // DeadLetterGroups groups dead jobs by queue and error class, largest group
-// first; queue "" means every queue.
+// first, at most 200 groups; queue "" means every queue. It counts every
+// dead job of the queue: for a bounded read on a large pile, use
+// DeadLetterClassStats.
 func DeadLetterGroups(ctx context.Context, db DBTX, queue string) ([]DeadLetterGroup, error) {
 	rows, err := db.Query(ctx, sqlText("dead_letter_groups"), queue)
 	if err != nil {

@@ -219,7 +219,9 @@ func TestRelaySettingsPauseResumeThrottle(t *testing.T) {
 	require.Error(t, err)
 }
 
-// Relay crash windows (seed lab 2). A child process (this test binary) runs a
+// Relay crash windows: the three points where a relay can die mid-batch
+// (before publishing, after publishing but before marking, after
+// marking). A child process (this test binary) runs a
 // relay and dies with os.Exit at the injected point, for real: no deferred
 // cleanup, no graceful release, its connections simply vanish. A fresh relay
 // then finishes the work.

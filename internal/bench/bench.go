@@ -87,8 +87,8 @@ func (c Config) logf(format string, args ...any) {
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
-// queries holds every sql/<name>.sql, read once: the floor's seed phase
-// sends one per job.
+// queries holds every sql/<name>.sql, read once: the floor's textbook
+// phase sends one statement per job.
 var queries = sqlset.New("bench", sqlFiles)
 
 // sqlText returns the statement in sql/<name>.sql; it panics on a name
