@@ -1,11 +1,10 @@
 package queues
 
 import (
+	"cmp"
 	"context"
-	"fmt"
+	"slices"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // DeadLetterStatsParams bound the dead-letter reads of the console's
@@ -65,12 +64,30 @@ type DeadLetterQueueCount struct {
 }
 
 // DeadLetterQueueCounts counts the dead jobs of every queue that has any,
-// by queue name, each count stopping at p.CountCap. Like
-// DeadLetterClassStats it reads by loose index scans.
+// by queue name, each count stopping at p.CountCap (p.MaxGroups does not
+// apply). It adds up DeadLetterClassStats over every group of the queue:
+// a sum of counts each capped at CountCap, capped again, is the queue's
+// count capped at CountCap. Its cost follows the number of groups, not of
+// dead jobs.
 func DeadLetterQueueCounts(ctx context.Context, db DBTX, p DeadLetterStatsParams) ([]DeadLetterQueueCount, error) {
 	p = p.withDefaults()
-	return collectRows[DeadLetterQueueCount](ctx, db, "dead_letter_queue_counts", "count dead letters by queue",
-		p.Window.Seconds(), p.CountCap)
+	var everyGroup *int // LIMIT NULL: no limit
+	groups, err := collectRows[DeadLetterClassStat](ctx, db, "dead_letter_class_stats", "count dead letters by queue",
+		p.Window.Seconds(), p.CountCap, everyGroup)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(groups, func(a, b DeadLetterClassStat) int { return cmp.Compare(a.Queue, b.Queue) })
+	var out []DeadLetterQueueCount
+	for _, g := range groups {
+		if len(out) == 0 || out[len(out)-1].Queue != g.Queue {
+			out = append(out, DeadLetterQueueCount{Queue: g.Queue})
+		}
+		q := &out[len(out)-1]
+		q.Dead = min(q.Dead+g.Dead, p.CountCap)
+		q.DeadRecent = min(q.DeadRecent+g.DeadRecent, p.CountCap)
+	}
+	return out, nil
 }
 
 // DeadLetterClassCount is one error class among the dead jobs a filter
@@ -89,18 +106,4 @@ func DeadLetterClassList(ctx context.Context, db DBTX, f DeadLetterFilter, limit
 	}
 	return collectRows[DeadLetterClassCount](ctx, db, "dead_letter_class_list", "list dead-letter classes",
 		append(f.args(), limit)...)
-}
-
-// collectRows runs query name and collects its rows into T by column name;
-// what says what failed in the error.
-func collectRows[T any](ctx context.Context, db DBTX, name, what string, args ...any) ([]T, error) {
-	rows, err := db.Query(ctx, sqlText(name), args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	return out, nil
 }

@@ -2,7 +2,6 @@ package queues
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -35,20 +34,7 @@ func crashHandler(pool *pgxpool.Pool) HandlerFunc {
 			j.ID, j.Attempts, os.Getpid()); err != nil {
 			return err
 		}
-		var p struct {
-			MS int `json:"ms"`
-		}
-		if err := json.Unmarshal(j.Payload, &p); err != nil {
-			return Permanent(err)
-		}
-		t := time.NewTimer(time.Duration(p.MS) * time.Millisecond)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
-		}
+		return testSleep(ctx, j)
 	}
 }
 

@@ -20,22 +20,7 @@ var errTestFail = errors.New("test fail kind")
 //   - panic: panics.
 func registerTestKinds(c *Client) {
 	c.Handle("noop", func(context.Context, *Job) error { return nil })
-	c.Handle("sleep", func(ctx context.Context, j *Job) error {
-		var p struct {
-			MS int64 `json:"ms"`
-		}
-		if err := json.Unmarshal(j.Payload, &p); err != nil {
-			return Permanent(err)
-		}
-		t := time.NewTimer(time.Duration(p.MS) * time.Millisecond)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
-		}
-	})
+	c.Handle("sleep", testSleep)
 	c.Handle("fail", func(_ context.Context, j *Job) error {
 		var p struct {
 			Times int `json:"times"`
@@ -51,4 +36,23 @@ func registerTestKinds(c *Client) {
 	c.Handle("panic", func(_ context.Context, j *Job) error {
 		panic(fmt.Sprintf("test panic kind, job %d", j.ID))
 	})
+}
+
+// testSleep is the "sleep" test kind: it waits the payload's ms, or until
+// its context ends.
+func testSleep(ctx context.Context, j *Job) error {
+	var p struct {
+		MS int64 `json:"ms"`
+	}
+	if err := json.Unmarshal(j.Payload, &p); err != nil {
+		return Permanent(err)
+	}
+	t := time.NewTimer(time.Duration(p.MS) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

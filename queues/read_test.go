@@ -306,7 +306,6 @@ func TestHotStatementPlans(t *testing.T) {
 			{name: "dead_letter_requeue", args: "('{}', 'p1', '', NULL, NULL, 10, false)"},
 			{name: "dead_letter_class_list", args: "('{}', 'p1', '', NULL, NULL, 50)"},
 			{name: "dead_letter_class_stats", args: "(900, 10000, 200)", want: []string{"jobs_dead_idx"}},
-			{name: "dead_letter_queue_counts", args: "(900, 10000)", want: []string{"jobs_dead_idx"}},
 			{name: "job_ack_many", args: "(" + idArray + ", " + idArray + ", 'w')",
 				want: []string{"Index Scan using jobs_pkey"}, not: []string{"jobs_running_lease_idx"}},
 			{name: "job_renew_many", args: "(" + idArray + ", " + idArray + ", 'w', 1000)",

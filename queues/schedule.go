@@ -188,15 +188,7 @@ func ScheduleGet(ctx context.Context, db DBTX, name string) (*Schedule, error) {
 
 // ScheduleList returns every schedule, by name.
 func ScheduleList(ctx context.Context, db DBTX) ([]Schedule, error) {
-	rows, err := db.Query(ctx, sqlText("schedule_list"))
-	if err != nil {
-		return nil, fmt.Errorf("list schedules: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Schedule])
-	if err != nil {
-		return nil, fmt.Errorf("list schedules: %w", err)
-	}
-	return out, nil
+	return collectRows[Schedule](ctx, db, "schedule_list", "list schedules")
 }
 
 // ScheduleDedupeKey is the dedupe key of the job a schedule enqueues for the

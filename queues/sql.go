@@ -1,7 +1,11 @@
 package queues
 
 import (
+	"context"
 	"embed"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pgconsole/console/internal/sqlset"
 )
@@ -18,3 +22,30 @@ var queries = sqlset.New("queues", sqlFiles)
 // sqlText returns the statement in sql/name.sql; it panics on a name with
 // no file.
 func sqlText(name string) string { return queries.Text(name) }
+
+// collectRows runs query name and collects its rows into T by column name;
+// what says what failed in the error.
+func collectRows[T any](ctx context.Context, db DBTX, name, what string, args ...any) ([]T, error) {
+	rows, err := db.Query(ctx, sqlText(name), args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}
+
+// collectIDs runs query name and collects its one bigint column (ids).
+func collectIDs(ctx context.Context, db DBTX, name, what string, args ...any) ([]int64, error) {
+	rows, err := db.Query(ctx, sqlText(name), args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}
