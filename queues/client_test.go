@@ -132,6 +132,31 @@ func TestClientOutcomes(t *testing.T) {
 
 	require.Equal(t, 2.0, testutil.ToFloat64(testutilCounter(reg, "queues_handler_panics_total")))
 	require.GreaterOrEqual(t, testutil.ToFloat64(testutilCounter(reg, "queues_dead_letters_total")), 5.0)
+	// The two jobs that succeeded were acked while their leases were held.
+	require.Equal(t, 2.0, finishedCount(t, reg, StatusDone))
+	require.Zero(t, finishedCount(t, reg, "lease_lost"))
+}
+
+// finishedCount is queues_jobs_finished_total for one result, summed over
+// queues.
+func finishedCount(t *testing.T, reg *prometheus.Registry, result string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != "queues_jobs_finished_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == result {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
 }
 
 // testutilCounter gathers one counter family summed over labels.
