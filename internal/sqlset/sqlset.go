@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -61,22 +60,6 @@ func (s *Set) Text(name string) string {
 		panic(fmt.Sprintf("%s: no embedded query %q", s.pkg, name))
 	}
 	return t
-}
-
-// Lookup returns the statement in sql/name.sql, or false when there is none.
-func (s *Set) Lookup(name string) (string, bool) {
-	t, ok := s.text[name]
-	return t, ok
-}
-
-// Names lists the files of the set (without ".sql"), sorted.
-func (s *Set) Names() []string {
-	out := make([]string, 0, len(s.text))
-	for n := range s.text {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // Variant is a version-specific file of a query, used on servers whose

@@ -24,13 +24,8 @@ func files() fstest.MapFS {
 func TestText(t *testing.T) {
 	s := sqlset.New("demo", files())
 	require.Equal(t, "-- jobGet: one job.\nSELECT 1", s.Text("job_get"))
-	q, ok := s.Lookup("job_get")
-	require.True(t, ok)
-	require.Equal(t, s.Text("job_get"), q)
-	_, ok = s.Lookup("nope")
-	require.False(t, ok)
 	require.PanicsWithValue(t, `demo: no embedded query "nope"`, func() { s.Text("nope") })
-	require.Equal(t, []string{"io_stats", "io_stats_v18", "job_get", "wal_stats", "wal_stats_v18"}, s.Names())
+	require.Equal(t, "SELECT 'v18'", s.Text("wal_stats_v18"), "a variant's file is a query of its own too")
 }
 
 func TestNewWithoutFilesPanics(t *testing.T) {
