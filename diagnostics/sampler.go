@@ -144,110 +144,18 @@ func (s *Sampler) SampleNow(ctx context.Context) Sample {
 	v := d.version(ctx)
 	sess, err := d.begin(ctx, d.pool, pgx.RepeatableRead)
 	if err == nil {
-		t := d.Thresholds()
-		steps := []func(context.Context, DBTX) error{
-			func(ctx context.Context, db DBTX) error {
-				p, err := WALPosition(ctx, db)
-				if err == nil {
-					smp.WAL = &p
-					smp.At = p.SampledAt.UTC()
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) error {
-				w, err := WALStats(ctx, db, v)
-				if err == nil {
-					smp.WALStats = &w
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) error {
-				c, err := Checkpointer(ctx, db, v)
-				if err == nil {
-					smp.Checkpointer = &c
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) error {
-				a, err := Archiver(ctx, db)
-				if err == nil {
-					smp.Archiver = &a
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) error {
-				if _, err := fileFor("io_stats", v); err != nil {
-					return nil
-				}
-				rows, err := IOStats(ctx, db, v)
-				if err == nil {
-					var tot IOTotals
-					for _, r := range rows {
-						tot.ReadBytes += r.ReadBytes
-						tot.WriteBytes += r.WriteBytes
-						tot.ExtendBytes += r.ExtendBytes
-						if r.StatsReset != nil && (tot.StatsReset == nil || r.StatsReset.Before(*tot.StatsReset)) {
-							tot.StatsReset = r.StatsReset
-						}
-					}
-					smp.IO = &tot
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) (err error) { smp.Replication, err = Replication(ctx, db); return },
-			func(ctx context.Context, db DBTX) (err error) { smp.Slots, err = ReplicationSlots(ctx, db, v); return },
-			func(ctx context.Context, db DBTX) (err error) {
-				smp.Queues, err = QueueHealth(ctx, db, QueueParams{DeadWindow: t.DeadLetterWindow})
-				return
-			},
-			func(ctx context.Context, db DBTX) error {
-				o, err := OutboxHealth(ctx, db, 0)
-				if err == nil {
-					smp.Outbox = &o
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) error {
-				nodes, err := BlockingTree(ctx, db)
-				if err == nil {
-					n := 0
-					for _, x := range nodes {
-						if !x.IsRoot {
-							n++
-						}
-					}
-					smp.Blocked = &n
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) error {
-				rows, err := Activity(ctx, db)
-				if err == nil {
-					oldest := 0.0
-					for _, b := range rows {
-						if b.BackendType == "client backend" && b.XactAgeSeconds > oldest {
-							oldest = b.XactAgeSeconds
-						}
-					}
-					smp.OldestXactSeconds = &oldest
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) error {
-				px, err := PreparedXacts(ctx, db)
-				if err == nil {
-					n := len(px)
-					smp.PreparedXacts = &n
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) (err error) { smp.Tables, err = TableVacuum(ctx, db); return },
-		}
-		for _, step := range steps {
+		st := &sampleState{sample: &smp, version: v, thresholds: d.Thresholds()}
+		for _, c := range checks {
+			if c.sample == nil {
+				continue
+			}
 			if ctx.Err() != nil {
 				break
 			}
-			sess.run(ctx, nil, step)
+			if _, err := fileFor(c.Name, v); err != nil {
+				continue // the server is too old for it
+			}
+			sess.run(ctx, nil, func(ctx context.Context, db DBTX) error { return c.sample(ctx, db, st) })
 		}
 		sess.end()
 	}
