@@ -94,44 +94,46 @@ func column[T any](name string, f Format, get func(T) Value) Column {
 	}}
 }
 
+// nullable reads a field that may be NULL (a nil pointer).
+func nullable[T, V any](get func(T) *V, value func(V) Value) func(T) Value {
+	return func(r T) Value {
+		if p := get(r); p != nil {
+			return value(*p)
+		}
+		return Value{Null: true}
+	}
+}
+
+func textValue(s string) Value { return Value{Text: s} }
+
+func intValue[N integer](n N) Value { return Value{Int: int64(n), Float: float64(n)} }
+
+func floatValue(f float64) Value { return Value{Float: f} }
+
+func timeValue(t time.Time) Value { return Value{Time: t} }
+
 func textCol[T any](name string, f Format, get func(T) string) Column {
-	return column(name, f, func(r T) Value { return Value{Text: get(r)} })
+	return column(name, f, func(r T) Value { return textValue(get(r)) })
 }
 
 func optTextCol[T any](name string, f Format, get func(T) *string) Column {
-	return column(name, f, func(r T) Value {
-		if s := get(r); s != nil {
-			return Value{Text: *s}
-		}
-		return Value{Null: true}
-	})
+	return column(name, f, nullable(get, textValue))
 }
 
 func intCol[T any, N integer](name string, f Format, get func(T) N) Column {
-	return column(name, f, func(r T) Value { n := int64(get(r)); return Value{Int: n, Float: float64(n)} })
+	return column(name, f, func(r T) Value { return intValue(get(r)) })
 }
 
 func optIntCol[T any, N integer](name string, f Format, get func(T) *N) Column {
-	return column(name, f, func(r T) Value {
-		if p := get(r); p != nil {
-			n := int64(*p)
-			return Value{Int: n, Float: float64(n)}
-		}
-		return Value{Null: true}
-	})
+	return column(name, f, nullable(get, intValue[N]))
 }
 
 func floatCol[T any](name string, f Format, get func(T) float64) Column {
-	return column(name, f, func(r T) Value { return Value{Float: get(r)} })
+	return column(name, f, func(r T) Value { return floatValue(get(r)) })
 }
 
 func optFloatCol[T any](name string, f Format, get func(T) *float64) Column {
-	return column(name, f, func(r T) Value {
-		if p := get(r); p != nil {
-			return Value{Float: *p}
-		}
-		return Value{Null: true}
-	})
+	return column(name, f, nullable(get, floatValue))
 }
 
 func boolCol[T any](name string, get func(T) bool) Column {
@@ -139,18 +141,14 @@ func boolCol[T any](name string, get func(T) bool) Column {
 }
 
 func timeCol[T any](name string, get func(T) time.Time) Column {
-	return column(name, AsAge, func(r T) Value { return Value{Time: get(r)} })
+	return column(name, AsAge, func(r T) Value { return timeValue(get(r)) })
 }
 
 func optTimeCol[T any](name string, get func(T) *time.Time) Column {
-	return column(name, AsAge, func(r T) Value {
-		if p := get(r); p != nil {
-			return Value{Time: *p}
-		}
-		return Value{Null: true}
-	})
+	return column(name, AsAge, nullable(get, timeValue))
 }
 
+// idsCol shows a list of pids; a nil list is NULL.
 func idsCol[T any](name string, get func(T) []int32) Column {
 	return column(name, AsIDList, func(r T) Value {
 		ids := get(r)
@@ -165,12 +163,12 @@ func idsCol[T any](name string, get func(T) []int32) Column {
 	})
 }
 
+// namesCol shows a list of names; a nil list is NULL.
 func namesCol[T any](name string, get func(T) []string) Column {
 	return column(name, AsNameList, func(r T) Value {
-		names := get(r)
-		if names == nil {
-			return Value{Null: true}
+		if names := get(r); names != nil {
+			return Value{List: names}
 		}
-		return Value{List: names}
+		return Value{Null: true}
 	})
 }

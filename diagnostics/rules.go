@@ -94,29 +94,14 @@ func Evaluate(r Round, t Thresholds) []Finding {
 	}
 	for i := 0; i < len(rules); {
 		j := i + 1
+		for j < len(rules) && rules[i].per() != "round" && rules[j].per() == rules[i].per() {
+			j++
+		}
 		switch {
 		case rules[i].perQueue != nil:
-			for j < len(rules) && rules[j].perQueue != nil {
-				j++
-			}
-			for _, q := range r.Queues {
-				for _, rule := range rules[i:j] {
-					if f, ok := rule.perQueue(r, t, q); ok {
-						add(rule, f)
-					}
-				}
-			}
+			eachItem(r.Queues, rules[i:j], add, func(rule Rule, q QueueStat) (Finding, bool) { return rule.perQueue(r, t, q) })
 		case rules[i].perSlot != nil:
-			for j < len(rules) && rules[j].perSlot != nil {
-				j++
-			}
-			for _, s := range r.Slots {
-				for _, rule := range rules[i:j] {
-					if f, ok := rule.perSlot(r, t, s); ok {
-						add(rule, f)
-					}
-				}
-			}
+			eachItem(r.Slots, rules[i:j], add, func(rule Rule, s Slot) (Finding, bool) { return rule.perSlot(r, t, s) })
 		default:
 			for _, f := range rules[i].eval(r, t) {
 				add(rules[i], f)
@@ -127,6 +112,30 @@ func Evaluate(r Round, t Thresholds) []Finding {
 	rank := map[string]int{SeverityCritical: 0, SeverityWarning: 1, SeverityInfo: 2}
 	sort.SliceStable(out, func(i, j int) bool { return rank[out[i].Severity] < rank[out[j].Severity] })
 	return out
+}
+
+// per says what the rule is asked about: the whole round, one queue or one
+// slot.
+func (r Rule) per() string {
+	switch {
+	case r.perQueue != nil:
+		return "queue"
+	case r.perSlot != nil:
+		return "slot"
+	}
+	return "round"
+}
+
+// eachItem asks a run of per-item rules about each item in turn, so the
+// findings about one queue (slot) stay together.
+func eachItem[X any](items []X, run []Rule, add func(Rule, Finding), ask func(Rule, X) (Finding, bool)) {
+	for _, item := range items {
+		for _, rule := range run {
+			if f, ok := ask(rule, item); ok {
+				add(rule, f)
+			}
+		}
+	}
 }
 
 // unavailableFindings: a check that failed or timed out, linked to the
