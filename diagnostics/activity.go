@@ -33,7 +33,7 @@ type Backend struct {
 // Activity lists the backends that are not plain idle, oldest transaction
 // first (activity.sql).
 func Activity(ctx context.Context, db DBTX) ([]Backend, error) {
-	return collect[Backend](ctx, db, "activity", 0)
+	return collect[Backend](ctx, db, CheckActivity, 0)
 }
 
 // IdleTx is one session idle in transaction.
@@ -54,7 +54,7 @@ type IdleTx struct {
 // IdleInTransaction lists sessions idle in an open transaction, longest idle
 // first (idle_in_transaction.sql).
 func IdleInTransaction(ctx context.Context, db DBTX) ([]IdleTx, error) {
-	return collect[IdleTx](ctx, db, "idle_in_transaction", 0)
+	return collect[IdleTx](ctx, db, CheckIdleInTransaction, 0)
 }
 
 // BlockingNode is one backend of the blocking tree. Roots (Depth 0) block
@@ -100,7 +100,7 @@ type BlockingNode struct {
 // first (blocking_tree.sql). BlockedCount, MaxWaitSeconds, IsRoot and JobID
 // are computed here.
 func BlockingTree(ctx context.Context, db DBTX) ([]BlockingNode, error) {
-	nodes, err := collect[BlockingNode](ctx, db, "blocking_tree", 0)
+	nodes, err := collect[BlockingNode](ctx, db, CheckBlockingTree, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ type LockWait struct {
 // LockWaits groups ungranted locks by lock type, relation and mode, most
 // waiters first (lock_waits.sql).
 func LockWaits(ctx context.Context, db DBTX) ([]LockWait, error) {
-	return collect[LockWait](ctx, db, "lock_waits", 0)
+	return collect[LockWait](ctx, db, CheckLockWaits, 0)
 }
 
 // ConnectionCount is the number of client connections of one database,
@@ -184,7 +184,7 @@ type ConnectionCount struct {
 // Connections counts client backends by database, application and state
 // (connections.sql).
 func Connections(ctx context.Context, db DBTX) ([]ConnectionCount, error) {
-	return collect[ConnectionCount](ctx, db, "connections", 0)
+	return collect[ConnectionCount](ctx, db, CheckConnections, 0)
 }
 
 // Server is the server's version, role and the settings the catalog depends
@@ -202,5 +202,5 @@ type Server struct {
 
 // ServerInfo reads the server's version and role (server_info.sql).
 func ServerInfo(ctx context.Context, db DBTX) (Server, error) {
-	return collectOne[Server](ctx, db, "server_info", 0)
+	return collectOne[Server](ctx, db, CheckServerInfo, 0)
 }

@@ -204,7 +204,7 @@ func (d *Diagnostics) ServerInfo(ctx context.Context) (Server, error) {
 // readServerInfo runs server_info.sql for the ServerInfo cache.
 func (d *Diagnostics) readServerInfo(ctx context.Context) (Server, error) {
 	var info Server
-	p := d.exec(ctx, d.pool, pgx.ReadCommitted, "server_info", func(ctx context.Context, db DBTX) error {
+	p := d.exec(ctx, d.pool, pgx.ReadCommitted, CheckServerInfo, func(ctx context.Context, db DBTX) error {
 		var err error
 		info, err = ServerInfo(ctx, db)
 		return err

@@ -54,7 +54,7 @@ func (p QueueParams) args() []any {
 // QueueHealth reads every queue's counts through loose scans of the partial
 // indexes (queue_health.sql).
 func QueueHealth(ctx context.Context, db DBTX, p QueueParams) ([]QueueStat, error) {
-	return collect[QueueStat](ctx, db, "queue_health", 0, p.args()...)
+	return collect[QueueStat](ctx, db, CheckQueueHealth, 0, p.args()...)
 }
 
 // DeadLetterGroup is the dead jobs of one queue and error class.
@@ -69,7 +69,7 @@ type DeadLetterGroup struct {
 // DeadLetters groups dead jobs by queue and error class, the most recent
 // burst first (dead_letters.sql).
 func DeadLetters(ctx context.Context, db DBTX, p QueueParams) ([]DeadLetterGroup, error) {
-	return collect[DeadLetterGroup](ctx, db, "dead_letters", 0, p.args()...)
+	return collect[DeadLetterGroup](ctx, db, CheckDeadLetters, 0, p.args()...)
 }
 
 // OutboxStat is the outbox relay's backlog.
@@ -92,7 +92,7 @@ func OutboxHealth(ctx context.Context, db DBTX, countCap int64) (OutboxStat, err
 	if countCap <= 0 {
 		countCap = DefaultCountCap
 	}
-	return collectOne[OutboxStat](ctx, db, "outbox_health", 0, countCap)
+	return collectOne[OutboxStat](ctx, db, CheckOutboxHealth, 0, countCap)
 }
 
 // Worker is one engine process of the workers table.
@@ -130,7 +130,7 @@ func (w Worker) Serves(queue string) bool {
 // Workers lists engine processes with their heartbeat age (workers.sql);
 // aliveWindow decides Alive.
 func Workers(ctx context.Context, db DBTX, aliveWindow time.Duration) ([]Worker, error) {
-	return collect[Worker](ctx, db, "workers", 0, aliveWindow.Seconds())
+	return collect[Worker](ctx, db, CheckWorkers, 0, aliveWindow.Seconds())
 }
 
 // queueTables are the tables of the queue engine (a fixed set, so labels

@@ -31,7 +31,7 @@ type Standby struct {
 // Replication lists the WAL senders of this server, most replay lag first
 // (replication.sql).
 func Replication(ctx context.Context, db DBTX) ([]Standby, error) {
-	return collect[Standby](ctx, db, "replication", 0)
+	return collect[Standby](ctx, db, CheckReplication, 0)
 }
 
 // StandbyState is what a standby says about itself: receiver, replay
@@ -68,7 +68,7 @@ func (s StandbyState) Paused() bool {
 // StandbyStatus reads, on a standby, its receiver and replay state
 // (standby_status.sql).
 func StandbyStatus(ctx context.Context, db DBTX) (StandbyState, error) {
-	return collectOne[StandbyState](ctx, db, "standby_status", 0)
+	return collectOne[StandbyState](ctx, db, CheckStandbyStatus, 0)
 }
 
 // Slot is one replication slot with the WAL and the xmin it holds back.
@@ -107,7 +107,7 @@ type Slot struct {
 // (replication_slots.sql; replication_slots_v17.sql with inactive_since and
 // invalidation_reason on 17+).
 func ReplicationSlots(ctx context.Context, db DBTX, version int) ([]Slot, error) {
-	return collect[Slot](ctx, db, "replication_slots", version)
+	return collect[Slot](ctx, db, CheckReplicationSlots, version)
 }
 
 // SlotExhaustion estimates the seconds until a slot with safeWALSize bytes of
@@ -139,5 +139,5 @@ type ArchiverStat struct {
 
 // Archiver reads the WAL archiver's counters (archiver.sql).
 func Archiver(ctx context.Context, db DBTX) (ArchiverStat, error) {
-	return collectOne[ArchiverStat](ctx, db, "archiver", 0)
+	return collectOne[ArchiverStat](ctx, db, CheckArchiver, 0)
 }

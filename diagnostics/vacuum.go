@@ -20,7 +20,7 @@ type PreparedXact struct {
 // PreparedXacts lists prepared transactions, oldest first
 // (prepared_xacts.sql).
 func PreparedXacts(ctx context.Context, db DBTX) ([]PreparedXact, error) {
-	return collect[PreparedXact](ctx, db, "prepared_xacts", 0)
+	return collect[PreparedXact](ctx, db, CheckPreparedXacts, 0)
 }
 
 // XminHolder is something holding back the xmin horizon.
@@ -41,7 +41,7 @@ type XminHolder struct {
 // XminHorizon lists what holds back the xmin horizon, oldest first
 // (xmin_horizon.sql).
 func XminHorizon(ctx context.Context, db DBTX) ([]XminHolder, error) {
-	return collect[XminHolder](ctx, db, "xmin_horizon", 0)
+	return collect[XminHolder](ctx, db, CheckXminHorizon, 0)
 }
 
 // TableStat is the dead tuples and vacuum history of one table.
@@ -63,7 +63,7 @@ type TableStat struct {
 // TableVacuum lists the queue tables and the tables with the most dead rows
 // (table_vacuum.sql).
 func TableVacuum(ctx context.Context, db DBTX) ([]TableStat, error) {
-	return collect[TableStat](ctx, db, "table_vacuum", 0)
+	return collect[TableStat](ctx, db, CheckTableVacuum, 0)
 }
 
 // InvalidIndex is an index that is not valid or not ready.
@@ -78,7 +78,7 @@ type InvalidIndex struct {
 
 // InvalidIndexes lists invalid or not-ready indexes (invalid_indexes.sql).
 func InvalidIndexes(ctx context.Context, db DBTX) ([]InvalidIndex, error) {
-	return collect[InvalidIndex](ctx, db, "invalid_indexes", 0)
+	return collect[InvalidIndex](ctx, db, CheckInvalidIndexes, 0)
 }
 
 // Statement is one row of pg_stat_statements.
@@ -102,7 +102,7 @@ type Statement struct {
 // not installed; Diagnostics.StatementsTop checks first and returns
 // ErrNotInstalled.
 func StatementsTop(ctx context.Context, db DBTX) ([]Statement, error) {
-	return collect[Statement](ctx, db, "statements_top", 0)
+	return collect[Statement](ctx, db, CheckStatementsTop, 0)
 }
 
 // NotifyUsage is the fraction of the NOTIFY queue in use.
@@ -112,5 +112,5 @@ type NotifyUsage struct {
 
 // NotifyQueue reads pg_notification_queue_usage() (notify_queue.sql).
 func NotifyQueue(ctx context.Context, db DBTX) (NotifyUsage, error) {
-	return collectOne[NotifyUsage](ctx, db, "notify_queue", 0)
+	return collectOne[NotifyUsage](ctx, db, CheckNotifyQueue, 0)
 }

@@ -16,7 +16,7 @@ type WALPoint struct {
 
 // WALPosition reads the current WAL position (wal_position.sql).
 func WALPosition(ctx context.Context, db DBTX) (WALPoint, error) {
-	return collectOne[WALPoint](ctx, db, "wal_position", 0)
+	return collectOne[WALPoint](ctx, db, CheckWALPosition, 0)
 }
 
 // WALRate is the WAL generated per second between two positions, or 0 when
@@ -45,7 +45,7 @@ type WALStat struct {
 
 // WALStats reads pg_stat_wal (wal_stats.sql; wal_stats_v18.sql on 18+).
 func WALStats(ctx context.Context, db DBTX, version int) (WALStat, error) {
-	return collectOne[WALStat](ctx, db, "wal_stats", version)
+	return collectOne[WALStat](ctx, db, CheckWALStats, version)
 }
 
 // IOStat is one row of pg_stat_io: cumulative I/O of one backend type on one
@@ -74,7 +74,7 @@ type IOStat struct {
 // IOStats reads pg_stat_io (io_stats.sql on 16 and 17, io_stats_v18.sql on
 // 18+); ErrUnsupported before 16.
 func IOStats(ctx context.Context, db DBTX, version int) ([]IOStat, error) {
-	return collect[IOStat](ctx, db, "io_stats", version)
+	return collect[IOStat](ctx, db, CheckIOStats, version)
 }
 
 // CheckpointerStat is the checkpointer's and background writer's cumulative
@@ -97,7 +97,7 @@ type CheckpointerStat struct {
 // (checkpointer.sql from pg_stat_bgwriter before 17, checkpointer_v17.sql
 // from pg_stat_checkpointer on 17+).
 func Checkpointer(ctx context.Context, db DBTX, version int) (CheckpointerStat, error) {
-	return collectOne[CheckpointerStat](ctx, db, "checkpointer", version)
+	return collectOne[CheckpointerStat](ctx, db, CheckCheckpointer, version)
 }
 
 // CopyRun is one COPY in progress.
@@ -118,5 +118,5 @@ type CopyRun struct {
 // CopyProgress lists running COPY commands (copy_progress.sql;
 // copy_progress_v17.sql with tuples_skipped on 17+).
 func CopyProgress(ctx context.Context, db DBTX, version int) ([]CopyRun, error) {
-	return collect[CopyRun](ctx, db, "copy_progress", version)
+	return collect[CopyRun](ctx, db, CheckCopyProgress, version)
 }
