@@ -36,6 +36,11 @@ func Activity(ctx context.Context, db DBTX) ([]Backend, error) {
 	return collect[Backend](ctx, db, CheckActivity, 0)
 }
 
+// Activity runs activity.sql as a panel.
+func (d *Diagnostics) Activity(ctx context.Context) Result[Backend] {
+	return panel(ctx, d, CheckActivity, many(Activity))
+}
+
 // IdleTx is one session idle in transaction.
 type IdleTx struct {
 	PID             int32      `db:"pid" json:"pid"`
@@ -55,6 +60,11 @@ type IdleTx struct {
 // first (idle_in_transaction.sql).
 func IdleInTransaction(ctx context.Context, db DBTX) ([]IdleTx, error) {
 	return collect[IdleTx](ctx, db, CheckIdleInTransaction, 0)
+}
+
+// IdleInTransaction runs idle_in_transaction.sql as a panel.
+func (d *Diagnostics) IdleInTransaction(ctx context.Context) Result[IdleTx] {
+	return panel(ctx, d, CheckIdleInTransaction, many(IdleInTransaction))
 }
 
 // BlockingNode is one backend of the blocking tree. Roots (Depth 0) block
@@ -106,6 +116,11 @@ func BlockingTree(ctx context.Context, db DBTX) ([]BlockingNode, error) {
 	}
 	annotateTree(nodes)
 	return nodes, nil
+}
+
+// BlockingTree runs blocking_tree.sql as a panel.
+func (d *Diagnostics) BlockingTree(ctx context.Context) Result[BlockingNode] {
+	return panel(ctx, d, CheckBlockingTree, many(BlockingTree))
 }
 
 // annotateTree fills the fields of BlockingNode the SQL does not return.
@@ -171,6 +186,11 @@ func LockWaits(ctx context.Context, db DBTX) ([]LockWait, error) {
 	return collect[LockWait](ctx, db, CheckLockWaits, 0)
 }
 
+// LockWaits runs lock_waits.sql as a panel.
+func (d *Diagnostics) LockWaits(ctx context.Context) Result[LockWait] {
+	return panel(ctx, d, CheckLockWaits, many(LockWaits))
+}
+
 // ConnectionCount is the number of client connections of one database,
 // application and state.
 type ConnectionCount struct {
@@ -185,6 +205,11 @@ type ConnectionCount struct {
 // (connections.sql).
 func Connections(ctx context.Context, db DBTX) ([]ConnectionCount, error) {
 	return collect[ConnectionCount](ctx, db, CheckConnections, 0)
+}
+
+// Connections runs connections.sql as a panel.
+func (d *Diagnostics) Connections(ctx context.Context) Result[ConnectionCount] {
+	return panel(ctx, d, CheckConnections, many(Connections))
 }
 
 // Server is the server's version, role and the settings the catalog depends
@@ -203,4 +228,9 @@ type Server struct {
 // ServerInfo reads the server's version and role (server_info.sql).
 func ServerInfo(ctx context.Context, db DBTX) (Server, error) {
 	return collectOne[Server](ctx, db, CheckServerInfo, 0)
+}
+
+// ServerInfoPanel runs server_info.sql as a panel.
+func (d *Diagnostics) ServerInfoPanel(ctx context.Context) Result[Server] {
+	return panel(ctx, d, CheckServerInfo, one(ServerInfo))
 }

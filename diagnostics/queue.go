@@ -31,6 +31,9 @@ type QueueStat struct {
 // is zero: a count equal to the cap means "at least that many".
 const DefaultCountCap = 10_000
 
+// defaultDeadWindow is the window of "recent" dead letters for panels.
+const defaultDeadWindow = 15 * time.Minute
+
 // QueueParams are the arguments of QueueHealth and DeadLetters.
 type QueueParams struct {
 	// DeadWindow is how far back a dead letter counts as recent (DeadRecent);
@@ -57,6 +60,14 @@ func QueueHealth(ctx context.Context, db DBTX, p QueueParams) ([]QueueStat, erro
 	return collect[QueueStat](ctx, db, CheckQueueHealth, 0, p.args()...)
 }
 
+// QueueHealth runs queue_health.sql as a panel, with a 15-minute window for
+// recent dead letters.
+func (d *Diagnostics) QueueHealth(ctx context.Context) Result[QueueStat] {
+	return panel(ctx, d, CheckQueueHealth, func(ctx context.Context, db DBTX, _ int) ([]QueueStat, error) {
+		return QueueHealth(ctx, db, QueueParams{DeadWindow: d.Thresholds().DeadLetterWindow})
+	})
+}
+
 // DeadLetterGroup is the dead jobs of one queue and error class.
 type DeadLetterGroup struct {
 	Queue          string     `db:"queue" json:"queue"`
@@ -70,6 +81,13 @@ type DeadLetterGroup struct {
 // burst first (dead_letters.sql).
 func DeadLetters(ctx context.Context, db DBTX, p QueueParams) ([]DeadLetterGroup, error) {
 	return collect[DeadLetterGroup](ctx, db, CheckDeadLetters, 0, p.args()...)
+}
+
+// DeadLetters runs dead_letters.sql as a panel.
+func (d *Diagnostics) DeadLetters(ctx context.Context) Result[DeadLetterGroup] {
+	return panel(ctx, d, CheckDeadLetters, func(ctx context.Context, db DBTX, _ int) ([]DeadLetterGroup, error) {
+		return DeadLetters(ctx, db, QueueParams{DeadWindow: d.Thresholds().DeadLetterWindow})
+	})
 }
 
 // OutboxStat is the outbox relay's backlog.
@@ -93,6 +111,17 @@ func OutboxHealth(ctx context.Context, db DBTX, countCap int64) (OutboxStat, err
 		countCap = DefaultCountCap
 	}
 	return collectOne[OutboxStat](ctx, db, CheckOutboxHealth, 0, countCap)
+}
+
+// OutboxHealth runs outbox_health.sql as a panel.
+func (d *Diagnostics) OutboxHealth(ctx context.Context) Result[OutboxStat] {
+	return panel(ctx, d, CheckOutboxHealth, func(ctx context.Context, db DBTX, _ int) ([]OutboxStat, error) {
+		o, err := OutboxHealth(ctx, db, 0)
+		if err != nil {
+			return nil, err
+		}
+		return []OutboxStat{o}, nil
+	})
 }
 
 // Worker is one engine process of the workers table.
@@ -131,6 +160,13 @@ func (w Worker) Serves(queue string) bool {
 // aliveWindow decides Alive.
 func Workers(ctx context.Context, db DBTX, aliveWindow time.Duration) ([]Worker, error) {
 	return collect[Worker](ctx, db, CheckWorkers, 0, aliveWindow.Seconds())
+}
+
+// Workers runs workers.sql as a panel.
+func (d *Diagnostics) Workers(ctx context.Context) Result[Worker] {
+	return panel(ctx, d, CheckWorkers, func(ctx context.Context, db DBTX, _ int) ([]Worker, error) {
+		return Workers(ctx, db, d.Thresholds().WorkerHeartbeat)
+	})
 }
 
 // queueTables are the tables of the queue engine (a fixed set, so labels

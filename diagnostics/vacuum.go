@@ -23,6 +23,11 @@ func PreparedXacts(ctx context.Context, db DBTX) ([]PreparedXact, error) {
 	return collect[PreparedXact](ctx, db, CheckPreparedXacts, 0)
 }
 
+// PreparedXacts runs prepared_xacts.sql as a panel.
+func (d *Diagnostics) PreparedXacts(ctx context.Context) Result[PreparedXact] {
+	return panel(ctx, d, CheckPreparedXacts, many(PreparedXacts))
+}
+
 // XminHolder is something holding back the xmin horizon.
 type XminHolder struct {
 	// Kind is backend, prepared_xact, slot, slot_catalog or standby.
@@ -42,6 +47,11 @@ type XminHolder struct {
 // (xmin_horizon.sql).
 func XminHorizon(ctx context.Context, db DBTX) ([]XminHolder, error) {
 	return collect[XminHolder](ctx, db, CheckXminHorizon, 0)
+}
+
+// XminHorizon runs xmin_horizon.sql as a panel.
+func (d *Diagnostics) XminHorizon(ctx context.Context) Result[XminHolder] {
+	return panel(ctx, d, CheckXminHorizon, many(XminHorizon))
 }
 
 // TableStat is the dead tuples and vacuum history of one table.
@@ -66,6 +76,11 @@ func TableVacuum(ctx context.Context, db DBTX) ([]TableStat, error) {
 	return collect[TableStat](ctx, db, CheckTableVacuum, 0)
 }
 
+// TableVacuum runs table_vacuum.sql as a panel.
+func (d *Diagnostics) TableVacuum(ctx context.Context) Result[TableStat] {
+	return panel(ctx, d, CheckTableVacuum, many(TableVacuum))
+}
+
 // InvalidIndex is an index that is not valid or not ready.
 type InvalidIndex struct {
 	Schema     string `db:"schema_name" json:"schema"`
@@ -79,6 +94,11 @@ type InvalidIndex struct {
 // InvalidIndexes lists invalid or not-ready indexes (invalid_indexes.sql).
 func InvalidIndexes(ctx context.Context, db DBTX) ([]InvalidIndex, error) {
 	return collect[InvalidIndex](ctx, db, CheckInvalidIndexes, 0)
+}
+
+// InvalidIndexes runs invalid_indexes.sql as a panel.
+func (d *Diagnostics) InvalidIndexes(ctx context.Context) Result[InvalidIndex] {
+	return panel(ctx, d, CheckInvalidIndexes, many(InvalidIndexes))
 }
 
 // Statement is one row of pg_stat_statements.
@@ -105,6 +125,15 @@ func StatementsTop(ctx context.Context, db DBTX) ([]Statement, error) {
 	return collect[Statement](ctx, db, CheckStatementsTop, 0)
 }
 
+// StatementsTop runs statements_top.sql as a panel; the Result carries
+// ErrNotInstalled when pg_stat_statements is not installed.
+func (d *Diagnostics) StatementsTop(ctx context.Context) Result[Statement] {
+	if info, err := d.ServerInfo(ctx); err == nil && !info.HasPgStatStatements {
+		return Result[Statement]{Name: CheckStatementsTop, SQL: d.SQL(CheckStatementsTop), Err: ErrNotInstalled}
+	}
+	return panel(ctx, d, CheckStatementsTop, many(StatementsTop))
+}
+
 // NotifyUsage is the fraction of the NOTIFY queue in use.
 type NotifyUsage struct {
 	Usage float64 `db:"usage" json:"usage"`
@@ -113,4 +142,9 @@ type NotifyUsage struct {
 // NotifyQueue reads pg_notification_queue_usage() (notify_queue.sql).
 func NotifyQueue(ctx context.Context, db DBTX) (NotifyUsage, error) {
 	return collectOne[NotifyUsage](ctx, db, CheckNotifyQueue, 0)
+}
+
+// NotifyQueue runs notify_queue.sql as a panel.
+func (d *Diagnostics) NotifyQueue(ctx context.Context) Result[NotifyUsage] {
+	return panel(ctx, d, CheckNotifyQueue, one(NotifyQueue))
 }

@@ -19,6 +19,11 @@ func WALPosition(ctx context.Context, db DBTX) (WALPoint, error) {
 	return collectOne[WALPoint](ctx, db, CheckWALPosition, 0)
 }
 
+// WALPosition runs wal_position.sql as a panel.
+func (d *Diagnostics) WALPosition(ctx context.Context) Result[WALPoint] {
+	return panel(ctx, d, CheckWALPosition, one(WALPosition))
+}
+
 // WALRate is the WAL generated per second between two positions, or 0 when
 // they are not in order.
 func WALRate(from, to WALPoint) float64 {
@@ -46,6 +51,11 @@ type WALStat struct {
 // WALStats reads pg_stat_wal (wal_stats.sql; wal_stats_v18.sql on 18+).
 func WALStats(ctx context.Context, db DBTX, version int) (WALStat, error) {
 	return collectOne[WALStat](ctx, db, CheckWALStats, version)
+}
+
+// WALStats runs wal_stats.sql (or its version variant) as a panel.
+func (d *Diagnostics) WALStats(ctx context.Context) Result[WALStat] {
+	return panel(ctx, d, CheckWALStats, oneV(WALStats))
 }
 
 // IOStat is one row of pg_stat_io: cumulative I/O of one backend type on one
@@ -77,6 +87,12 @@ func IOStats(ctx context.Context, db DBTX, version int) ([]IOStat, error) {
 	return collect[IOStat](ctx, db, CheckIOStats, version)
 }
 
+// IOStats runs io_stats.sql (or its version variant) as a panel; the Result
+// carries ErrUnsupported before PostgreSQL 16.
+func (d *Diagnostics) IOStats(ctx context.Context) Result[IOStat] {
+	return panel(ctx, d, CheckIOStats, IOStats)
+}
+
 // CheckpointerStat is the checkpointer's and background writer's cumulative
 // counters, in one shape whatever the version. BuffersBackend is nil on 17+.
 type CheckpointerStat struct {
@@ -100,6 +116,11 @@ func Checkpointer(ctx context.Context, db DBTX, version int) (CheckpointerStat, 
 	return collectOne[CheckpointerStat](ctx, db, CheckCheckpointer, version)
 }
 
+// Checkpointer runs checkpointer.sql (or its version variant) as a panel.
+func (d *Diagnostics) Checkpointer(ctx context.Context) Result[CheckpointerStat] {
+	return panel(ctx, d, CheckCheckpointer, oneV(Checkpointer))
+}
+
 // CopyRun is one COPY in progress.
 type CopyRun struct {
 	PID             int32   `db:"pid" json:"pid"`
@@ -119,4 +140,9 @@ type CopyRun struct {
 // copy_progress_v17.sql with tuples_skipped on 17+).
 func CopyProgress(ctx context.Context, db DBTX, version int) ([]CopyRun, error) {
 	return collect[CopyRun](ctx, db, CheckCopyProgress, version)
+}
+
+// CopyProgress runs copy_progress.sql (or its version variant) as a panel.
+func (d *Diagnostics) CopyProgress(ctx context.Context) Result[CopyRun] {
+	return panel(ctx, d, CheckCopyProgress, CopyProgress)
 }
