@@ -29,12 +29,8 @@ type CollectorConfig struct {
 }
 
 func (c CollectorConfig) withDefaults() CollectorConfig {
-	if c.Refresh <= 0 {
-		c.Refresh = 15 * time.Second
-	}
-	if c.Wait <= 0 {
-		c.Wait = 3 * time.Second
-	}
+	orDefault(&c.Refresh, 15*time.Second)
+	orDefault(&c.Wait, 3*time.Second)
 	return c
 }
 

@@ -63,9 +63,7 @@ func QueueHealth(ctx context.Context, db DBTX, p QueueParams) ([]QueueStat, erro
 // QueueHealth runs queue_health.sql as a panel, with a 15-minute window for
 // recent dead letters.
 func (d *Diagnostics) QueueHealth(ctx context.Context) Result[QueueStat] {
-	return panel(ctx, d, CheckQueueHealth, func(ctx context.Context, db DBTX, _ int) ([]QueueStat, error) {
-		return QueueHealth(ctx, db, QueueParams{DeadWindow: d.Thresholds().DeadLetterWindow})
-	})
+	return panel(ctx, d, CheckQueueHealth, inDeadWindow(d, QueueHealth))
 }
 
 // DeadLetterGroup is the dead jobs of one queue and error class.
@@ -85,9 +83,7 @@ func DeadLetters(ctx context.Context, db DBTX, p QueueParams) ([]DeadLetterGroup
 
 // DeadLetters runs dead_letters.sql as a panel.
 func (d *Diagnostics) DeadLetters(ctx context.Context) Result[DeadLetterGroup] {
-	return panel(ctx, d, CheckDeadLetters, func(ctx context.Context, db DBTX, _ int) ([]DeadLetterGroup, error) {
-		return DeadLetters(ctx, db, QueueParams{DeadWindow: d.Thresholds().DeadLetterWindow})
-	})
+	return panel(ctx, d, CheckDeadLetters, inDeadWindow(d, DeadLetters))
 }
 
 // OutboxStat is the outbox relay's backlog.
@@ -174,4 +170,12 @@ func (d *Diagnostics) Workers(ctx context.Context) Result[Worker] {
 var queueTables = map[string]bool{
 	"jobs": true, "jobs_archive": true, "outbox_events": true, "consumer_inbox": true,
 	"idempotency_requests": true, "queue_settings": true, "workers": true, "schedules": true,
+}
+
+// inDeadWindow adapts a query over the queues to panel, counting as recent
+// the dead letters of the current thresholds' DeadLetterWindow.
+func inDeadWindow[T any](d *Diagnostics, fn func(context.Context, DBTX, QueueParams) ([]T, error)) func(context.Context, DBTX, int) ([]T, error) {
+	return func(ctx context.Context, db DBTX, _ int) ([]T, error) {
+		return fn(ctx, db, QueueParams{DeadWindow: d.Thresholds().DeadLetterWindow})
+	}
 }
