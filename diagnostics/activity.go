@@ -33,7 +33,12 @@ type Backend struct {
 // Activity lists the backends that are not plain idle, oldest transaction
 // first (activity.sql).
 func Activity(ctx context.Context, db DBTX) ([]Backend, error) {
-	return collect[Backend](ctx, db, "activity", 0)
+	return collect[Backend](ctx, db, CheckActivity, 0)
+}
+
+// Activity runs activity.sql as a panel.
+func (d *Diagnostics) Activity(ctx context.Context) Result[Backend] {
+	return panel(ctx, d, CheckActivity, many(Activity))
 }
 
 // IdleTx is one session idle in transaction.
@@ -54,7 +59,12 @@ type IdleTx struct {
 // IdleInTransaction lists sessions idle in an open transaction, longest idle
 // first (idle_in_transaction.sql).
 func IdleInTransaction(ctx context.Context, db DBTX) ([]IdleTx, error) {
-	return collect[IdleTx](ctx, db, "idle_in_transaction", 0)
+	return collect[IdleTx](ctx, db, CheckIdleInTransaction, 0)
+}
+
+// IdleInTransaction runs idle_in_transaction.sql as a panel.
+func (d *Diagnostics) IdleInTransaction(ctx context.Context) Result[IdleTx] {
+	return panel(ctx, d, CheckIdleInTransaction, many(IdleInTransaction))
 }
 
 // BlockingNode is one backend of the blocking tree. Roots (Depth 0) block
@@ -100,12 +110,17 @@ type BlockingNode struct {
 // first (blocking_tree.sql). BlockedCount, MaxWaitSeconds, IsRoot and JobID
 // are computed here.
 func BlockingTree(ctx context.Context, db DBTX) ([]BlockingNode, error) {
-	nodes, err := collect[BlockingNode](ctx, db, "blocking_tree", 0)
+	nodes, err := collect[BlockingNode](ctx, db, CheckBlockingTree, 0)
 	if err != nil {
 		return nil, err
 	}
 	annotateTree(nodes)
 	return nodes, nil
+}
+
+// BlockingTree runs blocking_tree.sql as a panel.
+func (d *Diagnostics) BlockingTree(ctx context.Context) Result[BlockingNode] {
+	return panel(ctx, d, CheckBlockingTree, many(BlockingTree))
 }
 
 // annotateTree fills the fields of BlockingNode the SQL does not return.
@@ -168,7 +183,12 @@ type LockWait struct {
 // LockWaits groups ungranted locks by lock type, relation and mode, most
 // waiters first (lock_waits.sql).
 func LockWaits(ctx context.Context, db DBTX) ([]LockWait, error) {
-	return collect[LockWait](ctx, db, "lock_waits", 0)
+	return collect[LockWait](ctx, db, CheckLockWaits, 0)
+}
+
+// LockWaits runs lock_waits.sql as a panel.
+func (d *Diagnostics) LockWaits(ctx context.Context) Result[LockWait] {
+	return panel(ctx, d, CheckLockWaits, many(LockWaits))
 }
 
 // ConnectionCount is the number of client connections of one database,
@@ -184,7 +204,12 @@ type ConnectionCount struct {
 // Connections counts client backends by database, application and state
 // (connections.sql).
 func Connections(ctx context.Context, db DBTX) ([]ConnectionCount, error) {
-	return collect[ConnectionCount](ctx, db, "connections", 0)
+	return collect[ConnectionCount](ctx, db, CheckConnections, 0)
+}
+
+// Connections runs connections.sql as a panel.
+func (d *Diagnostics) Connections(ctx context.Context) Result[ConnectionCount] {
+	return panel(ctx, d, CheckConnections, many(Connections))
 }
 
 // Server is the server's version, role and the settings the catalog depends
@@ -202,5 +227,10 @@ type Server struct {
 
 // ServerInfo reads the server's version and role (server_info.sql).
 func ServerInfo(ctx context.Context, db DBTX) (Server, error) {
-	return collectOne[Server](ctx, db, "server_info", 0)
+	return collectOne[Server](ctx, db, CheckServerInfo, 0)
+}
+
+// ServerInfoPanel runs server_info.sql as a panel.
+func (d *Diagnostics) ServerInfoPanel(ctx context.Context) Result[Server] {
+	return panel(ctx, d, CheckServerInfo, one(ServerInfo))
 }

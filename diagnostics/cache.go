@@ -21,12 +21,8 @@ type CacheConfig struct {
 }
 
 func (c CacheConfig) withDefaults() CacheConfig {
-	if c.MaxAge <= 0 {
-		c.MaxAge = 3 * time.Second
-	}
-	if c.ErrorMaxAge <= 0 {
-		c.ErrorMaxAge = time.Second
-	}
+	orDefault(&c.MaxAge, 3*time.Second)
+	orDefault(&c.ErrorMaxAge, time.Second)
 	c.ErrorMaxAge = min(c.ErrorMaxAge, c.MaxAge)
 	if c.NowFunc == nil {
 		c.NowFunc = time.Now

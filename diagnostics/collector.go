@@ -29,12 +29,8 @@ type CollectorConfig struct {
 }
 
 func (c CollectorConfig) withDefaults() CollectorConfig {
-	if c.Refresh <= 0 {
-		c.Refresh = 15 * time.Second
-	}
-	if c.Wait <= 0 {
-		c.Wait = 3 * time.Second
-	}
+	orDefault(&c.Refresh, 15*time.Second)
+	orDefault(&c.Wait, 3*time.Second)
 	return c
 }
 
@@ -224,7 +220,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(cdRoundTook, took.Seconds())
 
-	if known["blocking_tree"] {
+	if known[CheckBlockingTree] {
 		blocked, wait := 0, 0.0
 		for _, n := range r.Blocking {
 			if !n.IsRoot {
@@ -235,7 +231,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(cdBlocked, float64(blocked))
 		gauge(cdBlockedWait, wait)
 	}
-	if known["activity"] {
+	if known[CheckActivity] {
 		oldest := 0.0
 		for _, b := range r.Activity {
 			if b.BackendType == "client backend" && b.XactStart != nil {
@@ -244,7 +240,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(cdOldestXact, oldest)
 	}
-	if known["idle_in_transaction"] {
+	if known[CheckIdleInTransaction] {
 		idle := 0.0
 		for _, it := range r.IdleTx {
 			idle = max(idle, it.IdleSeconds)
@@ -275,7 +271,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if r.WALRate != nil {
 		gauge(cdWALRate, *r.WALRate)
 	}
-	if known["prepared_xacts"] {
+	if known[CheckPreparedXacts] {
 		oldest := 0.0
 		for _, p := range r.Prepared {
 			oldest = max(oldest, p.AgeSeconds)
@@ -302,7 +298,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(cdQueueExpired, float64(q.ExpiredLeases), q.Queue)
 		gauge(cdQueueOldest, q.OldestReadySeconds, q.Queue)
 		gauge(cdQueuePaused, boolValue(q.Paused), q.Queue)
-		if known["workers"] {
+		if known[CheckWorkers] {
 			alive := 0
 			for _, w := range r.Workers {
 				if w.Alive && w.Serves(q.Queue) {
@@ -344,11 +340,14 @@ func (c *Collector) refresh() {
 	}
 	c.values = merge(c.values, r)
 	c.lastOK = true
-	for _, check := range sections {
-		if failed(r, check) {
+	for _, check := range checks {
+		if !check.metrics {
+			continue
+		}
+		if failed(r, check.Name) {
 			c.lastOK = false
 		} else {
-			c.known[check] = true
+			c.known[check.Name] = true
 		}
 	}
 	c.have = true
@@ -359,46 +358,14 @@ func (c *Collector) refresh() {
 	}
 }
 
-// sections are the checks of a round whose values the collector exports.
-var sections = []string{"blocking_tree", "activity", "idle_in_transaction", "queue_health", "workers",
-	"outbox_health", "replication", "replication_slots", "archiver", "prepared_xacts", "table_vacuum"}
-
-// merge returns next with every section whose check failed replaced by its
-// value in prev, so a timed-out check serves its last good values.
+// merge returns next with every exported section whose check failed
+// replaced by its value in prev, so a timed-out check serves its last good
+// values.
 func merge(prev, next Round) Round {
-	keep := func(check string) bool { return failed(next, check) }
-	if keep("blocking_tree") {
-		next.Blocking = prev.Blocking
-	}
-	if keep("activity") {
-		next.Activity = prev.Activity
-	}
-	if keep("idle_in_transaction") {
-		next.IdleTx = prev.IdleTx
-	}
-	if keep("queue_health") {
-		next.Queues = prev.Queues
-	}
-	if keep("workers") {
-		next.Workers = prev.Workers
-	}
-	if keep("outbox_health") {
-		next.Outbox = prev.Outbox
-	}
-	if keep("replication") {
-		next.Replication = prev.Replication
-	}
-	if keep("replication_slots") {
-		next.Slots = prev.Slots
-	}
-	if keep("archiver") {
-		next.Archiver = prev.Archiver
-	}
-	if keep("prepared_xacts") {
-		next.Prepared = prev.Prepared
-	}
-	if keep("table_vacuum") {
-		next.Tables = prev.Tables
+	for _, c := range checks {
+		if c.metrics && failed(next, c.Name) {
+			c.round.keep(prev, &next)
+		}
 	}
 	if next.WALRate == nil {
 		next.WALRate = prev.WALRate
@@ -411,7 +378,7 @@ func merge(prev, next Round) Round {
 func failed(r Round, check string) bool {
 	for _, u := range r.Unavailable {
 		name, _, _ := strings.Cut(u.Check, " ")
-		if name == check || name == "server_info" || name == "connect" {
+		if name == check || name == CheckServerInfo || name == "connect" {
 			return true
 		}
 	}

@@ -57,28 +57,22 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.StatementTimeout <= 0 {
-		c.StatementTimeout = 2 * time.Second
-	}
-	if c.LockTimeout <= 0 {
-		c.LockTimeout = 200 * time.Millisecond
-	}
-	if c.MaxConns <= 0 {
-		c.MaxConns = 4
-	}
-	if c.Budget <= 0 {
-		c.Budget = 5 * time.Second
-	}
-	if c.WALSampleWindow <= 0 {
-		c.WALSampleWindow = time.Second
-	}
-	if c.RoundMaxAge <= 0 {
-		c.RoundMaxAge = 3 * time.Second
-	}
-	if c.ServerInfoMaxAge <= 0 {
-		c.ServerInfoMaxAge = 30 * time.Second
-	}
+	orDefault(&c.StatementTimeout, 2*time.Second)
+	orDefault(&c.LockTimeout, 200*time.Millisecond)
+	orDefault(&c.MaxConns, 4)
+	orDefault(&c.Budget, 5*time.Second)
+	orDefault(&c.WALSampleWindow, time.Second)
+	orDefault(&c.RoundMaxAge, 3*time.Second)
+	orDefault(&c.ServerInfoMaxAge, 30*time.Second)
 	return c
+}
+
+// orDefault sets a config field to its default when it is zero (or
+// negative, which means nothing sensible for a duration or a count).
+func orDefault[T ~int | ~int32 | ~int64](field *T, def T) {
+	if *field <= 0 {
+		*field = def
+	}
 }
 
 // Diagnostics runs the catalog on its own small pool, read-only and bounded
@@ -204,7 +198,7 @@ func (d *Diagnostics) ServerInfo(ctx context.Context) (Server, error) {
 // readServerInfo runs server_info.sql for the ServerInfo cache.
 func (d *Diagnostics) readServerInfo(ctx context.Context) (Server, error) {
 	var info Server
-	p := d.exec(ctx, d.pool, pgx.ReadCommitted, "server_info", func(ctx context.Context, db DBTX) error {
+	p := d.exec(ctx, d.pool, pgx.ReadCommitted, CheckServerInfo, func(ctx context.Context, db DBTX) error {
 		var err error
 		info, err = ServerInfo(ctx, db)
 		return err

@@ -1,7 +1,15 @@
-// Package diagnostics is the console's read-only evidence: the runbook SQL of
-// DESIGN.md section 6, one embedded .sql file and one Go function per query,
-// the blocking tree, a sampler that turns cumulative statistics into rates,
-// and findings that turn evidence into statements.
+// Package diagnostics is the console's read-only evidence: the SQL an
+// operator runs during an incident, one embedded .sql file and one Go
+// function per query, the blocking tree, a sampler that turns cumulative
+// statistics into rates, and findings that turn evidence into statements.
+//
+// The catalog (Catalog, CheckNamed) has one entry per check: its name,
+// title, runbook step, the tables it reads, its files per server version,
+// what an empty result means, its panel's columns, and where its rows land
+// in a findings round and a sampler sample. Panel, Round, the Sampler, the
+// Collector and the console's pages all walk it. Findings come from Rules,
+// one small rule per finding code, each naming its runbook page and the
+// actions it may suggest by constants (StepBlocking, ActionBackendCancel).
 //
 // Every query has two forms. The package-level function (BlockingTree,
 // ReplicationSlots, ...) takes a DBTX and runs the statement as is, on a
@@ -35,7 +43,7 @@
 // sparklines (Series); NewCollector exposes a findings round as Prometheus
 // gauges.
 //
-// The package imports only the standard library, pgx and prometheus
-// (DESIGN.md section 2): it knows the queue tables' schema, not the queues
-// package.
+// The package imports only the standard library, pgx and prometheus: it
+// knows the queue tables' schema, not the queues package, so the engine and
+// the console can change apart.
 package diagnostics

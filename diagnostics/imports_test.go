@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// diagnostics imports only the standard library, pgx and prometheus
-// (DESIGN.md section 2): never queues, web or any other package of ours.
+// diagnostics imports only the standard library, pgx and prometheus: never
+// queues, actions, web or any other package of ours (they import it).
 func TestImportsStayInTheirLane(t *testing.T) {
 	entries, err := os.ReadDir(".")
 	require.NoError(t, err)

@@ -31,6 +31,9 @@ type QueueStat struct {
 // is zero: a count equal to the cap means "at least that many".
 const DefaultCountCap = 10_000
 
+// defaultDeadWindow is the window of "recent" dead letters for panels.
+const defaultDeadWindow = 15 * time.Minute
+
 // QueueParams are the arguments of QueueHealth and DeadLetters.
 type QueueParams struct {
 	// DeadWindow is how far back a dead letter counts as recent (DeadRecent);
@@ -54,7 +57,13 @@ func (p QueueParams) args() []any {
 // QueueHealth reads every queue's counts through loose scans of the partial
 // indexes (queue_health.sql).
 func QueueHealth(ctx context.Context, db DBTX, p QueueParams) ([]QueueStat, error) {
-	return collect[QueueStat](ctx, db, "queue_health", 0, p.args()...)
+	return collect[QueueStat](ctx, db, CheckQueueHealth, 0, p.args()...)
+}
+
+// QueueHealth runs queue_health.sql as a panel, with a 15-minute window for
+// recent dead letters.
+func (d *Diagnostics) QueueHealth(ctx context.Context) Result[QueueStat] {
+	return panel(ctx, d, CheckQueueHealth, inDeadWindow(d, QueueHealth))
 }
 
 // DeadLetterGroup is the dead jobs of one queue and error class.
@@ -69,7 +78,12 @@ type DeadLetterGroup struct {
 // DeadLetters groups dead jobs by queue and error class, the most recent
 // burst first (dead_letters.sql).
 func DeadLetters(ctx context.Context, db DBTX, p QueueParams) ([]DeadLetterGroup, error) {
-	return collect[DeadLetterGroup](ctx, db, "dead_letters", 0, p.args()...)
+	return collect[DeadLetterGroup](ctx, db, CheckDeadLetters, 0, p.args()...)
+}
+
+// DeadLetters runs dead_letters.sql as a panel.
+func (d *Diagnostics) DeadLetters(ctx context.Context) Result[DeadLetterGroup] {
+	return panel(ctx, d, CheckDeadLetters, inDeadWindow(d, DeadLetters))
 }
 
 // OutboxStat is the outbox relay's backlog.
@@ -92,7 +106,18 @@ func OutboxHealth(ctx context.Context, db DBTX, countCap int64) (OutboxStat, err
 	if countCap <= 0 {
 		countCap = DefaultCountCap
 	}
-	return collectOne[OutboxStat](ctx, db, "outbox_health", 0, countCap)
+	return collectOne[OutboxStat](ctx, db, CheckOutboxHealth, 0, countCap)
+}
+
+// OutboxHealth runs outbox_health.sql as a panel.
+func (d *Diagnostics) OutboxHealth(ctx context.Context) Result[OutboxStat] {
+	return panel(ctx, d, CheckOutboxHealth, func(ctx context.Context, db DBTX, _ int) ([]OutboxStat, error) {
+		o, err := OutboxHealth(ctx, db, 0)
+		if err != nil {
+			return nil, err
+		}
+		return []OutboxStat{o}, nil
+	})
 }
 
 // Worker is one engine process of the workers table.
@@ -130,7 +155,14 @@ func (w Worker) Serves(queue string) bool {
 // Workers lists engine processes with their heartbeat age (workers.sql);
 // aliveWindow decides Alive.
 func Workers(ctx context.Context, db DBTX, aliveWindow time.Duration) ([]Worker, error) {
-	return collect[Worker](ctx, db, "workers", 0, aliveWindow.Seconds())
+	return collect[Worker](ctx, db, CheckWorkers, 0, aliveWindow.Seconds())
+}
+
+// Workers runs workers.sql as a panel.
+func (d *Diagnostics) Workers(ctx context.Context) Result[Worker] {
+	return panel(ctx, d, CheckWorkers, func(ctx context.Context, db DBTX, _ int) ([]Worker, error) {
+		return Workers(ctx, db, d.Thresholds().WorkerHeartbeat)
+	})
 }
 
 // queueTables are the tables of the queue engine (a fixed set, so labels
@@ -138,4 +170,12 @@ func Workers(ctx context.Context, db DBTX, aliveWindow time.Duration) ([]Worker,
 var queueTables = map[string]bool{
 	"jobs": true, "jobs_archive": true, "outbox_events": true, "consumer_inbox": true,
 	"idempotency_requests": true, "queue_settings": true, "workers": true, "schedules": true,
+}
+
+// inDeadWindow adapts a query over the queues to panel, counting as recent
+// the dead letters of the current thresholds' DeadLetterWindow.
+func inDeadWindow[T any](d *Diagnostics, fn func(context.Context, DBTX, QueueParams) ([]T, error)) func(context.Context, DBTX, int) ([]T, error) {
+	return func(ctx context.Context, db DBTX, _ int) ([]T, error) {
+		return fn(ctx, db, QueueParams{DeadWindow: d.Thresholds().DeadLetterWindow})
+	}
 }

@@ -3,6 +3,8 @@ package diagnostics
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Standby is one WAL sender as the primary sees it: how far the standby (or
@@ -31,7 +33,12 @@ type Standby struct {
 // Replication lists the WAL senders of this server, most replay lag first
 // (replication.sql).
 func Replication(ctx context.Context, db DBTX) ([]Standby, error) {
-	return collect[Standby](ctx, db, "replication", 0)
+	return collect[Standby](ctx, db, CheckReplication, 0)
+}
+
+// Replication runs replication.sql as a panel.
+func (d *Diagnostics) Replication(ctx context.Context) Result[Standby] {
+	return panel(ctx, d, CheckReplication, many(Replication))
 }
 
 // StandbyState is what a standby says about itself: receiver, replay
@@ -68,7 +75,7 @@ func (s StandbyState) Paused() bool {
 // StandbyStatus reads, on a standby, its receiver and replay state
 // (standby_status.sql).
 func StandbyStatus(ctx context.Context, db DBTX) (StandbyState, error) {
-	return collectOne[StandbyState](ctx, db, "standby_status", 0)
+	return collectOne[StandbyState](ctx, db, CheckStandbyStatus, 0)
 }
 
 // Slot is one replication slot with the WAL and the xmin it holds back.
@@ -107,7 +114,18 @@ type Slot struct {
 // (replication_slots.sql; replication_slots_v17.sql with inactive_since and
 // invalidation_reason on 17+).
 func ReplicationSlots(ctx context.Context, db DBTX, version int) ([]Slot, error) {
-	return collect[Slot](ctx, db, "replication_slots", version)
+	return collect[Slot](ctx, db, CheckReplicationSlots, version)
+}
+
+// ReplicationSlots runs replication_slots.sql (or its version variant) as a
+// panel, with SecondsToExhaustion from the latest known WAL rate.
+func (d *Diagnostics) ReplicationSlots(ctx context.Context) Result[Slot] {
+	r := panel(ctx, d, CheckReplicationSlots, ReplicationSlots)
+	rate := d.knownWALRate()
+	for i := range r.Rows {
+		r.Rows[i].SecondsToExhaustion = SlotExhaustion(r.Rows[i].SafeWALSize, rate)
+	}
+	return r
 }
 
 // SlotExhaustion estimates the seconds until a slot with safeWALSize bytes of
@@ -139,5 +157,52 @@ type ArchiverStat struct {
 
 // Archiver reads the WAL archiver's counters (archiver.sql).
 func Archiver(ctx context.Context, db DBTX) (ArchiverStat, error) {
-	return collectOne[ArchiverStat](ctx, db, "archiver", 0)
+	return collectOne[ArchiverStat](ctx, db, CheckArchiver, 0)
+}
+
+// Archiver runs archiver.sql as a panel.
+func (d *Diagnostics) Archiver(ctx context.Context) Result[ArchiverStat] {
+	return panel(ctx, d, CheckArchiver, one(Archiver))
+}
+
+// StandbyStatus runs standby_status.sql on every standby of
+// Config.StandbyURLs, one Result per standby, in order (Name is
+// "standby_status <host:port>").
+func (d *Diagnostics) StandbyStatus(ctx context.Context) []Result[StandbyState] {
+	out := make([]Result[StandbyState], 0, len(d.standbys))
+	for _, s := range d.standbys {
+		out = append(out, d.standbyStatus(ctx, s))
+	}
+	return out
+}
+
+func (d *Diagnostics) standbyStatus(ctx context.Context, s standbyPool) Result[StandbyState] {
+	r := Result[StandbyState]{Name: CheckStandbyStatus + " " + s.name, SQL: d.SQL(CheckStandbyStatus)}
+	var st StandbyState
+	p := d.exec(ctx, s.pool, pgx.ReadCommitted, r.Name, func(ctx context.Context, db DBTX) error {
+		var err error
+		st, err = StandbyStatus(ctx, db)
+		return err
+	})
+	st.URL = s.name
+	if p.Err == nil {
+		r.Rows = []StandbyState{st}
+	}
+	r.Err, r.TimedOut, r.LockedBy, r.Took = p.Err, p.TimedOut, p.LockedBy, p.Took
+	return r
+}
+
+// standbyStatusPanel is standby_status as one panel: the rows of every
+// configured standby, and the first failure.
+func (d *Diagnostics) standbyStatusPanel(ctx context.Context) PanelResult {
+	merged := PanelResult{Name: CheckStandbyStatus, SQL: d.SQL(CheckStandbyStatus)}
+	for _, r := range d.StandbyStatus(ctx) {
+		u := untyped(r)
+		merged.Rows = append(merged.Rows, u.Rows...)
+		merged.Took += u.Took
+		if merged.Err == nil && u.Err != nil {
+			merged.Err, merged.TimedOut, merged.LockedBy = u.Err, u.TimedOut, u.LockedBy
+		}
+	}
+	return merged
 }

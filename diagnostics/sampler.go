@@ -144,110 +144,18 @@ func (s *Sampler) SampleNow(ctx context.Context) Sample {
 	v := d.version(ctx)
 	sess, err := d.begin(ctx, d.pool, pgx.RepeatableRead)
 	if err == nil {
-		t := d.Thresholds()
-		steps := []func(context.Context, DBTX) error{
-			func(ctx context.Context, db DBTX) error {
-				p, err := WALPosition(ctx, db)
-				if err == nil {
-					smp.WAL = &p
-					smp.At = p.SampledAt.UTC()
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) error {
-				w, err := WALStats(ctx, db, v)
-				if err == nil {
-					smp.WALStats = &w
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) error {
-				c, err := Checkpointer(ctx, db, v)
-				if err == nil {
-					smp.Checkpointer = &c
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) error {
-				a, err := Archiver(ctx, db)
-				if err == nil {
-					smp.Archiver = &a
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) error {
-				if _, err := fileFor("io_stats", v); err != nil {
-					return nil
-				}
-				rows, err := IOStats(ctx, db, v)
-				if err == nil {
-					var tot IOTotals
-					for _, r := range rows {
-						tot.ReadBytes += r.ReadBytes
-						tot.WriteBytes += r.WriteBytes
-						tot.ExtendBytes += r.ExtendBytes
-						if r.StatsReset != nil && (tot.StatsReset == nil || r.StatsReset.Before(*tot.StatsReset)) {
-							tot.StatsReset = r.StatsReset
-						}
-					}
-					smp.IO = &tot
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) (err error) { smp.Replication, err = Replication(ctx, db); return },
-			func(ctx context.Context, db DBTX) (err error) { smp.Slots, err = ReplicationSlots(ctx, db, v); return },
-			func(ctx context.Context, db DBTX) (err error) {
-				smp.Queues, err = QueueHealth(ctx, db, QueueParams{DeadWindow: t.DeadLetterWindow})
-				return
-			},
-			func(ctx context.Context, db DBTX) error {
-				o, err := OutboxHealth(ctx, db, 0)
-				if err == nil {
-					smp.Outbox = &o
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) error {
-				nodes, err := BlockingTree(ctx, db)
-				if err == nil {
-					n := 0
-					for _, x := range nodes {
-						if !x.IsRoot {
-							n++
-						}
-					}
-					smp.Blocked = &n
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) error {
-				rows, err := Activity(ctx, db)
-				if err == nil {
-					oldest := 0.0
-					for _, b := range rows {
-						if b.BackendType == "client backend" && b.XactAgeSeconds > oldest {
-							oldest = b.XactAgeSeconds
-						}
-					}
-					smp.OldestXactSeconds = &oldest
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) error {
-				px, err := PreparedXacts(ctx, db)
-				if err == nil {
-					n := len(px)
-					smp.PreparedXacts = &n
-				}
-				return err
-			},
-			func(ctx context.Context, db DBTX) (err error) { smp.Tables, err = TableVacuum(ctx, db); return },
-		}
-		for _, step := range steps {
+		st := &sampleState{sample: &smp, version: v, thresholds: d.Thresholds()}
+		for _, c := range checks {
+			if c.sample == nil {
+				continue
+			}
 			if ctx.Err() != nil {
 				break
 			}
-			sess.run(ctx, nil, step)
+			if _, err := fileFor(c.Name, v); err != nil {
+				continue // the server is too old for it
+			}
+			sess.run(ctx, nil, func(ctx context.Context, db DBTX) error { return c.sample(ctx, db, st) })
 		}
 		sess.end()
 	}
@@ -352,20 +260,20 @@ func (s *Sampler) Series(name string) []Point {
 		}
 		return out
 	}
-	c, per := counterFunc(name)
-	if c == nil {
+	c, ok := counters[name]
+	if !ok {
 		return nil
 	}
 	var out []Point
 	for i := 1; i < len(samples); i++ {
 		a, b := samples[i-1], samples[i]
-		av, aReset, aok := c(a)
-		bv, bReset, bok := c(b)
+		av, aReset, aok := c.read(a)
+		bv, bReset, bok := c.read(b)
 		dt := b.At.Sub(a.At).Seconds()
 		if !aok || !bok || dt <= 0 || bv < av || !sameReset(aReset, bReset) {
 			continue
 		}
-		out = append(out, Point{At: b.At, Value: (bv - av) / dt * per})
+		out = append(out, Point{At: b.At, Value: (bv - av) / dt * c.per})
 	}
 	return out
 }
@@ -377,68 +285,50 @@ func sameReset(a, b *time.Time) bool {
 	return a.Equal(*b)
 }
 
-// counterFunc returns the cumulative value (and its stats_reset) a rate
-// series is computed from, and the rate's multiplier (1 per second, 60 per
-// minute).
-func counterFunc(name string) (func(Sample) (float64, *time.Time, bool), float64) {
-	switch name {
-	case "wal.bytes_per_second":
-		return func(s Sample) (float64, *time.Time, bool) {
-			if s.WAL == nil {
-				return 0, nil, false
-			}
-			return float64(s.WAL.LSNBytes), nil, true
-		}, 1
-	case "wal.records_per_second", "wal.fpi_per_second":
-		return func(s Sample) (float64, *time.Time, bool) {
-			if s.WALStats == nil {
-				return 0, nil, false
-			}
-			if name == "wal.fpi_per_second" {
-				return float64(s.WALStats.FPI), s.WALStats.StatsReset, true
-			}
-			return float64(s.WALStats.Records), s.WALStats.StatsReset, true
-		}, 1
-	case "checkpoints.per_minute", "checkpoints.requested_per_minute":
-		return func(s Sample) (float64, *time.Time, bool) {
-			if s.Checkpointer == nil {
-				return 0, nil, false
-			}
-			c := s.Checkpointer
-			if name == "checkpoints.requested_per_minute" {
-				return float64(c.CheckpointsRequested), c.StatsReset, true
-			}
-			return float64(c.CheckpointsTimed + c.CheckpointsRequested), c.StatsReset, true
-		}, 60
-	case "bgwriter.buffers_alloc_per_second":
-		return func(s Sample) (float64, *time.Time, bool) {
-			if s.Checkpointer == nil {
-				return 0, nil, false
-			}
-			return float64(s.Checkpointer.BuffersAlloc), s.Checkpointer.BgwriterStatsReset, true
-		}, 1
-	case "archiver.archived_per_minute", "archiver.failed_per_minute":
-		return func(s Sample) (float64, *time.Time, bool) {
-			if s.Archiver == nil {
-				return 0, nil, false
-			}
-			if name == "archiver.failed_per_minute" {
-				return float64(s.Archiver.FailedCount), s.Archiver.StatsReset, true
-			}
-			return float64(s.Archiver.ArchivedCount), s.Archiver.StatsReset, true
-		}, 60
-	case "io.read_bytes_per_second", "io.write_bytes_per_second":
-		return func(s Sample) (float64, *time.Time, bool) {
-			if s.IO == nil {
-				return 0, nil, false
-			}
-			if name == "io.read_bytes_per_second" {
-				return float64(s.IO.ReadBytes), s.IO.StatsReset, true
-			}
-			return float64(s.IO.WriteBytes + s.IO.ExtendBytes), s.IO.StatsReset, true
-		}, 1
+// counter is a rate series: the cumulative value it is computed from (and
+// that value's stats_reset), and the rate's multiplier (1 per second, 60
+// per minute).
+type counter struct {
+	read func(Sample) (value float64, reset *time.Time, ok bool)
+	per  float64
+}
+
+// cumulative reads one counter of a section of a sample; a section whose
+// query failed (nil) gives no value.
+func cumulative[S any](section func(Sample) *S, value func(*S) int64, reset func(*S) *time.Time) func(Sample) (float64, *time.Time, bool) {
+	return func(s Sample) (float64, *time.Time, bool) {
+		x := section(s)
+		if x == nil {
+			return 0, nil, false
+		}
+		return float64(value(x)), reset(x), true
 	}
-	return nil, 0
+}
+
+func walPointOf(s Sample) *WALPoint                    { return s.WAL }
+func walStatsOf(s Sample) *WALStat                     { return s.WALStats }
+func checkpointerOf(s Sample) *CheckpointerStat        { return s.Checkpointer }
+func archiverOf(s Sample) *ArchiverStat                { return s.Archiver }
+func ioTotalsOf(s Sample) *IOTotals                    { return s.IO }
+func noReset(*WALPoint) *time.Time                     { return nil }
+func walStatsReset(w *WALStat) *time.Time              { return w.StatsReset }
+func checkpointerReset(c *CheckpointerStat) *time.Time { return c.StatsReset }
+func archiverReset(a *ArchiverStat) *time.Time         { return a.StatsReset }
+func ioReset(t *IOTotals) *time.Time                   { return t.StatsReset }
+
+// counters are the rate series by name.
+var counters = map[string]counter{
+	"wal.bytes_per_second":             {cumulative(walPointOf, func(w *WALPoint) int64 { return w.LSNBytes }, noReset), 1},
+	"wal.records_per_second":           {cumulative(walStatsOf, func(w *WALStat) int64 { return w.Records }, walStatsReset), 1},
+	"wal.fpi_per_second":               {cumulative(walStatsOf, func(w *WALStat) int64 { return w.FPI }, walStatsReset), 1},
+	"checkpoints.per_minute":           {cumulative(checkpointerOf, func(c *CheckpointerStat) int64 { return c.CheckpointsTimed + c.CheckpointsRequested }, checkpointerReset), 60},
+	"checkpoints.requested_per_minute": {cumulative(checkpointerOf, func(c *CheckpointerStat) int64 { return c.CheckpointsRequested }, checkpointerReset), 60},
+	"bgwriter.buffers_alloc_per_second": {cumulative(checkpointerOf, func(c *CheckpointerStat) int64 { return c.BuffersAlloc },
+		func(c *CheckpointerStat) *time.Time { return c.BgwriterStatsReset }), 1},
+	"archiver.archived_per_minute": {cumulative(archiverOf, func(a *ArchiverStat) int64 { return a.ArchivedCount }, archiverReset), 60},
+	"archiver.failed_per_minute":   {cumulative(archiverOf, func(a *ArchiverStat) int64 { return a.FailedCount }, archiverReset), 60},
+	"io.read_bytes_per_second":     {cumulative(ioTotalsOf, func(t *IOTotals) int64 { return t.ReadBytes }, ioReset), 1},
+	"io.write_bytes_per_second":    {cumulative(ioTotalsOf, func(t *IOTotals) int64 { return t.WriteBytes + t.ExtendBytes }, ioReset), 1},
 }
 
 // gaugeFunc returns the value a gauge series reads from one sample.

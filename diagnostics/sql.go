@@ -34,23 +34,11 @@ var ErrNotInstalled = errors.New("pg_stat_statements is not installed")
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
-// variant is a version-specific file of a query: used from minVersion
-// (server_version_num) up.
-type variant struct {
-	minVersion int
-	file       string
-}
-
-// variants lists, per query name, the files to use by server version, oldest
-// first. A query absent here has one file named after it. The first
-// variant's minVersion is the oldest server the query runs on at all.
-var variants = map[string][]variant{
-	"wal_stats":         {{0, "wal_stats"}, {180000, "wal_stats_v18"}},
-	"io_stats":          {{160000, "io_stats"}, {180000, "io_stats_v18"}},
-	"checkpointer":      {{0, "checkpointer"}, {170000, "checkpointer_v17"}},
-	"copy_progress":     {{0, "copy_progress"}, {170000, "copy_progress_v17"}},
-	"replication_slots": {{0, "replication_slots"}, {170000, "replication_slots_v17"}},
-}
+// variants lists, per query name, the files to use by server version,
+// oldest first, as the catalog's entries declare them. A query absent here
+// has one file named after it. The first variant's minVersion is the oldest
+// server the query runs on at all.
+var variants = map[string][]variant{}
 
 // fileFor returns the file name (without .sql) that runs query name on a
 // server of the given version, or ErrUnsupported. Version 0 means unknown and
@@ -90,8 +78,8 @@ func sqlText(name string, version int) (string, error) {
 // QueryNames lists every query of the catalog by name (the file name without
 // version suffix), in catalog order.
 func QueryNames() []string {
-	names := make([]string, len(catalog))
-	for i, c := range catalog {
+	names := make([]string, len(checks))
+	for i, c := range checks {
 		names[i] = c.Name
 	}
 	return names

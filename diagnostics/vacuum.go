@@ -20,7 +20,12 @@ type PreparedXact struct {
 // PreparedXacts lists prepared transactions, oldest first
 // (prepared_xacts.sql).
 func PreparedXacts(ctx context.Context, db DBTX) ([]PreparedXact, error) {
-	return collect[PreparedXact](ctx, db, "prepared_xacts", 0)
+	return collect[PreparedXact](ctx, db, CheckPreparedXacts, 0)
+}
+
+// PreparedXacts runs prepared_xacts.sql as a panel.
+func (d *Diagnostics) PreparedXacts(ctx context.Context) Result[PreparedXact] {
+	return panel(ctx, d, CheckPreparedXacts, many(PreparedXacts))
 }
 
 // XminHolder is something holding back the xmin horizon.
@@ -41,7 +46,12 @@ type XminHolder struct {
 // XminHorizon lists what holds back the xmin horizon, oldest first
 // (xmin_horizon.sql).
 func XminHorizon(ctx context.Context, db DBTX) ([]XminHolder, error) {
-	return collect[XminHolder](ctx, db, "xmin_horizon", 0)
+	return collect[XminHolder](ctx, db, CheckXminHorizon, 0)
+}
+
+// XminHorizon runs xmin_horizon.sql as a panel.
+func (d *Diagnostics) XminHorizon(ctx context.Context) Result[XminHolder] {
+	return panel(ctx, d, CheckXminHorizon, many(XminHorizon))
 }
 
 // TableStat is the dead tuples and vacuum history of one table.
@@ -63,7 +73,12 @@ type TableStat struct {
 // TableVacuum lists the queue tables and the tables with the most dead rows
 // (table_vacuum.sql).
 func TableVacuum(ctx context.Context, db DBTX) ([]TableStat, error) {
-	return collect[TableStat](ctx, db, "table_vacuum", 0)
+	return collect[TableStat](ctx, db, CheckTableVacuum, 0)
+}
+
+// TableVacuum runs table_vacuum.sql as a panel.
+func (d *Diagnostics) TableVacuum(ctx context.Context) Result[TableStat] {
+	return panel(ctx, d, CheckTableVacuum, many(TableVacuum))
 }
 
 // InvalidIndex is an index that is not valid or not ready.
@@ -78,7 +93,12 @@ type InvalidIndex struct {
 
 // InvalidIndexes lists invalid or not-ready indexes (invalid_indexes.sql).
 func InvalidIndexes(ctx context.Context, db DBTX) ([]InvalidIndex, error) {
-	return collect[InvalidIndex](ctx, db, "invalid_indexes", 0)
+	return collect[InvalidIndex](ctx, db, CheckInvalidIndexes, 0)
+}
+
+// InvalidIndexes runs invalid_indexes.sql as a panel.
+func (d *Diagnostics) InvalidIndexes(ctx context.Context) Result[InvalidIndex] {
+	return panel(ctx, d, CheckInvalidIndexes, many(InvalidIndexes))
 }
 
 // Statement is one row of pg_stat_statements.
@@ -102,7 +122,16 @@ type Statement struct {
 // not installed; Diagnostics.StatementsTop checks first and returns
 // ErrNotInstalled.
 func StatementsTop(ctx context.Context, db DBTX) ([]Statement, error) {
-	return collect[Statement](ctx, db, "statements_top", 0)
+	return collect[Statement](ctx, db, CheckStatementsTop, 0)
+}
+
+// StatementsTop runs statements_top.sql as a panel; the Result carries
+// ErrNotInstalled when pg_stat_statements is not installed.
+func (d *Diagnostics) StatementsTop(ctx context.Context) Result[Statement] {
+	if info, err := d.ServerInfo(ctx); err == nil && !info.HasPgStatStatements {
+		return Result[Statement]{Name: CheckStatementsTop, SQL: d.SQL(CheckStatementsTop), Err: ErrNotInstalled}
+	}
+	return panel(ctx, d, CheckStatementsTop, many(StatementsTop))
 }
 
 // NotifyUsage is the fraction of the NOTIFY queue in use.
@@ -112,5 +141,10 @@ type NotifyUsage struct {
 
 // NotifyQueue reads pg_notification_queue_usage() (notify_queue.sql).
 func NotifyQueue(ctx context.Context, db DBTX) (NotifyUsage, error) {
-	return collectOne[NotifyUsage](ctx, db, "notify_queue", 0)
+	return collectOne[NotifyUsage](ctx, db, CheckNotifyQueue, 0)
+}
+
+// NotifyQueue runs notify_queue.sql as a panel.
+func (d *Diagnostics) NotifyQueue(ctx context.Context) Result[NotifyUsage] {
+	return panel(ctx, d, CheckNotifyQueue, one(NotifyQueue))
 }

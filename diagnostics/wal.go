@@ -16,7 +16,12 @@ type WALPoint struct {
 
 // WALPosition reads the current WAL position (wal_position.sql).
 func WALPosition(ctx context.Context, db DBTX) (WALPoint, error) {
-	return collectOne[WALPoint](ctx, db, "wal_position", 0)
+	return collectOne[WALPoint](ctx, db, CheckWALPosition, 0)
+}
+
+// WALPosition runs wal_position.sql as a panel.
+func (d *Diagnostics) WALPosition(ctx context.Context) Result[WALPoint] {
+	return panel(ctx, d, CheckWALPosition, one(WALPosition))
 }
 
 // WALRate is the WAL generated per second between two positions, or 0 when
@@ -45,7 +50,12 @@ type WALStat struct {
 
 // WALStats reads pg_stat_wal (wal_stats.sql; wal_stats_v18.sql on 18+).
 func WALStats(ctx context.Context, db DBTX, version int) (WALStat, error) {
-	return collectOne[WALStat](ctx, db, "wal_stats", version)
+	return collectOne[WALStat](ctx, db, CheckWALStats, version)
+}
+
+// WALStats runs wal_stats.sql (or its version variant) as a panel.
+func (d *Diagnostics) WALStats(ctx context.Context) Result[WALStat] {
+	return panel(ctx, d, CheckWALStats, oneV(WALStats))
 }
 
 // IOStat is one row of pg_stat_io: cumulative I/O of one backend type on one
@@ -74,7 +84,13 @@ type IOStat struct {
 // IOStats reads pg_stat_io (io_stats.sql on 16 and 17, io_stats_v18.sql on
 // 18+); ErrUnsupported before 16.
 func IOStats(ctx context.Context, db DBTX, version int) ([]IOStat, error) {
-	return collect[IOStat](ctx, db, "io_stats", version)
+	return collect[IOStat](ctx, db, CheckIOStats, version)
+}
+
+// IOStats runs io_stats.sql (or its version variant) as a panel; the Result
+// carries ErrUnsupported before PostgreSQL 16.
+func (d *Diagnostics) IOStats(ctx context.Context) Result[IOStat] {
+	return panel(ctx, d, CheckIOStats, IOStats)
 }
 
 // CheckpointerStat is the checkpointer's and background writer's cumulative
@@ -97,7 +113,12 @@ type CheckpointerStat struct {
 // (checkpointer.sql from pg_stat_bgwriter before 17, checkpointer_v17.sql
 // from pg_stat_checkpointer on 17+).
 func Checkpointer(ctx context.Context, db DBTX, version int) (CheckpointerStat, error) {
-	return collectOne[CheckpointerStat](ctx, db, "checkpointer", version)
+	return collectOne[CheckpointerStat](ctx, db, CheckCheckpointer, version)
+}
+
+// Checkpointer runs checkpointer.sql (or its version variant) as a panel.
+func (d *Diagnostics) Checkpointer(ctx context.Context) Result[CheckpointerStat] {
+	return panel(ctx, d, CheckCheckpointer, oneV(Checkpointer))
 }
 
 // CopyRun is one COPY in progress.
@@ -118,5 +139,10 @@ type CopyRun struct {
 // CopyProgress lists running COPY commands (copy_progress.sql;
 // copy_progress_v17.sql with tuples_skipped on 17+).
 func CopyProgress(ctx context.Context, db DBTX, version int) ([]CopyRun, error) {
-	return collect[CopyRun](ctx, db, "copy_progress", version)
+	return collect[CopyRun](ctx, db, CheckCopyProgress, version)
+}
+
+// CopyProgress runs copy_progress.sql (or its version variant) as a panel.
+func (d *Diagnostics) CopyProgress(ctx context.Context) Result[CopyRun] {
+	return panel(ctx, d, CheckCopyProgress, CopyProgress)
 }

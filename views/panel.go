@@ -48,7 +48,8 @@ type Cell struct {
 }
 
 // ActionLink is the next step for a finding or a row: a button that opens the
-// action's preview. Risk is the seed's word (low, medium, high).
+// action's preview. Risk is the action registry's risk in one of the three
+// words the UI styles (low, medium, high).
 type ActionLink struct {
 	Name  string `json:"name"`
 	Label string `json:"label"`

@@ -18,38 +18,37 @@ type databasePage struct {
 
 var databasePages = []databasePage{
 	{"activity", "Activity and locks", "Sessions by age of their transaction, sessions idle in a transaction, and who blocks whom.",
-		"/runbook/blocking", []string{"blocking_tree", "activity", "idle_in_transaction", "lock_waits", "connections"}},
+		diagnostics.RunbookURL(diagnostics.StepBlocking), []string{diagnostics.CheckBlockingTree, diagnostics.CheckActivity, diagnostics.CheckIdleInTransaction, diagnostics.CheckLockWaits, diagnostics.CheckConnections}},
 	{"resources", "WAL, I/O and checkpoints", "Rates from the difference of two samples, not totals since the server started.",
-		"/runbook/resources", []string{"wal_stats", "wal_position", "io_stats", "checkpointer", "copy_progress"}},
+		diagnostics.RunbookURL(diagnostics.StepResources), []string{diagnostics.CheckWALStats, diagnostics.CheckWALPosition, diagnostics.CheckIOStats, diagnostics.CheckCheckpointer, diagnostics.CheckCopyProgress}},
 	{"replication", "Replication, slots and archiving", "Lag per standby in bytes and time, WAL kept by slots, and archiver failures.",
-		"/runbook/replication", []string{"replication", "standby_status", "replication_slots", "archiver"}},
+		diagnostics.RunbookURL(diagnostics.StepReplication), []string{diagnostics.CheckReplication, diagnostics.CheckStandbyStatus, diagnostics.CheckReplicationSlots, diagnostics.CheckArchiver}},
 	{"maintenance", "Vacuum, xmin horizon and indexes", "What holds back vacuum, dead tuples of the queue tables, invalid indexes, prepared transactions and the NOTIFY queue.",
-		"/runbook/verification", []string{"xmin_horizon", "prepared_xacts", "table_vacuum", "invalid_indexes", "notify_queue"}},
+		diagnostics.RunbookURL(diagnostics.StepVerification), []string{diagnostics.CheckXminHorizon, diagnostics.CheckPreparedXacts, diagnostics.CheckTableVacuum, diagnostics.CheckInvalidIndexes, diagnostics.CheckNotifyQueue}},
 	{"statements", "Top statements", "The statements that cost the most time, from pg_stat_statements.",
-		"/runbook/plans", []string{"statements_top", "server_info"}},
+		diagnostics.RunbookURL(diagnostics.StepPlans), []string{diagnostics.CheckStatementsTop, diagnostics.CheckServerInfo}},
 }
 
 func (s *Server) databasePage(c echo.Context) error {
 	slug := c.Param("page")
 	for _, dp := range databasePages {
-		if dp.slug != slug {
-			continue
+		if dp.slug == slug {
+			m := views.DatabasePage{Slug: dp.slug, Title: dp.title, Intro: dp.intro, Runbook: dp.runbook, Panels: panelSlots(dp.panels)}
+			return s.render(c, page{Title: dp.title, Nav: "db-" + dp.slug, Model: m, Body: views.DatabaseBody(m)})
 		}
-		m := views.DatabasePage{Slug: dp.slug, Title: dp.title, Intro: dp.intro, Runbook: dp.runbook}
-		for _, name := range dp.panels {
-			ck, _ := catalogCheck(name)
-			m.Panels = append(m.Panels, views.PanelSlot{ID: name, Title: ck.Title, URL: "/panels/" + name})
-		}
-		return s.render(c, page{Title: dp.title, Nav: "db-" + dp.slug, Model: m, Body: views.DatabaseBody(m)})
 	}
 	return fmt.Errorf("%w: no database page %q", errNotFound, slug)
 }
 
-func catalogCheck(name string) (diagnostics.Check, bool) {
-	for _, c := range diagnostics.Catalog() {
-		if c.Name == name {
-			return c, true
-		}
+// panelSlots are the placeholders that load the named checks' panels.
+func panelSlots(names []string) []views.PanelSlot {
+	var out []views.PanelSlot
+	for _, name := range names {
+		ck, _ := diagnostics.CheckNamed(name)
+		out = append(out, views.PanelSlot{ID: name, Title: ck.Title, URL: "/panels/" + name})
 	}
-	return diagnostics.Check{}, false
+	return out
 }
+
+// catalogCheck looks a check of the diagnostics catalog up by name.
+func catalogCheck(name string) (diagnostics.Check, bool) { return diagnostics.CheckNamed(name) }

@@ -114,7 +114,7 @@ func overviewTiles(r diagnostics.Round, findings []diagnostics.Finding, th diagn
 			State: worst(diagnostics.CodeDeadLetters), Href: "/deadletters",
 			Threshold: fmt.Sprintf("alert at %d in %s", th.DeadLetters, humanSeconds(th.DeadLetterWindow.Seconds()))},
 	}
-	if unavailable("queue_health") {
+	if unavailable(diagnostics.CheckQueueHealth) {
 		for i := range tiles {
 			tiles[i].State, tiles[i].Value = "unknown", "?"
 		}
@@ -141,10 +141,10 @@ func overviewTiles(r diagnostics.Round, findings []diagnostics.Finding, th diagn
 		}
 	}
 	locks := views.Tile{ID: "blocked", Label: "Blocked backends", Value: fmt.Sprint(blocked),
-		Meta: "oldest transaction " + humanSeconds(oldestTx), Href: "/runbook/blocking",
+		Meta: "oldest transaction " + humanSeconds(oldestTx), Href: diagnostics.RunbookURL(diagnostics.StepBlocking),
 		State:     worst(diagnostics.CodeRootBlocker, diagnostics.CodeLongRunning, diagnostics.CodeIdleInTransaction),
 		Threshold: "alert at " + humanSeconds(th.RootBlockerWait.Seconds()) + " wait"}
-	if unavailable("blocking_tree") {
+	if unavailable(diagnostics.CheckBlockingTree) {
 		locks.State, locks.Value = "unknown", "?"
 	}
 
@@ -159,7 +159,7 @@ func overviewTiles(r diagnostics.Round, findings []diagnostics.Finding, th diagn
 		}
 	}
 	repl := views.Tile{ID: "replication", Label: "Replication lag", Value: humanBytes(float64(lagBytes)),
-		Meta: fmt.Sprintf("%d standbys, %s", len(r.Replication), humanSeconds(lagSeconds)), Href: "/runbook/replication",
+		Meta: fmt.Sprintf("%d standbys, %s", len(r.Replication), humanSeconds(lagSeconds)), Href: diagnostics.RunbookURL(diagnostics.StepReplication),
 		State:     worst(diagnostics.CodeReplicationLag),
 		Threshold: "alert at " + humanBytes(float64(th.ReplicationLagBytes))}
 	if len(r.Replication) == 0 {
@@ -173,11 +173,11 @@ func overviewTiles(r diagnostics.Round, findings []diagnostics.Finding, th diagn
 		}
 	}
 	slots := views.Tile{ID: "slots", Label: "Slot retention", Value: humanBytes(float64(retained)),
-		Meta: fmt.Sprintf("%d slots", len(r.Slots)), Href: "/runbook/replication",
+		Meta: fmt.Sprintf("%d slots", len(r.Slots)), Href: diagnostics.RunbookURL(diagnostics.StepReplication),
 		State:     worst(diagnostics.CodeSlotRetention, diagnostics.CodeSlotInactive),
 		Threshold: "alert at " + humanBytes(float64(th.SlotRetentionBytes))}
 
-	wal := views.Tile{ID: "wal", Label: "WAL rate", Value: "measuring", State: "unknown", Href: "/runbook/resources"}
+	wal := views.Tile{ID: "wal", Label: "WAL rate", Value: "measuring", State: "unknown", Href: diagnostics.RunbookURL(diagnostics.StepResources)}
 	if r.WALRate != nil {
 		wal.Value = humanBytes(*r.WALRate) + "/s"
 		wal.State = worst(diagnostics.CodeWALRateHigh)

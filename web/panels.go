@@ -2,14 +2,12 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -18,46 +16,9 @@ import (
 	"github.com/pgconsole/console/views"
 )
 
-// panelInfo is what the web layer adds to a diagnostics query to show it as
-// a panel: which columns to hide, and what an empty result means.
-type panelInfo struct {
-	hide       []string // json names of fields not worth a column
-	emptyTitle string
-	emptyWhy   string
-}
-
-var panelInfos = map[string]panelInfo{
-	"activity": {hide: []string{"backend_start", "state_change", "xact_start", "query_start", "database", "user", "backend_type"},
-		emptyTitle: "No client backends besides the console.", emptyWhy: " Sessions of applications and workers would be listed here, oldest transaction first."},
-	"idle_in_transaction": {hide: []string{"xact_start", "state_change", "database", "user"},
-		emptyTitle: "No session is idle in a transaction.", emptyWhy: " A session that opened a transaction and stopped talking would hold its locks and the xmin horizon; it would show here."},
-	"blocking_tree": {hide: []string{"parent_pid", "root_pid", "depth", "backend_start", "xact_start", "query_start", "blocked_by", "is_root", "client_addr", "backend_type"},
-		emptyTitle: "Nobody is waiting on a lock.", emptyWhy: " When a backend waits on another, the chain up to its root blocker appears here."},
-	"lock_waits":    {emptyTitle: "No lock waits.", emptyWhy: " Relations with backends waiting to lock them would be listed here."},
-	"connections":   {emptyTitle: "No connections.", emptyWhy: ""},
-	"copy_progress": {emptyTitle: "No COPY is running.", emptyWhy: " Bulk loads in progress would show their progress here."},
-	"queue_health": {hide: []string{"oldest_ready_at", "oldest_expired_lease", "settings_updated_by"},
-		emptyTitle: "No queue has jobs yet.", emptyWhy: " Each queue's ready, running and dead counts appear here once jobs are enqueued."},
-	"dead_letters":  {emptyTitle: "No dead letters.", emptyWhy: " Jobs that used up their attempts or failed permanently would be grouped here by error class."},
-	"workers":       {emptyTitle: "No worker has registered.", emptyWhy: " Engine processes heartbeat a row here; start one with `console worker`."},
-	"outbox_health": {emptyTitle: "No outbox activity.", emptyWhy: ""},
-	"replication": {hide: []string{"sent_lsn", "write_lsn", "flush_lsn", "replay_lsn"},
-		emptyTitle: "No standby is attached.", emptyWhy: " Streaming standbys connected to this server would be listed with their lag here."},
-	"standby_status":    {emptyTitle: "No standby configured.", emptyWhy: " Set STANDBY_URLS to read receiver and replay state from standbys."},
-	"replication_slots": {emptyTitle: "No replication slots.", emptyWhy: " Physical and logical slots, with the WAL they retain, would be listed here."},
-	"archiver":          {emptyTitle: "No archiver statistics.", emptyWhy: ""},
-	"statements_top":    {emptyTitle: "No statements recorded.", emptyWhy: " Install pg_stat_statements (shared_preload_libraries and CREATE EXTENSION) to see the top statements."},
-	"prepared_xacts":    {emptyTitle: "No prepared transactions.", emptyWhy: " Two-phase transactions waiting for a decision would be listed here."},
-	"xmin_horizon":      {emptyTitle: "Nothing holds the xmin horizon back.", emptyWhy: ""},
-	"table_vacuum":      {emptyTitle: "No table statistics yet.", emptyWhy: ""},
-	"invalid_indexes":   {emptyTitle: "No invalid indexes.", emptyWhy: " An index left invalid by a failed CREATE INDEX CONCURRENTLY would show here."},
-	"io_stats":          {emptyTitle: "No I/O statistics.", emptyWhy: " pg_stat_io exists from PostgreSQL 16."},
-}
-
-// panelView maps a diagnostics result to a panel: status, rows and SQL.
-func panelView(r diagnostics.PanelResult, title string, role string, now time.Time) views.Panel {
-	info := panelInfos[r.Name]
-	p := views.Panel{ID: r.Name, Title: title, SQL: r.SQL, Status: "ok", EmptyTitle: info.emptyTitle, EmptyWhy: info.emptyWhy}
+// panelView maps a check's result to a panel: status, rows and SQL.
+func panelView(ck diagnostics.Check, r diagnostics.PanelResult, role string, now time.Time) views.Panel {
+	p := views.Panel{ID: r.Name, Title: ck.Title, SQL: r.SQL, Status: "ok", EmptyTitle: ck.EmptyTitle, EmptyWhy: ck.EmptyWhy}
 	if p.EmptyTitle == "" {
 		p.EmptyTitle = "No rows."
 	}
@@ -88,10 +49,10 @@ func panelView(r diagnostics.PanelResult, title string, role string, now time.Ti
 		p.Message = "The query failed: " + r.Err.Error()
 		return p
 	}
-	if r.Name == "blocking_tree" {
+	if r.Name == diagnostics.CheckBlockingTree {
 		return blockingPanel(p, r, role, now)
 	}
-	p.Columns, p.Rows = reflectTable(r.Rows, info.hide, now)
+	p.Columns, p.Rows = table(ck.Columns, r.Rows, now)
 	return p
 }
 
@@ -113,7 +74,7 @@ func blockingPanel(p views.Panel, r diagnostics.PanelResult, role string, now ti
 		if n.IsRoot {
 			state = views.Cell{Sev: "critical", Text: "root blocker, " + n.State}
 			params := map[string]string{"pid": strconv.Itoa(int(n.PID))}
-			next.Actions = actionLinks([]string{"backend.cancel", "backend.terminate"}, role, params)
+			next.Actions = actionLinks([]string{diagnostics.ActionBackendCancel, diagnostics.ActionBackendTerminate}, role, params)
 			waiting.Text = "—"
 		}
 		job := views.Cell{Text: "—"}
@@ -134,137 +95,141 @@ func blockingPanel(p views.Panel, r diagnostics.PanelResult, role string, now ti
 	return p
 }
 
-// reflectTable turns rows of any diagnostics struct into columns and cells,
-// formatting by field type and name: times as ages, *_seconds as durations,
-// *_bytes humanised.
-func reflectTable(rows []any, hide []string, now time.Time) ([]views.Column, [][]views.Cell) {
+// table lays rows out in a check's columns.
+func table(columns []diagnostics.Column, rows []any, now time.Time) ([]views.Column, [][]views.Cell) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	t := reflect.TypeOf(rows[0])
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
+	cols := make([]views.Column, len(columns))
+	for i, c := range columns {
+		cols[i] = views.Column{Label: columnLabel(c.Name), Num: c.Format.Numeric()}
 	}
-	if t.Kind() != reflect.Struct {
-		return []views.Column{{Label: "value"}}, [][]views.Cell{{{Text: fmt.Sprint(rows...)}}}
-	}
-	type field struct {
-		index int
-		name  string
-	}
-	var fields []field
-	var cols []views.Column
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if !f.IsExported() || name == "-" || name == "" || slices.Contains(hide, name) {
-			continue
+	out := make([][]views.Cell, len(rows))
+	for i, row := range rows {
+		cells := make([]views.Cell, len(columns))
+		for j, c := range columns {
+			cells[j] = formatValue(c.Format, c.Value(row), now)
 		}
-		fields = append(fields, field{i, name})
-		cols = append(cols, views.Column{Label: columnLabel(name), Num: isNumeric(f.Type)})
-	}
-	var out [][]views.Cell
-	for _, row := range rows {
-		v := reflect.ValueOf(row)
-		for v.Kind() == reflect.Pointer {
-			if v.IsNil() {
-				break
-			}
-			v = v.Elem()
-		}
-		if v.Kind() != reflect.Struct {
-			continue
-		}
-		cells := make([]views.Cell, len(fields))
-		for i, f := range fields {
-			cells[i] = formatField(f.name, v.Field(f.index), now)
-		}
-		out = append(out, cells)
+		out[i] = cells
 	}
 	return cols, out
 }
 
-func isNumeric(t reflect.Type) bool {
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
+// formatValue shows one value as its column's Format says; NULL, an empty
+// string and an empty list show as a dash.
+func formatValue(f diagnostics.Format, v diagnostics.Value, now time.Time) views.Cell {
+	dash := views.Cell{Text: "—"}
+	if f == diagnostics.AsIDList || f == diagnostics.AsNameList {
+		return listCell(f, v.List)
 	}
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
-		return true
+	if v.Null {
+		return dash
 	}
-	return false
-}
-
-var timeType = reflect.TypeOf(time.Time{})
-
-func formatField(name string, v reflect.Value, now time.Time) views.Cell {
-	if v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			return views.Cell{Text: "—"}
-		}
-		v = v.Elem()
-	}
-	if v.Type() == timeType {
-		t := v.Interface().(time.Time)
-		return ageCell(&t, now)
-	}
-	switch v.Kind() {
-	case reflect.Float32, reflect.Float64:
-		f := v.Float()
-		switch {
-		case strings.HasSuffix(name, "_seconds"):
-			return views.Cell{Text: humanSeconds(f)}
-		case strings.HasSuffix(name, "_bytes") || strings.HasSuffix(name, "_size"):
-			return views.Cell{Text: humanBytes(f)}
-		case strings.HasSuffix(name, "_per_second"):
-			return views.Cell{Text: humanRate(f)}
-		case strings.Contains(name, "fraction") || strings.Contains(name, "ratio"):
-			return views.Cell{Text: strconv.FormatFloat(f*100, 'f', 1, 64) + "%"}
-		}
-		return views.Cell{Text: strconv.FormatFloat(f, 'f', -1, 64)}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n := v.Int()
-		if strings.HasSuffix(name, "_bytes") || strings.HasSuffix(name, "_size") {
-			return views.Cell{Text: humanBytes(float64(n))}
-		}
-		if name == "pid" || strings.HasSuffix(name, "_pid") {
-			return views.Cell{Text: strconv.FormatInt(n, 10), Mono: true}
-		}
-		return views.Cell{Text: humanInt(n)}
-	case reflect.Bool:
-		if v.Bool() {
+	switch f {
+	case diagnostics.AsAge:
+		return ageCell(&v.Time, now)
+	case diagnostics.AsSeconds:
+		return views.Cell{Text: humanSeconds(v.Float)}
+	case diagnostics.AsBytes:
+		return views.Cell{Text: humanBytes(v.Float)}
+	case diagnostics.AsRate:
+		return views.Cell{Text: humanRate(v.Float)}
+	case diagnostics.AsPercent:
+		return views.Cell{Text: strconv.FormatFloat(v.Float*100, 'f', 1, 64) + "%"}
+	case diagnostics.AsNumber:
+		return views.Cell{Text: strconv.FormatFloat(v.Float, 'f', -1, 64)}
+	case diagnostics.AsCount:
+		return views.Cell{Text: humanInt(v.Int)}
+	case diagnostics.AsID:
+		return views.Cell{Text: strconv.FormatInt(v.Int, 10), Mono: true}
+	case diagnostics.AsYesNo:
+		if v.Bool {
 			return views.Cell{Text: "yes"}
 		}
 		return views.Cell{Text: "no"}
-	case reflect.String:
-		s := v.String()
-		if s == "" {
-			return views.Cell{Text: "—"}
-		}
-		if name == "query" || strings.HasSuffix(name, "_query") || name == "statement" {
-			return views.Cell{Text: truncate(s, 80), Title: s, Mono: true}
-		}
-		if strings.HasSuffix(name, "_lsn") || name == "gid" || strings.HasSuffix(name, "xmin") {
-			return views.Cell{Text: s, Mono: true}
-		}
-		return views.Cell{Text: s}
-	case reflect.Slice, reflect.Map:
-		b, _ := json.Marshal(v.Interface())
-		txt := string(b)
-		if txt == "null" || txt == "[]" || txt == "{}" {
-			txt = "—"
-		}
-		return views.Cell{Text: strings.Trim(txt, "[]"), Mono: true}
 	}
-	return views.Cell{Text: fmt.Sprint(v.Interface())}
+	if v.Text == "" {
+		return dash
+	}
+	switch f {
+	case diagnostics.AsQuery:
+		return views.Cell{Text: truncate(v.Text, 80), Title: v.Text, Mono: true}
+	case diagnostics.AsCode:
+		return views.Cell{Text: v.Text, Mono: true}
+	}
+	return views.Cell{Text: v.Text}
+}
+
+// listCell shows a list comma separated in monospace, names quoted.
+func listCell(f diagnostics.Format, list []string) views.Cell {
+	if len(list) == 0 {
+		return views.Cell{Text: "—", Mono: true}
+	}
+	if f == diagnostics.AsNameList {
+		quoted := make([]string, len(list))
+		for i, s := range list {
+			quoted[i] = quoteName(s)
+		}
+		list = quoted
+	}
+	return views.Cell{Text: strings.Join(list, ","), Mono: true}
+}
+
+// quoteName puts a name in double quotes, escaped as a JSON string is (the
+// way lists of names have always been shown): quotes, backslashes, control
+// characters, <, >, &, U+2028 and U+2029 escaped, invalid UTF-8 replaced.
+func quoteName(s string) string {
+	const hex = "0123456789abcdef"
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c == '\n':
+				b.WriteString(`\n`)
+			case c == '\r':
+				b.WriteString(`\r`)
+			case c == '\t':
+				b.WriteString(`\t`)
+			case c == '\b':
+				b.WriteString(`\b`)
+			case c == '\f':
+				b.WriteString(`\f`)
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				b.WriteString(`\u00`)
+				b.WriteByte(hex[c>>4])
+				b.WriteByte(hex[c&0xF])
+			default:
+				b.WriteByte(c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b.WriteString(`\ufffd`)
+		case r == '\u2028' || r == '\u2029':
+			b.WriteString(`\u202`)
+			b.WriteByte(hex[r&0xF])
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // panel serves GET /panels/:name: one diagnostics query as a self-refreshing
 // panel (or its rows as JSON).
 func (s *Server) panel(c echo.Context) error {
 	name := c.Param("name")
-	check, ok := catalogCheck(name)
+	check, ok := diagnostics.CheckNamed(name)
 	if !ok {
 		return fmt.Errorf("%w: no diagnostics panel named %q", errNotFound, name)
 	}
@@ -283,7 +248,7 @@ func (s *Server) panel(c echo.Context) error {
 		return c.JSON(200, body)
 	}
 	p, _ := principalFrom(c)
-	v := panelView(res, check.Title, p.Role, time.Now())
+	v := panelView(check, res, p.Role, time.Now())
 	v.RefreshURL, v.RefreshSeconds = "/panels/"+name, 10
 	if inc := s.openIncident(ctx); inc != nil && auth.RoleRank(p.Role) >= auth.RoleRank(auth.RoleOperator) {
 		v.CaptureURL = fmt.Sprintf("/incidents/%d/capture", inc.ID)

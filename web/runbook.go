@@ -13,7 +13,7 @@ import (
 func (s *Server) runbookIndex(c echo.Context) error {
 	m := views.RunbookIndex{Steps: stepLinks("")}
 	for _, t := range runbookTargets {
-		m.Targets = append(m.Targets, views.TargetLink{Slug: t.Slug, Title: t.Title, Href: "/runbook/" + t.Slug, Symptoms: t.Symptoms})
+		m.Targets = append(m.Targets, views.TargetLink{Slug: t.Slug, Title: t.Title, Href: diagnostics.RunbookURL(t.Slug), Symptoms: t.Symptoms})
 	}
 	return s.render(c, page{Title: "Runbook", Nav: "runbook", Model: m, Body: views.RunbookIndexBody(m)})
 }
@@ -40,7 +40,7 @@ func (s *Server) runbookPage(c echo.Context) error {
 func stepLinks(current string) []views.StepLink {
 	out := make([]views.StepLink, len(runbookSteps))
 	for i, st := range runbookSteps {
-		out[i] = views.StepLink{Number: st.Number, Slug: st.Slug, Title: st.Title, Href: "/runbook/" + st.Slug, Current: st.Slug == current}
+		out[i] = views.StepLink{Number: st.Number, Slug: st.Slug, Title: st.Title, Href: diagnostics.RunbookURL(st.Slug), Current: st.Slug == current}
 	}
 	return out
 }
@@ -54,13 +54,7 @@ func runbookStepModel(i int, role string) views.RunbookStep {
 		LookFor: st.LookFor, Traps: st.Traps, Steps: stepLinks(st.Slug),
 		Actions: actionLinks(st.Actions, role, nil),
 	}
-	titles := map[string]string{}
-	for _, ck := range diagnostics.Catalog() {
-		titles[ck.Name] = ck.Title
-	}
-	for _, name := range st.Panels {
-		m.Panels = append(m.Panels, views.PanelSlot{ID: name, Title: titles[name], URL: "/panels/" + name})
-	}
+	m.Panels = panelSlots(st.Panels)
 	links := stepLinks(st.Slug)
 	if i > 0 {
 		m.Prev = &links[i-1]
@@ -77,7 +71,7 @@ func runbookTargetModel(t runbookTarget, role string) views.RunbookTarget {
 	for _, slug := range t.Steps {
 		if i, ok := runbookStepBySlug(slug); ok {
 			st := runbookSteps[i]
-			m.Steps = append(m.Steps, views.StepLink{Number: st.Number, Slug: st.Slug, Title: st.Title, Href: "/runbook/" + st.Slug})
+			m.Steps = append(m.Steps, views.StepLink{Number: st.Number, Slug: st.Slug, Title: st.Title, Href: diagnostics.RunbookURL(st.Slug)})
 		}
 	}
 	return m

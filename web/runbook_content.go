@@ -1,9 +1,13 @@
 package web
 
-// The runbook's content: the twelve steps of the evidence chain (DESIGN.md
-// section 7, after the seed's master runbook) and the targeted runbooks. Each
-// step names the diagnostics panels that are its live evidence and the
-// actions that fit it; the panels' SQL is shown next to their results.
+import "github.com/pgconsole/console/diagnostics"
+
+// The runbook's content: the twelve steps of the evidence chain, from the
+// first look at the time window to verifying the fix, and the targeted
+// runbooks for the failures a queue on PostgreSQL runs into. Each step names
+// the diagnostics panels that are its live evidence and the actions that fit
+// it; the panels' SQL is shown next to their results. Slugs of pages that
+// checks and findings link to are diagnostics' constants.
 
 // runbookStep is one step of the evidence chain.
 type runbookStep struct {
@@ -15,11 +19,11 @@ type runbookStep struct {
 	Traps   []string
 	Panels  []string // diagnostics panel names, in display order
 	Actions []string // action names that fit this step
-	Safety  string   // the step's own risk, in the seed's words
+	Safety  string   // the step's own risk: "safe", "safe for reads" or "decide"
 }
 
-// runbookTarget is a targeted runbook (the seed's RB-A to RB-S that apply to
-// a queue on PostgreSQL).
+// runbookTarget is a targeted runbook: one known failure, its symptoms,
+// diagnosis and mitigations, and what not to do.
 type runbookTarget struct {
 	Slug      string // "rb-a"
 	Title     string
@@ -33,7 +37,7 @@ type runbookTarget struct {
 
 var runbookSteps = []runbookStep{
 	{
-		Slug: "window", Number: 1, Title: "Fix the time window, blast radius and SLO", Safety: "safe",
+		Slug: diagnostics.StepWindow, Number: 1, Title: "Fix the time window, blast radius and SLO", Safety: "safe",
 		Purpose: "Write down when it started, what is affected and how badly, before touching anything. Without a time window you cannot line up application, database, OS and broker evidence.",
 		LookFor: []string{
 			"The absolute start time and timezone, the release or change that preceded it.",
@@ -44,11 +48,11 @@ var runbookSteps = []runbookStep{
 		Traps: []string{
 			"\"The database is slow\" is not a symptom: the entry point may be the application queue, the pool, locks, WAL, vacuum, storage, replication or the broker.",
 		},
-		Panels:  []string{"server_info", "connections"},
+		Panels:  []string{diagnostics.CheckServerInfo, diagnostics.CheckConnections},
 		Actions: nil,
 	},
 	{
-		Slug: "entry", Number: 2, Title: "Application entry, backpressure and the connection pool", Safety: "safe",
+		Slug: diagnostics.StepEntry, Number: 2, Title: "Application entry, backpressure and the connection pool", Safety: "safe",
 		Purpose: "Look at the entry and the pools before any SQL: if pool acquire time rises before query time, the application holds connections or has more concurrency than the pool.",
 		LookFor: []string{
 			"Pool acquired, idle and total connections; empty-acquire count and wait, as increments over the window.",
@@ -60,11 +64,11 @@ var runbookSteps = []runbookStep{
 			"Cumulative acquire durations are not the current p99; take deltas.",
 			"Do not just enlarge the pool: that moves the queue into the database.",
 		},
-		Panels:  []string{"queue_health", "connections", "workers"},
+		Panels:  []string{diagnostics.CheckQueueHealth, diagnostics.CheckConnections, diagnostics.CheckWorkers},
 		Actions: []string{"queue.throttle", "queue.pause"},
 	},
 	{
-		Slug: "activity", Number: 3, Title: "Current activity and the oldest transactions", Safety: "safe",
+		Slug: diagnostics.StepActivity, Number: 3, Title: "Current activity and the oldest transactions", Safety: "safe",
 		Purpose: "Find transactions that run far past the SLO, sessions idle in transaction, and many backends waiting on the same lock.",
 		LookFor: []string{
 			"idle in transaction sessions and their transaction age.",
@@ -77,11 +81,11 @@ var runbookSteps = []runbookStep{
 			"A long transaction can have an idle statement: query age alone misses it; read xact_start.",
 			"A wait event is a symptom at sampling time, not the root cause.",
 		},
-		Panels:  []string{"activity", "idle_in_transaction"},
+		Panels:  []string{diagnostics.CheckActivity, diagnostics.CheckIdleInTransaction},
 		Actions: []string{"backend.cancel"},
 	},
 	{
-		Slug: "blocking", Number: 4, Title: "Build the blocking chain and find the root blocker", Safety: "safe",
+		Slug: diagnostics.StepBlocking, Number: 4, Title: "Build the blocking chain and find the root blocker", Safety: "safe",
 		Purpose: "Follow pg_blocking_pids to the root. Handle the root blocker first; never terminate the leaf waiters one by one.",
 		LookFor: []string{
 			"The root blocker: its state, transaction age, application and query.",
@@ -93,11 +97,11 @@ var runbookSteps = []runbookStep{
 			"Cancelling the root often promotes the next transaction in the chain to root: look again after acting.",
 			"pg_terminate_backend rolls back the whole transaction and can cause retry storms and commit-unknowns (high risk).",
 		},
-		Panels:  []string{"blocking_tree", "lock_waits"},
+		Panels:  []string{diagnostics.CheckBlockingTree, diagnostics.CheckLockWaits},
 		Actions: []string{"backend.cancel", "backend.terminate"},
 	},
 	{
-		Slug: "resources", Number: 5, Title: "Separate CPU, I/O and WAL", Safety: "safe",
+		Slug: diagnostics.StepResources, Number: 5, Title: "Separate CPU, I/O and WAL", Safety: "safe",
 		Purpose: "Cumulative statistics only mean something as deltas: compare two samples to see WAL bytes per second, I/O by context and checkpoint pressure now, not since boot.",
 		LookFor: []string{
 			"WAL bytes per second and full-page images against the usual rate.",
@@ -109,11 +113,11 @@ var runbookSteps = []runbookStep{
 			"pg_stat_io time columns depend on track_io_timing; some context combinations are NULL.",
 			"Check stats_reset before trusting a delta.",
 		},
-		Panels:  []string{"wal_stats", "wal_position", "io_stats", "checkpointer"},
+		Panels:  []string{diagnostics.CheckWALStats, diagnostics.CheckWALPosition, diagnostics.CheckIOStats, diagnostics.CheckCheckpointer},
 		Actions: []string{"queue.throttle"},
 	},
 	{
-		Slug: "copy", Number: 6, Title: "COPY, long batches and transaction boundaries", Safety: "safe",
+		Slug: diagnostics.StepCopy, Number: 6, Title: "COPY, long batches and transaction boundaries", Safety: "safe",
 		Purpose: "Big transactions look fast to execute and slow to commit; they stretch lock holding, replication catch-up and crash recovery.",
 		LookFor: []string{
 			"Running COPY commands and their progress.",
@@ -122,11 +126,11 @@ var runbookSteps = []runbookStep{
 		Traps: []string{
 			"A failed COPY leaves dead tuples whose space does not come back at once: schedule a normal VACUUM later; never VACUUM FULL during an incident.",
 		},
-		Panels:  []string{"copy_progress", "activity"},
+		Panels:  []string{diagnostics.CheckCopyProgress, diagnostics.CheckActivity},
 		Actions: []string{"queue.throttle", "queue.pause"},
 	},
 	{
-		Slug: "queues", Number: 7, Title: "Queues, leases and dead letters", Safety: "safe",
+		Slug: diagnostics.StepQueues, Number: 7, Title: "Queues, leases and dead letters", Safety: "safe",
 		Purpose: "Tell a stuck claim path from crashed workers from poison messages: ready growth with idle workers, expired leases, or a dead-letter spike.",
 		LookFor: []string{
 			"Ready growing while workers are idle: the claim path, the pool, a rate limit or a downstream dependency.",
@@ -139,11 +143,11 @@ var runbookSteps = []runbookStep{
 			"Looking only at the lease owner accepts stale acks: the generation fences them.",
 			"Classify a dead-letter spike before replaying it; never replay poison messages in bulk.",
 		},
-		Panels:  []string{"queue_health", "dead_letters", "workers"},
+		Panels:  []string{diagnostics.CheckQueueHealth, diagnostics.CheckDeadLetters, diagnostics.CheckWorkers},
 		Actions: []string{"deadletters.requeue", "lease.expire", "queue.pause", "queue.resume", "queue.throttle"},
 	},
 	{
-		Slug: "outbox", Number: 8, Title: "Outbox, relay and the broker boundary", Safety: "safe",
+		Slug: diagnostics.StepOutbox, Number: 8, Title: "Outbox, relay and the broker boundary", Safety: "safe",
 		Purpose: "Separate the four timestamps: business commit, relay claim, broker accept, mark published. They tell apart \"not produced\", \"not claimed\", \"broker slow\" and \"published but mark failed\" (duplicates possible).",
 		LookFor: []string{
 			"Pending count and oldest pending age.",
@@ -154,11 +158,11 @@ var runbookSteps = []runbookStep{
 			"Pausing the relay only grows the backlog; if the relay overloads the database, lower its batch and rate first.",
 			"Never delete outbox rows (extremely high risk).",
 		},
-		Panels:  []string{"outbox_health"},
+		Panels:  []string{diagnostics.CheckOutboxHealth},
 		Actions: []string{"relay.throttle", "relay.pause", "relay.resume", "outbox.requeue"},
 	},
 	{
-		Slug: "replication", Number: 9, Title: "Replication, archiving and WAL headroom", Safety: "safe",
+		Slug: diagnostics.StepReplication, Number: 9, Title: "Replication, archiving and WAL headroom", Safety: "safe",
 		Purpose: "A slow synchronous standby shows up directly as commit latency; an inactive slot keeps WAL until the disk fills. Report the RPO exposure.",
 		LookFor: []string{
 			"Per standby: sent, write, flush and replay lag in bytes and time.",
@@ -171,11 +175,11 @@ var runbookSteps = []runbookStep{
 			"Dropping a slot to free space loses the consumer's position (dangerous).",
 			"Adding connections speeds up WAL-disk exhaustion.",
 		},
-		Panels:  []string{"replication", "standby_status", "replication_slots", "archiver"},
+		Panels:  []string{diagnostics.CheckReplication, diagnostics.CheckStandbyStatus, diagnostics.CheckReplicationSlots, diagnostics.CheckArchiver},
 		Actions: []string{"queue.throttle", "relay.throttle"},
 	},
 	{
-		Slug: "plans", Number: 10, Title: "Find the earliest plan mis-estimate", Safety: "safe for reads",
+		Slug: diagnostics.StepPlans, Number: 10, Title: "Find the earliest plan mis-estimate", Safety: "safe for reads",
 		Purpose: "Look for the statements whose time changed, then for the earliest node where actual rows differ from estimated rows by an order of magnitude.",
 		LookFor: []string{
 			"Top statements by total and mean time (pg_stat_statements).",
@@ -185,11 +189,11 @@ var runbookSteps = []runbookStep{
 		Traps: []string{
 			"EXPLAIN ANALYZE on a write really writes: run it in a rolled-back transaction or on a copy.",
 		},
-		Panels:  []string{"statements_top", "invalid_indexes", "table_vacuum"},
+		Panels:  []string{diagnostics.CheckStatementsTop, diagnostics.CheckInvalidIndexes, diagnostics.CheckTableVacuum},
 		Actions: nil,
 	},
 	{
-		Slug: "mitigations", Number: 11, Title: "Safe mitigations and dangerous actions", Safety: "decide",
+		Slug: diagnostics.StepMitigations, Number: 11, Title: "Safe mitigations and dangerous actions", Safety: "decide",
 		Purpose: "Prefer the lowest-risk action that restores backpressure. Every action here is previewed, guarded, given a reason and audited.",
 		LookFor: []string{
 			"Lower entry concurrency, batch size or worker count: low risk, usually first.",
@@ -202,11 +206,11 @@ var runbookSteps = []runbookStep{
 			"VACUUM FULL, plain REINDEX, restarting the primary: extremely high; never a first response. The console offers none of them.",
 			"Deleting outbox or job rows or prepared transactions: extremely high; may lose business facts for good.",
 		},
-		Panels:  []string{"blocking_tree", "queue_health"},
+		Panels:  []string{diagnostics.CheckBlockingTree, diagnostics.CheckQueueHealth},
 		Actions: []string{"queue.throttle", "queue.pause", "relay.throttle", "relay.pause", "backend.cancel", "backend.terminate"},
 	},
 	{
-		Slug: "verification", Number: 12, Title: "Verify for two full cycles, then write it down", Safety: "safe",
+		Slug: diagnostics.StepVerification, Number: 12, Title: "Verify for two full cycles, then write it down", Safety: "safe",
 		Purpose: "Recovery is when the oldest ages fall, not when counts dip. Verify for at least two business cycles, then separate trigger, amplifiers, detection gaps, mitigations and the permanent fix.",
 		LookFor: []string{
 			"Oldest ready and oldest pending ages falling.",
@@ -217,35 +221,35 @@ var runbookSteps = []runbookStep{
 		Traps: []string{
 			"\"Too much traffic\" is not a root cause: name a verifiable mechanism.",
 		},
-		Panels:  []string{"queue_health", "outbox_health", "prepared_xacts", "xmin_horizon", "notify_queue"},
+		Panels:  []string{diagnostics.CheckQueueHealth, diagnostics.CheckOutboxHealth, diagnostics.CheckPreparedXacts, diagnostics.CheckXminHorizon, diagnostics.CheckNotifyQueue},
 		Actions: nil,
 	},
 }
 
 var runbookTargets = []runbookTarget{
 	{
-		Slug: "rb-a", Title: "Pool acquire time high, few active backends",
+		Slug: diagnostics.RunbookPoolWait, Title: "Pool acquire time high, few active backends",
 		Symptoms:  "Many goroutines waiting on a small pool, acquire p99 in seconds, a handful of active backends and low database CPU.",
 		Diagnosis: []string{"Connections held on the application side: unclosed rows, batches or pipelines; handlers that acquire and then call out over the network.", "Sessions idle in transaction.", "Unbounded worker creation all waiting on one pool."},
 		Mitigate:  []string{"Limit workers (low risk).", "Cancel the root long query (medium risk)."},
 		Dont:      []string{"Raise the pool from 50 to 500: the wait moves into the database and magnifies locks and memory."},
-		Steps:     []string{"entry", "activity"}, Actions: []string{"queue.throttle", "backend.cancel"},
+		Steps:     []string{diagnostics.StepEntry, diagnostics.StepActivity}, Actions: []string{"queue.throttle", "backend.cancel"},
 	},
 	{
-		Slug: "rb-b", Title: "Outbox backlog while a slot fills the WAL disk",
+		Slug: diagnostics.RunbookSlotRetention, Title: "Outbox backlog while a slot fills the WAL disk",
 		Symptoms:  "Oldest pending event ages for tens of minutes while a replication slot retains a large amount of WAL.",
 		Diagnosis: []string{"Polling relay or CDC? A logical slot with a lagging consumer stops WAL recycling.", "Time until the WAL disk is exhausted at the current rate.", "The slot's restart_lsn and confirmed_flush_lsn against the consumer's progress."},
 		Mitigate:  []string{"Rate-limit non-critical writes.", "Fix or scale the consumer; raise catch-up concurrency in a controlled way."},
 		Dont:      []string{"Drop the slot to free space, unless a rebuild from a new snapshot and the event gap are accepted (dangerous)."},
-		Steps:     []string{"replication", "outbox"}, Actions: []string{"queue.throttle", "relay.throttle"},
+		Steps:     []string{diagnostics.StepReplication, diagnostics.StepOutbox}, Actions: []string{"queue.throttle", "relay.throttle"},
 	},
 	{
-		Slug: "rb-c", Title: "Backfill batches causing a WAL storm",
+		Slug: diagnostics.RunbookWALStorm, Title: "Backfill batches causing a WAL storm",
 		Symptoms:  "WAL bytes per second many times the baseline, standby flush lag rising with commit latency, pool acquire waits growing; CPU not full.",
 		Diagnosis: []string{"WAL rate delta against the baseline.", "Long batch transactions in activity.", "Standby flush lag next to commit latency."},
 		Mitigate:  []string{"Stop claiming new backfill work; do not kill transactions already committing.", "Lower backfill workers and batch size."},
 		Dont:      []string{"Add connections so the backfill finishes sooner."},
-		Steps:     []string{"resources", "replication", "copy"}, Actions: []string{"queue.pause", "queue.throttle"},
+		Steps:     []string{diagnostics.StepResources, diagnostics.StepReplication, diagnostics.StepCopy}, Actions: []string{"queue.pause", "queue.throttle"},
 	},
 	{
 		Slug: "rb-d", Title: "Relay published, mark failed: duplicate delivery",
@@ -253,31 +257,31 @@ var runbookTargets = []runbookTarget{
 		Diagnosis: []string{"Events accepted by the broker but not marked published.", "Whether the consumer has an inbox and a business unique key."},
 		Mitigate:  []string{"Pause the affected consumer without deleting broker messages; add the inbox and the unique key; replay-verify."},
 		Dont:      []string{"Stop relay retries after a broker ack: that silently drops events whose mark is unknown."},
-		Steps:     []string{"outbox"}, Actions: []string{"relay.pause"},
+		Steps:     []string{diagnostics.StepOutbox}, Actions: []string{"relay.pause"},
 	},
 	{
-		Slug: "rb-f", Title: "Expired leases and stuck running jobs",
+		Slug: diagnostics.RunbookExpiredLeases, Title: "Expired leases and stuck running jobs",
 		Symptoms:  "Running jobs whose lease is in the past.",
 		Diagnosis: []string{"Workers crashed, the lease is too short, handlers do not renew, or a process paused.", "Is a stuck job's backend blocked by someone? The blocking tree joins them."},
 		Mitigate:  []string{"Let the reaper return them in batches.", "Force one stuck job back with lease.expire: its old worker's ack is then refused."},
 		Dont:      []string{"Reset large numbers of running rows by hand: a duplicate-execution storm."},
-		Steps:     []string{"queues", "blocking"}, Actions: []string{"lease.expire"},
+		Steps:     []string{diagnostics.StepQueues, diagnostics.StepBlocking}, Actions: []string{"lease.expire"},
 	},
 	{
-		Slug: "rb-g", Title: "Dead-letter spike",
+		Slug: diagnostics.RunbookDeadLetters, Title: "Dead-letter spike",
 		Symptoms:  "Dead letters rising quickly in one queue.",
 		Diagnosis: []string{"Group by error class first.", "Permanent business errors belong in dead early; transient ones get backoff."},
 		Mitigate:  []string{"Fix the cause, then requeue one error class with a reason, capped and audited."},
 		Dont:      []string{"Replay poison messages in bulk."},
-		Steps:     []string{"queues"}, Actions: []string{"deadletters.requeue"},
+		Steps:     []string{diagnostics.StepQueues}, Actions: []string{"deadletters.requeue"},
 	},
 	{
-		Slug: "rb-h", Title: "Outbox and relay lag",
+		Slug: diagnostics.RunbookOutboxLag, Title: "Outbox and relay lag",
 		Symptoms:  "Oldest pending event age growing.",
 		Diagnosis: []string{"The four timestamps: commit, claim, broker accept, mark published."},
 		Mitigate:  []string{"If the relay overloads the database, lower its batch and rate (low risk).", "Pausing the relay grows the backlog (low to medium risk)."},
 		Dont:      []string{"Delete outbox rows (extremely high risk)."},
-		Steps:     []string{"outbox"}, Actions: []string{"relay.throttle", "relay.pause"},
+		Steps:     []string{diagnostics.StepOutbox}, Actions: []string{"relay.throttle", "relay.pause"},
 	},
 	{
 		Slug: "rb-i", Title: "COPY failures and long batches",
@@ -285,15 +289,15 @@ var runbookTargets = []runbookTarget{
 		Diagnosis: []string{"COPY progress and the oldest transactions."},
 		Mitigate:  []string{"Schedule a normal VACUUM later.", "Long-term: COPY into staging, validate as a set, merge in one transaction."},
 		Dont:      []string{"VACUUM FULL during the incident."},
-		Steps:     []string{"copy", "activity"}, Actions: []string{"queue.throttle"},
+		Steps:     []string{diagnostics.StepCopy, diagnostics.StepActivity}, Actions: []string{"queue.throttle"},
 	},
 	{
-		Slug: "rb-j", Title: "Replication lag or archive failure",
+		Slug: diagnostics.RunbookReplication, Title: "Replication lag or archive failure",
 		Symptoms:  "Standby replay lag growing; archiver failures.",
 		Diagnosis: []string{"Per-stage lag per standby; slot retention; archiver failed count and last failed WAL."},
 		Mitigate:  []string{"Lower write pressure (throttle queues and the relay); report the RPO exposure."},
 		Dont:      []string{"Add connections."},
-		Steps:     []string{"replication"}, Actions: []string{"queue.throttle", "relay.throttle"},
+		Steps:     []string{diagnostics.StepReplication}, Actions: []string{"queue.throttle", "relay.throttle"},
 	},
 	{
 		Slug: "rb-k", Title: "Plan regression",
@@ -301,15 +305,15 @@ var runbookTargets = []runbookTarget{
 		Diagnosis: []string{"Top statements; EXPLAIN with representative parameters; the earliest mis-estimate."},
 		Mitigate:  []string{"Refresh statistics; fix the query or index in a planned change."},
 		Dont:      []string{"EXPLAIN ANALYZE a write outside a rolled-back transaction."},
-		Steps:     []string{"plans"},
+		Steps:     []string{diagnostics.StepPlans},
 	},
 	{
-		Slug: "rb-l", Title: "A dangling prepared transaction",
+		Slug: diagnostics.RunbookPreparedXact, Title: "A dangling prepared transaction",
 		Symptoms:  "An old entry in pg_prepared_xacts holding locks and the xmin horizon.",
 		Diagnosis: []string{"Its age, owner and database; what holds the xmin horizon."},
 		Mitigate:  []string{"Decide commit or rollback from the global transaction log and every participant, with the business owner."},
 		Dont:      []string{"Roll it back just because it is old (extremely high risk); the console offers no action for it."},
-		Steps:     []string{"verification"},
+		Steps:     []string{diagnostics.StepVerification},
 	},
 	{
 		Slug: "rb-m", Title: "Commit outcome unknown",
@@ -317,7 +321,7 @@ var runbookTargets = []runbookTarget{
 		Diagnosis: []string{"The idempotency key of each such request."},
 		Mitigate:  []string{"Retry or query with the same key: a committed request returns its stored result; an uncommitted one runs once."},
 		Dont:      []string{"Retry with a new key."},
-		Steps:     []string{"entry"},
+		Steps:     []string{diagnostics.StepEntry},
 	},
 	{
 		Slug: "rb-n", Title: "Failover and switchover",
@@ -325,14 +329,14 @@ var runbookTargets = []runbookTarget{
 		Diagnosis: []string{"Old connections still writing; leases taken on the old node; relay marks not visible on the new primary."},
 		Mitigate:  []string{"Reconnect to the new primary; let leases expire; allow republishes and rely on event-id dedupe."},
 		Dont:      []string{"Run two primaries: a unique constraint cannot arbitrate across them."},
-		Steps:     []string{"replication", "queues", "outbox"},
+		Steps:     []string{diagnostics.StepReplication, diagnostics.StepQueues, diagnostics.StepOutbox},
 	},
 	{
-		Slug: "rb-p", Title: "LISTEN/NOTIFY problems",
+		Slug: diagnostics.RunbookNotify, Title: "LISTEN/NOTIFY problems",
 		Symptoms:  "Wake-ups missed or late; the notification queue filling.",
 		Diagnosis: []string{"pg_notification_queue_usage(); a listener stuck in a long transaction."},
 		Mitigate:  []string{"The table is the truth: workers and the relay poll on a timer as well as on a wake-up."},
-		Steps:     []string{"activity"},
+		Steps:     []string{diagnostics.StepActivity},
 	},
 	{
 		Slug: "rb-q", Title: "Retry storms and deadlocks",
@@ -340,7 +344,7 @@ var runbookTargets = []runbookTarget{
 		Diagnosis: []string{"Which errors are retried; whether keys are locked in a consistent order."},
 		Mitigate:  []string{"Retry whole transactions only for serialization failures and deadlocks, with capped backoff, jitter and a global budget."},
 		Dont:      []string{"Retry unique violations, or retry blindly after a COMMIT error."},
-		Steps:     []string{"queues", "blocking"}, Actions: []string{"queue.throttle"},
+		Steps:     []string{diagnostics.StepQueues, diagnostics.StepBlocking}, Actions: []string{"queue.throttle"},
 	},
 	{
 		Slug: "rb-r", Title: "Tenant starvation",
@@ -348,7 +352,7 @@ var runbookTargets = []runbookTarget{
 		Diagnosis: []string{"Oldest ready age per tenant."},
 		Mitigate:  []string{"Per-tenant quotas or a layered scheduler; split worker capacity into guaranteed and shared parts."},
 		Dont:      []string{"Give each tenant its own pool."},
-		Steps:     []string{"queues"}, Actions: []string{"queue.throttle"},
+		Steps:     []string{diagnostics.StepQueues}, Actions: []string{"queue.throttle"},
 	},
 }
 

@@ -1,0 +1,800 @@
+package diagnostics
+
+import (
+	"context"
+	"time"
+)
+
+// Names of the checks of the catalog: a check is one query (its SQL file is
+// sql/<name>.sql) and its entry in checks. Pages, runbook steps and
+// findings refer to a check by these names.
+const (
+	CheckServerInfo        = "server_info"
+	CheckConnections       = "connections"
+	CheckWALPosition       = "wal_position"
+	CheckBlockingTree      = "blocking_tree"
+	CheckActivity          = "activity"
+	CheckIdleInTransaction = "idle_in_transaction"
+	CheckLockWaits         = "lock_waits"
+	CheckWALStats          = "wal_stats"
+	CheckIOStats           = "io_stats"
+	CheckCheckpointer      = "checkpointer"
+	CheckCopyProgress      = "copy_progress"
+	CheckQueueHealth       = "queue_health"
+	CheckDeadLetters       = "dead_letters"
+	CheckWorkers           = "workers"
+	CheckOutboxHealth      = "outbox_health"
+	CheckReplication       = "replication"
+	CheckStandbyStatus     = "standby_status"
+	CheckReplicationSlots  = "replication_slots"
+	CheckArchiver          = "archiver"
+	CheckStatementsTop     = "statements_top"
+	CheckPreparedXacts     = "prepared_xacts"
+	CheckXminHorizon       = "xmin_horizon"
+	CheckTableVacuum       = "table_vacuum"
+	CheckInvalidIndexes    = "invalid_indexes"
+	CheckNotifyQueue       = "notify_queue"
+)
+
+// Check is one query of the catalog and everything the console does with
+// it: the panel that shows it, where its rows land in a findings round and
+// in a sampler sample, and whether the metrics collector exports them.
+type Check struct {
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	// Step is the runbook step the check is evidence for (StepActivity,
+	// StepBlocking, ...).
+	Step string `json:"step"`
+	// EmptyTitle and EmptyWhy say what an empty result means on the panel
+	// (EmptyWhy starts with a space when set); an empty EmptyTitle lets the
+	// page say "No rows.".
+	EmptyTitle string `json:"-"`
+	EmptyWhy   string `json:"-"`
+	// Columns are the panel's columns, in order. The blocking tree has none:
+	// its page draws it as a tree.
+	Columns []Column `json:"-"`
+
+	// tables lists the application tables the query reads (the catalog
+	// views need no entry): after a lock timeout, the holders of ACCESS
+	// EXCLUSIVE locks on them are reported as the blockers.
+	tables []string
+	// variants are the query's files by server version, oldest first; nil
+	// means one file named after the check.
+	variants []variant
+	// panel runs the query as a panel on the diagnostics pool.
+	panel func(d *Diagnostics, ctx context.Context) PanelResult
+	// round reads the query in a findings round; nil when rounds skip it.
+	round *roundPart
+	// metrics marks a check whose section of the round the Collector
+	// exports: when the check fails, the Collector serves its last good
+	// value.
+	metrics bool
+	// sample reads the query into a Sampler sample; nil when the sampler
+	// skips it.
+	sample func(ctx context.Context, db DBTX, s *sampleState) error
+}
+
+// variant is a version-specific file of a query: used from minVersion
+// (server_version_num) up.
+type variant struct {
+	minVersion int
+	file       string
+}
+
+// roundState is what the checks of one findings round share.
+type roundState struct {
+	round      *Round
+	version    int
+	thresholds Thresholds
+	// queueParams caps the queue counts; the cap must not hide a
+	// configured threshold.
+	queueParams QueueParams
+	// walFrom is the WAL position read first, from which the round measures
+	// the WAL rate; nil when it could not be read.
+	walFrom *WALPoint
+}
+
+// roundPart is how a check takes part in a findings round: read stores its
+// rows in the round, keep copies them from a previous round.
+type roundPart struct {
+	read func(ctx context.Context, db DBTX, s *roundState) error
+	keep func(prev Round, next *Round)
+}
+
+// section is the roundPart of a check whose rows land in one field of
+// Round; the field is set only when read succeeds.
+func section[T any](field func(*Round) *T, read func(context.Context, DBTX, *roundState) (T, error)) *roundPart {
+	return &roundPart{
+		read: func(ctx context.Context, db DBTX, s *roundState) error {
+			v, err := read(ctx, db, s)
+			if err == nil {
+				*field(s.round) = v
+			}
+			return err
+		},
+		keep: func(prev Round, next *Round) { *field(next) = *field(&prev) },
+	}
+}
+
+// ignoreRound adapts a query that needs nothing from the round.
+func ignoreRound[T any](fn func(context.Context, DBTX) (T, error)) func(context.Context, DBTX, *roundState) (T, error) {
+	return func(ctx context.Context, db DBTX, _ *roundState) (T, error) { return fn(ctx, db) }
+}
+
+// pointer adapts a single-row query to a Round field that is nil until the
+// query succeeds.
+func pointer[T any](fn func(context.Context, DBTX) (T, error)) func(context.Context, DBTX) (*T, error) {
+	return func(ctx context.Context, db DBTX) (*T, error) {
+		v, err := fn(ctx, db)
+		return &v, err
+	}
+}
+
+// typed adapts a typed panel method to Check.panel.
+func typed[T any](method func(*Diagnostics, context.Context) Result[T]) func(*Diagnostics, context.Context) PanelResult {
+	return func(d *Diagnostics, ctx context.Context) PanelResult { return untyped(method(d, ctx)) }
+}
+
+// checks is the catalog, in the order a findings round reads it: the WAL
+// position first, so the round's WAL rate spans the whole round, then the
+// blocking tree, the most urgent evidence. It is built in init because its
+// entries run queries that look the catalog up (variants, tables).
+var checks []Check
+
+// checkIndex finds an entry of checks by name.
+var checkIndex map[string]int
+
+func init() {
+	checks = []Check{
+		{
+			Name: CheckServerInfo, Title: "Server version and role", Step: StepWindow,
+			panel: typed((*Diagnostics).ServerInfoPanel),
+			Columns: []Column{
+				intCol("version_num", AsCount, func(r Server) int { return r.VersionNum }),
+				textCol("version", AsText, func(r Server) string { return r.Version }),
+				boolCol("in_recovery", func(r Server) bool { return r.InRecovery }),
+				textCol("database", AsText, func(r Server) string { return r.Database }),
+				boolCol("has_pg_stat_statements", func(r Server) bool { return r.HasPgStatStatements }),
+				textCol("track_io_timing", AsText, func(r Server) string { return r.TrackIOTiming }),
+				textCol("max_slot_wal_keep_size", AsText, func(r Server) string { return r.MaxSlotWALKeepSize }),
+				intCol("pid", AsID, func(r Server) int32 { return r.PID }),
+			},
+		},
+		{
+			Name: CheckConnections, Title: "Connections by application and state", Step: StepEntry,
+			EmptyTitle: "No connections.",
+			panel:      typed((*Diagnostics).Connections),
+			Columns: []Column{
+				textCol("database", AsText, func(r ConnectionCount) string { return r.Database }),
+				textCol("application_name", AsText, func(r ConnectionCount) string { return r.ApplicationName }),
+				textCol("state", AsText, func(r ConnectionCount) string { return r.State }),
+				intCol("connections", AsCount, func(r ConnectionCount) int64 { return r.Connections }),
+				intCol("max_connections", AsCount, func(r ConnectionCount) int64 { return r.MaxConnections }),
+			},
+		},
+		{
+			Name: CheckWALPosition, Title: "WAL position", Step: StepResources,
+			panel:  typed((*Diagnostics).WALPosition),
+			round:  &roundPart{read: readWALAnchor},
+			sample: sampleWALPosition,
+			Columns: []Column{
+				boolCol("in_recovery", func(r WALPoint) bool { return r.InRecovery }),
+				textCol("lsn", AsText, func(r WALPoint) string { return r.LSN }),
+				intCol("lsn_bytes", AsBytes, func(r WALPoint) int64 { return r.LSNBytes }),
+				timeCol("sampled_at", func(r WALPoint) time.Time { return r.SampledAt }),
+			},
+		},
+		{
+			Name: CheckBlockingTree, Title: "Blocking tree", Step: StepBlocking,
+			EmptyTitle: "Nobody is waiting on a lock.",
+			EmptyWhy:   " When a backend waits on another, the chain up to its root blocker appears here.",
+			panel:      typed((*Diagnostics).BlockingTree),
+			round:      section(func(r *Round) *[]BlockingNode { return &r.Blocking }, ignoreRound(BlockingTree)),
+			metrics:    true,
+			sample:     sampleBlocked,
+		},
+		{
+			Name: CheckActivity, Title: "Activity and oldest transactions", Step: StepActivity,
+			EmptyTitle: "No client backends besides the console.",
+			EmptyWhy:   " Sessions of applications and workers would be listed here, oldest transaction first.",
+			panel:      typed((*Diagnostics).Activity),
+			round:      section(func(r *Round) *[]Backend { return &r.Activity }, ignoreRound(Activity)),
+			metrics:    true,
+			sample:     sampleOldestXact,
+			Columns: []Column{
+				intCol("pid", AsID, func(r Backend) int32 { return r.PID }),
+				textCol("application_name", AsText, func(r Backend) string { return r.ApplicationName }),
+				textCol("client_addr", AsText, func(r Backend) string { return r.ClientAddr }),
+				textCol("state", AsText, func(r Backend) string { return r.State }),
+				textCol("wait_event_type", AsText, func(r Backend) string { return r.WaitEventType }),
+				textCol("wait_event", AsText, func(r Backend) string { return r.WaitEvent }),
+				floatCol("xact_age_seconds", AsSeconds, func(r Backend) float64 { return r.XactAgeSeconds }),
+				floatCol("query_age_seconds", AsSeconds, func(r Backend) float64 { return r.QueryAgeSeconds }),
+				optIntCol("xmin_age", AsCount, func(r Backend) *int32 { return r.XminAge }),
+				idsCol("blocked_by", func(r Backend) []int32 { return r.BlockedBy }),
+				textCol("query", AsQuery, func(r Backend) string { return r.Query }),
+			},
+		},
+		{
+			Name: CheckIdleInTransaction, Title: "Idle in transaction", Step: StepActivity,
+			EmptyTitle: "No session is idle in a transaction.",
+			EmptyWhy:   " A session that opened a transaction and stopped talking would hold its locks and the xmin horizon; it would show here.",
+			panel:      typed((*Diagnostics).IdleInTransaction),
+			round:      section(func(r *Round) *[]IdleTx { return &r.IdleTx }, ignoreRound(IdleInTransaction)),
+			metrics:    true,
+			Columns: []Column{
+				intCol("pid", AsID, func(r IdleTx) int32 { return r.PID }),
+				textCol("application_name", AsText, func(r IdleTx) string { return r.ApplicationName }),
+				textCol("client_addr", AsText, func(r IdleTx) string { return r.ClientAddr }),
+				textCol("state", AsText, func(r IdleTx) string { return r.State }),
+				floatCol("idle_seconds", AsSeconds, func(r IdleTx) float64 { return r.IdleSeconds }),
+				floatCol("xact_age_seconds", AsSeconds, func(r IdleTx) float64 { return r.XactAgeSeconds }),
+				textCol("last_query", AsQuery, func(r IdleTx) string { return r.LastQuery }),
+			},
+		},
+		{
+			Name: CheckLockWaits, Title: "Lock waits by relation", Step: StepBlocking,
+			EmptyTitle: "No lock waits.",
+			EmptyWhy:   " Relations with backends waiting to lock them would be listed here.",
+			panel:      typed((*Diagnostics).LockWaits),
+			Columns: []Column{
+				textCol("locktype", AsText, func(r LockWait) string { return r.LockType }),
+				textCol("relation", AsText, func(r LockWait) string { return r.Relation }),
+				textCol("mode", AsText, func(r LockWait) string { return r.Mode }),
+				intCol("waiting", AsCount, func(r LockWait) int64 { return r.Waiting }),
+				floatCol("max_wait_seconds", AsSeconds, func(r LockWait) float64 { return r.MaxWaitSeconds }),
+				idsCol("pids", func(r LockWait) []int32 { return r.PIDs }),
+			},
+		},
+		{
+			Name: CheckWALStats, Title: "WAL statistics", Step: StepResources,
+			variants: []variant{{0, "wal_stats"}, {180000, "wal_stats_v18"}},
+			panel:    typed((*Diagnostics).WALStats),
+			sample:   sampleWALStats,
+			Columns: []Column{
+				intCol("wal_records", AsCount, func(r WALStat) int64 { return r.Records }),
+				intCol("wal_fpi", AsCount, func(r WALStat) int64 { return r.FPI }),
+				intCol("wal_bytes", AsBytes, func(r WALStat) int64 { return r.Bytes }),
+				intCol("wal_buffers_full", AsCount, func(r WALStat) int64 { return r.BuffersFull }),
+				optIntCol("wal_write", AsCount, func(r WALStat) *int64 { return r.Write }),
+				optIntCol("wal_sync", AsCount, func(r WALStat) *int64 { return r.Sync }),
+				optFloatCol("wal_write_time_ms", AsNumber, func(r WALStat) *float64 { return r.WriteTimeMS }),
+				optFloatCol("wal_sync_time_ms", AsNumber, func(r WALStat) *float64 { return r.SyncTimeMS }),
+				optTimeCol("stats_reset", func(r WALStat) *time.Time { return r.StatsReset }),
+			},
+		},
+		{
+			Name: CheckIOStats, Title: "I/O by backend type and context", Step: StepResources,
+			EmptyTitle: "No I/O statistics.",
+			EmptyWhy:   " pg_stat_io exists from PostgreSQL 16.",
+			variants:   []variant{{160000, "io_stats"}, {180000, "io_stats_v18"}},
+			panel:      typed((*Diagnostics).IOStats),
+			sample:     sampleIO,
+			Columns: []Column{
+				textCol("backend_type", AsText, func(r IOStat) string { return r.BackendType }),
+				textCol("object", AsText, func(r IOStat) string { return r.Object }),
+				textCol("context", AsText, func(r IOStat) string { return r.Context }),
+				intCol("reads", AsCount, func(r IOStat) int64 { return r.Reads }),
+				intCol("read_bytes", AsBytes, func(r IOStat) int64 { return r.ReadBytes }),
+				floatCol("read_time_ms", AsNumber, func(r IOStat) float64 { return r.ReadTimeMS }),
+				intCol("writes", AsCount, func(r IOStat) int64 { return r.Writes }),
+				intCol("write_bytes", AsBytes, func(r IOStat) int64 { return r.WriteBytes }),
+				floatCol("write_time_ms", AsNumber, func(r IOStat) float64 { return r.WriteTimeMS }),
+				intCol("extends", AsCount, func(r IOStat) int64 { return r.Extends }),
+				intCol("extend_bytes", AsBytes, func(r IOStat) int64 { return r.ExtendBytes }),
+				intCol("writebacks", AsCount, func(r IOStat) int64 { return r.Writebacks }),
+				floatCol("writeback_time_ms", AsNumber, func(r IOStat) float64 { return r.WritebackTimeMS }),
+				intCol("fsyncs", AsCount, func(r IOStat) int64 { return r.Fsyncs }),
+				floatCol("fsync_time_ms", AsNumber, func(r IOStat) float64 { return r.FsyncTimeMS }),
+				intCol("hits", AsCount, func(r IOStat) int64 { return r.Hits }),
+				intCol("evictions", AsCount, func(r IOStat) int64 { return r.Evictions }),
+				optTimeCol("stats_reset", func(r IOStat) *time.Time { return r.StatsReset }),
+			},
+		},
+		{
+			Name: CheckCheckpointer, Title: "Checkpointer and background writer", Step: StepResources,
+			variants: []variant{{0, "checkpointer"}, {170000, "checkpointer_v17"}},
+			panel:    typed((*Diagnostics).Checkpointer),
+			sample:   sampleCheckpointer,
+			Columns: []Column{
+				intCol("checkpoints_timed", AsCount, func(r CheckpointerStat) int64 { return r.CheckpointsTimed }),
+				intCol("checkpoints_requested", AsCount, func(r CheckpointerStat) int64 { return r.CheckpointsRequested }),
+				floatCol("write_time_ms", AsNumber, func(r CheckpointerStat) float64 { return r.WriteTimeMS }),
+				floatCol("sync_time_ms", AsNumber, func(r CheckpointerStat) float64 { return r.SyncTimeMS }),
+				intCol("buffers_checkpoint", AsCount, func(r CheckpointerStat) int64 { return r.BuffersCheckpoint }),
+				intCol("buffers_clean", AsCount, func(r CheckpointerStat) int64 { return r.BuffersClean }),
+				intCol("maxwritten_clean", AsCount, func(r CheckpointerStat) int64 { return r.MaxwrittenClean }),
+				optIntCol("buffers_backend", AsCount, func(r CheckpointerStat) *int64 { return r.BuffersBackend }),
+				intCol("buffers_alloc", AsCount, func(r CheckpointerStat) int64 { return r.BuffersAlloc }),
+				optTimeCol("stats_reset", func(r CheckpointerStat) *time.Time { return r.StatsReset }),
+				optTimeCol("bgwriter_stats_reset", func(r CheckpointerStat) *time.Time { return r.BgwriterStatsReset }),
+			},
+		},
+		{
+			Name: CheckCopyProgress, Title: "COPY progress", Step: StepCopy,
+			EmptyTitle: "No COPY is running.",
+			EmptyWhy:   " Bulk loads in progress would show their progress here.",
+			variants:   []variant{{0, "copy_progress"}, {170000, "copy_progress_v17"}},
+			panel:      typed((*Diagnostics).CopyProgress),
+			Columns: []Column{
+				intCol("pid", AsID, func(r CopyRun) int32 { return r.PID }),
+				textCol("database", AsText, func(r CopyRun) string { return r.Database }),
+				textCol("relation", AsText, func(r CopyRun) string { return r.Relation }),
+				textCol("command", AsText, func(r CopyRun) string { return r.Command }),
+				textCol("type", AsText, func(r CopyRun) string { return r.Type }),
+				intCol("bytes_processed", AsCount, func(r CopyRun) int64 { return r.BytesProcessed }),
+				intCol("bytes_total", AsCount, func(r CopyRun) int64 { return r.BytesTotal }),
+				intCol("tuples_processed", AsCount, func(r CopyRun) int64 { return r.TuplesProcessed }),
+				intCol("tuples_excluded", AsCount, func(r CopyRun) int64 { return r.TuplesExcluded }),
+				optIntCol("tuples_skipped", AsCount, func(r CopyRun) *int64 { return r.TuplesSkipped }),
+				floatCol("running_seconds", AsSeconds, func(r CopyRun) float64 { return r.RunningSeconds }),
+			},
+		},
+		{
+			Name: CheckQueueHealth, Title: "Queues, leases and dead letters", Step: StepQueues,
+			EmptyTitle: "No queue has jobs yet.",
+			EmptyWhy:   " Each queue's ready, running and dead counts appear here once jobs are enqueued.",
+			tables:     []string{"jobs", "queue_settings"},
+			panel:      typed((*Diagnostics).QueueHealth),
+			round:      section(func(r *Round) *[]QueueStat { return &r.Queues }, readQueues),
+			metrics:    true,
+			sample:     sampleQueues,
+			Columns: []Column{
+				textCol("queue", AsText, func(r QueueStat) string { return r.Queue }),
+				intCol("ready", AsCount, func(r QueueStat) int64 { return r.Ready }),
+				intCol("scheduled", AsCount, func(r QueueStat) int64 { return r.Scheduled }),
+				floatCol("oldest_ready_seconds", AsSeconds, func(r QueueStat) float64 { return r.OldestReadySeconds }),
+				intCol("running", AsCount, func(r QueueStat) int64 { return r.Running }),
+				intCol("expired_leases", AsCount, func(r QueueStat) int64 { return r.ExpiredLeases }),
+				intCol("dead", AsCount, func(r QueueStat) int64 { return r.Dead }),
+				intCol("dead_recent", AsCount, func(r QueueStat) int64 { return r.DeadRecent }),
+				boolCol("paused", func(r QueueStat) bool { return r.Paused }),
+				optIntCol("max_workers", AsCount, func(r QueueStat) *int32 { return r.MaxWorkers }),
+				optFloatCol("rate_per_second", AsRate, func(r QueueStat) *float64 { return r.RatePerSecond }),
+				optTimeCol("settings_updated_at", func(r QueueStat) *time.Time { return r.SettingsUpdatedAt }),
+			},
+		},
+		{
+			Name: CheckDeadLetters, Title: "Dead letters by error class", Step: StepQueues,
+			EmptyTitle: "No dead letters.",
+			EmptyWhy:   " Jobs that used up their attempts or failed permanently would be grouped here by error class.",
+			tables:     []string{"jobs"},
+			panel:      typed((*Diagnostics).DeadLetters),
+			round:      section(func(r *Round) *[]DeadLetterGroup { return &r.DeadLetters }, readDeadLetters),
+			Columns: []Column{
+				textCol("queue", AsText, func(r DeadLetterGroup) string { return r.Queue }),
+				textCol("error_class", AsText, func(r DeadLetterGroup) string { return r.ErrorClass }),
+				intCol("dead", AsCount, func(r DeadLetterGroup) int64 { return r.Dead }),
+				intCol("dead_recent", AsCount, func(r DeadLetterGroup) int64 { return r.DeadRecent }),
+				optTimeCol("last_finished_at", func(r DeadLetterGroup) *time.Time { return r.LastFinishedAt }),
+			},
+		},
+		{
+			Name: CheckWorkers, Title: "Workers and heartbeats", Step: StepQueues,
+			EmptyTitle: "No worker has registered.",
+			EmptyWhy:   " Engine processes heartbeat a row here; start one with `console worker`.",
+			tables:     []string{"workers"},
+			panel:      typed((*Diagnostics).Workers),
+			round:      section(func(r *Round) *[]Worker { return &r.Workers }, readWorkers),
+			metrics:    true,
+			Columns: []Column{
+				textCol("id", AsText, func(r Worker) string { return r.ID }),
+				textCol("host", AsText, func(r Worker) string { return r.Host }),
+				intCol("pid", AsID, func(r Worker) int32 { return r.PID }),
+				namesCol("queues", func(r Worker) []string { return r.Queues }),
+				intCol("concurrency", AsCount, func(r Worker) int32 { return r.Concurrency }),
+				intCol("in_flight", AsCount, func(r Worker) int32 { return r.InFlight }),
+				textCol("version", AsText, func(r Worker) string { return r.Version }),
+				timeCol("started_at", func(r Worker) time.Time { return r.StartedAt }),
+				timeCol("last_seen_at", func(r Worker) time.Time { return r.LastSeenAt }),
+				optTimeCol("stopped_at", func(r Worker) *time.Time { return r.StoppedAt }),
+				floatCol("last_seen_seconds", AsSeconds, func(r Worker) float64 { return r.LastSeenSeconds }),
+				boolCol("alive", func(r Worker) bool { return r.Alive }),
+			},
+		},
+		{
+			Name: CheckOutboxHealth, Title: "Outbox and relay", Step: StepOutbox,
+			EmptyTitle: "No outbox activity.",
+			tables:     []string{"outbox_events", "relay_settings"},
+			panel:      typed((*Diagnostics).OutboxHealth),
+			round:      section(func(r *Round) **OutboxStat { return &r.Outbox }, readOutbox),
+			metrics:    true,
+			sample:     sampleOutbox,
+			Columns: []Column{
+				intCol("pending", AsCount, func(r OutboxStat) int64 { return r.Pending }),
+				intCol("pending_later", AsCount, func(r OutboxStat) int64 { return r.PendingLater }),
+				optTimeCol("oldest_pending_at", func(r OutboxStat) *time.Time { return r.OldestPendingAt }),
+				floatCol("oldest_pending_seconds", AsSeconds, func(r OutboxStat) float64 { return r.OldestPendingSeconds }),
+				intCol("inflight", AsCount, func(r OutboxStat) int64 { return r.Inflight }),
+				intCol("expired_leases", AsCount, func(r OutboxStat) int64 { return r.ExpiredLeases }),
+				intCol("dead", AsCount, func(r OutboxStat) int64 { return r.Dead }),
+				optTimeCol("last_dead_at", func(r OutboxStat) *time.Time { return r.LastDeadAt }),
+				boolCol("relay_paused", func(r OutboxStat) bool { return r.RelayPaused }),
+			},
+		},
+		{
+			Name: CheckReplication, Title: "Replication (from the primary)", Step: StepReplication,
+			EmptyTitle: "No standby is attached.",
+			EmptyWhy:   " Streaming standbys connected to this server would be listed with their lag here.",
+			panel:      typed((*Diagnostics).Replication),
+			round:      section(func(r *Round) *[]Standby { return &r.Replication }, ignoreRound(Replication)),
+			metrics:    true,
+			sample:     sampleReplication,
+			Columns: []Column{
+				intCol("pid", AsID, func(r Standby) int32 { return r.PID }),
+				textCol("application_name", AsText, func(r Standby) string { return r.ApplicationName }),
+				textCol("client_addr", AsText, func(r Standby) string { return r.ClientAddr }),
+				textCol("state", AsText, func(r Standby) string { return r.State }),
+				textCol("sync_state", AsText, func(r Standby) string { return r.SyncState }),
+				intCol("sent_lag_bytes", AsBytes, func(r Standby) int64 { return r.SentLagBytes }),
+				intCol("write_lag_bytes", AsBytes, func(r Standby) int64 { return r.WriteLagBytes }),
+				intCol("flush_lag_bytes", AsBytes, func(r Standby) int64 { return r.FlushLagBytes }),
+				intCol("replay_lag_bytes", AsBytes, func(r Standby) int64 { return r.ReplayLagBytes }),
+				optFloatCol("write_lag_seconds", AsSeconds, func(r Standby) *float64 { return r.WriteLagSeconds }),
+				optFloatCol("flush_lag_seconds", AsSeconds, func(r Standby) *float64 { return r.FlushLagSeconds }),
+				optFloatCol("replay_lag_seconds", AsSeconds, func(r Standby) *float64 { return r.ReplayLagSeconds }),
+				optIntCol("xmin_age", AsCount, func(r Standby) *int32 { return r.XminAge }),
+				optTimeCol("reply_time", func(r Standby) *time.Time { return r.ReplyTime }),
+			},
+		},
+		{
+			Name: CheckStandbyStatus, Title: "Standby receiver and replay", Step: StepReplication,
+			EmptyTitle: "No standby configured.",
+			EmptyWhy:   " Set STANDBY_URLS to read receiver and replay state from standbys.",
+			panel:      (*Diagnostics).standbyStatusPanel,
+			Columns: []Column{
+				boolCol("in_recovery", func(r StandbyState) bool { return r.InRecovery }),
+				textCol("receive_lsn", AsCode, func(r StandbyState) string { return r.ReceiveLSN }),
+				textCol("replay_lsn", AsCode, func(r StandbyState) string { return r.ReplayLSN }),
+				intCol("replay_lag_bytes", AsBytes, func(r StandbyState) int64 { return r.ReplayLagBytes }),
+				optTimeCol("last_replay_at", func(r StandbyState) *time.Time { return r.LastReplayAt }),
+				floatCol("replay_delay_seconds", AsSeconds, func(r StandbyState) float64 { return r.ReplayDelaySeconds }),
+				textCol("replay_pause_state", AsText, func(r StandbyState) string { return r.ReplayPauseState }),
+				textCol("receiver_status", AsText, func(r StandbyState) string { return r.ReceiverStatus }),
+				textCol("sender_host", AsText, func(r StandbyState) string { return r.SenderHost }),
+				intCol("sender_port", AsCount, func(r StandbyState) int32 { return r.SenderPort }),
+				textCol("slot_name", AsText, func(r StandbyState) string { return r.SlotName }),
+				textCol("flushed_lsn", AsCode, func(r StandbyState) string { return r.FlushedLSN }),
+				textCol("latest_end_lsn", AsCode, func(r StandbyState) string { return r.LatestEndLSN }),
+				optTimeCol("last_msg_receipt_time", func(r StandbyState) *time.Time { return r.LastMsgReceiptTime }),
+				optTimeCol("latest_end_time", func(r StandbyState) *time.Time { return r.LatestEndTime }),
+				textCol("url", AsText, func(r StandbyState) string { return r.URL }),
+			},
+		},
+		{
+			Name: CheckReplicationSlots, Title: "Replication slots", Step: StepReplication,
+			EmptyTitle: "No replication slots.",
+			EmptyWhy:   " Physical and logical slots, with the WAL they retain, would be listed here.",
+			variants:   []variant{{0, "replication_slots"}, {170000, "replication_slots_v17"}},
+			panel:      typed((*Diagnostics).ReplicationSlots),
+			round:      section(func(r *Round) *[]Slot { return &r.Slots }, readSlots),
+			metrics:    true,
+			sample:     sampleSlots,
+			Columns: []Column{
+				textCol("slot_name", AsText, func(r Slot) string { return r.SlotName }),
+				textCol("plugin", AsText, func(r Slot) string { return r.Plugin }),
+				textCol("slot_type", AsText, func(r Slot) string { return r.SlotType }),
+				textCol("database", AsText, func(r Slot) string { return r.Database }),
+				boolCol("temporary", func(r Slot) bool { return r.Temporary }),
+				boolCol("active", func(r Slot) bool { return r.Active }),
+				optIntCol("active_pid", AsID, func(r Slot) *int32 { return r.ActivePID }),
+				optTextCol("xmin", AsCode, func(r Slot) *string { return r.Xmin }),
+				optTextCol("catalog_xmin", AsCode, func(r Slot) *string { return r.CatalogXmin }),
+				optIntCol("xmin_age", AsCount, func(r Slot) *int32 { return r.XminAge }),
+				optIntCol("catalog_xmin_age", AsCount, func(r Slot) *int32 { return r.CatalogXminAge }),
+				optTextCol("restart_lsn", AsCode, func(r Slot) *string { return r.RestartLSN }),
+				optTextCol("confirmed_flush_lsn", AsCode, func(r Slot) *string { return r.ConfirmedFlushLSN }),
+				intCol("retained_bytes", AsBytes, func(r Slot) int64 { return r.RetainedBytes }),
+				textCol("wal_status", AsText, func(r Slot) string { return r.WALStatus }),
+				optIntCol("safe_wal_size", AsBytes, func(r Slot) *int64 { return r.SafeWALSize }),
+				optTimeCol("inactive_since", func(r Slot) *time.Time { return r.InactiveSince }),
+				textCol("invalidation_reason", AsText, func(r Slot) string { return r.InvalidationReason }),
+				optFloatCol("seconds_to_exhaustion", AsNumber, func(r Slot) *float64 { return r.SecondsToExhaustion }),
+			},
+		},
+		{
+			Name: CheckArchiver, Title: "WAL archiver", Step: StepReplication,
+			EmptyTitle: "No archiver statistics.",
+			panel:      typed((*Diagnostics).Archiver),
+			round:      section(func(r *Round) **ArchiverStat { return &r.Archiver }, ignoreRound(pointer(Archiver))),
+			metrics:    true,
+			sample:     sampleArchiver,
+			Columns: []Column{
+				textCol("archive_mode", AsText, func(r ArchiverStat) string { return r.ArchiveMode }),
+				intCol("archived_count", AsCount, func(r ArchiverStat) int64 { return r.ArchivedCount }),
+				intCol("failed_count", AsCount, func(r ArchiverStat) int64 { return r.FailedCount }),
+				textCol("last_archived_wal", AsText, func(r ArchiverStat) string { return r.LastArchivedWAL }),
+				optTimeCol("last_archived_time", func(r ArchiverStat) *time.Time { return r.LastArchivedTime }),
+				textCol("last_failed_wal", AsText, func(r ArchiverStat) string { return r.LastFailedWAL }),
+				optTimeCol("last_failed_time", func(r ArchiverStat) *time.Time { return r.LastFailedTime }),
+				boolCol("failing", func(r ArchiverStat) bool { return r.Failing }),
+				optTimeCol("stats_reset", func(r ArchiverStat) *time.Time { return r.StatsReset }),
+			},
+		},
+		{
+			Name: CheckStatementsTop, Title: "Top statements (pg_stat_statements)", Step: StepPlans,
+			EmptyTitle: "No statements recorded.",
+			EmptyWhy:   " Install pg_stat_statements (shared_preload_libraries and CREATE EXTENSION) to see the top statements.",
+			panel:      typed((*Diagnostics).StatementsTop),
+			Columns: []Column{
+				intCol("queryid", AsCount, func(r Statement) int64 { return r.QueryID }),
+				intCol("calls", AsCount, func(r Statement) int64 { return r.Calls }),
+				intCol("rows", AsCount, func(r Statement) int64 { return r.Rows }),
+				floatCol("total_exec_time_ms", AsNumber, func(r Statement) float64 { return r.TotalExecTimeMS }),
+				floatCol("mean_exec_time_ms", AsNumber, func(r Statement) float64 { return r.MeanExecTimeMS }),
+				floatCol("max_exec_time_ms", AsNumber, func(r Statement) float64 { return r.MaxExecTimeMS }),
+				floatCol("mean_plan_time_ms", AsNumber, func(r Statement) float64 { return r.MeanPlanTimeMS }),
+				intCol("shared_blks_hit", AsCount, func(r Statement) int64 { return r.SharedBlksHit }),
+				intCol("shared_blks_read", AsCount, func(r Statement) int64 { return r.SharedBlksRead }),
+				intCol("temp_blks_written", AsCount, func(r Statement) int64 { return r.TempBlksWritten }),
+				intCol("wal_bytes", AsBytes, func(r Statement) int64 { return r.WALBytes }),
+				textCol("query", AsQuery, func(r Statement) string { return r.Query }),
+			},
+		},
+		{
+			Name: CheckPreparedXacts, Title: "Prepared transactions", Step: StepVerification,
+			EmptyTitle: "No prepared transactions.",
+			EmptyWhy:   " Two-phase transactions waiting for a decision would be listed here.",
+			panel:      typed((*Diagnostics).PreparedXacts),
+			round:      section(func(r *Round) *[]PreparedXact { return &r.Prepared }, ignoreRound(PreparedXacts)),
+			metrics:    true,
+			sample:     samplePrepared,
+			Columns: []Column{
+				textCol("gid", AsCode, func(r PreparedXact) string { return r.GID }),
+				textCol("xid", AsText, func(r PreparedXact) string { return r.XID }),
+				intCol("xid_age", AsCount, func(r PreparedXact) int32 { return r.XIDAge }),
+				timeCol("prepared", func(r PreparedXact) time.Time { return r.Prepared }),
+				floatCol("age_seconds", AsSeconds, func(r PreparedXact) float64 { return r.AgeSeconds }),
+				textCol("owner", AsText, func(r PreparedXact) string { return r.Owner }),
+				textCol("database", AsText, func(r PreparedXact) string { return r.Database }),
+			},
+		},
+		{
+			Name: CheckXminHorizon, Title: "xmin horizon holders", Step: StepVerification,
+			EmptyTitle: "Nothing holds the xmin horizon back.",
+			panel:      typed((*Diagnostics).XminHorizon),
+			round:      section(func(r *Round) *[]XminHolder { return &r.Xmin }, ignoreRound(XminHorizon)),
+			Columns: []Column{
+				textCol("kind", AsText, func(r XminHolder) string { return r.Kind }),
+				textCol("holder", AsText, func(r XminHolder) string { return r.Holder }),
+				textCol("xmin", AsCode, func(r XminHolder) string { return r.Xmin }),
+				intCol("xid_age", AsCount, func(r XminHolder) int32 { return r.XIDAge }),
+				optFloatCol("age_seconds", AsSeconds, func(r XminHolder) *float64 { return r.AgeSeconds }),
+				textCol("detail", AsText, func(r XminHolder) string { return r.Detail }),
+			},
+		},
+		{
+			Name: CheckTableVacuum, Title: "Dead tuples and vacuum of queue tables", Step: StepVerification,
+			EmptyTitle: "No table statistics yet.",
+			panel:      typed((*Diagnostics).TableVacuum),
+			round:      section(func(r *Round) *[]TableStat { return &r.Tables }, ignoreRound(TableVacuum)),
+			metrics:    true,
+			sample:     sampleTables,
+			Columns: []Column{
+				textCol("schema", AsText, func(r TableStat) string { return r.Schema }),
+				textCol("table", AsText, func(r TableStat) string { return r.Table }),
+				intCol("n_live_tup", AsCount, func(r TableStat) int64 { return r.LiveTuples }),
+				intCol("n_dead_tup", AsCount, func(r TableStat) int64 { return r.DeadTuples }),
+				floatCol("dead_ratio", AsPercent, func(r TableStat) float64 { return r.DeadRatio }),
+				intCol("n_mod_since_analyze", AsCount, func(r TableStat) int64 { return r.ModSinceAnalyze }),
+				optTimeCol("last_vacuum", func(r TableStat) *time.Time { return r.LastVacuum }),
+				optTimeCol("last_autovacuum", func(r TableStat) *time.Time { return r.LastAutovacuum }),
+				optTimeCol("last_analyze", func(r TableStat) *time.Time { return r.LastAnalyze }),
+				optTimeCol("last_autoanalyze", func(r TableStat) *time.Time { return r.LastAutoanalyze }),
+				intCol("vacuum_count", AsCount, func(r TableStat) int64 { return r.VacuumCount }),
+				intCol("autovacuum_count", AsCount, func(r TableStat) int64 { return r.AutovacuumCount }),
+			},
+		},
+		{
+			Name: CheckInvalidIndexes, Title: "Invalid indexes", Step: StepVerification,
+			EmptyTitle: "No invalid indexes.",
+			EmptyWhy:   " An index left invalid by a failed CREATE INDEX CONCURRENTLY would show here.",
+			panel:      typed((*Diagnostics).InvalidIndexes),
+			round:      section(func(r *Round) *[]InvalidIndex { return &r.Invalid }, ignoreRound(InvalidIndexes)),
+			Columns: []Column{
+				textCol("schema", AsText, func(r InvalidIndex) string { return r.Schema }),
+				textCol("index", AsText, func(r InvalidIndex) string { return r.Index }),
+				textCol("table", AsText, func(r InvalidIndex) string { return r.Table }),
+				boolCol("valid", func(r InvalidIndex) bool { return r.Valid }),
+				boolCol("ready", func(r InvalidIndex) bool { return r.Ready }),
+				textCol("definition", AsText, func(r InvalidIndex) string { return r.Definition }),
+			},
+		},
+		{
+			Name: CheckNotifyQueue, Title: "NOTIFY queue usage", Step: StepVerification,
+			panel: typed((*Diagnostics).NotifyQueue),
+			round: section(func(r *Round) **NotifyUsage { return &r.Notify }, ignoreRound(pointer(NotifyQueue))),
+			Columns: []Column{
+				floatCol("usage", AsNumber, func(r NotifyUsage) float64 { return r.Usage }),
+			},
+		},
+	}
+	checkIndex = make(map[string]int, len(checks))
+	for i, c := range checks {
+		checkIndex[c.Name] = i
+		if c.variants != nil {
+			variants[c.Name] = c.variants
+		}
+	}
+}
+
+// CheckNamed returns the check of the catalog called name.
+func CheckNamed(name string) (Check, bool) {
+	i, ok := checkIndex[name]
+	if !ok {
+		return Check{}, false
+	}
+	return checks[i], true
+}
+
+// Catalog lists every check in catalog order. The slice is a copy.
+func Catalog() []Check {
+	return append([]Check(nil), checks...)
+}
+
+// tablesOf returns the application tables query name reads.
+func tablesOf(name string) []string {
+	c, _ := CheckNamed(name)
+	return c.tables
+}
+
+// readWALAnchor reads the WAL position a round measures its rate from.
+func readWALAnchor(ctx context.Context, db DBTX, s *roundState) error {
+	p, err := WALPosition(ctx, db)
+	if err == nil {
+		s.walFrom = &p
+	}
+	return err
+}
+
+func readQueues(ctx context.Context, db DBTX, s *roundState) ([]QueueStat, error) {
+	return QueueHealth(ctx, db, s.queueParams)
+}
+
+func readDeadLetters(ctx context.Context, db DBTX, s *roundState) ([]DeadLetterGroup, error) {
+	return DeadLetters(ctx, db, s.queueParams)
+}
+
+func readWorkers(ctx context.Context, db DBTX, s *roundState) ([]Worker, error) {
+	return Workers(ctx, db, s.thresholds.WorkerHeartbeat)
+}
+
+// readOutbox counts up to the largest outbox threshold, so the cap never
+// hides one.
+func readOutbox(ctx context.Context, db DBTX, s *roundState) (*OutboxStat, error) {
+	o, err := OutboxHealth(ctx, db, max(DefaultCountCap, s.thresholds.OutboxBacklogPending, s.thresholds.OutboxDead))
+	return &o, err
+}
+
+func readSlots(ctx context.Context, db DBTX, s *roundState) ([]Slot, error) {
+	return ReplicationSlots(ctx, db, s.version)
+}
+
+// sampleState is what the checks of one sample share.
+type sampleState struct {
+	sample     *Sample
+	version    int
+	thresholds Thresholds
+}
+
+// sampleWALPosition also dates the sample by the server's clock.
+func sampleWALPosition(ctx context.Context, db DBTX, s *sampleState) error {
+	p, err := WALPosition(ctx, db)
+	if err == nil {
+		s.sample.WAL = &p
+		s.sample.At = p.SampledAt.UTC()
+	}
+	return err
+}
+
+func sampleWALStats(ctx context.Context, db DBTX, s *sampleState) error {
+	w, err := WALStats(ctx, db, s.version)
+	if err == nil {
+		s.sample.WALStats = &w
+	}
+	return err
+}
+
+func sampleCheckpointer(ctx context.Context, db DBTX, s *sampleState) error {
+	c, err := Checkpointer(ctx, db, s.version)
+	if err == nil {
+		s.sample.Checkpointer = &c
+	}
+	return err
+}
+
+func sampleArchiver(ctx context.Context, db DBTX, s *sampleState) error {
+	a, err := Archiver(ctx, db)
+	if err == nil {
+		s.sample.Archiver = &a
+	}
+	return err
+}
+
+// sampleIO sums pg_stat_io over every row.
+func sampleIO(ctx context.Context, db DBTX, s *sampleState) error {
+	rows, err := IOStats(ctx, db, s.version)
+	if err != nil {
+		return err
+	}
+	var tot IOTotals
+	for _, r := range rows {
+		tot.ReadBytes += r.ReadBytes
+		tot.WriteBytes += r.WriteBytes
+		tot.ExtendBytes += r.ExtendBytes
+		if r.StatsReset != nil && (tot.StatsReset == nil || r.StatsReset.Before(*tot.StatsReset)) {
+			tot.StatsReset = r.StatsReset
+		}
+	}
+	s.sample.IO = &tot
+	return nil
+}
+
+func sampleReplication(ctx context.Context, db DBTX, s *sampleState) (err error) {
+	s.sample.Replication, err = Replication(ctx, db)
+	return err
+}
+
+func sampleSlots(ctx context.Context, db DBTX, s *sampleState) (err error) {
+	s.sample.Slots, err = ReplicationSlots(ctx, db, s.version)
+	return err
+}
+
+func sampleQueues(ctx context.Context, db DBTX, s *sampleState) (err error) {
+	s.sample.Queues, err = QueueHealth(ctx, db, QueueParams{DeadWindow: s.thresholds.DeadLetterWindow})
+	return err
+}
+
+func sampleOutbox(ctx context.Context, db DBTX, s *sampleState) error {
+	o, err := OutboxHealth(ctx, db, 0)
+	if err == nil {
+		s.sample.Outbox = &o
+	}
+	return err
+}
+
+// sampleBlocked counts the backends waiting in the blocking tree.
+func sampleBlocked(ctx context.Context, db DBTX, s *sampleState) error {
+	nodes, err := BlockingTree(ctx, db)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, x := range nodes {
+		if !x.IsRoot {
+			n++
+		}
+	}
+	s.sample.Blocked = &n
+	return nil
+}
+
+// sampleOldestXact keeps the age of the oldest client transaction.
+func sampleOldestXact(ctx context.Context, db DBTX, s *sampleState) error {
+	rows, err := Activity(ctx, db)
+	if err != nil {
+		return err
+	}
+	oldest := 0.0
+	for _, b := range rows {
+		if b.BackendType == "client backend" && b.XactAgeSeconds > oldest {
+			oldest = b.XactAgeSeconds
+		}
+	}
+	s.sample.OldestXactSeconds = &oldest
+	return nil
+}
+
+func samplePrepared(ctx context.Context, db DBTX, s *sampleState) error {
+	px, err := PreparedXacts(ctx, db)
+	if err == nil {
+		n := len(px)
+		s.sample.PreparedXacts = &n
+	}
+	return err
+}
+
+func sampleTables(ctx context.Context, db DBTX, s *sampleState) (err error) {
+	s.sample.Tables, err = TableVacuum(ctx, db)
+	return err
+}

@@ -1,0 +1,564 @@
+package diagnostics
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Names of the actions findings suggest, as the actions package registers
+// them. diagnostics cannot import actions (actions imports diagnostics), so
+// a test of the web package, which imports both, checks that each one is a
+// registered action.
+const (
+	ActionBackendCancel      = "backend.cancel"
+	ActionBackendTerminate   = "backend.terminate"
+	ActionQueueResume        = "queue.resume"
+	ActionQueueThrottle      = "queue.throttle"
+	ActionLeaseExpire        = "lease.expire"
+	ActionDeadLettersRequeue = "deadletters.requeue"
+	ActionRelayResume        = "relay.resume"
+	ActionRelayThrottle      = "relay.throttle"
+	ActionOutboxRequeue      = "outbox.requeue"
+)
+
+// Rule turns the evidence of a round into the findings of one code. A
+// rule's findings link to its Runbook page and suggest only actions from
+// its Actions.
+type Rule struct {
+	Code string
+	// Runbook is the runbook page its findings link to (a Step or Runbook
+	// constant); empty for CodeUnavailable, whose findings link to the step
+	// of the check that failed.
+	Runbook string
+	// Actions are every action its findings may suggest, in the order they
+	// are offered.
+	Actions []string
+
+	// Exactly one of these is set. eval looks at the whole round; perQueue
+	// and perSlot are asked about one queue or slot at a time, and the
+	// findings of consecutive per-queue (per-slot) rules are grouped by
+	// queue (slot).
+	eval     func(r Round, t Thresholds) []Finding
+	perQueue func(r Round, t Thresholds, q QueueStat) (Finding, bool)
+	perSlot  func(r Round, t Thresholds, s Slot) (Finding, bool)
+}
+
+// rules is every finding code's rule, in the order findings of equal
+// severity are listed.
+var rules = []Rule{
+	{Code: CodeUnavailable, eval: unavailableFindings},
+	{Code: CodeRootBlocker, Runbook: StepBlocking, Actions: []string{ActionBackendCancel, ActionBackendTerminate}, eval: rootBlockerFindings},
+	{Code: CodeIdleInTransaction, Runbook: RunbookPoolWait, Actions: []string{ActionBackendTerminate}, eval: idleInTransactionFindings},
+	{Code: CodeLongRunning, Runbook: StepActivity, Actions: []string{ActionBackendCancel, ActionBackendTerminate}, eval: longRunningFindings},
+	{Code: CodeQueuePaused, Runbook: StepQueues, Actions: []string{ActionQueueResume}, perQueue: queuePausedFinding},
+	{Code: CodeQueueBacklog, Runbook: StepQueues, Actions: []string{ActionQueueThrottle, ActionQueueResume}, perQueue: queueBacklogFinding},
+	{Code: CodeExpiredLeases, Runbook: RunbookExpiredLeases, Actions: []string{ActionLeaseExpire}, perQueue: expiredLeasesFinding},
+	{Code: CodeDeadLetters, Runbook: RunbookDeadLetters, Actions: []string{ActionDeadLettersRequeue}, perQueue: deadLettersFinding},
+	{Code: CodeWorkersNoneAlive, Runbook: StepQueues, perQueue: workersNoneAliveFinding},
+	{Code: CodeOutboxBacklog, Runbook: RunbookOutboxLag, Actions: []string{ActionRelayThrottle, ActionRelayResume}, eval: outboxBacklogFindings},
+	{Code: CodeOutboxDead, Runbook: StepOutbox, Actions: []string{ActionOutboxRequeue}, eval: outboxDeadFindings},
+	{Code: CodeReplicationLag, Runbook: RunbookReplication, eval: replicationLagFindings},
+	{Code: CodeSlotRetention, Runbook: RunbookSlotRetention, perSlot: slotRetentionFinding},
+	{Code: CodeSlotInactive, Runbook: RunbookSlotRetention, perSlot: slotInactiveFinding},
+	{Code: CodeWALRateHigh, Runbook: RunbookWALStorm, Actions: []string{ActionQueueThrottle}, eval: walRateFindings},
+	{Code: CodeArchiverFailing, Runbook: RunbookReplication, eval: archiverFindings},
+	{Code: CodePreparedXactOld, Runbook: RunbookPreparedXact, eval: preparedXactFindings},
+	{Code: CodeXminHorizon, Runbook: StepVerification, Actions: []string{ActionBackendTerminate}, eval: xminHorizonFindings},
+	{Code: CodeDeadTuples, Runbook: StepVerification, eval: deadTuplesFindings},
+	{Code: CodeIndexInvalid, Runbook: StepVerification, eval: invalidIndexFindings},
+	{Code: CodeNotifyQueueUsage, Runbook: RunbookNotify, eval: notifyQueueFindings},
+}
+
+// Rules lists the rule of every finding code, in listing order. The slice
+// is a copy.
+func Rules() []Rule { return append([]Rule(nil), rules...) }
+
+// Evaluate turns a round into findings, worst first. It is pure: the same
+// round and thresholds give the same findings.
+func Evaluate(r Round, t Thresholds) []Finding {
+	out := []Finding{}
+	add := func(rule Rule, f Finding) {
+		f.Code = rule.Code
+		if f.Runbook == "" {
+			f.Runbook = RunbookURL(rule.Runbook)
+		}
+		if f.Actions == nil {
+			f.Actions = []string{}
+		}
+		if f.Subject == nil {
+			f.Subject = map[string]any{}
+		}
+		out = append(out, f)
+	}
+	for i := 0; i < len(rules); {
+		j := i + 1
+		for j < len(rules) && rules[i].per() != "round" && rules[j].per() == rules[i].per() {
+			j++
+		}
+		switch {
+		case rules[i].perQueue != nil:
+			eachItem(r.Queues, rules[i:j], add, func(rule Rule, q QueueStat) (Finding, bool) { return rule.perQueue(r, t, q) })
+		case rules[i].perSlot != nil:
+			eachItem(r.Slots, rules[i:j], add, func(rule Rule, s Slot) (Finding, bool) { return rule.perSlot(r, t, s) })
+		default:
+			for _, f := range rules[i].eval(r, t) {
+				add(rules[i], f)
+			}
+		}
+		i = j
+	}
+	rank := map[string]int{SeverityCritical: 0, SeverityWarning: 1, SeverityInfo: 2}
+	sort.SliceStable(out, func(i, j int) bool { return rank[out[i].Severity] < rank[out[j].Severity] })
+	return out
+}
+
+// per says what the rule is asked about: the whole round, one queue or one
+// slot.
+func (r Rule) per() string {
+	switch {
+	case r.perQueue != nil:
+		return "queue"
+	case r.perSlot != nil:
+		return "slot"
+	}
+	return "round"
+}
+
+// eachItem asks a run of per-item rules about each item in turn, so the
+// findings about one queue (slot) stay together.
+func eachItem[X any](items []X, run []Rule, add func(Rule, Finding), ask func(Rule, X) (Finding, bool)) {
+	for _, item := range items {
+		for _, rule := range run {
+			if f, ok := ask(rule, item); ok {
+				add(rule, f)
+			}
+		}
+	}
+}
+
+// unavailableFindings: a check that failed or timed out, linked to the
+// runbook step the check is evidence for.
+func unavailableFindings(r Round, _ Thresholds) []Finding {
+	var out []Finding
+	for _, u := range r.Unavailable {
+		subj := map[string]any{"check": u.Check, "status": u.Status, "timed_out": u.TimedOut}
+		if len(u.LockedBy) > 0 {
+			subj["locked_by"] = u.LockedBy
+		}
+		ev := fmt.Sprintf("%s: %s", u.Check, u.Status)
+		if u.Err != nil && !strings.Contains(u.Status, u.Err.Error()) {
+			ev += " (" + u.Err.Error() + ")"
+		}
+		out = append(out, Finding{Severity: SeverityWarning,
+			Title:   fmt.Sprintf("Check %s could not run", u.Check),
+			Subject: subj, Evidence: ev, Runbook: RunbookURL(stepOf(u.Check))})
+	}
+	return out
+}
+
+// stepOf is the runbook step of a check named in Unavailable ("connect"
+// and the like fall back to the activity step).
+func stepOf(check string) string {
+	name, _, _ := strings.Cut(check, " ")
+	if c, ok := CheckNamed(name); ok {
+		return c.Step
+	}
+	return StepActivity
+}
+
+// rootBlockerFindings: a root blocker others have waited behind for
+// RootBlockerWait. Terminate comes first for a root idle in transaction,
+// which has no statement to cancel.
+func rootBlockerFindings(r Round, t Thresholds) []Finding {
+	var out []Finding
+	for _, n := range r.Blocking {
+		if !n.IsRoot || n.BlockedCount == 0 || n.MaxWaitSeconds < t.RootBlockerWait.Seconds() {
+			continue
+		}
+		subj := map[string]any{"pid": n.PID, "blocked_count": n.BlockedCount, "wait_seconds": round1(n.MaxWaitSeconds),
+			"state": n.State, "application_name": n.ApplicationName, "xact_age_seconds": round1(n.XactAgeSeconds)}
+		if n.JobID != nil {
+			subj["job_id"] = *n.JobID
+		}
+		actions := []string{ActionBackendCancel, ActionBackendTerminate}
+		if strings.HasPrefix(n.State, "idle in transaction") {
+			actions = []string{ActionBackendTerminate, ActionBackendCancel}
+		}
+		out = append(out, Finding{Severity: SeverityCritical,
+			Title:   fmt.Sprintf("pid %d blocks %d %s", n.PID, n.BlockedCount, plural(n.BlockedCount, "backend", "backends")),
+			Subject: subj,
+			Evidence: fmt.Sprintf("%s: root pid %d (%s, application %q, transaction %s old) blocks %d; the longest has waited %s; query: %s",
+				CheckBlockingTree, n.PID, n.State, n.ApplicationName, seconds(n.XactAgeSeconds), n.BlockedCount, seconds(n.MaxWaitSeconds), short(n.Query)),
+			Actions: actions})
+	}
+	return out
+}
+
+// idleInTransaction reports whether a session counts as idle in
+// transaction for the thresholds.
+func idleInTransaction(it IdleTx, t Thresholds) bool {
+	return it.IdleSeconds >= t.IdleInTransaction.Seconds()
+}
+
+// idleInTransactionFindings: a session idle in an open transaction for
+// IdleInTransaction.
+func idleInTransactionFindings(r Round, t Thresholds) []Finding {
+	var out []Finding
+	for _, it := range r.IdleTx {
+		if !idleInTransaction(it, t) {
+			continue
+		}
+		out = append(out, Finding{Severity: SeverityWarning,
+			Title:   fmt.Sprintf("pid %d idle in transaction for %s", it.PID, seconds(it.IdleSeconds)),
+			Subject: map[string]any{"pid": it.PID, "seconds": round1(it.IdleSeconds), "application_name": it.ApplicationName, "xact_age_seconds": round1(it.XactAgeSeconds)},
+			Evidence: fmt.Sprintf("%s: pid %d (%s, application %q) idle %s in a transaction %s old; last query: %s",
+				CheckIdleInTransaction, it.PID, it.State, it.ApplicationName, seconds(it.IdleSeconds), seconds(it.XactAgeSeconds), short(it.LastQuery)),
+			Actions: []string{ActionBackendTerminate}})
+	}
+	return out
+}
+
+// longRunningFindings: a client transaction open for LongRunningTx, unless
+// it is idle in transaction (that finding says more).
+func longRunningFindings(r Round, t Thresholds) []Finding {
+	idle := map[int32]bool{}
+	for _, it := range r.IdleTx {
+		if idleInTransaction(it, t) {
+			idle[it.PID] = true
+		}
+	}
+	var out []Finding
+	for _, b := range r.Activity {
+		if b.BackendType != "client backend" || b.XactStart == nil || idle[b.PID] ||
+			strings.HasPrefix(b.State, "idle in transaction") || b.XactAgeSeconds < t.LongRunningTx.Seconds() {
+			continue
+		}
+		out = append(out, Finding{Severity: SeverityWarning,
+			Title:   fmt.Sprintf("pid %d has a transaction open for %s", b.PID, seconds(b.XactAgeSeconds)),
+			Subject: map[string]any{"pid": b.PID, "seconds": round1(b.XactAgeSeconds), "state": b.State, "application_name": b.ApplicationName},
+			Evidence: fmt.Sprintf("%s: pid %d (%s, application %q, wait %s) transaction %s old, statement %s old: %s",
+				CheckActivity, b.PID, b.State, b.ApplicationName, nonEmpty(b.WaitEvent, "none"), seconds(b.XactAgeSeconds), seconds(b.QueryAgeSeconds), short(b.Query)),
+			Actions: []string{ActionBackendCancel, ActionBackendTerminate}})
+	}
+	return out
+}
+
+// queuePausedFinding: an operator paused the queue.
+func queuePausedFinding(_ Round, _ Thresholds, q QueueStat) (Finding, bool) {
+	if !q.Paused {
+		return Finding{}, false
+	}
+	return Finding{Severity: SeverityInfo,
+		Title:   fmt.Sprintf("Queue %s is paused", q.Queue),
+		Subject: map[string]any{"queue": q.Queue, "ready": q.Ready, "updated_by": q.SettingsUpdatedBy},
+		Evidence: fmt.Sprintf("%s: queue_settings.paused for %s (by %q); %d ready jobs wait",
+			CheckQueueHealth, q.Queue, q.SettingsUpdatedBy, q.Ready),
+		Actions: []string{ActionQueueResume}}, true
+}
+
+// queueBacklogFinding: the oldest ready job waited QueueBacklogAge, or
+// QueueBacklogReady jobs are ready. A paused queue is resumed, not
+// throttled.
+func queueBacklogFinding(_ Round, t Thresholds, q QueueStat) (Finding, bool) {
+	backlog := q.OldestReadySeconds >= t.QueueBacklogAge.Seconds() || (t.QueueBacklogReady > 0 && q.Ready >= t.QueueBacklogReady)
+	if q.Ready <= 0 || !backlog {
+		return Finding{}, false
+	}
+	actions := []string{ActionQueueThrottle}
+	if q.Paused {
+		actions = []string{ActionQueueResume}
+	}
+	return Finding{Severity: SeverityWarning,
+		Title:   fmt.Sprintf("Queue %s: %d ready, oldest waiting %s", q.Queue, q.Ready, seconds(q.OldestReadySeconds)),
+		Subject: map[string]any{"queue": q.Queue, "ready": q.Ready, "oldest_ready_seconds": round1(q.OldestReadySeconds)},
+		Evidence: fmt.Sprintf("%s: %d ready jobs in %s, the oldest available for %s; %d running",
+			CheckQueueHealth, q.Ready, q.Queue, seconds(q.OldestReadySeconds), q.Running),
+		Actions: actions}, true
+}
+
+// expiredLeasesFinding: ExpiredLeases running jobs hold an expired lease.
+func expiredLeasesFinding(_ Round, t Thresholds, q QueueStat) (Finding, bool) {
+	if t.ExpiredLeases <= 0 || q.ExpiredLeases < t.ExpiredLeases {
+		return Finding{}, false
+	}
+	return Finding{Severity: SeverityWarning,
+		Title:   fmt.Sprintf("Queue %s: %d running jobs with expired leases", q.Queue, q.ExpiredLeases),
+		Subject: map[string]any{"queue": q.Queue, "count": q.ExpiredLeases},
+		Evidence: fmt.Sprintf("%s: %d of %d running jobs in %s have lease_until in the past (oldest %s); their workers crashed, stalled or cannot renew",
+			CheckQueueHealth, q.ExpiredLeases, q.Running, q.Queue, timeText(q.OldestExpiredLease)),
+		Actions: []string{ActionLeaseExpire}}, true
+}
+
+// deadLettersFinding: DeadLetters jobs of the queue died within
+// DeadLetterWindow; the subject names the error class most of them share.
+func deadLettersFinding(r Round, t Thresholds, q QueueStat) (Finding, bool) {
+	if t.DeadLetters <= 0 || q.DeadRecent < t.DeadLetters {
+		return Finding{}, false
+	}
+	var top DeadLetterGroup
+	found := false
+	for _, g := range r.DeadLetters {
+		if g.Queue == q.Queue && (!found || g.DeadRecent > top.DeadRecent) {
+			top, found = g, true
+		}
+	}
+	return Finding{Severity: SeverityWarning,
+		Title:   fmt.Sprintf("Queue %s: %d jobs died in the last %s", q.Queue, q.DeadRecent, t.DeadLetterWindow),
+		Subject: map[string]any{"queue": q.Queue, "count": q.DeadRecent, "error_class": top.ErrorClass, "error_class_count": top.DeadRecent, "window_seconds": t.DeadLetterWindow.Seconds()},
+		Evidence: fmt.Sprintf("%s: %d dead in %s within %s (%d in total); top error class %q with %d; classify before requeueing",
+			CheckDeadLetters, q.DeadRecent, q.Queue, t.DeadLetterWindow, q.Dead, top.ErrorClass, top.DeadRecent),
+		Actions: []string{ActionDeadLettersRequeue}}, true
+}
+
+// workersNoneAliveFinding: a queue that is not paused has ready jobs and no
+// worker serving it heartbeated within WorkerHeartbeat (only when the
+// workers check ran).
+func workersNoneAliveFinding(r Round, t Thresholds, q QueueStat) (Finding, bool) {
+	if q.Ready <= 0 || q.Paused || r.Workers == nil {
+		return Finding{}, false
+	}
+	for _, w := range r.Workers {
+		if w.Alive && w.Serves(q.Queue) {
+			return Finding{}, false
+		}
+	}
+	return Finding{Severity: SeverityCritical,
+		Title:   fmt.Sprintf("Queue %s has ready jobs and no live worker", q.Queue),
+		Subject: map[string]any{"queue": q.Queue, "ready": q.Ready},
+		Evidence: fmt.Sprintf("%s: no worker serving %s heartbeated within %s (%d registered); %d jobs ready",
+			CheckWorkers, q.Queue, t.WorkerHeartbeat, len(r.Workers), q.Ready)}, true
+}
+
+// outboxBacklogFindings: the oldest pending event waited OutboxBacklogAge,
+// or OutboxBacklogPending events are pending. A paused relay is resumed,
+// not throttled.
+func outboxBacklogFindings(r Round, t Thresholds) []Finding {
+	o := r.Outbox
+	if o == nil || o.Pending <= 0 {
+		return nil
+	}
+	if o.OldestPendingSeconds < t.OutboxBacklogAge.Seconds() && (t.OutboxBacklogPending <= 0 || o.Pending < t.OutboxBacklogPending) {
+		return nil
+	}
+	actions := []string{ActionRelayThrottle}
+	if o.RelayPaused {
+		actions = []string{ActionRelayResume}
+	}
+	return []Finding{{Severity: SeverityWarning,
+		Title:   fmt.Sprintf("Outbox: %d pending, oldest %s", o.Pending, seconds(o.OldestPendingSeconds)),
+		Subject: map[string]any{"pending": o.Pending, "oldest_pending_seconds": round1(o.OldestPendingSeconds), "relay_paused": o.RelayPaused},
+		Evidence: fmt.Sprintf("%s: %d pending events, the oldest available for %s; %d in flight (%d expired leases); relay paused: %t",
+			CheckOutboxHealth, o.Pending, seconds(o.OldestPendingSeconds), o.Inflight, o.ExpiredLeases, o.RelayPaused),
+		Actions: actions}}
+}
+
+// outboxDeadFindings: OutboxDead events exhausted their attempts.
+func outboxDeadFindings(r Round, t Thresholds) []Finding {
+	o := r.Outbox
+	if o == nil || t.OutboxDead <= 0 || o.Dead < t.OutboxDead {
+		return nil
+	}
+	return []Finding{{Severity: SeverityWarning,
+		Title:    fmt.Sprintf("Outbox: %d dead events", o.Dead),
+		Subject:  map[string]any{"count": o.Dead},
+		Evidence: fmt.Sprintf("%s: %d events exhausted their attempts (last at %s)", CheckOutboxHealth, o.Dead, timeText(o.LastDeadAt)),
+		Actions:  []string{ActionOutboxRequeue}}}
+}
+
+// replicationLagFindings: a standby replays ReplicationLagBytes or
+// ReplicationLagTime behind, as the primary sees it or as the standby
+// itself says.
+func replicationLagFindings(r Round, t Thresholds) []Finding {
+	behind := func(bytes int64, secs float64) bool {
+		return bytes >= t.ReplicationLagBytes || (t.ReplicationLagTime > 0 && secs >= t.ReplicationLagTime.Seconds())
+	}
+	var out []Finding
+	for _, s := range r.Replication {
+		secs := 0.0
+		if s.ReplayLagSeconds != nil {
+			secs = *s.ReplayLagSeconds
+		}
+		if !behind(s.ReplayLagBytes, secs) {
+			continue
+		}
+		out = append(out, Finding{Severity: SeverityWarning,
+			Title:   fmt.Sprintf("Standby %s replays %s behind", nonEmpty(s.ApplicationName, s.ClientAddr), FormatBytes(float64(s.ReplayLagBytes))),
+			Subject: map[string]any{"application_name": s.ApplicationName, "replay_lag_bytes": s.ReplayLagBytes, "replay_lag_seconds": round1(secs), "sync_state": s.SyncState, "client_addr": s.ClientAddr},
+			Evidence: fmt.Sprintf("%s: %s (%s, %s) sent %s / flushed %s / replayed %s behind; replay_lag %s",
+				CheckReplication, nonEmpty(s.ApplicationName, "?"), s.State, s.SyncState, FormatBytes(float64(s.SentLagBytes)), FormatBytes(float64(s.FlushLagBytes)),
+				FormatBytes(float64(s.ReplayLagBytes)), lagText(s.ReplayLagSeconds))})
+	}
+	for _, s := range r.Standbys {
+		if !s.InRecovery || !behind(s.ReplayLagBytes, s.ReplayDelaySeconds) {
+			continue
+		}
+		out = append(out, Finding{Severity: SeverityWarning,
+			Title:   fmt.Sprintf("Standby %s has received %s it has not replayed", s.URL, FormatBytes(float64(s.ReplayLagBytes))),
+			Subject: map[string]any{"application_name": "standby " + s.URL, "standby": s.URL, "replay_lag_bytes": s.ReplayLagBytes, "replay_lag_seconds": round1(s.ReplayDelaySeconds), "paused": s.Paused()},
+			Evidence: fmt.Sprintf("%s on %s: received %s, replayed %s (%s behind), last replayed commit %s; replay %s; receiver %s",
+				CheckStandbyStatus, s.URL, s.ReceiveLSN, s.ReplayLSN, FormatBytes(float64(s.ReplayLagBytes)), timeText(s.LastReplayAt), nonEmpty(s.ReplayPauseState, "?"), nonEmpty(s.ReceiverStatus, "not running"))})
+	}
+	return out
+}
+
+// slotRetentionFinding: a slot keeps SlotRetentionBytes of WAL, or its WAL
+// is already unreserved or lost; critical when lost or when it runs out
+// within the hour.
+func slotRetentionFinding(_ Round, t Thresholds, s Slot) (Finding, bool) {
+	lost := s.WALStatus == "unreserved" || s.WALStatus == "lost"
+	if s.RetainedBytes < t.SlotRetentionBytes && !lost {
+		return Finding{}, false
+	}
+	sev := SeverityWarning
+	if lost || (s.SecondsToExhaustion != nil && *s.SecondsToExhaustion < 3600) {
+		sev = SeverityCritical
+	}
+	subj := map[string]any{"slot_name": s.SlotName, "retained_bytes": s.RetainedBytes, "wal_status": s.WALStatus, "active": s.Active, "slot_type": s.SlotType}
+	if s.SafeWALSize != nil {
+		subj["safe_wal_size"] = *s.SafeWALSize
+	}
+	if s.SecondsToExhaustion != nil {
+		subj["seconds_to_exhaustion"] = round1(*s.SecondsToExhaustion)
+	}
+	return Finding{Severity: sev,
+		Title:   fmt.Sprintf("Slot %s retains %s of WAL", s.SlotName, FormatBytes(float64(s.RetainedBytes))),
+		Subject: subj,
+		Evidence: fmt.Sprintf("%s: %s (%s, %s) restart_lsn %s keeps %s; wal_status %s; safe_wal_size %s; time to exhaustion %s",
+			CheckReplicationSlots, s.SlotName, s.SlotType, activeText(s.Active), deref(s.RestartLSN), FormatBytes(float64(s.RetainedBytes)), nonEmpty(s.WALStatus, "?"),
+			sizeText(s.SafeWALSize), lagText(s.SecondsToExhaustion))}, true
+}
+
+// slotInactiveFinding: a slot with no consumer, inactive for SlotInactive
+// when the server says since when.
+func slotInactiveFinding(r Round, t Thresholds, s Slot) (Finding, bool) {
+	if s.Active || (t.SlotInactive > 0 && s.InactiveSince != nil && r.At.Sub(*s.InactiveSince) < t.SlotInactive) {
+		return Finding{}, false
+	}
+	subj := map[string]any{"slot_name": s.SlotName, "slot_type": s.SlotType, "retained_bytes": s.RetainedBytes}
+	if s.InactiveSince != nil {
+		subj["inactive_since"] = s.InactiveSince.UTC()
+	}
+	return Finding{Severity: SeverityWarning,
+		Title:   fmt.Sprintf("Slot %s has no consumer", s.SlotName),
+		Subject: subj,
+		Evidence: fmt.Sprintf("%s: %s (%s) is inactive since %s and keeps %s of WAL and xmin %s / catalog_xmin %s",
+			CheckReplicationSlots, s.SlotName, s.SlotType, timeText(s.InactiveSince), FormatBytes(float64(s.RetainedBytes)), deref(s.Xmin), deref(s.CatalogXmin))}, true
+}
+
+// walRateFindings: WAL is written faster than WALRate.
+func walRateFindings(r Round, t Thresholds) []Finding {
+	if r.WALRate == nil || t.WALRate <= 0 || *r.WALRate < t.WALRate {
+		return nil
+	}
+	return []Finding{{Severity: SeverityWarning,
+		Title:    fmt.Sprintf("WAL generated at %s/s", FormatBytes(*r.WALRate)),
+		Subject:  map[string]any{"bytes_per_second": round1(*r.WALRate)},
+		Evidence: fmt.Sprintf("%s: %s/s between two samples (threshold %s/s)", CheckWALPosition, FormatBytes(*r.WALRate), FormatBytes(t.WALRate)),
+		Actions:  []string{ActionQueueThrottle}}}
+}
+
+// archiverFindings: the archiver's last failure is newer than its last
+// success.
+func archiverFindings(r Round, _ Thresholds) []Finding {
+	a := r.Archiver
+	if a == nil || !a.Failing {
+		return nil
+	}
+	return []Finding{{Severity: SeverityCritical,
+		Title:   fmt.Sprintf("WAL archiving fails at %s", a.LastFailedWAL),
+		Subject: map[string]any{"last_failed_wal": a.LastFailedWAL, "failed_count": a.FailedCount},
+		Evidence: fmt.Sprintf("%s: last failure %s at %s, last success %s at %s; %d failures",
+			CheckArchiver, a.LastFailedWAL, timeText(a.LastFailedTime), nonEmpty(a.LastArchivedWAL, "none"), timeText(a.LastArchivedTime), a.FailedCount)}}
+}
+
+// preparedXactFindings: a prepared transaction older than PreparedXactAge.
+// The console offers no action: only the transaction's owner can decide.
+func preparedXactFindings(r Round, t Thresholds) []Finding {
+	var out []Finding
+	for _, p := range r.Prepared {
+		if p.AgeSeconds < t.PreparedXactAge.Seconds() {
+			continue
+		}
+		out = append(out, Finding{Severity: SeverityCritical,
+			Title:   fmt.Sprintf("Prepared transaction %q is %s old", p.GID, seconds(p.AgeSeconds)),
+			Subject: map[string]any{"gid": p.GID, "seconds": round1(p.AgeSeconds), "database": p.Database, "owner": p.Owner, "xid_age": p.XIDAge},
+			Evidence: fmt.Sprintf("%s: %q prepared at %s in %s by %s keeps its locks and the xmin horizon (xid %s, age %d) until COMMIT/ROLLBACK PREPARED",
+				CheckPreparedXacts, p.GID, p.Prepared.UTC().Format(time.RFC3339), p.Database, p.Owner, p.XID, p.XIDAge)})
+	}
+	return out
+}
+
+// xminHorizonFindings: a holder of the xmin horizon whose transaction is
+// XminHorizonAge old or XminHorizonXIDs transactions behind; a backend can
+// be terminated.
+func xminHorizonFindings(r Round, t Thresholds) []Finding {
+	var out []Finding
+	for _, h := range r.Xmin {
+		old := h.AgeSeconds != nil && t.XminHorizonAge > 0 && *h.AgeSeconds >= t.XminHorizonAge.Seconds()
+		if !old && (t.XminHorizonXIDs <= 0 || int64(h.XIDAge) < t.XminHorizonXIDs) {
+			continue
+		}
+		subj := map[string]any{"holder_kind": h.Kind, "holder_id": h.Holder, "xid_age": h.XIDAge}
+		if h.AgeSeconds != nil {
+			subj["age_seconds"] = round1(*h.AgeSeconds)
+		}
+		var actions []string
+		if h.Kind == "backend" {
+			actions = []string{ActionBackendTerminate}
+		}
+		out = append(out, Finding{Severity: SeverityWarning,
+			Title:   fmt.Sprintf("%s %s holds the xmin horizon (%d transactions)", h.Kind, h.Holder, h.XIDAge),
+			Subject: subj,
+			Evidence: fmt.Sprintf("%s: %s %s holds xmin %s, %d transactions old%s; VACUUM cannot remove rows deleted since: %s",
+				CheckXminHorizon, h.Kind, h.Holder, h.Xmin, h.XIDAge, ageText(h.AgeSeconds), short(h.Detail)),
+			Actions: actions})
+	}
+	return out
+}
+
+// deadTuplesFindings: a table with DeadTuples dead rows.
+func deadTuplesFindings(r Round, t Thresholds) []Finding {
+	var out []Finding
+	for _, tb := range r.Tables {
+		if t.DeadTuples <= 0 || tb.DeadTuples < t.DeadTuples {
+			continue
+		}
+		out = append(out, Finding{Severity: SeverityWarning,
+			Title:   fmt.Sprintf("Table %s has %d dead rows", tb.Table, tb.DeadTuples),
+			Subject: map[string]any{"table": tb.Schema + "." + tb.Table, "n_dead_tup": tb.DeadTuples, "dead_ratio": round3(tb.DeadRatio)},
+			Evidence: fmt.Sprintf("%s: %s.%s has %d dead and %d live rows; last autovacuum %s, last vacuum %s",
+				CheckTableVacuum, tb.Schema, tb.Table, tb.DeadTuples, tb.LiveTuples, timeText(tb.LastAutovacuum), timeText(tb.LastVacuum))})
+	}
+	return out
+}
+
+// invalidIndexFindings: every invalid index.
+func invalidIndexFindings(r Round, _ Thresholds) []Finding {
+	var out []Finding
+	for _, ix := range r.Invalid {
+		out = append(out, Finding{Severity: SeverityWarning,
+			Title:    fmt.Sprintf("Index %s is invalid", ix.Index),
+			Subject:  map[string]any{"index": ix.Schema + "." + ix.Index, "table": ix.Table},
+			Evidence: fmt.Sprintf("%s: %s.%s on %s (valid %t, ready %t): %s", CheckInvalidIndexes, ix.Schema, ix.Index, ix.Table, ix.Valid, ix.Ready, ix.Definition)})
+	}
+	return out
+}
+
+// notifyQueueFindings: the NOTIFY queue is NotifyQueueUsage full; critical
+// from 90%.
+func notifyQueueFindings(r Round, t Thresholds) []Finding {
+	n := r.Notify
+	if n == nil || t.NotifyQueueUsage <= 0 || n.Usage < t.NotifyQueueUsage {
+		return nil
+	}
+	sev := SeverityWarning
+	if n.Usage >= 0.9 {
+		sev = SeverityCritical
+	}
+	return []Finding{{Severity: sev,
+		Title:    fmt.Sprintf("NOTIFY queue %.0f%% full", n.Usage*100),
+		Subject:  map[string]any{"fraction": n.Usage},
+		Evidence: fmt.Sprintf("%s: pg_notification_queue_usage() = %.3f; a listener in a long transaction stops the queue from draining", CheckNotifyQueue, n.Usage)}}
+}

@@ -1,0 +1,93 @@
+package diagnostics_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/diagnostics"
+)
+
+// everyCodeRound is a round in which, with everyCodeThresholds, every rule
+// finds something: two queues, two slots, a standby seen from both sides.
+func everyCodeRound() diagnostics.Round {
+	now := time.Date(2026, 6, 20, 14, 3, 12, 0, time.UTC)
+	ago := now.Add(-2 * time.Hour)
+	parent := int32(100)
+	return diagnostics.Round{
+		At: now,
+		Blocking: []diagnostics.BlockingNode{
+			{PID: 100, IsRoot: true, State: "idle in transaction", BlockedCount: 1, MaxWaitSeconds: 30},
+			{PID: 101, ParentPID: &parent, Depth: 1, WaitSeconds: 30},
+		},
+		Activity: []diagnostics.Backend{
+			{PID: 300, State: "active", BackendType: "client backend", XactAgeSeconds: 900, XactStart: &ago},
+		},
+		IdleTx:      []diagnostics.IdleTx{{PID: 100, IdleSeconds: 120}},
+		WALRate:     ptr(200.0 * (1 << 20)),
+		Replication: []diagnostics.Standby{{ApplicationName: "s1", ReplayLagBytes: 100 << 20}},
+		Standbys:    []diagnostics.StandbyState{{InRecovery: true, URL: "10.0.0.2:5432", ReplayLagBytes: 100 << 20}},
+		Slots: []diagnostics.Slot{
+			{SlotName: "cdc", Active: true, WALStatus: "lost"},
+			{SlotName: "old", Active: false, InactiveSince: &ago},
+		},
+		Archiver: &diagnostics.ArchiverStat{Failing: true},
+		Prepared: []diagnostics.PreparedXact{{GID: "g1", Prepared: ago, AgeSeconds: 7200}},
+		Xmin: []diagnostics.XminHolder{
+			{Kind: "backend", Holder: "100", XIDAge: 60_000_000},
+			{Kind: "slot", Holder: "cdc", XIDAge: 60_000_000},
+		},
+		Tables:  []diagnostics.TableStat{{Schema: "public", Table: "jobs", DeadTuples: 200_000}},
+		Invalid: []diagnostics.InvalidIndex{{Schema: "public", Index: "dup_x_idx"}},
+		Notify:  &diagnostics.NotifyUsage{Usage: 0.95},
+		Queues: []diagnostics.QueueStat{
+			{Queue: "emails", Ready: 10, OldestReadySeconds: 900, ExpiredLeases: 2, DeadRecent: 20},
+			{Queue: "paused", Ready: 5, Paused: true, OldestReadySeconds: 900},
+		},
+		DeadLetters: []diagnostics.DeadLetterGroup{{Queue: "emails", ErrorClass: "smtp", DeadRecent: 20}},
+		Outbox:      &diagnostics.OutboxStat{Pending: 50, OldestPendingSeconds: 700, Dead: 2},
+		Workers:     []diagnostics.Worker{{ID: "w1", Queues: []string{"other"}, Alive: true}},
+		Unavailable: []diagnostics.Unavailable{
+			{Check: diagnostics.CheckXminHorizon, Status: "timed out", Err: errors.New("canceling statement")},
+			{Check: "connect", Status: "error: refused"},
+		},
+	}
+}
+
+// TestEveryRuleLinksWhereItSays: each finding code has one rule; on a round
+// that trips them all (default thresholds), every finding carries its rule's code, links to its
+// rule's runbook page (a failed check to its own step) and suggests only
+// actions its rule declares.
+func TestEveryRuleLinksWhereItSays(t *testing.T) {
+	rules := map[string]diagnostics.Rule{}
+	for _, r := range diagnostics.Rules() {
+		require.NotContains(t, rules, r.Code, "two rules for %s", r.Code)
+		rules[r.Code] = r
+		if r.Code != diagnostics.CodeUnavailable {
+			require.NotEmpty(t, r.Runbook, "%s links to no runbook page", r.Code)
+		}
+	}
+	fired := map[string]bool{}
+	for _, f := range diagnostics.Evaluate(everyCodeRound(), diagnostics.DefaultThresholds()) {
+		rule, ok := rules[f.Code]
+		require.True(t, ok, "%s has no rule", f.Code)
+		fired[f.Code] = true
+		want := diagnostics.RunbookURL(rule.Runbook)
+		if f.Code == diagnostics.CodeUnavailable {
+			want = diagnostics.RunbookURL(diagnostics.StepActivity)
+			if c, ok := diagnostics.CheckNamed(f.Subject["check"].(string)); ok {
+				want = diagnostics.RunbookURL(c.Step)
+			}
+		}
+		require.Equal(t, want, f.Runbook, f.Title)
+		for _, a := range f.Actions {
+			require.True(t, slices.Contains(rule.Actions, a), "%s suggests %s, which its rule does not declare", f.Code, a)
+		}
+	}
+	for code := range rules {
+		require.True(t, fired[code], "the round trips no %s finding", code)
+	}
+}

@@ -1,0 +1,33 @@
+package web
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/diagnostics"
+)
+
+// TestFindingLinksResolve: the runbook page of every finding rule is a page
+// of the runbook content, and every action a rule may suggest is registered
+// in actions. diagnostics names both by constants it cannot check itself:
+// it may not import actions. A failed check links to its own step instead
+// (TestRunbookContentIsWired checks every check's step), or to the activity
+// step when no check of the catalog failed.
+func TestFindingLinksResolve(t *testing.T) {
+	for _, r := range diagnostics.Rules() {
+		page := r.Runbook
+		if r.Code == diagnostics.CodeUnavailable {
+			require.Empty(t, page, "a failed check links to its own step")
+			page = diagnostics.StepActivity
+		}
+		_, isStep := runbookStepBySlug(page)
+		_, isTarget := runbookTargetBySlug(page)
+		require.True(t, isStep || isTarget, "%s links to %q, which is no runbook page", r.Code, page)
+		for _, a := range r.Actions {
+			_, ok := actions.Lookup(a)
+			require.True(t, ok, "%s may suggest %q, which is no registered action", r.Code, a)
+		}
+	}
+}
