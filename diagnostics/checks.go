@@ -3,6 +3,8 @@ package diagnostics
 import (
 	"context"
 	"time"
+
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // Names of the checks of the catalog: a check is one query (its SQL file is
@@ -74,12 +76,9 @@ type Check struct {
 	sample func(ctx context.Context, db DBTX, s *sampleState) error
 }
 
-// variant is a version-specific file of a query: used from minVersion
+// variant is a version-specific file of a query: used from its MinVersion
 // (server_version_num) up.
-type variant struct {
-	minVersion int
-	file       string
-}
+type variant = sqlset.Variant
 
 // roundState is what the checks of one findings round share.
 type roundState struct {
@@ -248,7 +247,7 @@ func init() {
 		},
 		{
 			Name: CheckWALStats, Title: "WAL statistics", Step: StepResources,
-			variants: []variant{{0, "wal_stats"}, {180000, "wal_stats_v18"}},
+			variants: []variant{{MinVersion: 0, File: "wal_stats"}, {MinVersion: 180000, File: "wal_stats_v18"}},
 			panel:    typed((*Diagnostics).WALStats),
 			sample:   sampleWALStats,
 			Columns: []Column{
@@ -267,7 +266,7 @@ func init() {
 			Name: CheckIOStats, Title: "I/O by backend type and context", Step: StepResources,
 			EmptyTitle: "No I/O statistics.",
 			EmptyWhy:   " pg_stat_io exists from PostgreSQL 16.",
-			variants:   []variant{{160000, "io_stats"}, {180000, "io_stats_v18"}},
+			variants:   []variant{{MinVersion: 160000, File: "io_stats"}, {MinVersion: 180000, File: "io_stats_v18"}},
 			panel:      typed((*Diagnostics).IOStats),
 			sample:     sampleIO,
 			Columns: []Column{
@@ -293,7 +292,7 @@ func init() {
 		},
 		{
 			Name: CheckCheckpointer, Title: "Checkpointer and background writer", Step: StepResources,
-			variants: []variant{{0, "checkpointer"}, {170000, "checkpointer_v17"}},
+			variants: []variant{{MinVersion: 0, File: "checkpointer"}, {MinVersion: 170000, File: "checkpointer_v17"}},
 			panel:    typed((*Diagnostics).Checkpointer),
 			sample:   sampleCheckpointer,
 			Columns: []Column{
@@ -314,7 +313,7 @@ func init() {
 			Name: CheckCopyProgress, Title: "COPY progress", Step: StepCopy,
 			EmptyTitle: "No COPY is running.",
 			EmptyWhy:   " Bulk loads in progress would show their progress here.",
-			variants:   []variant{{0, "copy_progress"}, {170000, "copy_progress_v17"}},
+			variants:   []variant{{MinVersion: 0, File: "copy_progress"}, {MinVersion: 170000, File: "copy_progress_v17"}},
 			panel:      typed((*Diagnostics).CopyProgress),
 			Columns: []Column{
 				intCol("pid", AsID, func(r CopyRun) int32 { return r.PID }),
@@ -465,7 +464,7 @@ func init() {
 			Name: CheckReplicationSlots, Title: "Replication slots", Step: StepReplication,
 			EmptyTitle: "No replication slots.",
 			EmptyWhy:   " Physical and logical slots, with the WAL they retain, would be listed here.",
-			variants:   []variant{{0, "replication_slots"}, {170000, "replication_slots_v17"}},
+			variants:   []variant{{MinVersion: 0, File: "replication_slots"}, {MinVersion: 170000, File: "replication_slots_v17"}},
 			panel:      typed((*Diagnostics).ReplicationSlots),
 			round:      section(func(r *Round) *[]Slot { return &r.Slots }, readSlots),
 			metrics:    true,
@@ -610,12 +609,14 @@ func init() {
 		},
 	}
 	checkIndex = make(map[string]int, len(checks))
+	variants := make(map[string][]variant)
 	for i, c := range checks {
 		checkIndex[c.Name] = i
 		if c.variants != nil {
 			variants[c.Name] = c.variants
 		}
 	}
+	queries.WithVariants(variants)
 }
 
 // CheckNamed returns the check of the catalog called name.

@@ -43,8 +43,8 @@ func TestCatalogEntriesAreComplete(t *testing.T) {
 		_, ok = SQLFor(c.Name, 0)
 		require.True(t, ok, "%s has SQL for the newest server", c.Name)
 		for _, v := range c.variants {
-			_, ok := SQLFor(c.Name, v.minVersion)
-			require.True(t, ok, "%s has SQL for version %d", c.Name, v.minVersion)
+			_, ok := SQLFor(c.Name, v.MinVersion)
+			require.True(t, ok, "%s has SQL for version %d", c.Name, v.MinVersion)
 		}
 
 		row, ok := rowTypes[c.Name]

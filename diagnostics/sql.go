@@ -7,22 +7,17 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // DBTX is what every query function needs: a *pgxpool.Pool, a *pgx.Conn or a
 // pgx.Tx all satisfy it.
-type DBTX interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+type DBTX = sqlset.DBTX
 
 // ErrUnsupported is returned by a query that needs a newer PostgreSQL than
 // the server's (pg_stat_io before 16, for example).
-var ErrUnsupported = errors.New("not available on this PostgreSQL version")
+var ErrUnsupported = sqlset.ErrUnsupported
 
 // ErrNotInstalled is returned by StatementsTop when pg_stat_statements is not
 // installed in the database.
@@ -34,36 +29,16 @@ var ErrNotInstalled = errors.New("pg_stat_statements is not installed")
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
-// variants lists, per query name, the files to use by server version,
-// oldest first, as the catalog's entries declare them. A query absent here
-// has one file named after it. The first variant's minVersion is the oldest
-// server the query runs on at all.
-var variants = map[string][]variant{}
+// queries holds the catalog's statements; the checks' entries declare
+// which file runs a query on which server version (see checks.go).
+var queries = sqlset.New("diagnostics", sqlFiles)
 
 // fileFor returns the file name (without .sql) that runs query name on a
 // server of the given version, or ErrUnsupported. Version 0 means unknown and
 // picks the newest variant.
 func fileFor(name string, version int) (string, error) {
-	vs, ok := variants[name]
-	if !ok {
-		return name, nil
-	}
-	if version == 0 {
-		return vs[len(vs)-1].file, nil
-	}
-	if version < vs[0].minVersion {
-		return "", fmt.Errorf("%s needs PostgreSQL %d or later: %w", name, vs[0].minVersion/10000, ErrUnsupported)
-	}
-	file := vs[0].file
-	for _, v := range vs {
-		if version >= v.minVersion {
-			file = v.file
-		}
-	}
-	return file, nil
+	return queries.File(name, version)
 }
-
-var queries = sqlset.New("diagnostics", sqlFiles)
 
 // sqlText returns the statement of query name for a server version. A missing
 // file is a programming error caught by the first test that runs the query.
@@ -89,10 +64,8 @@ func QueryNames() []string {
 // given server_version_num (0: the newest variant), or false when there is no
 // such query or the server is too old for it.
 func SQLFor(name string, version int) (string, bool) {
-	if _, err := sqlFiles.Open("sql/" + name + ".sql"); err != nil {
-		if _, ok := variants[name]; !ok {
-			return "", false
-		}
+	if !queries.Has(name) {
+		return "", false
 	}
 	s, err := sqlText(name, version)
 	if err != nil {
