@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,6 +90,9 @@ type Diagnostics struct {
 	pool      *pgxpool.Pool
 	watchPool *pgxpool.Pool
 	standbys  []standbyPool
+	// own holds the pids of the pool and watchPool connections, so views
+	// leave this process's diagnostics backends out by pid.
+	own *pidSet
 
 	server    *Cache[Server]
 	rounds    *Cache[Round]
@@ -104,6 +109,7 @@ type Diagnostics struct {
 type standbyPool struct {
 	name string
 	pool *pgxpool.Pool
+	own  *pidSet
 }
 
 // Open prepares a Diagnostics on the database at url. It does not need the
@@ -114,16 +120,17 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 	cfg = cfg.withDefaults()
 	// One connection of MaxConns is kept for the lock watchers, so "locked
 	// by pid N" is still answered when every query connection is waiting.
-	pool, err := newPool(url, max(cfg.MaxConns-1, 1))
+	own := &pidSet{}
+	pool, err := newPool(url, max(cfg.MaxConns-1, 1), own)
 	if err != nil {
 		return nil, fmt.Errorf("diagnostics pool: %w", err)
 	}
-	watch, err := newPool(url, 1)
+	watch, err := newPool(url, 1, own)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("diagnostics pool: %w", err)
 	}
-	d := &Diagnostics{cfg: cfg, pool: pool, watchPool: watch}
+	d := &Diagnostics{cfg: cfg, pool: pool, watchPool: watch, own: own}
 	d.server = NewCache(d.readServerInfo, CacheConfig{MaxAge: cfg.ServerInfoMaxAge, NowFunc: cfg.NowFunc})
 	d.rounds = NewCache(d.sharedRound, CacheConfig{MaxAge: cfg.RoundMaxAge, NowFunc: cfg.NowFunc})
 	if cfg.Thresholds != nil {
@@ -132,21 +139,29 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 		d.thresholds = DefaultThresholds()
 	}
 	for _, u := range cfg.StandbyURLs {
-		sp, err := newPool(u, 2)
+		sown := &pidSet{}
+		sp, err := newPool(u, 2, sown)
 		if err != nil {
 			d.Close()
 			return nil, fmt.Errorf("standby pool %s: %w", redact(u), err)
 		}
-		d.standbys = append(d.standbys, standbyPool{name: redact(u), pool: sp})
+		d.standbys = append(d.standbys, standbyPool{name: redact(u), pool: sp, own: sown})
 	}
 	return d, nil
 }
 
-func newPool(url string, maxConns int32) (*pgxpool.Pool, error) {
+// newPool returns a pool of diagnostics connections whose backend pids are
+// kept in own while they are open.
+func newPool(url string, maxConns int32, own *pidSet) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, err
 	}
+	pc.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		own.add(c.PgConn().PID())
+		return nil
+	}
+	pc.BeforeClose = func(c *pgx.Conn) { own.remove(c.PgConn().PID()) }
 	pc.MaxConns = maxConns
 	pc.MinConns = 0
 	pc.ConnConfig.RuntimeParams["application_name"] = ApplicationName
@@ -329,8 +344,10 @@ func (d *Diagnostics) begin(ctx context.Context, pool *pgxpool.Pool, iso pgx.TxI
 	// JIT compilation costs hundreds of milliseconds and the catalog's
 	// small queries never repay it (the loose scans' row estimates are far
 	// above what they read, which would trigger it).
-	set := fmt.Sprintf("SET LOCAL statement_timeout = %d; SET LOCAL lock_timeout = %d; SET LOCAL jit = off",
-		d.cfg.StatementTimeout.Milliseconds(), d.cfg.LockTimeout.Milliseconds())
+	// console.own_pids names this process's diagnostics backends for the
+	// queries that leave them out of their views (by pid, never by a name).
+	set := fmt.Sprintf("SET LOCAL statement_timeout = %d; SET LOCAL lock_timeout = %d; SET LOCAL jit = off; SET LOCAL console.own_pids = '%s'",
+		d.cfg.StatementTimeout.Milliseconds(), d.cfg.LockTimeout.Milliseconds(), d.ownPIDsFor(pool).text())
 	if _, err := tx.Exec(ctx, set); err != nil {
 		tx.Rollback(context.Background())
 		conn.Release()
@@ -531,4 +548,61 @@ func oneV[T any](fn func(context.Context, DBTX, int) (T, error)) func(context.Co
 // many adapts a version-independent query to panel.
 func many[T any](fn func(context.Context, DBTX) ([]T, error)) func(context.Context, DBTX, int) ([]T, error) {
 	return func(ctx context.Context, db DBTX, _ int) ([]T, error) { return fn(ctx, db) }
+}
+
+// pidSet is the set of backend pids of one server's diagnostics
+// connections, kept by the pools' connect and close hooks.
+type pidSet struct {
+	mu   sync.Mutex
+	pids map[uint32]bool
+}
+
+func (s *pidSet) add(pid uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pids == nil {
+		s.pids = make(map[uint32]bool)
+	}
+	s.pids[pid] = true
+}
+
+func (s *pidSet) remove(pid uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pids, pid)
+}
+
+// text is the set as a comma list in ascending order, for console.own_pids.
+func (s *pidSet) text() string {
+	if s == nil {
+		return ""
+	}
+	s.mu.Lock()
+	pids := make([]uint32, 0, len(s.pids))
+	for p := range s.pids {
+		pids = append(pids, p)
+	}
+	s.mu.Unlock()
+	slices.Sort(pids)
+	var b strings.Builder
+	for i, p := range pids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatUint(uint64(p), 10))
+	}
+	return b.String()
+}
+
+// ownPIDsFor returns the pid set of the server pool belongs to.
+func (d *Diagnostics) ownPIDsFor(pool *pgxpool.Pool) *pidSet {
+	if pool == d.pool || pool == d.watchPool {
+		return d.own
+	}
+	for _, s := range d.standbys {
+		if s.pool == pool {
+			return s.own
+		}
+	}
+	return nil
 }

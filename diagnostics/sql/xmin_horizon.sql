@@ -3,7 +3,8 @@
 -- transaction, prepared transactions, replication slots (xmin and
 -- catalog_xmin) and standbys with hot_standby_feedback, oldest first.
 -- Reads pg_stat_activity, pg_prepared_xacts, pg_replication_slots and
--- pg_stat_replication: no locks. Hides the console's own backends.
+-- pg_stat_replication: no locks. Hides this process's diagnostics backends
+-- by pid.
 SELECT kind, holder, xmin, xid_age, age_seconds, detail
 FROM (
     SELECT 'backend'::text                                        AS kind,
@@ -16,8 +17,7 @@ FROM (
     FROM pg_stat_activity AS a
     WHERE (a.backend_xmin IS NOT NULL OR a.backend_xid IS NOT NULL)
       AND a.pid <> pg_backend_pid()
-      AND NOT (coalesce(a.application_name, '') LIKE 'console-%'
-               AND coalesce(a.application_name, '') NOT LIKE 'console-worker%')
+      AND a.pid <> ALL (coalesce(string_to_array(nullif(current_setting('console.own_pids', true), ''), ',')::int4[], '{}'))
       AND a.backend_type <> 'walsender'
     UNION ALL
     SELECT 'prepared_xact', p.gid, p.transaction::text, age(p.transaction),
