@@ -1,0 +1,81 @@
+package diagnostics_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// An index that CREATE INDEX CONCURRENTLY is still building is invalid in
+// pg_index until the build ends; it is not reported while it is being
+// built. One that a failed build left behind is.
+func TestInvalidIndexesSkipIndexesBeingBuilt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	writer := connect(t, url, "writer")
+	builder := connect(t, url, "builder")
+	d := open(t, url, diagnostics.Config{})
+
+	// An open write transaction holds the concurrent build in its first
+	// wait, after the invalid index is in the catalog.
+	begin(t, writer, "INSERT INTO jobs (queue, kind) VALUES ('ix', 'k')")
+	built := waitIn(builder, "CREATE INDEX CONCURRENTLY jobs_building_idx ON jobs (kind)")
+	eventually(t, 15*time.Second, func() (bool, string) {
+		var n int
+		err := writer.QueryRow(ctx, "SELECT count(*) FROM pg_stat_progress_create_index").Scan(&n)
+		return err == nil && n > 0, "no build in progress yet"
+	})
+	names := func() []string {
+		res := d.InvalidIndexes(ctx)
+		require.NoError(t, res.Err)
+		var out []string
+		for _, ix := range res.Rows {
+			out = append(out, ix.Index)
+		}
+		return out
+	}
+	var inCatalog bool
+	require.NoError(t, writer.QueryRow(ctx,
+		"SELECT NOT indisvalid FROM pg_index WHERE indexrelid = 'jobs_building_idx'::regclass").Scan(&inCatalog))
+	require.True(t, inCatalog, "the index being built is invalid in pg_index")
+	require.NotContains(t, names(), "jobs_building_idx", "an index being built is not reported")
+	rep, err := d.Findings(ctx)
+	require.NoError(t, err)
+	_, found := findingFor(rep, diagnostics.CodeIndexInvalid, "index", "jobs_building_idx")
+	require.False(t, found, "no index.invalid finding while the index is built")
+
+	_, err = writer.Exec(ctx, "ROLLBACK")
+	require.NoError(t, err)
+	require.NoError(t, <-built)
+
+	// A unique build over duplicates fails and leaves its index invalid.
+	_, err = writer.Exec(ctx, "INSERT INTO jobs (queue, kind) VALUES ('dup', 'k'), ('dup', 'k')")
+	require.NoError(t, err)
+	_, err = builder.Exec(ctx, "CREATE UNIQUE INDEX CONCURRENTLY jobs_failed_idx ON jobs (queue, kind)")
+	require.Error(t, err)
+	require.Contains(t, names(), "jobs_failed_idx", "a failed build's index is reported")
+}
+
+// The outbox backlog is as old as its oldest undelivered event, including
+// events waiting in retry backoff: fifty events failing for half an hour
+// are half an hour old, not as old as their next retry.
+func TestOutboxBacklogAgeCountsRetryBackoff(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Pool(t, testdb.URL(t))
+	_, err := db.Exec(ctx, `INSERT INTO outbox_events (topic, event_type, payload, attempts, available_at, created_at)
+		SELECT 't', 'e', '{}', 5, now() + interval '2 minutes', now() - interval '30 minutes'
+		FROM generate_series(1, 50)`)
+	require.NoError(t, err)
+	o, err := diagnostics.OutboxHealth(ctx, db, 0)
+	require.NoError(t, err)
+	require.EqualValues(t, 0, o.Pending, "none is ready now")
+	require.EqualValues(t, 50, o.PendingLater)
+	require.GreaterOrEqual(t, o.OldestPendingSeconds, 1790.0, "age from created_at")
+}
