@@ -2,6 +2,7 @@ package diagnostics_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -78,4 +79,50 @@ func TestOutboxBacklogAgeCountsRetryBackoff(t *testing.T) {
 	require.EqualValues(t, 0, o.Pending, "none is ready now")
 	require.EqualValues(t, 50, o.PendingLater)
 	require.GreaterOrEqual(t, o.OldestPendingSeconds, 1790.0, "age from created_at")
+}
+
+// A lazy VACUUM has a snapshot, but the horizon ignores it: it is not
+// listed as holding the xmin horizon back (and so is never offered a
+// terminate). Holders carry their database.
+func TestXminHorizonLeavesLazyVacuumOut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	vac := connect(t, url, "slow-vacuum")
+	holder := connect(t, url, "xmin-holder")
+	_, err := vac.Exec(ctx, `CREATE TABLE vac_me (id int, pad text);
+		INSERT INTO vac_me SELECT g, repeat('x', 200) FROM generate_series(1, 50000) g;
+		DELETE FROM vac_me`)
+	require.NoError(t, err)
+	begin(t, holder, "SELECT txid_current()")
+	t.Cleanup(func() { holder.Exec(context.Background(), "ROLLBACK") })
+	_, err = vac.Exec(ctx, "SET vacuum_cost_delay = '50ms'; SET vacuum_cost_limit = 1")
+	require.NoError(t, err)
+	vacDone := waitIn(vac, "VACUUM vac_me")
+	t.Cleanup(func() {
+		vac.PgConn().CancelRequest(context.Background())
+		<-vacDone
+	})
+	watch := connect(t, url, "watch")
+	eventually(t, 15*time.Second, func() (bool, string) {
+		var n int
+		err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_progress_vacuum AS v
+			JOIN pg_stat_activity AS a USING (pid) WHERE v.pid = $1 AND a.backend_xmin IS NOT NULL`, pidOf(vac)).Scan(&n)
+		return err == nil && n == 1, "vacuum not seen with a snapshot yet"
+	})
+
+	d := open(t, url, diagnostics.Config{})
+	res := d.XminHorizon(ctx)
+	require.NoError(t, res.Err)
+	var db string
+	require.NoError(t, watch.QueryRow(ctx, "SELECT current_database()").Scan(&db))
+	sawHolder := false
+	for _, h := range res.Rows {
+		require.NotEqual(t, fmt.Sprint(pidOf(vac)), h.Holder, "a lazy VACUUM is no holder: %+v", res.Rows)
+		if h.Holder == fmt.Sprint(pidOf(holder)) {
+			sawHolder = true
+			require.Equal(t, db, h.Database)
+		}
+	}
+	require.True(t, sawHolder, "the open transaction holds the horizon: %+v", res.Rows)
 }
