@@ -81,15 +81,23 @@ func JobIDFromApplicationName(app string) *int64 {
 // LockWait is one group of ungranted lock requests: what they wait for and
 // how many wait.
 type LockWait struct {
-	LockType       string  `db:"locktype" json:"locktype"`
-	Relation       string  `db:"relation" json:"relation"`
+	LockType string `db:"locktype" json:"locktype"`
+	// Database is the database of the lock's target; empty for
+	// cluster-wide targets (transaction ids, shared catalogs).
+	Database string `db:"database" json:"database"`
+	// Relation is the relation's name, for relation, extend, page and
+	// tuple locks ("oid N" for a relation of another database).
+	Relation string `db:"relation" json:"relation"`
+	// Target names the exact thing waited for: a relation, one row
+	// ("jobs row (0,1)"), a transaction id, an advisory key, an object.
+	Target         string  `db:"target" json:"target"`
 	Mode           string  `db:"mode" json:"mode"`
 	Waiting        int64   `db:"waiting" json:"waiting"`
 	MaxWaitSeconds float64 `db:"max_wait_seconds" json:"max_wait_seconds"`
 	PIDs           []int32 `db:"pids" json:"pids"`
 }
 
-// LockWaits groups ungranted locks by lock type, relation and mode, most
+// LockWaits groups ungranted locks by their exact target and mode, most
 // waiters first (lock_waits.sql).
 func LockWaits(ctx context.Context, db DBTX) ([]LockWait, error) {
 	return collect[LockWait](ctx, db, "lock_waits", 0)

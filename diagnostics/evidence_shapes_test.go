@@ -126,3 +126,40 @@ func TestXminHorizonLeavesLazyVacuumOut(t *testing.T) {
 	}
 	require.True(t, sawHolder, "the open transaction holds the horizon: %+v", res.Rows)
 }
+
+// Waiters are grouped by the exact thing they wait for: two advisory keys
+// are two groups, named by their keys, not one "advisory" group.
+func TestLockWaitsGroupByExactTarget(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	holder := connect(t, url, "adv-holder")
+	_, err := holder.Exec(ctx, "SELECT pg_advisory_lock(4242), pg_advisory_lock(4243)")
+	require.NoError(t, err)
+	var done []<-chan error
+	for _, key := range []int{4242, 4242, 4243} {
+		c := connect(t, url, "adv-waiter")
+		done = append(done, waitIn(c, "SELECT pg_advisory_xact_lock($1)", key))
+	}
+	t.Cleanup(func() {
+		holder.Exec(context.Background(), "SELECT pg_advisory_unlock_all()")
+		for _, d := range done {
+			<-d
+		}
+	})
+	d := open(t, url, diagnostics.Config{})
+	var byTarget map[string]int64
+	eventually(t, 15*time.Second, func() (bool, string) {
+		res := d.LockWaits(ctx)
+		if res.Err != nil {
+			return false, res.Status()
+		}
+		byTarget = map[string]int64{}
+		for _, w := range res.Rows {
+			if w.LockType == "advisory" {
+				byTarget[w.Target] += w.Waiting
+			}
+		}
+		return byTarget["advisory key 4242"] == 2 && byTarget["advisory key 4243"] == 1, fmt.Sprint(byTarget)
+	})
+}
