@@ -58,9 +58,8 @@ func startStandby(t *testing.T, primary *pgserver.Server, settings map[string]st
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "console-standby-")
+	dir, err := pgserver.TempDir("console-standby-")
 	require.NoError(t, err)
-	require.NoError(t, os.Chmod(dir, 0o755))
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	pgdata := filepath.Join(dir, "pgdata")
 

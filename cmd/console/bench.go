@@ -77,14 +77,11 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return err
 	}
 	if raw == "" {
-		dir, err := os.MkdirTemp("", "console-bench-")
+		dir, err := pgserver.TempDir("console-bench-")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		if err := os.Chmod(dir, 0o755); err != nil {
-			return err
-		}
 		srv, err := pgserver.Start(ctx, pgserver.Config{Dir: filepath.Join(dir, "pg"), BinDir: getenv("CONSOLE_PG_BIN"), Trust: true})
 		if err != nil {
 			return err

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgconsole/console/internal/pgserver"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -271,9 +272,9 @@ func TestTokenAndOperatorCommands(t *testing.T) {
 // the embedded PostgreSQL, serves, stops cleanly on SIGTERM leaving no server
 // behind, and a second start reuses the data.
 func TestEmbeddedLifecycle(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.Chmod(dir, 0o755))
-	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755))
+	dir, err := pgserver.TempDir("console-lifecycle-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	dataDir := filepath.Join(dir, "var")
 
 	first := startConsole(t, dataDir)

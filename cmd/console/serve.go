@@ -201,6 +201,9 @@ func startEmbedded(ctx context.Context, cfg serveConfig, stdout io.Writer) (*pgs
 	if err != nil {
 		return nil, err
 	}
+	if note := srv.Relocation(); note != "" {
+		fmt.Fprintln(stdout, note)
+	}
 	if err := ensureDatabase(ctx, srv.URL("postgres"), embeddedDatabase); err != nil {
 		srv.Stop()
 		return nil, fmt.Errorf("create the %s database: %w", embeddedDatabase, err)

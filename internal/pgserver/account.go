@@ -1,7 +1,9 @@
 package pgserver
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
@@ -80,32 +82,42 @@ func (a *runAs) chownTree(dir string) error {
 	})
 }
 
-// checkReachable fails when the account cannot walk down to dir, which is the
-// usual cause of a confusing "permission denied" from initdb.
-func (a *runAs) checkReachable(dir string) error {
+// blocker returns the first folder on the way down to dir (dir included)
+// that the account cannot enter, with its mode, or "" when the account can
+// reach dir. Folders that do not exist yet are skipped: they are created
+// later, by this process. A nil account (not root) reaches everything.
+func (a *runAs) blocker(dir string) (string, os.FileMode, error) {
 	if a == nil {
-		return nil
+		return "", 0, nil
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return err
+		return "", 0, err
 	}
-	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+	for p := abs; ; p = filepath.Dir(p) {
 		st, err := os.Stat(p)
-		if err != nil {
-			return err
-		}
-		sys := st.Sys().(*syscall.Stat_t)
-		ok := st.Mode()&0o001 != 0 ||
-			(sys.Uid == a.uid && st.Mode()&0o100 != 0) ||
-			(sys.Gid == a.gid && st.Mode()&0o010 != 0)
-		if !ok {
-			return fmt.Errorf("PostgreSQL runs as %s, which cannot enter %s (mode %v); "+
-				"choose a --data-dir under a folder others can enter, or run `chmod o+x %s`",
-				a.name, p, st.Mode().Perm(), p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return "", 0, err
+		case !a.canEnter(st):
+			return p, st.Mode().Perm(), nil
 		}
 		if p == "/" {
-			return nil
+			return "", 0, nil
 		}
 	}
+}
+
+// canEnter applies the kernel's rule for searching a folder: the owner's bit
+// for the owner, else the group's for the group, else the others'.
+func (a *runAs) canEnter(st os.FileInfo) bool {
+	sys := st.Sys().(*syscall.Stat_t)
+	if sys.Uid == a.uid {
+		return st.Mode()&0o100 != 0
+	}
+	if sys.Gid == a.gid {
+		return st.Mode()&0o010 != 0
+	}
+	return st.Mode()&0o001 != 0
 }

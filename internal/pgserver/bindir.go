@@ -72,3 +72,14 @@ func hasServer(dir string) error {
 	}
 	return nil
 }
+
+// unreachableBinaries explains why the PostgreSQL account cannot run the
+// binaries in bin: blocked (mode mode) is the folder it cannot enter.
+func unreachableBinaries(acct *runAs, bin, blocked string, mode os.FileMode, err error) error {
+	if err != nil {
+		return fmt.Errorf("check the PostgreSQL binaries in %s: %w", bin, err)
+	}
+	return fmt.Errorf("PostgreSQL runs as %s, which cannot enter %s (mode %v) to run the binaries in %s; "+
+		"install them under a folder others can enter (as root, scripts/deps.sh keeps PostgreSQL 18 in /var/cache/console)",
+		acct.name, blocked, mode, bin)
+}

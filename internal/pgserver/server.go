@@ -58,11 +58,13 @@ type Server struct {
 	port     int
 	password string
 	acct     *runAs
-	cmd      *exec.Cmd
-	logFile  *os.File
-	exited   chan struct{}
-	exitErr  error
-	stopOnce sync.Once
+	// relocation is place's note: why the cluster is not in Config.Dir.
+	relocation string
+	cmd        *exec.Cmd
+	logFile    *os.File
+	exited     chan struct{}
+	exitErr    error
+	stopOnce   sync.Once
 }
 
 // Start initialises the cluster if needed and starts the server, returning
@@ -92,11 +94,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := acct.checkReachable(filepath.Join(dir, "pgdata")); err != nil {
+	dir, note, err := place(dir, acct)
+	if err != nil {
 		return nil, err
 	}
+	if b, mode, err := acct.blocker(bin); err != nil || b != "" {
+		return nil, unreachableBinaries(acct, bin, b, mode, err)
+	}
 	s := &Server{
-		cfg: cfg, bin: bin, acct: acct,
+		cfg: cfg, bin: bin, acct: acct, relocation: note,
 		pgdata:  filepath.Join(dir, "pgdata"),
 		logPath: filepath.Join(dir, "postgresql.log"),
 		exited:  make(chan struct{}),
@@ -221,7 +227,7 @@ func (s *Server) start(ctx context.Context) error {
 	for _, k := range keys {
 		args = append(args, "-c", k+"="+settings[k])
 	}
-	lf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	lf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("open PostgreSQL log %s: %w", s.logPath, err)
 	}
@@ -301,6 +307,12 @@ func (s *Server) Port() int { return s.port }
 
 // LogPath is the server's log file.
 func (s *Server) LogPath() string { return s.logPath }
+
+// Relocation is one line saying where the cluster is and why, when it is not
+// in Config.Dir: as root, a data folder the PostgreSQL account cannot reach
+// is kept under /var/lib/console instead, and found there again at the next
+// start from the same folder. It is "" when the cluster is in Config.Dir.
+func (s *Server) Relocation() string { return s.relocation }
 
 // DataDir is the cluster folder (PGDATA).
 func (s *Server) DataDir() string { return s.pgdata }

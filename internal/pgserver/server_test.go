@@ -89,10 +89,10 @@ func TestStartupFailureShowsLog(t *testing.T) {
 }
 
 // testDir returns a folder the PostgreSQL account can enter even when the
-// test runs as root (t.TempDir is 0700).
+// test runs as root (t.TempDir is 0700, and so may TMPDIR be).
 func testDir(t *testing.T) string {
-	d := t.TempDir()
-	require.NoError(t, os.Chmod(d, 0o755))
-	require.NoError(t, os.Chmod(filepath.Dir(d), 0o755))
+	d, err := TempDir("pgserver-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(d) })
 	return filepath.Join(d, "pg")
 }

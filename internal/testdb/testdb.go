@@ -122,8 +122,8 @@ func setup() {
 	}
 }
 
-// NewServerDir starts a private throwaway server in a fresh folder under the
-// system temp folder, for tests that need a server of their own (restarts, a
+// NewServerDir starts a private throwaway server in a fresh folder under
+// pgserver.TempDir, for tests that need a server of their own (restarts, a
 // standby). The caller stops it; Main removes nothing of it.
 func NewServerDir(ctx context.Context, name string, settings map[string]string) (*pgserver.Server, error) {
 	base, err := ensureBaseDir()
@@ -134,7 +134,9 @@ func NewServerDir(ctx context.Context, name string, settings map[string]string) 
 	if err != nil {
 		return nil, err
 	}
-	os.Chmod(dir, 0o755)
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return nil, err
+	}
 	return pgserver.Start(ctx, pgserver.Config{
 		Dir:      filepath.Join(dir, "pg"),
 		BinDir:   os.Getenv("PG_BIN"),
@@ -145,16 +147,14 @@ func NewServerDir(ctx context.Context, name string, settings map[string]string) 
 }
 
 // ensureBaseDir creates, once, the folder every server of this binary lives
-// under; the PostgreSQL account must be able to enter it when we are root.
+// under, one the PostgreSQL account can enter when we are root (even when
+// TMPDIR is a folder only root can enter).
 func ensureBaseDir() (string, error) {
 	baseMu.Lock()
 	defer baseMu.Unlock()
 	if baseDir == "" {
-		d, err := os.MkdirTemp("", "console-test-")
+		d, err := pgserver.TempDir("console-test-")
 		if err != nil {
-			return "", err
-		}
-		if err := os.Chmod(d, 0o755); err != nil {
 			return "", err
 		}
 		baseDir = d
