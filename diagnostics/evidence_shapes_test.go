@@ -3,12 +3,16 @@ package diagnostics_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/pgserver"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -162,4 +166,39 @@ func TestLockWaitsGroupByExactTarget(t *testing.T) {
 		}
 		return byTarget["advisory key 4242"] == 2 && byTarget["advisory key 4243"] == 1, fmt.Sprint(byTarget)
 	})
+}
+
+// An archive command that hangs fails nothing, yet segments pile up: the
+// backlog shows before any failure is recorded.
+func TestArchiverBacklogBeforeAnyFailure(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir, err := pgserver.TempDir("archive-hold")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	hold := filepath.Join(dir, "hold")
+	require.NoError(t, os.WriteFile(hold, nil, 0o644))
+	settings := maps.Clone(testdb.ServerSettings)
+	settings["archive_mode"] = "on"
+	settings["archive_command"] = "while [ -f " + hold + " ]; do sleep 0.1; done; true"
+	srv := testdb.NewServer(t, settings)
+	// Let the archiver finish at cleanup, so the server stops quickly.
+	t.Cleanup(func() { os.Remove(hold) })
+	c := connect(t, srv.URL("postgres"), "wal-writer")
+	for i := 0; i < 3; i++ {
+		_, err := c.Exec(ctx, "CREATE TABLE IF NOT EXISTS w (v text); INSERT INTO w VALUES ('x')")
+		require.NoError(t, err)
+		_, err = c.Exec(ctx, "SELECT pg_switch_wal()")
+		require.NoError(t, err)
+	}
+	var a diagnostics.ArchiverStat
+	eventually(t, 15*time.Second, func() (bool, string) {
+		var err error
+		a, err = diagnostics.Archiver(ctx, c)
+		return err == nil && a.Backlog() >= 2, fmt.Sprintf("%+v %v", a, err)
+	})
+	require.False(t, a.Failing, "nothing has failed")
+	require.EqualValues(t, 0, a.FailedCount)
+	require.NotNil(t, a.ReadySegments)
+	require.GreaterOrEqual(t, *a.ReadySegments, int64(2))
 }

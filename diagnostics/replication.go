@@ -135,6 +135,27 @@ type ArchiverStat struct {
 	// Failing is true when the last failure is newer than the last success.
 	Failing    bool       `db:"failing" json:"failing"`
 	StatsReset *time.Time `db:"stats_reset" json:"stats_reset"`
+	// ReadySegments is the number of WAL segments waiting to be archived
+	// (.ready files); nil when archiving is off or the role may not list
+	// the archive status folder.
+	ReadySegments *int64 `db:"ready_segments" json:"ready_segments"`
+	// SegmentsBehind is how many finished segments lie between the last
+	// archived one and the one being written; nil on a standby, with
+	// archiving off, or before anything was archived.
+	SegmentsBehind *int64 `db:"segments_behind" json:"segments_behind"`
+}
+
+// Backlog is the number of segments waiting to be archived: the .ready
+// count when it could be read, else the distance from the last archived
+// segment, else 0.
+func (a ArchiverStat) Backlog() int64 {
+	switch {
+	case a.ReadySegments != nil:
+		return *a.ReadySegments
+	case a.SegmentsBehind != nil:
+		return *a.SegmentsBehind
+	}
+	return 0
 }
 
 // Archiver reads the WAL archiver's counters (archiver.sql).
