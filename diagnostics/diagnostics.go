@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,9 +143,9 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 		sp, err := newPool(u, 2, sown)
 		if err != nil {
 			d.Close()
-			return nil, fmt.Errorf("standby pool %s: %w", redact(u), err)
+			return nil, fmt.Errorf("standby pool %s: %w", standbyName(u, d.standbys), err)
 		}
-		d.standbys = append(d.standbys, standbyPool{name: redact(u), pool: sp, own: sown})
+		d.standbys = append(d.standbys, standbyPool{name: standbyName(u, d.standbys), pool: sp, own: sown})
 	}
 	return d, nil
 }
@@ -171,13 +171,23 @@ func newPool(url string, maxConns int32, own *pidSet) (*pgxpool.Pool, error) {
 	return pgxpool.NewWithConfig(context.Background(), pc)
 }
 
-// redact returns url without its password, to name a standby in findings.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "standby"
+// standbyName names a standby in views and findings by where it is
+// (host:port, and the database when one is given), never by its password.
+// Both URLs and key=value connection strings are read; taken names get a
+// "#2", "#3"... so two standbys never share one.
+func standbyName(raw string, taken []standbyPool) string {
+	name := "standby"
+	if cfg, err := pgconn.ParseConfig(raw); err == nil && cfg.Host != "" {
+		name = net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+		if cfg.Database != "" {
+			name += "/" + cfg.Database
+		}
 	}
-	return u.Host
+	unique := name
+	for n := 2; slices.ContainsFunc(taken, func(s standbyPool) bool { return s.name == unique }); n++ {
+		unique = fmt.Sprintf("%s #%d", name, n)
+	}
+	return unique
 }
 
 // Close closes the pools. Results already returned stay valid.
