@@ -93,7 +93,12 @@ type Slot struct {
 	WALStatus string `db:"wal_status" json:"wal_status"`
 	// SafeWALSize is the WAL that can still be written before the slot is
 	// invalidated by max_slot_wal_keep_size; nil when unlimited.
-	SafeWALSize        *int64     `db:"safe_wal_size" json:"safe_wal_size"`
+	SafeWALSize *int64 `db:"safe_wal_size" json:"safe_wal_size"`
+	// MaxSlotWALKeepBytes is max_slot_wal_keep_size in bytes, -1 when
+	// unlimited: then only the WAL disk bounds what a slot retains.
+	MaxSlotWALKeepBytes int64 `db:"max_slot_wal_keep_bytes" json:"max_slot_wal_keep_bytes"`
+	// PGWALBytes is the size of pg_wal; nil when the role may not list it.
+	PGWALBytes         *int64     `db:"pg_wal_bytes" json:"pg_wal_bytes"`
 	InactiveSince      *time.Time `db:"inactive_since" json:"inactive_since"`
 	InvalidationReason string     `db:"invalidation_reason" json:"invalidation_reason"`
 
