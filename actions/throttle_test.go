@@ -36,7 +36,14 @@ func TestThrottleUnderLoad(t *testing.T) {
 			PollInterval: 100 * time.Millisecond,
 		})
 		require.NoError(t, err)
-		queues.RegisterBuiltins(c, queues.BuiltinOpts{})
+		c.Handle("sleep", func(ctx context.Context, _ *queues.Job) error {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(300 * time.Millisecond):
+				return nil
+			}
+		})
 		require.NoError(t, c.Start(ctx))
 		t.Cleanup(func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -5,10 +5,11 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // DBTX is what every query function needs: a *pgxpool.Pool, a *pgx.Conn or a
@@ -74,6 +75,8 @@ func fileFor(name string, version int) (string, error) {
 	return file, nil
 }
 
+var queries = sqlset.New("diagnostics", sqlFiles)
+
 // sqlText returns the statement of query name for a server version. A missing
 // file is a programming error caught by the first test that runs the query.
 func sqlText(name string, version int) (string, error) {
@@ -81,11 +84,7 @@ func sqlText(name string, version int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b, err := sqlFiles.ReadFile("sql/" + file + ".sql")
-	if err != nil {
-		panic(fmt.Sprintf("diagnostics: no embedded query %q", file))
-	}
-	return strings.TrimSpace(string(b)), nil
+	return queries.Text(file), nil
 }
 
 // QueryNames lists every query of the catalog by name (the file name without

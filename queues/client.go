@@ -125,25 +125,28 @@ type Client struct {
 	handlers map[string]HandlerFunc
 
 	mu      sync.Mutex
-	state   int // 0 new, 1 started, 2 stopped
+	state   clientState
 	running map[int64]runningJob
 
-	claimCtx    context.Context // fetchers, listener, maintenance
-	stopClaims  context.CancelFunc
-	renewCtx    context.Context // lease heartbeat, until the drain ends
-	stopRenew   context.CancelFunc
-	loops       sync.WaitGroup
-	renewWG     sync.WaitGroup
-	jobsWG      sync.WaitGroup
-	stopAcker   chan struct{}
-	ackerDone   chan struct{}
-	ackerActive bool
-	ackSignal   chan struct{} // capacity 1: acks are waiting
-	ackMu       sync.Mutex
-	ackPending  []ackRequest
-	ackWriting  int  // ack statements in flight
-	ackClosed   bool // the ack loops stopped: ack directly
+	claimCtx   context.Context // fetchers, listener, maintenance
+	stopClaims context.CancelFunc
+	renewCtx   context.Context // lease heartbeat, until the drain ends
+	stopRenew  context.CancelFunc
+	loops      sync.WaitGroup
+	renewWG    sync.WaitGroup
+	jobsWG     sync.WaitGroup
+	acks       ackPipeline
 }
+
+// clientState is where a Client is in its life: it starts once and stops
+// once.
+type clientState int
+
+const (
+	clientNew     clientState = iota // built, not started: Start may run
+	clientStarted                    // working its queues: Stop may run
+	clientStopped                    // stopped (or stopping): neither runs again
+)
 
 type runningJob struct {
 	queue      string
@@ -281,7 +284,7 @@ func (c *Client) EnqueueMany(ctx context.Context, ps []EnqueueParams) ([]int64, 
 func (c *Client) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.state != 0 {
+	if c.state != clientNew {
 		return errors.New("start client: already started")
 	}
 	if len(c.queues) > 0 {
@@ -297,26 +300,14 @@ func (c *Client) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	c.state = 1
+	c.state = clientStarted
 	c.claimCtx, c.stopClaims = context.WithCancel(context.Background())
 	c.renewCtx, c.stopRenew = context.WithCancel(context.Background())
-	c.ackSignal = make(chan struct{}, 1)
-	c.stopAcker = make(chan struct{})
-	c.ackerDone = make(chan struct{})
 	if len(c.queues) == 0 {
-		c.ackClosed = true
-		close(c.ackerDone)
+		c.acks.start(c, 0)
 		return nil
 	}
-	c.ackerActive = true
-	var ackers sync.WaitGroup
-	for range c.cfg.AckConcurrency {
-		ackers.Go(c.ackLoop)
-	}
-	go func() {
-		ackers.Wait()
-		close(c.ackerDone)
-	}()
+	c.acks.start(c, c.cfg.AckConcurrency)
 	for _, name := range c.names {
 		q := c.queues[name]
 		c.loops.Add(1)
@@ -354,11 +345,11 @@ func (c *Client) Start(ctx context.Context) error {
 // when the drain deadline cut jobs short. The caller closes the pool after.
 func (c *Client) Stop(ctx context.Context) error {
 	c.mu.Lock()
-	if c.state != 1 {
+	if c.state != clientStarted {
 		c.mu.Unlock()
 		return nil
 	}
-	c.state = 2
+	c.state = clientStopped
 	c.mu.Unlock()
 
 	c.stopClaims()
@@ -386,10 +377,7 @@ func (c *Client) Stop(ctx context.Context) error {
 	c.cancelRunning(errShutdown)
 	c.stopRenew()
 	c.renewWG.Wait()
-	if c.ackerActive {
-		close(c.stopAcker)
-		<-c.ackerDone
-	}
+	c.acks.close()
 	if len(c.queues) > 0 {
 		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := c.heartbeatWorker(fctx, true); err != nil {

@@ -67,7 +67,7 @@ func countJobs(t *testing.T, db DBTX, where string, args ...any) int64 {
 	return n
 }
 
-func TestClientBuiltins(t *testing.T) {
+func TestClientOutcomes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t)
@@ -75,7 +75,7 @@ func TestClientBuiltins(t *testing.T) {
 	cfg := testConfig(map[string]QueueConfig{"b": {Concurrency: 4, Timeout: 300 * time.Millisecond}})
 	cfg.Registerer = reg
 	startClient(t, pool, cfg, func(c *Client) {
-		RegisterBuiltins(c, BuiltinOpts{})
+		registerTestKinds(c)
 		c.Handle("permanent", func(context.Context, *Job) error { return Permanent(errors.New("bad input 42")) })
 	})
 	enq := func(kind string, payload any, maxAttempts int) int64 {
@@ -90,7 +90,6 @@ func TestClientBuiltins(t *testing.T) {
 	slow := enq("sleep", map[string]int{"ms": 60_000}, 1)
 	perm := enq("permanent", nil, 5)
 	unknown := enq("nobody-handles-this", nil, 1)
-	sqlKind := enq("sql", map[string]string{"statement": "SELECT 1"}, 1)
 
 	waitFor(t, 20*time.Second, "every job finished", func() bool {
 		return countJobs(t, pool, "queue = 'b' AND status IN ('ready', 'running')") == 0
@@ -110,13 +109,13 @@ func TestClientBuiltins(t *testing.T) {
 	j = get(always)
 	require.Equal(t, StatusDead, j.Status)
 	require.Equal(t, 3, j.Attempts)
-	require.Equal(t, "attempt ? of job ?: builtin fail kind", *j.ErrorClass)
+	require.Equal(t, "attempt ? of job ?: test fail kind", *j.ErrorClass)
 
 	j = get(panics)
 	require.Equal(t, StatusDead, j.Status)
 	require.Equal(t, "panic", *j.ErrorClass)
 	require.Equal(t, 2, j.Attempts)
-	require.Contains(t, *j.LastError, "builtin panic kind")
+	require.Contains(t, *j.LastError, "test panic kind")
 
 	j = get(slow)
 	require.Equal(t, StatusDead, j.Status)
@@ -131,11 +130,33 @@ func TestClientBuiltins(t *testing.T) {
 	require.Equal(t, StatusDead, j.Status)
 	require.Contains(t, *j.LastError, "no handler")
 
-	j = get(sqlKind)
-	require.Equal(t, StatusDead, j.Status, "sql is only registered with AllowSQL")
-
 	require.Equal(t, 2.0, testutil.ToFloat64(testutilCounter(reg, "queues_handler_panics_total")))
-	require.GreaterOrEqual(t, testutil.ToFloat64(testutilCounter(reg, "queues_dead_letters_total")), 6.0)
+	require.GreaterOrEqual(t, testutil.ToFloat64(testutilCounter(reg, "queues_dead_letters_total")), 5.0)
+	// The two jobs that succeeded were acked while their leases were held.
+	require.Equal(t, 2.0, finishedCount(t, reg, StatusDone))
+	require.Zero(t, finishedCount(t, reg, "lease_lost"))
+}
+
+// finishedCount is queues_jobs_finished_total for one result, summed over
+// queues.
+func finishedCount(t *testing.T, reg *prometheus.Registry, result string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != "queues_jobs_finished_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == result {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
 }
 
 // testutilCounter gathers one counter family summed over labels.
@@ -387,7 +408,7 @@ func TestRateLimit(t *testing.T) {
 	_, err = EnqueueManyTx(ctx, pool, ps)
 	require.NoError(t, err)
 	startClient(t, pool, testConfig(map[string]QueueConfig{"rl": {Concurrency: 8}}), func(c *Client) {
-		RegisterBuiltins(c, BuiltinOpts{})
+		registerTestKinds(c)
 	})
 	waitFor(t, 20*time.Second, "10 jobs done", func() bool { return countJobs(t, pool, "status = 'done'") >= 10 })
 	var first time.Time

@@ -21,11 +21,12 @@
 // run side by side, each resuming after the last job claimed (and from the
 // head of the queue again after a short claim or ClaimRescan). Each claimed
 // job runs on a goroutine of its own; a handler that succeeded hands its ack
-// to the ack loops, which fold the acks that arrive while a statement runs
-// into the next one (up to AckConcurrency statements in flight). One heartbeat statement renews every
-// running job's lease each third of LeaseDuration and cancels the handlers
-// of jobs whose lease was lost. Every process runs the reaper (bounded
-// batches) every tenth of LeaseDuration, between one poll interval and 5s.
+// to the ack pipeline, which folds the acks that arrive while a statement
+// runs into the next one (up to AckConcurrency statements in flight). One
+// heartbeat statement renews every running job's lease each third of
+// LeaseDuration and cancels the handlers of jobs whose lease was lost.
+// Every process runs the reaper (bounded batches) every tenth of
+// LeaseDuration, between one poll interval and 5s.
 //
 // Failures are retried with capped exponential backoff and full jitter
 // (Backoff) until max_attempts, then dead-lettered; Permanent errors go dead
@@ -58,6 +59,13 @@
 //	SELECT pid, state, wait_event_type, pg_blocking_pids(pid)
 //	FROM pg_stat_activity
 //	WHERE application_name = 'console-worker job=' || $1
+//
+// # Outbox
+//
+// EnqueueEventTx writes an event in the caller's transaction; a Relay
+// publishes committed events through a Publisher: queues/natspub for NATS
+// JetStream, queues/webhookpub for an HTTP webhook, or any PublisherFunc.
+// The engine itself imports no broker client.
 //
 // # Shutdown
 //

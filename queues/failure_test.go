@@ -2,7 +2,6 @@ package queues
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -35,20 +34,7 @@ func crashHandler(pool *pgxpool.Pool) HandlerFunc {
 			j.ID, j.Attempts, os.Getpid()); err != nil {
 			return err
 		}
-		var p struct {
-			MS int `json:"ms"`
-		}
-		if err := json.Unmarshal(j.Payload, &p); err != nil {
-			return Permanent(err)
-		}
-		t := time.NewTimer(time.Duration(p.MS) * time.Millisecond)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
-		}
+		return testSleep(ctx, j)
 	}
 }
 
@@ -184,7 +170,7 @@ func TestPostgresRestart(t *testing.T) {
 	_, err = EnqueueCopy(ctx, admin, ps)
 	require.NoError(t, err)
 	cfg := testConfig(map[string]QueueConfig{"rs": {Concurrency: 8}})
-	startClient(t, testdb.Pool(t, url), cfg, func(c *Client) { RegisterBuiltins(c, BuiltinOpts{}) })
+	startClient(t, testdb.Pool(t, url), cfg, func(c *Client) { registerTestKinds(c) })
 
 	done := func() int64 {
 		var d int64
@@ -220,7 +206,7 @@ func TestShutdownGraceful(t *testing.T) {
 	var started atomic.Int64
 	c, err := NewClient(pool, testConfig(map[string]QueueConfig{"sd": {Concurrency: 4}, "other": {Concurrency: 1}}))
 	require.NoError(t, err)
-	RegisterBuiltins(c, BuiltinOpts{})
+	registerTestKinds(c)
 	c.Handle("quick", func(ctx context.Context, _ *Job) error {
 		started.Add(1)
 		t := time.NewTimer(100 * time.Millisecond)

@@ -24,24 +24,26 @@ var (
 	ErrIdempotencyInProgress = errors.New("a request with this idempotency key is still in progress")
 )
 
-// IdempotencyResponse is the stored outcome of a request, replayed for every
-// retry with the same key and request.
-type IdempotencyResponse struct {
-	Code int
-	Body json.RawMessage
+// IdempotencyResult is what the first run of a request stored, replayed
+// for every retry with the same key and request: a status code whose
+// meaning the caller defines (the console's HTTP layer stores the response
+// status) and a JSON value.
+type IdempotencyResult struct {
+	Code  int
+	Value json.RawMessage
 }
 
 // IdempotencyRecord is one row of idempotency_requests.
 type IdempotencyRecord struct {
-	Scope        string          `db:"scope" json:"scope"`
-	Key          string          `db:"idempotency_key" json:"key"`
-	RequestHash  []byte          `db:"request_hash" json:"request_hash"`
-	State        string          `db:"state" json:"state"`
-	ResponseCode *int            `db:"response_code" json:"response_code,omitempty"`
-	ResponseBody json.RawMessage `db:"response_body" json:"response_body,omitempty"`
-	LockedUntil  *time.Time      `db:"locked_until" json:"locked_until,omitempty"`
-	CreatedAt    time.Time       `db:"created_at" json:"created_at"`
-	UpdatedAt    time.Time       `db:"updated_at" json:"updated_at"`
+	Scope       string          `db:"scope" json:"scope"`
+	Key         string          `db:"idempotency_key" json:"key"`
+	RequestHash []byte          `db:"request_hash" json:"request_hash"`
+	State       string          `db:"state" json:"state"`
+	ResultCode  *int            `db:"response_code" json:"result_code,omitempty"`
+	ResultValue json.RawMessage `db:"response_body" json:"result_value,omitempty"`
+	LockedUntil *time.Time      `db:"locked_until" json:"locked_until,omitempty"`
+	CreatedAt   time.Time       `db:"created_at" json:"created_at"`
+	UpdatedAt   time.Time       `db:"updated_at" json:"updated_at"`
 }
 
 // IdempotencyHash hashes the parts of a request that must match for a retry
@@ -61,7 +63,7 @@ func IdempotencyHash(parts ...[]byte) []byte {
 // IdempotencyBeginTx claims (scope, key) in the caller's transaction for a
 // request with requestHash. It returns (nil, nil) when this transaction now
 // owns the key: do the work in the same transaction, then call
-// IdempotencyCompleteTx before committing. It returns the stored response
+// IdempotencyCompleteTx before committing. It returns the stored result
 // when the key was completed by the same request (replay it, do nothing),
 // ErrIdempotencyConflict when it was completed by a different request, and
 // ErrIdempotencyInProgress when another transaction holds the key for longer
@@ -71,7 +73,7 @@ func IdempotencyHash(parts ...[]byte) []byte {
 // transaction, so other sessions never see a half-done request: a commit
 // whose answer was lost either committed both (the retry replays) or
 // neither (the retry runs the request once).
-func IdempotencyBeginTx(ctx context.Context, tx DBTX, scope, key string, requestHash []byte, wait time.Duration) (*IdempotencyResponse, error) {
+func IdempotencyBeginTx(ctx context.Context, tx DBTX, scope, key string, requestHash []byte, wait time.Duration) (*IdempotencyResult, error) {
 	if key == "" || len(key) > 255 {
 		return nil, fmt.Errorf("idempotency key must be 1 to 255 characters, got %d", len(key))
 	}
@@ -108,21 +110,21 @@ func IdempotencyBeginTx(ctx context.Context, tx DBTX, scope, key string, request
 	if !bytes.Equal(rec.RequestHash, requestHash) {
 		return nil, fmt.Errorf("idempotency key %q: %w", key, ErrIdempotencyConflict)
 	}
-	if rec.State != "completed" || rec.ResponseCode == nil {
+	if rec.State != "completed" || rec.ResultCode == nil {
 		return nil, fmt.Errorf("idempotency key %q: %w", key, ErrIdempotencyInProgress)
 	}
-	return &IdempotencyResponse{Code: *rec.ResponseCode, Body: rec.ResponseBody}, nil
+	return &IdempotencyResult{Code: *rec.ResultCode, Value: rec.ResultValue}, nil
 }
 
-// IdempotencyCompleteTx stores the response of the request that owns (scope,
+// IdempotencyCompleteTx stores the result of the request that owns (scope,
 // key) in the caller's transaction; it commits with the work. A nil or empty
-// body is stored as JSON null.
-func IdempotencyCompleteTx(ctx context.Context, tx DBTX, scope, key string, resp IdempotencyResponse) error {
-	body := resp.Body
-	if len(body) == 0 {
-		body = json.RawMessage("null")
+// value is stored as JSON null.
+func IdempotencyCompleteTx(ctx context.Context, tx DBTX, scope, key string, res IdempotencyResult) error {
+	value := res.Value
+	if len(value) == 0 {
+		value = json.RawMessage("null")
 	}
-	tag, err := tx.Exec(ctx, sqlText("idempotency_complete"), scope, key, resp.Code, body)
+	tag, err := tx.Exec(ctx, sqlText("idempotency_complete"), scope, key, res.Code, value)
 	if err != nil {
 		return fmt.Errorf("complete idempotency key %q: %w", key, err)
 	}
@@ -143,37 +145,37 @@ type IdempotencyParams struct {
 }
 
 // IdempotencyDo runs fn at most once per (scope, key): in one transaction it
-// claims the key, runs fn, stores fn's response and commits. A retry with the
-// same key and hash gets the stored response with replayed=true and fn is not
+// claims the key, runs fn, stores fn's result and commits. A retry with the
+// same key and hash gets the stored result with replayed=true and fn is not
 // called. When the commit fails the outcome is unknown: the error says so,
 // and the caller (or its client) must retry with the same key, which either
-// replays the committed response or runs fn once.
+// replays the committed result or runs fn once.
 func IdempotencyDo(ctx context.Context, db interface {
 	Begin(context.Context) (pgx.Tx, error)
-}, p IdempotencyParams, fn func(ctx context.Context, tx pgx.Tx) (IdempotencyResponse, error)) (resp IdempotencyResponse, replayed bool, err error) {
+}, p IdempotencyParams, fn func(ctx context.Context, tx pgx.Tx) (IdempotencyResult, error)) (res IdempotencyResult, replayed bool, err error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return IdempotencyResponse{}, false, fmt.Errorf("begin idempotent request: %w", err)
+		return IdempotencyResult{}, false, fmt.Errorf("begin idempotent request: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	stored, err := IdempotencyBeginTx(ctx, tx, p.Scope, p.Key, p.RequestHash, p.Wait)
 	if err != nil {
-		return IdempotencyResponse{}, false, err
+		return IdempotencyResult{}, false, err
 	}
 	if stored != nil {
 		return *stored, true, tx.Commit(ctx)
 	}
-	resp, err = fn(ctx, tx)
+	res, err = fn(ctx, tx)
 	if err != nil {
-		return IdempotencyResponse{}, false, err
+		return IdempotencyResult{}, false, err
 	}
-	if err := IdempotencyCompleteTx(ctx, tx, p.Scope, p.Key, resp); err != nil {
-		return IdempotencyResponse{}, false, err
+	if err := IdempotencyCompleteTx(ctx, tx, p.Scope, p.Key, res); err != nil {
+		return IdempotencyResult{}, false, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return IdempotencyResponse{}, false, fmt.Errorf("commit idempotent request %q (outcome unknown, retry with the same key): %w", p.Key, err)
+		return IdempotencyResult{}, false, fmt.Errorf("commit idempotent request %q (outcome unknown, retry with the same key): %w", p.Key, err)
 	}
-	return resp, false, nil
+	return res, false, nil
 }
 
 // IdempotencyLookup returns the stored request for (scope, key), or

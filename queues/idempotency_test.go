@@ -16,18 +16,18 @@ import (
 
 // obCreateOrder is the business request of the idempotency tests: an order
 // row and its outbox event, with the order id as the response.
-func obCreateOrder(amount int) func(ctx context.Context, tx pgx.Tx) (IdempotencyResponse, error) {
-	return func(ctx context.Context, tx pgx.Tx) (IdempotencyResponse, error) {
+func obCreateOrder(amount int) func(ctx context.Context, tx pgx.Tx) (IdempotencyResult, error) {
+	return func(ctx context.Context, tx pgx.Tx) (IdempotencyResult, error) {
 		var id int64
 		if err := tx.QueryRow(ctx, "INSERT INTO ob_orders (amount) VALUES ($1) RETURNING id", amount).Scan(&id); err != nil {
-			return IdempotencyResponse{}, err
+			return IdempotencyResult{}, err
 		}
 		if _, err := EnqueueEventTx(ctx, tx, OutboxEvent{Topic: "orders", AggregateType: "order",
 			AggregateID: fmt.Sprint(id), EventType: "order.created", Payload: map[string]any{"order_id": id, "amount": amount}}); err != nil {
-			return IdempotencyResponse{}, err
+			return IdempotencyResult{}, err
 		}
 		body, _ := json.Marshal(map[string]int64{"order_id": id})
-		return IdempotencyResponse{Code: 201, Body: body}, nil
+		return IdempotencyResult{Code: 201, Value: body}, nil
 	}
 }
 
@@ -72,14 +72,14 @@ func TestIdempotencyCommitUnknownResolvedByRetry(t *testing.T) {
 	})
 	rec, err := IdempotencyLookup(ctx, pool, p.Scope, p.Key)
 	require.NoError(t, err)
-	require.Equal(t, 201, *rec.ResponseCode)
+	require.Equal(t, 201, *rec.ResultCode)
 
 	// The client retries with the same key on a new connection.
 	resp, replayed, err := IdempotencyDo(ctx, viaProxy(), p, obCreateOrder(500))
 	require.NoError(t, err)
 	require.True(t, replayed)
 	require.Equal(t, 201, resp.Code)
-	require.JSONEq(t, string(rec.ResponseBody), string(resp.Body))
+	require.JSONEq(t, string(rec.ResultValue), string(resp.Value))
 
 	var orders, events int
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM ob_orders").Scan(&orders))
@@ -105,11 +105,11 @@ func TestIdempotencyRollbackThenRetryRunsOnce(t *testing.T) {
 	_, err := pool.Exec(ctx, "CREATE TABLE ob_orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, amount int NOT NULL)")
 	require.NoError(t, err)
 	p := IdempotencyParams{Key: "k1", RequestHash: IdempotencyHash([]byte("a"))}
-	_, _, err = IdempotencyDo(ctx, pool, p, func(ctx context.Context, tx pgx.Tx) (IdempotencyResponse, error) {
+	_, _, err = IdempotencyDo(ctx, pool, p, func(ctx context.Context, tx pgx.Tx) (IdempotencyResult, error) {
 		if _, err := obCreateOrder(1)(ctx, tx); err != nil {
-			return IdempotencyResponse{}, err
+			return IdempotencyResult{}, err
 		}
-		return IdempotencyResponse{}, fmt.Errorf("connection lost before commit")
+		return IdempotencyResult{}, fmt.Errorf("connection lost before commit")
 	})
 	require.Error(t, err)
 	_, err = IdempotencyLookup(ctx, pool, "", "k1")
@@ -139,23 +139,23 @@ func TestIdempotencyInProgress(t *testing.T) {
 
 	start := time.Now()
 	_, _, err = IdempotencyDo(ctx, pool, IdempotencyParams{Scope: "s", Key: "busy", RequestHash: hash, Wait: 200 * time.Millisecond},
-		func(context.Context, pgx.Tx) (IdempotencyResponse, error) {
+		func(context.Context, pgx.Tx) (IdempotencyResult, error) {
 			t.Fatal("ran while the key was held")
-			return IdempotencyResponse{}, nil
+			return IdempotencyResult{}, nil
 		})
 	require.ErrorIs(t, err, ErrIdempotencyInProgress)
 	require.Less(t, time.Since(start), 10*time.Second)
 
-	require.NoError(t, IdempotencyCompleteTx(ctx, tx, "s", "busy", IdempotencyResponse{Code: 200, Body: json.RawMessage(`{"ok":true}`)}))
+	require.NoError(t, IdempotencyCompleteTx(ctx, tx, "s", "busy", IdempotencyResult{Code: 200, Value: json.RawMessage(`{"ok":true}`)}))
 	require.NoError(t, tx.Commit(ctx))
 	resp, replayed, err := IdempotencyDo(ctx, pool, IdempotencyParams{Scope: "s", Key: "busy", RequestHash: hash},
-		func(context.Context, pgx.Tx) (IdempotencyResponse, error) {
+		func(context.Context, pgx.Tx) (IdempotencyResult, error) {
 			t.Fatal("ran again")
-			return IdempotencyResponse{}, nil
+			return IdempotencyResult{}, nil
 		})
 	require.NoError(t, err)
 	require.True(t, replayed)
-	require.JSONEq(t, `{"ok":true}`, string(resp.Body))
+	require.JSONEq(t, `{"ok":true}`, string(resp.Value))
 	// The lock_timeout set for the wait does not leak into the work.
 	var lt string
 	require.NoError(t, pool.QueryRow(ctx, "SHOW lock_timeout").Scan(&lt))

@@ -47,15 +47,7 @@ type InboxEntry struct {
 // InboxLookup returns which consumers applied eventID (empty when none),
 // for correlating one event across relay, broker and consumers (RB-D).
 func InboxLookup(ctx context.Context, db DBTX, eventID string) ([]InboxEntry, error) {
-	rows, err := db.Query(ctx, sqlText("inbox_lookup"), eventID)
-	if err != nil {
-		return nil, fmt.Errorf("look up inbox for event %s: %w", eventID, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[InboxEntry])
-	if err != nil {
-		return nil, fmt.Errorf("look up inbox for event %s: %w", eventID, err)
-	}
-	return out, nil
+	return collectRows[InboxEntry](ctx, db, "inbox_lookup", "look up inbox for event "+eventID, eventID)
 }
 
 // Inbox is InboxProcessTx with metrics: events applied and duplicates

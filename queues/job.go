@@ -8,18 +8,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // DBTX is what the package's query functions need: a *pgxpool.Pool, a
 // *pgx.Conn or a pgx.Tx all satisfy it, so functions ending in Tx run inside
 // the caller's transaction and commit or roll back with it.
-type DBTX interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+type DBTX = sqlset.DBTX
 
 // Job statuses. A job is ready (waiting, possibly until available_at),
 // running (leased to a worker until lease_until), done, or dead (failed for

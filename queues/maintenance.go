@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -334,13 +333,5 @@ func MaintenanceRunList(ctx context.Context, db DBTX, limit int) ([]MaintenanceR
 	if limit <= 0 {
 		limit = 50
 	}
-	rows, err := db.Query(ctx, sqlText("maintenance_run_list"), limit)
-	if err != nil {
-		return nil, fmt.Errorf("list maintenance runs: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[MaintenanceRun])
-	if err != nil {
-		return nil, fmt.Errorf("list maintenance runs: %w", err)
-	}
-	return out, nil
+	return collectRows[MaintenanceRun](ctx, db, "maintenance_run_list", "list maintenance runs", limit)
 }

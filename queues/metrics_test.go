@@ -22,7 +22,7 @@ func TestEnqueueAndQueueWaitMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	cfg := testConfig(map[string]QueueConfig{"metered": {Concurrency: 2}})
 	cfg.Registerer = reg
-	c := startClient(t, pool, cfg, func(c *Client) { RegisterBuiltins(c, BuiltinOpts{}) })
+	c := startClient(t, pool, cfg, func(c *Client) { registerTestKinds(c) })
 
 	_, err := c.Enqueue(ctx, EnqueueParams{Queue: "metered", Kind: "noop"})
 	require.NoError(t, err)

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // The operator mutations below run in the caller's transaction: the actions
@@ -78,15 +76,7 @@ func DeadLetterCount(ctx context.Context, db DBTX, f DeadLetterFilter) (int64, e
 
 // DeadLetterSample returns the newest limit dead jobs matching f.
 func DeadLetterSample(ctx context.Context, db DBTX, f DeadLetterFilter, limit int) ([]Job, error) {
-	rows, err := db.Query(ctx, sqlText("dead_letter_sample"), append(f.args(), limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("sample dead letters: %w", err)
-	}
-	jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Job])
-	if err != nil {
-		return nil, fmt.Errorf("sample dead letters: %w", err)
-	}
-	return jobs, nil
+	return collectRows[Job](ctx, db, "dead_letter_sample", "sample dead letters", append(f.args(), limit)...)
 }
 
 // DeadLetterRequeueTx puts at most limit dead jobs matching f back to ready
@@ -95,15 +85,7 @@ func DeadLetterSample(ctx context.Context, db DBTX, f DeadLetterFilter, limit in
 // history is kept. Jobs whose dedupe key is now held by an unfinished job
 // are skipped.
 func DeadLetterRequeueTx(ctx context.Context, db DBTX, f DeadLetterFilter, limit int, resetAttempts bool) ([]int64, error) {
-	rows, err := db.Query(ctx, sqlText("dead_letter_requeue"), append(f.args(), limit, resetAttempts)...)
-	if err != nil {
-		return nil, fmt.Errorf("requeue dead letters: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("requeue dead letters: %w", err)
-	}
-	return ids, nil
+	return collectIDs(ctx, db, "dead_letter_requeue", "requeue dead letters", append(f.args(), limit, resetAttempts)...)
 }
 
 // DeadLetterGroup is the dead jobs of one queue with one error class.
@@ -118,15 +100,9 @@ type DeadLetterGroup struct {
 }
 
 // DeadLetterGroups groups dead jobs by queue and error class, largest group
-// first; queue "" means every queue.
+// first, at most 200 groups; queue "" means every queue. It counts every
+// dead job of the queue: for a bounded read on a large pile, use
+// DeadLetterClassStats.
 func DeadLetterGroups(ctx context.Context, db DBTX, queue string) ([]DeadLetterGroup, error) {
-	rows, err := db.Query(ctx, sqlText("dead_letter_groups"), queue)
-	if err != nil {
-		return nil, fmt.Errorf("group dead letters: %w", err)
-	}
-	gs, err := pgx.CollectRows(rows, pgx.RowToStructByName[DeadLetterGroup])
-	if err != nil {
-		return nil, fmt.Errorf("group dead letters: %w", err)
-	}
-	return gs, nil
+	return collectRows[DeadLetterGroup](ctx, db, "dead_letter_groups", "group dead letters", queue)
 }

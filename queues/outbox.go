@@ -113,15 +113,7 @@ func EnqueueEventsTx(ctx context.Context, db DBTX, events []OutboxEvent) ([]int6
 			maxAttempts[i] = &v
 		}
 	}
-	rows, err := db.Query(ctx, sqlText("outbox_insert"), topics, aggTypes, aggIDs, types, headers, payloads, maxAttempts)
-	if err != nil {
-		return nil, fmt.Errorf("insert outbox events: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("insert outbox events: %w", err)
-	}
-	return ids, nil
+	return collectIDs(ctx, db, "outbox_insert", "insert outbox events", topics, aggTypes, aggIDs, types, headers, payloads, maxAttempts)
 }
 
 func marshalPayload(p any) ([]byte, error) {
@@ -199,15 +191,7 @@ func OutboxList(ctx context.Context, db DBTX, p OutboxListParams) ([]OutboxRecor
 		limit = 50
 	}
 	limit = min(limit, 1000)
-	rows, err := db.Query(ctx, sqlText("outbox_list"), p.BeforeID, p.State, p.Topic, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list outbox events: %w", err)
-	}
-	recs, err := pgx.CollectRows(rows, pgx.RowToStructByName[OutboxRecord])
-	if err != nil {
-		return nil, fmt.Errorf("list outbox events: %w", err)
-	}
-	return recs, nil
+	return collectRows[OutboxRecord](ctx, db, "outbox_list", "list outbox events", p.BeforeID, p.State, p.Topic, limit)
 }
 
 // OutboxStatsResult is the outbox backlog at a glance (RB-H): counts by
@@ -261,15 +245,7 @@ func OutboxRequeueTx(ctx context.Context, db DBTX, p OutboxRequeueParams) ([]int
 	if ids == nil {
 		ids = []int64{}
 	}
-	rows, err := db.Query(ctx, sqlText("outbox_requeue"), ids, p.Topic, limit)
-	if err != nil {
-		return nil, fmt.Errorf("requeue dead outbox events: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("requeue dead outbox events: %w", err)
-	}
-	return out, nil
+	return collectIDs(ctx, db, "outbox_requeue", "requeue dead outbox events", ids, p.Topic, limit)
 }
 
 // RelaySettings are the fleet-wide relay controls an operator changes from

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/pgconsole/console/queues"
+	"github.com/pgconsole/console/queues/natspub"
 )
 
 // An order and its event commit together; the relay publishes the event to
@@ -43,7 +44,7 @@ func ExampleEnqueueEventTx() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	pub, err := queues.NewNATSPublisher(nc, queues.NATSPublisherConfig{SubjectPrefix: "events."})
+	pub, err := natspub.New(nc, natspub.Config{SubjectPrefix: "events."})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -89,6 +89,34 @@ func (n *obNATS) stream(t testing.TB, nc *nats.Conn) jetstream.Stream {
 	return s
 }
 
+// obJetStream is the relay tests' publisher: each event goes to JetStream
+// subject events.<topic> with its event id as Nats-Msg-Id. The product's
+// publisher (package natspub) imports queues, so the engine's own tests
+// cannot use it; natspub's tests run it through a relay.
+type obJetStream struct {
+	js         jetstream.JetStream
+	duplicates atomic.Int64 // republishes JetStream dropped
+}
+
+func obPublisher(t testing.TB, nc *nats.Conn) *obJetStream {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return &obJetStream{js: js}
+}
+
+func (p *obJetStream) Publish(ctx context.Context, m *OutboxMessage) error {
+	msg := &nats.Msg{Subject: "events." + m.Topic, Data: m.Payload}
+	ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(m.EventID()))
+	if err != nil {
+		return err
+	}
+	if ack.Duplicate {
+		p.duplicates.Add(1)
+	}
+	return nil
+}
+
 // obStreamIDs reads every message of the stream with an ephemeral consumer
 // and counts each Nats-Msg-Id it sees.
 func obStreamIDs(t testing.TB, s jetstream.Stream) map[string]int {

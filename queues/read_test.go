@@ -50,7 +50,13 @@ func TestDeadLetters(t *testing.T) {
 	require.False(t, groups[0].FirstSeen.After(groups[0].LastSeen))
 	all, err := DeadLetterGroups(ctx, tx, "")
 	require.NoError(t, err)
-	require.Len(t, all, 3)
+	require.GreaterOrEqual(t, len(all), 3)
+	_, err = tx.Exec(ctx, `INSERT INTO jobs (queue, kind, status, attempts, error_class, last_error, finished_at)
+		SELECT 'dlmany', 'k', 'dead', 1, 'class ' || g, 'e', now() FROM generate_series(1, 201) AS g`)
+	require.NoError(t, err)
+	many, err := DeadLetterGroups(ctx, tx, "dlmany")
+	require.NoError(t, err)
+	require.Len(t, many, 200, "at most 200 groups")
 
 	f := DeadLetterFilter{Queue: "dl", ErrorClass: groups[0].ErrorClass}
 	n, err := DeadLetterCount(ctx, tx, f)
@@ -80,6 +86,86 @@ func TestDeadLetters(t *testing.T) {
 	require.Equal(t, timeouts[2:], ids)
 	j, _ = JobGet(ctx, tx, ids[0])
 	require.Equal(t, 0, j.Attempts)
+}
+
+// The console's dead-letter reads: groups by class with recent counts,
+// counts per queue, and the classes a requeue filter matches, each bounded
+// by its cap and limit.
+func TestDeadLetterStats(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := testdb.Tx(t)
+	a := func() error { return errors.New("upstream refused") }
+	b := func() error { return errors.New("bad payload") }
+	old := []int64{deadJob(t, tx, "ds1", a())}
+	for range 2 {
+		deadJob(t, tx, "ds1", a())
+	}
+	deadJob(t, tx, "ds1", b())
+	unclassified := deadJob(t, tx, "ds1", b())
+	old = append(old, deadJob(t, tx, "ds2", b()))
+	_, err := tx.Exec(ctx, "UPDATE jobs SET error_class = NULL WHERE id = $1", unclassified)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "UPDATE jobs SET finished_at = now() - interval '1 hour' WHERE id = ANY($1)", old)
+	require.NoError(t, err)
+	var lastA time.Time
+	require.NoError(t, tx.QueryRow(ctx, "SELECT max(finished_at) FROM jobs WHERE queue = 'ds1' AND error_class = 'upstream refused'").Scan(&lastA))
+
+	mine := func(queue string) bool { return strings.HasPrefix(queue, "ds") }
+	stats := func(p DeadLetterStatsParams) []DeadLetterClassStat {
+		all, err := DeadLetterClassStats(ctx, tx, p)
+		require.NoError(t, err)
+		var out []DeadLetterClassStat
+		for _, s := range all {
+			if mine(s.Queue) {
+				s.LastFinishedAt = nil
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	all, err := DeadLetterClassStats(ctx, tx, DeadLetterStatsParams{})
+	require.NoError(t, err)
+	require.NotEmpty(t, all)
+	require.Equal(t, "ds1", all[0].Queue, "the largest recent burst comes first")
+	require.NotNil(t, all[0].LastFinishedAt)
+	require.True(t, lastA.Equal(*all[0].LastFinishedAt), "last death %v, want %v", all[0].LastFinishedAt, lastA)
+	require.Equal(t, []DeadLetterClassStat{
+		{Queue: "ds1", ErrorClass: "upstream refused", Dead: 3, DeadRecent: 2},
+		{Queue: "ds1", ErrorClass: "", Dead: 1, DeadRecent: 1},
+		{Queue: "ds1", ErrorClass: "bad payload", Dead: 1, DeadRecent: 1},
+		{Queue: "ds2", ErrorClass: "bad payload", Dead: 1, DeadRecent: 0},
+	}, stats(DeadLetterStatsParams{}))
+	require.Equal(t, DeadLetterClassStat{Queue: "ds1", ErrorClass: "upstream refused", Dead: 2, DeadRecent: 2},
+		stats(DeadLetterStatsParams{CountCap: 2})[0], "counts stop at the cap")
+	require.Equal(t, int64(3), stats(DeadLetterStatsParams{Window: 2 * time.Hour})[0].DeadRecent, "a wider window")
+	limited, err := DeadLetterClassStats(ctx, tx, DeadLetterStatsParams{MaxGroups: 2})
+	require.NoError(t, err)
+	require.Len(t, limited, 2, "at most MaxGroups groups")
+
+	counts := func(p DeadLetterStatsParams) []DeadLetterQueueCount {
+		all, err := DeadLetterQueueCounts(ctx, tx, p)
+		require.NoError(t, err)
+		var out []DeadLetterQueueCount
+		for _, c := range all {
+			if mine(c.Queue) {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	require.Equal(t, []DeadLetterQueueCount{{Queue: "ds1", Dead: 5, DeadRecent: 4}, {Queue: "ds2", Dead: 1}}, counts(DeadLetterStatsParams{}))
+	require.Equal(t, []DeadLetterQueueCount{{Queue: "ds1", Dead: 3, DeadRecent: 3}, {Queue: "ds2", Dead: 1}}, counts(DeadLetterStatsParams{CountCap: 3}))
+
+	classes, err := DeadLetterClassList(ctx, tx, DeadLetterFilter{Queue: "ds1"}, 0)
+	require.NoError(t, err)
+	require.Equal(t, []DeadLetterClassCount{{"upstream refused", 3}, {"", 1}, {"bad payload", 1}}, classes)
+	classes, err = DeadLetterClassList(ctx, tx, DeadLetterFilter{Queue: "ds1"}, 2)
+	require.NoError(t, err)
+	require.Len(t, classes, 2, "at most limit classes")
+	classes, err = DeadLetterClassList(ctx, tx, DeadLetterFilter{IDs: old}, 0)
+	require.NoError(t, err)
+	require.Equal(t, []DeadLetterClassCount{{"bad payload", 1}, {"upstream refused", 1}}, classes)
 }
 
 func TestQueueSettingsAndStats(t *testing.T) {
@@ -218,6 +304,8 @@ func TestHotStatementPlans(t *testing.T) {
 			{name: "job_claim", args: "('p1', 10, 'w', 60000, 0, now(), 500)", want: []string{"ROW(available_at, id) >"}},
 			{name: "job_reap", args: "(100, 20)"},
 			{name: "dead_letter_requeue", args: "('{}', 'p1', '', NULL, NULL, 10, false)"},
+			{name: "dead_letter_class_list", args: "('{}', 'p1', '', NULL, NULL, 50)"},
+			{name: "dead_letter_class_stats", args: "(900, 10000, 200)", want: []string{"jobs_dead_idx"}},
 			{name: "job_ack_many", args: "(" + idArray + ", " + idArray + ", 'w')",
 				want: []string{"Index Scan using jobs_pkey"}, not: []string{"jobs_running_lease_idx"}},
 			{name: "job_renew_many", args: "(" + idArray + ", " + idArray + ", 'w', 1000)",

@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
+
+	"github.com/pgconsole/console/internal/lifecycle"
 )
 
 // Publisher delivers one outbox event to a broker. A nil error means the
@@ -83,10 +85,8 @@ type Relay struct {
 	wake    chan struct{}
 	hooks   relayHooks
 
-	mu        sync.Mutex
-	cancel    context.CancelFunc
-	done      chan struct{}
-	settings  RelaySettings
+	life      lifecycle.Runner
+	settings  RelaySettings // owned by the claim loop
 	settingAt time.Time
 	reclaimAt time.Time
 }
@@ -219,38 +219,20 @@ func (r *Relay) ID() string { return r.cfg.ID }
 // Start launches the relay's goroutines (the claim loop, and the LISTEN
 // connection unless disabled) and returns at once. ctx bounds the relay's life as Stop does.
 func (r *Relay) Start(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cancel != nil {
-		return errors.New("relay already started")
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	r.cancel = cancel
-	r.done = make(chan struct{})
-	var wg sync.WaitGroup
+	loops := []func(context.Context){r.loop}
 	if !r.cfg.DisableListen {
-		wg.Add(1)
-		go func() { defer wg.Done(); r.listen(ctx) }()
+		loops = append(loops, r.listen)
 	}
-	wg.Add(1)
-	go func() { defer wg.Done(); r.loop(ctx) }()
-	go func() { wg.Wait(); close(r.done) }()
+	if err := r.life.Start(ctx, loops...); err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
 	return nil
 }
 
 // Stop stops claiming, lets the batch in flight finish its publishes and
 // marks (bounded by PublishTimeout), gives back claimed events it did not
 // start, and waits for the goroutines to end.
-func (r *Relay) Stop() {
-	r.mu.Lock()
-	cancel, done := r.cancel, r.done
-	r.mu.Unlock()
-	if cancel == nil {
-		return
-	}
-	cancel()
-	<-done
-}
+func (r *Relay) Stop() { r.life.Stop() }
 
 // Wake asks the relay to scan now (a hint, like a notification).
 func (r *Relay) Wake() {

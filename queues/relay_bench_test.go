@@ -28,8 +28,7 @@ func BenchmarkRelayJetStream(b *testing.B) {
 				for range events / 1000 {
 					obEnqueue(b, pool, "orders", 1000)
 				}
-				pub, err := NewNATSPublisher(nc, NATSPublisherConfig{SubjectPrefix: "events."})
-				require.NoError(b, err)
+				pub := obPublisher(b, nc)
 				b.StartTimer()
 				start := time.Now()
 				for range bc.relays {

@@ -2,8 +2,6 @@ package queues
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -88,38 +86,4 @@ func TestRelayStopReleasesUnstarted(t *testing.T) {
 	require.Zero(t, inflight)
 	require.Equal(t, 10-len(published)-1, pendingFresh)
 	require.Positive(t, pendingFresh)
-}
-
-// A webhook that refuses an event for good (422) sends it dead at once,
-// without burning retries; polling alone (no LISTEN) drives the relay.
-func TestRelayWebhookPermanentRefusalGoesDead(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	pool := testdb.New(t)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Event-Type") == "order.invalid" {
-			http.Error(w, "schema mismatch", http.StatusUnprocessableEntity)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	}))
-	defer srv.Close()
-	pub, err := NewWebhookPublisher(WebhookPublisherConfig{URL: srv.URL})
-	require.NoError(t, err)
-	obRelay(t, pool, RelayConfig{Publisher: pub, DisableListen: true, PollInterval: 50 * time.Millisecond})
-	good, err := EnqueueEventTx(ctx, pool, OutboxEvent{Topic: "orders", EventType: "order.created", Payload: map[string]int{"a": 1}})
-	require.NoError(t, err)
-	bad, err := EnqueueEventTx(ctx, pool, OutboxEvent{Topic: "orders", EventType: "order.invalid", Payload: map[string]int{"a": 2}})
-	require.NoError(t, err)
-	obEventually(t, 20*time.Second, "both settled", func() bool {
-		return obCountState(t, pool, OutboxPublished) == 1 && obCountState(t, pool, OutboxDead) == 1
-	})
-	ev, err := OutboxEventGet(ctx, pool, bad)
-	require.NoError(t, err)
-	require.Equal(t, OutboxDead, ev.State)
-	require.Equal(t, 1, ev.Attempts)
-	require.Contains(t, *ev.LastError, "422")
-	ev, err = OutboxEventGet(ctx, pool, good)
-	require.NoError(t, err)
-	require.Equal(t, OutboxPublished, ev.State)
 }

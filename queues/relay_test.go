@@ -5,13 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -116,8 +112,7 @@ func TestRelayPublishesToJetStream(t *testing.T) {
 	ns := obStartNATS(t)
 	nc := ns.connect(t)
 	stream := ns.stream(t, nc)
-	pub, err := NewNATSPublisher(nc, NATSPublisherConfig{SubjectPrefix: "events.", ExpectStream: "EVENTS"})
-	require.NoError(t, err)
+	pub := obPublisher(t, nc)
 	reg := prometheus.NewRegistry()
 	r := obRelay(t, pool, RelayConfig{Publisher: pub, BatchSize: 50, Registerer: reg})
 	// Several relays, no leader: both drain the same table.
@@ -224,65 +219,9 @@ func TestRelaySettingsPauseResumeThrottle(t *testing.T) {
 	require.Error(t, err)
 }
 
-func TestRelayWebhookPublisher(t *testing.T) {
-	t.Parallel()
-	pool := testdb.New(t)
-	var mu sync.Mutex
-	keys := map[string]int{}
-	var fails atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		require.True(t, json.Valid(body))
-		key := r.Header.Get("Idempotency-Key")
-		// Every event fails once with a 503, then is accepted.
-		mu.Lock()
-		keys[key]++
-		n := keys[key]
-		mu.Unlock()
-		if n == 1 {
-			fails.Add(1)
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		if r.Header.Get("Event-Type") != "order.created" || r.Header.Get("X-Token") != "s3cret" {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
-	}))
-	defer srv.Close()
-	release := make(chan struct{})
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	defer slow.Close()
-	defer close(release)
-
-	pub, err := NewWebhookPublisher(WebhookPublisherConfig{URL: srv.URL, Timeout: 2 * time.Second, Headers: map[string]string{"X-Token": "s3cret"}})
-	require.NoError(t, err)
-	obRelay(t, pool, RelayConfig{Publisher: pub, BackoffBase: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
-	ids := obEnqueue(t, pool, "orders", 10)
-	obEventually(t, 20*time.Second, "webhook events published", func() bool { return obCountState(t, pool, OutboxPublished) == 10 })
-	mu.Lock()
-	for _, id := range ids {
-		require.Equal(t, 2, keys[strconv.FormatInt(id, 10)])
-	}
-	mu.Unlock()
-	require.Equal(t, int64(10), fails.Load())
-
-	// A receiver that never answers is a timeout, i.e. a failure.
-	slowPub, err := NewWebhookPublisher(WebhookPublisherConfig{URL: slow.URL, Timeout: 100 * time.Millisecond})
-	require.NoError(t, err)
-	start := time.Now()
-	err = slowPub.Publish(context.Background(), &OutboxMessage{ID: 1, Topic: "t", EventType: "e", Payload: json.RawMessage(`{}`)})
-	require.Error(t, err)
-	require.Less(t, time.Since(start), 5*time.Second)
-}
-
-// Relay crash windows (seed lab 2). A child process (this test binary) runs a
+// Relay crash windows: the three points where a relay can die mid-batch
+// (before publishing, after publishing but before marking, after
+// marking). A child process (this test binary) runs a
 // relay and dies with os.Exit at the injected point, for real: no deferred
 // cleanup, no graceful release, its connections simply vanish. A fresh relay
 // then finishes the work.
@@ -297,8 +236,7 @@ func TestRelayCrashChild(t *testing.T) {
 	pool, err := pgxpool.New(ctx, os.Getenv("OUTBOX_CRASH_DB"))
 	require.NoError(t, err)
 	nc := (&obNATS{}).dial(t, os.Getenv("OUTBOX_CRASH_NATS"))
-	pub, err := NewNATSPublisher(nc, NATSPublisherConfig{SubjectPrefix: "events."})
-	require.NoError(t, err)
+	pub := obPublisher(t, nc)
 	r, err := NewRelay(pool, RelayConfig{Publisher: pub, ID: "relay-crashing", BatchSize: 10, LeaseDuration: 2 * time.Second, PollInterval: 50 * time.Millisecond})
 	require.NoError(t, err)
 	batches := 0
@@ -355,8 +293,7 @@ func TestRelayCrashWindows(t *testing.T) {
 			require.Equal(t, int64(tc.acceptedUnmarked), st.AcceptedUnmarked)
 			require.Equal(t, tc.published, obCountState(t, pool, OutboxPublished))
 
-			pub, err := NewNATSPublisher(nc, NATSPublisherConfig{SubjectPrefix: "events."})
-			require.NoError(t, err)
+			pub := obPublisher(t, nc)
 			r := obRelay(t, pool, RelayConfig{Publisher: pub, ID: "relay-fresh", BatchSize: 10, LeaseDuration: 2 * time.Second})
 			obEventually(t, 30*time.Second, "every event published", func() bool {
 				return obCountState(t, pool, OutboxPublished) == len(ids)
@@ -368,7 +305,7 @@ func TestRelayCrashWindows(t *testing.T) {
 			}
 			// The republished events after the mark window are the duplicates
 			// JetStream dropped and the outbox counted.
-			require.Equal(t, int64(tc.acceptedUnmarked), pub.Duplicates())
+			require.Equal(t, int64(tc.acceptedUnmarked), pub.duplicates.Load())
 			var republished int
 			require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM outbox_events WHERE publish_count > 1").Scan(&republished))
 			require.Equal(t, tc.acceptedUnmarked, republished)
@@ -391,8 +328,7 @@ func TestRelaySurvivesPostgresAndNATSRestart(t *testing.T) {
 	ns := obStartNATS(t)
 	nc := ns.connect(t)
 	stream := ns.stream(t, nc)
-	pub, err := NewNATSPublisher(nc, NATSPublisherConfig{SubjectPrefix: "events."})
-	require.NoError(t, err)
+	pub := obPublisher(t, nc)
 	obRelay(t, pool, RelayConfig{Publisher: pub, BatchSize: 20, LeaseDuration: 3 * time.Second,
 		BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond})
 

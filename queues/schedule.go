@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
+
+	"github.com/pgconsole/console/internal/lifecycle"
 )
 
 // ErrInvalidSpec reports a cron spec the parser refuses; the wrapped message
@@ -187,15 +188,7 @@ func ScheduleGet(ctx context.Context, db DBTX, name string) (*Schedule, error) {
 
 // ScheduleList returns every schedule, by name.
 func ScheduleList(ctx context.Context, db DBTX) ([]Schedule, error) {
-	rows, err := db.Query(ctx, sqlText("schedule_list"))
-	if err != nil {
-		return nil, fmt.Errorf("list schedules: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Schedule])
-	if err != nil {
-		return nil, fmt.Errorf("list schedules: %w", err)
-	}
-	return out, nil
+	return collectRows[Schedule](ctx, db, "schedule_list", "list schedules")
 }
 
 // ScheduleDedupeKey is the dedupe key of the job a schedule enqueues for the
@@ -243,11 +236,9 @@ type Scheduler struct {
 	skipped  prometheus.Counter
 	isLeader prometheus.Gauge
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
-	conn   *pgx.Conn
-	pid    atomic.Uint32 // backend pid of the leader connection, for tests
+	life lifecycle.Runner
+	conn *pgx.Conn     // the leader connection, owned by the loop
+	pid  atomic.Uint32 // backend pid of the leader connection, for tests
 }
 
 // NewScheduler builds a scheduler on pool (whose connection settings its
@@ -296,33 +287,15 @@ func (s *Scheduler) IsLeader() bool { return s.leader.Load() }
 
 // Start launches the scheduler's single goroutine and returns at once.
 func (s *Scheduler) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cancel != nil {
-		return errors.New("scheduler already started")
+	if err := s.life.Start(ctx, s.loop); err != nil {
+		return fmt.Errorf("scheduler: %w", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	s.cancel = cancel
-	s.done = make(chan struct{})
-	go func() {
-		defer close(s.done)
-		s.loop(ctx)
-	}()
 	return nil
 }
 
 // Stop ends the scheduler and closes its leader connection, which releases
 // leadership at once.
-func (s *Scheduler) Stop() {
-	s.mu.Lock()
-	cancel, done := s.cancel, s.done
-	s.mu.Unlock()
-	if cancel == nil {
-		return
-	}
-	cancel()
-	<-done
-}
+func (s *Scheduler) Stop() { s.life.Stop() }
 
 func (s *Scheduler) dropConn() {
 	if s.conn != nil {

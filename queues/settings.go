@@ -73,13 +73,5 @@ type liveSettings struct {
 }
 
 func queueSettingsList(ctx context.Context, db DBTX, queues []string, liveWithin time.Duration) ([]liveSettings, error) {
-	rows, err := db.Query(ctx, sqlText("queue_settings_list"), queues, liveWithin.Milliseconds())
-	if err != nil {
-		return nil, fmt.Errorf("read queue settings: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[liveSettings])
-	if err != nil {
-		return nil, fmt.Errorf("read queue settings: %w", err)
-	}
-	return out, nil
+	return collectRows[liveSettings](ctx, db, "queue_settings_list", "read queue settings", queues, liveWithin.Milliseconds())
 }

@@ -1,9 +1,13 @@
 package queues
 
 import (
+	"context"
 	"embed"
 	"fmt"
-	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // sqlFiles holds every statement the engine runs, one query per file, named
@@ -13,22 +17,35 @@ import (
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
-// sqlText returns the statement in sql/name.sql. A missing file is a
-// programming error caught by the first test that runs the query.
-func sqlText(name string) string {
-	b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
+var queries = sqlset.New("queues", sqlFiles)
+
+// sqlText returns the statement in sql/name.sql; it panics on a name with
+// no file.
+func sqlText(name string) string { return queries.Text(name) }
+
+// collectRows runs query name and collects its rows into T by column name;
+// what says what failed in the error.
+func collectRows[T any](ctx context.Context, db DBTX, name, what string, args ...any) ([]T, error) {
+	rows, err := db.Query(ctx, sqlText(name), args...)
 	if err != nil {
-		panic(fmt.Sprintf("queues: no embedded query %q", name))
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	return strings.TrimSpace(string(b))
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
 }
 
-// SQL returns the text of one of the engine's embedded queries by name (for
-// example "job_claim"), for pages that show operators what ran.
-func SQL(name string) (string, bool) {
-	b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
+// collectIDs runs query name and collects its one bigint column (ids).
+func collectIDs(ctx context.Context, db DBTX, name, what string, args ...any) ([]int64, error) {
+	rows, err := db.Query(ctx, sqlText(name), args...)
 	if err != nil {
-		return "", false
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	return strings.TrimSpace(string(b)), true
+	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
 }

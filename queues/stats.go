@@ -2,9 +2,6 @@ package queues
 
 import (
 	"context"
-	"fmt"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // QueueStat is one queue's line on the overview.
@@ -31,13 +28,5 @@ type QueueStat struct {
 // QueueStats returns per-queue counts from the partial indexes only, so it
 // stays cheap with millions of finished rows.
 func QueueStats(ctx context.Context, db DBTX) ([]QueueStat, error) {
-	rows, err := db.Query(ctx, sqlText("queue_stats"))
-	if err != nil {
-		return nil, fmt.Errorf("queue stats: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[QueueStat])
-	if err != nil {
-		return nil, fmt.Errorf("queue stats: %w", err)
-	}
-	return out, nil
+	return collectRows[QueueStat](ctx, db, "queue_stats", "queue stats")
 }

@@ -2,10 +2,7 @@ package queues
 
 import (
 	"context"
-	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Worker is one engine process's row in the workers registry.
@@ -28,13 +25,5 @@ type Worker struct {
 
 // WorkerList returns the registry, most recently seen first.
 func WorkerList(ctx context.Context, db DBTX) ([]Worker, error) {
-	rows, err := db.Query(ctx, sqlText("worker_list"))
-	if err != nil {
-		return nil, fmt.Errorf("list workers: %w", err)
-	}
-	ws, err := pgx.CollectRows(rows, pgx.RowToStructByName[Worker])
-	if err != nil {
-		return nil, fmt.Errorf("list workers: %w", err)
-	}
-	return ws, nil
+	return collectRows[Worker](ctx, db, "worker_list", "list workers")
 }

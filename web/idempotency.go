@@ -172,7 +172,7 @@ func idempotentServe(c echo.Context, next echo.HandlerFunc, pool *pgxpool.Pool, 
 		o.count(idempotencyReplayed)
 		tx.Rollback(ctx)
 		c.Response().Header().Set(IdempotencyReplayedHeader, "true")
-		return c.JSONBlob(stored.Code, stored.Body)
+		return c.JSONBlob(stored.Code, stored.Value)
 	}
 	o.count(idempotencyNew)
 
@@ -194,7 +194,7 @@ func idempotentServe(c echo.Context, next echo.HandlerFunc, pool *pgxpool.Pool, 
 	if !json.Valid(stored2) {
 		stored2, _ = json.Marshal(rec.body.String())
 	}
-	if err := queues.IdempotencyCompleteTx(ctx, tx, scope, key, queues.IdempotencyResponse{Code: rec.code, Body: stored2}); err != nil {
+	if err := queues.IdempotencyCompleteTx(ctx, tx, scope, key, queues.IdempotencyResult{Code: rec.code, Value: stored2}); err != nil {
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "store idempotent response").SetInternal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -249,11 +249,11 @@ func idempotencyFacts(r *queues.IdempotencyRecord, scope, key string, now time.T
 		timeFact("Created", &created, now),
 		timeFact("Updated", &updated, now),
 	}
-	if r.ResponseCode != nil {
-		fs = append(fs, views.Fact{Label: "Response code", Value: strconv.Itoa(*r.ResponseCode), Mono: true})
+	if r.ResultCode != nil {
+		fs = append(fs, views.Fact{Label: "Response code", Value: strconv.Itoa(*r.ResultCode), Mono: true})
 	}
 	if r.LockedUntil != nil {
 		fs = append(fs, timeFact("Locked until", r.LockedUntil, now))
 	}
-	return fs, prettyJSON(r.ResponseBody), ""
+	return fs, prettyJSON(r.ResultValue), ""
 }

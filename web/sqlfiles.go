@@ -2,17 +2,15 @@ package web
 
 import (
 	"embed"
-	"strings"
+
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
-// sqlText returns the statement in sql/name.sql.
-func sqlText(name string) string {
-	b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
-	if err != nil {
-		panic("web: no embedded query " + name)
-	}
-	return strings.TrimSpace(string(b))
-}
+var queries = sqlset.New("web", sqlFiles)
+
+// sqlText returns the statement in sql/name.sql; it panics on a name with
+// no file.
+func sqlText(name string) string { return queries.Text(name) }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgconsole/console/queues"
+	"github.com/pgconsole/console/queues/webhookpub"
 )
 
 // demoQueues are the queues the demo workload feeds; "drills" runs the lock
@@ -129,7 +130,7 @@ func runDemo(ctx context.Context, args []string, getenv env, stdout, stderr io.W
 		return err
 	}
 	defer sink.stop()
-	pub, err := queues.NewWebhookPublisher(queues.WebhookPublisherConfig{URL: sink.URL})
+	pub, err := webhookpub.New(webhookpub.Config{URL: sink.URL})
 	if err != nil {
 		return err
 	}

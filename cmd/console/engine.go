@@ -67,7 +67,7 @@ func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg promet
 		pool.Close()
 		return nil, err
 	}
-	queues.RegisterBuiltins(e.client, queues.BuiltinOpts{AllowSQL: cfg.AllowSQL})
+	registerDemoKinds(e.client, cfg.AllowSQL)
 	queues.RegisterMaintenance(e.client, queues.MaintenanceConfig{Logger: logger})
 	if err := e.client.Start(ctx); err != nil {
 		pool.Close()

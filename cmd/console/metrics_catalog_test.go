@@ -27,6 +27,7 @@ import (
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/queues"
+	"github.com/pgconsole/console/queues/webhookpub"
 	"github.com/pgconsole/console/web"
 )
 
@@ -224,7 +225,7 @@ func catalogRegistry(t *testing.T) (*prometheus.Registry, *recordingRegisterer) 
 	sink, err := startDemoSink(pool, rec, logger)
 	require.NoError(t, err)
 	t.Cleanup(sink.stop)
-	webhook, err := queues.NewWebhookPublisher(queues.WebhookPublisherConfig{URL: sink.URL})
+	webhook, err := webhookpub.New(webhookpub.Config{URL: sink.URL})
 	require.NoError(t, err)
 	published := make(chan *queues.OutboxMessage, 16)
 	publisher := queues.PublisherFunc(func(ctx context.Context, m *queues.OutboxMessage) error {

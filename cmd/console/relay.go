@@ -9,6 +9,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/pgconsole/console/queues"
+	"github.com/pgconsole/console/queues/natspub"
+	"github.com/pgconsole/console/queues/webhookpub"
 )
 
 // relayOptions are the outbox relay's flags, shared by serve and worker: a
@@ -38,7 +40,7 @@ func (o relayOptions) publisher(stdout io.Writer) (queues.Publisher, func(), err
 		if err != nil {
 			return nil, none, fmt.Errorf("connect to NATS at %s: %w; check --relay-nats-url", *o.natsURL, err)
 		}
-		pub, err := queues.NewNATSPublisher(nc, queues.NATSPublisherConfig{SubjectPrefix: *o.natsPrefix, ExpectStream: *o.natsStream})
+		pub, err := natspub.New(nc, natspub.Config{SubjectPrefix: *o.natsPrefix, ExpectStream: *o.natsStream})
 		if err != nil {
 			nc.Close()
 			return nil, none, err
@@ -46,7 +48,7 @@ func (o relayOptions) publisher(stdout io.Writer) (queues.Publisher, func(), err
 		fmt.Fprintf(stdout, "outbox relay publishing to NATS JetStream at %s\n", *o.natsURL)
 		return pub, nc.Close, nil
 	case *o.webhookURL != "":
-		pub, err := queues.NewWebhookPublisher(queues.WebhookPublisherConfig{URL: *o.webhookURL})
+		pub, err := webhookpub.New(webhookpub.Config{URL: *o.webhookURL})
 		if err != nil {
 			return nil, none, err
 		}

@@ -19,7 +19,7 @@ import (
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/pgserver"
-	"github.com/pgconsole/console/queues"
+	"github.com/pgconsole/console/queues/webhookpub"
 	"github.com/pgconsole/console/web"
 )
 
@@ -138,7 +138,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 				return err
 			}
 			defer sink.stop()
-			if ecfg.Relay, err = queues.NewWebhookPublisher(queues.WebhookPublisherConfig{URL: sink.URL}); err != nil {
+			if ecfg.Relay, err = webhookpub.New(webhookpub.Config{URL: sink.URL}); err != nil {
 				return err
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,23 +24,31 @@ type rule struct {
 
 var (
 	engineDeps = []string{"github.com/jackc/pgx/v5", "github.com/prometheus/client_golang", "github.com/robfig/cron/v3"}
-	rules      = map[string]rule{
-		// The NATS client is the outbox relay's publisher (issue 4); x/time
-		// has the token bucket behind per-queue and relay rate limits.
-		"queues":      {external: append(engineDeps, "github.com/nats-io/nats.go", "golang.org/x/time")},
-		"diagnostics": {external: engineDeps},
-		"audit":       {external: engineDeps},
-		"migrations":  {external: append(engineDeps, "github.com/jackc/tern/v2")},
-		"views":       {external: []string{"github.com/a-h/templ"}},
-		"static":      {},
+	// shared are the small internal packages the domain packages build on:
+	// the embedded-SQL loader and the start/stop lifecycle of a service.
+	shared = []string{"internal/sqlset", "internal/lifecycle"}
+	rules  = map[string]rule{
+		// x/time has the token bucket behind per-queue and relay rate
+		// limits. The broker clients live in the publisher packages below,
+		// so a service that embeds the engine does not import NATS.
+		"queues":            {internal: shared, external: append(engineDeps, "golang.org/x/time")},
+		"queues/natspub":    {internal: []string{"queues"}, external: []string{"github.com/nats-io/nats.go"}},
+		"queues/webhookpub": {internal: []string{"queues"}},
+		"diagnostics":       {internal: shared, external: engineDeps},
+		"audit":             {internal: shared, external: engineDeps},
+		"migrations":        {external: append(engineDeps, "github.com/jackc/tern/v2")},
+		"views":             {external: []string{"github.com/a-h/templ"}},
+		"static":            {},
 		"actions": {
-			internal: []string{"queues", "diagnostics", "audit"},
+			internal: append([]string{"queues", "diagnostics", "audit"}, shared...),
 			external: engineDeps,
 		},
 		"web": {
-			internal: []string{"views", "actions", "diagnostics", "queues", "audit", "static", "migrations", "internal/auth"},
+			internal: append([]string{"views", "actions", "diagnostics", "queues", "audit", "static", "migrations", "internal/auth"}, shared...),
 			external: append(engineDeps, "github.com/labstack/echo/v4", "github.com/a-h/templ", "golang.org/x/"),
 		},
+		"internal/sqlset":    {external: []string{"github.com/jackc/pgx/v5"}},
+		"internal/lifecycle": {},
 	}
 )
 
@@ -52,11 +61,20 @@ func TestImportDirection(t *testing.T) {
 	for pkg, r := range rules {
 		dir := filepath.Join(root, pkg)
 		if _, err := os.Stat(dir); err != nil {
-			t.Fatalf("package folder %s is missing: the layout of DESIGN.md section 2 requires it", pkg)
+			t.Fatalf("package folder %s is missing: the layout of the module requires it", pkg)
 		}
 		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			if err != nil {
 				return err
+			}
+			if d.IsDir() && path != dir {
+				// A folder with a rule of its own is checked by that rule.
+				if sub, _ := filepath.Rel(root, path); hasRule(filepath.ToSlash(sub)) {
+					return filepath.SkipDir
+				}
+			}
+			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
 			}
 			for _, imp := range imports(t, path) {
 				checked++
@@ -106,17 +124,30 @@ func TestNothingImportsWebOrCmd(t *testing.T) {
 	}
 }
 
+func hasRule(pkg string) bool {
+	_, ok := rules[pkg]
+	return ok
+}
+
 func TestViolationsAreCaught(t *testing.T) {
 	cases := map[string]string{
-		"queues|" + module + "diagnostics":    "inside",
-		"queues|github.com/labstack/echo/v4":  "outside",
-		"views|github.com/jackc/pgx/v5":       "outside",
-		"actions|" + module + "web":           "inside",
-		"diagnostics|" + module + "queues":    "inside",
-		"web|github.com/jackc/pgx/v5/pgxpool": "",
-		"actions|" + module + "queues":        "",
-		"queues|fmt":                          "",
-		"audit|github.com/robfig/cron/v3":     "",
+		"queues|" + module + "diagnostics":                    "inside",
+		"queues|github.com/labstack/echo/v4":                  "outside",
+		"queues|github.com/nats-io/nats.go":                   "outside",
+		"queues|" + module + "internal/sqlset":                "",
+		"queues|" + module + "internal/auth":                  "inside",
+		"queues/natspub|github.com/nats-io/nats.go/jetstream": "",
+		"queues/natspub|" + module + "queues":                 "",
+		"queues/webhookpub|" + module + "diagnostics":         "inside",
+		"diagnostics|" + module + "internal/lifecycle":        "",
+		"internal/sqlset|" + module + "queues":                "inside",
+		"views|github.com/jackc/pgx/v5":                       "outside",
+		"actions|" + module + "web":                           "inside",
+		"diagnostics|" + module + "queues":                    "inside",
+		"web|github.com/jackc/pgx/v5/pgxpool":                 "",
+		"actions|" + module + "queues":                        "",
+		"queues|fmt":                                          "",
+		"audit|github.com/robfig/cron/v3":                     "",
 	}
 	for in, want := range cases {
 		pkg, imp, _ := strings.Cut(in, "|")
@@ -139,7 +170,7 @@ func violates(pkg string, r rule, imp string) string {
 		}
 		allowed := append([]string(nil), r.internal...)
 		sort.Strings(allowed)
-		return "inside the module " + pkg + " may import only " + strings.Join(allowed, ", ") + " (DESIGN.md section 2)"
+		return "inside the module " + pkg + " may import only " + strings.Join(allowed, ", ")
 	}
 	first, _, _ := strings.Cut(imp, "/")
 	if !strings.Contains(first, ".") {
@@ -165,4 +196,64 @@ func imports(t *testing.T, path string) []string {
 		out = append(out, p)
 	}
 	return out
+}
+
+// TestEverySQLFileIsUsed: every embedded sql/<name>.sql is named, as the
+// string "name", by a Go file of its package (the name a sqlText or
+// collect call passes). A version variant <name>_vNN.sql counts as used
+// when its own name or its query's name is. A file no code names is
+// dead SQL that the console would still show.
+func TestEverySQLFileIsUsed(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	variant := regexp.MustCompile(`_v[0-9]+$`)
+	dirs := 0
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == ".cache" || d.Name() == "node_modules" || d.Name() == "var") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() || d.Name() != "sql" {
+			return nil
+		}
+		files, _ := filepath.Glob(filepath.Join(path, "*.sql"))
+		if len(files) == 0 {
+			return nil
+		}
+		dirs++
+		code := goSource(t, filepath.Dir(path))
+		for _, f := range files {
+			name := strings.TrimSuffix(filepath.Base(f), ".sql")
+			if !strings.Contains(code, strconv.Quote(name)) && !strings.Contains(code, strconv.Quote(variant.ReplaceAllString(name, ""))) {
+				rel, _ := filepath.Rel(root, f)
+				t.Errorf("%s is embedded but no Go file of its package runs %q", rel, name)
+			}
+		}
+		return filepath.SkipDir
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dirs < 7 {
+		t.Fatalf("found %d sql folders, want at least 7: the walk is broken", dirs)
+	}
+}
+
+// goSource is the text of the non-test Go files directly in dir.
+func goSource(t *testing.T, dir string) string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	var b strings.Builder
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(src)
+	}
+	return b.String()
 }

@@ -1,5 +1,7 @@
-// Package archtest holds the test that keeps the import direction of
-// DESIGN.md section 2: queues, diagnostics, audit and migrations depend on no
-// other part of the console; views on nothing but templ; nothing imports web
-// or cmd/console.
+// Package archtest holds the tests that keep the module's shape: the import
+// direction (queues, diagnostics, audit and migrations depend on no other
+// part of the console but the small shared internal packages; views on
+// nothing but templ; nothing imports web or cmd/console; the broker
+// clients stay out of the engine package), and every embedded .sql file
+// being run by some code.
 package archtest

@@ -15,25 +15,21 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
-func sqlText(name string) string {
-	b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
-	if err != nil {
-		panic("auth: no embedded query " + name)
-	}
-	return string(b)
-}
+var queries = sqlset.New("auth", sqlFiles)
+
+// sqlText returns the statement in sql/name.sql; it panics on a name with
+// no file.
+func sqlText(name string) string { return queries.Text(name) }
 
 // DBTX is what the store needs of a pool, connection or transaction.
-type DBTX interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+type DBTX = sqlset.DBTX
 
 // Roles, weakest first. A role may do everything the ones before it may.
 const (

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // Config is what every mode runs with. Zero values get the defaults noted.
@@ -85,32 +87,13 @@ func (c Config) logf(format string, args ...any) {
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
-// statements holds every sql/<name>.sql, read once: the floor's seed phase
-// sends one per job.
-var statements = func() map[string]string {
-	m := map[string]string{}
-	entries, err := sqlFiles.ReadDir("sql")
-	if err != nil {
-		panic(err)
-	}
-	for _, e := range entries {
-		b, err := sqlFiles.ReadFile("sql/" + e.Name())
-		if err != nil {
-			panic(err)
-		}
-		m[strings.TrimSuffix(e.Name(), ".sql")] = strings.TrimSpace(string(b))
-	}
-	return m
-}()
+// queries holds every sql/<name>.sql, read once: the floor's textbook
+// phase sends one statement per job.
+var queries = sqlset.New("bench", sqlFiles)
 
-// sqlText returns the statement in sql/<name>.sql.
-func sqlText(name string) string {
-	s, ok := statements[name]
-	if !ok {
-		panic("bench: missing sql/" + name + ".sql")
-	}
-	return s
-}
+// sqlText returns the statement in sql/<name>.sql; it panics on a name
+// with no file.
+func sqlText(name string) string { return queries.Text(name) }
 
 // Modes lists the modes Run knows, in the order `console help` shows them.
 var Modes = []string{"burn", "continuous", "enqueue", "relay", "floor", "scale", "bloat"}

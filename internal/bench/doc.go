@@ -1,6 +1,5 @@
 // Package bench holds the modes of `console bench`: burn-down, continuous,
-// enqueue, relay, the SQL floor, scale and bloat (DESIGN.md section 13,
-// issue 8). Each mode runs on a database the caller provides (cmd/console
+// enqueue, relay, the SQL floor, scale and bloat. Each mode runs on a database the caller provides (cmd/console
 // creates a scratch one), is bounded in time and count, checks what it
 // measured (every job done exactly once, every event in the stream) and
 // returns a Report: a table for people and one JSON object for scripts.

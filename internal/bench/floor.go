@@ -20,9 +20,9 @@ const floorRescan = time.Second
 // Floor drives claim and ack statements with no engine around them:
 // PoolSize loops, each claiming cfg.Batch jobs and acking them, until
 // cfg.Jobs COPYed jobs are done. It runs twice on a vacuumed table: the
-// seed document's statements (a claim that picks from the head of the
-// ready index, then one fenced completion per job, a claim's worth sent
-// as one pipelined batch), then the engine's own (queues.JobClaim resuming
+// textbook queue statements, reported as "seed" (a claim that picks from
+// the head of the ready index, then one fenced completion per job, a
+// claim's worth sent as one pipelined batch), then the engine's own (queues.JobClaim resuming
 // after the last key the loop took, queues.JobAckMany). jobs_per_second is
 // the engine's statements: the floor the engine's burn-down is held to.
 func Floor(ctx context.Context, cfg Config) (Report, error) {
@@ -82,8 +82,9 @@ func floorPhase(ctx context.Context, cfg Config, name string,
 	return float64(cfg.Jobs) / work.Seconds(), nil
 }
 
-// seedFloorLoop claims with the seed's statement and completes each job
-// with the seed's, one pipelined batch per claim, until nothing is ready.
+// seedFloorLoop claims with the textbook statement (seed_claim.sql) and
+// completes each job with seed_complete.sql, one pipelined batch per
+// claim, until nothing is ready.
 func seedFloorLoop(ctx context.Context, cfg Config, queue, owner string, done *atomic.Int64) error {
 	for ctx.Err() == nil {
 		rows, err := cfg.Pool.Query(ctx, sqlText("seed_claim"), queue, cfg.Batch, owner, time.Minute.Milliseconds())

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pgconsole/console/queues"
+	"github.com/pgconsole/console/queues/natspub"
 )
 
 // relayInsertBatch is how many events one outbox transaction writes while
@@ -95,7 +96,7 @@ func Relay(ctx context.Context, cfg Config) (Report, error) {
 		_, _ = cfg.Pool.Exec(cctx, sqlText("outbox_delete_range"), first, last)
 	}()
 
-	pub, err := queues.NewNATSPublisher(nc, queues.NATSPublisherConfig{SubjectPrefix: "bench.", ExpectStream: "BENCH"})
+	pub, err := natspub.New(nc, natspub.Config{SubjectPrefix: "bench.", ExpectStream: "BENCH"})
 	if err != nil {
 		return r, err
 	}

@@ -1,6 +1,7 @@
 -- DeadLetterGroups: dead jobs grouped by queue and error_class ($1 = '' for
--- every queue) with counts, first/last seen and the newest error as a sample.
--- No locks; jobs_dead_idx for the grouping and for each group's sample.
+-- every queue) with counts, first/last seen and the newest error as a sample,
+-- the largest 200 groups. No locks; jobs_dead_idx for the grouping and for
+-- each group's sample.
 SELECT g.queue, coalesce(g.error_class, '') AS error_class, g.count, g.first_seen, g.last_seen,
        coalesce(s.last_error, '') AS sample_error, coalesce(s.id, 0) AS sample_job_id
 FROM (
@@ -18,3 +19,4 @@ LEFT JOIN LATERAL (
     LIMIT 1
 ) s ON true
 ORDER BY g.count DESC, g.queue, g.error_class
+LIMIT 200

@@ -1,7 +1,8 @@
--- SeedClaim: the claim as the seed document writes it (reference/seed-000.md
--- section 2.6), kept for the floor's comparison only: the pick always walks
--- jobs_ready_pick_idx from the head of the queue and joins the picked ids;
--- it returns what the seed's Go reads. $1 queue, $2 limit, $3 owner, $4 lease in ms.
+-- SeedClaim: the textbook SKIP LOCKED claim ("seed" in the floor's report:
+-- the plain queue statements the engine is compared with), kept for the
+-- floor's comparison only: the pick always walks jobs_ready_pick_idx from
+-- the head of the queue and joins the picked ids; it returns only what a
+-- plain worker reads. $1 queue, $2 limit, $3 owner, $4 lease in ms.
 WITH picked AS (
     SELECT id
     FROM jobs

@@ -1,6 +1,7 @@
--- SeedComplete: the seed document's per-job completion (reference/seed-000.md
--- section 2.6), fenced by owner and generation; the floor sends one per
--- claimed job, all of a claim's in one pipelined batch.
+-- SeedComplete: the textbook per-job completion ("seed" in the floor's
+-- report: the plain queue statements the engine is compared with), fenced
+-- by owner and generation; the floor sends one per claimed job, all of a
+-- claim's in one pipelined batch.
 UPDATE jobs
 SET status = 'done',
     finished_at = clock_timestamp(),

@@ -1,4 +1,4 @@
-package queues
+package webhookpub
 
 import (
 	"bytes"
@@ -8,10 +8,12 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/pgconsole/console/queues"
 )
 
-// WebhookPublisherConfig configures a WebhookPublisher.
-type WebhookPublisherConfig struct {
+// Config configures a Publisher.
+type Config struct {
 	// URL receives a POST per event. Required.
 	URL string
 	// Timeout bounds one request, connection included (default 10s); the
@@ -23,18 +25,18 @@ type WebhookPublisherConfig struct {
 	Client *http.Client
 }
 
-// WebhookPublisher publishes outbox events as HTTP POSTs of the payload, with
+// Publisher publishes outbox events as HTTP POSTs of the payload, with
 // the event id in the Idempotency-Key header so the receiver can drop a
 // republish. Any 2xx answer is acceptance; a refusal of the event itself
 // (400, 404, 410, 413, 415, 422) is permanent and sends it dead at once;
 // anything else, or no answer, is a failure the relay retries.
-type WebhookPublisher struct {
-	cfg    WebhookPublisherConfig
+type Publisher struct {
+	cfg    Config
 	client *http.Client
 }
 
-// NewWebhookPublisher builds a webhook publisher.
-func NewWebhookPublisher(cfg WebhookPublisherConfig) (*WebhookPublisher, error) {
+// New builds a webhook publisher.
+func New(cfg Config) (*Publisher, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("webhook publisher: URL is required")
 	}
@@ -45,11 +47,11 @@ func NewWebhookPublisher(cfg WebhookPublisherConfig) (*WebhookPublisher, error) 
 	if c == nil {
 		c = &http.Client{Timeout: cfg.Timeout}
 	}
-	return &WebhookPublisher{cfg: cfg, client: c}, nil
+	return &Publisher{cfg: cfg, client: c}, nil
 }
 
 // Publish POSTs one event and drains the answer.
-func (p *WebhookPublisher) Publish(ctx context.Context, m *OutboxMessage) error {
+func (p *Publisher) Publish(ctx context.Context, m *queues.OutboxMessage) error {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.cfg.URL, bytes.NewReader(m.Payload))
@@ -79,16 +81,16 @@ func (p *WebhookPublisher) Publish(ctx context.Context, m *OutboxMessage) error 
 		return nil
 	}
 	err = fmt.Errorf("webhook post of event %d: status %d: %s", m.ID, resp.StatusCode, bytes.TrimSpace(body))
-	if webhookRefusedForGood(resp.StatusCode) {
-		return Permanent(err)
+	if refusedForGood(resp.StatusCode) {
+		return queues.Permanent(err)
 	}
 	return err
 }
 
-// webhookRefusedForGood says a status no retry will change: the receiver
+// refusedForGood says a status no retry will change: the receiver
 // rejected the event itself (400, 404, 410, 413, 415, 422). Auth failures,
 // timeouts, conflicts, rate limits and 5xx are retried.
-func webhookRefusedForGood(code int) bool {
+func refusedForGood(code int) bool {
 	switch code {
 	case http.StatusBadRequest, http.StatusNotFound, http.StatusGone, http.StatusRequestEntityTooLarge,
 		http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity:

@@ -1,4 +1,4 @@
-package queues
+package natspub
 
 import (
 	"context"
@@ -8,10 +8,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pgconsole/console/queues"
 )
 
-// NATSPublisherConfig configures a NATSPublisher.
-type NATSPublisherConfig struct {
+// Config configures a Publisher.
+type Config struct {
 	// SubjectPrefix is prepended to each event's topic to form the subject
 	// ("events." + "orders" = "events.orders"). Empty means the topic as is.
 	SubjectPrefix string
@@ -20,19 +22,19 @@ type NATSPublisherConfig struct {
 	ExpectStream string
 }
 
-// NATSPublisher publishes outbox events to NATS JetStream. The event id is
+// Publisher publishes outbox events to NATS JetStream. The event id is
 // the Nats-Msg-Id header, so a republish inside the stream's duplicate window
 // (after a relay died between publish and mark) is dropped by the server.
 // Only a JetStream publish acknowledgement counts as accepted.
-type NATSPublisher struct {
+type Publisher struct {
 	js         jetstream.JetStream
-	cfg        NATSPublisherConfig
+	cfg        Config
 	duplicates atomic.Int64
 }
 
-// NewNATSPublisher builds a publisher on nc, which the caller owns and closes
+// New builds a publisher on nc, which the caller owns and closes
 // (configure it to reconnect forever: the relay retries through outages).
-func NewNATSPublisher(nc *nats.Conn, cfg NATSPublisherConfig) (*NATSPublisher, error) {
+func New(nc *nats.Conn, cfg Config) (*Publisher, error) {
 	if nc == nil {
 		return nil, errors.New("nats publisher: nil connection")
 	}
@@ -40,13 +42,13 @@ func NewNATSPublisher(nc *nats.Conn, cfg NATSPublisherConfig) (*NATSPublisher, e
 	if err != nil {
 		return nil, fmt.Errorf("nats publisher: %w", err)
 	}
-	return &NATSPublisher{js: js, cfg: cfg}, nil
+	return &Publisher{js: js, cfg: cfg}, nil
 }
 
 // Publish sends one event and waits for the JetStream acknowledgement.
 // Headers: the event's own, plus Nats-Msg-Id, Event-Type, Aggregate-Type,
 // Aggregate-Id and Event-Attempt.
-func (p *NATSPublisher) Publish(ctx context.Context, m *OutboxMessage) error {
+func (p *Publisher) Publish(ctx context.Context, m *queues.OutboxMessage) error {
 	msg := nats.NewMsg(p.cfg.SubjectPrefix + m.Topic)
 	for k, v := range m.Headers {
 		msg.Header.Set(k, v)
@@ -72,4 +74,4 @@ func (p *NATSPublisher) Publish(ctx context.Context, m *OutboxMessage) error {
 
 // Duplicates reports how many publishes JetStream acknowledged as duplicates
 // of an event id it already had: republishes the server absorbed.
-func (p *NATSPublisher) Duplicates() int64 { return p.duplicates.Load() }
+func (p *Publisher) Duplicates() int64 { return p.duplicates.Load() }

@@ -1,0 +1,210 @@
+package queues
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// ackRequest is a job whose handler succeeded, waiting for its ack.
+type ackRequest struct {
+	q              *queueRunner
+	id, generation int64
+	kind           string // for the log line of a refused ack
+	attempts       int
+	cancel         context.CancelCauseFunc
+	start          time.Time
+}
+
+// maxAckBatch bounds one ack statement.
+const maxAckBatch = 1000
+
+// ackParallelMin is how many acks must wait before a second ack statement
+// starts beside one being written; fewer wait for it to end and go into
+// the next, larger statement.
+const ackParallelMin = 100
+
+// ackPipeline writes the acks of a Client's finished jobs. Handlers queue
+// their ack and return; AckConcurrency loops fold the acks that arrive
+// while a statement runs into the next one (one statement for up to
+// maxAckBatch jobs) and finish each job when its ack is written. Once the
+// loops have stopped, acks are written one statement each.
+type ackPipeline struct {
+	c      *Client
+	signal chan struct{} // capacity 1: acks are waiting
+	stop   chan struct{} // closed by close: drain and exit
+	done   chan struct{} // closed when every loop has exited
+	active bool          // the loops were started
+
+	mu      sync.Mutex
+	pending []ackRequest
+	writing int  // ack statements in flight
+	closed  bool // the loops stopped: ack directly
+}
+
+// start runs loops ack loops; with none, every ack is written directly.
+func (a *ackPipeline) start(c *Client, loops int) {
+	a.c = c
+	a.signal = make(chan struct{}, 1)
+	a.stop = make(chan struct{})
+	a.done = make(chan struct{})
+	if loops == 0 {
+		a.closed = true
+		close(a.done)
+		return
+	}
+	a.active = true
+	var wg sync.WaitGroup
+	for range loops {
+		wg.Go(a.loop)
+	}
+	go func() {
+		wg.Wait()
+		close(a.done)
+	}()
+}
+
+// close writes every ack queued so far, stops the loops and waits for
+// them; later acks are written directly.
+func (a *ackPipeline) close() {
+	if !a.active {
+		return
+	}
+	close(a.stop)
+	<-a.done
+}
+
+// queue hands a finished job to the loops; the job's goroutine does not
+// wait. After the loops stopped (only handlers that outlived Stop get
+// here) it acks directly.
+func (a *ackPipeline) queue(r ackRequest) {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		a.direct(r)
+		return
+	}
+	a.pending = append(a.pending, r)
+	a.mu.Unlock()
+	select {
+	case a.signal <- struct{}{}:
+	default:
+	}
+}
+
+// loop is one of the ack writers. Every ack queued before close is
+// written before it exits.
+func (a *ackPipeline) loop() {
+	for {
+		closing := false
+		select {
+		case <-a.signal:
+		case <-a.stop:
+			closing = true
+		}
+		for {
+			batch := a.take(closing)
+			if batch == nil {
+				break
+			}
+			a.write(batch)
+			a.mu.Lock()
+			a.writing--
+			a.mu.Unlock()
+		}
+		if closing {
+			return
+		}
+	}
+}
+
+// take takes the next statement's acks: up to maxAckBatch, whenever no
+// other ack statement is being written (one is always in flight while acks
+// wait), and beside one only when ackParallelMin wait. Closing takes what
+// waits regardless and sends later acks the direct way.
+func (a *ackPipeline) take(closing bool) []ackRequest {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if closing {
+		a.closed = true
+	}
+	n := len(a.pending)
+	if n == 0 || (!closing && a.writing > 0 && n < ackParallelMin) {
+		return nil
+	}
+	k := min(n, maxAckBatch)
+	batch := make([]ackRequest, k)
+	copy(batch, a.pending)
+	a.pending = append(a.pending[:0], a.pending[k:]...)
+	a.writing++
+	if len(a.pending) > 0 {
+		select {
+		case a.signal <- struct{}{}:
+		default:
+		}
+	}
+	return batch
+}
+
+// write acks a batch in one statement (retried while the database errs,
+// within the outcome deadline) and finishes its jobs.
+func (a *ackPipeline) write(batch []ackRequest) {
+	c := a.c
+	ids := make([]int64, len(batch))
+	gens := make([]int64, len(batch))
+	for i, r := range batch {
+		ids[i], gens[i] = r.id, r.generation
+	}
+	ctx, cancel := c.outcomeCtx()
+	var acked []int64
+	err := c.retryOutcome(ctx, func(ctx context.Context) error {
+		var err error
+		acked, err = JobAckMany(ctx, c.pool, c.cfg.ID, ids, gens)
+		return err
+	})
+	cancel()
+	held := make(map[int64]bool, len(acked))
+	for _, id := range acked {
+		held[id] = true
+	}
+	for i := range batch {
+		c.acked(&batch[i], err, held[batch[i].id])
+	}
+}
+
+// direct acks one job in a statement of its own.
+func (a *ackPipeline) direct(r ackRequest) {
+	c := a.c
+	ctx, cancel := c.outcomeCtx()
+	defer cancel()
+	err := c.retryOutcome(ctx, func(ctx context.Context) error {
+		return JobAck(ctx, c.pool, r.id, c.cfg.ID, r.generation)
+	})
+	held := err == nil
+	if errors.Is(err, ErrLeaseLost) {
+		err = nil
+	}
+	c.acked(&r, err, held)
+}
+
+// acked records an ack's result (err: the statement failed; !held: the
+// lease was lost before the ack) and finishes the job.
+func (c *Client) acked(r *ackRequest, err error, held bool) {
+	q := r.q
+	log := func() jobLog { // only for the rare lines: a Job per ack would be garbage
+		return jobLog{log: c.log, job: &Job{ID: r.id, Queue: q.name, Kind: r.kind, Attempts: r.attempts}}
+	}
+	switch {
+	case err != nil:
+		log().Error("ack failed; the job will run again after its lease expires", "err", err)
+	case !held:
+		c.metrics.staleAcks.WithLabelValues(q.name).Inc()
+		c.metrics.finished.WithLabelValues(q.name, "lease_lost").Inc()
+		log().Warn("stale ack refused: lease lost before the ack")
+	default:
+		q.m.ackSeconds.Observe(time.Since(r.start).Seconds())
+		q.m.done.Inc()
+	}
+	c.finishJob(q, r.id, r.cancel)
+}

@@ -1,0 +1,109 @@
+package queues
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+)
+
+// DeadLetterStatsParams bound the dead-letter reads of the console's
+// panels and findings, so their cost stays flat however many jobs are dead.
+type DeadLetterStatsParams struct {
+	// Window is how far back a dead letter counts as recent (default 15
+	// minutes).
+	Window time.Duration
+	// CountCap is where every count stops (default 10,000): a count equal
+	// to the cap means "at least that many".
+	CountCap int64
+	// MaxGroups bounds how many (queue, error class) groups
+	// DeadLetterClassStats returns (default 200).
+	MaxGroups int
+}
+
+func (p DeadLetterStatsParams) withDefaults() DeadLetterStatsParams {
+	if p.Window <= 0 {
+		p.Window = 15 * time.Minute
+	}
+	if p.CountCap <= 0 {
+		p.CountCap = 10_000
+	}
+	if p.MaxGroups <= 0 {
+		p.MaxGroups = 200
+	}
+	return p
+}
+
+// DeadLetterClassStat is the dead jobs of one queue with one error class
+// ("" for jobs that died without one).
+type DeadLetterClassStat struct {
+	Queue      string `db:"queue" json:"queue"`
+	ErrorClass string `db:"error_class" json:"error_class"`
+	// Dead and DeadRecent (died within the window) stop at the count cap.
+	Dead           int64      `db:"dead" json:"dead"`
+	DeadRecent     int64      `db:"dead_recent" json:"dead_recent"`
+	LastFinishedAt *time.Time `db:"last_finished_at" json:"last_finished_at"`
+}
+
+// DeadLetterClassStats groups dead jobs by queue and error class, the most
+// recent burst first (then the largest), at most p.MaxGroups groups: what an
+// operator classifies before any requeue. It reads the dead-jobs index by
+// loose scans, so its cost follows the number of groups, not of dead jobs.
+func DeadLetterClassStats(ctx context.Context, db DBTX, p DeadLetterStatsParams) ([]DeadLetterClassStat, error) {
+	p = p.withDefaults()
+	return collectRows[DeadLetterClassStat](ctx, db, "dead_letter_class_stats", "group dead letters by class",
+		p.Window.Seconds(), p.CountCap, p.MaxGroups)
+}
+
+// DeadLetterQueueCount is how many jobs of one queue are dead.
+type DeadLetterQueueCount struct {
+	Queue string `db:"queue" json:"queue"`
+	// Dead and DeadRecent (died within the window) stop at the count cap.
+	Dead       int64 `db:"dead" json:"dead"`
+	DeadRecent int64 `db:"dead_recent" json:"dead_recent"`
+}
+
+// DeadLetterQueueCounts counts the dead jobs of every queue that has any,
+// by queue name, each count stopping at p.CountCap (p.MaxGroups does not
+// apply). It adds up DeadLetterClassStats over every group of the queue:
+// a sum of counts each capped at CountCap, capped again, is the queue's
+// count capped at CountCap. Its cost follows the number of groups, not of
+// dead jobs.
+func DeadLetterQueueCounts(ctx context.Context, db DBTX, p DeadLetterStatsParams) ([]DeadLetterQueueCount, error) {
+	p = p.withDefaults()
+	var everyGroup *int // LIMIT NULL: no limit
+	groups, err := collectRows[DeadLetterClassStat](ctx, db, "dead_letter_class_stats", "count dead letters by queue",
+		p.Window.Seconds(), p.CountCap, everyGroup)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(groups, func(a, b DeadLetterClassStat) int { return cmp.Compare(a.Queue, b.Queue) })
+	var out []DeadLetterQueueCount
+	for _, g := range groups {
+		if len(out) == 0 || out[len(out)-1].Queue != g.Queue {
+			out = append(out, DeadLetterQueueCount{Queue: g.Queue})
+		}
+		q := &out[len(out)-1]
+		q.Dead = min(q.Dead+g.Dead, p.CountCap)
+		q.DeadRecent = min(q.DeadRecent+g.DeadRecent, p.CountCap)
+	}
+	return out, nil
+}
+
+// DeadLetterClassCount is one error class among the dead jobs a filter
+// matches ("" for jobs that died without one).
+type DeadLetterClassCount struct {
+	ErrorClass string `db:"error_class" json:"error_class"`
+	Count      int64  `db:"count" json:"count"`
+}
+
+// DeadLetterClassList lists the error classes of the dead jobs matching f
+// with their counts, largest first, at most limit classes (default 50): a
+// requeue's preview shows them so that one class is requeued at a time.
+func DeadLetterClassList(ctx context.Context, db DBTX, f DeadLetterFilter, limit int) ([]DeadLetterClassCount, error) {
+	if limit <= 0 {
+		limit = 50
+	}
+	return collectRows[DeadLetterClassCount](ctx, db, "dead_letter_class_list", "list dead-letter classes",
+		append(f.args(), limit)...)
+}
