@@ -67,87 +67,6 @@ func (d *Diagnostics) IdleInTransaction(ctx context.Context) Result[IdleTx] {
 	return panel(ctx, d, CheckIdleInTransaction, many(IdleInTransaction))
 }
 
-// BlockingNode is one backend of the blocking tree. Roots (Depth 0) block
-// others and wait for nobody; every other node waits for the backends in
-// BlockedBy and hangs under ParentPID.
-type BlockingNode struct {
-	PID       int32  `db:"pid" json:"pid"`
-	ParentPID *int32 `db:"parent_pid" json:"parent_pid"`
-	RootPID   int32  `db:"root_pid" json:"root_pid"`
-	Depth     int    `db:"depth" json:"depth"`
-	// BlockedBy is pg_blocking_pids(pid): every backend this one waits for.
-	BlockedBy       []int32    `db:"blocked_by" json:"blocked_by"`
-	State           string     `db:"state" json:"state"`
-	WaitEventType   string     `db:"wait_event_type" json:"wait_event_type"`
-	WaitEvent       string     `db:"wait_event" json:"wait_event"`
-	Query           string     `db:"query" json:"query"`
-	ApplicationName string     `db:"application_name" json:"application_name"`
-	ClientAddr      string     `db:"client_addr" json:"client_addr"`
-	BackendType     string     `db:"backend_type" json:"backend_type"`
-	BackendStart    *time.Time `db:"backend_start" json:"backend_start"`
-	XactStart       *time.Time `db:"xact_start" json:"xact_start"`
-	QueryStart      *time.Time `db:"query_start" json:"query_start"`
-	XactAgeSeconds  float64    `db:"xact_age_seconds" json:"xact_age_seconds"`
-	QueryAgeSeconds float64    `db:"query_age_seconds" json:"query_age_seconds"`
-	// WaitSeconds is how long this backend has waited for its lock (0 for
-	// roots).
-	WaitSeconds float64 `db:"wait_seconds" json:"wait_seconds"`
-
-	// IsRoot is Depth == 0.
-	IsRoot bool `db:"-" json:"is_root"`
-	// BlockedCount is how many backends wait below this one, directly or
-	// not.
-	BlockedCount int `db:"-" json:"blocked_count"`
-	// MaxWaitSeconds is the longest wait among the backends below this one.
-	MaxWaitSeconds float64 `db:"-" json:"max_wait_seconds"`
-	// JobID is the queue job this backend runs, parsed from the worker's
-	// application_name ("console-worker job=<id>"); nil otherwise.
-	JobID *int64 `db:"-" json:"job_id"`
-}
-
-// BlockingTree returns every waiting backend and its chain up to the root
-// blocker as a flat list in tree order: each root, then its subtree depth
-// first (blocking_tree.sql). BlockedCount, MaxWaitSeconds, IsRoot and JobID
-// are computed here.
-func BlockingTree(ctx context.Context, db DBTX) ([]BlockingNode, error) {
-	nodes, err := collect[BlockingNode](ctx, db, CheckBlockingTree, 0)
-	if err != nil {
-		return nil, err
-	}
-	annotateTree(nodes)
-	return nodes, nil
-}
-
-// BlockingTree runs blocking_tree.sql as a panel.
-func (d *Diagnostics) BlockingTree(ctx context.Context) Result[BlockingNode] {
-	return panel(ctx, d, CheckBlockingTree, many(BlockingTree))
-}
-
-// annotateTree fills the fields of BlockingNode the SQL does not return.
-func annotateTree(nodes []BlockingNode) {
-	index := make(map[int32]int, len(nodes))
-	for i := range nodes {
-		index[nodes[i].PID] = i
-		nodes[i].IsRoot = nodes[i].Depth == 0
-		nodes[i].JobID = JobIDFromApplicationName(nodes[i].ApplicationName)
-	}
-	for i := range nodes {
-		wait := nodes[i].WaitSeconds
-		seen := 0
-		for p := nodes[i].ParentPID; p != nil && seen < len(nodes); seen++ {
-			j, ok := index[*p]
-			if !ok {
-				break
-			}
-			nodes[j].BlockedCount++
-			if wait > nodes[j].MaxWaitSeconds {
-				nodes[j].MaxWaitSeconds = wait
-			}
-			p = nodes[j].ParentPID
-		}
-	}
-}
-
 // workerAppPrefix is the application_name queue workers set while running a
 // job: "console-worker job=<id>".
 const workerAppPrefix = "console-worker"
@@ -172,15 +91,23 @@ func JobIDFromApplicationName(app string) *int64 {
 // LockWait is one group of ungranted lock requests: what they wait for and
 // how many wait.
 type LockWait struct {
-	LockType       string  `db:"locktype" json:"locktype"`
-	Relation       string  `db:"relation" json:"relation"`
+	LockType string `db:"locktype" json:"locktype"`
+	// Database is the database of the lock's target; empty for
+	// cluster-wide targets (transaction ids, shared catalogs).
+	Database string `db:"database" json:"database"`
+	// Relation is the relation's name, for relation, extend, page and
+	// tuple locks ("oid N" for a relation of another database).
+	Relation string `db:"relation" json:"relation"`
+	// Target names the exact thing waited for: a relation, one row
+	// ("jobs row (0,1)"), a transaction id, an advisory key, an object.
+	Target         string  `db:"target" json:"target"`
 	Mode           string  `db:"mode" json:"mode"`
 	Waiting        int64   `db:"waiting" json:"waiting"`
 	MaxWaitSeconds float64 `db:"max_wait_seconds" json:"max_wait_seconds"`
 	PIDs           []int32 `db:"pids" json:"pids"`
 }
 
-// LockWaits groups ungranted locks by lock type, relation and mode, most
+// LockWaits groups ungranted locks by their exact target and mode, most
 // waiters first (lock_waits.sql).
 func LockWaits(ctx context.Context, db DBTX) ([]LockWait, error) {
 	return collect[LockWait](ctx, db, CheckLockWaits, 0)

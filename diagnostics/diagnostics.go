@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
+	"net"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,6 +84,9 @@ type Diagnostics struct {
 	pool      *pgxpool.Pool
 	watchPool *pgxpool.Pool
 	standbys  []standbyPool
+	// own holds the pids of the pool and watchPool connections, so views
+	// leave this process's diagnostics backends out by pid.
+	own *pidSet
 
 	server    *Cache[Server]
 	rounds    *Cache[Round]
@@ -98,6 +103,7 @@ type Diagnostics struct {
 type standbyPool struct {
 	name string
 	pool *pgxpool.Pool
+	own  *pidSet
 }
 
 // Open prepares a Diagnostics on the database at url. It does not need the
@@ -108,16 +114,17 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 	cfg = cfg.withDefaults()
 	// One connection of MaxConns is kept for the lock watchers, so "locked
 	// by pid N" is still answered when every query connection is waiting.
-	pool, err := newPool(url, max(cfg.MaxConns-1, 1))
+	own := &pidSet{}
+	pool, err := newPool(url, max(cfg.MaxConns-1, 1), own)
 	if err != nil {
 		return nil, fmt.Errorf("diagnostics pool: %w", err)
 	}
-	watch, err := newPool(url, 1)
+	watch, err := newPool(url, 1, own)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("diagnostics pool: %w", err)
 	}
-	d := &Diagnostics{cfg: cfg, pool: pool, watchPool: watch}
+	d := &Diagnostics{cfg: cfg, pool: pool, watchPool: watch, own: own}
 	d.server = NewCache(d.readServerInfo, CacheConfig{MaxAge: cfg.ServerInfoMaxAge, NowFunc: cfg.NowFunc})
 	d.rounds = NewCache(d.sharedRound, CacheConfig{MaxAge: cfg.RoundMaxAge, NowFunc: cfg.NowFunc})
 	if cfg.Thresholds != nil {
@@ -126,21 +133,29 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 		d.thresholds = DefaultThresholds()
 	}
 	for _, u := range cfg.StandbyURLs {
-		sp, err := newPool(u, 2)
+		sown := &pidSet{}
+		sp, err := newPool(u, 2, sown)
 		if err != nil {
 			d.Close()
-			return nil, fmt.Errorf("standby pool %s: %w", redact(u), err)
+			return nil, fmt.Errorf("standby pool %s: %w", standbyName(u, d.standbys), err)
 		}
-		d.standbys = append(d.standbys, standbyPool{name: redact(u), pool: sp})
+		d.standbys = append(d.standbys, standbyPool{name: standbyName(u, d.standbys), pool: sp, own: sown})
 	}
 	return d, nil
 }
 
-func newPool(url string, maxConns int32) (*pgxpool.Pool, error) {
+// newPool returns a pool of diagnostics connections whose backend pids are
+// kept in own while they are open.
+func newPool(url string, maxConns int32, own *pidSet) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, err
 	}
+	pc.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		own.add(c.PgConn().PID())
+		return nil
+	}
+	pc.BeforeClose = func(c *pgx.Conn) { own.remove(c.PgConn().PID()) }
 	pc.MaxConns = maxConns
 	pc.MinConns = 0
 	pc.ConnConfig.RuntimeParams["application_name"] = ApplicationName
@@ -150,13 +165,23 @@ func newPool(url string, maxConns int32) (*pgxpool.Pool, error) {
 	return pgxpool.NewWithConfig(context.Background(), pc)
 }
 
-// redact returns url without its password, to name a standby in findings.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "standby"
+// standbyName names a standby in views and findings by where it is
+// (host:port, and the database when one is given), never by its password.
+// Both URLs and key=value connection strings are read; taken names get a
+// "#2", "#3"... so two standbys never share one.
+func standbyName(raw string, taken []standbyPool) string {
+	name := "standby"
+	if cfg, err := pgconn.ParseConfig(raw); err == nil && cfg.Host != "" {
+		name = net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+		if cfg.Database != "" {
+			name += "/" + cfg.Database
+		}
 	}
-	return u.Host
+	unique := name
+	for n := 2; slices.ContainsFunc(taken, func(s standbyPool) bool { return s.name == unique }); n++ {
+		unique = fmt.Sprintf("%s #%d", name, n)
+	}
+	return unique
 }
 
 // Close closes the pools. Results already returned stay valid.
@@ -323,8 +348,10 @@ func (d *Diagnostics) begin(ctx context.Context, pool *pgxpool.Pool, iso pgx.TxI
 	// JIT compilation costs hundreds of milliseconds and the catalog's
 	// small queries never repay it (the loose scans' row estimates are far
 	// above what they read, which would trigger it).
-	set := fmt.Sprintf("SET LOCAL statement_timeout = %d; SET LOCAL lock_timeout = %d; SET LOCAL jit = off",
-		d.cfg.StatementTimeout.Milliseconds(), d.cfg.LockTimeout.Milliseconds())
+	// console.own_pids names this process's diagnostics backends for the
+	// queries that leave them out of their views (by pid, never by a name).
+	set := fmt.Sprintf("SET LOCAL statement_timeout = %d; SET LOCAL lock_timeout = %d; SET LOCAL jit = off; SET LOCAL console.own_pids = '%s'",
+		d.cfg.StatementTimeout.Milliseconds(), d.cfg.LockTimeout.Milliseconds(), d.ownPIDsFor(pool).text())
 	if _, err := tx.Exec(ctx, set); err != nil {
 		tx.Rollback(context.Background())
 		conn.Release()
@@ -525,4 +552,61 @@ func oneV[T any](fn func(context.Context, DBTX, int) (T, error)) func(context.Co
 // many adapts a version-independent query to panel.
 func many[T any](fn func(context.Context, DBTX) ([]T, error)) func(context.Context, DBTX, int) ([]T, error) {
 	return func(ctx context.Context, db DBTX, _ int) ([]T, error) { return fn(ctx, db) }
+}
+
+// pidSet is the set of backend pids of one server's diagnostics
+// connections, kept by the pools' connect and close hooks.
+type pidSet struct {
+	mu   sync.Mutex
+	pids map[uint32]bool
+}
+
+func (s *pidSet) add(pid uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pids == nil {
+		s.pids = make(map[uint32]bool)
+	}
+	s.pids[pid] = true
+}
+
+func (s *pidSet) remove(pid uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pids, pid)
+}
+
+// text is the set as a comma list in ascending order, for console.own_pids.
+func (s *pidSet) text() string {
+	if s == nil {
+		return ""
+	}
+	s.mu.Lock()
+	pids := make([]uint32, 0, len(s.pids))
+	for p := range s.pids {
+		pids = append(pids, p)
+	}
+	s.mu.Unlock()
+	slices.Sort(pids)
+	var b strings.Builder
+	for i, p := range pids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatUint(uint64(p), 10))
+	}
+	return b.String()
+}
+
+// ownPIDsFor returns the pid set of the server pool belongs to.
+func (d *Diagnostics) ownPIDsFor(pool *pgxpool.Pool) *pidSet {
+	if pool == d.pool || pool == d.watchPool {
+		return d.own
+	}
+	for _, s := range d.standbys {
+		if s.pool == pool {
+			return s.own
+		}
+	}
+	return nil
 }

@@ -100,7 +100,12 @@ type Slot struct {
 	WALStatus string `db:"wal_status" json:"wal_status"`
 	// SafeWALSize is the WAL that can still be written before the slot is
 	// invalidated by max_slot_wal_keep_size; nil when unlimited.
-	SafeWALSize        *int64     `db:"safe_wal_size" json:"safe_wal_size"`
+	SafeWALSize *int64 `db:"safe_wal_size" json:"safe_wal_size"`
+	// MaxSlotWALKeepBytes is max_slot_wal_keep_size in bytes, -1 when
+	// unlimited: then only the WAL disk bounds what a slot retains.
+	MaxSlotWALKeepBytes int64 `db:"max_slot_wal_keep_bytes" json:"max_slot_wal_keep_bytes"`
+	// PGWALBytes is the size of pg_wal; nil when the role may not list it.
+	PGWALBytes         *int64     `db:"pg_wal_bytes" json:"pg_wal_bytes"`
 	InactiveSince      *time.Time `db:"inactive_since" json:"inactive_since"`
 	InvalidationReason string     `db:"invalidation_reason" json:"invalidation_reason"`
 
@@ -153,6 +158,27 @@ type ArchiverStat struct {
 	// Failing is true when the last failure is newer than the last success.
 	Failing    bool       `db:"failing" json:"failing"`
 	StatsReset *time.Time `db:"stats_reset" json:"stats_reset"`
+	// ReadySegments is the number of WAL segments waiting to be archived
+	// (.ready files); nil when archiving is off or the role may not list
+	// the archive status folder.
+	ReadySegments *int64 `db:"ready_segments" json:"ready_segments"`
+	// SegmentsBehind is how many finished segments lie between the last
+	// archived one and the one being written; nil on a standby, with
+	// archiving off, or before anything was archived.
+	SegmentsBehind *int64 `db:"segments_behind" json:"segments_behind"`
+}
+
+// Backlog is the number of segments waiting to be archived: the .ready
+// count when it could be read, else the distance from the last archived
+// segment, else 0.
+func (a ArchiverStat) Backlog() int64 {
+	switch {
+	case a.ReadySegments != nil:
+		return *a.ReadySegments
+	case a.SegmentsBehind != nil:
+		return *a.SegmentsBehind
+	}
+	return 0
 }
 
 // Archiver reads the WAL archiver's counters (archiver.sql).

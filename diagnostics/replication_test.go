@@ -324,6 +324,9 @@ func TestLogicalSlotWithoutConsumer(t *testing.T) {
 	require.Equal(t, "orders_cdc", slots.Rows[0].SlotName)
 	require.False(t, slots.Rows[0].Active)
 	require.NotNil(t, slots.Rows[0].CatalogXmin, "a logical slot holds catalog_xmin")
+	require.Positive(t, slots.Rows[0].MaxSlotWALKeepBytes, "max_slot_wal_keep_size in bytes")
+	require.NotNil(t, slots.Rows[0].PGWALBytes, "a superuser may list pg_wal")
+	require.GreaterOrEqual(t, *slots.Rows[0].PGWALBytes, slots.Rows[0].RetainedBytes, "pg_wal holds at least what the slot retains")
 
 	// The archiver fails on every segment.
 	_, err = conn.Exec(ctx, "SELECT pg_switch_wal()")

@@ -35,8 +35,11 @@ type XminHolder struct {
 	// Holder identifies it: a pid, a gid, a slot name or a standby's
 	// application_name.
 	Holder string `db:"holder" json:"holder"`
-	Xmin   string `db:"xmin" json:"xmin"`
-	XIDAge int32  `db:"xid_age" json:"xid_age"`
+	// Database is the backend's, prepared transaction's or logical slot's
+	// database; empty for physical slots and standbys.
+	Database string `db:"database" json:"database"`
+	Xmin     string `db:"xmin" json:"xmin"`
+	XIDAge   int32  `db:"xid_age" json:"xid_age"`
 	// AgeSeconds is the age of the transaction (backends, prepared
 	// transactions); nil for slots and standbys.
 	AgeSeconds *float64 `db:"age_seconds" json:"age_seconds"`

@@ -1,6 +1,6 @@
 -- Activity: every backend of the cluster that is doing or holding something
--- (not plain idle), oldest transaction first: runbook step 3. Hides the
--- console's own backends (application_name console-*, except queue workers).
+-- (not plain idle), oldest transaction first: runbook step 3. Hides this
+-- process's diagnostics backends by pid (console.own_pids), never by name.
 -- Reads pg_stat_activity and pg_blocking_pids only: no table locks, cost
 -- proportional to max_connections.
 SELECT a.pid,
@@ -23,8 +23,7 @@ SELECT a.pid,
        left(coalesce(a.query, ''), 1000)                        AS query
 FROM pg_stat_activity AS a
 WHERE a.pid <> pg_backend_pid()
-  AND NOT (coalesce(a.application_name, '') LIKE 'console-%'
-           AND coalesce(a.application_name, '') NOT LIKE 'console-worker%')
+  AND a.pid <> ALL (coalesce(string_to_array(nullif(current_setting('console.own_pids', true), ''), ',')::int4[], '{}'))
   AND (a.state IS DISTINCT FROM 'idle' OR a.backend_type <> 'client backend')
   AND a.backend_type NOT IN ('checkpointer', 'background writer', 'walwriter',
                              'logical replication launcher', 'archiver',

@@ -1,14 +1,38 @@
--- Archiver: WAL archiving counters and the last success and failure
--- (runbook step 9, RB-J). failing is true when the last failure is newer
--- than the last success. Reads pg_stat_archiver: no locks; one row.
+-- Archiver: WAL archiving counters, the last success and failure, and the
+-- backlog of segments waiting to be archived (runbook step 9, RB-J).
+-- failing is true when the last failure is newer than the last success.
+-- ready_segments counts the .ready files in pg_wal/archive_status (NULL
+-- when archiving is off or the role may not list that folder: it needs
+-- pg_monitor); segments_behind is the distance from the segment being
+-- written to the last archived one, on a primary with anything archived.
+-- A backlog shows here before the first failure is recorded: an archive
+-- command that hangs fails nothing. Reads pg_stat_archiver and the
+-- archive status folder: no locks; one row.
+WITH seg AS (
+    SELECT 4294967296 / pg_size_bytes(current_setting('wal_segment_size')) AS per_xlogid
+)
 SELECT current_setting('archive_mode')                     AS archive_mode,
-       archived_count::int8,
-       failed_count::int8,
-       coalesce(last_archived_wal, '')                     AS last_archived_wal,
-       last_archived_time,
-       coalesce(last_failed_wal, '')                       AS last_failed_wal,
-       last_failed_time,
-       (last_failed_time IS NOT NULL
-        AND (last_archived_time IS NULL OR last_failed_time > last_archived_time)) AS failing,
-       stats_reset
-FROM pg_stat_archiver
+       a.archived_count::int8,
+       a.failed_count::int8,
+       coalesce(a.last_archived_wal, '')                   AS last_archived_wal,
+       a.last_archived_time,
+       coalesce(a.last_failed_wal, '')                     AS last_failed_wal,
+       a.last_failed_time,
+       (a.last_failed_time IS NOT NULL
+        AND (a.last_archived_time IS NULL OR a.last_failed_time > a.last_archived_time)) AS failing,
+       a.stats_reset,
+       CASE WHEN current_setting('archive_mode') <> 'off'
+             AND has_function_privilege('pg_ls_archive_statusdir()', 'EXECUTE')
+            THEN (SELECT count(*) FROM pg_ls_archive_statusdir() AS f WHERE f.name LIKE '%.ready')
+       END::int8                                           AS ready_segments,
+       CASE WHEN current_setting('archive_mode') <> 'off' AND NOT pg_is_in_recovery()
+             AND a.last_archived_wal ~ '^[0-9A-F]{24}$'
+            THEN greatest(0,
+                   (('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 9, 8))::bit(32)::int8 * s.per_xlogid
+                    + ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 17, 8))::bit(32)::int8)
+                 - (('x' || substr(a.last_archived_wal, 9, 8))::bit(32)::int8 * s.per_xlogid
+                    + ('x' || substr(a.last_archived_wal, 17, 8))::bit(32)::int8)
+                 - 1)
+       END::int8                                           AS segments_behind
+FROM pg_stat_archiver AS a
+CROSS JOIN seg AS s

@@ -1,92 +1,120 @@
--- BlockingTree: every waiting backend and its chain up to the root blocker,
--- walked recursively over pg_blocking_pids(): runbook step 4. A backend
--- blocked by several others is placed at its shortest distance from a root,
--- under the first of its blockers one level up; blocked_by lists all of
--- them. Rows come in tree order (root first, depth-first). Reads pg_stat_activity and pg_locks (one
--- snapshot each): no table locks; pg_blocking_pids is called once per
--- backend, so cost grows with the number of backends, not with data.
-WITH RECURSIVE
-act AS MATERIALIZED (
+-- BlockingTree: the wait-for graph of lock waits, as rows the Go side turns
+-- into a tree (blocking.go walks it once, breadth-first, from its roots):
+-- runbook step 4.
+--
+-- pg_blocking_pids() is called only for backends waiting on a lock, so the
+-- cost grows with the number of waiters, not with max_connections. Every
+-- backend that waits, and every backend some waiter waits for, is a row of
+-- kind 'backend' (a blocker that pg_stat_activity no longer lists still is,
+-- with empty details: roots come from the edges, not from who is listed).
+-- A prepared transaction holding the lock is reported by pg_blocking_pids as
+-- pid 0; the waiter's ungranted lock is matched to a granted lock with no
+-- pid whose virtual transaction is that of a prepared transaction (the one
+-- holding the lock on its own transaction id), and the transaction becomes
+-- a row of kind 'prepared', named by its gid.
+--
+-- Hidden: this very connection and the console's own diagnostics
+-- connections, by pid (console.own_pids, set by the session that runs the
+-- query), never by application_name, which any client may choose.
+-- Reads pg_stat_activity, pg_locks and pg_prepared_xacts: no table locks.
+WITH act AS MATERIALIZED (
     SELECT a.pid, a.state, a.wait_event_type, a.wait_event, a.query,
            a.application_name, a.client_addr, a.backend_type,
+           a.datname, a.usename,
            a.backend_start, a.xact_start, a.query_start, a.state_change,
-           pg_blocking_pids(a.pid) AS blockers
+           CASE WHEN a.wait_event_type = 'Lock' THEN pg_blocking_pids(a.pid) END AS blockers
     FROM pg_stat_activity AS a
     WHERE a.pid <> pg_backend_pid()
-      AND NOT (coalesce(a.application_name, '') LIKE 'console-%'
-               AND coalesce(a.application_name, '') NOT LIKE 'console-worker%')
+      AND a.pid <> ALL (coalesce(string_to_array(nullif(current_setting('console.own_pids', true), ''), ',')::int4[], '{}'))
+),
+own AS (
+    SELECT pg_backend_pid() AS pid
+    UNION ALL
+    SELECT unnest(coalesce(string_to_array(nullif(current_setting('console.own_pids', true), ''), ',')::int4[], '{}'))
+),
+waiting AS (
+    SELECT pid, blockers FROM act WHERE cardinality(blockers) > 0
+),
+-- The console's own connections are no edge's end.
+waiting_edges AS (
+    SELECT w.pid,
+           ARRAY(SELECT b FROM unnest(w.blockers) AS b
+                 WHERE b <> 0 AND b NOT IN (SELECT pid FROM own)
+                 ORDER BY b) AS blocked_by
+    FROM waiting AS w
+),
+pxact AS (
+    SELECT p.gid, p.prepared, p.owner, p.database, l.virtualtransaction AS vxid
+    FROM pg_prepared_xacts AS p
+    JOIN pg_locks AS l
+      ON l.locktype = 'transactionid' AND l.transactionid = p.transaction
+     AND l.pid IS NULL AND l.granted
+),
+prepared AS MATERIALIZED (
+    SELECT DISTINCT w.pid AS waiter, p.gid, p.prepared, p.owner, p.database
+    FROM waiting AS w
+    JOIN pg_locks AS wl ON wl.pid = w.pid AND NOT wl.granted
+    JOIN pg_locks AS hl
+      ON hl.granted AND hl.pid IS NULL
+     AND hl.locktype = wl.locktype
+     AND hl.database IS NOT DISTINCT FROM wl.database
+     AND hl.relation IS NOT DISTINCT FROM wl.relation
+     AND hl.page IS NOT DISTINCT FROM wl.page
+     AND hl.tuple IS NOT DISTINCT FROM wl.tuple
+     AND hl.virtualxid IS NOT DISTINCT FROM wl.virtualxid
+     AND hl.transactionid IS NOT DISTINCT FROM wl.transactionid
+     AND hl.classid IS NOT DISTINCT FROM wl.classid
+     AND hl.objid IS NOT DISTINCT FROM wl.objid
+     AND hl.objsubid IS NOT DISTINCT FROM wl.objsubid
+    JOIN pxact AS p ON p.vxid = hl.virtualtransaction
+    WHERE 0 = ANY (w.blockers)
+),
+involved AS (
+    SELECT pid FROM waiting_edges WHERE cardinality(blocked_by) > 0
+    UNION
+    SELECT unnest(blocked_by) FROM waiting_edges
+    UNION
+    SELECT waiter FROM prepared
 ),
 waits AS (
     SELECT l.pid, min(l.waitstart) AS waitstart
     FROM pg_locks AS l
-    WHERE NOT l.granted
+    WHERE NOT l.granted AND l.pid IN (SELECT pid FROM involved)
     GROUP BY l.pid
-),
-roots AS (
-    SELECT DISTINCT b.pid
-    FROM act AS w
-    CROSS JOIN LATERAL unnest(w.blockers) AS bp(pid)
-    JOIN act AS b ON b.pid = bp.pid
-    WHERE cardinality(w.blockers) > 0
-      AND cardinality(b.blockers) = 0
-),
--- reach: every (backend, distance from a root) pair. UNION (not UNION ALL)
--- drops pairs already found, so a lock queue where each waiter is blocked
--- by every waiter ahead of it stays polynomial instead of walking every
--- path; the depth cap bounds a deadlock cycle until the detector breaks it.
-reach (pid, depth) AS (
-    SELECT r.pid, 0 FROM roots AS r
-    UNION
-    SELECT w.pid, r.depth + 1
-    FROM reach AS r
-    JOIN act AS w ON r.pid = ANY (w.blockers)
-    WHERE r.depth < 64
-),
-placed AS (
-    SELECT pid, min(depth) AS depth FROM reach GROUP BY pid
-),
--- Each waiter hangs under the first of its blockers one level up.
-parented AS (
-    SELECT p.pid, p.depth,
-           (SELECT u.b
-            FROM unnest(a.blockers) WITH ORDINALITY AS u(b, i)
-            JOIN placed AS q ON q.pid = u.b AND q.depth = p.depth - 1
-            ORDER BY u.i
-            LIMIT 1) AS parent_pid
-    FROM placed AS p
-    JOIN act AS a ON a.pid = p.pid
-),
-tree (pid, parent_pid, root_pid, depth, path) AS (
-    SELECT c.pid, NULL::int4, c.pid, 0, ARRAY[c.pid]
-    FROM parented AS c
-    WHERE c.depth = 0
-    UNION ALL
-    SELECT c.pid, t.pid, t.root_pid, c.depth, t.path || c.pid
-    FROM tree AS t
-    JOIN parented AS c ON c.parent_pid = t.pid AND c.depth = t.depth + 1
 )
-SELECT p.pid,
-       p.parent_pid,
-       p.root_pid,
-       p.depth,
-       a.blockers                                          AS blocked_by,
-       coalesce(a.state, '')                               AS state,
-       coalesce(a.wait_event_type, '')                     AS wait_event_type,
-       coalesce(a.wait_event, '')                          AS wait_event,
-       left(coalesce(a.query, ''), 1000)                   AS query,
-       coalesce(a.application_name, '')                    AS application_name,
-       coalesce(host(a.client_addr), '')                   AS client_addr,
-       coalesce(a.backend_type, '')                        AS backend_type,
+SELECT 'backend'::text                                              AS kind,
+       i.pid,
+       ''::text                                                     AS gid,
+       coalesce(e.blocked_by, '{}')                                 AS blocked_by,
+       coalesce((SELECT array_agg(p.gid ORDER BY p.gid) FROM prepared AS p WHERE p.waiter = i.pid),
+                '{}')::text[]                                       AS blocked_by_gids,
+       coalesce(a.state, CASE WHEN a.pid IS NULL THEN 'gone' END, '') AS state,
+       coalesce(a.wait_event_type, '')                              AS wait_event_type,
+       coalesce(a.wait_event, '')                                   AS wait_event,
+       left(coalesce(a.query, ''), 1000)                            AS query,
+       coalesce(a.application_name, '')                             AS application_name,
+       coalesce(host(a.client_addr), '')                            AS client_addr,
+       coalesce(a.backend_type, '')                                 AS backend_type,
+       coalesce(a.datname, '')                                      AS database,
+       coalesce(a.usename, '')                                      AS owner,
        a.backend_start,
        a.xact_start,
        a.query_start,
+       NULL::timestamptz                                            AS prepared_at,
        coalesce(extract(epoch FROM clock_timestamp() - a.xact_start), 0)::float8  AS xact_age_seconds,
        coalesce(extract(epoch FROM clock_timestamp() - a.query_start), 0)::float8 AS query_age_seconds,
-       CASE WHEN p.depth = 0 THEN 0
-            ELSE coalesce(extract(epoch FROM clock_timestamp()
-                                  - coalesce(w.waitstart, a.state_change)), 0)
-       END::float8                                         AS wait_seconds
-FROM tree AS p
-JOIN act AS a ON a.pid = p.pid
-LEFT JOIN waits AS w ON w.pid = p.pid
-ORDER BY p.path
+       CASE WHEN w.waitstart IS NULL AND a.wait_event_type IS DISTINCT FROM 'Lock' THEN 0
+            ELSE coalesce(extract(epoch FROM clock_timestamp() - coalesce(w.waitstart, a.state_change)), 0)
+       END::float8                                                  AS wait_seconds
+FROM involved AS i
+LEFT JOIN act AS a ON a.pid = i.pid
+LEFT JOIN waits AS w ON w.pid = i.pid
+LEFT JOIN waiting_edges AS e ON e.pid = i.pid
+UNION ALL
+SELECT DISTINCT ON (p.gid)
+       'prepared', 0, p.gid, '{}'::int4[], '{}'::text[],
+       'prepared', '', '', '', '', '', '',
+       p.database::text, p.owner::text,
+       NULL, p.prepared, NULL, p.prepared,
+       extract(epoch FROM clock_timestamp() - p.prepared)::float8, 0, 0
+FROM prepared AS p

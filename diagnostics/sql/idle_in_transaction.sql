@@ -1,7 +1,7 @@
 -- IdleInTransaction: sessions sitting in an open transaction without running
 -- a statement, longest idle first. They hold locks and the xmin horizon while
 -- the application does something else (RB-A). Reads pg_stat_activity only:
--- no table locks. Hides the console's own backends.
+-- no table locks. Hides this process's diagnostics backends by pid.
 SELECT a.pid,
        coalesce(a.datname, '')                                   AS datname,
        coalesce(a.usename, '')                                   AS usename,
@@ -16,7 +16,6 @@ SELECT a.pid,
 FROM pg_stat_activity AS a
 WHERE a.state IN ('idle in transaction', 'idle in transaction (aborted)')
   AND a.pid <> pg_backend_pid()
-  AND NOT (coalesce(a.application_name, '') LIKE 'console-%'
-           AND coalesce(a.application_name, '') NOT LIKE 'console-worker%')
+  AND a.pid <> ALL (coalesce(string_to_array(nullif(current_setting('console.own_pids', true), ''), ',')::int4[], '{}'))
 ORDER BY a.state_change
 LIMIT 200

@@ -1,7 +1,10 @@
 -- InvalidIndexes: indexes left invalid (a failed or interrupted CREATE INDEX
 -- CONCURRENTLY / REINDEX CONCURRENTLY) or not ready: they cost writes and
 -- serve no reads (runbook step 12). Reads pg_index and pg_class: no locks on
--- the indexes themselves.
+-- the indexes themselves. An index still being built is not invalid yet:
+-- CREATE INDEX CONCURRENTLY's own index, and REINDEX CONCURRENTLY's
+-- "_ccnew" copy, are left out while pg_stat_progress_create_index shows
+-- their build.
 SELECT n.nspname::text                          AS schema_name,
        ic.relname::text                         AS index_name,
        tc.relname::text                         AS table_name,
@@ -12,5 +15,11 @@ FROM pg_index AS i
 JOIN pg_class AS ic ON ic.oid = i.indexrelid
 JOIN pg_class AS tc ON tc.oid = i.indrelid
 JOIN pg_namespace AS n ON n.oid = ic.relnamespace
-WHERE NOT i.indisvalid OR NOT i.indisready
+WHERE (NOT i.indisvalid OR NOT i.indisready)
+  AND NOT EXISTS (
+      SELECT 1 FROM pg_stat_progress_create_index AS p
+      WHERE p.datid = (SELECT oid FROM pg_database WHERE datname = current_database())
+        AND (p.index_relid = i.indexrelid
+         OR (p.relid = i.indrelid AND p.command = 'REINDEX CONCURRENTLY'
+             AND ic.relname LIKE '%\_ccnew%')))
 ORDER BY n.nspname, ic.relname

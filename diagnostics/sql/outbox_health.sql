@@ -1,11 +1,15 @@
 -- OutboxHealth: the outbox relay's backlog (runbook step 8, RB-H): pending
--- events available now and the age of the oldest, pending events scheduled
--- for a retry, in-flight events and expired relay leases, dead events, and
--- whether the relay is paused. Each count walks one partial index
--- (outbox_pending_pick_idx, outbox_inflight_lease_idx, outbox_dead_idx) and
--- stops at $1 (a count equal to $1 means "at least"); the oldest pending
--- and last dead event are single index probes. Never reads published
--- history. Takes ACCESS SHARE on outbox_events and relay_settings.
+-- events available now, pending events scheduled for a retry, in-flight
+-- events and expired relay leases, dead events, and whether the relay is
+-- paused. The backlog's age is that of the oldest undelivered event by its
+-- created_at, including events waiting in retry backoff and in flight: an
+-- event failing for 30 minutes is 30 minutes old, whatever its next retry.
+-- Each count walks one partial index (outbox_pending_pick_idx,
+-- outbox_inflight_lease_idx, outbox_dead_idx) and stops at $1 (a count
+-- equal to $1 means "at least"); the oldest undelivered event
+-- (outbox_undelivered_created_idx) and the last dead one are single index
+-- probes. Never reads published history. Takes ACCESS SHARE on
+-- outbox_events and relay_settings.
 SELECT (SELECT count(*) FROM (SELECT 1 FROM outbox_events
         WHERE state = 'pending' AND available_at <= now() LIMIT $1) AS s)::int8     AS pending,
        (SELECT count(*) FROM (SELECT 1 FROM outbox_events
@@ -20,6 +24,6 @@ SELECT (SELECT count(*) FROM (SELECT 1 FROM outbox_events
         WHERE state = 'dead' LIMIT $1) AS s)::int8                                  AS dead,
        (SELECT max(dead_at) FROM outbox_events WHERE state = 'dead')                AS last_dead_at,
        coalesce((SELECT paused FROM relay_settings WHERE singleton), false)         AS relay_paused
-FROM (SELECT min(available_at) AS oldest_pending_at
+FROM (SELECT min(created_at) AS oldest_pending_at
       FROM outbox_events
-      WHERE state = 'pending' AND available_at <= now()) AS o
+      WHERE state IN ('pending', 'inflight')) AS o

@@ -5,6 +5,15 @@
 WITH cur AS (
     SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()
                 ELSE pg_current_wal_lsn() END AS lsn
+),
+-- With max_slot_wal_keep_size = -1 nothing caps what a slot retains: the
+-- limit is the WAL disk, so the size of pg_wal is evidence (NULL when the
+-- role may not list it: it needs pg_monitor).
+wal AS (
+    SELECT (SELECT CASE WHEN setting::int8 < 0 THEN -1 ELSE setting::int8 * 1048576 END
+            FROM pg_settings WHERE name = 'max_slot_wal_keep_size')       AS keep_bytes,
+           CASE WHEN has_function_privilege('pg_ls_waldir()', 'EXECUTE')
+                THEN (SELECT sum(f.size) FROM pg_ls_waldir() AS f) END::int8 AS pg_wal_bytes
 )
 SELECT s.slot_name::text,
        coalesce(s.plugin::text, '')                               AS plugin,
@@ -22,8 +31,11 @@ SELECT s.slot_name::text,
        coalesce(pg_wal_lsn_diff(cur.lsn, s.restart_lsn), 0)::int8 AS retained_bytes,
        coalesce(s.wal_status, '')                                 AS wal_status,
        s.safe_wal_size::int8                                      AS safe_wal_size,
+       wal.keep_bytes                                             AS max_slot_wal_keep_bytes,
+       wal.pg_wal_bytes                                           AS pg_wal_bytes,
        s.inactive_since                                           AS inactive_since,
        coalesce(s.invalidation_reason, '')                        AS invalidation_reason
 FROM pg_replication_slots AS s
 CROSS JOIN cur
+CROSS JOIN wal
 ORDER BY retained_bytes DESC, s.slot_name

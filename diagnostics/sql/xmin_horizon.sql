@@ -3,11 +3,13 @@
 -- transaction, prepared transactions, replication slots (xmin and
 -- catalog_xmin) and standbys with hot_standby_feedback, oldest first.
 -- Reads pg_stat_activity, pg_prepared_xacts, pg_replication_slots and
--- pg_stat_replication: no locks. Hides the console's own backends.
-SELECT kind, holder, xmin, xid_age, age_seconds, detail
+-- pg_stat_replication: no locks. Hides this process's diagnostics backends
+-- by pid.
+SELECT kind, holder, database, xmin, xid_age, age_seconds, detail
 FROM (
     SELECT 'backend'::text                                        AS kind,
            a.pid::text                                            AS holder,
+           coalesce(a.datname::text, '')                          AS database,
            coalesce(a.backend_xid, a.backend_xmin)::text          AS xmin,
            greatest(coalesce(age(a.backend_xid), 0), coalesce(age(a.backend_xmin), 0)) AS xid_age,
            extract(epoch FROM clock_timestamp() - a.xact_start)::float8 AS age_seconds,
@@ -16,26 +18,28 @@ FROM (
     FROM pg_stat_activity AS a
     WHERE (a.backend_xmin IS NOT NULL OR a.backend_xid IS NOT NULL)
       AND a.pid <> pg_backend_pid()
-      AND NOT (coalesce(a.application_name, '') LIKE 'console-%'
-               AND coalesce(a.application_name, '') NOT LIKE 'console-worker%')
+      AND a.pid <> ALL (coalesce(string_to_array(nullif(current_setting('console.own_pids', true), ''), ',')::int4[], '{}'))
       AND a.backend_type <> 'walsender'
+      -- A lazy VACUUM's snapshot does not hold the horizon back for others
+      -- (it is ignored when the horizon is computed); it is no holder.
+      AND a.pid NOT IN (SELECT v.pid FROM pg_stat_progress_vacuum AS v)
     UNION ALL
-    SELECT 'prepared_xact', p.gid, p.transaction::text, age(p.transaction),
+    SELECT 'prepared_xact', p.gid, p.database::text, p.transaction::text, age(p.transaction),
            extract(epoch FROM clock_timestamp() - p.prepared)::float8,
            concat_ws(' ', 'database', p.database, 'owner', p.owner)
     FROM pg_prepared_xacts AS p
     UNION ALL
-    SELECT 'slot', s.slot_name::text, s.xmin::text, age(s.xmin), NULL::float8,
+    SELECT 'slot', s.slot_name::text, coalesce(s.database::text, ''), s.xmin::text, age(s.xmin), NULL::float8,
            concat_ws(' ', s.slot_type, CASE WHEN s.active THEN 'active' ELSE 'inactive' END)
     FROM pg_replication_slots AS s
     WHERE s.xmin IS NOT NULL
     UNION ALL
-    SELECT 'slot_catalog', s.slot_name::text, s.catalog_xmin::text, age(s.catalog_xmin), NULL::float8,
+    SELECT 'slot_catalog', s.slot_name::text, coalesce(s.database::text, ''), s.catalog_xmin::text, age(s.catalog_xmin), NULL::float8,
            concat_ws(' ', s.slot_type, CASE WHEN s.active THEN 'active' ELSE 'inactive' END)
     FROM pg_replication_slots AS s
     WHERE s.catalog_xmin IS NOT NULL
     UNION ALL
-    SELECT 'standby', coalesce(r.application_name, r.pid::text), r.backend_xmin::text,
+    SELECT 'standby', coalesce(r.application_name, r.pid::text), '', r.backend_xmin::text,
            age(r.backend_xmin), NULL::float8, coalesce(host(r.client_addr), '')
     FROM pg_stat_replication AS r
     WHERE r.backend_xmin IS NOT NULL

@@ -1,0 +1,102 @@
+package diagnostics
+
+import (
+	"context"
+	"time"
+)
+
+// ConnectionGroup is one group of client backends of ConnectionPressure,
+// with the server-wide figures every row carries.
+type ConnectionGroup struct {
+	Database    string `db:"database" json:"database"`
+	User        string `db:"user_name" json:"user"`
+	State       string `db:"state" json:"state"`
+	Connections int64  `db:"connections" json:"connections"`
+	// Used counts every backend that takes a connection slot (clients,
+	// walsenders, background workers).
+	Used           int64 `db:"used" json:"used"`
+	MaxConnections int64 `db:"max_connections" json:"max_connections"`
+	// Reserved is the slots ordinary roles cannot take
+	// (superuser_reserved_connections plus reserved_connections).
+	Reserved int64 `db:"reserved" json:"reserved"`
+}
+
+// Available is the number of slots ordinary roles may use.
+func (g ConnectionGroup) Available() int64 { return g.MaxConnections - g.Reserved }
+
+// ConnectionPressure returns client backends grouped by database, user and
+// state, most first, with the server's slot figures
+// (connection_pressure.sql).
+func ConnectionPressure(ctx context.Context, db DBTX) ([]ConnectionGroup, error) {
+	return collect[ConnectionGroup](ctx, db, "connection_pressure", 0)
+}
+
+// WraparoundAge is one database, or one of the oldest tables of the
+// console's database, with its transaction ID and multixact ages.
+type WraparoundAge struct {
+	// Kind is "database" or "table".
+	Kind    string `db:"kind" json:"kind"`
+	Name    string `db:"name" json:"name"`
+	XIDAge  int64  `db:"xid_age" json:"xid_age"`
+	MXIDAge int64  `db:"mxid_age" json:"mxid_age"`
+	// FreezeMaxAge and MultixactFreezeMaxAge are the ages at which
+	// autovacuum forces an anti-wraparound vacuum.
+	FreezeMaxAge          int64 `db:"freeze_max_age" json:"freeze_max_age"`
+	MultixactFreezeMaxAge int64 `db:"multixact_freeze_max_age" json:"multixact_freeze_max_age"`
+}
+
+// WraparoundLimit is about the age at which PostgreSQL stops assigning
+// transaction IDs (or multixacts) to protect itself: 2^31 less the three
+// million it keeps in reserve.
+const WraparoundLimit = 1<<31 - 3_000_000
+
+// Wraparound returns every database and the five oldest tables of this one
+// by transaction ID or multixact age, oldest first (wraparound.sql).
+func Wraparound(ctx context.Context, db DBTX) ([]WraparoundAge, error) {
+	return collect[WraparoundAge](ctx, db, "wraparound", 0)
+}
+
+// SequenceUse is a sequence and how much of its range is used, the range
+// ending at the smaller of the sequence's own limit and the limit of the
+// integer column it feeds.
+type SequenceUse struct {
+	Sequence string `db:"sequence_name" json:"sequence"`
+	// DataType is the sequence's own type (smallint, integer, bigint).
+	DataType string `db:"data_type" json:"data_type"`
+	// Table, Column and ColumnType name the column the sequence feeds;
+	// empty when no column owns it or names it in its default.
+	Table        string  `db:"table_name" json:"table"`
+	Column       string  `db:"column_name" json:"column"`
+	ColumnType   string  `db:"column_type" json:"column_type"`
+	LastValue    int64   `db:"last_value" json:"last_value"`
+	Limit        int64   `db:"limit_value" json:"limit"`
+	UsedFraction float64 `db:"used_fraction" json:"used_fraction"`
+}
+
+// SequenceExhaustion returns the twenty sequences closest to their limit,
+// most used first (sequence_exhaustion.sql).
+func SequenceExhaustion(ctx context.Context, db DBTX) ([]SequenceUse, error) {
+	return collect[SequenceUse](ctx, db, "sequence_exhaustion", 0)
+}
+
+// StuckIdempotencyKey is an idempotency key claimed longer ago than the
+// threshold and never completed.
+type StuckIdempotencyKey struct {
+	Scope       string     `db:"scope" json:"scope"`
+	Key         string     `db:"idempotency_key" json:"key"`
+	CreatedAt   time.Time  `db:"created_at" json:"created_at"`
+	LockedUntil *time.Time `db:"locked_until" json:"locked_until"`
+	AgeSeconds  float64    `db:"age_seconds" json:"age_seconds"`
+	// Total is how many keys are stuck, capped at the count cap.
+	Total int64 `db:"total" json:"total"`
+}
+
+// IdempotencyStuck returns the twenty oldest keys in 'processing' for
+// longer than olderThan (idempotency_stuck.sql); every row carries the
+// total, counted up to countCap (zero means DefaultCountCap).
+func IdempotencyStuck(ctx context.Context, db DBTX, olderThan time.Duration, countCap int64) ([]StuckIdempotencyKey, error) {
+	if countCap <= 0 {
+		countCap = DefaultCountCap
+	}
+	return collect[StuckIdempotencyKey](ctx, db, "idempotency_stuck", 0, olderThan, countCap)
+}

@@ -1,0 +1,29 @@
+-- ConnectionPressure: how close the server is to refusing connections.
+-- Ordinary roles may use max_connections minus superuser_reserved_connections
+-- and (PostgreSQL 16+) reserved_connections; every backend of a client,
+-- a walsender or a background worker takes one of those slots. Rows are the
+-- client backends grouped by database, user and state, most first, each
+-- carrying the server-wide figures. Reads pg_stat_activity: no locks.
+WITH settings AS (
+    SELECT current_setting('max_connections')::int8                          AS max_connections,
+           current_setting('superuser_reserved_connections')::int8           AS superuser_reserved,
+           coalesce(current_setting('reserved_connections', true), '0')::int8 AS reserved
+),
+used AS (
+    SELECT count(*)::int8 AS used
+    FROM pg_stat_activity
+    WHERE backend_type IN ('client backend', 'walsender', 'background worker')
+)
+SELECT coalesce(a.datname::text, '')  AS database,
+       coalesce(a.usename::text, '')  AS user_name,
+       coalesce(a.state, '')          AS state,
+       count(a.pid)::int8             AS connections,
+       u.used,
+       s.max_connections,
+       s.superuser_reserved + s.reserved AS reserved
+FROM settings AS s
+CROSS JOIN used AS u
+LEFT JOIN pg_stat_activity AS a ON a.backend_type = 'client backend'
+GROUP BY 1, 2, 3, u.used, s.max_connections, s.superuser_reserved, s.reserved
+ORDER BY connections DESC, 1, 2, 3
+LIMIT 50
