@@ -11,15 +11,16 @@ import (
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/audit"
+	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
 
 var (
-	viewer   = actions.Actor{Name: "vera", Role: actions.RoleViewer}
-	operator = actions.Actor{Name: "olga", Role: actions.RoleOperator}
-	admin    = actions.Actor{Name: "adam", Role: actions.RoleAdmin}
+	viewer   = actions.Actor{Name: "vera", Role: auth.RoleViewer}
+	operator = actions.Actor{Name: "olga", Role: auth.RoleOperator}
+	admin    = actions.Actor{Name: "adam", Role: auth.RoleAdmin}
 )
 
 const reason = "INC-7: dead letters after the SMTP outage"
@@ -349,7 +350,7 @@ func TestRegistry(t *testing.T) {
 	for _, s := range specs {
 		require.NotEmpty(t, s.Title, s.Name)
 		require.NotEmpty(t, s.Description, s.Name)
-		require.True(t, actions.ValidRole(s.Role), s.Name)
+		require.True(t, auth.ValidRole(s.Role), s.Name)
 		require.Contains(t, []actions.Risk{actions.RiskLow, actions.RiskLowMedium, actions.RiskMedium, actions.RiskHigh}, s.Risk, s.Name)
 		names[s.Name] = s
 	}
@@ -359,15 +360,11 @@ func TestRegistry(t *testing.T) {
 		"schedule.disable", "schedule.run_now"} {
 		require.Contains(t, names, n)
 	}
-	require.Equal(t, actions.RoleAdmin, names["backend.terminate"].Role)
+	require.Equal(t, auth.RoleAdmin, names["backend.terminate"].Role)
 	require.Equal(t, actions.RiskHigh, names["backend.terminate"].Risk)
 	require.Equal(t, "confirm_pid", names["backend.terminate"].Confirm)
 	require.Equal(t, actions.RiskMedium, names["backend.cancel"].Risk)
 	require.Equal(t, actions.RiskLow, names["queue.throttle"].Risk)
-
-	require.True(t, actions.RoleAtLeast(actions.RoleAdmin, actions.RoleOperator))
-	require.False(t, actions.RoleAtLeast(actions.RoleViewer, actions.RoleOperator))
-	require.False(t, actions.RoleAtLeast("root", actions.RoleViewer))
 }
 
 func TestConcurrentActionsKeepOneChain(t *testing.T) {

@@ -33,7 +33,7 @@ var (
 		"views":       {external: []string{"github.com/a-h/templ"}},
 		"static":      {},
 		"actions": {
-			internal: []string{"queues", "diagnostics", "audit"},
+			internal: []string{"queues", "diagnostics", "audit", "internal/auth"},
 			external: engineDeps,
 		},
 		"web": {
