@@ -353,6 +353,8 @@ func TestValidation(t *testing.T) {
 		{"queue.throttle", map[string]any{"queue": "q", "max_workers": []any{2}}, actions.ErrInvalid, "max_workers: must be a whole number, not a list"},
 		{"queue.throttle", map[string]any{"queue": "q", "max_workers": 2.5}, actions.ErrInvalid, `max_workers: "2.5" is not a whole number`},
 		{"queue.throttle", map[string]any{"queue": "q", "clear_limits": "maybe"}, actions.ErrInvalid, "clear_limits: must be true or false"},
+		{"relay.throttle", map[string]any{}, actions.ErrInvalid, "give batch_size, rate_per_second or clear_limits"},
+		{"relay.throttle", map[string]any{"batch_size": 0}, actions.ErrInvalid, "batch_size: must be between 1 and 100000"},
 		{"deadletters.requeue", map[string]any{"since": 1700000000}, actions.ErrInvalid, "since: must be a time string"},
 		{"schedule.update", map[string]any{"name": "n", "payload": "{nope"}, actions.ErrInvalid, "payload: is not valid JSON"},
 	} {

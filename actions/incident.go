@@ -94,12 +94,9 @@ type incidentClosing struct {
 func (a *incidentClosing) target() string { return "incident:" + strconv.FormatInt(a.id, 10) }
 
 func (a *incidentClosing) preview(ctx context.Context, rc *runContext) (IncidentClosePreview, error) {
-	inc, err := audit.IncidentGet(ctx, rc.r.pool, a.id)
+	inc, err := openIncident(ctx, rc, a.id, "is already closed")
 	if err != nil {
-		return IncidentClosePreview{}, wrapNotFound(err, audit.ErrNotFound, "incident %d", a.id)
-	}
-	if inc.Status != audit.IncidentStatusOpen {
-		return IncidentClosePreview{}, fmt.Errorf("incident %d is already closed: %w", a.id, ErrInvalid)
+		return IncidentClosePreview{}, err
 	}
 	return IncidentClosePreview{Incident: IncidentView{ID: inc.ID, Title: inc.Title, Status: inc.Status}, Summary: a.summary}, nil
 }
@@ -127,12 +124,8 @@ func (a *evidenceCapture) preview(ctx context.Context, rc *runContext) (CaptureP
 	if rc.r.cfg.Diagnostics == nil {
 		return CapturePreview{}, fmt.Errorf("this console runs no diagnostics to capture: %w", ErrInvalid)
 	}
-	inc, err := audit.IncidentGet(ctx, rc.r.pool, a.id)
-	if err != nil {
-		return CapturePreview{}, wrapNotFound(err, audit.ErrNotFound, "incident %d", a.id)
-	}
-	if inc.Status != audit.IncidentStatusOpen {
-		return CapturePreview{}, fmt.Errorf("incident %d is closed; evidence goes into open incidents: %w", a.id, ErrInvalid)
+	if _, err := openIncident(ctx, rc, a.id, "is closed; evidence goes into open incidents"); err != nil {
+		return CapturePreview{}, err
 	}
 	return CapturePreview{Incident: a.id, Panel: a.panel, Effect: "runs the panel's query now and stores its rows"}, nil
 }
@@ -164,6 +157,19 @@ func (a *evidenceCapture) execute(ctx context.Context, rc *runContext, tx pgx.Tx
 	}
 	rc.req.IncidentID = &a.id
 	return CaptureResult{EvidenceID: ev.ID, Incident: a.id, Panel: a.panel, Rows: len(res.Rows), Status: res.Status()}, nil
+}
+
+// openIncident reads incident id, refusing one that does not exist or is
+// closed (closed says why that matters).
+func openIncident(ctx context.Context, rc *runContext, id int64, closed string) (*audit.Incident, error) {
+	inc, err := audit.IncidentGet(ctx, rc.r.pool, id)
+	if err != nil {
+		return nil, wrapNotFound(err, audit.ErrNotFound, "incident %d", id)
+	}
+	if inc.Status != audit.IncidentStatusOpen {
+		return nil, fmt.Errorf("incident %d %s: %w", id, closed, ErrInvalid)
+	}
+	return inc, nil
 }
 
 // translateAudit maps the audit package's errors to the Runner's.

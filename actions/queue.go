@@ -2,7 +2,6 @@ package actions
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math"
 
@@ -157,22 +156,15 @@ var queueResume = action(Spec{
 		note: "workers resume claiming within one poll interval, within the queue's limits"}, checkQueue(p.Queue)
 })
 
-// queueThrottleParams are the parameters of queue.throttle; nil limits stay
-// as they are.
+// queueThrottleParams are the parameters of queue.throttle.
 type queueThrottleParams struct {
-	Queue         string
-	MaxWorkers    *int64
-	RatePerSecond *float64
-	ClearLimits   bool
+	queueParams
+	limits
 }
 
 func (p *queueThrottleParams) fields() []field {
-	return []field{
-		stringParam(&p.Queue, "queue", "The queue's name.").required(),
-		optIntParam(&p.MaxWorkers, "max_workers", "Most jobs of the queue running at once, fleet-wide (0 stops claims)."),
-		numberParam(&p.RatePerSecond, "rate_per_second", "Most claims per second, fleet-wide."),
-		boolParam(&p.ClearLimits, "clear_limits", "Remove both limits before applying the ones given."),
-	}
+	return append(p.queueParams.fields(), p.limits.fields("max_workers",
+		"Most jobs of the queue running at once, fleet-wide (0 stops claims).", "Most claims per second, fleet-wide.")...)
 }
 
 var queueThrottle = action(Spec{
@@ -185,27 +177,11 @@ var queueThrottle = action(Spec{
 	if err := checkQueue(p.Queue); err != nil {
 		return nil, err
 	}
-	if mw := p.MaxWorkers; mw != nil && (*mw < 0 || *mw > math.MaxInt32) {
-		return nil, invalid("max_workers", "must be between 0 and %d", math.MaxInt32)
-	}
-	if p.RatePerSecond != nil && *p.RatePerSecond <= 0 {
-		return nil, invalid("rate_per_second", "must be above 0")
-	}
-	if p.MaxWorkers == nil && p.RatePerSecond == nil && !p.ClearLimits {
-		return nil, fmt.Errorf("give max_workers, rate_per_second or clear_limits: %w", ErrInvalid)
+	if err := p.check("max_workers", 0, math.MaxInt32); err != nil {
+		return nil, err
 	}
 	return &queueSettingsChange{queue: p.Queue, apply: func(s *queues.QueueSettings) {
-		if p.ClearLimits {
-			s.MaxWorkers, s.RatePerSecond = nil, nil
-		}
-		if p.MaxWorkers != nil {
-			n := int(*p.MaxWorkers)
-			s.MaxWorkers = &n
-		}
-		if p.RatePerSecond != nil {
-			r := *p.RatePerSecond
-			s.RatePerSecond = &r
-		}
+		p.apply(&s.MaxWorkers, &s.RatePerSecond)
 	}, note: "workers apply the new limits within one poll interval; running jobs are not interrupted, " +
 		"so the fleet's in-flight count falls to max_workers as they finish"}, nil
 })

@@ -2,7 +2,6 @@ package actions
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -89,20 +88,11 @@ var relayResume = action(Spec{
 		note: "relays resume at once (woken by a notification)"}, nil
 })
 
-// relayThrottleParams are the parameters of relay.throttle; nil limits stay
-// as they are.
-type relayThrottleParams struct {
-	BatchSize     *int64
-	RatePerSecond *float64
-	ClearLimits   bool
-}
+// relayThrottleParams are the parameters of relay.throttle.
+type relayThrottleParams struct{ limits }
 
 func (p *relayThrottleParams) fields() []field {
-	return []field{
-		optIntParam(&p.BatchSize, "batch_size", "Events claimed per relay batch."),
-		numberParam(&p.RatePerSecond, "rate_per_second", "Most events published per second, fleet-wide."),
-		boolParam(&p.ClearLimits, "clear_limits", "Remove both limits before applying the ones given."),
-	}
+	return p.limits.fields("batch_size", "Events claimed per relay batch.", "Most events published per second, fleet-wide.")
 }
 
 var relayThrottle = action(Spec{
@@ -110,26 +100,9 @@ var relayThrottle = action(Spec{
 	Description: "Lowers the relays' claim batch size and publish rate, fleet-wide, when the relay " +
 		"itself loads the database (RB-H). Omitted values stay as they are; clear_limits removes both first.",
 }, func(p *relayThrottleParams) (relayPlan, error) {
-	if bs := p.BatchSize; bs != nil && (*bs <= 0 || *bs > 100000) {
-		return nil, invalid("batch_size", "must be between 1 and 100000")
+	if err := p.check("batch_size", 1, 100000); err != nil {
+		return nil, err
 	}
-	if p.RatePerSecond != nil && *p.RatePerSecond <= 0 {
-		return nil, invalid("rate_per_second", "must be above 0")
-	}
-	if p.BatchSize == nil && p.RatePerSecond == nil && !p.ClearLimits {
-		return nil, fmt.Errorf("give batch_size, rate_per_second or clear_limits: %w", ErrInvalid)
-	}
-	return &relaySettingsChange{apply: func(s *queues.RelaySettings) {
-		if p.ClearLimits {
-			s.BatchSize, s.RatePerSecond = nil, nil
-		}
-		if p.BatchSize != nil {
-			n := int(*p.BatchSize)
-			s.BatchSize = &n
-		}
-		if p.RatePerSecond != nil {
-			r := *p.RatePerSecond
-			s.RatePerSecond = &r
-		}
-	}, note: "relays apply the new limits within one poll interval"}, nil
+	return &relaySettingsChange{apply: func(s *queues.RelaySettings) { p.apply(&s.BatchSize, &s.RatePerSecond) },
+		note: "relays apply the new limits within one poll interval"}, nil
 })

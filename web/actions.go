@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -54,77 +55,86 @@ func (s *Server) actionForm(c echo.Context) error {
 
 // actionPreview runs the action as a dry run and shows what would change,
 // with the confirmation form.
-func (s *Server) actionPreview(c echo.Context) error {
-	spec, err := lookupAction(c.Param("name"))
-	if err != nil {
-		return err
-	}
-	values, reason := formParams(c, spec)
-	m := s.actionPage(c, spec, values, reason)
-	ctx, cancel := context.WithTimeout(c.Request().Context(), actionTimeout)
-	defer cancel()
-	p, _ := principalFrom(c)
-	out, err := s.cfg.Actions.Run(ctx, actions.Actor{Name: p.Name, Role: p.Role}, spec.Name,
-		actions.Request{Params: stringParams(values), DryRun: true, RequestID: requestIDOf(c)})
-	if err != nil {
-		return s.actionFailed(c, m, "edit", err)
-	}
-	m.Stage = "preview"
-	m.Preview = previewView(out.Preview, time.Now())
-	// Parameters the preview fixes (a backend's fingerprint) go into the
-	// confirmation, so execution refuses if the target changed since the
-	// operator looked at it.
-	fixed := previewParams(out.Preview)
-	for name, v := range fixed {
-		if values[name] == "" {
-			values[name] = v
-		}
-	}
-	m.Fields = actionFields(spec, values)
-	for i, f := range m.Fields {
-		if _, ok := fixed[f.Name]; ok {
-			m.Fields[i].Kind = "hidden"
-		}
-	}
-	return s.renderAction(c, m)
-}
+func (s *Server) actionPreview(c echo.Context) error { return s.actionPost(c, true) }
 
 // actionExecute runs the action for real, after the typed confirmation when
 // the action asks for one.
-func (s *Server) actionExecute(c echo.Context) error {
+func (s *Server) actionExecute(c echo.Context) error { return s.actionPost(c, false) }
+
+// actionPost runs the action the form posted, as a dry run (the preview) or
+// for real, and shows the next stage; a refusal goes back to the stage it
+// came from.
+func (s *Server) actionPost(c echo.Context, dryRun bool) error {
 	spec, err := lookupAction(c.Param("name"))
 	if err != nil {
 		return err
 	}
 	values, reason := formParams(c, spec)
 	m := s.actionPage(c, spec, values, reason)
-	req := actions.Request{Params: stringParams(values), Reason: reason, RequestID: requestIDOf(c)}
-	if id, err := strconv.ParseInt(c.FormValue("incident_id"), 10, 64); err == nil && id > 0 {
-		req.IncidentID = &id
+	req := actions.Request{Params: stringParams(values), DryRun: true, RequestID: requestIDOf(c)}
+	if !dryRun {
+		req.DryRun, req.Reason = false, reason
+		if id, err := strconv.ParseInt(c.FormValue("incident_id"), 10, 64); err == nil && id > 0 {
+			req.IncidentID = &id
+		}
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), actionTimeout)
 	defer cancel()
 	p, _ := principalFrom(c)
 	out, err := s.cfg.Actions.Run(ctx, actions.Actor{Name: p.Name, Role: p.Role}, spec.Name, req)
-	if err != nil {
+	switch {
+	case err != nil && dryRun:
+		return s.actionFailed(c, m, "edit", err)
+	case err != nil:
 		return s.actionFailed(c, m, "preview", err)
+	case dryRun:
+		return s.renderAction(c, previewStage(m, spec, values, out.Preview, time.Now()))
 	}
 	s.actionDone(spec.Name)
+	return s.renderAction(c, doneStage(m, values, p.Role, out, time.Now()))
+}
+
+// previewStage is the action page showing the preview and the
+// confirmation. Parameters the preview fixes (a backend's fingerprint) go
+// into the confirmation as hidden inputs, so execution refuses if the target
+// changed since the operator looked at it.
+func previewStage(m views.ActionPage, spec actions.Spec, values map[string]string, preview actions.Preview, now time.Time) views.ActionPage {
+	m.Stage = "preview"
+	m.Preview = previewView(preview, now)
+	fixed := previewParams(preview)
+	filled := maps.Clone(values)
+	for name, v := range fixed {
+		if filled[name] == "" {
+			filled[name] = v
+		}
+	}
+	m.Fields = actionFields(spec, filled)
+	for i, f := range m.Fields {
+		if _, ok := fixed[f.Name]; ok {
+			m.Fields[i].Kind = "hidden"
+		}
+	}
+	return m
+}
+
+// doneStage is the action page after the action ran: its result, its audit
+// event, the live panels that show its effect and, when a backend signal did
+// not clear the chain, the next step (on the new root when the chain moved,
+// else on the same backend).
+func doneStage(m views.ActionPage, values map[string]string, role string, out actions.Outcome, now time.Time) views.ActionPage {
 	m.Stage = "done"
-	m.Preview = previewView(out.Preview, time.Now())
-	m.Result = resultView(out.Result, time.Now())
+	m.Preview = previewView(out.Preview, now)
+	m.Result = resultView(out.Result, now)
 	m.AuditID = out.AuditID
-	m.Watch = watchPanels(spec.Name)
+	m.Watch = watchPanels(out.Action)
 	if r, ok := out.Result.(actions.BackendResult); ok && r.NextStep != "" {
-		// A signal that did not clear the chain offers the next step: on
-		// the new root when the chain moved, else on the same backend.
 		pid := values["pid"]
 		if len(r.NewRoots) > 0 {
 			pid = strconv.Itoa(int(r.NewRoots[0]))
 		}
-		m.Next = actionLinks([]string{r.NextStep}, p.Role, map[string]string{"pid": pid})
+		m.Next = actionLinks([]string{r.NextStep}, role, map[string]string{"pid": pid})
 	}
-	return s.renderAction(c, m)
+	return m
 }
 
 // actionAPI serves POST /api/v1/actions/:name for automation:

@@ -198,3 +198,55 @@ func TestPreviewParams(t *testing.T) {
 	require.Equal(t, map[string]string{"backend_start": "2026-03-01T11:58:30.123456Z", "xact_start": "2026-03-01T11:58:30.123456Z"}, got)
 	require.Empty(t, previewParams(actions.JobPreview{}), "only a backend's fingerprint is fixed by its preview")
 }
+
+// TestActionStages: the preview stage hides what the preview fixes and keeps
+// what the operator typed; the done stage offers the next step on the new
+// root, only to a role that may take it.
+func TestActionStages(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	at := now.Add(-time.Minute)
+	spec, ok := actions.Lookup("backend.cancel")
+	require.True(t, ok)
+	values := map[string]string{"pid": "100"}
+	m := previewStage(views.ActionPage{Name: spec.Name}, spec, values,
+		actions.BackendPreview{Target: actions.Fingerprint{PID: 100, BackendStart: &at, XactStart: &at}}, now)
+	require.Equal(t, "preview", m.Stage)
+	require.NotNil(t, m.Preview)
+	kinds := map[string]string{}
+	for _, f := range m.Fields {
+		kinds[f.Name] = f.Kind + ":" + f.Value
+	}
+	require.Equal(t, map[string]string{
+		"pid": "text:100", "backend_start": "hidden:2026-03-01T11:59:00Z", "xact_start": "hidden:2026-03-01T11:59:00Z",
+		"query_start": "text:",
+	}, kinds)
+	require.Equal(t, map[string]string{"pid": "100"}, values, "the caller's values are left alone")
+
+	for _, c := range []struct {
+		name, role string
+		result     actions.BackendResult
+		next       []string
+	}{
+		{"NewRoot", "operator", actions.BackendResult{NewRoots: []int32{101}, NextStep: "backend.cancel"},
+			[]string{"/actions/backend.cancel?pid=101"}},
+		{"SameBackend", "admin", actions.BackendResult{NewRoots: []int32{}, NextStep: "backend.terminate"},
+			[]string{"/actions/backend.terminate?pid=100"}},
+		{"NotForThisRole", "operator", actions.BackendResult{NextStep: "backend.terminate"}, nil},
+		{"Cleared", "admin", actions.BackendResult{Cleared: true}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := actions.Outcome{Action: "backend.cancel", Preview: actions.BackendPreview{}, Result: c.result, AuditID: 42}
+			m := doneStage(views.ActionPage{Name: "backend.cancel"}, values, c.role, out, now)
+			require.Equal(t, "done", m.Stage)
+			require.EqualValues(t, 42, m.AuditID)
+			require.NotNil(t, m.Result)
+			require.Len(t, m.Watch, 1, "the blocking tree is watched live")
+			var hrefs []string
+			for _, l := range m.Next {
+				hrefs = append(hrefs, l.Href)
+			}
+			require.Equal(t, c.next, hrefs)
+		})
+	}
+}
