@@ -137,24 +137,37 @@ func (a *deadLetterRequeue) execute(ctx context.Context, rc *runContext, tx pgx.
 	if n == 0 {
 		return RequeueResult{}, fmt.Errorf("no dead jobs match %s any more: %w", a.target(), ErrGuard)
 	}
-	res := RequeueResult{IDs: []int64{}}
-	// Each batch moves rows out of 'dead', so the next one picks the next
-	// rows; a short batch means nothing more can move. The loop is bounded
-	// by the count and the cap.
-	for len(res.IDs) < limit && int64(len(res.IDs)) < n {
-		ids, err := queues.DeadLetterRequeueTx(ctx, tx, a.f, min(rc.r.cfg.RequeueBatch, limit-len(res.IDs)), a.reset)
-		if err != nil {
-			return RequeueResult{}, err
-		}
-		res.Batches++
-		res.IDs = append(res.IDs, ids...)
-		if len(ids) < rc.r.cfg.RequeueBatch {
-			break
-		}
+	ids, batches, err := rc.r.inBatches(n, func(limit int) ([]int64, error) {
+		return queues.DeadLetterRequeueTx(ctx, tx, a.f, limit, a.reset)
+	})
+	if err != nil {
+		return RequeueResult{}, err
 	}
+	res := RequeueResult{IDs: ids, Batches: batches}
 	res.Requeued = len(res.IDs)
 	res.Skipped = n - int64(res.Requeued)
 	return res, nil
+}
+
+// inBatches moves up to n rows (at most the cap) with move, one batch of
+// at most RequeueBatch rows at a time, in the caller's transaction. Each
+// batch moves rows out of the state it selects, so the next one picks the
+// next rows; a short batch means nothing more can move.
+func (r *Runner) inBatches(n int64, move func(limit int) ([]int64, error)) (ids []int64, batches int, err error) {
+	ids = []int64{}
+	for len(ids) < r.cfg.RequeueCap && int64(len(ids)) < n {
+		limit := min(r.cfg.RequeueBatch, r.cfg.RequeueCap-len(ids))
+		moved, err := move(limit)
+		if err != nil {
+			return nil, batches, err
+		}
+		batches++
+		ids = append(ids, moved...)
+		if len(moved) < limit {
+			break
+		}
+	}
+	return ids, batches, nil
 }
 
 func idsArg(ids []int64) []int64 {

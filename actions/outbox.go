@@ -121,19 +121,13 @@ func (a *outboxEventRequeue) execute(ctx context.Context, rc *runContext, tx pgx
 	if n == 0 {
 		return OutboxRequeueResult{}, fmt.Errorf("no dead outbox events match %s any more: %w", a.target(), ErrGuard)
 	}
-	res := OutboxRequeueResult{IDs: []int64{}}
-	for len(res.IDs) < limit && int64(len(res.IDs)) < n {
-		batch := min(rc.r.cfg.RequeueBatch, limit-len(res.IDs))
-		ids, err := queues.OutboxRequeueTx(ctx, tx, queues.OutboxRequeueParams{IDs: a.ids, Topic: a.topic, Limit: batch})
-		if err != nil {
-			return OutboxRequeueResult{}, err
-		}
-		res.Batches++
-		res.IDs = append(res.IDs, ids...)
-		if len(ids) < batch {
-			break
-		}
+	ids, batches, err := rc.r.inBatches(n, func(limit int) ([]int64, error) {
+		return queues.OutboxRequeueTx(ctx, tx, queues.OutboxRequeueParams{IDs: a.ids, Topic: a.topic, Limit: limit})
+	})
+	if err != nil {
+		return OutboxRequeueResult{}, err
 	}
+	res := OutboxRequeueResult{IDs: ids, Batches: batches}
 	res.Requeued = len(res.IDs)
 	return res, nil
 }
