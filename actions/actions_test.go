@@ -11,15 +11,17 @@ import (
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/audit"
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
 
 var (
-	viewer   = actions.Actor{Name: "vera", Role: actions.RoleViewer}
-	operator = actions.Actor{Name: "olga", Role: actions.RoleOperator}
-	admin    = actions.Actor{Name: "adam", Role: actions.RoleAdmin}
+	viewer   = actions.Actor{Name: "vera", Role: auth.RoleViewer}
+	operator = actions.Actor{Name: "olga", Role: auth.RoleOperator}
+	admin    = actions.Actor{Name: "adam", Role: auth.RoleAdmin}
 )
 
 const reason = "INC-7: dead letters after the SMTP outage"
@@ -97,6 +99,8 @@ type actionCase struct {
 	actor actions.Actor
 	// weaker is a role the action must refuse.
 	weaker actions.Actor
+	// diagnostics gives the runner a diagnostics reader (incident.capture).
+	diagnostics bool
 }
 
 func jobState(id *int64) func(t *testing.T, pool *pgxpool.Pool) string {
@@ -205,24 +209,44 @@ func actionCases() []actionCase {
 	}
 }
 
+// contractCases are the fixtures of every action's contract, by action
+// name. TestEveryActionKeepsTheContract runs them for every action of the
+// registry, so an action without a case fails it.
+func contractCases() map[string]actionCase {
+	out := map[string]actionCase{}
+	for _, c := range append(append(append(actionCases(), backendCases()...), scheduleCases()...), incidentCases()...) {
+		out[c.name] = c
+	}
+	return out
+}
+
 func TestEveryActionKeepsTheContract(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	all := func() []actionCase { return append(append(actionCases(), backendCases()...), scheduleCases()...) }
-	for i, c := range all() {
-		t.Run(c.name, func(t *testing.T) {
+	for _, spec := range actions.Registry() {
+		t.Run(spec.Name, func(t *testing.T) {
 			t.Parallel()
-			spec, ok := actions.Lookup(c.name)
-			require.True(t, ok, "registered")
+			c, ok := contractCases()[spec.Name]
+			if !ok {
+				t.Fatalf("%s has no contract case: add its fixture to the cases in the actions tests", spec.Name)
+			}
 			require.Equal(t, c.actor.Role, spec.Role)
 
 			// Each subtest gets its own case (the fixtures' closures hold
 			// ids), database and runner.
 			setup := func(t *testing.T) (*pgxpool.Pool, *actions.Runner, map[string]any, actionCase) {
 				t.Parallel()
-				c := all()[i]
-				pool := testdb.New(t)
-				return pool, newRunner(t, pool, actions.RunnerConfig{}), c.setup(t, pool), c
+				c := contractCases()[spec.Name]
+				url := testdb.URL(t)
+				pool := testdb.Pool(t, url)
+				cfg := actions.RunnerConfig{}
+				if c.diagnostics {
+					diag, err := diagnostics.Open(ctx, url, diagnostics.Config{})
+					require.NoError(t, err)
+					t.Cleanup(diag.Close)
+					cfg.Diagnostics = diag
+				}
+				return pool, newRunner(t, pool, cfg), c.setup(t, pool), c
 			}
 
 			t.Run("Success", func(t *testing.T) {
@@ -324,6 +348,15 @@ func TestValidation(t *testing.T) {
 		{"backend.cancel", map[string]any{"pid": 0}, actions.ErrInvalid, "not a process id"},
 		{"backend.terminate", map[string]any{"pid": 123, "confirm_pid": 124}, actions.ErrInvalid, "type the pid"},
 		{"queue.pause", json.RawMessage(`[1,2]`), actions.ErrInvalid, "JSON object"},
+		{"incident.open", map[string]any{"title": "x", "impact": 5}, actions.ErrInvalid, "impact: must be a string, not a number"},
+		{"queue.pause", map[string]any{"queue": true}, actions.ErrInvalid, "queue: must be a string, not a boolean"},
+		{"queue.throttle", map[string]any{"queue": "q", "max_workers": []any{2}}, actions.ErrInvalid, "max_workers: must be a whole number, not a list"},
+		{"queue.throttle", map[string]any{"queue": "q", "max_workers": 2.5}, actions.ErrInvalid, `max_workers: "2.5" is not a whole number`},
+		{"queue.throttle", map[string]any{"queue": "q", "clear_limits": "maybe"}, actions.ErrInvalid, "clear_limits: must be true or false"},
+		{"relay.throttle", map[string]any{}, actions.ErrInvalid, "give batch_size, rate_per_second or clear_limits"},
+		{"relay.throttle", map[string]any{"batch_size": 0}, actions.ErrInvalid, "batch_size: must be between 1 and 100000"},
+		{"deadletters.requeue", map[string]any{"since": 1700000000}, actions.ErrInvalid, "since: must be a time string"},
+		{"schedule.update", map[string]any{"name": "n", "payload": "{nope"}, actions.ErrInvalid, "payload: is not valid JSON"},
 	} {
 		t.Run(c.action, func(t *testing.T) {
 			_, err := r.Run(ctx, admin, c.action, actions.Request{Params: c.params, Reason: reason})
@@ -349,7 +382,7 @@ func TestRegistry(t *testing.T) {
 	for _, s := range specs {
 		require.NotEmpty(t, s.Title, s.Name)
 		require.NotEmpty(t, s.Description, s.Name)
-		require.True(t, actions.ValidRole(s.Role), s.Name)
+		require.True(t, auth.ValidRole(s.Role), s.Name)
 		require.Contains(t, []actions.Risk{actions.RiskLow, actions.RiskLowMedium, actions.RiskMedium, actions.RiskHigh}, s.Risk, s.Name)
 		names[s.Name] = s
 	}
@@ -359,15 +392,11 @@ func TestRegistry(t *testing.T) {
 		"schedule.disable", "schedule.run_now"} {
 		require.Contains(t, names, n)
 	}
-	require.Equal(t, actions.RoleAdmin, names["backend.terminate"].Role)
+	require.Equal(t, auth.RoleAdmin, names["backend.terminate"].Role)
 	require.Equal(t, actions.RiskHigh, names["backend.terminate"].Risk)
 	require.Equal(t, "confirm_pid", names["backend.terminate"].Confirm)
 	require.Equal(t, actions.RiskMedium, names["backend.cancel"].Risk)
 	require.Equal(t, actions.RiskLow, names["queue.throttle"].Risk)
-
-	require.True(t, actions.RoleAtLeast(actions.RoleAdmin, actions.RoleOperator))
-	require.False(t, actions.RoleAtLeast(actions.RoleViewer, actions.RoleOperator))
-	require.False(t, actions.RoleAtLeast("root", actions.RoleViewer))
 }
 
 func TestConcurrentActionsKeepOneChain(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/auth"
 )
 
 // Fingerprint identifies a backend beyond its pid: pids are reused, so the
@@ -106,13 +107,15 @@ type BackendResult struct {
 	NextStep    string                     `json:"next_step,omitempty"`
 }
 
+func (BackendPreview) actionPreview() {}
+func (BackendResult) actionResult()   {}
+
 type backendSignal struct {
 	terminate bool
 	pid       int32
 	// expected are the fingerprint fields the request carried; nil fields
 	// are taken from this run's preview.
 	backendStart, xactStart, queryStart *time.Time
-	confirmPID                          *int64
 	override                            bool
 
 	// Set at execution: the target's state when signalled.
@@ -122,13 +125,13 @@ type backendSignal struct {
 
 func (a *backendSignal) target() string { return "backend:" + strconv.Itoa(int(a.pid)) }
 
-func (a *backendSignal) preview(ctx context.Context, rc *runContext) (any, error) {
+func (a *backendSignal) preview(ctx context.Context, rc *runContext) (BackendPreview, error) {
 	f, err := backendFingerprint(ctx, rc.r.pool, a.pid)
 	if errors.Is(err, ErrNotFound) && a.backendStart != nil {
-		return nil, fmt.Errorf("backend %d has exited since it was previewed: %w", a.pid, ErrGuard)
+		return BackendPreview{}, fmt.Errorf("backend %d has exited since it was previewed: %w", a.pid, ErrGuard)
 	}
 	if err != nil {
-		return nil, err
+		return BackendPreview{}, err
 	}
 	if a.backendStart != nil || a.xactStart != nil {
 		want := *f
@@ -139,15 +142,15 @@ func (a *backendSignal) preview(ctx context.Context, rc *runContext) (any, error
 			want.XactStart = a.xactStart
 		}
 		if d := fingerprintDiff(want, *f, a.queryStart); d != "" {
-			return nil, fmt.Errorf("backend %d is not the one previewed (%s): the pid was reused or its transaction ended: %w", a.pid, d, ErrGuard)
+			return BackendPreview{}, fmt.Errorf("backend %d is not the one previewed (%s): the pid was reused or its transaction ended: %w", a.pid, d, ErrGuard)
 		}
 	}
 	if err := rc.r.refuseTarget(f); err != nil {
-		return nil, err
+		return BackendPreview{}, err
 	}
 	tree, err := diagnostics.BlockingTree(ctx, rc.r.pool)
 	if err != nil {
-		return nil, err
+		return BackendPreview{}, err
 	}
 	p := BackendPreview{Target: *f, Tree: nonNilTree(tree)}
 	for _, n := range tree {
@@ -177,8 +180,7 @@ func (a *backendSignal) preview(ctx context.Context, rc *runContext) (any, error
 	return p, nil
 }
 
-func (a *backendSignal) execute(ctx context.Context, rc *runContext, tx pgx.Tx, preview any) (any, error) {
-	pv := preview.(BackendPreview)
+func (a *backendSignal) execute(ctx context.Context, rc *runContext, tx pgx.Tx, pv BackendPreview) (BackendResult, error) {
 	want := pv.Target
 	if a.backendStart != nil {
 		want.BackendStart = a.backendStart
@@ -190,25 +192,25 @@ func (a *backendSignal) execute(ctx context.Context, rc *runContext, tx pgx.Tx, 
 	// it read pg_stat_activity.
 	cur, err := backendFingerprint(ctx, tx, a.pid)
 	if errors.Is(err, ErrNotFound) {
-		return nil, fmt.Errorf("backend %d has exited since the preview: %w", a.pid, ErrGuard)
+		return BackendResult{}, fmt.Errorf("backend %d has exited since the preview: %w", a.pid, ErrGuard)
 	}
 	if err != nil {
-		return nil, err
+		return BackendResult{}, err
 	}
 	if d := fingerprintDiff(want, *cur, a.queryStart); d != "" {
-		return nil, fmt.Errorf("backend %d is not the one previewed (%s): the pid was reused or its transaction ended: %w", a.pid, d, ErrGuard)
+		return BackendResult{}, fmt.Errorf("backend %d is not the one previewed (%s): the pid was reused or its transaction ended: %w", a.pid, d, ErrGuard)
 	}
 	if err := rc.r.refuseTarget(cur); err != nil {
-		return nil, err
+		return BackendResult{}, err
 	}
 	if a.terminate && !a.override {
 		var attempted bool
 		if err := tx.QueryRow(ctx, sqlText("backend_cancel_attempted"), int64(a.pid), cur.BackendStart,
 			int64(30*time.Minute/time.Second)).Scan(&attempted); err != nil {
-			return nil, fmt.Errorf("look for an earlier cancel: %w", err)
+			return BackendResult{}, fmt.Errorf("look for an earlier cancel: %w", err)
 		}
 		if !attempted {
-			return nil, fmt.Errorf("terminate backend %d only after a backend.cancel of it (in the last 30 minutes) did not clear the chain, "+
+			return BackendResult{}, fmt.Errorf("terminate backend %d only after a backend.cancel of it (in the last 30 minutes) did not clear the chain, "+
 				"or set override with a reason: %w", a.pid, ErrGuard)
 		}
 	}
@@ -220,13 +222,13 @@ func (a *backendSignal) execute(ctx context.Context, rc *runContext, tx pgx.Tx, 
 	}
 	res := BackendResult{NewRoots: []int32{}, StillWaits: []int32{}}
 	if err := tx.QueryRow(ctx, sqlText(stmt), a.pid).Scan(&res.Signalled); err != nil {
-		return nil, fmt.Errorf("signal backend %d: %w", a.pid, err)
+		return BackendResult{}, fmt.Errorf("signal backend %d: %w", a.pid, err)
 	}
 	if !res.Signalled {
-		return nil, fmt.Errorf("PostgreSQL refused to signal backend %d (it exited, or the console's role lacks pg_signal_backend)", a.pid)
+		return BackendResult{}, fmt.Errorf("PostgreSQL refused to signal backend %d (it exited, or the console's role lacks pg_signal_backend)", a.pid)
 	}
 	if err := rc.r.settle(ctx, a, *cur, before, &res); err != nil {
-		return nil, err
+		return BackendResult{}, err
 	}
 	return res, nil
 }
@@ -371,74 +373,71 @@ func fmtTime(t *time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-var fingerprintParams = []Param{
-	{Name: "pid", Type: ParamInt, Required: true, Description: "The backend's process id, from the blocking tree."},
-	{Name: "backend_start", Type: ParamTime, Description: "The preview's backend_start; execution refuses if it changed (pid reuse)."},
-	{Name: "xact_start", Type: ParamTime, Description: "The preview's xact_start; execution refuses if it changed (the transaction ended)."},
-	{Name: "query_start", Type: ParamTime, Description: "The preview's query_start; when given, execution refuses if another statement started."},
+type backendPlan = plan[BackendPreview, BackendResult]
+
+// fingerprintParams name a backend and, from its preview, the fingerprint
+// execution checks.
+type fingerprintParams struct {
+	PID                                 int64
+	BackendStart, XactStart, QueryStart *time.Time
 }
 
-func parseBackend(p params, terminate bool) (*backendSignal, error) {
-	pid, err := p.int("pid")
+func (p *fingerprintParams) fields() []field {
+	return []field{
+		intParam(&p.PID, "pid", "The backend's process id, from the blocking tree.").required(),
+		timeParam(&p.BackendStart, "backend_start", "The preview's backend_start; execution refuses if it changed (pid reuse)."),
+		timeParam(&p.XactStart, "xact_start", "The preview's xact_start; execution refuses if it changed (the transaction ended)."),
+		timeParam(&p.QueryStart, "query_start", "The preview's query_start; when given, execution refuses if another statement started."),
+	}
+}
+
+func (p *fingerprintParams) signal(terminate bool) (*backendSignal, error) {
+	if p.PID <= 0 || p.PID > 1<<31-1 {
+		return nil, invalid("pid", "%d is not a process id", p.PID)
+	}
+	return &backendSignal{terminate: terminate, pid: int32(p.PID),
+		backendStart: p.BackendStart, xactStart: p.XactStart, queryStart: p.QueryStart}, nil
+}
+
+// terminateParams add the typed confirmation and the override.
+type terminateParams struct {
+	fingerprintParams
+	ConfirmPID int64
+	Override   bool
+}
+
+func (p *terminateParams) fields() []field {
+	return append(p.fingerprintParams.fields(),
+		intParam(&p.ConfirmPID, "confirm_pid", "The pid again, typed by the operator.").required(),
+		boolParam(&p.Override, "override", "Terminate without an earlier cancel attempt (say why in the reason)."),
+	)
+}
+
+var backendCancel = action(Spec{
+	Name: "backend.cancel", Title: "Cancel the root blocker's statement", Role: auth.RoleOperator, Risk: RiskMedium,
+	Description: "pg_cancel_backend on one backend, normally the root of the blocking tree. The preview " +
+		"fingerprints it (pid, backend_start, xact_start, query_start, application name); execution refuses " +
+		"if the fingerprint changed, if it is not a client backend, or if it is the console's own. Afterwards " +
+		"the action watches the tree briefly and reports whether the chain cleared or which backend is the new " +
+		"root. A backend idle in transaction ignores a cancel. The statement may be retried by its client: " +
+		"verify the PID and the business first.",
+}, func(p *fingerprintParams) (backendPlan, error) { return p.signal(false) })
+
+var backendTerminate = action(Spec{
+	Name: "backend.terminate", Title: "Terminate a backend", Role: auth.RoleAdmin, Risk: RiskHigh,
+	Description: "pg_terminate_backend: ends the session and rolls back its whole transaction, which may " +
+		"cause retry storms and commit-unknown outcomes for its client. Offered after a backend.cancel of the " +
+		"same backend did not clear the chain (or with override); the pid must be typed again in confirm_pid. " +
+		"Same fingerprint guards as backend.cancel.",
+	Confirm: "confirm_pid",
+}, func(p *terminateParams) (backendPlan, error) {
+	a, err := p.signal(true)
 	if err != nil {
 		return nil, err
 	}
-	if *pid <= 0 || *pid > 1<<31-1 {
-		return nil, invalid("pid", "%d is not a process id", *pid)
+	if p.ConfirmPID != p.PID {
+		return nil, invalid("confirm_pid", "type the pid (%d) again to confirm the termination", p.PID)
 	}
-	a := &backendSignal{terminate: terminate, pid: int32(*pid)}
-	if a.backendStart, err = p.time("backend_start"); err != nil {
-		return nil, err
-	}
-	if a.xactStart, err = p.time("xact_start"); err != nil {
-		return nil, err
-	}
-	if a.queryStart, err = p.time("query_start"); err != nil {
-		return nil, err
-	}
-	if terminate {
-		if a.confirmPID, err = p.int("confirm_pid"); err != nil {
-			return nil, err
-		}
-		if a.confirmPID == nil || *a.confirmPID != *pid {
-			return nil, invalid("confirm_pid", "type the pid (%d) again to confirm the termination", *pid)
-		}
-		o, err := p.bool("override")
-		if err != nil {
-			return nil, err
-		}
-		a.override = o != nil && *o
-	}
+	a.override = p.Override
 	return a, nil
-}
-
-func init() {
-	register(definition{
-		spec: Spec{
-			Name: "backend.cancel", Title: "Cancel the root blocker's statement", Role: RoleOperator, Risk: RiskMedium,
-			Description: "pg_cancel_backend on one backend, normally the root of the blocking tree. The preview " +
-				"fingerprints it (pid, backend_start, xact_start, query_start, application name); execution refuses " +
-				"if the fingerprint changed, if it is not a client backend, or if it is the console's own. Afterwards " +
-				"the action watches the tree briefly and reports whether the chain cleared or which backend is the new " +
-				"root. A backend idle in transaction ignores a cancel. The statement may be retried by its client: " +
-				"verify the PID and the business first.",
-			Params: fingerprintParams,
-		},
-		parse: func(p params) (plan, error) { return parseBackend(p, false) },
-	})
-	register(definition{
-		spec: Spec{
-			Name: "backend.terminate", Title: "Terminate a backend", Role: RoleAdmin, Risk: RiskHigh,
-			Description: "pg_terminate_backend: ends the session and rolls back its whole transaction, which may " +
-				"cause retry storms and commit-unknown outcomes for its client. Offered after a backend.cancel of the " +
-				"same backend did not clear the chain (or with override); the pid must be typed again in confirm_pid. " +
-				"Same fingerprint guards as backend.cancel.",
-			Params: append(slices.Clone(fingerprintParams),
-				Param{Name: "confirm_pid", Type: ParamInt, Required: true, Description: "The pid again, typed by the operator."},
-				Param{Name: "override", Type: ParamBool, Description: "Terminate without an earlier cancel attempt (say why in the reason)."},
-			),
-			Confirm: "confirm_pid",
-		},
-		parse: func(p params) (plan, error) { return parseBackend(p, true) },
-	})
-}
+})

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -40,6 +42,9 @@ type RequeueResult struct {
 	Skipped  int64   `json:"skipped"`
 	Batches  int     `json:"batches"`
 }
+
+func (RequeuePreview) actionPreview() {}
+func (RequeueResult) actionResult()   {}
 
 type deadLetterRequeue struct {
 	f     queues.DeadLetterFilter
@@ -83,26 +88,26 @@ func (a *deadLetterRequeue) overCap(rc *runContext, n int64) error {
 		"and never replay poison messages in bulk: %w", n, rc.r.cfg.RequeueCap, ErrInvalid)
 }
 
-func (a *deadLetterRequeue) preview(ctx context.Context, rc *runContext) (any, error) {
+func (a *deadLetterRequeue) preview(ctx context.Context, rc *runContext) (RequeuePreview, error) {
 	db := rc.r.pool
 	n, err := queues.DeadLetterCount(ctx, db, a.f)
 	if err != nil {
-		return nil, err
+		return RequeuePreview{}, err
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("no dead jobs match %s: %w", a.target(), ErrNotFound)
+		return RequeuePreview{}, fmt.Errorf("no dead jobs match %s: %w", a.target(), ErrNotFound)
 	}
 	rows, err := db.Query(ctx, sqlText("dead_letter_classes"), idsArg(a.f.IDs), a.f.Queue, a.f.ErrorClass, a.f.Since, a.f.Until)
 	if err != nil {
-		return nil, fmt.Errorf("group dead letters: %w", err)
+		return RequeuePreview{}, fmt.Errorf("group dead letters: %w", err)
 	}
 	classes, err := pgx.CollectRows(rows, pgx.RowToStructByName[ErrorClassCount])
 	if err != nil {
-		return nil, fmt.Errorf("group dead letters: %w", err)
+		return RequeuePreview{}, fmt.Errorf("group dead letters: %w", err)
 	}
 	sample, err := queues.DeadLetterSample(ctx, db, a.f, 10)
 	if err != nil {
-		return nil, err
+		return RequeuePreview{}, err
 	}
 	p := RequeuePreview{
 		Count: n, Cap: rc.r.cfg.RequeueCap, OverCap: n > int64(rc.r.cfg.RequeueCap),
@@ -120,36 +125,49 @@ func (a *deadLetterRequeue) preview(ctx context.Context, rc *runContext) (any, e
 	return p, nil
 }
 
-func (a *deadLetterRequeue) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ any) (any, error) {
+func (a *deadLetterRequeue) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ RequeuePreview) (RequeueResult, error) {
 	limit := rc.r.cfg.RequeueCap
 	n, err := queues.DeadLetterCount(ctx, tx, a.f)
 	if err != nil {
-		return nil, err
+		return RequeueResult{}, err
 	}
 	if n > int64(limit) {
-		return nil, a.overCap(rc, n)
+		return RequeueResult{}, a.overCap(rc, n)
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("no dead jobs match %s any more: %w", a.target(), ErrGuard)
+		return RequeueResult{}, fmt.Errorf("no dead jobs match %s any more: %w", a.target(), ErrGuard)
 	}
-	res := RequeueResult{IDs: []int64{}}
-	// Each batch moves rows out of 'dead', so the next one picks the next
-	// rows; a short batch means nothing more can move. The loop is bounded
-	// by the count and the cap.
-	for len(res.IDs) < limit && int64(len(res.IDs)) < n {
-		ids, err := queues.DeadLetterRequeueTx(ctx, tx, a.f, min(rc.r.cfg.RequeueBatch, limit-len(res.IDs)), a.reset)
-		if err != nil {
-			return nil, err
-		}
-		res.Batches++
-		res.IDs = append(res.IDs, ids...)
-		if len(ids) < rc.r.cfg.RequeueBatch {
-			break
-		}
+	ids, batches, err := rc.r.inBatches(n, func(limit int) ([]int64, error) {
+		return queues.DeadLetterRequeueTx(ctx, tx, a.f, limit, a.reset)
+	})
+	if err != nil {
+		return RequeueResult{}, err
 	}
+	res := RequeueResult{IDs: ids, Batches: batches}
 	res.Requeued = len(res.IDs)
 	res.Skipped = n - int64(res.Requeued)
 	return res, nil
+}
+
+// inBatches moves up to n rows (at most the cap) with move, one batch of
+// at most RequeueBatch rows at a time, in the caller's transaction. Each
+// batch moves rows out of the state it selects, so the next one picks the
+// next rows; a short batch means nothing more can move.
+func (r *Runner) inBatches(n int64, move func(limit int) ([]int64, error)) (ids []int64, batches int, err error) {
+	ids = []int64{}
+	for len(ids) < r.cfg.RequeueCap && int64(len(ids)) < n {
+		limit := min(r.cfg.RequeueBatch, r.cfg.RequeueCap-len(ids))
+		moved, err := move(limit)
+		if err != nil {
+			return nil, batches, err
+		}
+		batches++
+		ids = append(ids, moved...)
+		if len(moved) < limit {
+			break
+		}
+	}
+	return ids, batches, nil
 }
 
 func idsArg(ids []int64) []int64 {
@@ -159,54 +177,41 @@ func idsArg(ids []int64) []int64 {
 	return ids
 }
 
-func init() {
-	register(definition{
-		spec: Spec{
-			Name: "deadletters.requeue", Title: "Requeue dead letters", Role: RoleOperator, Risk: RiskMedium,
-			Description: "Puts dead jobs back to ready now: listed ids, or every dead job matching a filter " +
-				"(queue, error class, finished between since and until). The preview shows the count, the error " +
-				"classes and a sample. At most the configured cap (default 10,000) move in one action, in batches; " +
-				"jobs keep their error history, and attempts reset only when asked. Classify first (RB-G): requeue " +
-				"transient classes, not poison messages.",
-			Params: []Param{
-				{Name: "ids", Type: ParamIntList, Description: "Dead job ids to requeue (instead of, or narrowing, a filter)."},
-				{Name: "queue", Type: ParamString, Description: "Only dead jobs of this queue."},
-				{Name: "error_class", Type: ParamString, Description: "Only dead jobs whose last error has this class."},
-				{Name: "since", Type: ParamTime, Description: "Only jobs that died at or after this time (RFC 3339)."},
-				{Name: "until", Type: ParamTime, Description: "Only jobs that died before this time (RFC 3339)."},
-				{Name: "reset_attempts", Type: ParamBool, Description: "Give the jobs a full set of attempts again (default: one more attempt)."},
-			},
-		},
-		parse: func(p params) (plan, error) {
-			a := &deadLetterRequeue{}
-			var err error
-			if a.f.IDs, err = p.ints("ids"); err != nil {
-				return nil, err
-			}
-			if a.f.Queue, err = p.str("queue"); err != nil {
-				return nil, err
-			}
-			if a.f.ErrorClass, err = p.str("error_class"); err != nil {
-				return nil, err
-			}
-			if a.f.Since, err = p.time("since"); err != nil {
-				return nil, err
-			}
-			if a.f.Until, err = p.time("until"); err != nil {
-				return nil, err
-			}
-			reset, err := p.bool("reset_attempts")
-			if err != nil {
-				return nil, err
-			}
-			a.reset = reset != nil && *reset
-			if len(a.f.IDs) == 0 && a.f.Queue == "" && a.f.ErrorClass == "" && a.f.Since == nil && a.f.Until == nil {
-				return nil, fmt.Errorf("give ids or a filter (queue, error_class, since, until): %w", ErrInvalid)
-			}
-			if a.f.Since != nil && a.f.Until != nil && !a.f.Until.After(*a.f.Since) {
-				return nil, invalid("until", "must be after since")
-			}
-			return a, nil
-		},
-	})
+// requeueParams are the parameters of deadletters.requeue: listed ids, a
+// filter, or both.
+type requeueParams struct {
+	IDs           []int64
+	Queue         string
+	ErrorClass    string
+	Since, Until  *time.Time
+	ResetAttempts bool
 }
+
+func (p *requeueParams) fields() []field {
+	return []field{
+		idsParam(&p.IDs, "ids", "Dead job ids to requeue (instead of, or narrowing, a filter)."),
+		stringParam(&p.Queue, "queue", "Only dead jobs of this queue."),
+		stringParam(&p.ErrorClass, "error_class", "Only dead jobs whose last error has this class."),
+		timeParam(&p.Since, "since", "Only jobs that died at or after this time (RFC 3339)."),
+		timeParam(&p.Until, "until", "Only jobs that died before this time (RFC 3339)."),
+		boolParam(&p.ResetAttempts, "reset_attempts", "Give the jobs a full set of attempts again (default: one more attempt)."),
+	}
+}
+
+var deadLettersRequeue = action(Spec{
+	Name: "deadletters.requeue", Title: "Requeue dead letters", Role: auth.RoleOperator, Risk: RiskMedium,
+	Description: "Puts dead jobs back to ready now: listed ids, or every dead job matching a filter " +
+		"(queue, error class, finished between since and until). The preview shows the count, the error " +
+		"classes and a sample. At most the configured cap (default 10,000) move in one action, in batches; " +
+		"jobs keep their error history, and attempts reset only when asked. Classify first (RB-G): requeue " +
+		"transient classes, not poison messages.",
+}, func(p *requeueParams) (plan[RequeuePreview, RequeueResult], error) {
+	f := queues.DeadLetterFilter{IDs: p.IDs, Queue: p.Queue, ErrorClass: p.ErrorClass, Since: p.Since, Until: p.Until}
+	if len(f.IDs) == 0 && f.Queue == "" && f.ErrorClass == "" && f.Since == nil && f.Until == nil {
+		return nil, fmt.Errorf("give ids or a filter (queue, error_class, since, until): %w", ErrInvalid)
+	}
+	if f.Since != nil && f.Until != nil && !f.Until.After(*f.Since) {
+		return nil, invalid("until", "must be after since")
+	}
+	return &deadLetterRequeue{f: f, reset: p.ResetAttempts}, nil
+})

@@ -93,3 +93,23 @@ func TestRequeueCapAndErrorClassFilter(t *testing.T) {
 		require.EqualValues(t, 8, queryInt(t, pool, "SELECT attempts FROM jobs WHERE id = $1", ids[0]), "attempts kept: one more attempt")
 	})
 }
+
+// TestOutboxRequeueInBatches moves more dead events than one batch holds:
+// every matching event moves, in as many batches as needed, and no other.
+func TestOutboxRequeueInBatches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	r := newRunner(t, pool, actions.RunnerConfig{RequeueBatch: 2})
+	for range 5 {
+		insertDeadOutbox(t, pool, "orders")
+	}
+	insertDeadOutbox(t, pool, "coupons")
+	out, err := r.Run(ctx, operator, "outbox.requeue", actions.Request{Params: map[string]any{"topic": "orders"}, Reason: reason})
+	require.NoError(t, err)
+	res := out.Result.(actions.OutboxRequeueResult)
+	require.Equal(t, 5, res.Requeued)
+	require.Len(t, res.IDs, 5)
+	require.Equal(t, 3, res.Batches, "2 + 2 + 1")
+	require.EqualValues(t, 1, queryInt(t, pool, "SELECT count(*) FROM outbox_events WHERE state = 'dead'"))
+}

@@ -16,14 +16,23 @@
 // outcome (succeeded, failed, refused, dry_run, as in the metrics), the audit
 // event's id, the target and, where the action has them, job_id and queue.
 //
-// Roles are enforced here, not only in the UI: viewer < operator < admin.
-// Each action's Spec (see Registry) says the role it needs, its risk level in
-// the words of the seed's mitigation table, and its parameters, so the web
-// layer can build forms and the API can document itself.
+// Roles are enforced here, not only in the UI: viewer < operator < admin, in
+// the one role model of internal/auth that the web layer shows with. Each
+// action's Spec (see Registry) says the role it needs, its risk level in the
+// words of the production runbook's mitigation table, and its parameters, so
+// the web layer can build forms and the API can document itself.
+//
+// An action is a typed value listed in the registry: a params struct whose
+// fields method binds each field to its parameter (name, type, description;
+// the schema, the form and the decoder all come from it), a build function
+// that checks the decoded values and returns a plan, and the plan's typed
+// preview and result (a closed set of types behind Preview and Result, so a
+// caller can switch on them). CONTRIBUTING.md walks through adding one.
 //
 // Errors the caller should map to an HTTP status are the exported sentinels:
 // ErrForbidden (403), ErrReasonRequired and ErrInvalid (422), ErrGuard (409:
 // the target changed since the preview) and ErrNotFound (404).
 //
-// The package imports queues, diagnostics and audit, never the web layer.
+// The package imports queues, diagnostics, audit and internal/auth (for the
+// roles), never the web layer.
 package actions

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/internal/auth"
 )
 
 // The API handler's whole job: decode the body, run the action for the
@@ -33,7 +34,7 @@ func ExampleRunner_Run() {
 	_ = json.Unmarshal([]byte(`{"params": {"queue": "emails", "error_class": "smtp.timeout"},
 		"reason": "SMTP relay is back", "dry_run": true}`), &body)
 
-	out, err := r.Run(ctx, actions.Actor{Name: "olga", Role: actions.RoleOperator}, "deadletters.requeue",
+	out, err := r.Run(ctx, actions.Actor{Name: "olga", Role: auth.RoleOperator}, "deadletters.requeue",
 		actions.Request{Params: body.Params, Reason: body.Reason, DryRun: body.DryRun})
 	switch {
 	case errors.Is(err, actions.ErrForbidden):

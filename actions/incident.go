@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/auth"
 )
 
 // Incidents are records, not changes to the system, but opening, closing and
@@ -25,81 +26,114 @@ type IncidentView struct {
 	Status string `json:"status"`
 }
 
-type incidentOpen struct{ p audit.IncidentOpenParams }
+func (IncidentView) actionResult() {}
 
-func (a *incidentOpen) target() string { return "incident:new" }
-
-func (a *incidentOpen) preview(context.Context, *runContext) (any, error) {
-	return map[string]any{"title": a.p.Title, "impact": a.p.Impact, "slo": a.p.SLO, "window_start": a.p.WindowStart,
-		"effect": "opens an incident; evidence captured and actions taken while it is open are linked to it"}, nil
+// IncidentOpenPreview is the incident incident.open will open.
+type IncidentOpenPreview struct {
+	Title       string     `json:"title"`
+	Impact      string     `json:"impact"`
+	SLO         string     `json:"slo"`
+	WindowStart *time.Time `json:"window_start"`
+	Effect      string     `json:"effect"`
 }
 
-func (a *incidentOpen) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ any) (any, error) {
+// IncidentClosePreview is the incident incident.close will close, and the
+// summary it will keep.
+type IncidentClosePreview struct {
+	Incident IncidentView `json:"incident"`
+	Summary  string       `json:"summary"`
+}
+
+// CapturePreview is the panel incident.capture will run for an incident.
+type CapturePreview struct {
+	Incident int64  `json:"incident"`
+	Panel    string `json:"panel"`
+	Effect   string `json:"effect"`
+}
+
+// CaptureResult is the evidence stored: how many rows the panel returned
+// and its status.
+type CaptureResult struct {
+	EvidenceID int64  `json:"evidence_id"`
+	Incident   int64  `json:"incident"`
+	Panel      string `json:"panel"`
+	Rows       int    `json:"rows"`
+	Status     string `json:"status"`
+}
+
+func (IncidentOpenPreview) actionPreview()  {}
+func (IncidentClosePreview) actionPreview() {}
+func (CapturePreview) actionPreview()       {}
+func (CaptureResult) actionResult()         {}
+
+type incidentOpening struct{ p audit.IncidentOpenParams }
+
+func (a *incidentOpening) target() string { return "incident:new" }
+
+func (a *incidentOpening) preview(context.Context, *runContext) (IncidentOpenPreview, error) {
+	return IncidentOpenPreview{Title: a.p.Title, Impact: a.p.Impact, SLO: a.p.SLO, WindowStart: a.p.WindowStart,
+		Effect: "opens an incident; evidence captured and actions taken while it is open are linked to it"}, nil
+}
+
+func (a *incidentOpening) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ IncidentOpenPreview) (IncidentView, error) {
 	p := a.p
 	p.OpenedBy = rc.actor.Name
 	inc, err := audit.IncidentOpen(ctx, tx, p)
 	if err != nil {
-		return nil, err
+		return IncidentView{}, err
 	}
 	rc.req.IncidentID = &inc.ID // the audit event belongs to the new incident
 	return IncidentView{ID: inc.ID, Title: inc.Title, Status: inc.Status}, nil
 }
 
-type incidentClose struct {
+type incidentClosing struct {
 	id      int64
 	summary string
 }
 
-func (a *incidentClose) target() string { return "incident:" + strconv.FormatInt(a.id, 10) }
+func (a *incidentClosing) target() string { return "incident:" + strconv.FormatInt(a.id, 10) }
 
-func (a *incidentClose) preview(ctx context.Context, rc *runContext) (any, error) {
-	inc, err := audit.IncidentGet(ctx, rc.r.pool, a.id)
+func (a *incidentClosing) preview(ctx context.Context, rc *runContext) (IncidentClosePreview, error) {
+	inc, err := openIncident(ctx, rc, a.id, "is already closed")
 	if err != nil {
-		return nil, wrapNotFound(err, audit.ErrNotFound, "incident %d", a.id)
+		return IncidentClosePreview{}, err
 	}
-	if inc.Status != audit.IncidentStatusOpen {
-		return nil, fmt.Errorf("incident %d is already closed: %w", a.id, ErrInvalid)
-	}
-	return map[string]any{"incident": IncidentView{ID: inc.ID, Title: inc.Title, Status: inc.Status}, "summary": a.summary}, nil
+	return IncidentClosePreview{Incident: IncidentView{ID: inc.ID, Title: inc.Title, Status: inc.Status}, Summary: a.summary}, nil
 }
 
-func (a *incidentClose) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ any) (any, error) {
+func (a *incidentClosing) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ IncidentClosePreview) (IncidentView, error) {
 	inc, err := audit.IncidentClose(ctx, tx, audit.IncidentCloseParams{ID: a.id, ClosedBy: rc.actor.Name, Summary: a.summary})
 	if err != nil {
-		return nil, translateAudit(err)
+		return IncidentView{}, translateAudit(err)
 	}
 	rc.req.IncidentID = &inc.ID
 	return IncidentView{ID: inc.ID, Title: inc.Title, Status: inc.Status}, nil
 }
 
-// incidentCapture runs one diagnostics panel and stores what it returned,
+// evidenceCapture runs one diagnostics panel and stores what it returned,
 // with the SQL that ran, in the incident's timeline. The capture is taken at
 // execution, so the evidence is what the database said at that moment.
-type incidentCapture struct {
+type evidenceCapture struct {
 	id    int64
 	panel string
 }
 
-func (a *incidentCapture) target() string { return "incident:" + strconv.FormatInt(a.id, 10) }
+func (a *evidenceCapture) target() string { return "incident:" + strconv.FormatInt(a.id, 10) }
 
-func (a *incidentCapture) preview(ctx context.Context, rc *runContext) (any, error) {
+func (a *evidenceCapture) preview(ctx context.Context, rc *runContext) (CapturePreview, error) {
 	if rc.r.cfg.Diagnostics == nil {
-		return nil, fmt.Errorf("this console runs no diagnostics to capture: %w", ErrInvalid)
+		return CapturePreview{}, fmt.Errorf("this console runs no diagnostics to capture: %w", ErrInvalid)
 	}
-	inc, err := audit.IncidentGet(ctx, rc.r.pool, a.id)
-	if err != nil {
-		return nil, wrapNotFound(err, audit.ErrNotFound, "incident %d", a.id)
+	if _, err := openIncident(ctx, rc, a.id, "is closed; evidence goes into open incidents"); err != nil {
+		return CapturePreview{}, err
 	}
-	if inc.Status != audit.IncidentStatusOpen {
-		return nil, fmt.Errorf("incident %d is closed; evidence goes into open incidents: %w", a.id, ErrInvalid)
-	}
-	return map[string]any{"incident": a.id, "panel": a.panel, "effect": "runs the panel's query now and stores its rows"}, nil
+	return CapturePreview{Incident: a.id, Panel: a.panel, Effect: "runs the panel's query now and stores its rows"}, nil
 }
 
-func (a *incidentCapture) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ any) (any, error) {
+func (a *evidenceCapture) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ CapturePreview) (CaptureResult, error) {
 	res, ok := rc.r.cfg.Diagnostics.Panel(ctx, a.panel)
 	if !ok {
-		return nil, fmt.Errorf("no diagnostics panel %q: %w", a.panel, ErrNotFound)
+		return CaptureResult{}, fmt.Errorf("no diagnostics panel %q: %w", a.panel, ErrNotFound)
 	}
 	data := map[string]any{"status": res.Status(), "rows": res.Rows, "took_ms": res.Took.Milliseconds()}
 	if res.Err != nil {
@@ -107,7 +141,7 @@ func (a *incidentCapture) execute(ctx context.Context, rc *runContext, tx pgx.Tx
 	}
 	raw, err := json.Marshal(data)
 	if err != nil {
-		return nil, fmt.Errorf("encode evidence: %w", err)
+		return CaptureResult{}, fmt.Errorf("encode evidence: %w", err)
 	}
 	title := a.panel
 	step := "evidence"
@@ -119,10 +153,23 @@ func (a *incidentCapture) execute(ctx context.Context, rc *runContext, tx pgx.Tx
 	ev, err := audit.EvidenceCaptureTx(ctx, tx, audit.Evidence{IncidentID: a.id, Step: step, Title: title,
 		SQLText: res.SQL, Data: raw, CapturedBy: rc.actor.Name})
 	if err != nil {
-		return nil, translateAudit(err)
+		return CaptureResult{}, translateAudit(err)
 	}
 	rc.req.IncidentID = &a.id
-	return map[string]any{"evidence_id": ev.ID, "incident": a.id, "panel": a.panel, "rows": len(res.Rows), "status": res.Status()}, nil
+	return CaptureResult{EvidenceID: ev.ID, Incident: a.id, Panel: a.panel, Rows: len(res.Rows), Status: res.Status()}, nil
+}
+
+// openIncident reads incident id, refusing one that does not exist or is
+// closed (closed says why that matters).
+func openIncident(ctx context.Context, rc *runContext, id int64, closed string) (*audit.Incident, error) {
+	inc, err := audit.IncidentGet(ctx, rc.r.pool, id)
+	if err != nil {
+		return nil, wrapNotFound(err, audit.ErrNotFound, "incident %d", id)
+	}
+	if inc.Status != audit.IncidentStatusOpen {
+		return nil, fmt.Errorf("incident %d %s: %w", id, closed, ErrInvalid)
+	}
+	return inc, nil
 }
 
 // translateAudit maps the audit package's errors to the Runner's.
@@ -138,77 +185,64 @@ func translateAudit(err error) error {
 	return err
 }
 
-var incidentIDParam = Param{Name: "id", Type: ParamInt, Required: true, Description: "The incident's id."}
-
-func init() {
-	register(definition{
-		spec: Spec{
-			Name: "incident.open", Title: "Open an incident", Role: RoleOperator, Risk: RiskLow,
-			Description: "Opens an incident: evidence captured from runbook panels and actions taken while it is open are linked to it, and it exports as Markdown for the post-mortem.",
-			Params: []Param{
-				{Name: "title", Type: ParamString, Required: true, Description: "What is wrong, in a line."},
-				{Name: "impact", Type: ParamString, Description: "Who is affected and how badly."},
-				{Name: "slo", Type: ParamString, Description: "The objective at stake."},
-				{Name: "window_start", Type: ParamTime, Description: "When it started (RFC 3339), if before now."},
-			},
-		},
-		parse: func(p params) (plan, error) {
-			title, err := p.str("title")
-			if err != nil {
-				return nil, err
-			}
-			if strings.TrimSpace(title) == "" {
-				return nil, invalid("title", "an incident needs a title")
-			}
-			impact, _ := p.str("impact")
-			slo, _ := p.str("slo")
-			start, err := p.time("window_start")
-			if err != nil {
-				return nil, err
-			}
-			return &incidentOpen{p: audit.IncidentOpenParams{Title: strings.TrimSpace(title), Impact: impact, SLO: slo, WindowStart: start}}, nil
-		},
-	})
-	register(definition{
-		spec: Spec{
-			Name: "incident.close", Title: "Close an incident", Role: RoleOperator, Risk: RiskLow,
-			Description: "Closes an open incident with a summary for the post-mortem: trigger, amplifiers, mitigation, permanent fix.",
-			Params:      []Param{incidentIDParam, {Name: "summary", Type: ParamString, Description: "The summary."}},
-		},
-		parse: func(p params) (plan, error) {
-			id, err := p.int("id")
-			if err == nil {
-				err = requirePositive("id", id)
-			}
-			if err != nil {
-				return nil, err
-			}
-			summary, _ := p.str("summary")
-			return &incidentClose{id: *id, summary: summary}, nil
-		},
-	})
-	register(definition{
-		spec: Spec{
-			Name: "incident.capture", Title: "Capture evidence into an incident", Role: RoleOperator, Risk: RiskLow,
-			Description: "Runs one diagnostics panel now and stores its rows and SQL in the incident's timeline.",
-			Params: []Param{
-				{Name: "incident_id", Type: ParamInt, Required: true, Description: "The open incident."},
-				{Name: "panel", Type: ParamString, Required: true, Description: "The diagnostics panel, e.g. blocking_tree."},
-			},
-		},
-		parse: func(p params) (plan, error) {
-			id, err := p.int("incident_id")
-			if err == nil {
-				err = requirePositive("incident_id", id)
-			}
-			if err != nil {
-				return nil, err
-			}
-			panel, err := p.str("panel")
-			if err != nil {
-				return nil, err
-			}
-			return &incidentCapture{id: *id, panel: panel}, nil
-		},
-	})
+// incidentOpenParams are the parameters of incident.open.
+type incidentOpenParams struct {
+	Title, Impact, SLO string
+	WindowStart        *time.Time
 }
+
+func (p *incidentOpenParams) fields() []field {
+	return []field{
+		stringParam(&p.Title, "title", "What is wrong, in a line.").required(),
+		stringParam(&p.Impact, "impact", "Who is affected and how badly."),
+		stringParam(&p.SLO, "slo", "The objective at stake."),
+		timeParam(&p.WindowStart, "window_start", "When it started (RFC 3339), if before now."),
+	}
+}
+
+var incidentOpen = action(Spec{
+	Name: "incident.open", Title: "Open an incident", Role: auth.RoleOperator, Risk: RiskLow,
+	Description: "Opens an incident: evidence captured from runbook panels and actions taken while it is open are linked to it, and it exports as Markdown for the post-mortem.",
+}, func(p *incidentOpenParams) (plan[IncidentOpenPreview, IncidentView], error) {
+	return &incidentOpening{p: audit.IncidentOpenParams{Title: p.Title, Impact: p.Impact, SLO: p.SLO, WindowStart: p.WindowStart}}, nil
+})
+
+// incidentCloseParams are the parameters of incident.close.
+type incidentCloseParams struct {
+	ID      int64
+	Summary string
+}
+
+func (p *incidentCloseParams) fields() []field {
+	return []field{
+		intParam(&p.ID, "id", "The incident's id.").required(),
+		stringParam(&p.Summary, "summary", "The summary."),
+	}
+}
+
+var incidentClose = action(Spec{
+	Name: "incident.close", Title: "Close an incident", Role: auth.RoleOperator, Risk: RiskLow,
+	Description: "Closes an open incident with a summary for the post-mortem: trigger, amplifiers, mitigation, permanent fix.",
+}, func(p *incidentCloseParams) (plan[IncidentClosePreview, IncidentView], error) {
+	return &incidentClosing{id: p.ID, summary: p.Summary}, requirePositive("id", p.ID)
+})
+
+// captureParams are the parameters of incident.capture.
+type captureParams struct {
+	IncidentID int64
+	Panel      string
+}
+
+func (p *captureParams) fields() []field {
+	return []field{
+		intParam(&p.IncidentID, "incident_id", "The open incident.").required(),
+		stringParam(&p.Panel, "panel", "The diagnostics panel, e.g. blocking_tree.").required(),
+	}
+}
+
+var incidentCapture = action(Spec{
+	Name: "incident.capture", Title: "Capture evidence into an incident", Role: auth.RoleOperator, Risk: RiskLow,
+	Description: "Runs one diagnostics panel now and stores its rows and SQL in the incident's timeline.",
+}, func(p *captureParams) (plan[CapturePreview, CaptureResult], error) {
+	return &evidenceCapture{id: p.IncidentID, panel: p.Panel}, requirePositive("incident_id", p.IncidentID)
+})

@@ -2,8 +2,10 @@ package actions_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/actions"
@@ -68,4 +70,43 @@ func TestIncidentActions(t *testing.T) {
 	_, err = r.Run(ctx, operator, "incident.capture", actions.Request{
 		Params: map[string]any{"incident_id": inc.ID, "panel": "queue_health"}, Reason: reason})
 	require.ErrorIs(t, err, actions.ErrInvalid, "a closed incident takes no evidence")
+}
+
+func openIncident(t *testing.T, pool *pgxpool.Pool) int64 {
+	t.Helper()
+	inc, err := audit.IncidentOpen(context.Background(), pool, audit.IncidentOpenParams{Title: "orders slow", OpenedBy: "olga"})
+	require.NoError(t, err)
+	return inc.ID
+}
+
+func incidentCases() []actionCase {
+	return []actionCase{
+		{
+			name: "incident.open", actor: operator, weaker: viewer,
+			setup: func(t *testing.T, pool *pgxpool.Pool) map[string]any {
+				return map[string]any{"title": "orders slow", "impact": "p99 8s", "window_start": "2026-01-02T15:04:05Z"}
+			},
+			state: func(t *testing.T, pool *pgxpool.Pool) string {
+				return fmt.Sprint(queryInt(t, pool, "SELECT count(*) FROM incidents"))
+			},
+		},
+		{
+			name: "incident.close", actor: operator, weaker: viewer,
+			setup: func(t *testing.T, pool *pgxpool.Pool) map[string]any {
+				return map[string]any{"id": openIncident(t, pool), "summary": "fixed"}
+			},
+			state: func(t *testing.T, pool *pgxpool.Pool) string {
+				return queryText(t, pool, "SELECT string_agg(status, ',') FROM incidents")
+			},
+		},
+		{
+			name: "incident.capture", actor: operator, weaker: viewer, diagnostics: true,
+			setup: func(t *testing.T, pool *pgxpool.Pool) map[string]any {
+				return map[string]any{"incident_id": openIncident(t, pool), "panel": "queue_health"}
+			},
+			state: func(t *testing.T, pool *pgxpool.Pool) string {
+				return fmt.Sprint(queryInt(t, pool, "SELECT count(*) FROM incident_evidence"))
+			},
+		},
+	}
 }

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -67,6 +69,9 @@ type JobResult struct {
 	Job JobSummary `json:"job"`
 }
 
+func (JobPreview) actionPreview() {}
+func (JobResult) actionResult()   {}
+
 // jobAction is one of the single-job operator mutations.
 type jobAction struct {
 	id int64
@@ -83,101 +88,73 @@ func (a *jobAction) target() string { return "job:" + strconv.FormatInt(a.id, 10
 
 func (a *jobAction) logFields() []slog.Attr { return []slog.Attr{slog.Int64("job_id", a.id)} }
 
-func (a *jobAction) preview(ctx context.Context, rc *runContext) (any, error) {
+func (a *jobAction) preview(ctx context.Context, rc *runContext) (JobPreview, error) {
 	j, err := queues.JobGet(ctx, rc.r.pool, a.id)
 	if err != nil {
-		return nil, wrapNotFound(err, queues.ErrNotFound, "job %d", a.id)
+		return JobPreview{}, wrapNotFound(err, queues.ErrNotFound, "job %d", a.id)
 	}
-	if !contains(a.allowed, j.Status) {
-		return nil, fmt.Errorf("job %d is %s; this action applies to %v jobs: %w", a.id, j.Status, a.allowed, ErrInvalid)
+	if !slices.Contains(a.allowed, j.Status) {
+		return JobPreview{}, fmt.Errorf("job %d is %s; this action applies to %v jobs: %w", a.id, j.Status, a.allowed, ErrInvalid)
 	}
 	return JobPreview{Job: summarize(j), Effect: a.effect}, nil
 }
 
-func (a *jobAction) execute(ctx context.Context, rc *runContext, tx pgx.Tx, preview any) (any, error) {
-	before := preview.(JobPreview).Job
+func (a *jobAction) execute(ctx context.Context, rc *runContext, tx pgx.Tx, preview JobPreview) (JobResult, error) {
+	before := preview.Job
 	cur, err := queues.JobGet(ctx, tx, a.id)
 	if err != nil {
-		return nil, wrapNotFound(err, queues.ErrNotFound, "job %d", a.id)
+		return JobResult{}, wrapNotFound(err, queues.ErrNotFound, "job %d", a.id)
 	}
 	if a.fenced && (cur.Status != before.Status || cur.LeaseGeneration != before.LeaseGeneration) {
-		return nil, fmt.Errorf("job %d changed since the preview (now %s, generation %d; was %s, generation %d): %w",
+		return JobResult{}, fmt.Errorf("job %d changed since the preview (now %s, generation %d; was %s, generation %d): %w",
 			a.id, cur.Status, cur.LeaseGeneration, before.Status, before.LeaseGeneration, ErrGuard)
 	}
 	j, err := a.run(ctx, tx, a.id)
 	if errors.Is(err, queues.ErrInvalidState) {
-		return nil, fmt.Errorf("%v: %w", err, ErrGuard)
+		return JobResult{}, fmt.Errorf("%v: %w", err, ErrGuard)
 	}
 	if err != nil {
-		return nil, wrapNotFound(err, queues.ErrNotFound, "job %d", a.id)
+		return JobResult{}, wrapNotFound(err, queues.ErrNotFound, "job %d", a.id)
 	}
 	return JobResult{Job: summarize(j)}, nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+type jobPlan = plan[JobPreview, JobResult]
+
+// jobParams are the parameters of the single-job actions.
+type jobParams struct{ ID int64 }
+
+func (p *jobParams) fields() []field {
+	return []field{intParam(&p.ID, "id", "The job's id.").required()}
 }
 
-var jobIDParam = Param{Name: "id", Type: ParamInt, Required: true, Description: "The job's id."}
+var jobCancel = action(Spec{
+	Name: "job.cancel", Title: "Cancel a job", Role: auth.RoleOperator, Risk: RiskLow,
+	Description: "Moves a ready or running job to dead with error class \"cancelled\". A running job's " +
+		"lease generation is bumped, so its worker's ack is refused and its handler is cancelled at the next heartbeat.",
+}, func(p *jobParams) (jobPlan, error) {
+	return &jobAction{id: p.ID, allowed: []string{queues.StatusReady, queues.StatusRunning},
+		effect: "the job becomes dead (cancelled); a running attempt's ack will be refused",
+		run:    queues.JobCancelTx, fenced: true}, requirePositive("id", p.ID)
+})
 
-func parseJobID(p params) (int64, error) {
-	id, err := p.int("id")
-	if err != nil {
-		return 0, err
-	}
-	if err := requirePositive("id", id); err != nil {
-		return 0, err
-	}
-	return *id, nil
-}
+var jobRetryNow = action(Spec{
+	Name: "job.retry_now", Title: "Retry a job now", Role: auth.RoleOperator, Risk: RiskLow,
+	Description: "Makes a waiting job due now, or puts a dead job back to ready now keeping its " +
+		"attempts and error history (a spent job gets one more attempt).",
+}, func(p *jobParams) (jobPlan, error) {
+	return &jobAction{id: p.ID, allowed: []string{queues.StatusReady, queues.StatusDead},
+		effect: "the job becomes ready and due now; its history is kept",
+		run:    queues.JobRetryNowTx}, requirePositive("id", p.ID)
+})
 
-func init() {
-	register(definition{
-		spec: Spec{
-			Name: "job.cancel", Title: "Cancel a job", Role: RoleOperator, Risk: RiskLow,
-			Description: "Moves a ready or running job to dead with error class \"cancelled\". A running job's " +
-				"lease generation is bumped, so its worker's ack is refused and its handler is cancelled at the next heartbeat.",
-			Params: []Param{jobIDParam},
-		},
-		parse: func(p params) (plan, error) {
-			id, err := parseJobID(p)
-			return &jobAction{id: id, allowed: []string{queues.StatusReady, queues.StatusRunning},
-				effect: "the job becomes dead (cancelled); a running attempt's ack will be refused",
-				run:    queues.JobCancelTx, fenced: true}, err
-		},
-	})
-	register(definition{
-		spec: Spec{
-			Name: "job.retry_now", Title: "Retry a job now", Role: RoleOperator, Risk: RiskLow,
-			Description: "Makes a waiting job due now, or puts a dead job back to ready now keeping its " +
-				"attempts and error history (a spent job gets one more attempt).",
-			Params: []Param{jobIDParam},
-		},
-		parse: func(p params) (plan, error) {
-			id, err := parseJobID(p)
-			return &jobAction{id: id, allowed: []string{queues.StatusReady, queues.StatusDead},
-				effect: "the job becomes ready and due now; its history is kept",
-				run:    queues.JobRetryNowTx}, err
-		},
-	})
-	register(definition{
-		spec: Spec{
-			Name: "lease.expire", Title: "Expire a job's lease", Role: RoleOperator, Risk: RiskMedium,
-			Description: "Forces a stuck running job back to ready now and bumps its lease generation, so the " +
-				"previous worker's ack is refused. Use it when the owner is known dead; a live owner's work is " +
-				"repeated by the next worker (RB-F: never reset many in-flight rows at once).",
-			Params: []Param{jobIDParam},
-		},
-		parse: func(p params) (plan, error) {
-			id, err := parseJobID(p)
-			return &jobAction{id: id, allowed: []string{queues.StatusRunning},
-				effect: "the job goes back to ready now; the current owner's ack and heartbeat will be refused",
-				run:    queues.LeaseExpireTx, fenced: true}, err
-		},
-	})
-}
+var leaseExpire = action(Spec{
+	Name: "lease.expire", Title: "Expire a job's lease", Role: auth.RoleOperator, Risk: RiskMedium,
+	Description: "Forces a stuck running job back to ready now and bumps its lease generation, so the " +
+		"previous worker's ack is refused. Use it when the owner is known dead; a live owner's work is " +
+		"repeated by the next worker (RB-F: never reset many in-flight rows at once).",
+}, func(p *jobParams) (jobPlan, error) {
+	return &jobAction{id: p.ID, allowed: []string{queues.StatusRunning},
+		effect: "the job goes back to ready now; the current owner's ack and heartbeat will be refused",
+		run:    queues.LeaseExpireTx, fenced: true}, requirePositive("id", p.ID)
+})

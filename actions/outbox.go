@@ -3,11 +3,11 @@ package actions
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -37,12 +37,15 @@ type OutboxRequeueResult struct {
 	Batches  int     `json:"batches"`
 }
 
-type outboxRequeue struct {
+func (OutboxRequeuePreview) actionPreview() {}
+func (OutboxRequeueResult) actionResult()   {}
+
+type outboxEventRequeue struct {
 	ids   []int64
 	topic string
 }
 
-func (a *outboxRequeue) target() string {
+func (a *outboxEventRequeue) target() string {
 	switch {
 	case len(a.ids) == 1:
 		return fmt.Sprintf("outbox:%d", a.ids[0])
@@ -54,7 +57,7 @@ func (a *outboxRequeue) target() string {
 	return "outbox"
 }
 
-func (a *outboxRequeue) count(ctx context.Context, db DBTX) (int64, error) {
+func (a *outboxEventRequeue) count(ctx context.Context, db DBTX) (int64, error) {
 	var n int64
 	if err := db.QueryRow(ctx, sqlText("outbox_dead_count"), idsArg(a.ids), a.topic).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count dead outbox events: %w", err)
@@ -62,18 +65,18 @@ func (a *outboxRequeue) count(ctx context.Context, db DBTX) (int64, error) {
 	return n, nil
 }
 
-func (a *outboxRequeue) overCap(rc *runContext, n int64) error {
+func (a *outboxEventRequeue) overCap(rc *runContext, n int64) error {
 	return fmt.Errorf("%d dead outbox events match, more than the cap of %d one requeue may move; "+
 		"requeue by topic or by ids in several steps: %w", n, rc.r.cfg.RequeueCap, ErrInvalid)
 }
 
-func (a *outboxRequeue) preview(ctx context.Context, rc *runContext) (any, error) {
+func (a *outboxEventRequeue) preview(ctx context.Context, rc *runContext) (OutboxRequeuePreview, error) {
 	n, err := a.count(ctx, rc.r.pool)
 	if err != nil {
-		return nil, err
+		return OutboxRequeuePreview{}, err
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("no dead outbox events match %s: %w", a.target(), ErrNotFound)
+		return OutboxRequeuePreview{}, fmt.Errorf("no dead outbox events match %s: %w", a.target(), ErrNotFound)
 	}
 	p := OutboxRequeuePreview{Count: n, Cap: rc.r.cfg.RequeueCap, OverCap: n > int64(rc.r.cfg.RequeueCap), Sample: []OutboxEventSummary{}}
 	var recs []queues.OutboxRecord
@@ -86,7 +89,7 @@ func (a *outboxRequeue) preview(ctx context.Context, rc *runContext) (any, error
 			recs = append(recs, *r)
 		}
 	} else if recs, err = queues.OutboxList(ctx, rc.r.pool, queues.OutboxListParams{State: queues.OutboxDead, Topic: a.topic, Limit: 10}); err != nil {
-		return nil, err
+		return OutboxRequeuePreview{}, err
 	}
 	for _, r := range recs {
 		if r.State != queues.OutboxDead {
@@ -106,60 +109,51 @@ func (a *outboxRequeue) preview(ctx context.Context, rc *runContext) (any, error
 	return p, nil
 }
 
-func (a *outboxRequeue) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ any) (any, error) {
+func (a *outboxEventRequeue) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ OutboxRequeuePreview) (OutboxRequeueResult, error) {
 	limit := rc.r.cfg.RequeueCap
 	n, err := a.count(ctx, tx)
 	if err != nil {
-		return nil, err
+		return OutboxRequeueResult{}, err
 	}
 	if n > int64(limit) {
-		return nil, a.overCap(rc, n)
+		return OutboxRequeueResult{}, a.overCap(rc, n)
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("no dead outbox events match %s any more: %w", a.target(), ErrGuard)
+		return OutboxRequeueResult{}, fmt.Errorf("no dead outbox events match %s any more: %w", a.target(), ErrGuard)
 	}
-	res := OutboxRequeueResult{IDs: []int64{}}
-	for len(res.IDs) < limit && int64(len(res.IDs)) < n {
-		batch := min(rc.r.cfg.RequeueBatch, limit-len(res.IDs))
-		ids, err := queues.OutboxRequeueTx(ctx, tx, queues.OutboxRequeueParams{IDs: a.ids, Topic: a.topic, Limit: batch})
-		if err != nil {
-			return nil, err
-		}
-		res.Batches++
-		res.IDs = append(res.IDs, ids...)
-		if len(ids) < batch {
-			break
-		}
+	ids, batches, err := rc.r.inBatches(n, func(limit int) ([]int64, error) {
+		return queues.OutboxRequeueTx(ctx, tx, queues.OutboxRequeueParams{IDs: a.ids, Topic: a.topic, Limit: limit})
+	})
+	if err != nil {
+		return OutboxRequeueResult{}, err
 	}
+	res := OutboxRequeueResult{IDs: ids, Batches: batches}
 	res.Requeued = len(res.IDs)
 	return res, nil
 }
 
-func init() {
-	register(definition{
-		spec: Spec{
-			Name: "outbox.requeue", Title: "Requeue dead outbox events", Role: RoleOperator, Risk: RiskMedium,
-			Description: "Moves dead outbox events (listed ids, or every dead event of a topic) back to pending " +
-				"with a fresh attempt budget, so the relay publishes them again. Never delete outbox rows instead " +
-				"(extremely high risk). At most the configured cap move in one action.",
-			Params: []Param{
-				{Name: "ids", Type: ParamIntList, Description: "Dead outbox event ids."},
-				{Name: "topic", Type: ParamString, Description: "Every dead event of this topic (when no ids are given)."},
-			},
-		},
-		parse: func(p params) (plan, error) {
-			a := &outboxRequeue{}
-			var err error
-			if a.ids, err = p.ints("ids"); err != nil {
-				return nil, err
-			}
-			if a.topic, err = p.str("topic"); err != nil {
-				return nil, err
-			}
-			if len(a.ids) == 0 && strings.TrimSpace(a.topic) == "" {
-				return nil, fmt.Errorf("give ids or a topic: %w", ErrInvalid)
-			}
-			return a, nil
-		},
-	})
+// outboxRequeueParams are the parameters of outbox.requeue: ids, or a
+// topic.
+type outboxRequeueParams struct {
+	IDs   []int64
+	Topic string
 }
+
+func (p *outboxRequeueParams) fields() []field {
+	return []field{
+		idsParam(&p.IDs, "ids", "Dead outbox event ids."),
+		stringParam(&p.Topic, "topic", "Every dead event of this topic (when no ids are given)."),
+	}
+}
+
+var outboxRequeue = action(Spec{
+	Name: "outbox.requeue", Title: "Requeue dead outbox events", Role: auth.RoleOperator, Risk: RiskMedium,
+	Description: "Moves dead outbox events (listed ids, or every dead event of a topic) back to pending " +
+		"with a fresh attempt budget, so the relay publishes them again. Never delete outbox rows instead " +
+		"(extremely high risk). At most the configured cap move in one action.",
+}, func(p *outboxRequeueParams) (plan[OutboxRequeuePreview, OutboxRequeueResult], error) {
+	if len(p.IDs) == 0 && p.Topic == "" {
+		return nil, fmt.Errorf("give ids or a topic: %w", ErrInvalid)
+	}
+	return &outboxEventRequeue{ids: p.IDs, topic: p.Topic}, nil
+})

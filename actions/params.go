@@ -12,193 +12,285 @@ import (
 	"time"
 )
 
-// params is a request's decoded parameters. Accessors parse one value,
-// accept the string forms a form post sends, and return ErrInvalid with the
-// parameter's name on a bad value.
-type params map[string]any
-
-func decodeParams(raw json.RawMessage, s Spec) (params, error) {
-	p := params{}
-	if len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null" {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&p); err != nil {
-			return nil, fmt.Errorf("params must be a JSON object: %w", ErrInvalid)
-		}
-	}
-	known := map[string]bool{}
-	for _, sp := range s.Params {
-		known[sp.Name] = true
-	}
-	for _, k := range slices.Sorted(maps.Keys(p)) {
-		if !known[k] {
-			return nil, fmt.Errorf("%s has no parameter %q: %w", s.Name, k, ErrInvalid)
-		}
-	}
-	for _, sp := range s.Params {
-		if sp.Required && p.missing(sp.Name) {
-			return nil, fmt.Errorf("%s needs %q: %w", s.Name, sp.Name, ErrInvalid)
-		}
-	}
-	return p, nil
+// A params struct holds one action's parameters as typed fields. Its fields
+// method binds each struct field to its parameter: the name, type and
+// description the API and the form show, and the decoder that fills the
+// field. Code reads p.MaxWorkers, never a name, so a misspelt parameter does
+// not compile instead of reading as "not given".
+//
+// Numbers and booleans also arrive as strings (a form posts strings); a
+// string parameter refuses a JSON number or boolean, naming the field.
+type paramSet interface {
+	fields() []field
 }
 
-func (p params) missing(name string) bool {
-	v, ok := p[name]
-	if !ok || v == nil {
-		return true
-	}
-	s, isStr := v.(string)
-	return isStr && strings.TrimSpace(s) == ""
+// noParams is the params struct of an action that takes none.
+type noParams struct{}
+
+func (*noParams) fields() []field { return nil }
+
+// field is one parameter bound to the struct field its decode fills.
+type field struct {
+	Param
+	decode func(raw json.RawMessage) error
 }
+
+// required marks the parameter as one the request must give.
+func (f field) required() field { f.Required = true; return f }
+
+// oneOf fixes the values a string parameter may take; the form shows a
+// select.
+func (f field) oneOf(values ...string) field { f.Enum = values; return f }
 
 func invalid(name, format string, args ...any) error {
 	return fmt.Errorf("%s: %s: %w", name, fmt.Sprintf(format, args...), ErrInvalid)
 }
 
-func (p params) str(name string) (string, error) {
-	if p.missing(name) {
-		return "", nil
+// kindOf names a JSON value's type for an error message.
+func kindOf(raw json.RawMessage) string {
+	switch raw[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "a list"
+	case 't', 'f':
+		return "a boolean"
 	}
-	switch v := p[name].(type) {
-	case string:
-		return strings.TrimSpace(v), nil
-	case json.Number:
-		return v.String(), nil
-	}
-	return "", invalid(name, "must be a string")
+	return "a number"
 }
 
-func (p params) int(name string) (*int64, error) {
-	if p.missing(name) {
-		return nil, nil
+// text returns raw as a trimmed string when it is a JSON string.
+func text(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
 	}
 	var s string
-	switch v := p[name].(type) {
-	case json.Number:
-		s = v.String()
-	case string:
-		s = strings.TrimSpace(v)
-	default:
-		return nil, invalid(name, "must be a whole number")
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return strings.TrimSpace(s), true
+}
+
+// numberText returns a JSON number, or a string holding one, as text.
+func numberText(raw json.RawMessage) (string, bool) {
+	if s, ok := text(raw); ok {
+		return s, true
+	}
+	if raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9') {
+		return string(raw), true
+	}
+	return "", false
+}
+
+func stringParam(dst *string, name, desc string) field {
+	return field{Param{Name: name, Type: ParamString, Description: desc}, func(raw json.RawMessage) error {
+		s, ok := text(raw)
+		if !ok {
+			return invalid(name, "must be a string, not %s", kindOf(raw))
+		}
+		*dst = s
+		return nil
+	}}
+}
+
+func parseInt(name string, raw json.RawMessage) (int64, error) {
+	s, ok := numberText(raw)
+	if !ok {
+		return 0, invalid(name, "must be a whole number, not %s", kindOf(raw))
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return nil, invalid(name, "%q is not a whole number", s)
+		return 0, invalid(name, "%q is not a whole number", s)
 	}
-	return &n, nil
+	return n, nil
 }
 
-func (p params) float(name string) (*float64, error) {
-	if p.missing(name) {
-		return nil, nil
-	}
-	var s string
-	switch v := p[name].(type) {
-	case json.Number:
-		s = v.String()
-	case string:
-		s = strings.TrimSpace(v)
-	default:
-		return nil, invalid(name, "must be a number")
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return nil, invalid(name, "%q is not a number", s)
-	}
-	return &f, nil
+// intParam binds a required whole number.
+func intParam(dst *int64, name, desc string) field {
+	return field{Param{Name: name, Type: ParamInt, Description: desc}, func(raw json.RawMessage) (err error) {
+		*dst, err = parseInt(name, raw)
+		return err
+	}}
 }
 
-func (p params) bool(name string) (*bool, error) {
-	if p.missing(name) {
-		return nil, nil
-	}
-	switch v := p[name].(type) {
-	case bool:
-		return &v, nil
-	case string:
-		switch strings.ToLower(strings.TrimSpace(v)) {
+// optIntParam binds a whole number that may be absent (nil).
+func optIntParam(dst **int64, name, desc string) field {
+	return field{Param{Name: name, Type: ParamInt, Description: desc}, func(raw json.RawMessage) error {
+		n, err := parseInt(name, raw)
+		if err == nil {
+			*dst = &n
+		}
+		return err
+	}}
+}
+
+func numberParam(dst **float64, name, desc string) field {
+	return field{Param{Name: name, Type: ParamNumber, Description: desc}, func(raw json.RawMessage) error {
+		s, ok := numberText(raw)
+		if !ok {
+			return invalid(name, "must be a number, not %s", kindOf(raw))
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return invalid(name, "%q is not a number", s)
+		}
+		*dst = &f
+		return nil
+	}}
+}
+
+func boolParam(dst *bool, name, desc string) field {
+	return field{Param{Name: name, Type: ParamBool, Description: desc}, func(raw json.RawMessage) error {
+		s, ok := text(raw)
+		if !ok {
+			s = string(raw)
+		}
+		switch strings.ToLower(s) {
 		case "true", "on", "yes", "1":
-			b := true
-			return &b, nil
+			*dst = true
+			return nil
 		case "false", "off", "no", "0":
-			b := false
-			return &b, nil
+			*dst = false
+			return nil
 		}
-	}
-	return nil, invalid(name, "must be true or false")
+		return invalid(name, "must be true or false")
+	}}
 }
 
-func (p params) time(name string) (*time.Time, error) {
-	s, err := p.str(name)
-	if err != nil || s == "" {
-		return nil, err
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return &t, nil
+// optBoolParam binds a boolean that may be absent (nil keeps what is
+// stored).
+func optBoolParam(dst **bool, name, desc string) field {
+	var b bool
+	f := boolParam(&b, name, desc)
+	decode := f.decode
+	f.decode = func(raw json.RawMessage) error {
+		if err := decode(raw); err != nil {
+			return err
 		}
+		*dst = &b
+		return nil
 	}
-	return nil, invalid(name, "%q is not a time (use RFC 3339, like 2026-01-02T15:04:05Z)", s)
+	return f
 }
 
-func (p params) ints(name string) ([]int64, error) {
-	if p.missing(name) {
-		return nil, nil
-	}
-	var parts []string
-	switch v := p[name].(type) {
-	case []any:
-		for _, e := range v {
-			switch e := e.(type) {
-			case json.Number:
-				parts = append(parts, e.String())
-			case string:
-				parts = append(parts, e)
-			default:
-				return nil, invalid(name, "must be a list of whole numbers")
+func timeParam(dst **time.Time, name, desc string) field {
+	return field{Param{Name: name, Type: ParamTime, Description: desc}, func(raw json.RawMessage) error {
+		s, ok := text(raw)
+		if !ok {
+			return invalid(name, "must be a time string (RFC 3339), not %s", kindOf(raw))
+		}
+		for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02"} {
+			if t, err := time.Parse(layout, s); err == nil {
+				*dst = &t
+				return nil
 			}
 		}
-	case string:
-		parts = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' })
-	case json.Number:
-		parts = []string{v.String()}
-	default:
-		return nil, invalid(name, "must be a list of whole numbers")
-	}
-	var out []int64
-	for _, s := range parts {
-		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-		if err != nil || n <= 0 {
-			return nil, invalid(name, "%q is not a positive id", s)
-		}
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
+		return invalid(name, "%q is not a time (use RFC 3339, like 2026-01-02T15:04:05Z)", s)
+	}}
 }
 
-// json returns a parameter as JSON. A string that holds JSON (a form's
-// textarea) is parsed; nil means absent.
-func (p params) json(name string) (json.RawMessage, error) {
-	if p.missing(name) {
-		return nil, nil
-	}
-	if s, ok := p[name].(string); ok {
-		if !json.Valid([]byte(s)) {
-			return nil, invalid(name, "is not valid JSON")
+// idsParam binds a list of positive ids: a JSON list, one number, or a
+// comma-separated string (a form's text input). The ids come sorted, without
+// repeats.
+func idsParam(dst *[]int64, name, desc string) field {
+	return field{Param{Name: name, Type: ParamIntList, Description: desc}, func(raw json.RawMessage) error {
+		var parts []string
+		if s, ok := text(raw); ok {
+			parts = strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' })
+		} else if raw[0] == '[' {
+			var list []json.RawMessage
+			if json.Unmarshal(raw, &list) != nil {
+				return invalid(name, "must be a list of whole numbers")
+			}
+			for _, e := range list {
+				s, ok := numberText(e)
+				if !ok {
+					return invalid(name, "must be a list of whole numbers")
+				}
+				parts = append(parts, s)
+			}
+		} else if s, ok := numberText(raw); ok {
+			parts = []string{s}
+		} else {
+			return invalid(name, "must be a list of whole numbers, not %s", kindOf(raw))
 		}
-		return json.RawMessage(s), nil
-	}
-	b, err := json.Marshal(p[name])
-	if err != nil {
-		return nil, invalid(name, "is not valid JSON")
-	}
-	return b, nil
+		var out []int64
+		for _, s := range parts {
+			n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+			if err != nil || n <= 0 {
+				return invalid(name, "%q is not a positive id", s)
+			}
+			out = append(out, n)
+		}
+		slices.Sort(out)
+		*dst = slices.Compact(out)
+		return nil
+	}}
 }
 
-func requirePositive(name string, v *int64) error {
-	if v != nil && *v <= 0 {
+// jsonParam binds any JSON value (a job payload). A string that holds JSON
+// (a form's textarea) is parsed.
+func jsonParam(dst *json.RawMessage, name, desc string) field {
+	return field{Param{Name: name, Type: ParamJSON, Description: desc}, func(raw json.RawMessage) error {
+		if s, ok := text(raw); ok {
+			if !json.Valid([]byte(s)) {
+				return invalid(name, "is not valid JSON")
+			}
+			raw = json.RawMessage(s)
+		}
+		*dst = slices.Clone(raw)
+		return nil
+	}}
+}
+
+// absent reports a parameter that was not given: missing, null or a blank
+// string (an empty form input).
+func absent(raw json.RawMessage, ok bool) bool {
+	if !ok || string(raw) == "null" {
+		return true
+	}
+	s, isText := text(raw)
+	return isText && s == ""
+}
+
+// decodeParams fills the fields bound in fs from raw, a JSON object. It
+// refuses a parameter the action does not have, a missing required one, and
+// a value of the wrong type, naming the parameter each time.
+func decodeParams(raw json.RawMessage, action string, fs []field) error {
+	obj := map[string]json.RawMessage{}
+	if t := bytes.TrimSpace(raw); len(t) > 0 && string(t) != "null" {
+		if t[0] != '{' || json.Unmarshal(t, &obj) != nil {
+			return fmt.Errorf("params must be a JSON object: %w", ErrInvalid)
+		}
+	}
+	known := map[string]bool{}
+	for _, f := range fs {
+		known[f.Name] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		if !known[k] {
+			return fmt.Errorf("%s has no parameter %q: %w", action, k, ErrInvalid)
+		}
+	}
+	for _, f := range fs {
+		if v, ok := obj[f.Name]; f.Required && absent(v, ok) {
+			return fmt.Errorf("%s needs %q: %w", action, f.Name, ErrInvalid)
+		}
+	}
+	for _, f := range fs {
+		if v, ok := obj[f.Name]; !absent(v, ok) {
+			if err := f.decode(bytes.TrimSpace(v)); err != nil {
+				return fmt.Errorf("%s: %w", action, err)
+			}
+		}
+	}
+	return nil
+}
+
+func requirePositive(name string, v int64) error {
+	if v <= 0 {
 		return invalid(name, "must be positive")
 	}
 	return nil

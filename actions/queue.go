@@ -2,12 +2,12 @@ package actions
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -69,6 +69,9 @@ type QueueSettingsResult struct {
 	Note     string            `json:"note"`
 }
 
+func (QueueSettingsPreview) actionPreview() {}
+func (QueueSettingsResult) actionResult()   {}
+
 type queueSettingsChange struct {
 	queue string
 	// apply turns the current settings into the wanted ones.
@@ -82,28 +85,28 @@ func (a *queueSettingsChange) logFields() []slog.Attr {
 	return []slog.Attr{slog.String("queue", a.queue)}
 }
 
-func (a *queueSettingsChange) preview(ctx context.Context, rc *runContext) (any, error) {
+func (a *queueSettingsChange) preview(ctx context.Context, rc *runContext) (QueueSettingsPreview, error) {
 	cur, err := queues.QueueSettingsGet(ctx, rc.r.pool, a.queue)
 	if err != nil {
-		return nil, err
+		return QueueSettingsPreview{}, err
 	}
 	cur.Queue = a.queue
 	next := cur
 	a.apply(&next)
 	fleet, err := fleetInFlight(ctx, rc.r.pool, a.queue)
 	if err != nil {
-		return nil, err
+		return QueueSettingsPreview{}, err
 	}
 	return QueueSettingsPreview{Before: queueView(cur), After: queueView(next), Fleet: fleet, Note: a.note}, nil
 }
 
-func (a *queueSettingsChange) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ any) (any, error) {
+func (a *queueSettingsChange) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ QueueSettingsPreview) (QueueSettingsResult, error) {
 	// Lock-free read then upsert: the upsert's row lock orders concurrent
 	// operators, and each applies its change to what it read in this
 	// transaction. A pause and a throttle racing each other both land.
 	cur, err := queues.QueueSettingsGet(ctx, tx, a.queue)
 	if err != nil {
-		return nil, err
+		return QueueSettingsResult{}, err
 	}
 	cur.Queue = a.queue
 	a.apply(&cur)
@@ -111,108 +114,74 @@ func (a *queueSettingsChange) execute(ctx context.Context, rc *runContext, tx pg
 	cur.UpdatedBy = &by
 	stored, err := queues.QueueSettingsSetTx(ctx, tx, cur)
 	if err != nil {
-		return nil, err
+		return QueueSettingsResult{}, err
 	}
 	fleet, err := fleetInFlight(ctx, tx, a.queue)
 	if err != nil {
-		return nil, err
+		return QueueSettingsResult{}, err
 	}
 	return QueueSettingsResult{Settings: queueView(stored), Fleet: fleet, Note: a.note}, nil
 }
 
-var queueParam = Param{Name: "queue", Type: ParamString, Required: true, Description: "The queue's name."}
+type queuePlan = plan[QueueSettingsPreview, QueueSettingsResult]
 
-func parseQueue(p params) (string, error) {
-	q, err := p.str("queue")
-	if err != nil {
-		return "", err
-	}
+// queueParams are the parameters of queue.pause and queue.resume.
+type queueParams struct{ Queue string }
+
+func (p *queueParams) fields() []field {
+	return []field{stringParam(&p.Queue, "queue", "The queue's name.").required()}
+}
+
+func checkQueue(q string) error {
 	if len(q) > 128 {
-		return "", invalid("queue", "is longer than 128 characters")
+		return invalid("queue", "is longer than 128 characters")
 	}
-	return q, nil
+	return nil
 }
 
-func init() {
-	register(definition{
-		spec: Spec{
-			Name: "queue.pause", Title: "Pause a queue", Role: RoleOperator, Risk: RiskLowMedium,
-			Description: "Stops every worker in the fleet from claiming new jobs of the queue within one poll " +
-				"interval. Running jobs finish. The backlog grows while paused: watch the oldest ready age.",
-			Params: []Param{queueParam},
-		},
-		parse: func(p params) (plan, error) {
-			q, err := parseQueue(p)
-			return &queueSettingsChange{queue: q, apply: func(s *queues.QueueSettings) { s.Paused = true },
-				note: "workers stop claiming within one poll interval; running jobs finish; the backlog grows"}, err
-		},
-	})
-	register(definition{
-		spec: Spec{
-			Name: "queue.resume", Title: "Resume a queue", Role: RoleOperator, Risk: RiskLow,
-			Description: "Lets the fleet claim the queue's jobs again, within its max workers and rate.",
-			Params:      []Param{queueParam},
-		},
-		parse: func(p params) (plan, error) {
-			q, err := parseQueue(p)
-			return &queueSettingsChange{queue: q, apply: func(s *queues.QueueSettings) { s.Paused = false },
-				note: "workers resume claiming within one poll interval, within the queue's limits"}, err
-		},
-	})
-	register(definition{
-		spec: Spec{
-			Name: "queue.throttle", Title: "Throttle a queue", Role: RoleOperator, Risk: RiskLow,
-			Description: "Caps how many of the queue's jobs run at once across the whole fleet (max_workers) " +
-				"and how many are claimed per second (rate_per_second). Lowering concurrency restores backpressure " +
-				"and is usually the first mitigation; running jobs are not killed, so in-flight falls as they finish. " +
-				"Omitted limits stay as they are; clear_limits removes both first.",
-			Params: []Param{
-				queueParam,
-				{Name: "max_workers", Type: ParamInt, Description: "Most jobs of the queue running at once, fleet-wide (0 stops claims)."},
-				{Name: "rate_per_second", Type: ParamNumber, Description: "Most claims per second, fleet-wide."},
-				{Name: "clear_limits", Type: ParamBool, Description: "Remove both limits before applying the ones given."},
-			},
-		},
-		parse: func(p params) (plan, error) {
-			q, err := parseQueue(p)
-			if err != nil {
-				return nil, err
-			}
-			mw, err := p.int("max_workers")
-			if err != nil {
-				return nil, err
-			}
-			if mw != nil && (*mw < 0 || *mw > math.MaxInt32) {
-				return nil, invalid("max_workers", "must be between 0 and %d", math.MaxInt32)
-			}
-			rate, err := p.float("rate_per_second")
-			if err != nil {
-				return nil, err
-			}
-			if rate != nil && *rate <= 0 {
-				return nil, invalid("rate_per_second", "must be above 0")
-			}
-			clear, err := p.bool("clear_limits")
-			if err != nil {
-				return nil, err
-			}
-			if mw == nil && rate == nil && (clear == nil || !*clear) {
-				return nil, fmt.Errorf("give max_workers, rate_per_second or clear_limits: %w", ErrInvalid)
-			}
-			return &queueSettingsChange{queue: q, apply: func(s *queues.QueueSettings) {
-				if clear != nil && *clear {
-					s.MaxWorkers, s.RatePerSecond = nil, nil
-				}
-				if mw != nil {
-					n := int(*mw)
-					s.MaxWorkers = &n
-				}
-				if rate != nil {
-					r := *rate
-					s.RatePerSecond = &r
-				}
-			}, note: "workers apply the new limits within one poll interval; running jobs are not interrupted, " +
-				"so the fleet's in-flight count falls to max_workers as they finish"}, nil
-		},
-	})
+var queuePause = action(Spec{
+	Name: "queue.pause", Title: "Pause a queue", Role: auth.RoleOperator, Risk: RiskLowMedium,
+	Description: "Stops every worker in the fleet from claiming new jobs of the queue within one poll " +
+		"interval. Running jobs finish. The backlog grows while paused: watch the oldest ready age.",
+}, func(p *queueParams) (queuePlan, error) {
+	return &queueSettingsChange{queue: p.Queue, apply: func(s *queues.QueueSettings) { s.Paused = true },
+		note: "workers stop claiming within one poll interval; running jobs finish; the backlog grows"}, checkQueue(p.Queue)
+})
+
+var queueResume = action(Spec{
+	Name: "queue.resume", Title: "Resume a queue", Role: auth.RoleOperator, Risk: RiskLow,
+	Description: "Lets the fleet claim the queue's jobs again, within its max workers and rate.",
+}, func(p *queueParams) (queuePlan, error) {
+	return &queueSettingsChange{queue: p.Queue, apply: func(s *queues.QueueSettings) { s.Paused = false },
+		note: "workers resume claiming within one poll interval, within the queue's limits"}, checkQueue(p.Queue)
+})
+
+// queueThrottleParams are the parameters of queue.throttle.
+type queueThrottleParams struct {
+	queueParams
+	limits
 }
+
+func (p *queueThrottleParams) fields() []field {
+	return append(p.queueParams.fields(), p.limits.fields("max_workers",
+		"Most jobs of the queue running at once, fleet-wide (0 stops claims).", "Most claims per second, fleet-wide.")...)
+}
+
+var queueThrottle = action(Spec{
+	Name: "queue.throttle", Title: "Throttle a queue", Role: auth.RoleOperator, Risk: RiskLow,
+	Description: "Caps how many of the queue's jobs run at once across the whole fleet (max_workers) " +
+		"and how many are claimed per second (rate_per_second). Lowering concurrency restores backpressure " +
+		"and is usually the first mitigation; running jobs are not killed, so in-flight falls as they finish. " +
+		"Omitted limits stay as they are; clear_limits removes both first.",
+}, func(p *queueThrottleParams) (queuePlan, error) {
+	if err := checkQueue(p.Queue); err != nil {
+		return nil, err
+	}
+	if err := p.check("max_workers", 0, math.MaxInt32); err != nil {
+		return nil, err
+	}
+	return &queueSettingsChange{queue: p.Queue, apply: func(s *queues.QueueSettings) {
+		p.apply(&s.MaxWorkers, &s.RatePerSecond)
+	}, note: "workers apply the new limits within one poll interval; running jobs are not interrupted, " +
+		"so the fleet's in-flight count falls to max_workers as they finish"}, nil
+})

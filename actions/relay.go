@@ -2,10 +2,10 @@ package actions
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -26,6 +26,9 @@ type RelaySettingsResult struct {
 	Note     string                   `json:"note"`
 }
 
+func (RelaySettingsPreview) actionPreview() {}
+func (RelaySettingsResult) actionResult()   {}
+
 type relaySettingsChange struct {
 	apply func(s *queues.RelaySettings)
 	note  string
@@ -33,107 +36,73 @@ type relaySettingsChange struct {
 
 func (a *relaySettingsChange) target() string { return "relay" }
 
-func (a *relaySettingsChange) preview(ctx context.Context, rc *runContext) (any, error) {
+func (a *relaySettingsChange) preview(ctx context.Context, rc *runContext) (RelaySettingsPreview, error) {
 	cur, err := queues.RelaySettingsGet(ctx, rc.r.pool)
 	if err != nil {
-		return nil, err
+		return RelaySettingsPreview{}, err
 	}
 	next := cur
 	a.apply(&next)
 	stats, err := queues.OutboxStats(ctx, rc.r.pool)
 	if err != nil {
-		return nil, err
+		return RelaySettingsPreview{}, err
 	}
 	return RelaySettingsPreview{Before: cur, After: next, Outbox: stats, Note: a.note}, nil
 }
 
-func (a *relaySettingsChange) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ any) (any, error) {
+func (a *relaySettingsChange) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ RelaySettingsPreview) (RelaySettingsResult, error) {
 	cur, err := queues.RelaySettingsGet(ctx, tx)
 	if err != nil {
-		return nil, err
+		return RelaySettingsResult{}, err
 	}
 	a.apply(&cur)
 	by := rc.actor.Name
 	cur.UpdatedBy = &by
 	stored, err := queues.RelaySettingsSetTx(ctx, tx, cur)
 	if err != nil {
-		return nil, err
+		return RelaySettingsResult{}, err
 	}
 	stats, err := queues.OutboxStats(ctx, tx)
 	if err != nil {
-		return nil, err
+		return RelaySettingsResult{}, err
 	}
 	return RelaySettingsResult{Settings: stored, Outbox: stats, Note: a.note}, nil
 }
 
-func init() {
-	register(definition{
-		spec: Spec{
-			Name: "relay.pause", Title: "Pause the outbox relay", Role: RoleOperator, Risk: RiskLowMedium,
-			Description: "Stops every relay from claiming outbox events within one poll interval. Events keep " +
-				"accumulating in the outbox (nothing is lost); watch the oldest pending age (RB-H).",
-		},
-		parse: func(p params) (plan, error) {
-			return &relaySettingsChange{apply: func(s *queues.RelaySettings) { s.Paused = true },
-				note: "relays stop claiming within one poll interval; the outbox backlog grows"}, nil
-		},
-	})
-	register(definition{
-		spec: Spec{
-			Name: "relay.resume", Title: "Resume the outbox relay", Role: RoleOperator, Risk: RiskLow,
-			Description: "Lets the relays claim and publish outbox events again, within their batch size and rate.",
-		},
-		parse: func(p params) (plan, error) {
-			return &relaySettingsChange{apply: func(s *queues.RelaySettings) { s.Paused = false },
-				note: "relays resume at once (woken by a notification)"}, nil
-		},
-	})
-	register(definition{
-		spec: Spec{
-			Name: "relay.throttle", Title: "Throttle the outbox relay", Role: RoleOperator, Risk: RiskLow,
-			Description: "Lowers the relays' claim batch size and publish rate, fleet-wide, when the relay " +
-				"itself loads the database (RB-H). Omitted values stay as they are; clear_limits removes both first.",
-			Params: []Param{
-				{Name: "batch_size", Type: ParamInt, Description: "Events claimed per relay batch."},
-				{Name: "rate_per_second", Type: ParamNumber, Description: "Most events published per second, fleet-wide."},
-				{Name: "clear_limits", Type: ParamBool, Description: "Remove both limits before applying the ones given."},
-			},
-		},
-		parse: func(p params) (plan, error) {
-			bs, err := p.int("batch_size")
-			if err != nil {
-				return nil, err
-			}
-			if bs != nil && (*bs <= 0 || *bs > 100000) {
-				return nil, invalid("batch_size", "must be between 1 and 100000")
-			}
-			rate, err := p.float("rate_per_second")
-			if err != nil {
-				return nil, err
-			}
-			if rate != nil && *rate <= 0 {
-				return nil, invalid("rate_per_second", "must be above 0")
-			}
-			clear, err := p.bool("clear_limits")
-			if err != nil {
-				return nil, err
-			}
-			if bs == nil && rate == nil && (clear == nil || !*clear) {
-				return nil, fmt.Errorf("give batch_size, rate_per_second or clear_limits: %w", ErrInvalid)
-			}
-			return &relaySettingsChange{apply: func(s *queues.RelaySettings) {
-				if clear != nil && *clear {
-					s.BatchSize, s.RatePerSecond = nil, nil
-				}
-				if bs != nil {
-					n := int(*bs)
-					s.BatchSize = &n
-				}
-				if rate != nil {
-					r := *rate
-					s.RatePerSecond = &r
-				}
-			}, note: "relays apply the new limits within one poll interval"}, nil
-		},
-	})
+type relayPlan = plan[RelaySettingsPreview, RelaySettingsResult]
+
+var relayPause = action(Spec{
+	Name: "relay.pause", Title: "Pause the outbox relay", Role: auth.RoleOperator, Risk: RiskLowMedium,
+	Description: "Stops every relay from claiming outbox events within one poll interval. Events keep " +
+		"accumulating in the outbox (nothing is lost); watch the oldest pending age (RB-H).",
+}, func(*noParams) (relayPlan, error) {
+	return &relaySettingsChange{apply: func(s *queues.RelaySettings) { s.Paused = true },
+		note: "relays stop claiming within one poll interval; the outbox backlog grows"}, nil
+})
+
+var relayResume = action(Spec{
+	Name: "relay.resume", Title: "Resume the outbox relay", Role: auth.RoleOperator, Risk: RiskLow,
+	Description: "Lets the relays claim and publish outbox events again, within their batch size and rate.",
+}, func(*noParams) (relayPlan, error) {
+	return &relaySettingsChange{apply: func(s *queues.RelaySettings) { s.Paused = false },
+		note: "relays resume at once (woken by a notification)"}, nil
+})
+
+// relayThrottleParams are the parameters of relay.throttle.
+type relayThrottleParams struct{ limits }
+
+func (p *relayThrottleParams) fields() []field {
+	return p.limits.fields("batch_size", "Events claimed per relay batch.", "Most events published per second, fleet-wide.")
 }
+
+var relayThrottle = action(Spec{
+	Name: "relay.throttle", Title: "Throttle the outbox relay", Role: auth.RoleOperator, Risk: RiskLow,
+	Description: "Lowers the relays' claim batch size and publish rate, fleet-wide, when the relay " +
+		"itself loads the database (RB-H). Omitted values stay as they are; clear_limits removes both first.",
+}, func(p *relayThrottleParams) (relayPlan, error) {
+	if err := p.check("batch_size", 1, 100000); err != nil {
+		return nil, err
+	}
+	return &relaySettingsChange{apply: func(s *queues.RelaySettings) { p.apply(&s.BatchSize, &s.RatePerSecond) },
+		note: "relays apply the new limits within one poll interval"}, nil
+})

@@ -1,7 +1,7 @@
 package actions
 
 // rolesSQL is the least-privilege setup; see RolesSQL.
-const rolesSQL = `-- Least-privilege roles for the incident console (DESIGN.md section 9).
+const rolesSQL = `-- Least-privilege roles for the incident console.
 -- Run once per database, as the database owner or a superuser, after
 -- "console migrate". No role below is a superuser; set passwords with
 -- \password <role> in psql. Re-running is safe.

@@ -114,11 +114,11 @@ type Request struct {
 // Outcome is what Run returns: the preview always, the result and the audit
 // event's id when the action ran.
 type Outcome struct {
-	Action  string `json:"action"`
-	DryRun  bool   `json:"dry_run"`
-	Preview any    `json:"preview"`
-	Result  any    `json:"result,omitempty"`
-	AuditID int64  `json:"audit_id,omitempty"`
+	Action  string  `json:"action"`
+	DryRun  bool    `json:"dry_run"`
+	Preview Preview `json:"preview"`
+	Result  Result  `json:"result,omitempty"`
+	AuditID int64   `json:"audit_id,omitempty"`
 }
 
 type runContext struct {
@@ -130,7 +130,7 @@ type runContext struct {
 	// tx is the caller's transaction (RunTx), nil for Run.
 	tx pgx.Tx
 	// plan is the parsed request, once parsing succeeded.
-	plan plan
+	plan runPlan
 	// refusalAuditID is the audit event of a refused or failed attempt.
 	refusalAuditID int64
 }
@@ -192,9 +192,7 @@ func (r *Runner) logRun(ctx context.Context, rc *runContext, name string, out Ou
 	}
 	if rc.plan != nil {
 		attrs = append(attrs, slog.String("target", rc.plan.target()))
-		if lf, ok := rc.plan.(logFielder); ok {
-			attrs = append(attrs, lf.logFields()...)
-		}
+		attrs = append(attrs, rc.plan.logFields()...)
 	}
 	if rc.req.IncidentID != nil {
 		attrs = append(attrs, slog.Int64("incident_id", *rc.req.IncidentID))
@@ -239,13 +237,9 @@ func (r *Runner) run(ctx context.Context, rc *runContext, name string) (Outcome,
 	if err := r.checkIncident(ctx, rc); err != nil {
 		return out, r.refuse(ctx, rc, name, "", nil, err)
 	}
-	p, err := decodeParams(rawParams, d.spec)
+	pl, err := d.parse(rawParams)
 	if err != nil {
 		return out, r.refuse(ctx, rc, name, "", nil, err)
-	}
-	pl, err := d.parse(p)
-	if err != nil {
-		return out, r.refuse(ctx, rc, name, "", nil, fmt.Errorf("%s: %w", name, err))
 	}
 	rc.plan = pl
 	preview, err := pl.preview(ctx, rc)
@@ -290,7 +284,7 @@ func (r *Runner) checkIncident(ctx context.Context, rc *runContext) error {
 // transaction: the Runner's own, or a savepoint in the caller's (RunTx),
 // which a failure rolls back so the refusal can be audited without waiting
 // on the audit chain's lock the caller's transaction would otherwise hold.
-func (r *Runner) execute(ctx context.Context, rc *runContext, pl plan, preview any) (any, int64, error) {
+func (r *Runner) execute(ctx context.Context, rc *runContext, pl runPlan, preview Preview) (Result, int64, error) {
 	var tx pgx.Tx
 	var err error
 	if rc.tx != nil {
@@ -327,7 +321,7 @@ func (r *Runner) execute(ctx context.Context, rc *runContext, pl plan, preview a
 // refuse audits a refused or failed attempt in its own transaction and
 // returns err. A dry run is not audited. The audit write outlives a
 // cancelled ctx (the operator closing the page must not erase the record).
-func (r *Runner) refuse(ctx context.Context, rc *runContext, name, target string, preview any, err error) error {
+func (r *Runner) refuse(ctx context.Context, rc *runContext, name, target string, preview Preview, err error) error {
 	if rc.req.DryRun {
 		return err
 	}
@@ -350,7 +344,7 @@ func (r *Runner) refuse(ctx context.Context, rc *runContext, name, target string
 	return err
 }
 
-func (rc *runContext) event(target string, preview, result any, outcome audit.Outcome, cause error) (audit.Event, error) {
+func (rc *runContext) event(target string, preview Preview, result Result, outcome audit.Outcome, cause error) (audit.Event, error) {
 	ev := audit.Event{
 		Actor: rc.actor.Name, Role: rc.actor.Role, Action: rc.spec.Name, Target: target,
 		Params: rc.params, Reason: strings.TrimSpace(rc.req.Reason), Outcome: outcome,

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -51,6 +53,11 @@ type SchedulePreview struct {
 type ScheduleResult struct {
 	Schedule queues.Schedule `json:"schedule"`
 }
+
+func (SchedulePreview) actionPreview() {}
+func (ScheduleResult) actionResult()   {}
+func (RunNowPreview) actionPreview()   {}
+func (RunNowResult) actionResult()     {}
 
 // scheduleChange is create, update, enable and disable: read the current
 // schedule, apply the change, store it.
@@ -93,7 +100,7 @@ func (a *scheduleChange) plan(ctx context.Context, rc *runContext, db DBTX) (Sch
 }
 
 func validateSchedule(v ScheduleView) error {
-	if !contains(ScheduleKinds, v.Kind) {
+	if !slices.Contains(ScheduleKinds, v.Kind) {
 		return invalid("kind", "%q is not one of %v", v.Kind, ScheduleKinds)
 	}
 	if v.Queue == "" || len(v.Queue) > 128 {
@@ -108,14 +115,14 @@ func validateSchedule(v ScheduleView) error {
 	return nil
 }
 
-func (a *scheduleChange) preview(ctx context.Context, rc *runContext) (any, error) {
+func (a *scheduleChange) preview(ctx context.Context, rc *runContext) (SchedulePreview, error) {
 	return a.plan(ctx, rc, rc.r.pool)
 }
 
-func (a *scheduleChange) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ any) (any, error) {
+func (a *scheduleChange) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ SchedulePreview) (ScheduleResult, error) {
 	p, err := a.plan(ctx, rc, tx)
 	if err != nil {
-		return nil, err
+		return ScheduleResult{}, err
 	}
 	sp := queues.ScheduleParams{
 		Name: p.After.Name, Spec: p.After.Spec, Kind: p.After.Kind, Queue: p.After.Queue,
@@ -126,13 +133,13 @@ func (a *scheduleChange) execute(ctx context.Context, rc *runContext, tx pgx.Tx,
 		s, err = queues.ScheduleCreate(ctx, tx, sp)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-			return nil, fmt.Errorf("schedule %q was created by someone else meanwhile: %w", a.name, ErrGuard)
+			return ScheduleResult{}, fmt.Errorf("schedule %q was created by someone else meanwhile: %w", a.name, ErrGuard)
 		}
 	} else {
 		s, err = queues.ScheduleUpdate(ctx, tx, sp)
 	}
 	if err != nil {
-		return nil, wrapNotFound(err, queues.ErrNotFound, "schedule %q", a.name)
+		return ScheduleResult{}, wrapNotFound(err, queues.ErrNotFound, "schedule %q", a.name)
 	}
 	return ScheduleResult{Schedule: *s}, nil
 }
@@ -148,23 +155,23 @@ type RunNowResult struct {
 	Job JobSummary `json:"job"`
 }
 
-type scheduleRunNow struct{ name string }
+type scheduleRun struct{ name string }
 
-func (a *scheduleRunNow) target() string { return "schedule:" + a.name }
+func (a *scheduleRun) target() string { return "schedule:" + a.name }
 
-func (a *scheduleRunNow) preview(ctx context.Context, rc *runContext) (any, error) {
+func (a *scheduleRun) preview(ctx context.Context, rc *runContext) (RunNowPreview, error) {
 	s, err := queues.ScheduleGet(ctx, rc.r.pool, a.name)
 	if err != nil {
-		return nil, wrapNotFound(err, queues.ErrNotFound, "schedule %q", a.name)
+		return RunNowPreview{}, wrapNotFound(err, queues.ErrNotFound, "schedule %q", a.name)
 	}
 	return RunNowPreview{Schedule: *scheduleView(s), Effect: fmt.Sprintf(
 		"enqueues one %s job in queue %s now, outside the schedule; its regular runs are unchanged", s.Kind, s.Queue)}, nil
 }
 
-func (a *scheduleRunNow) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ any) (any, error) {
+func (a *scheduleRun) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ RunNowPreview) (RunNowResult, error) {
 	s, err := queues.ScheduleGet(ctx, tx, a.name)
 	if err != nil {
-		return nil, wrapNotFound(err, queues.ErrNotFound, "schedule %q", a.name)
+		return RunNowResult{}, wrapNotFound(err, queues.ErrNotFound, "schedule %q", a.name)
 	}
 	// One manual run at a time: the dedupe key holds while it is unfinished,
 	// so a double click does not start two archive runs.
@@ -172,145 +179,123 @@ func (a *scheduleRunNow) execute(ctx context.Context, rc *runContext, tx pgx.Tx,
 		Queue: s.Queue, Kind: s.Kind, Payload: s.Payload, DedupeKey: "schedule:" + s.Name + ":run_now",
 	})
 	if errors.Is(err, queues.ErrDuplicate) {
-		return nil, fmt.Errorf("a manual run of %q is already queued or running: %w", a.name, ErrGuard)
+		return RunNowResult{}, fmt.Errorf("a manual run of %q is already queued or running: %w", a.name, ErrGuard)
 	}
 	if err != nil {
-		return nil, err
+		return RunNowResult{}, err
 	}
 	return RunNowResult{Job: summarize(j)}, nil
 }
 
-var scheduleNameParam = Param{Name: "name", Type: ParamString, Required: true, Description: "The schedule's name (lowercase letters, digits, . _ -)."}
+type schedulePlan = plan[SchedulePreview, ScheduleResult]
 
-func parseScheduleName(p params) (string, error) {
-	name, err := p.str("name")
-	if err != nil {
-		return "", err
-	}
-	if !scheduleName.MatchString(name) {
-		return "", invalid("name", "%q must match %s", name, scheduleName)
-	}
-	return name, nil
+// scheduleNameParams name one schedule.
+type scheduleNameParams struct{ Name string }
+
+func (p *scheduleNameParams) fields() []field {
+	return []field{stringParam(&p.Name, "name", "The schedule's name (lowercase letters, digits, . _ -).").required()}
 }
 
-// parseScheduleFields reads the optional fields of create and update.
-func parseScheduleFields(p params) (func(v *ScheduleView), error) {
-	spec, err := p.str("spec")
-	if err != nil {
+func (p *scheduleNameParams) check() error {
+	if !scheduleName.MatchString(p.Name) {
+		return invalid("name", "%q must match %s", p.Name, scheduleName)
+	}
+	return nil
+}
+
+// scheduleParams are the parameters of schedule.create and schedule.update;
+// what is not given stays as it is (or takes its default on create).
+type scheduleParams struct {
+	scheduleNameParams
+	Spec, Kind, Queue string
+	Payload           json.RawMessage
+	Enabled           *bool
+}
+
+func (p *scheduleParams) fields() []field {
+	return append(p.scheduleNameParams.fields(),
+		stringParam(&p.Spec, "spec", "Cron spec: 5 fields (minute hour day month weekday), optional seconds, or @daily, @every 1h...; UTC unless CRON_TZ= is given."),
+		stringParam(&p.Kind, "kind", "What each run does.").oneOf(ScheduleKinds...),
+		stringParam(&p.Queue, "queue", "The queue the runs go to (default maintenance)."),
+		jsonParam(&p.Payload, "payload", "The job payload of every run, a JSON object (batch sizes, retention)."),
+		optBoolParam(&p.Enabled, "enabled", "Whether the schedule runs (default true)."),
+	)
+}
+
+// createParams make spec and kind required.
+type createParams struct{ scheduleParams }
+
+func (p *createParams) fields() []field {
+	fs := p.scheduleParams.fields()
+	for i := range fs {
+		if fs[i].Name == "spec" || fs[i].Name == "kind" {
+			fs[i] = fs[i].required()
+		}
+	}
+	return fs
+}
+
+// change checks the fields and returns the change they make to a schedule.
+func (p *scheduleParams) change(create bool) (schedulePlan, error) {
+	if err := p.check(); err != nil {
 		return nil, err
 	}
-	if spec != "" {
-		if _, err := queues.ParseSpec(spec); err != nil {
+	if p.Spec != "" {
+		if _, err := queues.ParseSpec(p.Spec); err != nil {
 			return nil, invalid("spec", "%v", err)
 		}
 	}
-	kind, err := p.str("kind")
-	if err != nil {
-		return nil, err
-	}
-	queue, err := p.str("queue")
-	if err != nil {
-		return nil, err
-	}
-	payload, err := p.json("payload")
-	if err != nil {
-		return nil, err
-	}
-	enabled, err := p.bool("enabled")
-	if err != nil {
-		return nil, err
-	}
-	return func(v *ScheduleView) {
-		if spec != "" {
-			v.Spec = spec
+	return &scheduleChange{name: p.Name, create: create, apply: func(v *ScheduleView) {
+		if p.Spec != "" {
+			v.Spec = p.Spec
 		}
-		if kind != "" {
-			v.Kind = kind
+		if p.Kind != "" {
+			v.Kind = p.Kind
 		}
-		if queue != "" {
-			v.Queue = queue
+		if p.Queue != "" {
+			v.Queue = p.Queue
 		}
-		if payload != nil {
-			v.Payload = payload
+		if p.Payload != nil {
+			v.Payload = p.Payload
 		}
-		if enabled != nil {
-			v.Enabled = *enabled
+		if p.Enabled != nil {
+			v.Enabled = *p.Enabled
 		}
-	}, nil
+	}}, nil
 }
 
-func init() {
-	kindParam := Param{Name: "kind", Type: ParamString, Description: "What each run does.", Enum: ScheduleKinds}
-	fields := []Param{
-		{Name: "spec", Type: ParamString, Description: "Cron spec: 5 fields (minute hour day month weekday), optional seconds, or @daily, @every 1h...; UTC unless CRON_TZ= is given."},
-		kindParam,
-		{Name: "queue", Type: ParamString, Description: "The queue the runs go to (default maintenance)."},
-		{Name: "payload", Type: ParamJSON, Description: "The job payload of every run, a JSON object (batch sizes, retention)."},
-		{Name: "enabled", Type: ParamBool, Description: "Whether the schedule runs (default true)."},
+var scheduleCreate = action(Spec{
+	Name: "schedule.create", Title: "Create a maintenance schedule", Role: auth.RoleOperator, Risk: RiskLow,
+	Description: "Schedules an archive or prune job on a cron spec. The spec is validated and the next five " +
+		"run times are previewed. Each run is enqueued once by the scheduler leader.",
+}, func(p *createParams) (schedulePlan, error) { return p.change(true) })
+
+var scheduleUpdate = action(Spec{
+	Name: "schedule.update", Title: "Change a maintenance schedule", Role: auth.RoleOperator, Risk: RiskLow,
+	Description: "Changes a schedule's spec, kind, queue, payload or enabled flag (omitted fields stay); " +
+		"the next run is recomputed from now and the next five previewed.",
+}, func(p *scheduleParams) (schedulePlan, error) { return p.change(false) })
+
+func scheduleSwitch(enable bool) func(p *scheduleNameParams) (schedulePlan, error) {
+	return func(p *scheduleNameParams) (schedulePlan, error) {
+		return &scheduleChange{name: p.Name, apply: func(v *ScheduleView) { v.Enabled = enable }}, p.check()
 	}
-	create := []Param{scheduleNameParam}
-	for _, f := range fields {
-		if f.Name == "spec" || f.Name == "kind" {
-			f.Required = true
-		}
-		create = append(create, f)
-	}
-	register(definition{
-		spec: Spec{
-			Name: "schedule.create", Title: "Create a maintenance schedule", Role: RoleOperator, Risk: RiskLow,
-			Description: "Schedules an archive or prune job on a cron spec. The spec is validated and the next five " +
-				"run times are previewed. Each run is enqueued once by the scheduler leader.",
-			Params: create,
-		},
-		parse: func(p params) (plan, error) {
-			name, err := parseScheduleName(p)
-			if err != nil {
-				return nil, err
-			}
-			apply, err := parseScheduleFields(p)
-			return &scheduleChange{name: name, create: true, apply: apply}, err
-		},
-	})
-	register(definition{
-		spec: Spec{
-			Name: "schedule.update", Title: "Change a maintenance schedule", Role: RoleOperator, Risk: RiskLow,
-			Description: "Changes a schedule's spec, kind, queue, payload or enabled flag (omitted fields stay); " +
-				"the next run is recomputed from now and the next five previewed.",
-			Params: append([]Param{scheduleNameParam}, fields...),
-		},
-		parse: func(p params) (plan, error) {
-			name, err := parseScheduleName(p)
-			if err != nil {
-				return nil, err
-			}
-			apply, err := parseScheduleFields(p)
-			return &scheduleChange{name: name, apply: apply}, err
-		},
-	})
-	for _, enable := range []bool{true, false} {
-		name, title, desc := "schedule.enable", "Enable a schedule", "Switches a schedule on; the next five runs are previewed."
-		if !enable {
-			name, title, desc = "schedule.disable", "Disable a schedule", "Switches a schedule off; runs already enqueued still run."
-		}
-		register(definition{
-			spec: Spec{Name: name, Title: title, Role: RoleOperator, Risk: RiskLow, Description: desc,
-				Params: []Param{scheduleNameParam}},
-			parse: func(p params) (plan, error) {
-				n, err := parseScheduleName(p)
-				return &scheduleChange{name: n, apply: func(v *ScheduleView) { v.Enabled = enable }}, err
-			},
-		})
-	}
-	register(definition{
-		spec: Spec{
-			Name: "schedule.run_now", Title: "Run a schedule now", Role: RoleOperator, Risk: RiskLow,
-			Description: "Enqueues one run of the schedule's job now, outside its cron times; one manual run at a " +
-				"time. Maintenance runs pace themselves by WAL rate and replica lag.",
-			Params: []Param{scheduleNameParam},
-		},
-		parse: func(p params) (plan, error) {
-			n, err := parseScheduleName(p)
-			return &scheduleRunNow{name: n}, err
-		},
-	})
 }
+
+var scheduleEnable = action(Spec{
+	Name: "schedule.enable", Title: "Enable a schedule", Role: auth.RoleOperator, Risk: RiskLow,
+	Description: "Switches a schedule on; the next five runs are previewed.",
+}, scheduleSwitch(true))
+
+var scheduleDisable = action(Spec{
+	Name: "schedule.disable", Title: "Disable a schedule", Role: auth.RoleOperator, Risk: RiskLow,
+	Description: "Switches a schedule off; runs already enqueued still run.",
+}, scheduleSwitch(false))
+
+var scheduleRunNow = action(Spec{
+	Name: "schedule.run_now", Title: "Run a schedule now", Role: auth.RoleOperator, Risk: RiskLow,
+	Description: "Enqueues one run of the schedule's job now, outside its cron times; one manual run at a " +
+		"time. Maintenance runs pace themselves by WAL rate and replica lag.",
+}, func(p *scheduleNameParams) (plan[RunNowPreview, RunNowResult], error) {
+	return &scheduleRun{name: p.Name}, p.check()
+})

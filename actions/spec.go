@@ -2,14 +2,15 @@ package actions
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// Risk is an action's risk level in the words of the seed's table of
-// mitigations (step 11 of the production runbook).
+// Risk is an action's risk level, in the words of the production runbook's
+// table of mitigations.
 type Risk string
 
 // Risk levels used by the registry.
@@ -37,7 +38,7 @@ const (
 )
 
 // Param describes one parameter, enough for the UI to render an input and
-// for the API documentation.
+// for the API documentation. It comes from the action's params struct.
 type Param struct {
 	Name        string    `json:"name"`
 	Type        ParamType `json:"type"`
@@ -49,8 +50,8 @@ type Param struct {
 
 // Spec describes an action: its API name, the role it needs, its risk, the
 // words the UI shows and its parameters. Confirm names a parameter the
-// operator must type again to confirm (backend.terminate's pid), or is
-// empty.
+// operator must type again to confirm (backend.terminate's confirm_pid), or
+// is empty.
 type Spec struct {
 	Name        string  `json:"name"`
 	Title       string  `json:"title"`
@@ -61,17 +62,26 @@ type Spec struct {
 	Confirm     string  `json:"confirm,omitempty"`
 }
 
+// Preview is what an action would change: counts, sample rows, a backend's
+// fingerprint, the next cron runs. Every action returns one of the package's
+// *Preview types; the set is closed, so a caller can switch on the type.
+type Preview interface{ actionPreview() }
+
+// Result is what an action changed, one of the package's *Result types (or
+// IncidentView).
+type Result interface{ actionResult() }
+
 // plan is a validated request for one action, ready to preview and execute.
-type plan interface {
+type plan[V Preview, R Result] interface {
 	// target names what the action touches for the audit trail, such as
 	// "queue:emails" or "backend:4711".
 	target() string
 	// preview says what would change. It runs outside the execution
 	// transaction and must not change anything.
-	preview(ctx context.Context, rc *runContext) (any, error)
+	preview(ctx context.Context, rc *runContext) (V, error)
 	// execute re-checks the preview's guards and applies the change in tx,
 	// returning the result to show and audit. It must not commit.
-	execute(ctx context.Context, rc *runContext, tx pgx.Tx, preview any) (any, error)
+	execute(ctx context.Context, rc *runContext, tx pgx.Tx, preview V) (R, error)
 }
 
 // logFielder is implemented by plans that name a job or a queue: the
@@ -81,50 +91,72 @@ type logFielder interface {
 	logFields() []slog.Attr
 }
 
-// definition is one registered action.
+// runPlan is a plan as the Runner holds it, its preview and result types
+// hidden behind Preview and Result.
+type runPlan interface {
+	target() string
+	preview(ctx context.Context, rc *runContext) (Preview, error)
+	execute(ctx context.Context, rc *runContext, tx pgx.Tx, preview Preview) (Result, error)
+	logFields() []slog.Attr
+}
+
+type typedPlan[V Preview, R Result] struct{ p plan[V, R] }
+
+func (t typedPlan[V, R]) target() string { return t.p.target() }
+
+func (t typedPlan[V, R]) preview(ctx context.Context, rc *runContext) (Preview, error) {
+	v, err := t.p.preview(ctx, rc)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// execute gets back the preview this plan returned.
+func (t typedPlan[V, R]) execute(ctx context.Context, rc *runContext, tx pgx.Tx, preview Preview) (Result, error) {
+	r, err := t.p.execute(ctx, rc, tx, preview.(V))
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (t typedPlan[V, R]) logFields() []slog.Attr {
+	if lf, ok := t.p.(logFielder); ok {
+		return lf.logFields()
+	}
+	return nil
+}
+
+// definition is one action of the registry.
 type definition struct {
 	spec  Spec
-	parse func(p params) (plan, error)
+	parse func(raw json.RawMessage) (runPlan, error)
 }
 
-var definitions = map[string]definition{}
-
-// order is the registry's display order; names not registered (an action
-// compiled out) are skipped.
-var order = []string{
-	"deadletters.requeue",
-	"job.cancel", "job.retry_now", "lease.expire",
-	"queue.pause", "queue.resume", "queue.throttle",
-	"relay.pause", "relay.resume", "relay.throttle",
-	"outbox.requeue",
-	"backend.cancel", "backend.terminate",
-	"schedule.create", "schedule.update", "schedule.enable", "schedule.disable", "schedule.run_now",
-	"incident.open", "incident.close", "incident.capture",
+// paramsOf is the pointer to a params struct P.
+type paramsOf[P any] interface {
+	*P
+	paramSet
 }
 
-func register(d definition) {
-	if _, dup := definitions[d.spec.Name]; dup {
-		panic("actions: " + d.spec.Name + " registered twice")
+// action defines one action. spec says what it is, without Params: they
+// come from the params struct P. build checks what the types alone do not
+// (ranges, combinations; ErrInvalid naming the parameter) and returns the
+// plan.
+func action[P any, PP paramsOf[P], V Preview, R Result](spec Spec, build func(p *P) (plan[V, R], error)) definition {
+	for _, f := range PP(new(P)).fields() {
+		spec.Params = append(spec.Params, f.Param)
 	}
-	definitions[d.spec.Name] = d
-}
-
-// Registry returns the spec of every action in display order. The slice is
-// a copy the caller may keep.
-func Registry() []Spec {
-	var out []Spec
-	for _, name := range order {
-		if d, ok := definitions[name]; ok {
-			s := d.spec
-			s.Params = slices.Clone(s.Params)
-			out = append(out, s)
+	return definition{spec: spec, parse: func(raw json.RawMessage) (runPlan, error) {
+		p := new(P)
+		if err := decodeParams(raw, spec.Name, PP(p).fields()); err != nil {
+			return nil, err
 		}
-	}
-	return out
-}
-
-// Lookup returns the spec of one action.
-func Lookup(name string) (Spec, bool) {
-	d, ok := definitions[name]
-	return d.spec, ok
+		pl, err := build(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", spec.Name, err)
+		}
+		return typedPlan[V, R]{pl}, nil
+	}}
 }

@@ -58,8 +58,9 @@ type ActionField struct {
 	Options  []string `json:"options,omitempty"`
 }
 
-// Value is a generic rendering of a preview or result: a scalar, a list of
-// key-value pairs, or a table.
+// Value is how an action page draws a preview or a result: a text, a list of
+// key-value pairs, a table or a list, nested. The web layer builds one for
+// each typed preview and result, in the order an operator reads it.
 type Value struct {
 	Text    string     `json:"text,omitempty"`
 	Pairs   []Pair     `json:"pairs,omitempty"`

@@ -15,7 +15,7 @@ import (
 // viewer sees no buttons it cannot use.
 func actionLink(name, role string, params map[string]string) (views.ActionLink, bool) {
 	spec, ok := actions.Lookup(name)
-	if !ok || auth.RoleRank(role) < auth.RoleRank(spec.Role) {
+	if !ok || !auth.RoleAtLeast(role, spec.Role) {
 		return views.ActionLink{}, false
 	}
 	q := url.Values{}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -29,7 +29,7 @@ func (s *Server) actionIndex(c echo.Context) error {
 		m.Actions = append(m.Actions, views.ActionSummary{
 			Name: spec.Name, Title: spec.Title, Description: spec.Description, Role: spec.Role,
 			Risk: riskWord(spec.Risk), Href: "/actions/" + spec.Name,
-			Allowed: auth.RoleRank(p.Role) >= auth.RoleRank(spec.Role),
+			Allowed: auth.RoleAtLeast(p.Role, spec.Role),
 		})
 	}
 	return s.render(c, page{Title: "Actions", Nav: "actions", Model: m, Body: views.ActionListBody(m)})
@@ -55,116 +55,86 @@ func (s *Server) actionForm(c echo.Context) error {
 
 // actionPreview runs the action as a dry run and shows what would change,
 // with the confirmation form.
-func (s *Server) actionPreview(c echo.Context) error {
-	spec, err := lookupAction(c.Param("name"))
-	if err != nil {
-		return err
-	}
-	values, reason := formParams(c, spec)
-	m := s.actionPage(c, spec, values, reason)
-	ctx, cancel := context.WithTimeout(c.Request().Context(), actionTimeout)
-	defer cancel()
-	p, _ := principalFrom(c)
-	out, err := s.cfg.Actions.Run(ctx, actions.Actor{Name: p.Name, Role: p.Role}, spec.Name,
-		actions.Request{Params: stringParams(values), DryRun: true, RequestID: requestIDOf(c)})
-	if err != nil {
-		return s.actionFailed(c, m, "edit", err)
-	}
-	m.Stage = "preview"
-	m.Preview = toValue(displayValue(out.Preview, time.Now()))
-	// Parameters the preview returned (a backend's fingerprint) go into
-	// the confirmation, so execution refuses if the target changed since
-	// the operator looked at it.
-	for name, v := range previewParams(spec, out.Preview, values) {
-		values[name] = v
-	}
-	m.Fields = actionFields(spec, values)
-	for i, f := range m.Fields {
-		if _, fromPreview := previewParams(spec, out.Preview, nil)[f.Name]; fromPreview {
-			m.Fields[i].Kind = "hidden"
-		}
-	}
-	return s.renderAction(c, m)
-}
-
-// previewParams finds, for each parameter not given in values, a value of
-// the same name in the preview: at its top level or one object down (the
-// target's fingerprint), never inside lists.
-func previewParams(spec actions.Spec, preview any, values map[string]string) map[string]string {
-	b, err := json.Marshal(preview)
-	if err != nil {
-		return nil
-	}
-	var top map[string]any
-	if json.Unmarshal(b, &top) != nil {
-		return nil
-	}
-	scalar := func(v any) (string, bool) {
-		switch x := v.(type) {
-		case string:
-			return x, x != ""
-		case float64:
-			return strconv.FormatFloat(x, 'f', -1, 64), true
-		}
-		return "", false
-	}
-	out := map[string]string{}
-	for _, prm := range spec.Params {
-		if prm.Name == spec.Confirm || values[prm.Name] != "" {
-			continue
-		}
-		if v, ok := scalar(top[prm.Name]); ok {
-			out[prm.Name] = v
-			continue
-		}
-		for _, nested := range top {
-			if obj, ok := nested.(map[string]any); ok {
-				if v, ok := scalar(obj[prm.Name]); ok {
-					out[prm.Name] = v
-					break
-				}
-			}
-		}
-	}
-	return out
-}
+func (s *Server) actionPreview(c echo.Context) error { return s.actionPost(c, true) }
 
 // actionExecute runs the action for real, after the typed confirmation when
 // the action asks for one.
-func (s *Server) actionExecute(c echo.Context) error {
+func (s *Server) actionExecute(c echo.Context) error { return s.actionPost(c, false) }
+
+// actionPost runs the action the form posted, as a dry run (the preview) or
+// for real, and shows the next stage; a refusal goes back to the stage it
+// came from.
+func (s *Server) actionPost(c echo.Context, dryRun bool) error {
 	spec, err := lookupAction(c.Param("name"))
 	if err != nil {
 		return err
 	}
 	values, reason := formParams(c, spec)
 	m := s.actionPage(c, spec, values, reason)
-	req := actions.Request{Params: stringParams(values), Reason: reason, RequestID: requestIDOf(c)}
-	if id, err := strconv.ParseInt(c.FormValue("incident_id"), 10, 64); err == nil && id > 0 {
-		req.IncidentID = &id
+	req := actions.Request{Params: stringParams(values), DryRun: true, RequestID: requestIDOf(c)}
+	if !dryRun {
+		req.DryRun, req.Reason = false, reason
+		if id, err := strconv.ParseInt(c.FormValue("incident_id"), 10, 64); err == nil && id > 0 {
+			req.IncidentID = &id
+		}
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), actionTimeout)
 	defer cancel()
 	p, _ := principalFrom(c)
 	out, err := s.cfg.Actions.Run(ctx, actions.Actor{Name: p.Name, Role: p.Role}, spec.Name, req)
-	if err != nil {
+	switch {
+	case err != nil && dryRun:
+		return s.actionFailed(c, m, "edit", err)
+	case err != nil:
 		return s.actionFailed(c, m, "preview", err)
+	case dryRun:
+		return s.renderAction(c, previewStage(m, spec, values, out.Preview, time.Now()))
 	}
 	s.actionDone(spec.Name)
+	return s.renderAction(c, doneStage(m, values, p.Role, out, time.Now()))
+}
+
+// previewStage is the action page showing the preview and the
+// confirmation. Parameters the preview fixes (a backend's fingerprint) go
+// into the confirmation as hidden inputs, so execution refuses if the target
+// changed since the operator looked at it.
+func previewStage(m views.ActionPage, spec actions.Spec, values map[string]string, preview actions.Preview, now time.Time) views.ActionPage {
+	m.Stage = "preview"
+	m.Preview = previewView(preview, now)
+	fixed := previewParams(preview)
+	filled := maps.Clone(values)
+	for name, v := range fixed {
+		if filled[name] == "" {
+			filled[name] = v
+		}
+	}
+	m.Fields = actionFields(spec, filled)
+	for i, f := range m.Fields {
+		if _, ok := fixed[f.Name]; ok {
+			m.Fields[i].Kind = "hidden"
+		}
+	}
+	return m
+}
+
+// doneStage is the action page after the action ran: its result, its audit
+// event, the live panels that show its effect and, when a backend signal did
+// not clear the chain, the next step (on the new root when the chain moved,
+// else on the same backend).
+func doneStage(m views.ActionPage, values map[string]string, role string, out actions.Outcome, now time.Time) views.ActionPage {
 	m.Stage = "done"
-	m.Preview = toValue(displayValue(out.Preview, time.Now()))
-	m.Result = toValue(displayValue(out.Result, time.Now()))
+	m.Preview = previewView(out.Preview, now)
+	m.Result = resultView(out.Result, now)
 	m.AuditID = out.AuditID
-	m.Watch = watchPanels(spec.Name)
+	m.Watch = watchPanels(out.Action)
 	if r, ok := out.Result.(actions.BackendResult); ok && r.NextStep != "" {
-		// A signal that did not clear the chain offers the next step: on
-		// the new root when the chain moved, else on the same backend.
 		pid := values["pid"]
 		if len(r.NewRoots) > 0 {
 			pid = strconv.Itoa(int(r.NewRoots[0]))
 		}
-		m.Next = actionLinks([]string{r.NextStep}, p.Role, map[string]string{"pid": pid})
+		m.Next = actionLinks([]string{r.NextStep}, role, map[string]string{"pid": pid})
 	}
-	return s.renderAction(c, m)
+	return m
 }
 
 // actionAPI serves POST /api/v1/actions/:name for automation:
@@ -237,7 +207,7 @@ func (s *Server) actionPage(c echo.Context, spec actions.Spec, values map[string
 	p, _ := principalFrom(c)
 	m := views.ActionPage{
 		Name: spec.Name, Title: spec.Title, Description: spec.Description, Risk: riskWord(spec.Risk), Role: spec.Role,
-		Reason: reason, CSRF: csrfToken(c), Allowed: auth.RoleRank(p.Role) >= auth.RoleRank(spec.Role),
+		Reason: reason, CSRF: csrfToken(c), Allowed: auth.RoleAtLeast(p.Role, spec.Role),
 		Fields: actionFields(spec, values),
 	}
 	if spec.Confirm != "" {
@@ -320,121 +290,6 @@ func actionFields(spec actions.Spec, values map[string]string) []views.ActionFie
 		out = append(out, f)
 	}
 	return out
-}
-
-// toValue turns a preview or result (any JSON-able value) into the generic
-// view: objects become key-value lists, lists of objects become tables.
-func toValue(v any) *views.Value {
-	if v == nil {
-		return nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return &views.Value{Text: fmt.Sprint(v)}
-	}
-	var generic any
-	if err := json.Unmarshal(b, &generic); err != nil {
-		return &views.Value{Text: string(b)}
-	}
-	return valueOf(generic, 0)
-}
-
-func valueOf(v any, depth int) *views.Value {
-	switch x := v.(type) {
-	case nil:
-		return &views.Value{Text: "—"}
-	case map[string]any:
-		if depth > 4 {
-			b, _ := json.Marshal(x)
-			return &views.Value{Text: string(b)}
-		}
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		out := &views.Value{}
-		for _, k := range keys {
-			out.Pairs = append(out.Pairs, views.Pair{Key: strings.ReplaceAll(stripOrder(k), "_", " "), Value: valueOf(x[k], depth+1)})
-		}
-		if len(out.Pairs) == 0 {
-			return &views.Value{Text: "—"}
-		}
-		return out
-	case []any:
-		if len(x) == 0 {
-			return &views.Value{Text: "none"}
-		}
-		if cols := tableColumns(x); cols != nil {
-			out := &views.Value{Columns: cols}
-			for _, it := range x {
-				m := it.(map[string]any)
-				row := make([]*views.Value, len(cols))
-				for i, c := range cols {
-					row[i] = valueOf(m[c], depth+1)
-				}
-				out.Rows = append(out.Rows, row)
-			}
-			for i, c := range out.Columns {
-				out.Columns[i] = strings.ReplaceAll(stripOrder(c), "_", " ")
-			}
-			return out
-		}
-		out := &views.Value{}
-		for _, it := range x {
-			out.List = append(out.List, valueOf(it, depth+1))
-		}
-		return out
-	case float64:
-		if x == float64(int64(x)) {
-			return &views.Value{Text: strconv.FormatInt(int64(x), 10)}
-		}
-		return &views.Value{Text: strconv.FormatFloat(x, 'f', -1, 64)}
-	case bool:
-		if x {
-			return &views.Value{Text: "yes"}
-		}
-		return &views.Value{Text: "no"}
-	case string:
-		if x == "" {
-			return &views.Value{Text: "—"}
-		}
-		return &views.Value{Text: x}
-	}
-	return &views.Value{Text: fmt.Sprint(v)}
-}
-
-// tableColumns returns the union of keys when every element is an object
-// with scalar values, so the list reads best as a table.
-func tableColumns(list []any) []string {
-	seen := map[string]bool{}
-	var cols []string
-	for _, it := range list {
-		m, ok := it.(map[string]any)
-		if !ok {
-			return nil
-		}
-		for k, v := range m {
-			switch v.(type) {
-			case map[string]any:
-				return nil
-			}
-			if !seen[k] {
-				seen[k] = true
-				cols = append(cols, k)
-			}
-		}
-	}
-	sort.Strings(cols)
-	return cols
-}
-
-// stripOrder drops the "3_" prefix display maps use to order their keys.
-func stripOrder(k string) string {
-	if len(k) > 2 && k[0] >= '0' && k[0] <= '9' && k[1] == '_' {
-		return k[2:]
-	}
-	return k
 }
 
 // watchPanels are the live panels that show an action's effect after it

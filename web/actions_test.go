@@ -65,6 +65,8 @@ func TestActionsAPI(t *testing.T) {
 		{"ViewerForbidden", viewerToken, "/api/v1/actions/queue.resume", `{"params": {"queue": "emails"}, "reason": "x"}`, http.StatusForbidden, "forbidden"},
 		{"ReasonMissing", opToken, "/api/v1/actions/queue.resume", `{"params": {"queue": "emails"}}`, http.StatusUnprocessableEntity, "say why"},
 		{"BadParam", opToken, "/api/v1/actions/queue.throttle", `{"params": {"queue": "emails", "max_workers": "lots"}, "reason": "x"}`, http.StatusUnprocessableEntity, "max_workers"},
+		{"WrongType", opToken, "/api/v1/actions/incident.open", `{"params": {"title": "x", "impact": 5}, "reason": "x"}`,
+			http.StatusUnprocessableEntity, "impact: must be a string, not a number"},
 		{"UnknownAction", opToken, "/api/v1/actions/database.drop", `{"reason": "x"}`, http.StatusNotFound, "no action"},
 		{"NotJSON", opToken, "/api/v1/actions/queue.resume", `pause it`, http.StatusBadRequest, "must be JSON"},
 		{"GuardRefuses", opToken, "/api/v1/actions/backend.cancel",

@@ -264,7 +264,7 @@ func requireRole(role string) echo.MiddlewareFunc {
 			if !ok {
 				return auth.ErrNoSession
 			}
-			if auth.RoleRank(p.Role) < auth.RoleRank(role) {
+			if !auth.RoleAtLeast(p.Role, role) {
 				return fmt.Errorf("%w: this needs the %s role and %s has %s", errForbidden, role, p.Name, p.Role)
 			}
 			return next(c)

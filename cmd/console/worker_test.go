@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/queues"
 )
@@ -105,7 +106,7 @@ func TestThrottleAcrossWorkerProcesses(t *testing.T) {
 
 	runner, err := actions.NewRunner(pool, actions.RunnerConfig{})
 	require.NoError(t, err)
-	_, err = runner.Run(ctx, actions.Actor{Name: "olga", Role: actions.RoleOperator}, "queue.throttle",
+	_, err = runner.Run(ctx, actions.Actor{Name: "olga", Role: auth.RoleOperator}, "queue.throttle",
 		actions.Request{Params: map[string]any{"queue": "throttled", "max_workers": 2}, Reason: "downstream at capacity"})
 	require.NoError(t, err)
 

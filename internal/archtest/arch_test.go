@@ -40,7 +40,7 @@ var (
 		"views":             {external: []string{"github.com/a-h/templ"}},
 		"static":            {},
 		"actions": {
-			internal: append([]string{"queues", "diagnostics", "audit"}, shared...),
+			internal: append([]string{"queues", "diagnostics", "audit", "internal/auth"}, shared...),
 			external: engineDeps,
 		},
 		"web": {

@@ -31,29 +31,6 @@ func sqlText(name string) string { return queries.Text(name) }
 // DBTX is what the store needs of a pool, connection or transaction.
 type DBTX = sqlset.DBTX
 
-// Roles, weakest first. A role may do everything the ones before it may.
-const (
-	RoleViewer   = "viewer"
-	RoleOperator = "operator"
-	RoleAdmin    = "admin"
-)
-
-// RoleRank orders roles; unknown roles rank below viewer.
-func RoleRank(role string) int {
-	switch role {
-	case RoleViewer:
-		return 1
-	case RoleOperator:
-		return 2
-	case RoleAdmin:
-		return 3
-	}
-	return 0
-}
-
-// ValidRole reports whether role is one of the three roles.
-func ValidRole(role string) bool { return RoleRank(role) > 0 }
-
 var (
 	// ErrBadCredentials is returned for an unknown name, a wrong password or a
 	// disabled account alike, so a login form does not reveal which.

@@ -77,3 +77,23 @@ func TestLoginLimiter(t *testing.T) {
 	ok, _ = l.Allow("k", now)
 	require.True(t, ok)
 }
+
+func TestRoleAtLeast(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		role, min string
+		want      bool
+	}{
+		{RoleAdmin, RoleOperator, true},
+		{RoleOperator, RoleOperator, true},
+		{RoleOperator, RoleViewer, true},
+		{RoleViewer, RoleOperator, false},
+		{RoleOperator, RoleAdmin, false},
+		{"root", RoleViewer, false},
+		{"", "", false},
+	} {
+		require.Equal(t, c.want, RoleAtLeast(c.role, c.min), "%q at least %q", c.role, c.min)
+	}
+	require.True(t, ValidRole(RoleAdmin))
+	require.False(t, ValidRole("root"))
+}
