@@ -13,11 +13,9 @@ import (
 	"github.com/pgconsole/console/queues"
 )
 
-// ErrorClassCount is one error class among the dead jobs a filter matches.
-type ErrorClassCount struct {
-	ErrorClass string `json:"error_class" db:"error_class"`
-	Count      int64  `json:"count" db:"count"`
-}
+// ErrorClassCount is one error class among the dead jobs a filter matches;
+// the engine owns the statement that counts them.
+type ErrorClassCount = queues.DeadLetterClassCount
 
 // RequeuePreview is the preview of deadletters.requeue: how many dead jobs
 // match, their error classes, a sample, and whether the count is over the
@@ -97,13 +95,9 @@ func (a *deadLetterRequeue) preview(ctx context.Context, rc *runContext) (Requeu
 	if n == 0 {
 		return RequeuePreview{}, fmt.Errorf("no dead jobs match %s: %w", a.target(), ErrNotFound)
 	}
-	rows, err := db.Query(ctx, sqlText("dead_letter_classes"), idsArg(a.f.IDs), a.f.Queue, a.f.ErrorClass, a.f.Since, a.f.Until)
+	classes, err := queues.DeadLetterClassList(ctx, db, a.f, 50)
 	if err != nil {
-		return RequeuePreview{}, fmt.Errorf("group dead letters: %w", err)
-	}
-	classes, err := pgx.CollectRows(rows, pgx.RowToStructByName[ErrorClassCount])
-	if err != nil {
-		return RequeuePreview{}, fmt.Errorf("group dead letters: %w", err)
+		return RequeuePreview{}, err
 	}
 	sample, err := queues.DeadLetterSample(ctx, db, a.f, 10)
 	if err != nil {

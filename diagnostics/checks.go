@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pgconsole/console/internal/sqlset"
+	"github.com/pgconsole/console/queues"
 )
 
 // Names of the checks of the catalog: a check is one query (its SQL file is
@@ -63,6 +64,10 @@ type Check struct {
 	// variants are the query's files by server version, oldest first; nil
 	// means one file named after the check.
 	variants []variant
+	// statement returns the query's text when another package owns it (the
+	// engine owns every statement on its tables); nil for the check's own
+	// file.
+	statement func() string
 	// panel runs the query as a panel on the diagnostics pool.
 	panel func(d *Diagnostics, ctx context.Context) PanelResult
 	// round reads the query in a findings round; nil when rounds skip it.
@@ -355,6 +360,7 @@ func init() {
 		},
 		{
 			Name: CheckDeadLetters, Title: "Dead letters by error class", Step: StepQueues,
+			statement: queues.DeadLetterClassStatsSQL,
 			EmptyTitle: "No dead letters.",
 			EmptyWhy:   " Jobs that used up their attempts or failed permanently would be grouped here by error class.",
 			tables:     []string{"jobs"},

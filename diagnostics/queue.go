@@ -3,6 +3,8 @@ package diagnostics
 import (
 	"context"
 	"time"
+
+	"github.com/pgconsole/console/queues"
 )
 
 // QueueStat is one queue's health: backlog, leases, dead letters and the
@@ -45,13 +47,18 @@ type QueueParams struct {
 }
 
 func (p QueueParams) args() []any {
+	p = p.withDefaults()
+	return []any{p.DeadWindow.Seconds(), p.CountCap}
+}
+
+func (p QueueParams) withDefaults() QueueParams {
 	if p.DeadWindow <= 0 {
 		p.DeadWindow = defaultDeadWindow
 	}
 	if p.CountCap <= 0 {
 		p.CountCap = DefaultCountCap
 	}
-	return []any{p.DeadWindow.Seconds(), p.CountCap}
+	return p
 }
 
 // QueueHealth reads every queue's counts through loose scans of the partial
@@ -67,21 +74,17 @@ func (d *Diagnostics) QueueHealth(ctx context.Context) Result[QueueStat] {
 }
 
 // DeadLetterGroup is the dead jobs of one queue and error class.
-type DeadLetterGroup struct {
-	Queue          string     `db:"queue" json:"queue"`
-	ErrorClass     string     `db:"error_class" json:"error_class"`
-	Dead           int64      `db:"dead" json:"dead"`
-	DeadRecent     int64      `db:"dead_recent" json:"dead_recent"`
-	LastFinishedAt *time.Time `db:"last_finished_at" json:"last_finished_at"`
-}
+type DeadLetterGroup = queues.DeadLetterClassStat
 
 // DeadLetters groups dead jobs by queue and error class, the most recent
-// burst first (dead_letters.sql).
+// burst first, with the engine's bounded statement
+// (queues.DeadLetterClassStats): at most 200 groups, counts capped.
 func DeadLetters(ctx context.Context, db DBTX, p QueueParams) ([]DeadLetterGroup, error) {
-	return collect[DeadLetterGroup](ctx, db, CheckDeadLetters, 0, p.args()...)
+	p = p.withDefaults()
+	return queues.DeadLetterClassStats(ctx, db, queues.DeadLetterStatsParams{Window: p.DeadWindow, CountCap: p.CountCap})
 }
 
-// DeadLetters runs dead_letters.sql as a panel.
+// DeadLetters runs the dead-letter grouping as a panel.
 func (d *Diagnostics) DeadLetters(ctx context.Context) Result[DeadLetterGroup] {
 	return panel(ctx, d, CheckDeadLetters, inDeadWindow(d, DeadLetters))
 }

@@ -64,6 +64,9 @@ func QueryNames() []string {
 // given server_version_num (0: the newest variant), or false when there is no
 // such query or the server is too old for it.
 func SQLFor(name string, version int) (string, bool) {
+	if c, ok := CheckNamed(name); ok && c.statement != nil {
+		return c.statement(), true
+	}
 	if !queries.Has(name) {
 		return "", false
 	}

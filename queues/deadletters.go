@@ -107,3 +107,7 @@ func DeadLetterClassList(ctx context.Context, db DBTX, f DeadLetterFilter, limit
 	return collectRows[DeadLetterClassCount](ctx, db, "dead_letter_class_list", "list dead-letter classes",
 		append(f.args(), limit)...)
 }
+
+// DeadLetterClassStatsSQL returns the statement DeadLetterClassStats runs,
+// for pages that show operators the exact SQL behind what they see.
+func DeadLetterClassStatsSQL() string { return sqlText("dead_letter_class_stats") }

@@ -34,7 +34,7 @@ var (
 		"queues":            {internal: shared, external: append(engineDeps, "golang.org/x/time")},
 		"queues/natspub":    {internal: []string{"queues"}, external: []string{"github.com/nats-io/nats.go"}},
 		"queues/webhookpub": {internal: []string{"queues"}},
-		"diagnostics":       {internal: shared, external: engineDeps},
+		"diagnostics":       {internal: append([]string{"queues"}, shared...), external: engineDeps},
 		"audit":             {internal: shared, external: engineDeps},
 		"migrations":        {external: append(engineDeps, "github.com/jackc/tern/v2")},
 		"views":             {external: []string{"github.com/a-h/templ"}},
