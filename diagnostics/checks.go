@@ -360,7 +360,7 @@ func init() {
 		},
 		{
 			Name: CheckDeadLetters, Title: "Dead letters by error class", Step: StepQueues,
-			statement: queues.DeadLetterClassStatsSQL,
+			statement:  queues.DeadLetterClassStatsSQL,
 			EmptyTitle: "No dead letters.",
 			EmptyWhy:   " Jobs that used up their attempts or failed permanently would be grouped here by error class.",
 			tables:     []string{"jobs"},
