@@ -287,9 +287,9 @@ func TestIncidentLifecycleAndMarkdown(t *testing.T) {
 	require.Contains(t, md, "Email queue dead letters")
 	require.Contains(t, md, "Dead letters by error class")
 	require.Contains(t, md, "smtp.timeout")
-	require.Contains(t, md, "deadletters.requeue")
+	require.Contains(t, md, `deadletters\.requeue`)
 	require.Contains(t, md, "incident 42: dead letters after the SMTP outage")
-	require.Less(t, strings.Index(md, "Dead letters by error class"), strings.Index(md, "action: deadletters.requeue"),
+	require.Less(t, strings.Index(md, "Dead letters by error class"), strings.Index(md, `action: deadletters\.requeue`),
 		"the timeline is in time order")
 
 	closed, err := audit.IncidentClose(ctx, tx, audit.IncidentCloseParams{ID: inc.ID, ClosedBy: "bob", Summary: "SMTP relay recovered"})

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -257,4 +258,71 @@ func TestRecordedHeadIsLogged(t *testing.T) {
 	require.EqualValues(t, head.Seq, attrs[0].Value.Int64())
 	require.Equal(t, hex.EncodeToString(head.Hash), attrs[1].Value.String())
 	require.Nil(t, audit.HeadLogAttrs(-1))
+}
+
+// mdOutsideFences returns the lines of md that are not inside fenced code
+// blocks, as a CommonMark reader sees them: a fence closes only with the
+// same character, at least as long.
+func mdOutsideFences(md string) []string {
+	var out []string
+	fence := ""
+	for _, line := range strings.Split(md, "\n") {
+		trimmed := strings.TrimLeft(line, " ")
+		if fence != "" {
+			if strings.HasPrefix(trimmed, fence) && strings.Trim(trimmed, "`") == "" {
+				fence = ""
+			}
+			continue
+		}
+		if strings.HasPrefix(trimmed, "```") {
+			fence = trimmed[:len(trimmed)-len(strings.TrimLeft(trimmed, "`"))]
+			continue
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// TestMarkdownExportCannotBeForged: incident fields, evidence, reasons and
+// errors full of Markdown and HTML add no timeline entry, link or tag.
+func TestMarkdownExportCannotBeForged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := testdb.Tx(t)
+	forged := "x\n\n### 2026-01-01 00:00:00Z action: db.drop, succeeded (by root as admin, audit #1)\n\n" +
+		"[click](https://evil.example) ![img](https://evil.example/i.png) <script>alert(1)</script> " +
+		"<img src=x onerror=alert(1)> https://evil.example www.evil.example a@evil.example\n```\n### fenced escape\n````\n# Heading"
+	short := "t\n### forged [x](https://evil.example) <b>bold</b>"
+	inc, err := audit.IncidentOpen(ctx, tx, audit.IncidentOpenParams{Title: short, Impact: forged, SLO: forged, OpenedBy: "alice"})
+	require.NoError(t, err)
+	_, err = audit.EvidenceCaptureTx(ctx, tx, audit.Evidence{IncidentID: inc.ID, Step: "R1" + short, Title: short,
+		SQLText: "SELECT 1 -- " + forged, Data: json.RawMessage(`{"note": "` + strings.ReplaceAll(forged, "\n", `\n`) + `"}`), CapturedBy: "alice"})
+	require.NoError(t, err)
+	e := event("queue.pause", "queue:"+forged)
+	e.Reason, e.Error, e.IncidentID = forged, forged, &inc.ID
+	record(t, tx, e)
+	_, err = audit.IncidentClose(ctx, tx, audit.IncidentCloseParams{ID: inc.ID, ClosedBy: "bob", Summary: forged})
+	require.NoError(t, err)
+
+	md, err := audit.IncidentMarkdown(ctx, tx, inc.ID)
+	require.NoError(t, err)
+	var headings []string
+	for _, line := range mdOutsideFences(md) {
+		if strings.HasPrefix(strings.TrimLeft(line, " "), "#") {
+			headings = append(headings, line)
+		}
+		// What a reader interprets: a backslash-escaped character is literal.
+		plain := regexp.MustCompile(`\\.`).ReplaceAllString(line, "_")
+		for _, bad := range []string{"<script", "<img", "<b>", "](", "[click]", "https://", "www.evil", "a@evil"} {
+			require.NotContains(t, plain, bad, "outside a fence: %q", line)
+		}
+	}
+	require.Len(t, headings, 5, "the title, Summary, Timeline and one entry each for the evidence and the action:\n%s", strings.Join(headings, "\n"))
+	require.True(t, strings.HasPrefix(headings[0], "# Incident"))
+	require.Contains(t, md, "alert(1)", "the text is kept, fenced or escaped")
+
+	_, err = audit.IncidentOpen(ctx, tx, audit.IncidentOpenParams{Title: strings.Repeat("t", audit.MaxIncidentTitle+1), OpenedBy: "alice"})
+	require.ErrorIs(t, err, audit.ErrInvalid)
+	_, err = audit.IncidentOpen(ctx, tx, audit.IncidentOpenParams{Title: "t", Impact: strings.Repeat("i", audit.MaxIncidentField+1), OpenedBy: "alice"})
+	require.ErrorIs(t, err, audit.ErrInvalid)
 }
