@@ -66,6 +66,11 @@ func TestHelpAndUsage(t *testing.T) {
 	require.ErrorContains(t, err, "use open, token or off")
 	_, err = runCmd(t, envMap(), "migrate")
 	require.ErrorAs(t, err, new(usageError))
+	_, err = runCmd(t, envMap(), "serve", "--tls-cert", "cert.pem")
+	require.ErrorContains(t, err, "--tls-cert and --tls-key go together")
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	_, err = runCmd(t, envMap("DATABASE_URL", "postgres://u@127.0.0.1:1/db"), "serve", "--tls-cert", missing, "--tls-key", missing)
+	require.ErrorContains(t, err, "give a PEM certificate and its private key")
 }
 
 func TestRedact(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +57,11 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	cfg.print(stdout)
 	if err := loadAuditKey(getenv); err != nil {
 		return err
+	}
+	if cfg.TLSCert != "" {
+		if _, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
+			return fmt.Errorf("cannot use --tls-cert %s and --tls-key %s: %w; give a PEM certificate and its private key", cfg.TLSCert, cfg.TLSKey, err)
+		}
 	}
 
 	// The listener comes first: a busy port should fail before PostgreSQL
