@@ -35,7 +35,10 @@ func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
+		// same-origin, not no-referrer: under no-referrer browsers send
+		// "Origin: null" on the console's own form posts, which the origin
+		// check could not tell from a sandboxed attacker's.
+		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
 		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
@@ -184,7 +187,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		s.metrics.requests.WithLabelValues(route, c.Request().Method, fmt.Sprint(status)).Inc()
 		s.metrics.duration.WithLabelValues(route).Observe(took.Seconds())
 		attrs := []any{"request_id", requestIDOf(c),
-			"method", c.Request().Method, "path", c.Request().URL.Path, "route", route,
+			"method", c.Request().Method, "path", clip(c.Request().URL.Path, 512), "route", route,
 			"status", status, "ms", took.Milliseconds(), "actor", actorName(c)}
 		switch {
 		case refusedStatus(status):
@@ -314,7 +317,9 @@ func (s *Server) sameOrigin(r *http.Request) error {
 		return fmt.Errorf("request refused: it came from another site (Sec-Fetch-Site: %s); use the console's own pages", clip(site, 32))
 	}
 	origin := r.Header.Get("Origin")
-	if origin == "" {
+	if origin == "" || (origin == "null" && r.Header.Get("Sec-Fetch-Site") == "same-origin") {
+		// No Origin (older clients, scripts), or the opaque one a page
+		// served with an older no-referrer policy sends on its own posts.
 		return nil
 	}
 	u, err := url.Parse(origin)

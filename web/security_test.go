@@ -244,6 +244,8 @@ func TestCSRFBoundToSession(t *testing.T) {
 	require.Contains(t, body, "not this console")
 	resp, _ = a.post("/logout", url.Values{"_csrf": {a.csrf}}, "Sec-Fetch-Site", "cross-site")
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	resp, _ = a.post("/logout", url.Values{"_csrf": {a.csrf}}, "Origin", "null")
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "an opaque origin from a sandboxed page is refused")
 
 	resp, _ = a.post("/logout", url.Values{"_csrf": {a.csrf}}, "Origin", a.base, "Sec-Fetch-Site", "same-origin")
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
