@@ -187,6 +187,7 @@ func (r *Runner) logRun(ctx context.Context, rc *runContext, name string, out Ou
 		slog.String("action", name), slog.String("actor", rc.actor.Name), slog.String("role", rc.actor.Role),
 		slog.String("outcome", outcome), slog.Int64("audit_id", auditID),
 	}
+	attrs = append(attrs, audit.HeadLogAttrs(auditID)...)
 	if rc.req.RequestID != "" {
 		attrs = append(attrs, slog.String("request_id", rc.req.RequestID))
 	}

@@ -110,6 +110,37 @@ func tamper(t *testing.T, pool *pgxpool.Pool, stmt string, args ...any) {
 	require.NoError(t, err)
 }
 
+// rehashRow recomputes one row's hash from its stored contents with the
+// console's own algorithm (unkeyed), behind the triggers' back.
+func rehashRow(t *testing.T, pool *pgxpool.Pool, id int64) {
+	t.Helper()
+	h, err := audit.ExpectedHashOf(context.Background(), pool, id, nil)
+	require.NoError(t, err)
+	tamper(t, pool, `UPDATE audit_events SET hash = $2 WHERE id = $1`, id, h)
+}
+
+// rehashChainInSQL recomputes every hash and prev_hash in seq order in SQL,
+// and moves the head to match: what the table's owner could do to hide an
+// edit when the database did the hashing.
+func rehashChainInSQL(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	tamper(t, pool, `DO $$
+DECLARE
+    r audit_events;
+    prev bytea := '';
+    h bytea;
+BEGIN
+    FOR r IN SELECT * FROM audit_events ORDER BY seq LOOP
+        r.prev_hash := prev;
+        h := sha256(prev || convert_to(audit_event_canonical(r), 'UTF8'));
+        UPDATE audit_events SET prev_hash = prev, hash = h WHERE id = r.id;
+        prev := h;
+    END LOOP;
+    UPDATE audit_chain_head SET last_hash = prev;
+END
+$$`)
+}
+
 func TestVerify(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -142,7 +173,7 @@ func TestVerify(t *testing.T) {
 		require.False(t, res.OK)
 		require.Equal(t, ids[2], *res.BrokenAt)
 		require.Contains(t, res.Reason, "changed after it was written")
-		_, err = audit.VerifyErr(ctx, pool)
+		_, err = audit.VerifyErr(ctx, pool, nil)
 		require.ErrorIs(t, err, audit.ErrChainBroken)
 	})
 	t.Run("EditedRowWithRecomputedHash", func(t *testing.T) {
@@ -150,16 +181,28 @@ func TestVerify(t *testing.T) {
 		pool, ids := setup(t)
 		// A careful forger recomputes the edited row's own hash; the next row
 		// still names the old one.
-		tamper(t, pool, `UPDATE audit_events e SET actor = 'mallory',
-			hash = sha256(e.prev_hash || convert_to(audit_event_canonical(
-				(e.id, e.seq, e.at, 'mallory', e.role, e.action, e.target, e.params, e.reason, e.preview,
-				 e.result, e.outcome, e.error, e.incident_id, e.prev_hash, e.hash)::audit_events), 'UTF8'))
-			WHERE id = $1`, ids[1])
+		tamper(t, pool, `UPDATE audit_events SET actor = 'mallory' WHERE id = $1`, ids[1])
+		rehashRow(t, pool, ids[1])
 		res, err := audit.Verify(ctx, pool)
 		require.NoError(t, err)
 		require.False(t, res.OK)
 		require.Equal(t, ids[2], *res.BrokenAt)
 		require.Contains(t, res.Reason, "prev_hash")
+	})
+	t.Run("RewrittenAndRehashedInSQL", func(t *testing.T) {
+		t.Parallel()
+		pool, ids := setup(t)
+		// The owner of the table rewrites a row and recomputes the whole
+		// chain and its head in SQL, as the database once hashed it. The
+		// console recomputes every hash itself, so the database's
+		// arithmetic proves nothing.
+		tamper(t, pool, `UPDATE audit_events SET actor = 'mallory' WHERE id = $1`, ids[1])
+		rehashChainInSQL(t, pool)
+		res, err := audit.Verify(ctx, pool)
+		require.NoError(t, err)
+		require.False(t, res.OK, "a chain rehashed in SQL must not verify")
+		require.Equal(t, ids[0], *res.BrokenAt)
+		require.Contains(t, res.Reason, "changed after it was written")
 	})
 	t.Run("DeletedRow", func(t *testing.T) {
 		t.Parallel()
@@ -244,9 +287,9 @@ func TestIncidentLifecycleAndMarkdown(t *testing.T) {
 	require.Contains(t, md, "Email queue dead letters")
 	require.Contains(t, md, "Dead letters by error class")
 	require.Contains(t, md, "smtp.timeout")
-	require.Contains(t, md, "deadletters.requeue")
+	require.Contains(t, md, `deadletters\.requeue`)
 	require.Contains(t, md, "incident 42: dead letters after the SMTP outage")
-	require.Less(t, strings.Index(md, "Dead letters by error class"), strings.Index(md, "action: deadletters.requeue"),
+	require.Less(t, strings.Index(md, "Dead letters by error class"), strings.Index(md, `action: deadletters\.requeue`),
 		"the timeline is in time order")
 
 	closed, err := audit.IncidentClose(ctx, tx, audit.IncidentCloseParams{ID: inc.ID, ClosedBy: "bob", Summary: "SMTP relay recovered"})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -27,8 +28,8 @@ func (o Outcome) Valid() bool {
 }
 
 // Event is one audited attempt. Params, Preview and Result are JSON objects
-// (nil is stored as {}); ID, Seq, At, PrevHash and Hash are set by the
-// database and ignored by RecordTx.
+// (nil is stored as {}); ID, Seq, At, PrevHash, Hash and HashAlg are set
+// when the event is recorded and ignored by RecordTx.
 type Event struct {
 	ID         int64           `db:"id" json:"id"`
 	Seq        int64           `db:"seq" json:"seq"`
@@ -46,14 +47,30 @@ type Event struct {
 	IncidentID *int64          `db:"incident_id" json:"incident_id,omitempty"`
 	PrevHash   []byte          `db:"prev_hash" json:"prev_hash"`
 	Hash       []byte          `db:"hash" json:"hash"`
+	HashAlg    string          `db:"hash_alg" json:"hash_alg"`
 }
 
+// Bounds on what one event stores. Text beyond a bound is cut with a
+// marker (an audit row must still be written for an over-long reason); JSON
+// documents beyond theirs are refused, as they cannot be cut and stay JSON.
+const (
+	MaxTextLength  = 4096     // actor, role, action, target, reason, error
+	MaxParamsBytes = 64 << 10 // params
+	MaxResultBytes = 1 << 20  // preview and result
+)
+
 // RecordTx appends e to the audit trail and returns its id. Run it in the
-// transaction that made the change so both commit or neither does; the chain
-// trigger holds the chain head's row lock until that transaction ends, so
-// keep the insert last and the transaction short. Use READ COMMITTED (the
-// default): under REPEATABLE READ or SERIALIZABLE a concurrent writer makes
-// the insert fail with a serialization error the caller must retry.
+// transaction that made the change so both commit or neither does; on a
+// pool or connection it opens a transaction of its own. It locks the chain
+// head until that transaction ends, so keep the insert last and the
+// transaction short. Use READ COMMITTED (the default): under REPEATABLE READ
+// or SERIALIZABLE a concurrent writer makes the insert fail with a
+// serialization error the caller must retry.
+//
+// The hash is computed here, not in the database: sha256, or HMAC-SHA256
+// under the key given to SetKey. Text fields longer than MaxTextLength are
+// cut; params over MaxParamsBytes or preview or result over MaxResultBytes
+// are ErrInvalid.
 func RecordTx(ctx context.Context, db DBTX, e Event) (int64, error) {
 	if e.Actor == "" || e.Role == "" || e.Action == "" {
 		return 0, fmt.Errorf("audit event needs actor, role and action: %w", ErrInvalid)
@@ -61,15 +78,64 @@ func RecordTx(ctx context.Context, db DBTX, e Event) (int64, error) {
 	if !e.Outcome.Valid() {
 		return 0, fmt.Errorf("audit outcome %q: %w", e.Outcome, ErrInvalid)
 	}
-	var id int64
-	err := db.QueryRow(ctx, sqlText("record"),
-		e.Actor, e.Role, e.Action, e.Target, jsonObject(e.Params), e.Reason,
-		jsonObject(e.Preview), jsonObject(e.Result), string(e.Outcome), e.Error, e.IncidentID,
-	).Scan(&id)
+	if len(e.Params) > MaxParamsBytes {
+		return 0, fmt.Errorf("audit params are %d bytes, more than %d: %w", len(e.Params), MaxParamsBytes, ErrInvalid)
+	}
+	if len(e.Preview) > MaxResultBytes || len(e.Result) > MaxResultBytes {
+		return 0, fmt.Errorf("audit preview or result is larger than %d bytes: %w", MaxResultBytes, ErrInvalid)
+	}
+	if _, isTx := db.(pgx.Tx); !isTx {
+		if b, ok := db.(interface {
+			Begin(context.Context) (pgx.Tx, error)
+		}); ok {
+			var id int64
+			err := pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error {
+				var err error
+				id, err = RecordTx(ctx, tx, e)
+				return err
+			})
+			return id, err
+		}
+	}
+	ce := chainEvent{
+		Actor: clipText(e.Actor), Role: clipText(e.Role), Action: clipText(e.Action), Target: clipText(e.Target),
+		Reason: clipText(e.Reason), Outcome: string(e.Outcome), Error: clipText(e.Error), IncidentID: e.IncidentID,
+	}
+	err := db.QueryRow(ctx, sqlText("chain_lock"), jsonObject(e.Params), jsonObject(e.Preview), jsonObject(e.Result)).
+		Scan(&ce.Seq, &ce.PrevHash, &ce.ID, &ce.At, &ce.Params, &ce.Preview, &ce.Result)
+	if err != nil {
+		return 0, fmt.Errorf("record audit event %s: lock the chain head: %w", e.Action, err)
+	}
+	ce.Seq++
+	ce.Alg = HashSHA256
+	key := currentKey()
+	if key != nil {
+		ce.Alg = HashHMAC
+	}
+	if ce.Hash, err = ce.expectedHash(key); err != nil {
+		return 0, fmt.Errorf("record audit event %s: %w", e.Action, err)
+	}
+	_, err = db.Exec(ctx, sqlText("record"), ce.ID, ce.Seq, ce.At, ce.Actor, ce.Role, ce.Action, ce.Target,
+		ce.Params, ce.Reason, ce.Preview, ce.Result, ce.Outcome, ce.Error, ce.IncidentID, ce.PrevHash, ce.Hash, ce.Alg)
 	if err != nil {
 		return 0, fmt.Errorf("record audit event %s: %w", e.Action, err)
 	}
-	return id, nil
+	remember(ce.ID, Head{Seq: ce.Seq, Hash: ce.Hash})
+	return ce.ID, nil
+}
+
+// clipText cuts s to MaxTextLength bytes on a rune boundary, marking the
+// cut.
+func clipText(s string) string {
+	const marker = " …(cut)"
+	if len(s) <= MaxTextLength {
+		return s
+	}
+	cut := MaxTextLength - len(marker)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + marker
 }
 
 // jsonObject turns an empty document into {} so the NOT NULL columns always

@@ -45,11 +45,33 @@ type IncidentOpenParams struct {
 	OpenedBy    string
 }
 
-// IncidentOpen creates an open incident and returns it.
+// Bounds on the text of an incident, checked before anything is stored.
+const (
+	MaxIncidentTitle = 200   // title, and an evidence step's step and title
+	MaxIncidentField = 4000  // impact, SLO
+	MaxIncidentText  = 20000 // summary
+)
+
+// checkLength refuses s when it is longer than n bytes, naming the field.
+func checkLength(field, s string, n int) error {
+	if len(s) > n {
+		return fmt.Errorf("the %s is %d bytes long; keep it under %d: %w", field, len(s), n, ErrInvalid)
+	}
+	return nil
+}
+
+// IncidentOpen creates an open incident and returns it. Fields longer than
+// MaxIncidentTitle (title) or MaxIncidentField (impact, SLO) are ErrInvalid.
 func IncidentOpen(ctx context.Context, db DBTX, p IncidentOpenParams) (*Incident, error) {
 	p.Title = strings.TrimSpace(p.Title)
 	if p.Title == "" {
 		return nil, fmt.Errorf("an incident needs a title: %w", ErrInvalid)
+	}
+	for _, err := range []error{checkLength("title", p.Title, MaxIncidentTitle), checkLength("impact", p.Impact, MaxIncidentField),
+		checkLength("SLO", p.SLO, MaxIncidentField), checkLength("operator name", p.OpenedBy, MaxIncidentTitle)} {
+		if err != nil {
+			return nil, err
+		}
 	}
 	if p.OpenedBy == "" {
 		return nil, fmt.Errorf("an incident needs the operator who opened it: %w", ErrInvalid)
@@ -119,6 +141,9 @@ func IncidentClose(ctx context.Context, db DBTX, p IncidentCloseParams) (*Incide
 	if p.ClosedBy == "" {
 		return nil, fmt.Errorf("closing an incident needs the operator: %w", ErrInvalid)
 	}
+	if err := checkLength("summary", p.Summary, MaxIncidentText); err != nil {
+		return nil, err
+	}
 	rows, err := db.Query(ctx, sqlText("incident_close"), p.ID, p.ClosedBy, p.Summary, p.WindowEnd)
 	if err != nil {
 		return nil, fmt.Errorf("close incident %d: %w", p.ID, err)
@@ -154,6 +179,12 @@ type Evidence struct {
 func EvidenceCaptureTx(ctx context.Context, db DBTX, e Evidence) (*Evidence, error) {
 	if e.Step == "" || e.Title == "" || e.CapturedBy == "" {
 		return nil, fmt.Errorf("evidence needs a step, a title and who captured it: %w", ErrInvalid)
+	}
+	if err := checkLength("step", e.Step, MaxIncidentTitle); err != nil {
+		return nil, err
+	}
+	if err := checkLength("evidence title", e.Title, MaxIncidentTitle); err != nil {
+		return nil, err
 	}
 	if len(e.Data) > 0 && !json.Valid(e.Data) {
 		return nil, fmt.Errorf("evidence data is not JSON: %w", ErrInvalid)

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -45,13 +46,18 @@ type timelineEntry struct {
 	text string
 }
 
+// renderIncident writes the post-mortem. Every piece of text an operator
+// or a database row supplied is either escaped (inline: headings, list
+// items; see mdInline) or fenced (multi-line: summary, reason, error, SQL,
+// JSON; see mdFence), so no field can forge a timeline entry, a link or
+// HTML.
 func renderIncident(inc *Incident, evidence []Evidence, events []Event) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Incident %d: %s\n\n", inc.ID, inc.Title)
-	fmt.Fprintf(&b, "- Status: %s\n", inc.Status)
-	fmt.Fprintf(&b, "- Opened: %s by %s\n", stamp(inc.OpenedAt), inc.OpenedBy)
+	fmt.Fprintf(&b, "# Incident %d: %s\n\n", inc.ID, mdInline(inc.Title))
+	fmt.Fprintf(&b, "- Status: %s\n", mdInline(inc.Status))
+	fmt.Fprintf(&b, "- Opened: %s by %s\n", stamp(inc.OpenedAt), mdInline(inc.OpenedBy))
 	if inc.ClosedAt != nil && inc.ClosedBy != nil {
-		fmt.Fprintf(&b, "- Closed: %s by %s\n", stamp(*inc.ClosedAt), *inc.ClosedBy)
+		fmt.Fprintf(&b, "- Closed: %s by %s\n", stamp(*inc.ClosedAt), mdInline(*inc.ClosedBy))
 	}
 	end := "ongoing"
 	if inc.WindowEnd != nil {
@@ -59,41 +65,41 @@ func renderIncident(inc *Incident, evidence []Evidence, events []Event) string {
 	}
 	fmt.Fprintf(&b, "- Window: %s to %s\n", stamp(inc.WindowStart), end)
 	if inc.Impact != "" {
-		fmt.Fprintf(&b, "- Impact: %s\n", inc.Impact)
+		fmt.Fprintf(&b, "- Impact: %s\n", mdInline(inc.Impact))
 	}
 	if inc.SLO != "" {
-		fmt.Fprintf(&b, "- SLO: %s\n", inc.SLO)
+		fmt.Fprintf(&b, "- SLO: %s\n", mdInline(inc.SLO))
 	}
 	if inc.Summary != "" {
-		fmt.Fprintf(&b, "\n## Summary\n\n%s\n", inc.Summary)
+		fmt.Fprintf(&b, "\n## Summary\n\n%s", mdFence("text", inc.Summary))
 	}
 
 	var entries []timelineEntry
 	for _, e := range evidence {
 		var t strings.Builder
-		fmt.Fprintf(&t, "### %s evidence: %s (step %s, by %s)\n\n", stamp(e.CapturedAt), e.Title, e.Step, e.CapturedBy)
+		fmt.Fprintf(&t, "### %s evidence: %s (step %s, by %s)\n\n", stamp(e.CapturedAt), mdInline(e.Title), mdInline(e.Step), mdInline(e.CapturedBy))
 		if e.SQLText != "" {
-			fmt.Fprintf(&t, "```sql\n%s\n```\n\n", strings.TrimSpace(e.SQLText))
+			fmt.Fprintf(&t, "%s\n", mdFence("sql", strings.TrimSpace(e.SQLText)))
 		}
-		fmt.Fprintf(&t, "```json\n%s\n```\n", indentJSON(e.Data))
+		t.WriteString(mdFence("json", indentJSON(e.Data)))
 		entries = append(entries, timelineEntry{e.CapturedAt, t.String()})
 	}
 	for _, e := range events {
 		var t strings.Builder
 		target := ""
 		if e.Target != "" {
-			target = " on " + e.Target
+			target = " on " + mdInline(e.Target)
 		}
 		fmt.Fprintf(&t, "### %s action: %s%s, %s (by %s as %s, audit #%d)\n\n",
-			stamp(e.At), e.Action, target, e.Outcome, e.Actor, e.Role, e.ID)
+			stamp(e.At), mdInline(e.Action), target, mdInline(string(e.Outcome)), mdInline(e.Actor), mdInline(e.Role), e.ID)
 		if e.Reason != "" {
-			fmt.Fprintf(&t, "Reason: %s\n\n", e.Reason)
+			fmt.Fprintf(&t, "Reason:\n\n%s\n", mdFence("text", e.Reason))
 		}
 		if e.Error != "" {
-			fmt.Fprintf(&t, "Error: %s\n\n", e.Error)
+			fmt.Fprintf(&t, "Error:\n\n%s\n", mdFence("text", e.Error))
 		}
 		if len(e.Result) > 0 && string(e.Result) != "{}" {
-			fmt.Fprintf(&t, "```json\n%s\n```\n", indentJSON(e.Result))
+			t.WriteString(mdFence("json", indentJSON(e.Result)))
 		}
 		entries = append(entries, timelineEntry{e.At, t.String()})
 	}
@@ -107,6 +113,44 @@ func renderIncident(inc *Incident, evidence []Evidence, events []Event) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// mdInline makes s safe inside one line of Markdown: line breaks and other
+// control characters become spaces, and every ASCII punctuation character
+// is backslash-escaped, so s cannot start a heading, a list, a link, an
+// image, emphasis, code or an HTML tag.
+func mdInline(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029':
+			b.WriteByte(' ')
+		case r < 0x80 && unicode.IsPunct(r) || r < 0x80 && unicode.IsSymbol(r):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// mdFence puts s in a fenced code block with the given info string, with a
+// fence longer than any run of backticks in s, so s cannot close it. It
+// ends with a newline.
+func mdFence(info, s string) string {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", max(3, longest+1))
+	s = strings.TrimRight(s, "\n")
+	return fence + info + "\n" + s + "\n" + fence + "\n"
 }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }

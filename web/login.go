@@ -12,6 +12,15 @@ import (
 	"github.com/pgconsole/console/views"
 )
 
+// Sign-in limits: failed attempts per client address and per account. An
+// attempt holds its slot while its password is checked, so parallel
+// attempts count too; a success gives its slot back and clears the
+// account's failures.
+var loginLimits = map[string]auth.LoginLimit{
+	"addr":    {Burst: 10, Window: time.Minute},
+	"account": {Burst: 5, Window: time.Minute},
+}
+
 func (s *Server) loginForm(c echo.Context) error {
 	if _, ok := principalFrom(c); ok {
 		return c.Redirect(http.StatusSeeOther, cleanNext(c.QueryParam("next")))
@@ -23,43 +32,53 @@ func (s *Server) loginForm(c echo.Context) error {
 
 func (s *Server) login(c echo.Context) error {
 	name, password := c.FormValue("name"), c.FormValue("password")
+	// The name as shown, logged and counted: never longer than any real
+	// account name (a longer one cannot match and is refused as wrong).
+	shown := clip(name, auth.MaxNameLength)
 	next := cleanNext(c.FormValue("next"))
-	form := views.LoginPage{Next: next, Name: name, CSRF: csrfToken(c), Notice: s.cfg.LoginNotice}
-	key := c.RealIP() + "|" + name
-	now := time.Now()
-	if ok, wait := s.limiter.Allow(key, now); !ok {
-		setRefusal(c, "too many failed sign-ins", "name", name)
+	form := views.LoginPage{Next: next, Name: shown, CSRF: csrfToken(c), Notice: s.cfg.LoginNotice}
+	account := auth.LimiterKey{Kind: "account", Value: shown}
+	res, ok, wait := s.limiter.Reserve(time.Now(), auth.LimiterKey{Kind: "addr", Value: c.RealIP()}, account)
+	if !ok {
+		setRefusal(c, "too many failed sign-ins", "name", shown)
 		form.Error = fmt.Sprintf("Too many failed attempts. Wait %s and try again.", wait.Round(time.Second))
 		return s.renderBare(c, http.StatusTooManyRequests, "Sign in", views.LoginBody(form))
 	}
 	p, err := auth.Authenticate(c.Request().Context(), s.cfg.Pool, name, password)
 	if errors.Is(err, auth.ErrBadCredentials) {
-		s.limiter.Fail(key, now)
-		setRefusal(c, "wrong name or password", "name", name)
+		setRefusal(c, "wrong name or password", "name", shown)
 		form.Error = "Wrong name or password."
 		return s.renderBare(c, http.StatusUnauthorized, "Sign in", views.LoginBody(form))
 	}
+	s.limiter.Release(res)
 	if err != nil {
 		return err
 	}
-	s.limiter.Succeed(key)
+	s.limiter.Forget(account)
 	secret, err := auth.SessionCreate(c.Request().Context(), s.cfg.Pool, p.ID, s.cfg.SessionTTL)
 	if err != nil {
 		return err
 	}
-	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: secret, Path: "/", HttpOnly: true,
-		Secure: s.cfg.SecureCookies, SameSite: http.SameSiteStrictMode, MaxAge: int(s.cfg.SessionTTL.Seconds())})
+	if ck, err := c.Cookie(sessionCookieName(s.secureCookies(c.Request()))); err == nil && len(ck.Value) <= 64 {
+		// A session the browser still carried ends here, so a planted
+		// cookie cannot outlive the sign-in.
+		if err := auth.SessionDelete(c.Request().Context(), s.cfg.Pool, ck.Value); err != nil {
+			return err
+		}
+	}
+	s.setCookie(c, "console_session", secret, int(s.cfg.SessionTTL.Seconds()))
+	s.rotatePreSession(c)
 	s.log.Info("login", "actor", p.Name, "role", p.Role, "client", c.RealIP())
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
 func (s *Server) logout(c echo.Context) error {
-	if ck, err := c.Cookie(sessionCookie); err == nil {
-		if err := auth.SessionDelete(c.Request().Context(), s.cfg.Pool, ck.Value); err != nil {
+	if secret, ok := c.Get(sessionSecretKey).(string); ok {
+		if err := auth.SessionDelete(c.Request().Context(), s.cfg.Pool, secret); err != nil {
 			return err
 		}
 	}
-	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		Secure: s.cfg.SecureCookies, SameSite: http.SameSiteStrictMode})
+	s.setCookie(c, "console_session", "", -1)
+	s.rotatePreSession(c)
 	return c.Redirect(http.StatusSeeOther, "/login")
 }

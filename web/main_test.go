@@ -38,6 +38,10 @@ type setupOpts struct {
 	thresholds *diagnostics.Thresholds
 	// log receives the server's log (JSON); nil discards it.
 	log io.Writer
+	// configure adjusts the server's Config before New.
+	configure func(*Config)
+	// tls serves over https (httptest's own certificate).
+	tls bool
 }
 
 func setup(t *testing.T) *env { return setupWith(t, setupOpts{}) }
@@ -59,10 +63,19 @@ func setupWith(t *testing.T, o setupOpts) *env {
 	if o.log != nil {
 		logger = slog.New(slog.NewJSONHandler(o.log, nil))
 	}
-	s, err := New(Config{Pool: pool, Diagnostics: diag, Actions: runner, Database: "console@test/db", Version: "test",
-		Logger: logger})
+	cfg := Config{Pool: pool, Diagnostics: diag, Actions: runner, Database: "console@test/db", Version: "test",
+		Logger: logger}
+	if o.configure != nil {
+		o.configure(&cfg)
+	}
+	s, err := New(cfg)
 	require.NoError(t, err)
-	hs := httptest.NewServer(s.Handler())
+	hs := httptest.NewUnstartedServer(s.Handler())
+	if o.tls {
+		hs.StartTLS()
+	} else {
+		hs.Start()
+	}
 	t.Cleanup(hs.Close)
 	return &env{srv: s, http: hs, url: url}
 }
@@ -78,8 +91,10 @@ type client struct {
 
 func (e *env) client(t *testing.T) *client {
 	jar, _ := cookiejar.New(nil)
-	return &client{t: t, base: e.http.URL, hc: &http.Client{Jar: jar,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	hc := *e.http.Client() // a copy: the server's client is shared
+	hc.Jar = jar
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &client{t: t, base: e.http.URL, hc: &hc}
 }
 
 var csrfRE = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)

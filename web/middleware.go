@@ -1,7 +1,10 @@
 package web
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -23,17 +27,22 @@ import (
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+// securityHeaders sets the headers every answer carries. HSTS is sent when
+// the request came over TLS, directly or through a trusted proxy.
+func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
+		// same-origin, not no-referrer: under no-referrer browsers send
+		// "Origin: null" on the console's own form posts, which the origin
+		// check could not tell from a sandboxed attacker's.
+		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
 		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
-		if c.Request().TLS != nil {
+		if s.overTLS(c.Request()) {
 			h.Set("Strict-Transport-Security", "max-age=31536000")
 		}
 		if !strings.HasPrefix(c.Request().URL.Path, "/static/") {
@@ -41,6 +50,55 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// Body limits: a form (sign-in, an action's fields, an incident) fits in
+// formBodyLimit; the JSON API gets apiBodyLimit. A larger body is refused
+// with 413 before anything reads it, so nothing large is buffered in memory
+// or spooled to disk.
+const (
+	formBodyLimit = 64 << 10
+	apiBodyLimit  = 1 << 20
+)
+
+func bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		limit := int64(formBodyLimit)
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			limit = apiBodyLimit
+		}
+		if r.ContentLength > limit {
+			return errBodyTooLarge(limit)
+		}
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, limit)
+		return next(c)
+	}
+}
+
+func errBodyTooLarge(limit int64) error {
+	return echo.NewHTTPError(http.StatusRequestEntityTooLarge,
+		fmt.Sprintf("request refused: its body is larger than %d KB; shorten the text fields and submit again", limit>>10))
+}
+
+// parseForm reads a form body within the body limit: a body over the limit
+// is 413, a malformed one 400.
+func parseForm(c echo.Context) error {
+	r := c.Request()
+	var err error
+	if strings.HasPrefix(r.Header.Get(echo.HeaderContentType), echo.MIMEMultipartForm) {
+		err = r.ParseMultipartForm(formBodyLimit)
+	} else {
+		err = r.ParseForm()
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return errBodyTooLarge(tooLarge.Limit)
+	case err != nil && !errors.Is(err, http.ErrNotMultipart):
+		return errBadRequest("the form could not be read: %v", err)
+	}
+	return nil
 }
 
 // httpMetrics counts requests by route pattern (bounded), method and status,
@@ -129,7 +187,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		s.metrics.requests.WithLabelValues(route, c.Request().Method, fmt.Sprint(status)).Inc()
 		s.metrics.duration.WithLabelValues(route).Observe(took.Seconds())
 		attrs := []any{"request_id", requestIDOf(c),
-			"method", c.Request().Method, "path", c.Request().URL.Path, "route", route,
+			"method", c.Request().Method, "path", clip(c.Request().URL.Path, 512), "route", route,
 			"status", status, "ms", took.Milliseconds(), "actor", actorName(c)}
 		switch {
 		case refusedStatus(status):
@@ -155,25 +213,70 @@ func requestIDOf(c echo.Context) string {
 	return c.Response().Header().Get(echo.HeaderXRequestID)
 }
 
-// CSRF: a random token in an HttpOnly, SameSite=Strict cookie, echoed by every
-// form (_csrf field) and every htmx request (X-CSRF-Token header, set once on
-// <body>). Requests authenticated by an API token carry no cookies and are
-// exempt.
+// CSRF: every form (_csrf field) and every htmx request (X-CSRF-Token
+// header, set once on <body>) echoes a token that is an HMAC, under a key
+// that never leaves the process, of the session's secret, or of a random
+// pre-session value in its own cookie before sign-in. A token is therefore
+// worthless in another session, and it changes at sign-in and sign-out
+// (the session secret is new, the pre-session cookie is replaced). State
+// changes must also come from this site: Sec-Fetch-Site, when the browser
+// sends it, must be same-origin, and Origin, when sent, must name this host.
+// Requests authenticated by an API token carry no cookies and are exempt.
 const (
-	csrfCookie = "console_csrf"
-	csrfKey    = "csrf"
+	csrfKey          = "csrf"
+	sessionSecretKey = "session_secret"
 )
+
+// Cookie names. Over TLS (directly or through a trusted proxy that says
+// https) the cookies are Secure and carry the __Host- prefix, which also
+// pins them to this host and path /; over plain http (the local default)
+// browsers would drop a Secure cookie, so the plain names are used.
+func sessionCookieName(secure bool) string { return cookieName("console_session", secure) }
+func csrfCookieName(secure bool) string    { return cookieName("console_csrf", secure) }
+
+func cookieName(name string, secure bool) string {
+	if secure {
+		return "__Host-" + name
+	}
+	return name
+}
+
+// setCookie sets a console cookie: HttpOnly, SameSite=Strict, path /, and
+// Secure when the request came over TLS. maxAge < 0 deletes it.
+func (s *Server) setCookie(c echo.Context, name, value string, maxAge int) {
+	secure := s.secureCookies(c.Request())
+	c.SetCookie(&http.Cookie{Name: cookieName(name, secure), Value: value, Path: "/", HttpOnly: true,
+		Secure: secure, SameSite: http.SameSiteStrictMode, MaxAge: maxAge})
+}
+
+// rotatePreSession replaces the pre-session cookie, so no token issued
+// before a sign-in or sign-out is accepted after it.
+func (s *Server) rotatePreSession(c echo.Context) {
+	s.setCookie(c, "console_csrf", auth.NewSecret(), 0)
+}
+
+func (s *Server) csrfFor(binding string) string {
+	m := hmac.New(sha256.New, s.csrfKey)
+	m.Write([]byte(binding))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
 
 func (s *Server) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		token := ""
-		if ck, err := c.Cookie(csrfCookie); err == nil && len(ck.Value) >= 32 {
-			token = ck.Value
+		binding := ""
+		if secret, ok := c.Get(sessionSecretKey).(string); ok {
+			binding = "session\x00" + secret
 		} else {
-			token = auth.NewSecret()
-			c.SetCookie(&http.Cookie{Name: csrfCookie, Value: token, Path: "/", HttpOnly: true,
-				Secure: s.cfg.SecureCookies, SameSite: http.SameSiteStrictMode})
+			pre := ""
+			if ck, err := c.Cookie(csrfCookieName(s.secureCookies(c.Request()))); err == nil && len(ck.Value) >= 32 && len(ck.Value) <= 64 {
+				pre = ck.Value
+			} else {
+				pre = auth.NewSecret()
+				s.setCookie(c, "console_csrf", pre, 0)
+			}
+			binding = "pre-session\x00" + pre
 		}
+		token := s.csrfFor(binding)
 		c.Set(csrfKey, token)
 		switch c.Request().Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
@@ -182,8 +285,15 @@ func (s *Server) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 		if bearer(c) != "" {
 			return next(c)
 		}
+		if err := s.sameOrigin(c.Request()); err != nil {
+			setRefusal(c, err.Error())
+			return echo.NewHTTPError(http.StatusForbidden, err.Error())
+		}
 		sent := c.Request().Header.Get("X-CSRF-Token")
 		if sent == "" {
+			if err := parseForm(c); err != nil {
+				return err
+			}
 			sent = c.FormValue("_csrf")
 		}
 		if sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(token)) != 1 {
@@ -199,12 +309,92 @@ func csrfToken(c echo.Context) string {
 	return t
 }
 
+// sameOrigin refuses a state change a browser says came from another site.
+func (s *Server) sameOrigin(r *http.Request) error {
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "", "same-origin", "none":
+	default:
+		return fmt.Errorf("request refused: it came from another site (Sec-Fetch-Site: %s); use the console's own pages", clip(site, 32))
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" || (origin == "null" && r.Header.Get("Sec-Fetch-Site") == "same-origin") {
+		// No Origin (older clients, scripts), or the opaque one a page
+		// served with an older no-referrer policy sends on its own posts.
+		return nil
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || !strings.EqualFold(u.Host, s.requestHost(r)) {
+		return fmt.Errorf("request refused: its Origin %q is not this console; use the console's own pages", clip(origin, 100))
+	}
+	return nil
+}
+
+// requestHost is the host the browser addressed: the Host header, or the
+// X-Forwarded-Host a trusted proxy passes on.
+func (s *Server) requestHost(r *http.Request) string {
+	if h := r.Header.Get("X-Forwarded-Host"); h != "" && s.proxies.contains(r.RemoteAddr) {
+		return strings.TrimSpace(strings.Split(h, ",")[0])
+	}
+	return r.Host
+}
+
+// overTLS reports whether the client's connection is TLS: directly, or to
+// a trusted proxy that says so in X-Forwarded-Proto.
+func (s *Server) overTLS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	return s.proxies.contains(r.RemoteAddr) && strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https")
+}
+
+// secureCookies reports whether cookies are Secure (and __Host-) for r:
+// over TLS, or always when Config.SecureCookies says so.
+func (s *Server) secureCookies(r *http.Request) bool {
+	return s.cfg.SecureCookies || s.overTLS(r)
+}
+
+// clientIP is the address a request came from: the socket's peer, unless
+// that peer is a trusted proxy, in which case it is the right-most address
+// of X-Forwarded-For that is not itself a trusted proxy. A client can put
+// anything in X-Forwarded-For, so nothing in it is believed unless a trusted
+// proxy appended it. Echo's RealIP returns it (Server sets IPExtractor).
+func (s *Server) clientIP(r *http.Request) string {
+	peer, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		peer = r.RemoteAddr
+	}
+	if !s.proxies.contains(r.RemoteAddr) {
+		return peer
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		ip := net.ParseIP(strings.TrimSpace(hops[i]))
+		if ip == nil {
+			break
+		}
+		if !s.proxies.containsIP(ip) {
+			return ip.String()
+		}
+	}
+	return peer
+}
+
+// clip shortens s to at most n bytes (on a rune boundary) for logs and
+// keys, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
 // Authentication: an API token (Authorization: Bearer), a trusted proxy's
 // user header, or the session cookie, in that order.
-const (
-	sessionCookie = "console_session"
-	principalKey  = "principal"
-)
+const principalKey = "principal"
 
 var errForbidden = errors.New("your role may not do this")
 
@@ -243,10 +433,11 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Set(principalKey, auth.Principal{Name: user, Role: role, Kind: "proxy"})
 			return next(c)
 		}
-		if ck, err := c.Cookie(sessionCookie); err == nil {
+		if ck, err := c.Cookie(sessionCookieName(s.secureCookies(c.Request()))); err == nil && len(ck.Value) <= 64 {
 			p, err := auth.SessionLookup(ctx, s.cfg.Pool, ck.Value)
 			if err == nil {
 				c.Set(principalKey, p)
+				c.Set(sessionSecretKey, ck.Value)
 			} else if !errors.Is(err, auth.ErrNoSession) {
 				return err
 			}
@@ -324,7 +515,10 @@ func (l *proxyList) contains(remoteAddr string) bool {
 	if err != nil {
 		host = remoteAddr
 	}
-	ip := net.ParseIP(host)
+	return l.containsIP(net.ParseIP(host))
+}
+
+func (l *proxyList) containsIP(ip net.IP) bool {
 	if ip == nil {
 		return false
 	}
@@ -336,14 +530,41 @@ func (l *proxyList) contains(remoteAddr string) bool {
 	return false
 }
 
-// cleanNext keeps post-login redirects on this site: anything but a local
-// path becomes "/".
+// cleanNext keeps post-login redirects on this site. next is parsed as a
+// URL and must be a plain local path: no scheme, no host, no user, exactly
+// one leading slash, no backslash and no control character (browsers drop
+// tabs and newlines and read a backslash as a slash, so "/<tab>/evil.example"
+// or "/<backslash>evil.example" would leave the site), and not the sign-in page
+// itself. The result is rebuilt from the parsed path and query; anything
+// else becomes "/".
 func cleanNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") ||
-		strings.HasPrefix(next, "/login") {
-		return "/"
+	const home = "/"
+	if next == "" || len(next) > 2048 || unsafeInPath(next) {
+		return home
 	}
-	return next
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return home
+	}
+	if !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") || unsafeInPath(u.Path) ||
+		u.Path == "/login" || strings.HasPrefix(u.Path, "/login/") {
+		return home
+	}
+	out := (&url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: u.Query().Encode()}).String()
+	if !strings.HasPrefix(out, "/") || strings.HasPrefix(out, "//") || unsafeInPath(out) {
+		return home
+	}
+	return out
+}
+
+// unsafeInPath reports a control character or backslash.
+func unsafeInPath(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == '\\' || (r >= 0x80 && r < 0xa0) {
+			return true
+		}
+	}
+	return false
 }
 
 func safeNext(next string) string { return url.QueryEscape(cleanNext(next)) }

@@ -2,6 +2,8 @@ package web
 
 import (
 	"context"
+	"crypto/rand"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -42,13 +44,22 @@ type Config struct {
 	MetricsAccess string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// SecureCookies marks cookies Secure; set it when served over TLS
-	// (directly or behind a TLS-terminating proxy).
+	// SecureCookies marks cookies Secure (and names them __Host-) on every
+	// request. Without it they are Secure when the request came over TLS,
+	// directly or through a trusted proxy that sends X-Forwarded-Proto:
+	// https; set it when a proxy terminates TLS but does not say so.
 	SecureCookies bool
+	// CSRFKey is the HMAC key CSRF tokens are derived with. Nil means a
+	// random key per process (tokens in open pages stop working at a
+	// restart; a reload fixes that). Replicas behind one load balancer
+	// without sticky sessions need a shared key.
+	CSRFKey []byte
 	// SessionTTL is how long a sign-in lasts; default 12h.
 	SessionTTL time.Duration
-	// TrustedProxies are client addresses (IPs or CIDRs) whose ProxyUserHeader
-	// is believed; empty disables proxy authentication.
+	// TrustedProxies are peer addresses (IPs or CIDRs) whose ProxyUserHeader,
+	// X-Forwarded-For, X-Forwarded-Proto and X-Forwarded-Host are believed;
+	// empty disables proxy authentication, and the client address is always
+	// the socket's peer.
 	TrustedProxies []string
 	// ProxyUserHeader and ProxyRoleHeader name the headers a trusted proxy
 	// sets; defaults X-Forwarded-User and X-Forwarded-Role (role defaults to
@@ -68,6 +79,8 @@ type Server struct {
 	limiter *auth.LoginLimiter
 	proxies *proxyList
 	metrics *httpMetrics
+	csrfKey []byte
+	ready   readiness
 
 	// openIncidents caches openIncident's lookup, which every panel
 	// refresh makes; the handlers that open or close an incident
@@ -104,14 +117,25 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := registerAuditHead(cfg.Registerer, cfg.Pool); err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg:     cfg,
 		e:       echo.New(),
 		log:     cfg.Logger,
-		limiter: auth.NewLoginLimiter(5, time.Minute),
+		limiter: auth.NewLoginLimiter(loginLimits),
 		proxies: proxies,
 		metrics: m,
+		csrfKey: cfg.CSRFKey,
 	}
+	if len(s.csrfKey) == 0 {
+		s.csrfKey = make([]byte, 32)
+		if _, err := rand.Read(s.csrfKey); err != nil {
+			return nil, fmt.Errorf("make the CSRF key: %w", err)
+		}
+	}
+	s.e.IPExtractor = s.clientIP
 	s.openIncidents = s.newOpenIncidentCache(openIncidentMaxAge)
 	s.e.HideBanner = true
 	s.e.HidePort = true
@@ -122,6 +146,55 @@ func New(cfg Config) (*Server, error) {
 
 // Handler returns the http.Handler to serve.
 func (s *Server) Handler() http.Handler { return s.e }
+
+// HTTPTimeouts bound how long a client may hold a connection. Zero fields
+// take the defaults of DefaultHTTPTimeouts.
+type HTTPTimeouts struct {
+	// ReadHeader bounds reading the request line and headers.
+	ReadHeader time.Duration
+	// Read bounds reading the whole request, body included.
+	Read time.Duration
+	// Write bounds writing the answer; it is long enough for a 30-second
+	// CPU profile from /debug/pprof.
+	Write time.Duration
+	// Idle bounds a keep-alive connection between requests.
+	Idle time.Duration
+}
+
+// DefaultHTTPTimeouts are the timeouts HTTPServer uses by default.
+var DefaultHTTPTimeouts = HTTPTimeouts{ReadHeader: 5 * time.Second, Read: 30 * time.Second, Write: 60 * time.Second, Idle: 2 * time.Minute}
+
+// maxHeaderBytes bounds the request line and headers.
+const maxHeaderBytes = 64 << 10
+
+// HTTPServer returns the http.Server to serve the console with: its
+// handler, bounded headers, and read, write and idle timeouts, so a client
+// that sends or reads slowly cannot hold a connection for ever. Its errors
+// go to the server's logger.
+func (s *Server) HTTPServer(t HTTPTimeouts) *http.Server {
+	d := DefaultHTTPTimeouts
+	if t.ReadHeader == 0 {
+		t.ReadHeader = d.ReadHeader
+	}
+	if t.Read == 0 {
+		t.Read = d.Read
+	}
+	if t.Write == 0 {
+		t.Write = d.Write
+	}
+	if t.Idle == 0 {
+		t.Idle = d.Idle
+	}
+	return &http.Server{
+		Handler:           s.e,
+		ReadHeaderTimeout: t.ReadHeader,
+		ReadTimeout:       t.Read,
+		WriteTimeout:      t.Write,
+		IdleTimeout:       t.Idle,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
 
 func (s *Server) metricsHandler() http.Handler {
 	return promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError)})

@@ -39,7 +39,12 @@ func TestReadyzReportsSchemaBehind(t *testing.T) {
 	require.NoError(t, err)
 	resp, body := e.client(t).get("/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-	require.Contains(t, body, "schema is behind")
+	require.JSONEq(t, `{"status":"unavailable"}`, body, "anonymous callers learn ready or not, no error text")
+	viewer := e.client(t)
+	viewer.login("viewer")
+	resp, body = viewer.get("/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Contains(t, body, "schema is behind", "a signed-in caller is told what failed")
 }
 
 func TestAnonymousIsSentToLogin(t *testing.T) {
@@ -132,10 +137,10 @@ func TestSecurityHeaders(t *testing.T) {
 	require.Equal(t, "DENY", h.Get("X-Frame-Options"))
 	var session, csrf *http.Cookie
 	for _, ck := range resp.Cookies() {
-		if ck.Name == csrfCookie {
+		if ck.Name == csrfCookieName(false) {
 			csrf = ck
 		}
-		if ck.Name == sessionCookie {
+		if ck.Name == sessionCookieName(false) {
 			session = ck
 		}
 	}

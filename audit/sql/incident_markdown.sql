@@ -3,7 +3,7 @@
 -- forget to pick the incident). Reads only, through audit_events_incident_idx
 -- and audit_events_at_idx.
 SELECT e.id, e.seq, e.at, e.actor, e.role, e.action, e.target, e.params, e.reason, e.preview,
-       e.result, e.outcome, e.error, e.incident_id, e.prev_hash, e.hash
+       e.result, e.outcome, e.error, e.incident_id, e.prev_hash, e.hash, e.hash_alg
 FROM audit_events e, incidents i
 WHERE i.id = $1
   AND (e.incident_id = i.id

@@ -2,7 +2,7 @@
 -- by id. Reads only; the actor, action, target and incident filters each
 -- have an (x, id) index, so a filtered page walks one index backwards.
 SELECT id, seq, at, actor, role, action, target, params, reason, preview, result,
-       outcome, error, incident_id, prev_hash, hash
+       outcome, error, incident_id, prev_hash, hash, hash_alg
 FROM audit_events
 WHERE ($1 = '' OR actor = $1)
   AND ($2 = '' OR action = $2)

@@ -22,6 +22,8 @@ type serveConfig struct {
 	Metrics        string
 	TrustedProxies []string
 	SecureCookies  bool
+	TLSCert        string
+	TLSKey         string
 	DatabaseURL    string // empty: the embedded default
 	StandbyURLs    []string
 	Thresholds     diagnostics.Thresholds
@@ -58,6 +60,8 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	fs.StringVar(&c.Metrics, "metrics", envOr(getenv, "CONSOLE_METRICS", "open"), "metrics access")
 	proxies := fs.String("trusted-proxies", getenv("CONSOLE_TRUSTED_PROXIES"), "trusted proxies")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", envBool(getenv, "CONSOLE_SECURE_COOKIES"), "Secure cookies")
+	fs.StringVar(&c.TLSCert, "tls-cert", getenv("CONSOLE_TLS_CERT"), "TLS certificate (PEM)")
+	fs.StringVar(&c.TLSKey, "tls-key", getenv("CONSOLE_TLS_KEY"), "TLS private key (PEM)")
 	var thresholds thresholdFlags
 	fs.Var(&thresholds, "threshold", "CODE=VALUE")
 	c.Relay = relayFlags(fs, getenv)
@@ -73,6 +77,9 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	case "open", "token", "off":
 	default:
 		return c, usageError{fmt.Sprintf("--metrics %q: use open, token or off", c.Metrics)}
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return c, usageError{"--tls-cert and --tls-key go together: give both to serve https, or neither"}
 	}
 	c.TrustedProxies = splitList(*proxies)
 	u, err := databaseURL(getenv)
@@ -215,6 +222,9 @@ func (c serveConfig) print(w io.Writer) {
 		migrate = "always (embedded)"
 	}
 	fmt.Fprintf(w, "config: addr=%s database=%s migrate=%s metrics=%s", c.Addr, db, migrate, c.Metrics)
+	if c.TLSCert != "" {
+		fmt.Fprintf(w, " tls-cert=%s", c.TLSCert)
+	}
 	if len(c.StandbyURLs) > 0 {
 		red := make([]string, len(c.StandbyURLs))
 		for i, s := range c.StandbyURLs {

@@ -100,7 +100,9 @@ Usage:
                 [--cpuprofile FILE] [--force] [--keep]
                                  measure the engine on a scratch database (DATABASE_URL's server,
                                  or a throwaway embedded one); BENCHMARKS.md has the figures
-  console audit verify           check the audit trail's hash chain; exits 1 on a break
+  console audit verify [--expect-head SEQ:HASH] [--keyed-from SEQ]
+                                 recompute the audit trail's hash chain; exits 1 on a break;
+                                 prints the head to write down (CONSOLE_AUDIT_KEY_FILE: the key)
   console roles sql              print the least-privilege PostgreSQL roles for production
   console version                print the version
   console help                   this text
@@ -113,9 +115,11 @@ Serve flags (each has an environment fallback):
   --migrate             apply pending migrations at start (CONSOLE_MIGRATE=1); the embedded
                         default always does
   --metrics MODE        /metrics access: open, token or off (CONSOLE_METRICS, default open)
-  --trusted-proxies L   comma list of proxy IPs/CIDRs whose X-Forwarded-User is believed
-                        (CONSOLE_TRUSTED_PROXIES)
-  --secure-cookies      mark cookies Secure, for TLS (CONSOLE_SECURE_COOKIES=1)
+  --trusted-proxies L   comma list of proxy IPs/CIDRs whose X-Forwarded-User, -For, -Proto and
+                        -Host are believed (CONSOLE_TRUSTED_PROXIES)
+  --secure-cookies      always mark cookies Secure (__Host-); they are anyway over TLS or when
+                        a trusted proxy says https (CONSOLE_SECURE_COOKIES=1)
+  --tls-cert FILE, --tls-key FILE  serve https with HSTS (CONSOLE_TLS_CERT, CONSOLE_TLS_KEY)
   --relay-nats-url URL  run an outbox relay publishing to NATS JetStream (CONSOLE_RELAY_NATS_URL);
                         --relay-nats-subject-prefix, --relay-nats-stream refine it
   --relay-webhook-url URL  run an outbox relay POSTing events there, event id in
@@ -129,4 +133,8 @@ Database:
   DATABASE_URL_FILE     a file holding it (for secrets mounted as files)
   STANDBY_URLS          comma list of standby URLs for standby-side views
   CONSOLE_REQUIRE_DATABASE_URL=1  refuse to start the embedded default (set in the image)
+
+Audit:
+  CONSOLE_AUDIT_KEY_FILE  a file holding the audit HMAC key (32+ bytes), never stored in the
+                        database; CONSOLE_AUDIT_KEY holds it directly
 `

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/pgserver"
+	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -66,6 +67,11 @@ func TestHelpAndUsage(t *testing.T) {
 	require.ErrorContains(t, err, "use open, token or off")
 	_, err = runCmd(t, envMap(), "migrate")
 	require.ErrorAs(t, err, new(usageError))
+	_, err = runCmd(t, envMap(), "serve", "--tls-cert", "cert.pem")
+	require.ErrorContains(t, err, "--tls-cert and --tls-key go together")
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	_, err = runCmd(t, envMap("DATABASE_URL", "postgres://u@127.0.0.1:1/db"), "serve", "--tls-cert", missing, "--tls-key", missing)
+	require.ErrorContains(t, err, "give a PEM certificate and its private key")
 }
 
 func TestRedact(t *testing.T) {
@@ -160,27 +166,62 @@ func TestFindingsCommand(t *testing.T) {
 	require.ErrorContains(t, err, "tx.long_running")
 }
 
-// TestAuditVerifyCommand: an intact chain passes; a row edited behind the
-// trigger's back (as a superuser) fails with a non-zero exit.
+// TestAuditVerifyCommand: an intact chain passes and prints its head; a
+// row rewritten by the table's owner, who then rehashes the whole chain and
+// its head in SQL, fails with a non-zero exit; a head written down earlier
+// is checked with --expect-head; a keyed trail needs its key.
 func TestAuditVerifyCommand(t *testing.T) {
+	ctx := context.Background()
 	url := testdb.URL(t)
-	conn, err := pgx.Connect(context.Background(), url)
+	keyFile := filepath.Join(t.TempDir(), "audit.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(strings.Repeat("s", 40)+"\n"), 0o600))
+	getenv := envMap("DATABASE_URL", url, "CONSOLE_AUDIT_KEY_FILE", keyFile)
+	require.NoError(t, loadAuditKey(getenv))
+	t.Cleanup(func() { audit.SetKey(nil) })
+
+	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
-	defer conn.Close(context.Background())
+	defer conn.Close(ctx)
 	for i := 0; i < 3; i++ {
-		_, err = conn.Exec(context.Background(), `INSERT INTO audit_events (actor, role, action, outcome, prev_hash, hash)
-			VALUES ('ann', 'operator', 'queue.pause', 'succeeded', '', '')`)
+		_, err := audit.RecordTx(ctx, conn, audit.Event{Actor: "ann", Role: "operator", Action: "queue.pause",
+			Target: fmt.Sprintf("queue:q%d", i), Outcome: audit.OutcomeSucceeded})
 		require.NoError(t, err)
 	}
-	out, err := runCmd(t, envMap("DATABASE_URL", url), "audit", "verify")
+	out, err := runCmd(t, getenv, "audit", "verify")
 	require.NoError(t, err)
-	require.Contains(t, out, "3 events verified")
+	require.Contains(t, out, "3 events verified (3 keyed, 0 unkeyed)")
+	m := regexp.MustCompile(`head: (3:[0-9a-f]{64})`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	head := m[1]
 
-	_, err = conn.Exec(context.Background(), `ALTER TABLE audit_events DISABLE TRIGGER USER;
-		UPDATE audit_events SET reason = 'rewritten' WHERE id = 2;
+	out, err = runCmd(t, getenv, "audit", "verify", "--expect-head", head)
+	require.NoError(t, err)
+	require.Contains(t, out, "expected head "+head+" found unchanged")
+	_, err = runCmd(t, getenv, "audit", "verify", "--expect-head", "3:"+strings.Repeat("0", 64))
+	require.ErrorContains(t, err, "BROKEN")
+	_, err = runCmd(t, getenv, "audit", "verify", "--expect-head", "three")
+	require.ErrorContains(t, err, "SEQ:HASH")
+
+	_, err = runCmd(t, envMap("DATABASE_URL", url), "audit", "verify")
+	require.ErrorContains(t, err, "CONSOLE_AUDIT_KEY")
+	_, err = runCmd(t, envMap("DATABASE_URL", url, "CONSOLE_AUDIT_KEY", "short"), "audit", "verify")
+	require.ErrorContains(t, err, "at least 32")
+
+	_, err = conn.Exec(ctx, `ALTER TABLE audit_events DISABLE TRIGGER USER;
+		UPDATE audit_events SET reason = 'rewritten' WHERE seq = 2;
+		DO $$
+		DECLARE r audit_events; prev bytea := ''; h bytea;
+		BEGIN
+			FOR r IN SELECT * FROM audit_events ORDER BY seq LOOP
+				h := sha256(prev || convert_to(audit_event_canonical(r), 'UTF8'));
+				UPDATE audit_events SET prev_hash = prev, hash = h WHERE id = r.id;
+				prev := h;
+			END LOOP;
+			UPDATE audit_chain_head SET last_hash = prev;
+		END $$;
 		ALTER TABLE audit_events ENABLE TRIGGER USER`)
 	require.NoError(t, err)
-	_, err = runCmd(t, envMap("DATABASE_URL", url), "audit", "verify")
+	_, err = runCmd(t, getenv, "audit", "verify")
 	require.ErrorContains(t, err, "BROKEN")
 
 	out, err = runCmd(t, envMap(), "roles", "sql")

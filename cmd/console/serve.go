@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -54,6 +55,14 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg.print(stdout)
+	if err := loadAuditKey(getenv); err != nil {
+		return err
+	}
+	if cfg.TLSCert != "" {
+		if _, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
+			return fmt.Errorf("cannot use --tls-cert %s and --tls-key %s: %w; give a PEM certificate and its private key", cfg.TLSCert, cfg.TLSKey, err)
+		}
+	}
 
 	// The listener comes first: a busy port should fail before PostgreSQL
 	// is started for nothing.
@@ -171,10 +180,16 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: ws.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	hs := ws.HTTPServer(web.HTTPTimeouts{})
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	fmt.Fprintf(stdout, "console is serving on http://%s\n", ln.Addr())
+	scheme := "http"
+	if cfg.TLSCert != "" {
+		scheme = "https"
+		go func() { served <- hs.ServeTLS(ln, cfg.TLSCert, cfg.TLSKey) }()
+	} else {
+		go func() { served <- hs.Serve(ln) }()
+	}
+	fmt.Fprintf(stdout, "console is serving on %s://%s\n", scheme, ln.Addr())
 
 	select {
 	case <-ctx.Done():

@@ -54,6 +54,15 @@ type Principal struct {
 // MinPasswordLength is the shortest password OperatorAdd accepts.
 const MinPasswordLength = 10
 
+// MaxNameLength and MaxPasswordLength bound what a sign-in attempt may
+// send. No account has a longer name (the table's check says so), and
+// bcrypt reads only the first 72 bytes of a password, so longer input is
+// refused as wrong before it reaches the database or bcrypt.
+const (
+	MaxNameLength     = 64
+	MaxPasswordLength = 1024
+)
+
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$`)
 
 // OperatorAdd creates an operator, or resets the password and role of an
@@ -67,6 +76,9 @@ func OperatorAdd(ctx context.Context, db DBTX, name, role, password string) (int
 	}
 	if len(password) < MinPasswordLength {
 		return 0, fmt.Errorf("%w: password must be at least %d characters", ErrInvalid, MinPasswordLength)
+	}
+	if len(password) > 72 {
+		return 0, fmt.Errorf("%w: password must be at most 72 bytes (bcrypt reads no more)", ErrInvalid)
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
 	if err != nil {
@@ -90,8 +102,12 @@ func OperatorCount(ctx context.Context, db DBTX) (int64, error) {
 // long for a missing account as for a wrong password.
 var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("not a real password"), bcrypt.DefaultCost)
 
-// Authenticate checks a name and password.
+// Authenticate checks a name and password. A name or password longer than
+// MaxNameLength or MaxPasswordLength is ErrBadCredentials at once.
 func Authenticate(ctx context.Context, db DBTX, name, password string) (Principal, error) {
+	if len(name) > MaxNameLength || len(password) > MaxPasswordLength {
+		return Principal{}, ErrBadCredentials
+	}
 	var (
 		p        Principal
 		hash     string

@@ -2,6 +2,11 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,22 +65,81 @@ func TestOperatorSessionToken(t *testing.T) {
 }
 
 func TestLoginLimiter(t *testing.T) {
-	l := NewLoginLimiter(3, time.Minute)
+	t.Parallel()
+	l := NewLoginLimiter(map[string]LoginLimit{"account": {Burst: 3, Window: time.Minute}, "addr": {Burst: 5, Window: time.Minute}})
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := 0; i < 3; i++ {
-		ok, _ := l.Allow("k", now)
-		require.True(t, ok)
-		l.Fail("k", now)
+	acct := LimiterKey{"account", "ann"}
+	for i := range 3 {
+		_, ok, _ := l.Reserve(now, LimiterKey{"addr", "10.0.0.1"}, acct)
+		require.True(t, ok, "attempt %d", i)
 	}
-	ok, wait := l.Allow("k", now.Add(10*time.Second))
-	require.False(t, ok)
+	_, ok, wait := l.Reserve(now.Add(10*time.Second), LimiterKey{"addr", "10.0.0.2"}, acct)
+	require.False(t, ok, "a new address does not reset the account's limit")
 	require.Equal(t, 50*time.Second, wait)
-	ok, _ = l.Allow("k", now.Add(61*time.Second))
+	_, ok, _ = l.Reserve(now.Add(61*time.Second), acct)
 	require.True(t, ok, "the window passed")
-	l.Fail("k", now)
-	l.Succeed("k")
-	ok, _ = l.Allow("k", now)
+
+	// The address limit holds across accounts.
+	for i := range 2 {
+		_, ok, _ = l.Reserve(now, LimiterKey{"addr", "10.0.0.1"}, LimiterKey{"account", fmt.Sprint("other", i)})
+		require.True(t, ok)
+	}
+	_, ok, _ = l.Reserve(now, LimiterKey{"addr", "10.0.0.1"}, LimiterKey{"account", "fresh"})
+	require.False(t, ok, "five attempts from one address")
+
+	// A released (successful) attempt gives its slots back.
+	r, ok, _ := l.Reserve(now, LimiterKey{"addr", "10.0.0.9"})
 	require.True(t, ok)
+	l.Release(r)
+	l.Forget(LimiterKey{"addr", "10.0.0.9"})
+}
+
+// TestLoginLimiterParallelReservations: attempts in flight count, so 50
+// parallel attempts on one account get exactly Burst slots.
+func TestLoginLimiterParallelReservations(t *testing.T) {
+	t.Parallel()
+	l := NewLoginLimiter(map[string]LoginLimit{"account": {Burst: 5, Window: time.Minute}})
+	var granted atomic.Int32
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			if _, ok, _ := l.Reserve(time.Now(), LimiterKey{"account", "ann"}); ok {
+				granted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, 5, granted.Load())
+}
+
+// TestLoginLimiterBoundsMemory: keys are stored as fixed-size digests
+// whatever their length, the number of keys is capped, and a timer forgets
+// expired keys without any further call.
+func TestLoginLimiterBoundsMemory(t *testing.T) {
+	t.Parallel()
+	l := NewLoginLimiter(map[string]LoginLimit{"account": {Burst: 5, Window: time.Hour}})
+	l.MaxKeys = 10
+	huge := strings.Repeat("x", 5<<20)
+	for i := range 10 {
+		_, ok, _ := l.Reserve(time.Now(), LimiterKey{"account", fmt.Sprint(i, huge)})
+		require.True(t, ok)
+	}
+	for d := range l.entries {
+		require.Len(t, d, sha256.Size, "a 5 MB name is held as a 32-byte digest")
+	}
+	_, ok, wait := l.Reserve(time.Now(), LimiterKey{"account", "one too many"})
+	require.False(t, ok, "past MaxKeys new keys are refused")
+	require.Equal(t, time.Hour, wait)
+	l.Sweep(time.Now().Add(time.Hour))
+	require.Zero(t, l.Len())
+
+	timed := NewLoginLimiter(map[string]LoginLimit{"account": {Burst: 5, Window: 20 * time.Millisecond}})
+	for i := range 100 {
+		_, ok, _ := timed.Reserve(time.Now(), LimiterKey{"account", fmt.Sprint(i)})
+		require.True(t, ok)
+	}
+	require.Eventually(t, func() bool { return timed.Len() == 0 }, 10*time.Second, 10*time.Millisecond,
+		"the sweep timer forgets expired keys")
 }
 
 func TestRoleAtLeast(t *testing.T) {

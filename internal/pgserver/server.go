@@ -227,9 +227,15 @@ func (s *Server) start(ctx context.Context) error {
 	for _, k := range keys {
 		args = append(args, "-c", k+"="+settings[k])
 	}
+	// The log holds statements and connection details: owner only, also
+	// for a log an older version created world-readable.
 	lf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("open PostgreSQL log %s: %w", s.logPath, err)
+	}
+	if err := lf.Chmod(0o600); err != nil {
+		lf.Close()
+		return fmt.Errorf("restrict PostgreSQL log %s to its owner: %w", s.logPath, err)
 	}
 	s.logFile = lf
 	offset, _ := lf.Seek(0, 2)
