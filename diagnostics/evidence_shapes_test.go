@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
@@ -201,4 +202,24 @@ func TestArchiverBacklogBeforeAnyFailure(t *testing.T) {
 	require.EqualValues(t, 0, a.FailedCount)
 	require.NotNil(t, a.ReadySegments)
 	require.GreaterOrEqual(t, *a.ReadySegments, int64(2))
+}
+
+// The backlog's age is one probe of outbox_undelivered_created_idx, however
+// much published history the table holds.
+func TestOutboxBacklogAgeUsesItsIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Pool(t, testdb.URL(t))
+	_, err := db.Exec(ctx, `INSERT INTO outbox_events (topic, event_type, payload, state, published_at)
+		SELECT 't', 'e', '{}', 'published', now() FROM generate_series(1, 20000);
+		INSERT INTO outbox_events (topic, event_type, payload) SELECT 't', 'e', '{}' FROM generate_series(1, 100);
+		ANALYZE outbox_events`)
+	require.NoError(t, err)
+	q, ok := diagnostics.SQLFor(diagnostics.CheckOutboxHealth, 0)
+	require.True(t, ok)
+	rows, err := db.Query(ctx, "EXPLAIN "+q, 1000)
+	require.NoError(t, err)
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Contains(t, fmt.Sprint(plan), "outbox_undelivered_created_idx")
 }

@@ -4,9 +4,13 @@
 -- The outbox backlog's age is measured from the creation of the oldest
 -- event not yet delivered, whether it is ready, waiting in retry backoff or
 -- in flight: one probe, and published history never enters the index.
+-- "attempts >= 0" is always true; it is in the predicate so that only a
+-- query that repeats it (the diagnostics probe) can use the index: the
+-- relay's claim, which must walk outbox_pending_pick_idx in pick order,
+-- never switches to this one and sorts.
 CREATE INDEX outbox_undelivered_created_idx
     ON outbox_events (created_at)
-    WHERE state IN ('pending', 'inflight');
+    WHERE state IN ('pending', 'inflight') AND attempts >= 0;
 
 -- Idempotency keys stuck in 'processing' (a caller that died between
 -- claiming a key and completing it): completed keys never enter the index.

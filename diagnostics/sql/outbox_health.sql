@@ -26,4 +26,4 @@ SELECT (SELECT count(*) FROM (SELECT 1 FROM outbox_events
        coalesce((SELECT paused FROM relay_settings WHERE singleton), false)         AS relay_paused
 FROM (SELECT min(created_at) AS oldest_pending_at
       FROM outbox_events
-      WHERE state IN ('pending', 'inflight')) AS o
+      WHERE state IN ('pending', 'inflight') AND attempts >= 0) AS o
