@@ -517,6 +517,7 @@ func TestRelaySurvivesPostgresAndNATSRestart(t *testing.T) {
 	obEventually(t, 20*time.Second, "a publish held at the gate", func() bool { held, _ := gate.counts(); return held > 0 })
 	lockConn, err := pgx.Connect(ctx, srv.URL("postgres"))
 	require.NoError(t, err)
+	t.Cleanup(func() { lockConn.Close(context.Background()) })
 	claimWaiting := func() bool {
 		var n int
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
