@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -314,6 +315,106 @@ func TestRelayCrashWindows(t *testing.T) {
 	}
 }
 
+// obGate passes publishes to inner; while armed it holds each at the gate
+// until released, so a test can restart a server while a relay is in the
+// middle of publishing a claimed batch.
+type obGate struct {
+	inner    Publisher
+	mu       sync.Mutex
+	open     chan struct{} // nil while disarmed
+	held     int
+	returned int
+}
+
+func (g *obGate) arm() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.open, g.held, g.returned = make(chan struct{}), 0, 0
+}
+
+// release opens the gate and returns how many publishes it held.
+func (g *obGate) release() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open != nil {
+		close(g.open)
+		g.open = nil
+	}
+	return g.held
+}
+
+func (g *obGate) counts() (held, returned int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held, g.returned
+}
+
+func (g *obGate) Publish(ctx context.Context, m *OutboxMessage) error {
+	g.mu.Lock()
+	open := g.open
+	if open != nil {
+		g.held++
+	}
+	g.mu.Unlock()
+	if open == nil {
+		return g.inner.Publish(ctx, m)
+	}
+	<-open
+	// The relay's deadline ran on while the publish was held: give it a
+	// second of its own, as if it had just started.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	err := g.inner.Publish(pctx, m)
+	g.mu.Lock()
+	g.returned++
+	g.mu.Unlock()
+	return err
+}
+
+// obProduce commits a steady stream of events, two per transaction every
+// 10ms, until the returned stop is called (at the latest at cleanup, after
+// 3000 events or after two minutes). A transaction that fails (the database
+// is restarting) is retried; a commit cut by a restart may or may not have
+// landed, so the table, not the producer, says which events exist.
+func obProduce(t testing.TB, pool *pgxpool.Pool, topic string) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		deadline := time.Now().Add(2 * time.Minute)
+		for n := 0; n < 3000 && time.Now().Before(deadline); {
+			tx, err := pool.Begin(ctx)
+			if err == nil {
+				_, err = EnqueueEventsTx(ctx, tx, []OutboxEvent{
+					{Topic: topic, EventType: "order.created", Payload: map[string]int{"n": n}},
+					{Topic: topic, EventType: "order.created", Payload: map[string]int{"n": n + 1}},
+				})
+				if err == nil {
+					err = tx.Commit(ctx)
+				}
+				tx.Rollback(ctx)
+			}
+			if err == nil {
+				n += 2
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// Two relays drain a steady stream of events while PostgreSQL restarts with
+// one relay in the middle of a claim and the other in the middle of
+// publishing a claimed batch, then while NATS restarts with publishes in
+// flight. Every event the table holds reaches the consumer exactly once
+// (by event id), and none is left pending, inflight or dead.
 func TestRelaySurvivesPostgresAndNATSRestart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -323,35 +424,114 @@ func TestRelaySurvivesPostgresAndNATSRestart(t *testing.T) {
 	_, err = migrations.Up(ctx, conn)
 	require.NoError(t, err)
 	conn.Close(ctx)
-	pool := testdb.Pool(t, srv.URL("postgres"))
+	pool := testdb.Pool(t, srv.URL("postgres")+"&pool_max_conns=10")
 
 	ns := obStartNATS(t)
 	nc := ns.connect(t)
 	stream := ns.stream(t, nc)
 	pub := obPublisher(t, nc)
-	obRelay(t, pool, RelayConfig{Publisher: pub, BatchSize: 20, LeaseDuration: 3 * time.Second,
-		BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond})
+	gate := &obGate{inner: pub}
+	cfg := RelayConfig{BatchSize: 20, LeaseDuration: 2 * time.Second, PublishTimeout: time.Second,
+		BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond}
+	cfg.Publisher, cfg.ID = gate, "relay-gated"
+	gated := obRelay(t, pool, cfg)
+	// The free relay scans for expired leases only twice a second, so its
+	// next statement is more often a claim.
+	cfg.Publisher, cfg.ID, cfg.PollInterval = pub, "relay-free", 500*time.Millisecond
+	obRelay(t, pool, cfg)
+	t.Cleanup(func() { gate.release() }) // before the relays stop
 
-	var ids []int64
-	ids = append(ids, obEnqueue(t, pool, "orders", 100)...)
-	obEventually(t, 20*time.Second, "first events", func() bool { return obCountState(t, pool, OutboxPublished) == len(ids) })
-
-	require.NoError(t, srv.Restart(ctx))
-	// Enqueue through the restart's aftermath: the pool reconnects.
-	obEventually(t, 20*time.Second, "database back", func() bool { return pool.Ping(ctx) == nil })
-	ids = append(ids, obEnqueue(t, pool, "orders", 100)...)
-	obEventually(t, 30*time.Second, "events after PostgreSQL restart", func() bool {
-		return obCountState(t, pool, OutboxPublished) == len(ids)
+	stop := obProduce(t, pool, "orders")
+	obEventually(t, 20*time.Second, "a steady stream being published", func() bool {
+		return obCountState(t, pool, OutboxPublished) >= 100
 	})
 
-	ns.restart()
-	ids = append(ids, obEnqueue(t, pool, "orders", 100)...)
-	obEventually(t, 30*time.Second, "events after NATS restart", func() bool {
-		return obCountState(t, pool, OutboxPublished) == len(ids)
-	})
-	seen := obStreamIDs(t, stream)
-	require.Len(t, seen, len(ids))
-	for _, id := range ids {
-		require.Equal(t, 1, seen[strconv.FormatInt(id, 10)])
+	// PostgreSQL, mid-publish: the gated relay holds a claimed batch at the
+	// gate. Mid-claim: with outbox_events locked against writes, the other
+	// relay's next claim waits on the lock. The relay may reach another
+	// statement first; then unlock and try again.
+	gate.arm()
+	obEventually(t, 20*time.Second, "a publish held at the gate", func() bool { held, _ := gate.counts(); return held > 0 })
+	lockConn, err := pgx.Connect(ctx, srv.URL("postgres"))
+	require.NoError(t, err)
+	t.Cleanup(func() { lockConn.Close(context.Background()) })
+	claimWaiting := func() bool {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE state = 'active' AND wait_event_type = 'Lock' AND query LIKE '-- outboxClaim:%'`).Scan(&n))
+		return n > 0
 	}
+	for attempt := 1; ; attempt++ {
+		_, err = lockConn.Exec(ctx, "BEGIN; LOCK TABLE outbox_events IN EXCLUSIVE MODE")
+		require.NoError(t, err)
+		waited := time.Now().Add(time.Second)
+		for !claimWaiting() && time.Now().Before(waited) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if claimWaiting() {
+			break
+		}
+		_, err = lockConn.Exec(ctx, "ROLLBACK")
+		require.NoError(t, err)
+		require.Less(t, attempt, 20, "no relay claim ever waited on the table lock")
+		t.Logf("attempt %d: the relays waited on the lock elsewhere; trying again", attempt)
+		time.Sleep(time.Duration(attempt*13%50) * time.Millisecond)
+	}
+	require.NoError(t, srv.Stop())
+	lockConn.Close(ctx)
+	// The held publishes reach the broker while the database is down, so
+	// their marks fail and the events stay inflight until the lease expires.
+	held := gate.release()
+	obEventually(t, 20*time.Second, "the held publishes to finish", func() bool { _, r := gate.counts(); return r == held })
+	obEventually(t, 20*time.Second, "the gated relay's marks to fail", func() bool {
+		return testutil.ToFloat64(gated.metrics.markFailures) > 0
+	})
+	require.NoError(t, srv.Restart(ctx))
+
+	// NATS, mid-publish: the broker goes away with a batch held at the gate
+	// (and whatever the other relay has in flight); the held publishes fail
+	// against the down broker and are retried once it is back.
+	gate.arm()
+	obEventually(t, 20*time.Second, "a publish held at the gate", func() bool { held, _ := gate.counts(); return held > 0 })
+	failures := testutil.ToFloat64(gated.metrics.failures)
+	ns.srv.Shutdown()
+	ns.srv.WaitForShutdown()
+	held = gate.release()
+	obEventually(t, 20*time.Second, "the held publishes to fail", func() bool { _, r := gate.counts(); return r == held })
+	obEventually(t, 20*time.Second, "the gated relay to record the failures", func() bool {
+		return testutil.ToFloat64(gated.metrics.failures) > failures
+	})
+	ns.start()
+	published := obCountState(t, pool, OutboxPublished)
+	obEventually(t, 30*time.Second, "publishing to resume after the NATS restart", func() bool {
+		return obCountState(t, pool, OutboxPublished) > published+100
+	})
+	stop()
+
+	var left string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		require.NoError(t, pool.QueryRow(ctx, `SELECT coalesce(string_agg(state || ': ' || n, ', '), '')
+			FROM (SELECT state, count(*) AS n FROM outbox_events WHERE state <> 'published' GROUP BY state) s`).Scan(&left))
+		if left == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("events left behind 60s after the stream stopped: %s", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	rows, err := pool.Query(ctx, "SELECT id FROM outbox_events ORDER BY id")
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	seen := obStreamIDs(t, stream)
+	for _, id := range ids {
+		require.Equal(t, 1, seen[strconv.FormatInt(id, 10)], "event %d: times the consumer received it", id)
+	}
+	require.Len(t, seen, len(ids), "the consumer received events the outbox does not hold")
+	// The batch held across the PostgreSQL restart was accepted, its marks
+	// failed, and it was republished after its lease expired.
+	require.Positive(t, pub.duplicates.Load(), "no republish: the PostgreSQL restart did not hit a publish")
+	t.Logf("%d events; %d republishes absorbed by JetStream", len(ids), pub.duplicates.Load())
 }

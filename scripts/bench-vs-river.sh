@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # bench-vs-river.sh: River's own benchmark (`river bench`, CLI v0.47.0) and
 # `console bench` on the same PostgreSQL, the same pool size and the same
-# synchronous_commit, alternating A B A B for ROUNDS rounds; prints every
-# round, both medians and the ratio console/river.
+# synchronous_commit for ROUNDS rounds, alternating which side runs first
+# (River then console in odd rounds, console then River in even ones);
+# prints every round, both medians and the ratio console/river. A run that
+# fails, or whose output holds no figure, stops the script with its output:
+# a median is never taken over a missing value.
 #
 #   scripts/bench-vs-river.sh            # or: make bench
 #   JOBS=200000 POOL=4 SYNC=off ROUNDS=3 DURATION=20s scripts/bench-vs-river.sh
@@ -15,9 +18,8 @@
 #
 # River is built from the Go module proxy into .cache/river (ignored by git):
 # `go install ...@v0.47.0` fails on mirrors without @v/list, so the module
-# is downloaded, copied out of the read-only module cache and built there
-# (reference/anchors-performance.md, section 7). River's code is never
-# committed.
+# is downloaded, copied out of the read-only module cache and built there.
+# River's code is never committed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +30,7 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-20s}     # continuous window, both sides
 WORKERS=${WORKERS:-2000}      # console jobs in flight, as River's bench hard-codes (2,000)
 BATCH=${BATCH:-1000}         # console largest claim (and the floor's claim and ack batch)
-FLOOR=${FLOOR:-1}             # also run `console bench floor` each round (the SQL floor, and the seed's statements)
+FLOOR=${FLOOR:-1}             # also run `console bench floor` each round (the SQL floor, and the reference statements)
 RIVER_VERSION=v0.47.0
 CACHE=.cache/river
 GO=${GO:-go}
@@ -96,34 +98,73 @@ log "PostgreSQL $PGVERSION, synchronous_commit=$SYNC, pool $POOL, $JOBS jobs, $R
 river_rate() { # the overall job/sec of River's last line
   sed -n 's/.*overall job\/sec \[ *\([0-9.]*\) *\].*/\1/p' | tail -1
 }
-console_rate() { jq -r .jobs_per_second; }
 OUT=$(mktemp)
-record() { echo "$1 $2 $3" >>"$OUT"; echo "round $2 $1: $3 jobs/s" >&2; }
+LOGS=$(mktemp -d)
+fail() { # what, log file: say what failed, show its output, stop
+  log "FAILED: $1; the last lines of its output ($2 and $2.err):"
+  tail -n 20 "$2" "$2.err" >&2
+  exit 1
+}
+positive() { awk -v v="$1" 'BEGIN {exit !(v ~ /^[0-9.]+([eE][+-]?[0-9]+)?$/ && v + 0 > 0)}'; }
+record() { # test round value, from the run whose log is $RUNLOG
+  positive "$3" || fail "$1 round $2 gave no figure (\"$3\")" "$RUNLOG"
+  echo "$1 $2 $3" >>"$OUT"
+  echo "round $2 $1: $3 jobs/s" >&2
+}
+# run test round cmd...: runs one benchmark with its standard output in
+# $RUNLOG and its standard error in $RUNLOG.err, and stops the script when
+# it fails.
+run() {
+  local t=$1 r=$2; shift 2
+  RUNLOG=$LOGS/$t-$r.log
+  "$@" >"$RUNLOG" 2>"$RUNLOG.err" || fail "$t round $r exited with status $?" "$RUNLOG"
+}
+river_burn() {
+  run river-burn "$1" "$RIVER" bench --database-url "$RIVER_URL" --num-total-jobs "$JOBS"
+  record river-burn "$1" "$(cat "$RUNLOG" "$RUNLOG.err" | river_rate)"
+}
+console_burn() {
+  run console-burn "$1" env DATABASE_URL="$ADMIN_URL" "$CONSOLE" bench burn --jobs "$JOBS" --pool "$POOL" \
+    --workers "$WORKERS" --batch "$BATCH" --json
+  record console-burn "$1" "$(jq -r .jobs_per_second "$RUNLOG" 2>/dev/null | tail -1)"
+}
+river_continuous() {
+  run river-continuous "$1" "$RIVER" bench --database-url "$RIVER_URL" --duration "$DURATION"
+  record river-continuous "$1" "$(cat "$RUNLOG" "$RUNLOG.err" | river_rate)"
+}
+console_continuous() {
+  run console-continuous "$1" env DATABASE_URL="$ADMIN_URL" "$CONSOLE" bench continuous --duration "$DURATION" \
+    --pool "$POOL" --workers "$WORKERS" --batch "$BATCH" --json
+  record console-continuous "$1" "$(jq -r .jobs_per_second "$RUNLOG" 2>/dev/null | tail -1)"
+}
+# first_in r: which side runs first in round r.
+first_in() { if [ $(($1 % 2)) = 1 ]; then echo river; else echo console; fi; }
 
 for r in $(seq 1 "$ROUNDS"); do
-  log "round $r: load $(cut -d' ' -f1-3 /proc/loadavg)"
-  record river-burn "$r" "$("$RIVER" bench --database-url "$RIVER_URL" --num-total-jobs "$JOBS" 2>&1 | river_rate)"
-  record console-burn "$r" "$(DATABASE_URL=$ADMIN_URL "$CONSOLE" bench burn --jobs "$JOBS" --pool "$POOL" \
-    --workers "$WORKERS" --batch "$BATCH" --json 2>/dev/null | console_rate)"
+  log "round $r ($(first_in "$r") first): load $(cut -d' ' -f1-3 /proc/loadavg)"
+  if [ "$(first_in "$r")" = river ]; then river_burn "$r"; console_burn "$r"; else console_burn "$r"; river_burn "$r"; fi
   if [ "$FLOOR" = 1 ]; then
-    floor=$(DATABASE_URL=$ADMIN_URL "$CONSOLE" bench floor --jobs "$JOBS" --pool "$POOL" --batch "$BATCH" --json 2>/dev/null)
-    record console-floor "$r" "$(echo "$floor" | console_rate)"
-    record seed-floor "$r" "$(echo "$floor" | jq -r .seed_jobs_per_second)"
+    run console-floor "$r" env DATABASE_URL="$ADMIN_URL" "$CONSOLE" bench floor --jobs "$JOBS" --pool "$POOL" --batch "$BATCH" --json
+    record console-floor "$r" "$(jq -r .jobs_per_second "$RUNLOG" 2>/dev/null | tail -1)"
+    record reference-floor "$r" "$(jq -r .seed_jobs_per_second "$RUNLOG" 2>/dev/null | tail -1)"
   fi
 done
 for r in $(seq 1 "$ROUNDS"); do
-  log "round $r: load $(cut -d' ' -f1-3 /proc/loadavg)"
-  record river-continuous "$r" "$("$RIVER" bench --database-url "$RIVER_URL" --duration "$DURATION" 2>&1 | river_rate)"
-  record console-continuous "$r" "$(DATABASE_URL=$ADMIN_URL "$CONSOLE" bench continuous --duration "$DURATION" \
-    --pool "$POOL" --workers "$WORKERS" --batch "$BATCH" --json 2>/dev/null | console_rate)"
+  log "round $r ($(first_in "$r") first): load $(cut -d' ' -f1-3 /proc/loadavg)"
+  if [ "$(first_in "$r")" = river ]; then river_continuous "$r"; console_continuous "$r"; else console_continuous "$r"; river_continuous "$r"; fi
 done
 
 # --- the table -----------------------------------------------------------------
-median() { grep "^$1 " "$OUT" | awk '{print $3}' | sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+median() {
+  local n
+  n=$(grep -c "^$1 " "$OUT" || true)
+  if [ "$n" != "$ROUNDS" ]; then log "FAILED: $1 has $n figures for $ROUNDS rounds"; exit 1; fi
+  grep "^$1 " "$OUT" | awk '{print $3}' | sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'
+}
 rounds() { grep "^$1 " "$OUT" | awk '{printf "%s%.0f", (NR>1?" ":""), $3}'; }
 echo
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB, load $(cut -d' ' -f1-3 /proc/loadavg); PostgreSQL $PGVERSION; synchronous_commit=$SYNC; pool $POOL; $(date -u +%Y-%m-%dT%H:%MZ)"
-printf '%-22s %10s %10s %8s   %s\n' test river console ratio "rounds (river | console)"
+printf '%-22s %10s %10s %8s   %s\n' test river console ratio "rounds (river | console); odd rounds river first"
 for t in burn continuous; do
   rv=$(median river-$t); cv=$(median console-$t)
   printf '%-22s %10.0f %10.0f %8.2f   %s | %s\n' "$t jobs/s" "$rv" "$cv" "$(awk -v a="$cv" -v b="$rv" 'BEGIN {print (b>0 ? a/b : 0)}')" \
@@ -133,8 +174,8 @@ if [ "$FLOOR" = 1 ]; then
   fv=$(median console-floor); cv=$(median console-burn)
   printf '%-22s %10s %10.0f %8.2f   engine burn / floor; floor rounds %s\n' "SQL floor jobs/s" - "$fv" \
     "$(awk -v a="$cv" -v b="$fv" 'BEGIN {print (b>0 ? a/b : 0)}')" "$(rounds console-floor)"
-  sv=$(median seed-floor)
-  printf '%-22s %10s %10.0f %8.2f   engine floor / seed statements; seed rounds %s\n' "seed SQL floor jobs/s" - "$sv" \
-    "$(awk -v a="$fv" -v b="$sv" 'BEGIN {print (b>0 ? a/b : 0)}')" "$(rounds seed-floor)"
+  sv=$(median reference-floor)
+  printf '%-22s %10s %10.0f %8.2f   engine floor / reference statements; reference rounds %s\n' "reference floor jobs/s" - "$sv" \
+    "$(awk -v a="$fv" -v b="$sv" 'BEGIN {print (b>0 ? a/b : 0)}')" "$(rounds reference-floor)"
 fi
-rm -f "$OUT"
+rm -rf "$OUT" "$LOGS"

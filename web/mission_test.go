@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
@@ -18,10 +22,12 @@ import (
 
 // lockChain holds a real three-level chain: root runs one autocommit
 // statement that locks account 1 and sleeps; middle, in a transaction, holds
-// account 2 and waits for 1; leaf waits for 2.
+// account 2 and waits for 1; leaf waits for 2. Each blocked statement's
+// outcome arrives on its channel when it ends.
 type lockChain struct {
-	root, middle, leaf *pgx.Conn
-	rootPID            int32
+	root, middle, leaf             *pgx.Conn
+	rootPID                        int32
+	rootDone, middleDone, leafDone <-chan error
 }
 
 func newLockChain(t *testing.T, url string) *lockChain {
@@ -53,12 +59,15 @@ func newLockChain(t *testing.T, url string) *lockChain {
 		cancel()
 		running.Wait()
 	})
-	async := func(c *pgx.Conn, sql string) {
+	async := func(c *pgx.Conn, sql string) <-chan error {
+		done := make(chan error, 1)
 		running.Add(1)
 		go func() {
 			defer running.Done()
-			_, _ = c.Exec(bg, sql)
+			_, err := c.Exec(bg, sql)
+			done <- err
 		}()
+		return done
 	}
 	// A plain polling loop, not require.Eventually: its condition runs in
 	// a goroutine of its own, and a pgx connection is not safe for that.
@@ -80,26 +89,35 @@ func newLockChain(t *testing.T, url string) *lockChain {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	async(lc.root, "WITH held AS (SELECT id FROM accounts WHERE id = 1 FOR UPDATE) SELECT pg_sleep(600) FROM held")
+	lc.rootDone = async(lc.root, "WITH held AS (SELECT id FROM accounts WHERE id = 1 FOR UPDATE) SELECT pg_sleep(600) FROM held")
 	started("orders-api", false)
 	_, err = lc.middle.Exec(ctx, "BEGIN; UPDATE accounts SET balance = balance + 1 WHERE id = 2")
 	require.NoError(t, err)
-	async(lc.middle, "UPDATE accounts SET balance = balance + 1 WHERE id = 1")
+	lc.middleDone = async(lc.middle, "UPDATE accounts SET balance = balance + 1 WHERE id = 1")
 	started("billing", true)
-	async(lc.leaf, "UPDATE accounts SET balance = balance + 1 WHERE id = 2")
+	lc.leafDone = async(lc.leaf, "UPDATE accounts SET balance = balance + 1 WHERE id = 2")
 	started("reports", true)
 	return lc
 }
 
-// TestBrowserIncidentFlow walks the mission's incident flow in headless
-// Chromium: the overview shows the root blocker finding; it leads to the
-// blocking step; an incident is opened and the tree captured into it; the
-// root blocker is cancelled through the action's preview and confirmation;
-// the audit row and the Markdown export show it; sign out.
+// TestBrowserIncidentFlow walks the incident flow in headless Chromium: the
+// overview shows the root blocker finding; it leads to the blocking step; an
+// incident is opened and the tree captured into it; the root blocker is
+// cancelled through the action's preview and confirmation. Then the
+// database must show the effect (the root's statement cancelled, the waiters
+// through, an audit row naming the root and linked to the incident) and the
+// incident, found by the id its page shows, must hold the evidence and the
+// action, in the page and in its Markdown export; sign out.
 func TestBrowserIncidentFlow(t *testing.T) {
 	th := diagnostics.DefaultThresholds()
 	th.RootBlockerWait = 200 * time.Millisecond
 	e := setupWith(t, setupOpts{thresholds: &th})
+	db := e.srv.cfg.Pool
+	// An older, closed incident takes id 1, so a page that assumed the new
+	// incident's id would land on the wrong one.
+	_, err := db.Exec(context.Background(), `INSERT INTO incidents (title, status, opened_by, closed_by, closed_at, window_end, summary)
+		VALUES ('disk full on replica', 'closed', 'admin', 'admin', now(), now(), 'grew the volume')`)
+	require.NoError(t, err)
 	lc := newLockChain(t, e.url)
 	ctx := browser.New(t, 90*time.Second)
 	shot := func(name string) { browser.Screenshot(t, ctx, "flow-"+name) }
@@ -125,6 +143,14 @@ func TestBrowserIncidentFlow(t *testing.T) {
 		chromedp.Click(css(`[data-testid="incident-open"]`)),
 		chromedp.WaitVisible(css(`[data-testid="incident"]`)),
 	)
+	heading := browser.Get(t, ctx, chromedp.Text(css(`[data-testid="incident"] h1`)))
+	m := regexp.MustCompile(`^#(\d+) orders API slow`).FindStringSubmatch(heading)
+	require.NotNil(t, m, "the incident page's heading %q gives no id", heading)
+	incidentID, err := strconv.ParseInt(m[1], 10, 64)
+	require.NoError(t, err)
+	incidentPath := "/incidents/" + m[1]
+	require.True(t, strings.HasSuffix(browser.Get(t, ctx, chromedp.Location()), incidentPath),
+		"the heading's id %d is not the page's address", incidentID)
 
 	// Follow the finding to its runbook step.
 	browser.Do(t, ctx,
@@ -160,6 +186,44 @@ func TestBrowserIncidentFlow(t *testing.T) {
 	result := browser.Get(t, ctx, chromedp.Text(css(`[data-testid="action-result"]`)))
 	require.NotEmpty(t, result)
 
+	// The database effect. The root's statement ended cancelled
+	// (query_canceled: cancelled, not terminated); the middle waiter's
+	// update went through, and once its transaction commits, so does the
+	// leaf's.
+	outcome := func(what string, ch <-chan error) error {
+		t.Helper()
+		select {
+		case err := <-ch:
+			return err
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s still running 20s after the cancel", what)
+			return nil
+		}
+	}
+	err = outcome("the root's statement", lc.rootDone)
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr, "the root's statement was not cancelled: %v", err)
+	require.Equal(t, "57014", pgErr.Code, "the root's statement ended with %v", err)
+	require.NoError(t, outcome("the middle waiter's update", lc.middleDone))
+	_, err = lc.middle.Exec(context.Background(), "COMMIT")
+	require.NoError(t, err)
+	require.NoError(t, outcome("the leaf waiter's update", lc.leafDone))
+	rows, err := db.Query(context.Background(), "SELECT balance FROM accounts ORDER BY id")
+	require.NoError(t, err)
+	balances, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 2}, balances, "account 1 updated by the middle waiter, account 2 by the middle and the leaf")
+	// One audit row, naming the root and linked to the incident.
+	var target, auditOutcome, actor string
+	var auditIncident *int64
+	require.NoError(t, db.QueryRow(context.Background(), `SELECT target, outcome, actor, incident_id
+		FROM audit_events WHERE action = 'backend.cancel'`).Scan(&target, &auditOutcome, &actor, &auditIncident))
+	require.Equal(t, fmt.Sprintf("backend:%d", lc.rootPID), target, "the audit row names the root blocker")
+	require.Equal(t, "succeeded", auditOutcome)
+	require.Equal(t, "operator", actor)
+	require.NotNil(t, auditIncident, "the cancel is not linked to the incident")
+	require.Equal(t, incidentID, *auditIncident)
+
 	// The audit row, then the incident's timeline and its export.
 	browser.Do(t, ctx,
 		chromedp.Click(css(`[data-testid="audit-link"]`)),
@@ -167,10 +231,11 @@ func TestBrowserIncidentFlow(t *testing.T) {
 	)
 	auditText := browser.Get(t, ctx, chromedp.Text(css(`main`)))
 	require.Contains(t, auditText, "backend.cancel")
+	require.Contains(t, auditText, fmt.Sprint(lc.rootPID))
 	shot("5-audit")
 
 	browser.Do(t, ctx,
-		chromedp.Navigate(e.http.URL+"/incidents/1"),
+		chromedp.Navigate(e.http.URL+incidentPath),
 		chromedp.WaitVisible(css(`[data-testid="timeline-evidence"]`)),
 		chromedp.WaitVisible(css(`[data-testid="timeline-action"]`)),
 	)
@@ -179,6 +244,7 @@ func TestBrowserIncidentFlow(t *testing.T) {
 	md := e.fetchAs(t, "operator", href.Value)
 	require.Contains(t, md, "orders API slow")
 	require.Contains(t, md, "backend.cancel")
+	require.Contains(t, md, fmt.Sprint(lc.rootPID))
 
 	browser.Do(t, ctx,
 		chromedp.Click(css(`[data-testid="logout"]`)),

@@ -2,33 +2,71 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/internal/browser"
 )
 
 // TestBrowserMainPages opens every main page in headless Chromium as an
 // admin, waits for its panels to load on their own, checks none shows an
-// error, and writes a screenshot of each to the test output folder.
+// error and each shows what the test seeded for it (a job id, the queue, the
+// dead-letter class and its error, the worker, the audit row, the incident,
+// an application's session, a replication slot, a prepared transaction),
+// and writes a screenshot of each to the test output folder. The runbook and
+// action catalogue pages show no data; they must show their own content.
 func TestBrowserMainPages(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
+	db := e.srv.cfg.Pool
 	for _, q := range []string{
 		`INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, attempts)
-		 SELECT 'emails', 'send', 'dead', 'smtp.timeout', 'dial tcp: i/o timeout', now(), 8 FROM generate_series(1, 12)`,
-		`INSERT INTO jobs (queue, kind) SELECT 'emails', 'send' FROM generate_series(1, 30)`,
-		`INSERT INTO workers (id, host, pid, queues, concurrency, in_flight) VALUES ('w1', 'host-a', 4242, '{emails}', 8, 3)`,
-		`INSERT INTO outbox_events (topic, event_type, payload) SELECT 'orders', 'created', '{}' FROM generate_series(1, 5)`,
-		`INSERT INTO schedules (name, spec, kind, queue, next_run_at) VALUES ('archive-nightly', '0 3 * * *', 'archive_jobs', 'maintenance', now() + interval '1 hour')`,
+		 SELECT 'emails-eu', 'send_receipt', 'dead', 'smtp.timeout', 'dial tcp 10.0.0.7:25: i/o timeout', now(), 8
+		 FROM generate_series(1, 12)`,
+		`INSERT INTO workers (id, host, pid, queues, concurrency, in_flight)
+		 VALUES ('w-seeded-1', 'host-seeded', 4242, '{emails-eu}', 8, 3)`,
+		`INSERT INTO outbox_events (topic, event_type, payload) SELECT 'orders', 'created', '{}' FROM generate_series(1, 7)`,
+		`INSERT INTO schedules (name, spec, kind, queue, next_run_at)
+		 VALUES ('archive-nightly', '0 3 * * *', 'archive_jobs', 'maintenance', now() + interval '1 hour')`,
 	} {
-		_, err := e.srv.cfg.Pool.Exec(ctx, q)
+		_, err := db.Exec(ctx, q)
 		require.NoError(t, err, q)
 	}
+	var newestJob int64
+	require.NoError(t, db.QueryRow(ctx, `WITH ins AS (
+		INSERT INTO jobs (queue, kind) SELECT 'emails-eu', 'send_receipt' FROM generate_series(1, 30) RETURNING id)
+		SELECT max(id) FROM ins`).Scan(&newestJob))
+	_, err := audit.RecordTx(ctx, db, audit.Event{Actor: "admin", Role: "admin", Action: "queue.pause",
+		Target: "queue:emails-eu", Reason: "seeded: SMTP provider outage", Outcome: audit.OutcomeSucceeded})
+	require.NoError(t, err)
+	_, err = audit.IncidentOpen(ctx, db, audit.IncidentOpenParams{Title: "replica lag after the Tuesday deploy", OpenedBy: "admin"})
+	require.NoError(t, err)
+	// An application session idle in a transaction, a replication slot and
+	// a prepared transaction, for the database pages. The slot and the
+	// prepared transaction outlive connections: they are removed at
+	// cleanup, before the database is dropped.
+	cfg, err := pgx.ParseConfig(e.url)
+	require.NoError(t, err)
+	cfg.RuntimeParams["application_name"] = "nightly-report"
+	app, err := pgx.ConnectConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { app.Close(context.Background()) })
+	_, err = app.Exec(ctx, "BEGIN; SELECT count(*) FROM jobs")
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, "SELECT pg_create_physical_replication_slot('pages_test_slot')")
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Exec(context.Background(), "SELECT pg_drop_replication_slot('pages_test_slot')") })
+	_, err = db.Exec(ctx, "BEGIN; SELECT 1; PREPARE TRANSACTION 'pages-test-gid'")
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Exec(context.Background(), "ROLLBACK PREPARED 'pages-test-gid'") })
+
 	b := browser.New(t, 180*time.Second)
 	browser.Do(t, b,
 		chromedp.Navigate(e.http.URL+"/login"),
@@ -37,25 +75,48 @@ func TestBrowserMainPages(t *testing.T) {
 		chromedp.Click(css(`[data-testid="login-submit"]`)),
 		chromedp.WaitVisible(css(`[data-testid="findings"]`)),
 	)
-	pages := map[string]string{
-		"/": "findings", "/runbook": "runbook-steps", "/runbook/queues": "runbook-step-queues",
-		"/runbook/rb-g": "runbook-rb-g", "/incidents": "incident-open-form", "/queues": "", "/jobs": "",
-		"/deadletters": "", "/outbox": "", "/workers": "", "/schedules": "", "/audit": "", "/actions": "actions",
-		"/actions/deadletters.requeue?queue=emails&error_class=smtp.timeout": "action-form-edit",
-		"/database/activity": "database-activity", "/database/replication": "database-replication",
-		"/database/maintenance": "database-maintenance",
-	}
-	for path, testid := range pages {
-		browser.Do(t, b, chromedp.Navigate(e.http.URL+path), chromedp.WaitVisible(css(`main`)))
-		if testid != "" {
-			browser.Do(t, b, chromedp.WaitVisible(css(`[data-testid="`+testid+`"]`)))
-		}
+	for _, p := range []struct {
+		path, testid string
+		// texts must all appear in the page's main text.
+		texts []string
+		// js, when set, must evaluate to true on the page.
+		js string
+	}{
+		{path: "/", testid: "findings", texts: []string{"Queue emails-eu: 12 jobs died", `"smtp.timeout"`}},
+		{path: "/runbook", testid: "runbook-steps", texts: []string{"Build the blocking chain and find the root blocker", "Dead-letter spike"}},
+		{path: "/runbook/queues", testid: "runbook-step-queues", texts: []string{"emails-eu", "smtp.timeout", "w-seeded-1"}},
+		{path: "/runbook/rb-g", testid: "runbook-rb-g", texts: []string{"Group by error class first."}},
+		{path: "/incidents", testid: "incident-open-form", texts: []string{"replica lag after the Tuesday deploy"}},
+		{path: "/queues", testid: "queues", texts: []string{"emails-eu"}},
+		{path: "/jobs", testid: "jobs", texts: []string{"send_receipt", "emails-eu"},
+			js: fmt.Sprintf(`document.querySelector('main a[href="/jobs/%d"]') !== null`, newestJob)},
+		{path: "/deadletters", testid: "deadletters", texts: []string{"emails-eu", "smtp.timeout", "dial tcp 10.0.0.7:25: i/o timeout"}},
+		{path: "/outbox", testid: "outbox", texts: []string{"7 due"}},
+		{path: "/workers", testid: "workers", texts: []string{"w-seeded-1", "host-seeded"}},
+		{path: "/schedules", testid: "schedules", texts: []string{"archive-nightly", "daily at 03:00 UTC"}},
+		{path: "/audit", testid: "audit-events", texts: []string{"seeded: SMTP provider outage", "queue:emails-eu"}},
+		{path: "/actions", testid: "actions", texts: []string{"deadletters.requeue", "backend.cancel"}},
+		{path: "/actions/deadletters.requeue?queue=emails-eu&error_class=smtp.timeout", testid: "action-form-edit",
+			js: `[...document.querySelectorAll('main input')].some(i => i.value === 'emails-eu') &&
+				[...document.querySelectorAll('main input')].some(i => i.value === 'smtp.timeout')`},
+		{path: "/database/activity", testid: "database-activity", texts: []string{"nightly-report"}},
+		{path: "/database/replication", testid: "database-replication", texts: []string{"pages_test_slot"}},
+		{path: "/database/maintenance", testid: "database-maintenance", texts: []string{"pages-test-gid"}},
+	} {
+		browser.Do(t, b, chromedp.Navigate(e.http.URL+p.path), chromedp.WaitVisible(css(`[data-testid="`+p.testid+`"]`)))
 		// Panels load on their own; wait until every placeholder is gone.
 		browser.Get(t, b, chromedp.Poll[bool](`document.querySelectorAll('[data-testid^="slot-"]').length === 0`))
 		errs := browser.Get(t, b, chromedp.Evaluate[int](
 			`document.querySelectorAll('[data-testid="error"], [data-testid="panel-error"], [data-testid="panel-timeout"]').length`))
-		require.Zero(t, errs, "%s shows an error", path)
-		name := strings.Trim(strings.NewReplacer("/", "-", "?", "-", "&", "-", "=", "-").Replace(path), "-")
+		require.Zero(t, errs, "%s shows an error", p.path)
+		text := browser.Get(t, b, chromedp.Text(css(`main`)))
+		for _, want := range p.texts {
+			require.Contains(t, text, want, "%s does not show %q", p.path, want)
+		}
+		if p.js != "" {
+			require.True(t, browser.Get(t, b, chromedp.Evaluate[bool](p.js)), "%s: %s", p.path, p.js)
+		}
+		name := strings.Trim(strings.NewReplacer("/", "-", "?", "-", "&", "-", "=", "-").Replace(p.path), "-")
 		if name == "" {
 			name = "overview"
 		}
