@@ -65,7 +65,9 @@ type navEntry struct {
 	group, key, label, href, role string
 }
 
-// navigation is the left menu, grouped as DESIGN.md section 10 lays it out.
+// navigation is the left menu, grouped by what an on-call engineer looks at
+// first: the overview, the runbook, the queues, the database, then the
+// operations record (incidents, audit).
 // Only pages that exist are listed.
 var navigation = []navEntry{
 	{"Overview", "overview", "Overview", "/", auth.RoleViewer},
