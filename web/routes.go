@@ -67,7 +67,7 @@ type navEntry struct {
 
 // navigation is the left menu, grouped by what an on-call engineer looks at
 // first: the overview, the runbook, the queues, the database, then the
-// operations record (incidents, audit).
+// operations (actions, schedules, incidents, the audit log).
 // Only pages that exist are listed.
 var navigation = []navEntry{
 	{"Overview", "overview", "Overview", "/", auth.RoleViewer},
