@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pgconsole/console/diagnostics"
 )
@@ -26,6 +27,9 @@ type serveConfig struct {
 	StandbyURLs    []string
 	Thresholds     diagnostics.Thresholds
 	Relay          relayOptions
+	// HistoryInterval is how often the sampler samples and the flight
+	// recorder records (--history-interval, default 10s).
+	HistoryInterval time.Duration
 }
 
 // flagSet returns a FlagSet that reports errors instead of exiting.
@@ -58,6 +62,7 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	fs.StringVar(&c.Metrics, "metrics", envOr(getenv, "CONSOLE_METRICS", "open"), "metrics access")
 	proxies := fs.String("trusted-proxies", getenv("CONSOLE_TRUSTED_PROXIES"), "trusted proxies")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", envBool(getenv, "CONSOLE_SECURE_COOKIES"), "Secure cookies")
+	fs.DurationVar(&c.HistoryInterval, "history-interval", envDuration(getenv, "CONSOLE_HISTORY_INTERVAL", 10*time.Second), "how often the flight recorder samples")
 	var thresholds thresholdFlags
 	fs.Var(&thresholds, "threshold", "CODE=VALUE")
 	c.Relay = relayFlags(fs, getenv)
@@ -73,6 +78,9 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	case "open", "token", "off":
 	default:
 		return c, usageError{fmt.Sprintf("--metrics %q: use open, token or off", c.Metrics)}
+	}
+	if c.HistoryInterval < time.Second || c.HistoryInterval > 10*time.Minute {
+		return c, usageError{fmt.Sprintf("--history-interval %s: use 1s to 10m", c.HistoryInterval)}
 	}
 	c.TrustedProxies = splitList(*proxies)
 	u, err := databaseURL(getenv)
@@ -214,7 +222,7 @@ func (c serveConfig) print(w io.Writer) {
 	if c.DatabaseURL == "" {
 		migrate = "always (embedded)"
 	}
-	fmt.Fprintf(w, "config: addr=%s database=%s migrate=%s metrics=%s", c.Addr, db, migrate, c.Metrics)
+	fmt.Fprintf(w, "config: addr=%s database=%s migrate=%s metrics=%s history-interval=%s", c.Addr, db, migrate, c.Metrics, c.HistoryInterval)
 	if len(c.StandbyURLs) > 0 {
 		red := make([]string, len(c.StandbyURLs))
 		for i, s := range c.StandbyURLs {

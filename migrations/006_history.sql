@@ -1,0 +1,26 @@
+-- 006: the flight recorder. One row per recorded sample (default every 10s):
+-- the evidence an on-call engineer needs after the fact, as one jsonb
+-- document keyed by check (blocking_tree, activity, wait_events, wal,
+-- replication, slots, queues, outbox, findings). One row per sample rather
+-- than one per check keeps the write to a single tuple and index entry, and
+-- lets TOAST compress the whole document at once (the checks repeat the same
+-- keys, which compress well). `bytes` is the document's stored size, so the
+-- size cap is enforced without scanning the documents.
+--
+-- The table is written by one console at a time (a non-blocking advisory
+-- lock, see diagnostics.Recorder), read by the history views, and pruned by
+-- the prune_history maintenance kind (retention and size cap). Nothing the
+-- application touches ever waits on it.
+CREATE TABLE history_samples (
+    sampled_at  timestamptz NOT NULL PRIMARY KEY,
+    recorded_by text        NOT NULL,
+    bytes       integer     NOT NULL,
+    doc         jsonb       NOT NULL
+);
+
+-- The schedule that prunes it, every 15 minutes; operators may change or
+-- disable it like any other schedule.
+INSERT INTO schedules (name, spec, kind, queue, payload, enabled, next_run_at, created_by, updated_by)
+VALUES ('prune-history', '*/15 * * * *', 'prune_history', 'maintenance', '{}', true,
+        date_trunc('minute', clock_timestamp()) + interval '1 minute', 'migration', 'migration')
+ON CONFLICT (name) DO NOTHING;
