@@ -75,11 +75,11 @@ type HistoryDoc struct {
 	WAL        *HistoryWALPoint `json:"wal"`
 	// Replication is the lag of each standby; Slots the WAL each slot
 	// retains.
-	Replication []Standby    `json:"replication"`
-	Slots       []Slot       `json:"slots"`
-	Queues      []QueueStat  `json:"queues"`
-	Outbox      *OutboxStat  `json:"outbox"`
-	Findings    []Finding    `json:"findings"`
+	Replication []Standby   `json:"replication"`
+	Slots       []Slot      `json:"slots"`
+	Queues      []QueueStat `json:"queues"`
+	Outbox      *OutboxStat `json:"outbox"`
+	Findings    []Finding   `json:"findings"`
 }
 
 // WaitEventCount is how many backends waited on one wait event.
@@ -494,4 +494,19 @@ func HistoryPrune(ctx context.Context, db DBTX, p HistoryPruneParams) (int64, er
 		}
 	}
 	return total, nil
+}
+
+// HistoryMoment is a recorded sample whose blocking tree was not empty.
+type HistoryMoment struct {
+	At       time.Time `db:"sampled_at" json:"at"`
+	Backends int       `db:"backends" json:"backends"`
+	Blocked  int       `db:"blocked" json:"blocked"`
+	// RootPID is the first root blocker of the tree.
+	RootPID int32 `db:"root_pid" json:"root_pid"`
+}
+
+// HistoryMoments lists the samples between from and to with blocked
+// backends, newest first, at most limit (history_moments.sql).
+func HistoryMoments(ctx context.Context, db DBTX, from, to time.Time, limit int) ([]HistoryMoment, error) {
+	return collect[HistoryMoment](ctx, db, "history_moments", 0, from, to, limit)
 }

@@ -40,7 +40,10 @@ func stageChain(t *testing.T, url string, jobID int64) (rootPID, workerPID int32
 	workerDone, leafDone := make(chan error, 1), make(chan error, 1)
 	// root <- worker (waits for the root's row) <- leaf (waits for the
 	// worker's row): a three-level chain.
-	go func() { _, err := worker.Exec(ctx, "UPDATE jobs SET priority = 3 WHERE id = $1", id); workerDone <- err }()
+	go func() {
+		_, err := worker.Exec(ctx, "UPDATE jobs SET priority = 3 WHERE id = $1", id)
+		workerDone <- err
+	}()
 	go func() { _, err := leaf.Exec(ctx, "UPDATE jobs SET priority = 4 WHERE id = $1", id2); leafDone <- err }()
 	var once sync.Once
 	release = func() {

@@ -42,6 +42,8 @@ func (s *Server) routes() {
 	viewer.GET("/incidents", s.incidentList)
 	viewer.GET("/incidents/:id", s.incidentPage)
 	viewer.GET("/incidents/:id/export.md", s.incidentExport)
+	viewer.GET("/history", s.historyPage)
+	viewer.GET("/api/v1/history", s.historyAPI)
 	// Actions check the role themselves (actions.Runner), so a viewer can
 	// preview and is told clearly when it may not execute.
 	viewer.GET("/actions", s.actionIndex)
@@ -81,6 +83,7 @@ var navigation = []navEntry{
 	{"Database", "db-replication", "Replication", "/database/replication", auth.RoleViewer},
 	{"Database", "db-maintenance", "Vacuum and indexes", "/database/maintenance", auth.RoleViewer},
 	{"Database", "db-statements", "Statements", "/database/statements", auth.RoleViewer},
+	{"Database", "history", "History", "/history", auth.RoleViewer},
 	{"Operations", "actions", "Actions", "/actions", auth.RoleViewer},
 	{"Operations", "schedules", "Schedules", "/schedules", auth.RoleViewer},
 	{"Operations", "audit", "Audit", "/audit", auth.RoleViewer},
