@@ -510,3 +510,132 @@ type HistoryMoment struct {
 func HistoryMoments(ctx context.Context, db DBTX, from, to time.Time, limit int) ([]HistoryMoment, error) {
 	return collect[HistoryMoment](ctx, db, "history_moments", 0, from, to, limit)
 }
+
+// historyChainGap is the longest gap between two samples of one chain.
+const historyChainGap = 35 * time.Second
+
+// HistoryChain is one lock chain's life as recorded: consecutive samples
+// (at most 35s apart) with the same root blocker.
+type HistoryChain struct {
+	First, Last time.Time
+	Samples     int
+	// Worst is the sample with the most blocked backends (the latest of
+	// equals): the one to show.
+	Worst HistoryMoment
+}
+
+// HistoryChains groups moments (newest first, as HistoryMoments returns
+// them) into chains, newest first.
+func HistoryChains(moments []HistoryMoment) []HistoryChain {
+	var out []HistoryChain
+	for _, mo := range moments {
+		if n := len(out); n > 0 {
+			ch := &out[n-1]
+			if ch.Worst.RootPID == mo.RootPID && ch.First.Sub(mo.At) <= historyChainGap {
+				ch.First = mo.At
+				ch.Samples++
+				if mo.Blocked > ch.Worst.Blocked {
+					ch.Worst = mo
+				}
+				continue
+			}
+		}
+		out = append(out, HistoryChain{First: mo.At, Last: mo.At, Samples: 1, Worst: mo})
+	}
+	return out
+}
+
+// HistoryLeadTime is how long before an incident's start its timeline
+// reaches back into the recorded history: what led up to it.
+const HistoryLeadTime = 5 * time.Minute
+
+// historyTimelineMax bounds the recorded items of one timeline.
+const historyTimelineMax = 100
+
+// HistoryTimelineItem is one piece of recorded evidence for an incident's
+// timeline: a lock chain at its worst, or findings that appeared or
+// cleared.
+type HistoryTimelineItem struct {
+	At    time.Time
+	Title string
+	// Check is the history check Data comes from (blocking_tree or
+	// findings).
+	Check string
+	Data  json.RawMessage
+}
+
+// HistoryTimeline summarises the history between from and to for an
+// incident: each lock chain once (its worst sample's tree, with how long it
+// lasted) and each finding when it appeared and when it cleared, oldest
+// first, at most 100 items.
+func HistoryTimeline(ctx context.Context, db DBTX, from, to time.Time) ([]HistoryTimelineItem, error) {
+	var items []HistoryTimelineItem
+	moments, err := HistoryMoments(ctx, db, from, to, HistoryRangeMax)
+	if err != nil {
+		return nil, err
+	}
+	for _, ch := range HistoryChains(moments) {
+		e, err := HistoryAt(ctx, db, HistoryBlockingTree, ch.Worst.At, time.Nanosecond)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, HistoryTimelineItem{At: ch.Worst.At, Check: HistoryBlockingTree, Data: e.Data,
+			Title: fmt.Sprintf("recorded lock chain: pid %d blocked %d backends (%d samples, %s to %s)",
+				ch.Worst.RootPID, ch.Worst.Blocked, ch.Samples, ch.First.UTC().Format("15:04:05Z"), ch.Last.UTC().Format("15:04:05Z"))})
+	}
+	entries, err := HistoryRange(ctx, db, HistoryFindings, from, to, 0)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]Finding{}
+	for _, e := range entries {
+		var fs []Finding
+		if json.Unmarshal(e.Data, &fs) != nil {
+			continue
+		}
+		now := map[string]Finding{}
+		var appeared []Finding
+		for _, f := range fs {
+			k := findingKey(f)
+			now[k] = f
+			if _, ok := seen[k]; !ok {
+				appeared = append(appeared, f)
+			}
+		}
+		var cleared []Finding
+		for k, f := range seen {
+			if _, ok := now[k]; !ok {
+				cleared = append(cleared, f)
+			}
+		}
+		sort.Slice(cleared, func(i, j int) bool { return findingKey(cleared[i]) < findingKey(cleared[j]) })
+		for _, f := range appeared {
+			b, _ := json.Marshal(f)
+			items = append(items, HistoryTimelineItem{At: e.At, Check: HistoryFindings, Data: b,
+				Title: fmt.Sprintf("recorded finding appeared: %s %s", f.Severity, f.Title)})
+		}
+		for _, f := range cleared {
+			b, _ := json.Marshal(f)
+			items = append(items, HistoryTimelineItem{At: e.At, Check: HistoryFindings, Data: b,
+				Title: "recorded finding cleared: " + f.Title})
+		}
+		seen = now
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].At.Before(items[j].At) })
+	if len(items) > historyTimelineMax {
+		items = items[:historyTimelineMax]
+	}
+	return items, nil
+}
+
+// findingKey identifies a finding across samples: its code and the subject
+// fields that name what it is about (not the measured values).
+func findingKey(f Finding) string {
+	k := f.Code
+	for _, name := range []string{"pid", "queue", "slot_name", "application_name", "table", "index", "gid"} {
+		if v, ok := f.Subject[name]; ok {
+			k += fmt.Sprintf(" %s=%v", name, v)
+		}
+	}
+	return k
+}

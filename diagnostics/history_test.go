@@ -233,3 +233,34 @@ func TestHistoryPruneRetentionAndSizeCap(t *testing.T) {
 	require.WithinDuration(t, time.Now(), *st.Newest, 2*time.Minute)
 	require.WithinDuration(t, time.Now().Add(-5*time.Minute), *st.Oldest, 2*time.Minute)
 }
+
+func TestHistoryTimelineSummarisesChainsAndFindings(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool := testdb.New(t)
+	t0 := time.Date(2026, 12, 3, 3, 12, 0, 0, time.UTC)
+	tree := `[{"pid": 7, "depth": 0, "is_root": true}, {"pid": 8, "depth": 1}]`
+	finding := `[{"code": "lock.root_blocker", "severity": "critical", "title": "pid 7 blocks 1 backend", "subject": {"pid": 7, "wait_seconds": %d}}]`
+	insert := func(secs int, tree, findings string) {
+		doc := fmt.Sprintf(`{"blocking_tree": %s, "findings": %s}`, tree, findings)
+		_, err := pool.Exec(ctx, "INSERT INTO history_samples (sampled_at, recorded_by, bytes, doc) VALUES ($1, 't', 0, $2)", t0.Add(time.Duration(secs)*time.Second), doc)
+		require.NoError(t, err)
+	}
+	insert(0, "[]", "[]")
+	insert(10, tree, fmt.Sprintf(finding, 3))
+	insert(20, tree, fmt.Sprintf(finding, 13)) // same finding, new value: not new
+	insert(30, "[]", "[]")
+
+	items, err := diagnostics.HistoryTimeline(ctx, pool, t0, t0.Add(time.Minute))
+	require.NoError(t, err)
+	var titles []string
+	for _, it := range items {
+		titles = append(titles, it.At.Format("15:04:05")+" "+it.Title)
+	}
+	require.Equal(t, []string{
+		"03:12:10 recorded finding appeared: critical pid 7 blocks 1 backend",
+		"03:12:20 recorded lock chain: pid 7 blocked 1 backends (2 samples, 03:12:10Z to 03:12:20Z)",
+		"03:12:30 recorded finding cleared: pid 7 blocks 1 backend",
+	}, titles)
+}

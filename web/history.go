@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/views"
 )
@@ -252,14 +253,14 @@ func historyModel(q historyQuery, ev historyEvidence) views.HistoryPage {
 	if len(moments) > historyMomentsLimit {
 		moments, m.MomentsLimit = moments[:historyMomentsLimit], true
 	}
-	for _, ep := range historyEpisodes(moments) {
-		shown := ev.Err == nil && !ev.Tree.At.Before(ep.first) && !ev.Tree.At.After(ep.last)
-		span := ep.first.UTC().Format(time.RFC3339)
-		if !ep.first.Equal(ep.last) {
-			span += " → " + ep.last.UTC().Format("15:04:05Z")
+	for _, ch := range diagnostics.HistoryChains(moments) {
+		shown := ev.Err == nil && !ev.Tree.At.Before(ch.First) && !ev.Tree.At.After(ch.Last)
+		span := ch.First.UTC().Format(time.RFC3339)
+		if !ch.First.Equal(ch.Last) {
+			span += " → " + ch.Last.UTC().Format("15:04:05Z")
 		}
-		m.Moments = append(m.Moments, views.HistoryMoment{At: span, Href: q.href(q.window, ep.worst.At),
-			Samples: fmt.Sprint(ep.samples), Blocked: fmt.Sprint(ep.worst.Blocked), Root: fmt.Sprint(ep.worst.RootPID), Active: shown})
+		m.Moments = append(m.Moments, views.HistoryMoment{At: span, Href: q.href(q.window, ch.Worst.At),
+			Samples: fmt.Sprint(ch.Samples), Blocked: fmt.Sprint(ch.Worst.Blocked), Root: fmt.Sprint(ch.Worst.RootPID), Active: shown})
 	}
 	if ev.Err != nil {
 		m.Missing = "No sample was recorded in the 30 seconds before it. " + ev.Status.Reason
@@ -312,36 +313,33 @@ func waitText(typ, event string) string {
 	return typ + ": " + event
 }
 
-// historyEpisodeGap is the longest gap between two samples of one episode.
-const historyEpisodeGap = 35 * time.Second
 
-// historyEpisode is a run of consecutive samples with the same root
-// blocker: one lock chain's life as recorded.
-type historyEpisode struct {
-	first, last time.Time
-	samples     int
-	// worst is the sample with the most blocked backends (the latest of
-	// equals), the one the episode links to.
-	worst diagnostics.HistoryMoment
-}
-
-// historyEpisodes groups moments (newest first) into episodes, newest
-// first.
-func historyEpisodes(moments []diagnostics.HistoryMoment) []historyEpisode {
-	var out []historyEpisode
-	for _, mo := range moments {
-		if n := len(out); n > 0 {
-			ep := &out[n-1]
-			if ep.worst.RootPID == mo.RootPID && ep.first.Sub(mo.At) <= historyEpisodeGap {
-				ep.first = mo.At
-				ep.samples++
-				if mo.Blocked > ep.worst.Blocked {
-					ep.worst = mo
-				}
-				continue
-			}
-		}
-		out = append(out, historyEpisode{first: mo.At, last: mo.At, samples: 1, worst: mo})
+// recordedEvidence is the flight recorder's evidence for an incident's
+// timeline: from HistoryLeadTime before its start to its end (or now). A
+// history that cannot be read becomes one item that says so, so the
+// incident page and its export still work.
+func (s *Server) recordedEvidence(ctx context.Context, inc *audit.Incident) []audit.RecordedEvidence {
+	from := inc.WindowStart.Add(-diagnostics.HistoryLeadTime)
+	to := time.Now()
+	if inc.WindowEnd != nil {
+		to = *inc.WindowEnd
+	}
+	items, err := diagnostics.HistoryTimeline(ctx, s.cfg.Pool, from, to)
+	if err != nil {
+		b, _ := json.Marshal(map[string]string{"error": err.Error()})
+		return []audit.RecordedEvidence{{At: from, Title: "recorded history could not be read", Check: "history", Data: b}}
+	}
+	out := make([]audit.RecordedEvidence, len(items))
+	for i, it := range items {
+		out[i] = audit.RecordedEvidence{At: it.At, Title: it.Title, Check: it.Check, Data: it.Data}
 	}
 	return out
+}
+
+// recordedTimelineEntry shows one recorded item on the incident page, with
+// a link to the history page at that moment.
+func recordedTimelineEntry(r audit.RecordedEvidence, now time.Time) views.TimelineEntry {
+	return views.TimelineEntry{At: age(r.At, now), Kind: "recorded", Title: r.Title, Who: "the flight recorder",
+		Href: "/history?" + url.Values{"window": {"custom"}, "from": {r.At.Add(-30 * time.Minute).UTC().Format(time.RFC3339)},
+			"to": {r.At.Add(30 * time.Minute).UTC().Format(time.RFC3339)}, "at": {r.At.UTC().Format(time.RFC3339Nano)}}.Encode()}
 }

@@ -172,6 +172,25 @@ func TestHistoryShowsALockChainAfterItCleared(t *testing.T) {
 	require.Contains(t, body, `<span class="sev info">shown</span>`, "and marked as the one shown")
 	require.Contains(t, body, "Recording:")
 
+	// An incident opened now, after the chain cleared: its timeline and its
+	// export reach five minutes back and show the chain nobody captured.
+	op := e.client(t)
+	op.login("operator")
+	op.get("/incidents")
+	resp, body = op.post("/incidents", url.Values{"_csrf": {op.csrf}, "title": {"orders slow"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+	incident := resp.Header.Get("Location")
+	resp, body = op.get(incident)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, body, `data-testid="timeline-recorded"`)
+	require.Contains(t, body, fmt.Sprintf("recorded lock chain: pid %d blocked 2 backends", rootPID))
+	require.Contains(t, body, `data-testid="timeline-history"`)
+	resp, md := op.get(incident + "/export.md")
+	require.Equal(t, http.StatusOK, resp.StatusCode, md)
+	require.Contains(t, md, fmt.Sprintf("recorded: recorded lock chain: pid %d", rootPID))
+	require.Contains(t, md, fmt.Sprintf(`"job_id": %d`, jobID))
+	require.Contains(t, md, "recorded finding appeared: critical pid")
+
 	b := browser.New(t, 120*time.Second)
 	browser.Do(t, b,
 		chromedp.Navigate(e.http.URL+"/login"),
@@ -212,25 +231,4 @@ func TestHistoryAPIRefusesBadInput(t *testing.T) {
 	require.True(t, strings.Contains(body, "history is off"), "the page says history is off on a console without a recorder")
 	resp, _ = c.get("/history?window=2w")
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
-}
-
-func TestHistoryEpisodesGroupOneChain(t *testing.T) {
-	t.Parallel()
-	at := time.Date(2026, 12, 3, 3, 12, 40, 0, time.UTC)
-	mo := func(secs, blocked int, root int32) diagnostics.HistoryMoment {
-		return diagnostics.HistoryMoment{At: at.Add(time.Duration(secs) * time.Second), Blocked: blocked, RootPID: root}
-	}
-	// Newest first: pid 7's chain for 30s (worst at +10s), a gap of a
-	// minute, an older chain of pid 7, and pid 9's at the same time.
-	eps := historyEpisodes([]diagnostics.HistoryMoment{
-		mo(30, 1, 7), mo(20, 2, 7), mo(10, 3, 7), mo(0, 1, 7),
-		mo(-60, 1, 7), mo(-70, 4, 9),
-	})
-	require.Len(t, eps, 3)
-	require.Equal(t, 4, eps[0].samples)
-	require.Equal(t, at, eps[0].first)
-	require.Equal(t, at.Add(30*time.Second), eps[0].last)
-	require.Equal(t, 3, eps[0].worst.Blocked)
-	require.Equal(t, int32(7), eps[1].worst.RootPID)
-	require.Equal(t, int32(9), eps[2].worst.RootPID)
 }
