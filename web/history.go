@@ -313,7 +313,6 @@ func waitText(typ, event string) string {
 	return typ + ": " + event
 }
 
-
 // recordedEvidence is the flight recorder's evidence for an incident's
 // timeline: from HistoryLeadTime before its start to its end (or now). A
 // history that cannot be read becomes one item that says so, so the
