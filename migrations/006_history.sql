@@ -4,8 +4,9 @@
 -- replication, slots, queues, outbox, findings). One row per sample rather
 -- than one per check keeps the write to a single tuple and index entry, and
 -- lets TOAST compress the whole document at once (the checks repeat the same
--- keys, which compress well). `bytes` is the document's stored size, so the
--- size cap is enforced without scanning the documents.
+-- keys, which compress well). `bytes` is the document's size as jsonb before
+-- TOAST compression (an upper bound of what it takes on disk), so the size
+-- cap is enforced, conservatively, without reading the documents.
 --
 -- The table is written by one console at a time (a non-blocking advisory
 -- lock, see diagnostics.Recorder), read by the history views, and pruned by
