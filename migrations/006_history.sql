@@ -25,3 +25,19 @@ INSERT INTO schedules (name, spec, kind, queue, payload, enabled, next_run_at, c
 VALUES ('prune-history', '*/15 * * * *', 'prune_history', 'maintenance', '{}', true,
         date_trunc('minute', clock_timestamp()) + interval '1 minute', 'migration', 'migration')
 ON CONFLICT (name) DO NOTHING;
+
+-- alert_notifications makes POST /api/v1/alerts idempotent: Alertmanager
+-- repeats a notification (repeat_interval, retries, several Alertmanagers
+-- of a cluster), and each alert's firing or resolved notice is acted on
+-- once, keyed by its fingerprint, start and status. The row is written in
+-- the same transaction that decides to act, so a failed attempt is retried.
+CREATE TABLE alert_notifications (
+    fingerprint text        NOT NULL,
+    starts_at   timestamptz NOT NULL,
+    status      text        NOT NULL CHECK (status IN ('firing', 'resolved')),
+    alertname   text        NOT NULL,
+    labels      jsonb       NOT NULL DEFAULT '{}',
+    incident_id bigint      REFERENCES incidents (id),
+    received_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (fingerprint, starts_at, status)
+);
