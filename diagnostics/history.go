@@ -442,8 +442,8 @@ func HistoryStats(ctx context.Context, db DBTX) (HistoryStat, error) {
 }
 
 // KindPruneHistory is the maintenance job kind that prunes history_samples
-// (HistoryPrune); a schedule made by the migration enqueues it every 15
-// minutes.
+// (HistoryPrune); `console serve` makes the prune-history schedule that
+// enqueues it every 15 minutes.
 const KindPruneHistory = "prune_history"
 
 // HistoryPruneParams bounds what history is kept. Zero values are defaults.

@@ -10,21 +10,15 @@
 --
 -- The table is written by one console at a time (a non-blocking advisory
 -- lock, see diagnostics.Recorder), read by the history views, and pruned by
--- the prune_history maintenance kind (retention and size cap). Nothing the
--- application touches ever waits on it.
+-- the prune_history maintenance kind (retention and size cap), which
+-- `console serve` schedules as prune-history when no such schedule exists.
+-- Nothing the application touches ever waits on it.
 CREATE TABLE history_samples (
     sampled_at  timestamptz NOT NULL PRIMARY KEY,
     recorded_by text        NOT NULL,
     bytes       integer     NOT NULL,
     doc         jsonb       NOT NULL
 );
-
--- The schedule that prunes it, every 15 minutes; operators may change or
--- disable it like any other schedule.
-INSERT INTO schedules (name, spec, kind, queue, payload, enabled, next_run_at, created_by, updated_by)
-VALUES ('prune-history', '*/15 * * * *', 'prune_history', 'maintenance', '{}', true,
-        date_trunc('minute', clock_timestamp()) + interval '1 minute', 'migration', 'migration')
-ON CONFLICT (name) DO NOTHING;
 
 -- alert_notifications makes POST /api/v1/alerts idempotent: Alertmanager
 -- repeats a notification (repeat_interval, retries, several Alertmanagers

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -57,4 +58,28 @@ func recorderName() string {
 		host = "console"
 	}
 	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
+
+// pruneHistorySchedule is the schedule that enqueues prune_history.
+const pruneHistorySchedule = "prune-history"
+
+// ensurePruneHistorySchedule creates the prune-history schedule (every 15
+// minutes on the maintenance queue) unless a schedule of that name exists;
+// operators may change or disable it like any other. Several consoles
+// starting at once may race: a duplicate is not an error.
+func ensurePruneHistorySchedule(ctx context.Context, pool *pgxpool.Pool) error {
+	if _, err := queues.ScheduleGet(ctx, pool, pruneHistorySchedule); err == nil {
+		return nil
+	} else if !errors.Is(err, queues.ErrNotFound) {
+		return fmt.Errorf("read the %s schedule: %w", pruneHistorySchedule, err)
+	}
+	_, err := queues.ScheduleCreate(ctx, pool, queues.ScheduleParams{Name: pruneHistorySchedule, Spec: "*/15 * * * *",
+		Kind: diagnostics.KindPruneHistory, Queue: "maintenance", By: "console"})
+	if err != nil {
+		if _, again := queues.ScheduleGet(ctx, pool, pruneHistorySchedule); again == nil {
+			return nil
+		}
+		return fmt.Errorf("create the %s schedule: %w", pruneHistorySchedule, err)
+	}
+	return nil
 }

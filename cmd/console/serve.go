@@ -100,6 +100,9 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return fmt.Errorf("open the diagnostics pool: %w", err)
 	}
 	defer diag.Close()
+	if err := ensurePruneHistorySchedule(ctx, pool); err != nil {
+		return err
+	}
 	recorder := diag.NewRecorder(pool, diagnostics.RecorderConfig{Interval: cfg.HistoryInterval, Name: recorderName(), Logger: logger})
 	sampler := diag.NewSampler(diagnostics.SamplerConfig{Interval: cfg.HistoryInterval, OnSampleFunc: recorder.Record})
 	if err := sampler.Start(ctx); err != nil {
