@@ -187,8 +187,13 @@ var ErrHistoryOff = errors.New("history is off")
 // Record writes smp with the blocking tree, activity and findings read now,
 // unless another console recorded within the interval. It returns
 // ErrHistoryOff (wrapped, with the reason) when the database cannot keep
-// history, and nil when it recorded or skipped. ctx bounds the write.
+// history, and nil when it recorded or skipped. ctx bounds the write, as
+// does the larger of the interval and 5s.
 func (r *Recorder) Record(ctx context.Context, smp Sample) error {
+	// A write that cannot get a connection or finish within an interval
+	// is dropped; the next sample tries again.
+	ctx, cancel := context.WithTimeout(ctx, max(r.cfg.Interval, 5*time.Second))
+	defer cancel()
 	if info, err := r.d.ServerInfo(ctx); err == nil && info.InRecovery {
 		reason := "history is off: this server is a standby (read-only); the primary's console records it"
 		r.setStatus(false, reason, nil)
