@@ -21,7 +21,8 @@ const maxMarkdownData = 4000
 // header (impact, SLO, window, who opened and closed it) and one timeline of
 // the evidence captured and the audited actions taken during it (events that
 // name the incident, and any event inside its window), oldest first.
-func IncidentMarkdown(ctx context.Context, db DBTX, id int64) (string, error) {
+// recorded adds the flight recorder's evidence to the timeline.
+func IncidentMarkdown(ctx context.Context, db DBTX, id int64, recorded ...RecordedEvidence) (string, error) {
 	inc, err := IncidentGet(ctx, db, id)
 	if err != nil {
 		return "", err
@@ -38,7 +39,7 @@ func IncidentMarkdown(ctx context.Context, db DBTX, id int64) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read actions of incident %d: %w", id, err)
 	}
-	return renderIncident(inc, evidence, events), nil
+	return renderIncident(inc, evidence, events, recorded), nil
 }
 
 type timelineEntry struct {
@@ -51,7 +52,7 @@ type timelineEntry struct {
 // items; see mdInline) or fenced (multi-line: summary, reason, error, SQL,
 // JSON; see mdFence), so no field can forge a timeline entry, a link or
 // HTML.
-func renderIncident(inc *Incident, evidence []Evidence, events []Event) string {
+func renderIncident(inc *Incident, evidence []Evidence, events []Event, recorded []RecordedEvidence) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Incident %d: %s\n\n", inc.ID, mdInline(inc.Title))
 	fmt.Fprintf(&b, "- Status: %s\n", mdInline(inc.Status))
@@ -102,6 +103,9 @@ func renderIncident(inc *Incident, evidence []Evidence, events []Event) string {
 			t.WriteString(mdFence("json", indentJSON(e.Result)))
 		}
 		entries = append(entries, timelineEntry{e.At, t.String()})
+	}
+	for _, r := range recorded {
+		entries = append(entries, recordedEntry(r))
 	}
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].at.Before(entries[j].at) })
 	b.WriteString("\n## Timeline\n\n")

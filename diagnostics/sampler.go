@@ -18,6 +18,9 @@ type SamplerConfig struct {
 	// Size is how many samples the ring keeps; default 360 (an hour at
 	// 10s).
 	Size int
+	// OnSampleFunc, when set, is called with each sample after it joins the
+	// ring, in the sampling goroutine (the flight recorder: Recorder.Record).
+	OnSampleFunc func(ctx context.Context, smp Sample) error
 }
 
 // Sample is one reading of the cumulative statistics and gauges the console
@@ -166,6 +169,9 @@ func (s *Sampler) SampleNow(ctx context.Context) Sample {
 		s.full = true
 	}
 	s.mu.Unlock()
+	if s.cfg.OnSampleFunc != nil && ctx.Err() == nil {
+		_ = s.cfg.OnSampleFunc(ctx, smp) // the recorder keeps its own status
+	}
 	return smp
 }
 

@@ -113,4 +113,5 @@ have_pg_server || apt_install postgresql
 
 command -v chromium >/dev/null || apt_install chromium
 command -v promtool >/dev/null || apt_install prometheus
+command -v prometheus-alertmanager >/dev/null || apt_install prometheus-alertmanager
 install_pg18

@@ -43,7 +43,7 @@ type IncidentPage struct {
 // TimelineEntry is one captured piece of evidence or one audited action.
 type TimelineEntry struct {
 	At      Age    `json:"at"`
-	Kind    string `json:"kind"` // "evidence" or "action"
+	Kind    string `json:"kind"` // "evidence", "action" or "recorded"
 	Title   string `json:"title"`
 	Who     string `json:"who"`
 	Detail  string `json:"detail,omitempty"`

@@ -118,7 +118,7 @@ func (s *Server) incidentPage(c echo.Context) error {
 		return err
 	}
 	p, _ := principalFrom(c)
-	m := incidentModel(inc, evidence, events, time.Now())
+	m := incidentModel(inc, evidence, events, s.recordedEvidence(ctx, inc), time.Now())
 	m.CSRF = csrfToken(c)
 	m.CanClose = auth.RoleRank(p.Role) >= auth.RoleRank(auth.RoleOperator)
 	return s.render(c, page{Title: inc.Title, Nav: "incidents", Model: m, Body: views.IncidentBody(m)})
@@ -126,7 +126,7 @@ func (s *Server) incidentPage(c echo.Context) error {
 
 // incidentModel merges captured evidence and audited actions into one
 // timeline, oldest first.
-func incidentModel(inc *audit.Incident, evidence []audit.Evidence, events []audit.Event, now time.Time) views.IncidentPage {
+func incidentModel(inc *audit.Incident, evidence []audit.Evidence, events []audit.Event, recorded []audit.RecordedEvidence, now time.Time) views.IncidentPage {
 	m := views.IncidentPage{ID: inc.ID, Title: inc.Title, Status: inc.Status, Impact: inc.Impact, SLO: inc.SLO,
 		WindowStart: utc(inc.WindowStart), OpenedBy: inc.OpenedBy, Summary: inc.Summary,
 		ExportHref: fmt.Sprintf("/incidents/%d/export.md", inc.ID)}
@@ -150,6 +150,9 @@ func incidentModel(inc *audit.Incident, evidence []audit.Evidence, events []audi
 		}
 		all = append(all, stamped{e.At, views.TimelineEntry{At: age(e.At, now), Kind: "action",
 			Title: e.Action + " " + e.Target, Who: e.Actor, Detail: detail, Outcome: string(e.Outcome)}})
+	}
+	for _, r := range recorded {
+		all = append(all, stamped{r.At, recordedTimelineEntry(r, now)})
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].at.Before(all[j].at) })
 	for _, s := range all {
@@ -219,7 +222,11 @@ func (s *Server) incidentExport(c echo.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
 	defer cancel()
-	md, err := audit.IncidentMarkdown(ctx, s.cfg.Pool, id)
+	inc, err := audit.IncidentGet(ctx, s.cfg.Pool, id)
+	if err != nil {
+		return err
+	}
+	md, err := audit.IncidentMarkdown(ctx, s.cfg.Pool, id, s.recordedEvidence(ctx, inc)...)
 	if err != nil {
 		return err
 	}

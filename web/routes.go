@@ -42,6 +42,10 @@ func (s *Server) routes() {
 	viewer.GET("/incidents", s.incidentList)
 	viewer.GET("/incidents/:id", s.incidentPage)
 	viewer.GET("/incidents/:id/export.md", s.incidentExport)
+	viewer.GET("/history", s.historyPage)
+	viewer.GET("/api/v1/history", s.historyAPI)
+	// Alertmanager's webhook: operator API tokens only (alertsWebhook).
+	viewer.POST("/api/v1/alerts", s.alertsWebhook)
 	// Actions check the role themselves (actions.Runner), so a viewer can
 	// preview and is told clearly when it may not execute.
 	viewer.GET("/actions", s.actionIndex)
@@ -83,6 +87,7 @@ var navigation = []navEntry{
 	{"Database", "db-replication", "Replication", "/database/replication", auth.RoleViewer},
 	{"Database", "db-maintenance", "Vacuum and indexes", "/database/maintenance", auth.RoleViewer},
 	{"Database", "db-statements", "Statements", "/database/statements", auth.RoleViewer},
+	{"Database", "history", "History", "/history", auth.RoleViewer},
 	{"Operations", "actions", "Actions", "/actions", auth.RoleViewer},
 	{"Operations", "schedules", "Schedules", "/schedules", auth.RoleViewer},
 	{"Operations", "audit", "Audit", "/audit", auth.RoleViewer},

@@ -30,6 +30,10 @@ type Config struct {
 	// Sampler keeps the recent samples behind the sparklines; nil shows
 	// numbers without trends.
 	Sampler *diagnostics.Sampler
+	// Recorder is the flight recorder; its Status tells the history page
+	// whether history is recorded. Nil means this console records nothing
+	// (history recorded by another console is still shown).
+	Recorder *diagnostics.Recorder
 	// Actions runs every operator mutation. Required.
 	Actions *actions.Runner
 	// Database is the redacted connection target shown in the top bar.

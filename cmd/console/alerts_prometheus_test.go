@@ -107,9 +107,9 @@ func freeLoopbackPort(t *testing.T) int {
 
 // startPrometheus starts a real Prometheus that scrapes target's /metrics
 // every second with token, loads rules and evaluates them every second. It
-// is stopped at cleanup (its log is printed when the test failed). It
-// returns the base URL of its HTTP API.
-func startPrometheus(t *testing.T, target, token, rules string) string {
+// is stopped at cleanup (its log is printed when the test failed). extra is
+// appended to its configuration. It returns the base URL of its HTTP API.
+func startPrometheus(t *testing.T, target, token, rules string, extra ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.yml"), []byte(rules), 0o644))
@@ -125,7 +125,7 @@ scrape_configs:
       credentials: %q
     static_configs:
       - targets: [%q]
-`, token, strings.TrimPrefix(target, "http://"))
+`, token, strings.TrimPrefix(target, "http://")) + strings.Join(extra, "")
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
 	out, err := exec.Command(promBinary(t, "promtool"), "check", "config", cfgPath).CombinedOutput()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pgconsole/console/diagnostics"
 )
@@ -28,6 +29,9 @@ type serveConfig struct {
 	StandbyURLs    []string
 	Thresholds     diagnostics.Thresholds
 	Relay          relayOptions
+	// HistoryInterval is how often the sampler samples and the flight
+	// recorder records (--history-interval, default 10s).
+	HistoryInterval time.Duration
 }
 
 // flagSet returns a FlagSet that reports errors instead of exiting.
@@ -62,6 +66,7 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", envBool(getenv, "CONSOLE_SECURE_COOKIES"), "Secure cookies")
 	fs.StringVar(&c.TLSCert, "tls-cert", getenv("CONSOLE_TLS_CERT"), "TLS certificate (PEM)")
 	fs.StringVar(&c.TLSKey, "tls-key", getenv("CONSOLE_TLS_KEY"), "TLS private key (PEM)")
+	fs.DurationVar(&c.HistoryInterval, "history-interval", envDuration(getenv, "CONSOLE_HISTORY_INTERVAL", 10*time.Second), "how often the flight recorder samples")
 	var thresholds thresholdFlags
 	fs.Var(&thresholds, "threshold", "CODE=VALUE")
 	c.Relay = relayFlags(fs, getenv)
@@ -80,6 +85,9 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return c, usageError{"--tls-cert and --tls-key go together: give both to serve https, or neither"}
+	}
+	if c.HistoryInterval < time.Second || c.HistoryInterval > 10*time.Minute {
+		return c, usageError{fmt.Sprintf("--history-interval %s: use 1s to 10m", c.HistoryInterval)}
 	}
 	c.TrustedProxies = splitList(*proxies)
 	u, err := databaseURL(getenv)
@@ -221,7 +229,7 @@ func (c serveConfig) print(w io.Writer) {
 	if c.DatabaseURL == "" {
 		migrate = "always (embedded)"
 	}
-	fmt.Fprintf(w, "config: addr=%s database=%s migrate=%s metrics=%s", c.Addr, db, migrate, c.Metrics)
+	fmt.Fprintf(w, "config: addr=%s database=%s migrate=%s metrics=%s history-interval=%s", c.Addr, db, migrate, c.Metrics, c.HistoryInterval)
 	if c.TLSCert != "" {
 		fmt.Fprintf(w, " tls-cert=%s", c.TLSCert)
 	}

@@ -69,6 +69,7 @@ func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg promet
 	}
 	registerDemoKinds(e.client, cfg.AllowSQL)
 	queues.RegisterMaintenance(e.client, queues.MaintenanceConfig{Logger: logger})
+	registerPruneHistory(e.client, pool, logger)
 	if err := e.client.Start(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("start workers: %w", err)

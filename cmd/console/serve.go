@@ -109,7 +109,11 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return fmt.Errorf("open the diagnostics pool: %w", err)
 	}
 	defer diag.Close()
-	sampler := diag.NewSampler(diagnostics.SamplerConfig{})
+	if err := ensurePruneHistorySchedule(ctx, pool); err != nil {
+		return err
+	}
+	recorder := diag.NewRecorder(pool, diagnostics.RecorderConfig{Interval: cfg.HistoryInterval, Name: recorderName(), Logger: logger})
+	sampler := diag.NewSampler(diagnostics.SamplerConfig{Interval: cfg.HistoryInterval, OnSampleFunc: recorder.Record})
 	if err := sampler.Start(ctx); err != nil {
 		return fmt.Errorf("start the diagnostics sampler: %w", err)
 	}
@@ -166,6 +170,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		Pool:           pool,
 		Diagnostics:    diag,
 		Sampler:        sampler,
+		Recorder:       recorder,
 		Actions:        runner,
 		Database:       target(dbURL),
 		Version:        version,

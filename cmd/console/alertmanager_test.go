@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/audit"
+	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// startAlertmanager starts a real Alertmanager (Debian's
+// prometheus-alertmanager) with config, on loopback, clustering off. It is
+// stopped at cleanup (its log is printed when the test failed) and returns
+// its address (host:port).
+func startAlertmanager(t *testing.T, config string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "alertmanager.yml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(config), 0o600))
+	out, err := exec.Command(promBinary(t, "amtool"), "check-config", cfgPath).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	addr := fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))
+	logPath := filepath.Join(dir, "alertmanager.log")
+	logFile, err := os.Create(logPath)
+	require.NoError(t, err)
+	cmd := exec.Command(promBinary(t, "prometheus-alertmanager"), "--config.file="+cfgPath,
+		"--storage.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr,
+		"--cluster.listen-address=", "--log.level=debug")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+		logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("alertmanager log:\n%s", b)
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if resp, err := http.Get("http://" + addr + "/-/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return addr
+			}
+		}
+		select {
+		case err := <-exited:
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("alertmanager exited: %v\n%s", err, b)
+		case <-time.After(100 * time.Millisecond):
+		}
+		require.True(t, time.Now().Before(deadline), "alertmanager not ready within 30s")
+	}
+}
+
+// holdLockChain stages a real lock chain whose root is a queue worker
+// running a real job; it lasts until the test ends. It returns the root's
+// pid and the job's id.
+func holdLockChain(t *testing.T, dbURL string) (rootPID int32, jobID int64) {
+	t.Helper()
+	ctx := context.Background()
+	connect := func(name string) *pgx.Conn {
+		cfg, err := pgx.ParseConfig(dbURL)
+		require.NoError(t, err)
+		cfg.RuntimeParams["application_name"] = name
+		c, err := pgx.ConnectConfig(ctx, cfg)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close(context.Background()) })
+		return c
+	}
+	admin := connect("test-setup")
+	require.NoError(t, admin.QueryRow(ctx, `INSERT INTO jobs (queue, kind, status, lease_owner, lease_until, started_at)
+		VALUES ('reports', 'monthly_totals', 'running', 'worker-1', now() + interval '1 hour', now()) RETURNING id`).Scan(&jobID))
+	_, err := admin.Exec(ctx, `CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL DEFAULT 0); INSERT INTO accounts (id) VALUES (1)`)
+	require.NoError(t, err)
+	rootApp := fmt.Sprintf("console-worker job=%d", jobID)
+	root, waiter := connect(rootApp), connect("billing")
+	require.NoError(t, root.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&rootPID))
+	bg, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	run := func(c *pgx.Conn, sql string) {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, _ = c.Exec(bg, sql) }()
+	}
+	waitFor := func(app, cond string) {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var n int
+			require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND "+cond, app).Scan(&n))
+			if n == 1 {
+				return
+			}
+			require.True(t, time.Now().Before(deadline), "%s did not reach its lock within 30s", app)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	run(root, "WITH held AS (SELECT id FROM accounts WHERE id = 1 FOR UPDATE) SELECT pg_sleep(300) FROM held")
+	waitFor(rootApp, "wait_event = 'PgSleep'")
+	run(waiter, "UPDATE accounts SET balance = balance + 1 WHERE id = 1")
+	waitFor("billing", "wait_event_type = 'Lock'")
+	return rootPID, jobID
+}
+
+// A real Prometheus scrapes a real `console serve` with the shipped rules;
+// a real Alertmanager, configured from the shipped example route, sends
+// the console's alerts to POST /api/v1/alerts. A real lock chain makes
+// ConsoleBlockedBackends fire (after its 30s threshold); the console opens
+// an incident with the alert's labels and the blocking tree, root and job
+// captured at that moment.
+func TestAlertmanagerOpensIncidentFromLockChain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := testdb.URL(t)
+	pool := testdb.Pool(t, dbURL)
+	scrape, err := auth.TokenCreate(ctx, pool, "prometheus", auth.RoleViewer)
+	require.NoError(t, err)
+	hook, err := auth.TokenCreate(ctx, pool, "alertmanager", auth.RoleOperator)
+	require.NoError(t, err)
+	consoleURL := serveAttached(t, dbURL)
+
+	shipped, err := os.ReadFile("../../deploy/alertmanager/alertmanager.yml")
+	require.NoError(t, err)
+	tokenFile := filepath.Join(t.TempDir(), "console-token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(hook), 0o600))
+	amConfig := strings.NewReplacer("https://console.example.internal", consoleURL,
+		"/etc/alertmanager/console-token", tokenFile).Replace(string(shipped))
+	amConfig = regexp.MustCompile(`(?m)^(\s+group_wait: )\S+$`).ReplaceAllString(amConfig, "${1}1s")
+	amConfig = regexp.MustCompile(`(?m)^(\s+group_interval: )\S+$`).ReplaceAllString(amConfig, "${1}1s")
+	amConfig = regexp.MustCompile(`(?m)^(\s+repeat_interval: )\S+$`).ReplaceAllString(amConfig, "${1}1s")
+	am := startAlertmanager(t, amConfig)
+
+	rendered, err := exec.Command("../../scripts/render-alerts.sh", consoleURL).Output()
+	require.NoError(t, err)
+	startPrometheus(t, consoleURL, scrape, forRE.ReplaceAllString(string(rendered), "${1}1s"),
+		fmt.Sprintf("alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: [%q]\n", am))
+
+	rootPID, jobID := holdLockChain(t, dbURL)
+
+	// The chain must be 30s old before the rule fires; serve refreshes its
+	// diagnostics at most every 15s: two minutes leave room on a loaded
+	// machine.
+	var inc audit.Incident
+	waitFor(t, 150*time.Second, "an incident opened by ConsoleBlockedBackends", func() bool {
+		list, err := audit.IncidentList(ctx, pool, audit.IncidentListParams{Limit: 10})
+		require.NoError(t, err)
+		for _, i := range list {
+			if strings.Contains(i.Title, "ConsoleBlockedBackends") {
+				inc = i
+				return true
+			}
+		}
+		return false
+	})
+	require.Equal(t, "open", inc.Status)
+	evidence, err := audit.EvidenceList(ctx, pool, inc.ID)
+	require.NoError(t, err)
+	require.NotEmpty(t, evidence)
+	tree := ""
+	for _, e := range evidence {
+		tree += string(e.Data)
+	}
+	require.Contains(t, tree, fmt.Sprintf(`"pid": %d`, rootPID), "the blocking tree captured names the root blocker: %+v", evidence)
+	require.Contains(t, tree, fmt.Sprintf(`"job_id": %d`, jobID), "and the job it runs")
+	md, err := audit.IncidentMarkdown(ctx, pool, inc.ID)
+	require.NoError(t, err)
+	require.Contains(t, md, `alert ConsoleBlockedBackends firing: {alertname="ConsoleBlockedBackends"`)
+	require.Contains(t, md, `severity="critical"`)
+
+	// Alertmanager repeats the notification every repeat_interval (1s
+	// here) while it fires; the console acts on it once.
+	waitFor(t, 60*time.Second, "three webhook notifications from Alertmanager", func() bool {
+		resp, err := http.Get("http://" + am + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		m := regexp.MustCompile(`(?m)^alertmanager_notifications_total\{integration="webhook"\} (\d+)`).FindSubmatch(b)
+		if m == nil {
+			return false
+		}
+		sent, err := strconv.Atoi(string(m[1]))
+		return err == nil && sent >= 3
+	})
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM alert_notifications WHERE alertname = 'ConsoleBlockedBackends' AND status = 'firing'").Scan(&n))
+	require.Equal(t, 1, n)
+	evidence2, err := audit.EvidenceList(ctx, pool, inc.ID)
+	require.NoError(t, err)
+	require.Equal(t, len(evidence), len(evidence2), "no capture per repeated notification")
+}

@@ -1,0 +1,266 @@
+package diagnostics_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// stageChain holds a row lock in a root session and makes a queue worker
+// session (running job jobID) wait for it, and a third session wait behind
+// the worker. release ends the chain.
+func stageChain(t *testing.T, url string, jobID int64) (rootPID, workerPID int32, release func()) {
+	t.Helper()
+	ctx := context.Background()
+	root := connect(t, url, "history-root")
+	worker := connect(t, url, fmt.Sprintf("console-worker job=%d", jobID))
+	leaf := connect(t, url, "history-leaf")
+	var id, id2 int64
+	require.NoError(t, root.QueryRow(ctx, "INSERT INTO jobs (queue, kind) VALUES ('history', 'k') RETURNING id").Scan(&id))
+	require.NoError(t, root.QueryRow(ctx, "INSERT INTO jobs (queue, kind) VALUES ('history', 'k') RETURNING id").Scan(&id2))
+	_, err := root.Exec(ctx, "BEGIN")
+	require.NoError(t, err)
+	_, err = root.Exec(ctx, "UPDATE jobs SET priority = 1 WHERE id = $1", id)
+	require.NoError(t, err)
+	_, err = worker.Exec(ctx, "BEGIN")
+	require.NoError(t, err)
+	_, err = worker.Exec(ctx, "UPDATE jobs SET priority = 2 WHERE id = $1", id2)
+	require.NoError(t, err)
+	workerDone, leafDone := make(chan error, 1), make(chan error, 1)
+	// root <- worker (waits for the root's row) <- leaf (waits for the
+	// worker's row): a three-level chain.
+	go func() {
+		_, err := worker.Exec(ctx, "UPDATE jobs SET priority = 3 WHERE id = $1", id)
+		workerDone <- err
+	}()
+	go func() { _, err := leaf.Exec(ctx, "UPDATE jobs SET priority = 4 WHERE id = $1", id2); leafDone <- err }()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			wait := func(ch chan error) {
+				select {
+				case err := <-ch:
+					require.NoError(t, err)
+				case <-time.After(15 * time.Second):
+					t.Fatal("the chain did not clear within 15s")
+				}
+			}
+			_, err := root.Exec(ctx, "ROLLBACK")
+			require.NoError(t, err)
+			wait(workerDone)
+			_, err = worker.Exec(ctx, "ROLLBACK")
+			require.NoError(t, err)
+			wait(leafDone)
+		})
+	}
+	t.Cleanup(release)
+	return pidOf(root), pidOf(worker), release
+}
+
+func TestRecorderKeepsALockChainAfterItClears(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url := testdb.URL(t)
+	d := open(t, url, diagnostics.Config{Thresholds: lowThresholds()})
+	rec := d.NewRecorder(testdb.Pool(t, url), diagnostics.RecorderConfig{Interval: 200 * time.Millisecond, Name: "test"})
+	smp := d.NewSampler(diagnostics.SamplerConfig{Interval: 200 * time.Millisecond, OnSampleFunc: rec.Record})
+	pool := testdb.Pool(t, url)
+
+	rootPID, workerPID, release := stageChain(t, url, 4242)
+	require.NoError(t, smp.Start(ctx))
+	defer smp.Stop()
+
+	// Wait for a recorded sample holding the whole chain.
+	var at time.Time
+	eventually(t, 30*time.Second, func() (bool, string) {
+		entries, err := diagnostics.HistoryRange(ctx, pool, diagnostics.HistoryBlockingTree, time.Now().Add(-time.Minute), time.Now().Add(time.Minute), 0)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range entries {
+			var nodes []diagnostics.BlockingNode
+			require.NoError(t, json.Unmarshal(e.Data, &nodes))
+			if len(nodes) == 3 {
+				at = e.At
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d samples, none with the 3-backend chain; status %+v", len(entries), rec.Status())
+	})
+	release()
+	// Wait until a sample after the chain cleared is recorded, so the
+	// chain is gone "now" and only history has it.
+	eventually(t, 30*time.Second, func() (bool, string) {
+		e, err := diagnostics.HistoryAt(ctx, pool, diagnostics.HistoryBlockingTree, time.Now(), time.Minute)
+		if err != nil {
+			return false, err.Error()
+		}
+		return string(e.Data) == "[]", "latest tree: " + string(e.Data)
+	})
+	smp.Stop()
+
+	e, err := diagnostics.HistoryAt(ctx, pool, diagnostics.HistoryBlockingTree, at.Add(50*time.Millisecond), 0)
+	require.NoError(t, err)
+	require.Equal(t, at, e.At)
+	require.Equal(t, "test", e.RecordedBy)
+	var nodes []diagnostics.BlockingNode
+	require.NoError(t, json.Unmarshal(e.Data, &nodes))
+	require.Len(t, nodes, 3)
+	require.Equal(t, rootPID, nodes[0].PID)
+	require.True(t, nodes[0].IsRoot)
+	require.Equal(t, 2, nodes[0].BlockedCount)
+	require.Equal(t, workerPID, nodes[1].PID)
+	require.NotNil(t, nodes[1].JobID, "the job behind the worker backend")
+	require.Equal(t, int64(4242), *nodes[1].JobID)
+
+	f, err := diagnostics.HistoryAt(ctx, pool, diagnostics.HistoryFindings, at, 0)
+	require.NoError(t, err)
+	require.Contains(t, string(f.Data), diagnostics.CodeRootBlocker)
+	w, err := diagnostics.HistoryAt(ctx, pool, diagnostics.HistoryWaitEvents, at, 0)
+	require.NoError(t, err)
+	var waits []diagnostics.WaitEventCount
+	require.NoError(t, json.Unmarshal(w.Data, &waits))
+	require.Equal(t, diagnostics.WaitEventCount{WaitEventType: "Lock", WaitEvent: "transactionid", Backends: 2}, waits[0])
+	q, err := diagnostics.HistoryAt(ctx, pool, diagnostics.HistoryQueues, at, 0)
+	require.NoError(t, err)
+	require.Contains(t, string(q.Data), `"queue": "history"`)
+
+	_, err = diagnostics.HistoryAt(ctx, pool, diagnostics.HistoryBlockingTree, at.Add(-time.Hour), time.Minute)
+	require.ErrorIs(t, err, diagnostics.ErrNoHistory)
+	_, err = diagnostics.HistoryAt(ctx, pool, "blocking", at, 0)
+	require.ErrorIs(t, err, diagnostics.ErrUnknownCheck)
+	require.True(t, rec.Status().On)
+}
+
+func TestRecorderRecordsOnceAcrossConsoles(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url := testdb.URL(t)
+	// An interval of an hour: after the first recorded sample, every other
+	// attempt of either console must be skipped.
+	var recs []*diagnostics.Recorder
+	for i := range 2 {
+		d := open(t, url, diagnostics.Config{})
+		recs = append(recs, d.NewRecorder(testdb.Pool(t, url), diagnostics.RecorderConfig{Interval: time.Hour, Name: fmt.Sprint("console-", i)}))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- recs[i%2].Record(ctx, diagnostics.Sample{At: time.Now().UTC().Add(time.Duration(i) * time.Millisecond)})
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	pool := testdb.Pool(t, url)
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM history_samples").Scan(&n))
+	require.Equal(t, 1, n, "two consoles, twenty attempts within one interval: one sample")
+	reasons := recs[0].Status().Reason + " | " + recs[1].Status().Reason
+	require.Contains(t, reasons, "another console")
+	require.True(t, recs[0].Status().On && recs[1].Status().On)
+}
+
+func TestRecorderIsOffOnAReadOnlyDatabase(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	url := testdb.URL(t)
+	admin := testdb.Pool(t, url)
+	var db string
+	require.NoError(t, admin.QueryRow(ctx, "SELECT current_database()").Scan(&db))
+	_, err := admin.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET default_transaction_read_only = on")
+	require.NoError(t, err)
+
+	d := open(t, url, diagnostics.Config{})
+	rec := d.NewRecorder(testdb.Pool(t, url), diagnostics.RecorderConfig{})
+	err = rec.Record(ctx, diagnostics.Sample{At: time.Now()})
+	require.ErrorIs(t, err, diagnostics.ErrHistoryOff)
+	st := rec.Status()
+	require.False(t, st.On)
+	require.Contains(t, st.Reason, "history is off")
+	require.Contains(t, st.Reason, "refuses writes")
+	// Reading still works: the views say there is nothing rather than fail.
+	_, err = diagnostics.HistoryAt(ctx, admin, diagnostics.HistoryActivity, time.Now(), 0)
+	require.True(t, errors.Is(err, diagnostics.ErrNoHistory), "got %v", err)
+}
+
+func TestHistoryPruneRetentionAndSizeCap(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool := testdb.New(t)
+	doc := `{"activity": [], "note": "` + strings.Repeat("x", 100) + `"}`
+	// 10 samples 8 days old, 20 samples of the last 20 minutes.
+	_, err := pool.Exec(ctx, `INSERT INTO history_samples (sampled_at, recorded_by, bytes, doc)
+		SELECT now() - interval '8 days' - make_interval(mins => g), 't', pg_column_size($1::jsonb), $1::jsonb FROM generate_series(1, 10) g
+		UNION ALL
+		SELECT now() - make_interval(mins => g), 't', pg_column_size($1::jsonb), $1::jsonb FROM generate_series(1, 20) g`, doc)
+	require.NoError(t, err)
+	var size int64
+	require.NoError(t, pool.QueryRow(ctx, "SELECT pg_column_size($1::jsonb)", doc).Scan(&size))
+
+	n, err := diagnostics.HistoryPrune(ctx, pool, diagnostics.HistoryPruneParams{BatchSize: 3, MaxBytes: -1})
+	require.NoError(t, err)
+	require.Equal(t, int64(10), n, "the 8-day-old samples go, in batches of 3")
+
+	// A cap of 5 documents keeps the 5 newest.
+	n, err = diagnostics.HistoryPrune(ctx, pool, diagnostics.HistoryPruneParams{BatchSize: 4, MaxBytes: 5 * size})
+	require.NoError(t, err)
+	require.Equal(t, int64(15), n)
+	st, err := diagnostics.HistoryStats(ctx, pool)
+	require.NoError(t, err)
+	require.Equal(t, int64(5), st.Samples)
+	require.Equal(t, 5*size, st.DocBytes)
+	require.WithinDuration(t, time.Now(), *st.Newest, 2*time.Minute)
+	require.WithinDuration(t, time.Now().Add(-5*time.Minute), *st.Oldest, 2*time.Minute)
+}
+
+func TestHistoryTimelineSummarisesChainsAndFindings(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool := testdb.New(t)
+	t0 := time.Date(2026, 12, 3, 3, 12, 0, 0, time.UTC)
+	tree := `[{"pid": 7, "depth": 0, "is_root": true}, {"pid": 8, "depth": 1}]`
+	finding := `[{"code": "lock.root_blocker", "severity": "critical", "title": "pid 7 blocks 1 backend", "subject": {"pid": 7, "wait_seconds": %d}}]`
+	insert := func(secs int, tree, findings string) {
+		doc := fmt.Sprintf(`{"blocking_tree": %s, "findings": %s}`, tree, findings)
+		_, err := pool.Exec(ctx, "INSERT INTO history_samples (sampled_at, recorded_by, bytes, doc) VALUES ($1, 't', 0, $2)", t0.Add(time.Duration(secs)*time.Second), doc)
+		require.NoError(t, err)
+	}
+	insert(0, "[]", "[]")
+	insert(10, tree, fmt.Sprintf(finding, 3))
+	insert(20, tree, fmt.Sprintf(finding, 13)) // same finding, new value: not new
+	insert(30, "[]", "[]")
+
+	items, err := diagnostics.HistoryTimeline(ctx, pool, t0, t0.Add(time.Minute))
+	require.NoError(t, err)
+	var titles []string
+	for _, it := range items {
+		titles = append(titles, it.At.Format("15:04:05")+" "+it.Title)
+	}
+	require.Equal(t, []string{
+		"03:12:10 recorded finding appeared: critical pid 7 blocks 1 backend",
+		"03:12:20 recorded lock chain: pid 7 blocked 1 backends (2 samples, 03:12:10Z to 03:12:20Z)",
+		"03:12:30 recorded finding cleared: pid 7 blocks 1 backend",
+	}, titles)
+}

@@ -1,0 +1,234 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/browser"
+)
+
+// withRecorder starts a sampler that records every interval into e's
+// database, stopped at cleanup.
+func withRecorder(t *testing.T, e *env, interval time.Duration) *diagnostics.Recorder {
+	t.Helper()
+	rec := e.srv.cfg.Diagnostics.NewRecorder(e.srv.cfg.Pool, diagnostics.RecorderConfig{Interval: interval, Name: "test-console"})
+	smp := e.srv.cfg.Diagnostics.NewSampler(diagnostics.SamplerConfig{Interval: interval, OnSampleFunc: rec.Record})
+	require.NoError(t, smp.Start(context.Background()))
+	t.Cleanup(smp.Stop)
+	e.srv.cfg.Recorder = rec
+	return rec
+}
+
+// stageClearingChain stages a real lock chain whose root is a queue worker
+// running a real job: the root's one statement locks a row and sleeps for
+// hold, so the chain clears by itself after hold. It returns the root's pid,
+// the job's id and a channel closed when every session of the chain is done.
+func stageClearingChain(t *testing.T, dbURL string, hold time.Duration) (rootPID int32, jobID int64, cleared <-chan struct{}) {
+	t.Helper()
+	ctx := context.Background()
+	connect := func(name string) *pgx.Conn {
+		cfg, err := pgx.ParseConfig(dbURL)
+		require.NoError(t, err)
+		cfg.RuntimeParams["application_name"] = name
+		c, err := pgx.ConnectConfig(ctx, cfg)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close(context.Background()) })
+		return c
+	}
+	admin := connect("test-setup")
+	require.NoError(t, admin.QueryRow(ctx, `INSERT INTO jobs (queue, kind, status, lease_owner, lease_until, started_at) VALUES ('reports', 'monthly_totals', 'running', 'worker-1', now() + interval '5 minutes', now()) RETURNING id`).Scan(&jobID))
+	_, err := admin.Exec(ctx, `CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL DEFAULT 0); INSERT INTO accounts (id) VALUES (1), (2)`)
+	require.NoError(t, err)
+	root := connect(fmt.Sprintf("console-worker job=%d", jobID))
+	middle, leaf := connect("billing"), connect("reports")
+	require.NoError(t, root.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&rootPID))
+	_, err = middle.Exec(ctx, "BEGIN; UPDATE accounts SET balance = balance + 1 WHERE id = 2")
+	require.NoError(t, err)
+
+	bg, cancel := context.WithTimeout(ctx, hold+time.Minute)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	run := func(c *pgx.Conn, sql string) {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, _ = c.Exec(bg, sql) }()
+	}
+	waitFor := func(app, cond string) {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var n int
+			require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND "+cond, app).Scan(&n))
+			if n == 1 {
+				return
+			}
+			require.False(t, time.Now().After(deadline), "%s did not reach its lock within 30s", app)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	run(root, fmt.Sprintf("WITH held AS (SELECT id FROM accounts WHERE id = 1 FOR UPDATE) SELECT pg_sleep(%f) FROM held", hold.Seconds()))
+	waitFor(fmt.Sprintf("console-worker job=%d", jobID), "state = 'active' AND wait_event = 'PgSleep'")
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// The middle session commits once it gets row 1, which frees the
+		// leaf: the whole chain then clears without help.
+		if _, err := middle.Exec(bg, "UPDATE accounts SET balance = balance + 1 WHERE id = 1"); err == nil {
+			_, _ = middle.Exec(bg, "COMMIT")
+		}
+	}()
+	waitFor("billing", "wait_event_type = 'Lock'")
+	run(leaf, "UPDATE accounts SET balance = balance + 1 WHERE id = 2")
+	waitFor("reports", "wait_event_type = 'Lock'")
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	return rootPID, jobID, done
+}
+
+// TestHistoryShowsALockChainAfterItCleared stages a lock chain that clears
+// after 30s; afterwards the API and the history page show the chain, its
+// root and the job behind the root as they were.
+func TestHistoryShowsALockChainAfterItCleared(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(t)
+	c.login("viewer")
+	withRecorder(t, e, time.Second)
+	start := time.Now().UTC()
+	rootPID, jobID, cleared := stageClearingChain(t, e.url, 30*time.Second)
+	select {
+	case <-cleared:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the lock chain did not clear within 90s")
+	}
+	clearedAt := time.Now().UTC()
+
+	// The live tree is empty now: wait for a sample that says so.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, body := c.get("/api/v1/history?" + url.Values{"check": {"blocking_tree"}, "at": {time.Now().UTC().Format(time.RFC3339Nano)}}.Encode())
+		var ans historyAnswer
+		if resp.StatusCode == http.StatusOK && json.Unmarshal([]byte(body), &ans) == nil && ans.Sample.At.After(clearedAt) {
+			require.JSONEq(t, "[]", string(ans.Sample.Data))
+			break
+		}
+		require.False(t, time.Now().After(deadline), "no sample after the chain cleared within 30s: %d %s", resp.StatusCode, body)
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// The range finds the moments the chain existed.
+	resp, body := c.get("/api/v1/history?" + url.Values{"check": {"blocking_tree"}, "from": {start.Format(time.RFC3339Nano)}, "to": {clearedAt.Format(time.RFC3339Nano)}}.Encode())
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	var ranged historyAnswer
+	require.NoError(t, json.Unmarshal([]byte(body), &ranged))
+	require.True(t, ranged.History)
+	var moment time.Time
+	for _, s := range ranged.Samples {
+		var nodes []diagnostics.BlockingNode
+		require.NoError(t, json.Unmarshal(s.Data, &nodes))
+		if len(nodes) == 3 {
+			moment = s.At
+		}
+	}
+	require.False(t, moment.IsZero(), "no recorded sample holds the 3-backend chain: %s", body)
+
+	// "at" a moment within the chain's life: the tree as it was.
+	at := moment.Add(300 * time.Millisecond).Format(time.RFC3339Nano)
+	resp, body = c.get("/api/v1/history?" + url.Values{"check": {"blocking_tree"}, "at": {at}}.Encode())
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	var ans historyAnswer
+	require.NoError(t, json.Unmarshal([]byte(body), &ans))
+	require.True(t, ans.Sample.At.Equal(moment))
+	var nodes []diagnostics.BlockingNode
+	require.NoError(t, json.Unmarshal(ans.Sample.Data, &nodes))
+	require.Len(t, nodes, 3)
+	require.Equal(t, rootPID, nodes[0].PID)
+	require.True(t, nodes[0].IsRoot)
+	require.Equal(t, 2, nodes[0].BlockedCount)
+	require.NotNil(t, nodes[0].JobID)
+	require.Equal(t, jobID, *nodes[0].JobID)
+	require.Equal(t, []string{"billing", "reports"}, []string{nodes[1].ApplicationName, nodes[2].ApplicationName})
+
+	// The page: clearly history, the root marked, the job linked.
+	resp, body = c.get("/history?" + url.Values{"at": {at}}.Encode())
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, body, `data-testid="history-banner"`)
+	require.Contains(t, body, "History, as of")
+	require.Contains(t, body, "Nothing on this page is live")
+	require.Contains(t, body, fmt.Sprintf(`data-testid="history-node-%d"`, rootPID))
+	require.Contains(t, body, `data-testid="history-root"`)
+	require.Contains(t, body, fmt.Sprintf(`href="/jobs/%d"`, jobID))
+	require.Contains(t, body, `data-testid="history-moments"`, "the chain is listed in the window")
+	require.Contains(t, body, `<span class="sev info">shown</span>`, "and marked as the one shown")
+	require.Contains(t, body, "Recording:")
+
+	// An incident opened now, after the chain cleared: its timeline and its
+	// export reach five minutes back and show the chain nobody captured.
+	op := e.client(t)
+	op.login("operator")
+	op.get("/incidents")
+	resp, body = op.post("/incidents", url.Values{"_csrf": {op.csrf}, "title": {"orders slow"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+	incident := resp.Header.Get("Location")
+	resp, body = op.get(incident)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, body, `data-testid="timeline-recorded"`)
+	require.Contains(t, body, fmt.Sprintf("recorded lock chain: pid %d blocked 2 backends", rootPID))
+	require.Contains(t, body, `data-testid="timeline-history"`)
+	resp, md := op.get(incident + "/export.md")
+	require.Equal(t, http.StatusOK, resp.StatusCode, md)
+	require.Contains(t, md, fmt.Sprintf("recorded: recorded lock chain: pid %d", rootPID))
+	require.Contains(t, md, fmt.Sprintf(`"job_id": %d`, jobID))
+	require.Contains(t, md, "recorded finding appeared: critical pid")
+
+	b := browser.New(t, 120*time.Second)
+	browser.Do(t, b,
+		chromedp.Navigate(e.http.URL+"/login"),
+		chromedp.SendKeys(css(`#name`), "viewer"),
+		chromedp.SendKeys(css(`#password`), testPassword),
+		chromedp.Click(css(`[data-testid="login-submit"]`)),
+		chromedp.WaitVisible(css(`main`)),
+		chromedp.Navigate(e.http.URL+"/history?"+url.Values{"at": {at}}.Encode()),
+		chromedp.WaitVisible(css(`[data-testid="history-root"]`)),
+	)
+	browser.Screenshot(t, b, "history")
+}
+
+func TestHistoryAPIRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.client(t)
+	c.login("viewer")
+	for _, tc := range []struct{ query, want string }{
+		{"check=nope&at=2026-12-03T03:12:40Z", "use one of blocking_tree"},
+		{"check=blocking_tree&at=yesterday", `at=\"yesterday\" is not a time`},
+		{"check=blocking_tree", "give either at"},
+		{"check=blocking_tree&from=2026-12-03T04:00:00Z&to=2026-12-03T03:00:00Z", "must not be after"},
+	} {
+		resp, body := c.get("/api/v1/history?"+tc.query, "Accept", "application/json")
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, tc.query+": "+body)
+		require.Contains(t, body, tc.want, tc.query)
+	}
+	// Nothing recorded: a 404 that says so and says whether history is on.
+	resp, body := c.get("/api/v1/history?check=activity&at=2026-12-03T03:12:40Z", "Accept", "application/json")
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, body)
+	require.Contains(t, body, "no history recorded")
+	require.Contains(t, body, "does not record")
+	// The page with nothing recorded: an empty state, not an error.
+	resp, body = c.get("/history?window=15m")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, body, "No lock chains recorded in this window")
+	require.True(t, strings.Contains(body, "history is off"), "the page says history is off on a console without a recorder")
+	resp, _ = c.get("/history?window=2w")
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+}
