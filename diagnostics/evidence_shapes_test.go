@@ -32,10 +32,23 @@ func TestInvalidIndexesSkipIndexesBeingBuilt(t *testing.T) {
 	// wait, after the invalid index is in the catalog.
 	begin(t, writer, "INSERT INTO jobs (queue, kind) VALUES ('ix', 'k')")
 	built := waitIn(builder, "CREATE INDEX CONCURRENTLY jobs_building_idx ON jobs (kind)")
+	t.Cleanup(func() {
+		// On an early failure, end the build before its connection closes
+		// (the test itself reads built on the way through).
+		writer.Exec(context.Background(), "ROLLBACK")
+		select {
+		case <-built:
+		case <-time.After(30 * time.Second):
+		}
+	})
+	watch := connect(t, url, "watch")
 	eventually(t, 15*time.Second, func() (bool, string) {
 		var n int
-		err := writer.QueryRow(ctx, "SELECT count(*) FROM pg_stat_progress_create_index").Scan(&n)
-		return err == nil && n > 0, "no build in progress yet"
+		err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_progress_create_index AS p
+			JOIN pg_class AS c ON c.oid = p.index_relid
+			WHERE p.datid = (SELECT oid FROM pg_database WHERE datname = current_database())
+			  AND c.relname = 'jobs_building_idx'`).Scan(&n)
+		return err == nil && n > 0, fmt.Sprintf("the build of jobs_building_idx is not under way yet (%v)", err)
 	})
 	names := func() []string {
 		res := d.InvalidIndexes(ctx)
@@ -47,7 +60,7 @@ func TestInvalidIndexesSkipIndexesBeingBuilt(t *testing.T) {
 		return out
 	}
 	var inCatalog bool
-	require.NoError(t, writer.QueryRow(ctx,
+	require.NoError(t, watch.QueryRow(ctx,
 		"SELECT NOT indisvalid FROM pg_index WHERE indexrelid = 'jobs_building_idx'::regclass").Scan(&inCatalog))
 	require.True(t, inCatalog, "the index being built is invalid in pg_index")
 	require.NotContains(t, names(), "jobs_building_idx", "an index being built is not reported")
