@@ -165,22 +165,24 @@ func TestAlertmanagerOpensIncidentFromLockChain(t *testing.T) {
 	// The chain must be 30s old before the rule fires; serve refreshes its
 	// diagnostics at most every 15s: two minutes leave room on a loaded
 	// machine.
+	// The incident opens first; the runbook step's panels are captured into
+	// it right after, in the same notification.
 	var inc audit.Incident
-	waitFor(t, 150*time.Second, "an incident opened by ConsoleBlockedBackends", func() bool {
+	var evidence []audit.Evidence
+	waitFor(t, 150*time.Second, "an incident opened by ConsoleBlockedBackends, with evidence", func() bool {
 		list, err := audit.IncidentList(ctx, pool, audit.IncidentListParams{Limit: 10})
 		require.NoError(t, err)
 		for _, i := range list {
 			if strings.Contains(i.Title, "ConsoleBlockedBackends") {
 				inc = i
-				return true
+				evidence, err = audit.EvidenceList(ctx, pool, inc.ID)
+				require.NoError(t, err)
+				return len(evidence) > 0
 			}
 		}
 		return false
 	})
 	require.Equal(t, "open", inc.Status)
-	evidence, err := audit.EvidenceList(ctx, pool, inc.ID)
-	require.NoError(t, err)
-	require.NotEmpty(t, evidence)
 	tree := ""
 	for _, e := range evidence {
 		tree += string(e.Data)
