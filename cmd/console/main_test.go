@@ -21,8 +21,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pgconsole/console/internal/pgserver"
 	"github.com/pgconsole/console/audit"
+	"github.com/pgconsole/console/internal/pgserver"
 	"github.com/pgconsole/console/internal/testdb"
 )
 

@@ -141,4 +141,3 @@ func TestServeAndWorkerAsRuntimeRoles(t *testing.T) {
 		require.NoError(t, err, "the runtime role may read the schema version")
 	})
 }
-
