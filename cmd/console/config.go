@@ -22,12 +22,15 @@ type serveConfig struct {
 	Metrics        string
 	TrustedProxies []string
 	SecureCookies  bool
-	TLSCert        string
-	TLSKey         string
-	DatabaseURL    string // empty: the embedded default
-	StandbyURLs    []string
-	Thresholds     diagnostics.Thresholds
-	Relay          relayOptions
+	// SignalAnyDatabase lets backend.cancel and backend.terminate signal
+	// backends of other databases of the server.
+	SignalAnyDatabase bool
+	TLSCert           string
+	TLSKey            string
+	DatabaseURL       string // empty: the embedded default
+	StandbyURLs       []string
+	Thresholds        diagnostics.Thresholds
+	Relay             relayOptions
 }
 
 // flagSet returns a FlagSet that reports errors instead of exiting.
@@ -60,6 +63,7 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	fs.StringVar(&c.Metrics, "metrics", envOr(getenv, "CONSOLE_METRICS", "open"), "metrics access")
 	proxies := fs.String("trusted-proxies", getenv("CONSOLE_TRUSTED_PROXIES"), "trusted proxies")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", envBool(getenv, "CONSOLE_SECURE_COOKIES"), "Secure cookies")
+	fs.BoolVar(&c.SignalAnyDatabase, "signal-any-database", envBool(getenv, "CONSOLE_SIGNAL_ANY_DATABASE"), "signal backends of any database")
 	fs.StringVar(&c.TLSCert, "tls-cert", getenv("CONSOLE_TLS_CERT"), "TLS certificate (PEM)")
 	fs.StringVar(&c.TLSKey, "tls-key", getenv("CONSOLE_TLS_KEY"), "TLS private key (PEM)")
 	var thresholds thresholdFlags
@@ -234,6 +238,9 @@ func (c serveConfig) print(w io.Writer) {
 	}
 	if len(c.TrustedProxies) > 0 {
 		fmt.Fprintf(w, " trusted-proxies=%s", strings.Join(c.TrustedProxies, ","))
+	}
+	if c.SignalAnyDatabase {
+		fmt.Fprint(w, " signal-any-database=true")
 	}
 	fmt.Fprintln(w)
 }

@@ -120,6 +120,9 @@ Serve flags (each has an environment fallback):
   --secure-cookies      always mark cookies Secure (__Host-); they are anyway over TLS or when
                         a trusted proxy says https (CONSOLE_SECURE_COOKIES=1)
   --tls-cert FILE, --tls-key FILE  serve https with HSTS (CONSOLE_TLS_CERT, CONSOLE_TLS_KEY)
+  --signal-any-database  let backend.cancel/terminate signal client backends of other databases
+                        of the server; by default only the console's own database
+                        (CONSOLE_SIGNAL_ANY_DATABASE=1)
   --relay-nats-url URL  run an outbox relay publishing to NATS JetStream (CONSOLE_RELAY_NATS_URL);
                         --relay-nats-subject-prefix, --relay-nats-stream refine it
   --relay-webhook-url URL  run an outbox relay POSTing events there, event id in
