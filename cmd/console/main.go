@@ -92,9 +92,14 @@ Usage:
                                  print the findings (as GET /api/v1/findings with --json)
   console migrate up|status      apply or show schema migrations (needs DATABASE_URL)
   console operator add --name N --role viewer|operator|admin
-                                 create or reset an operator; the password is read from stdin
-  console token create --name N --role viewer|operator|admin
+                                 create or reset an operator; the password is read from stdin;
+                                 a reset signs out every session the operator had
+  console operator disable --name N
+                                 disable an operator and end its sessions (add enables it again)
+  console token create --name N --role viewer|operator|admin [--expires 720h]
                                  create an API token; prints it once, as the last word
+  console token list             list API tokens: role, live/expired/revoked, last use, expiry
+  console token revoke --name N  revoke an API token; it is refused from the next request on
   console bench burn|continuous|enqueue|relay|floor|scale|bloat [--jobs N] [--pool P]
                 [--workers W] [--batch B] [--duration D] [--small N] [--large N] [--json]
                 [--cpuprofile FILE] [--force] [--keep]
@@ -103,7 +108,8 @@ Usage:
   console audit verify [--expect-head SEQ:HASH] [--keyed-from SEQ]
                                  recompute the audit trail's hash chain; exits 1 on a break;
                                  prints the head to write down (CONSOLE_AUDIT_KEY_FILE: the key)
-  console roles sql              print the least-privilege PostgreSQL roles for production
+  console roles sql              print the least-privilege PostgreSQL roles for production: run
+                                 it as a superuser after each "migrate up" (done as the owner)
   console version                print the version
   console help                   this text
 
