@@ -121,8 +121,14 @@ Serve flags (each has an environment fallback):
   --migrate             apply pending migrations at start (CONSOLE_MIGRATE=1); the embedded
                         default always does
   --metrics MODE        /metrics access: open, token or off (CONSOLE_METRICS, default open)
-  --trusted-proxies L   comma list of proxy IPs/CIDRs whose X-Forwarded-User, -For, -Proto and
-                        -Host are believed (CONSOLE_TRUSTED_PROXIES)
+  --trusted-proxies L   comma list of proxy IPs/CIDRs whose X-Forwarded-User, -Groups, -For,
+                        -Proto and -Host are believed (CONSOLE_TRUSTED_PROXIES); a request with
+                        one of the identity headers twice is refused
+  --proxy-roles L       roles of proxy users, comma list of USER=ROLE and group:NAME=ROLE
+                        (X-Forwarded-Groups); a user gets its highest, none is refused
+                        (CONSOLE_PROXY_ROLES, e.g. alice=admin,group:sre=operator)
+  --proxy-role-header   believe the proxy's X-Forwarded-Role instead of --proxy-roles; only
+                        for a proxy that strips it from clients (CONSOLE_PROXY_ROLE_HEADER=1)
   --secure-cookies      always mark cookies Secure (__Host-); they are anyway over TLS or when
                         a trusted proxy says https (CONSOLE_SECURE_COOKIES=1)
   --tls-cert FILE, --tls-key FILE  serve https with HSTS (CONSOLE_TLS_CERT, CONSOLE_TLS_KEY)

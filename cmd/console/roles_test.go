@@ -141,3 +141,18 @@ func TestServeAndWorkerAsRuntimeRoles(t *testing.T) {
 		require.NoError(t, err, "the runtime role may read the schema version")
 	})
 }
+
+func TestProxyRolesFlag(t *testing.T) {
+	c, err := parseServe([]string{"--proxy-roles", "alice=admin, group:sre=operator"}, envMap())
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"alice": "admin", "group:sre": "operator"}, c.ProxyRoles)
+	require.False(t, c.ProxyRoleHeader)
+	for _, bad := range []string{"alice", "alice=root", "=admin", "group:=viewer"} {
+		_, err := parseServe([]string{"--proxy-roles", bad}, envMap())
+		require.ErrorContains(t, err, "--proxy-roles", bad)
+	}
+	c, err = parseServe(nil, envMap("CONSOLE_PROXY_ROLE_HEADER", "1", "CONSOLE_SIGNAL_ANY_DATABASE", "1"))
+	require.NoError(t, err)
+	require.True(t, c.ProxyRoleHeader)
+	require.True(t, c.SignalAnyDatabase)
+}

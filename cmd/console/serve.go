@@ -167,19 +167,21 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	}
 
 	ws, err := web.New(web.Config{
-		Pool:           pool,
-		Diagnostics:    diag,
-		Sampler:        sampler,
-		Actions:        runner,
-		Database:       target(dbURL),
-		Version:        version,
-		Gatherer:       reg,
-		Registerer:     reg,
-		MetricsAccess:  cfg.Metrics,
-		Logger:         logger,
-		SecureCookies:  cfg.SecureCookies,
-		TrustedProxies: cfg.TrustedProxies,
-		LoginNotice:    notice,
+		Pool:                 pool,
+		Diagnostics:          diag,
+		Sampler:              sampler,
+		Actions:              runner,
+		Database:             target(dbURL),
+		Version:              version,
+		Gatherer:             reg,
+		Registerer:           reg,
+		MetricsAccess:        cfg.Metrics,
+		Logger:               logger,
+		SecureCookies:        cfg.SecureCookies,
+		TrustedProxies:       cfg.TrustedProxies,
+		ProxyRoles:           cfg.ProxyRoles,
+		ProxyTrustRoleHeader: cfg.ProxyRoleHeader,
+		LoginNotice:          notice,
 	})
 	if err != nil {
 		return err
