@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
@@ -34,8 +36,8 @@ type Fingerprint struct {
 	Query           string     `json:"query" db:"query"`
 	BlockedBy       []int32    `json:"blocked_by" db:"blocked_by"`
 
-	isSelf     bool
-	ownAppName string
+	isSelf      bool
+	ownDatabase string
 }
 
 func backendFingerprint(ctx context.Context, db DBTX, pid int32) (*Fingerprint, error) {
@@ -43,7 +45,7 @@ func backendFingerprint(ctx context.Context, db DBTX, pid int32) (*Fingerprint, 
 	err := db.QueryRow(ctx, sqlText("backend_fingerprint"), pid).Scan(
 		&f.PID, &f.BackendStart, &f.XactStart, &f.QueryStart, &f.State, &f.ApplicationName,
 		&f.BackendType, &f.User, &f.Database, &f.ClientAddr, &f.WaitEventType, &f.WaitEvent,
-		&f.Query, &f.BlockedBy, &f.isSelf, &f.ownAppName)
+		&f.Query, &f.BlockedBy, &f.isSelf, &f.ownDatabase)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("no backend has pid %d: %w", pid, ErrNotFound)
 	}
@@ -60,20 +62,75 @@ func (f *Fingerprint) idleInTransaction() bool {
 }
 
 // refuseTarget says why a backend may not be signalled at all: not a client
-// backend (autovacuum, walsender, checkpointer...) or the console's own.
+// backend (autovacuum, walsender, checkpointer...), connected to another
+// database than the console's (unless RunnerConfig.AnyDatabase), or one of
+// the console's own connections, known by pid (RunnerConfig.OwnPIDs and the
+// connection asking). An application_name proves nothing: any client may
+// call itself "console-...".
 func (r *Runner) refuseTarget(f *Fingerprint) error {
 	if f.BackendType != "client backend" {
 		return fmt.Errorf("backend %d is a %q, not a client backend; the console only signals client sessions: %w",
 			f.PID, f.BackendType, ErrInvalid)
 	}
-	own := f.isSelf ||
-		(f.ownAppName != "" && f.ApplicationName == f.ownAppName) ||
-		(r.cfg.OwnApplicationName != "" && f.ApplicationName == r.cfg.OwnApplicationName) ||
-		(strings.HasPrefix(f.ApplicationName, "console-") && !strings.HasPrefix(f.ApplicationName, "console-worker"))
+	if !r.cfg.AnyDatabase && f.Database != f.ownDatabase {
+		return fmt.Errorf("backend %d is connected to database %q, not to the console's database %q; "+
+			"the console signals only backends of its own database unless started with --signal-any-database: %w",
+			f.PID, f.Database, f.ownDatabase, ErrInvalid)
+	}
+	own := f.isSelf
+	if r.cfg.OwnPIDs != nil && slices.Contains(r.cfg.OwnPIDs(), f.PID) {
+		own = true
+	}
 	if own {
-		return fmt.Errorf("backend %d (%q) is the console's own connection: %w", f.PID, f.ApplicationName, ErrInvalid)
+		return fmt.Errorf("backend %d is the console's own connection: %w", f.PID, ErrInvalid)
 	}
 	return nil
+}
+
+// PIDSet is the set of backend pids of a process's own connections, kept
+// by the connect and close hooks Track installs on each pool's
+// configuration. Its PIDs method is what RunnerConfig.OwnPIDs wants. It is
+// safe for concurrent use.
+type PIDSet struct {
+	mu   sync.Mutex
+	pids map[int32]bool
+}
+
+// Track makes every connection of a pool made from cfg a member of s while
+// it is open, keeping the hooks cfg already has.
+func (s *PIDSet) Track(cfg *pgxpool.Config) {
+	after, before := cfg.AfterConnect, cfg.BeforeClose
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		s.mu.Lock()
+		if s.pids == nil {
+			s.pids = map[int32]bool{}
+		}
+		s.pids[int32(c.PgConn().PID())] = true
+		s.mu.Unlock()
+		if after != nil {
+			return after(ctx, c)
+		}
+		return nil
+	}
+	cfg.BeforeClose = func(c *pgx.Conn) {
+		s.mu.Lock()
+		delete(s.pids, int32(c.PgConn().PID()))
+		s.mu.Unlock()
+		if before != nil {
+			before(c)
+		}
+	}
+}
+
+// PIDs returns the pids of the open tracked connections.
+func (s *PIDSet) PIDs() []int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]int32, 0, len(s.pids))
+	for p := range s.pids {
+		out = append(out, p)
+	}
+	return out
 }
 
 // BackendPreview is the preview of backend.cancel and backend.terminate: the
@@ -105,6 +162,9 @@ type BackendResult struct {
 	Tree        []diagnostics.BlockingNode `json:"tree"`
 	Message     string                     `json:"message"`
 	NextStep    string                     `json:"next_step,omitempty"`
+	// SettleError is why watching the tree after the signal failed; the
+	// signal was sent all the same.
+	SettleError string `json:"settle_error,omitempty"`
 }
 
 func (BackendPreview) actionPreview() {}
@@ -227,8 +287,13 @@ func (a *backendSignal) execute(ctx context.Context, rc *runContext, tx pgx.Tx, 
 	if !res.Signalled {
 		return BackendResult{}, fmt.Errorf("PostgreSQL refused to signal backend %d (it exited, or the console's role lacks pg_signal_backend)", a.pid)
 	}
-	if err := rc.r.settle(ctx, a, *cur, before, &res); err != nil {
-		return BackendResult{}, err
+	// The signal is sent and cannot be taken back: the run is recorded as
+	// done even if the caller goes away while the tree settles, and a
+	// failure to watch it goes into the result.
+	rc.effectSent = true
+	if err := rc.r.settle(context.WithoutCancel(ctx), a, *cur, before, &res); err != nil {
+		res.SettleError = err.Error()
+		res.Message = fmt.Sprintf("backend %d was signalled, but watching the blocking tree afterwards failed (%v): check the tree", a.pid, err)
 	}
 	return res, nil
 }
@@ -273,11 +338,7 @@ func (r *Runner) settle(ctx context.Context, a *backendSignal, target Fingerprin
 		if res.Cleared && a.tookEffect(res, f) || !time.Now().Before(deadline) {
 			break
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	switch {
 	case res.Cleared && len(before) == 0:

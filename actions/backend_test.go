@@ -337,25 +337,90 @@ func TestBackendGuards(t *testing.T) {
 		require.ErrorContains(t, err, "not a client backend")
 	})
 	t.Run("ConsoleOwnConnection", func(t *testing.T) {
+		// A name proves nothing: a client calling itself console-web is
+		// an ordinary backend.
 		cfg := pool.Config().ConnConfig.Copy()
 		cfg.RuntimeParams["application_name"] = "console-web"
 		conn, err := pgx.ConnectConfig(ctx, cfg)
 		require.NoError(t, err)
 		defer conn.Close(ctx)
-		_, err = r.Run(ctx, operator, "backend.cancel", actions.Request{Params: map[string]any{"pid": conn.PgConn().PID()}, Reason: reason})
+		_, err = r.Run(ctx, operator, "backend.cancel", actions.Request{Params: map[string]any{"pid": conn.PgConn().PID()}, DryRun: true})
+		require.NoError(t, err, "a client named console-... is not the console")
+
+		// The console's own connections are known by pid.
+		var own actions.PIDSet
+		pc := pool.Config().Copy()
+		own.Track(pc)
+		ownPool, err := pgxpool.NewWithConfig(ctx, pc)
+		require.NoError(t, err)
+		defer ownPool.Close()
+		held, err := ownPool.Acquire(ctx)
+		require.NoError(t, err)
+		pid := held.Conn().PgConn().PID()
+		require.Contains(t, own.PIDs(), int32(pid))
+		other, err := ownPool.Acquire(ctx)
+		require.NoError(t, err)
+		otherPID := other.Conn().PgConn().PID()
+		other.Release()
+		ownRunner := newRunner(t, ownPool, actions.RunnerConfig{OwnPIDs: own.PIDs})
+		_, err = ownRunner.Run(ctx, operator, "backend.cancel", actions.Request{Params: map[string]any{"pid": pid}, Reason: reason})
 		require.ErrorIs(t, err, actions.ErrInvalid)
 		require.ErrorContains(t, err, "console's own")
-
-		own := newRunner(t, pool, actions.RunnerConfig{OwnApplicationName: "incident-console"})
-		cfg.RuntimeParams["application_name"] = "incident-console"
-		conn2, err := pgx.ConnectConfig(ctx, cfg)
-		require.NoError(t, err)
-		defer conn2.Close(ctx)
-		_, err = own.Run(ctx, operator, "backend.cancel", actions.Request{Params: map[string]any{"pid": conn2.PgConn().PID()}, Reason: reason})
+		held.Release()
+		ownPool.Reset() // closes the connections: they leave the set
+		waitFor(t, "closed connections leave the set", func() bool { return len(own.PIDs()) == 0 })
+		_ = otherPID
+	})
+	t.Run("OtherDatabase", func(t *testing.T) {
+		otherURL := testdb.URL(t)
+		elsewhere := sleeper(t, testdb.Pool(t, otherURL))
+		_, err := r.Run(ctx, operator, "backend.cancel", actions.Request{Params: map[string]any{"pid": elsewhere.pid}, Reason: reason})
 		require.ErrorIs(t, err, actions.ErrInvalid)
+		require.ErrorContains(t, err, "not to the console's database")
+		anyDB := newRunner(t, pool, actions.RunnerConfig{AnyDatabase: true})
+		_, err = anyDB.Run(ctx, operator, "backend.cancel", actions.Request{Params: map[string]any{"pid": elsewhere.pid}, DryRun: true})
+		require.NoError(t, err, "configured to, the console signals other databases' backends")
 	})
 	t.Run("UnknownPID", func(t *testing.T) {
 		_, err := r.Run(ctx, operator, "backend.cancel", actions.Request{Params: map[string]any{"pid": 1 << 30}, Reason: reason})
 		require.ErrorIs(t, err, actions.ErrNotFound)
 	})
+}
+
+// TestSignalRecordedWhenCallerLeaves: the caller goes away (its context is
+// cancelled) after the signal was sent, while the action watches the tree
+// settle. The run still finishes and is audited as succeeded, with the
+// signal in its result.
+func TestSignalRecordedWhenCallerLeaves(t *testing.T) {
+	t.Parallel()
+	pool := testdb.New(t)
+	r := newRunner(t, pool, actions.RunnerConfig{SettleTimeout: 5 * time.Second})
+	// A cancel does nothing to a root idle in transaction: the chain does
+	// not clear, so the settle wait lasts its whole time.
+	root, _, _ := chain(t, pool, "")
+	ctx, leave := context.WithCancel(context.Background())
+	defer leave()
+	go func() {
+		for ctx.Err() == nil {
+			// The action's transaction sent the signal and waits for the
+			// tree to settle.
+			var sent bool
+			if pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+				WHERE state = 'idle in transaction' AND query LIKE '-- backendCancel:%')`).Scan(&sent) == nil && sent {
+				leave() // the caller disconnects
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	out, err := r.Run(ctx, operator, "backend.cancel", actions.Request{Params: map[string]any{"pid": root.pid}, Reason: reason})
+	require.ErrorIs(t, ctx.Err(), context.Canceled, "the caller left during the run")
+	require.NoError(t, err)
+	res := out.Result.(actions.BackendResult)
+	require.True(t, res.Signalled)
+	require.False(t, res.Cleared)
+	ev := lastAudit(t, pool)
+	require.Equal(t, "backend.cancel", ev.Action)
+	require.Equal(t, audit.OutcomeSucceeded, ev.Outcome, ev.Error)
+	require.Equal(t, out.AuditID, ev.ID)
 }

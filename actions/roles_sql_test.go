@@ -2,51 +2,55 @@ package actions_test
 
 import (
 	"context"
-	"net/url"
+	"errors"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/audit"
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
-func asUser(t *testing.T, raw, user string) string {
+// runtimeDatabase is a database whose schema is owned by a migration role
+// (testdb.OwnerRole) with the roles script applied twice (it must be
+// idempotent). It returns the superuser's URL and a pool of the owner, which
+// tests use for fixtures: the owner is not a superuser, so its backends can
+// be signalled with pg_signal_backend.
+func runtimeDatabase(t *testing.T) (string, *pgxpool.Pool) {
 	t.Helper()
-	u, err := url.Parse(raw)
-	require.NoError(t, err)
-	u.User = url.User(user)
-	return u.String()
+	dbURL := testdb.OwnedURL(t)
+	for range 2 {
+		testdb.Roles(t, dbURL, actions.RolesSQL())
+	}
+	return dbURL, testdb.Pool(t, testdb.AsUser(t, dbURL, testdb.OwnerRole))
 }
 
-// TestRolesSQLIsEnough applies the script and runs actions as console_web,
-// a role that is not a superuser.
+// TestRolesSQLIsEnough runs actions as console_web on a schema it does not
+// own, and checks what the role may not do.
 func TestRolesSQLIsEnough(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dbURL := testdb.URL(t)
+	dbURL, owner := runtimeDatabase(t)
 	super := testdb.Pool(t, dbURL)
-	for range 2 { // idempotent
-		_, err := super.Exec(ctx, actions.RolesSQL())
-		require.NoError(t, err)
-	}
 	var isSuper bool
 	require.NoError(t, super.QueryRow(ctx, "SELECT rolsuper FROM pg_roles WHERE rolname = 'console_web'").Scan(&isSuper))
 	require.False(t, isSuper)
 	exec(t, super, `DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'shop_app') THEN
 		CREATE ROLE shop_app LOGIN; END IF; END $$`)
 
-	web := testdb.Pool(t, asUser(t, dbURL, "console_web"))
+	web := testdb.Pool(t, testdb.AsUser(t, dbURL, "console_web"))
 	r := newRunner(t, web, actions.RunnerConfig{})
 	_, err := r.Run(ctx, operator, "queue.pause", actions.Request{Params: map[string]any{"queue": "emails"}, Reason: reason})
 	require.NoError(t, err)
-	insertDead(t, super, 3, "emails", "smtp.timeout")
+	insertDead(t, owner, 3, "emails", "smtp.timeout")
 	_, err = r.Run(ctx, operator, "deadletters.requeue", actions.Request{Params: map[string]any{"queue": "emails"}, Reason: reason})
 	require.NoError(t, err)
 
-	app, err := pgx.Connect(ctx, asUser(t, dbURL, "shop_app"))
+	app, err := pgx.Connect(ctx, testdb.AsUser(t, dbURL, "shop_app"))
 	require.NoError(t, err)
 	defer app.Close(ctx)
 	done := make(chan error, 1)
@@ -61,8 +65,89 @@ func TestRolesSQLIsEnough(t *testing.T) {
 	require.ErrorContains(t, err, "permission denied")
 	_, err = web.Exec(ctx, "UPDATE audit_chain_head SET last_seq = 0")
 	require.ErrorContains(t, err, "permission denied")
+	_, err = web.Exec(ctx, "ALTER TABLE audit_events DISABLE TRIGGER audit_events_append_only")
+	require.ErrorContains(t, err, "must be owner")
 	res, err := audit.Verify(ctx, web)
 	require.NoError(t, err)
 	require.True(t, res.OK, res.Reason)
 	require.Equal(t, 3, res.Checked)
+
+	// No runtime role owns anything; only the audit recorders may lock the
+	// audit chain.
+	require.Zero(t, queryInt(t, super, `SELECT count(*) FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner
+		WHERE r.rolname LIKE 'console\_%' AND r.rolname <> $1 AND c.relnamespace = 'public'::regnamespace`, testdb.OwnerRole))
+	for role, may := range map[string]bool{"console_web": true, "console_operator": true, "console_worker": false,
+		"console_readonly": false, "console_monitor": false, "shop_app": false, "public": false} {
+		var got bool
+		if role == "public" {
+			require.NoError(t, super.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+				WHERE p.proname = 'audit_chain_lock' AND a.grantee = 0 AND a.privilege_type = 'EXECUTE')`).Scan(&got))
+		} else {
+			require.NoError(t, super.QueryRow(ctx, "SELECT has_function_privilege($1, 'audit_chain_lock()', 'EXECUTE')", role).Scan(&got))
+		}
+		require.Equal(t, may, got, "%s may execute audit_chain_lock()", role)
+	}
+	_, err = app.Exec(ctx, "SELECT * FROM audit_chain_lock()")
+	require.ErrorContains(t, err, "permission denied")
+}
+
+// TestEveryActionRunsAsTheRuntimeRole runs every action of the registry as
+// console_web, on a schema owned by another role.
+func TestEveryActionRunsAsTheRuntimeRole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, spec := range actions.Registry() {
+		t.Run(spec.Name, func(t *testing.T) {
+			t.Parallel()
+			c, ok := contractCases()[spec.Name]
+			require.True(t, ok, "%s has no contract case", spec.Name)
+			dbURL, owner := runtimeDatabase(t)
+			webURL := testdb.AsUser(t, dbURL, "console_web")
+			web := testdb.Pool(t, webURL)
+			cfg := actions.RunnerConfig{}
+			if c.diagnostics {
+				diag, err := diagnostics.Open(ctx, webURL, diagnostics.Config{})
+				require.NoError(t, err)
+				t.Cleanup(diag.Close)
+				cfg.Diagnostics = diag
+			}
+			r := newRunner(t, web, cfg)
+			params := c.setup(t, owner)
+			before := c.state(t, owner)
+			out, err := r.Run(ctx, c.actor, c.name, actions.Request{Params: params, Reason: reason})
+			require.NoError(t, err)
+			require.NotEqual(t, before, c.state(t, owner), "the database changed")
+			ev := lastAudit(t, owner)
+			require.Equal(t, out.AuditID, ev.ID)
+			require.Equal(t, audit.OutcomeSucceeded, ev.Outcome)
+
+			_, err = r.Run(ctx, c.weaker, c.name, actions.Request{Params: params, Reason: reason})
+			require.ErrorIs(t, err, actions.ErrForbidden)
+			require.Equal(t, audit.OutcomeRefused, lastAudit(t, owner).Outcome, "a refusal is audited by the runtime role too")
+		})
+	}
+}
+
+// TestEveryPanelRunsAsTheRuntimeRoles runs the whole diagnostics catalog as
+// console_web and console_readonly.
+func TestEveryPanelRunsAsTheRuntimeRoles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL, owner := runtimeDatabase(t)
+	insertDead(t, owner, 2, "emails", "smtp.timeout")
+	for _, role := range []string{"console_web", "console_readonly"} {
+		t.Run(role, func(t *testing.T) {
+			diag, err := diagnostics.Open(ctx, testdb.AsUser(t, dbURL, role), diagnostics.Config{})
+			require.NoError(t, err)
+			defer diag.Close()
+			results := diag.RunCatalog(ctx)
+			require.NotEmpty(t, results)
+			for _, res := range results {
+				if errors.Is(res.Err, diagnostics.ErrUnsupported) {
+					continue // a panel for a newer server than this one
+				}
+				require.NoError(t, res.Err, "panel %s as %s", res.Name, role)
+			}
+		})
+	}
 }

@@ -35,11 +35,13 @@ type RunnerConfig struct {
 	// so an action never queues behind the blocker it is meant to relieve.
 	// Default 5s.
 	LockTimeout time.Duration
-	// OwnApplicationName is the application_name of the console's own
-	// connections; backend.cancel and backend.terminate refuse backends that
-	// carry it. Empty means the name of the pool's connections as
-	// PostgreSQL reports it.
-	OwnApplicationName string
+	// OwnPIDs returns the backend pids of this process's own connections
+	// (a PIDSet's PIDs); backend.cancel and backend.terminate refuse them.
+	// The connection running the action is refused in any case.
+	OwnPIDs func() []int32
+	// AnyDatabase lets backend.cancel and backend.terminate signal client
+	// backends of other databases than the pool's; by default they refuse.
+	AnyDatabase bool
 	// Diagnostics runs the panels incident.capture stores; nil refuses
 	// captures.
 	Diagnostics *diagnostics.Diagnostics
@@ -133,6 +135,10 @@ type runContext struct {
 	plan runPlan
 	// refusalAuditID is the audit event of a refused or failed attempt.
 	refusalAuditID int64
+	// effectSent is set by an execute that did something no rollback
+	// undoes (a signal to a backend): the run then finishes and is audited
+	// even if ctx is cancelled.
+	effectSent bool
 }
 
 // Run validates, previews and (unless req.DryRun) executes the action name
@@ -304,6 +310,11 @@ func (r *Runner) execute(ctx context.Context, rc *runContext, pl runPlan, previe
 	result, err := pl.execute(ctx, rc, tx, preview)
 	if err != nil {
 		return nil, 0, err
+	}
+	if rc.effectSent {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
 	}
 	ev, err := rc.event(pl.target(), preview, result, audit.OutcomeSucceeded, nil)
 	if err != nil {

@@ -423,14 +423,11 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		if user := c.Request().Header.Get(s.cfg.ProxyUserHeader); user != "" && s.proxies.contains(c.Request().RemoteAddr) {
-			role := c.Request().Header.Get(s.cfg.ProxyRoleHeader)
-			if role == "" {
-				role = auth.RoleViewer
+			p, err := s.proxyPrincipal(c.Request().Header)
+			if err != nil {
+				return err
 			}
-			if !auth.ValidRole(role) {
-				return echo.NewHTTPError(http.StatusForbidden, "the proxy sent an unknown role "+fmt.Sprintf("%q", role))
-			}
-			c.Set(principalKey, auth.Principal{Name: user, Role: role, Kind: "proxy"})
+			c.Set(principalKey, p)
 			return next(c)
 		}
 		if ck, err := c.Cookie(sessionCookieName(s.secureCookies(c.Request()))); err == nil && len(ck.Value) <= 64 {
@@ -444,6 +441,47 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// proxyPrincipal is who a trusted proxy says the request is from. A header
+// sent more than once is refused: the proxy appended its value to one the
+// client sent, which means it does not strip them. The role comes from
+// Config.ProxyRoles (the highest of the user's and its groups'), or from the
+// role header when Config.ProxyTrustRoleHeader opts in.
+func (s *Server) proxyPrincipal(h http.Header) (auth.Principal, error) {
+	for _, name := range []string{s.cfg.ProxyUserHeader, s.cfg.ProxyGroupsHeader, s.cfg.ProxyRoleHeader} {
+		if n := len(h.Values(name)); n > 1 {
+			return auth.Principal{}, echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf(
+				"the request carries %d %s headers; the proxy must remove any the client sends before setting its own", n, name))
+		}
+	}
+	user := h.Get(s.cfg.ProxyUserHeader)
+	if s.cfg.ProxyTrustRoleHeader {
+		role := h.Get(s.cfg.ProxyRoleHeader)
+		if role == "" {
+			role = auth.RoleViewer
+		}
+		if !auth.ValidRole(role) {
+			return auth.Principal{}, echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("the proxy sent an unknown role %q", role))
+		}
+		return auth.Principal{Name: user, Role: role, Kind: "proxy"}, nil
+	}
+	role := s.cfg.ProxyRoles[user]
+	var groups []string
+	for _, g := range strings.Split(h.Get(s.cfg.ProxyGroupsHeader), ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			groups = append(groups, g)
+			if r := s.cfg.ProxyRoles["group:"+g]; auth.RoleRank(r) > auth.RoleRank(role) {
+				role = r
+			}
+		}
+	}
+	if role == "" {
+		return auth.Principal{}, echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf(
+			"proxy user %q (groups %q) has no role in the console's proxy role mapping; an administrator adds it with --proxy-roles",
+			user, strings.Join(groups, ",")))
+	}
+	return auth.Principal{Name: user, Role: role, Kind: "proxy"}, nil
 }
 
 // requireRole refuses anonymous requests (401, or a redirect to sign-in) and

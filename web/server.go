@@ -65,11 +65,20 @@ type Config struct {
 	// empty disables proxy authentication, and the client address is always
 	// the socket's peer.
 	TrustedProxies []string
-	// ProxyUserHeader and ProxyRoleHeader name the headers a trusted proxy
-	// sets; defaults X-Forwarded-User and X-Forwarded-Role (role defaults to
-	// viewer when absent).
-	ProxyUserHeader string
-	ProxyRoleHeader string
+	// ProxyUserHeader, ProxyGroupsHeader and ProxyRoleHeader name the
+	// headers a trusted proxy sets; defaults X-Forwarded-User,
+	// X-Forwarded-Groups (a comma list) and X-Forwarded-Role. A request
+	// carrying any of them more than once is refused.
+	ProxyUserHeader   string
+	ProxyGroupsHeader string
+	ProxyRoleHeader   string
+	// ProxyRoles maps a proxy user ("alice") or group ("group:sre") to a
+	// role; a user gets the highest role of its name and groups, and a
+	// user with none is refused. The role header is ignored unless
+	// ProxyTrustRoleHeader is set, in which case it decides (viewer when
+	// absent) and ProxyRoles is not used.
+	ProxyRoles           map[string]string
+	ProxyTrustRoleHeader bool
 	// LoginNotice is shown on the sign-in page (the embedded default prints
 	// where the one-time admin password is).
 	LoginNotice string
@@ -112,6 +121,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.ProxyRoleHeader == "" {
 		cfg.ProxyRoleHeader = "X-Forwarded-Role"
+	}
+	if cfg.ProxyGroupsHeader == "" {
+		cfg.ProxyGroupsHeader = "X-Forwarded-Groups"
+	}
+	for who, role := range cfg.ProxyRoles {
+		if !auth.ValidRole(role) {
+			return nil, fmt.Errorf("proxy role mapping %s=%s: use viewer, operator or admin", who, role)
+		}
 	}
 	proxies, err := parseProxyList(cfg.TrustedProxies)
 	if err != nil {

@@ -1,8 +1,8 @@
 -- backendFingerprint: the identity of one backend as the backend actions
 -- guard it (pid, backend_start, xact_start, query_start: a reused pid or an
 -- ended transaction changes them) and what the operator needs to recognise
--- it. is_self and own_application_name let the action refuse the console's
--- own connection. Reads pg_stat_activity (the transaction's stats snapshot:
+-- it. is_self and own_database let the action refuse the connection asking
+-- and backends of other databases. Reads pg_stat_activity (the transaction's stats snapshot:
 -- run it first in a transaction, or on a pool) and pg_blocking_pids once.
 -- No locks.
 SELECT a.pid,
@@ -20,6 +20,6 @@ SELECT a.pid,
        left(coalesce(a.query, ''), 1000)       AS query,
        pg_blocking_pids(a.pid)                 AS blocked_by,
        a.pid = pg_backend_pid()                AS is_self,
-       current_setting('application_name')     AS own_application_name
+       current_database()::text                AS own_database
 FROM pg_stat_activity AS a
 WHERE a.pid = $1

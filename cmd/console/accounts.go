@@ -6,20 +6,51 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/pgconsole/console/internal/auth"
 )
 
-// runOperator handles `console operator add --name N --role R`, reading the
-// password from the first line of stdin.
+// runOperator handles `console operator add --name N --role R` (the
+// password on the first line of stdin; an existing operator's password is
+// reset and its sessions end) and `console operator disable --name N`.
 func runOperator(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "add" {
-		return usageError{"operator needs: add --name N --role viewer|operator|admin (password on stdin)"}
+	const usage = "operator needs: add --name N --role viewer|operator|admin (password on stdin), or disable --name N"
+	if len(args) == 0 {
+		return usageError{usage}
 	}
+	switch args[0] {
+	case "add":
+		return operatorAdd(ctx, args[1:], getenv, stdin, stdout)
+	case "disable":
+		fs := flagSet("operator disable")
+		name := fs.String("name", "", "operator name")
+		if err := parseFlags(fs, args[1:]); err != nil {
+			return err
+		}
+		if *name == "" {
+			return usageError{"operator disable needs --name"}
+		}
+		pool, err := attach(ctx, getenv, "console-cli")
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		if err := auth.OperatorDisable(ctx, pool, *name); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "operator %s disabled and signed out; `console operator add --name %s` with a new password enables it again\n", *name, *name)
+		return nil
+	}
+	return usageError{usage}
+}
+
+func operatorAdd(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout io.Writer) error {
 	fs := flagSet("operator add")
 	name := fs.String("name", "", "operator name")
 	role := fs.String("role", auth.RoleViewer, "role")
-	if err := parseFlags(fs, args[1:]); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *name == "" {
@@ -39,34 +70,99 @@ func runOperator(ctx context.Context, args []string, getenv env, stdin io.Reader
 	if _, err := auth.OperatorAdd(ctx, pool, *name, *role, strings.TrimRight(line, "\r\n")); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "operator %s saved with role %s\n", *name, *role)
+	fmt.Fprintf(stdout, "operator %s saved with role %s; any session it had is signed out\n", *name, *role)
 	return nil
 }
 
-// runToken handles `console token create --name N --role R`. The token is the
-// last word of the output, so scripts can take it with `awk '{print $NF}'`.
+// runToken handles `console token create|list|revoke`. create prints the
+// token as the last word of its output, so scripts can take it with
+// `awk '{print $NF}'`.
 func runToken(ctx context.Context, args []string, getenv env, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
-		return usageError{"token needs: create --name N --role viewer|operator|admin"}
+	const usage = "token needs: create --name N --role viewer|operator|admin [--expires 720h], list, or revoke --name N"
+	if len(args) == 0 {
+		return usageError{usage}
 	}
+	switch args[0] {
+	case "create":
+		return tokenCreate(ctx, args[1:], getenv, stdout)
+	case "list":
+		if err := parseFlags(flagSet("token list"), args[1:]); err != nil {
+			return err
+		}
+		pool, err := attach(ctx, getenv, "console-cli")
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		tokens, err := auth.TokenList(ctx, pool)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tROLE\tSTATE\tCREATED\tLAST USED\tEXPIRES")
+		for _, t := range tokens {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Role, t.State(now), stamp(&t.CreatedAt), stamp(t.LastUsedAt), stamp(t.ExpiresAt))
+		}
+		return tw.Flush()
+	case "revoke":
+		fs := flagSet("token revoke")
+		name := fs.String("name", "", "token name")
+		if err := parseFlags(fs, args[1:]); err != nil {
+			return err
+		}
+		if *name == "" {
+			return usageError{"token revoke needs --name (see `console token list`)"}
+		}
+		pool, err := attach(ctx, getenv, "console-cli")
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		if err := auth.TokenRevoke(ctx, pool, *name); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "token %s revoked: it is refused from now on\n", *name)
+		return nil
+	}
+	return usageError{usage}
+}
+
+func tokenCreate(ctx context.Context, args []string, getenv env, stdout io.Writer) error {
 	fs := flagSet("token create")
 	name := fs.String("name", "", "token name")
 	role := fs.String("role", auth.RoleViewer, "role")
-	if err := parseFlags(fs, args[1:]); err != nil {
+	expires := fs.Duration("expires", 0, "lifetime, e.g. 720h; none for a token that does not expire")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *name == "" {
 		return usageError{"token create needs --name"}
+	}
+	if *expires < 0 {
+		return usageError{fmt.Sprintf("token create --expires %s: give a positive duration such as 720h, or leave it out", *expires)}
 	}
 	pool, err := attach(ctx, getenv, "console-cli")
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	secret, err := auth.TokenCreate(ctx, pool, *name, *role)
+	secret, err := auth.TokenCreateExpiring(ctx, pool, *name, *role, *expires)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "token %s (role %s) created; it is shown only now: %s\n", *name, *role, secret)
+	until := "does not expire"
+	if *expires > 0 {
+		until = "expires " + time.Now().Add(*expires).UTC().Format(time.RFC3339)
+	}
+	fmt.Fprintf(stdout, "token %s (role %s, %s) created; it is shown only now: %s\n", *name, *role, until, secret)
 	return nil
+}
+
+// stamp formats an optional time for a table; "-" for none.
+func stamp(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/auth"
 )
 
 // serveConfig is everything `console serve` reads from flags and environment.
@@ -23,12 +24,19 @@ type serveConfig struct {
 	Metrics        string
 	TrustedProxies []string
 	SecureCookies  bool
-	TLSCert        string
-	TLSKey         string
-	DatabaseURL    string // empty: the embedded default
-	StandbyURLs    []string
-	Thresholds     diagnostics.Thresholds
-	Relay          relayOptions
+	// SignalAnyDatabase lets backend.cancel and backend.terminate signal
+	// backends of other databases of the server.
+	SignalAnyDatabase bool
+	// ProxyRoles maps proxy users and groups ("group:NAME") to roles;
+	// ProxyRoleHeader believes the proxy's role header instead.
+	ProxyRoles      map[string]string
+	ProxyRoleHeader bool
+	TLSCert         string
+	TLSKey          string
+	DatabaseURL     string // empty: the embedded default
+	StandbyURLs     []string
+	Thresholds      diagnostics.Thresholds
+	Relay           relayOptions
 	// HistoryInterval is how often the sampler samples and the flight
 	// recorder records (--history-interval, default 10s).
 	HistoryInterval time.Duration
@@ -64,6 +72,9 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	fs.StringVar(&c.Metrics, "metrics", envOr(getenv, "CONSOLE_METRICS", "open"), "metrics access")
 	proxies := fs.String("trusted-proxies", getenv("CONSOLE_TRUSTED_PROXIES"), "trusted proxies")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", envBool(getenv, "CONSOLE_SECURE_COOKIES"), "Secure cookies")
+	proxyRoles := fs.String("proxy-roles", getenv("CONSOLE_PROXY_ROLES"), "proxy user/group to role mapping")
+	fs.BoolVar(&c.ProxyRoleHeader, "proxy-role-header", envBool(getenv, "CONSOLE_PROXY_ROLE_HEADER"), "believe the proxy's role header")
+	fs.BoolVar(&c.SignalAnyDatabase, "signal-any-database", envBool(getenv, "CONSOLE_SIGNAL_ANY_DATABASE"), "signal backends of any database")
 	fs.StringVar(&c.TLSCert, "tls-cert", getenv("CONSOLE_TLS_CERT"), "TLS certificate (PEM)")
 	fs.StringVar(&c.TLSKey, "tls-key", getenv("CONSOLE_TLS_KEY"), "TLS private key (PEM)")
 	fs.DurationVar(&c.HistoryInterval, "history-interval", envDuration(getenv, "CONSOLE_HISTORY_INTERVAL", 10*time.Second), "how often the flight recorder samples")
@@ -90,6 +101,9 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 		return c, usageError{fmt.Sprintf("--history-interval %s: use 1s to 10m", c.HistoryInterval)}
 	}
 	c.TrustedProxies = splitList(*proxies)
+	if c.ProxyRoles, err = parseProxyRoles(*proxyRoles); err != nil {
+		return c, err
+	}
 	u, err := databaseURL(getenv)
 	if err != nil {
 		return c, err
@@ -243,5 +257,23 @@ func (c serveConfig) print(w io.Writer) {
 	if len(c.TrustedProxies) > 0 {
 		fmt.Fprintf(w, " trusted-proxies=%s", strings.Join(c.TrustedProxies, ","))
 	}
+	if c.SignalAnyDatabase {
+		fmt.Fprint(w, " signal-any-database=true")
+	}
 	fmt.Fprintln(w)
+}
+
+// parseProxyRoles reads --proxy-roles: a comma list of WHO=ROLE, WHO a proxy
+// user name or group:NAME.
+func parseProxyRoles(list string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, item := range splitList(list) {
+		who, role, ok := strings.Cut(item, "=")
+		who, role = strings.TrimSpace(who), strings.TrimSpace(role)
+		if !ok || who == "" || who == "group:" || !auth.ValidRole(role) {
+			return nil, usageError{fmt.Sprintf("--proxy-roles %q: give USER=ROLE or group:NAME=ROLE, ROLE one of viewer, operator, admin", item)}
+		}
+		out[who] = role
+	}
+	return out, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/queues"
 )
@@ -30,6 +31,8 @@ type engineConfig struct {
 	// Lease and Poll override the engine's lease duration and poll
 	// interval (zero keeps its defaults, 30s and 1s).
 	Lease, Poll time.Duration
+	// Own, when set, gets the pids of the engine's connections.
+	Own *actions.PIDSet
 }
 
 // engine is the queue engine of one process: workers, scheduler, relay.
@@ -48,6 +51,9 @@ func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg promet
 		return nil, err
 	}
 	pcfg.MaxConns = int32(len(cfg.Queues) + cfg.Concurrency*len(cfg.Queues)/2 + 6)
+	if cfg.Own != nil {
+		cfg.Own.Track(pcfg)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, connectError(dbURL, err)

@@ -53,7 +53,7 @@ func runFindings(ctx context.Context, args []string, getenv env, stdout io.Write
 		return usageError{"findings needs DATABASE_URL (or DATABASE_URL_FILE)"}
 	}
 	// Check the connection first for a clear message.
-	pool, err := openPool(ctx, raw, "console-cli", 1)
+	pool, err := openPool(ctx, raw, "console-cli", 1, nil)
 	if err != nil {
 		return err
 	}

@@ -92,9 +92,14 @@ Usage:
                                  print the findings (as GET /api/v1/findings with --json)
   console migrate up|status      apply or show schema migrations (needs DATABASE_URL)
   console operator add --name N --role viewer|operator|admin
-                                 create or reset an operator; the password is read from stdin
-  console token create --name N --role viewer|operator|admin
+                                 create or reset an operator; the password is read from stdin;
+                                 a reset signs out every session the operator had
+  console operator disable --name N
+                                 disable an operator and end its sessions (add enables it again)
+  console token create --name N --role viewer|operator|admin [--expires 720h]
                                  create an API token; prints it once, as the last word
+  console token list             list API tokens: role, live/expired/revoked, last use, expiry
+  console token revoke --name N  revoke an API token; it is refused from the next request on
   console bench burn|continuous|enqueue|relay|floor|scale|bloat [--jobs N] [--pool P]
                 [--workers W] [--batch B] [--duration D] [--small N] [--large N] [--json]
                 [--cpuprofile FILE] [--force] [--keep]
@@ -103,7 +108,8 @@ Usage:
   console audit verify [--expect-head SEQ:HASH] [--keyed-from SEQ]
                                  recompute the audit trail's hash chain; exits 1 on a break;
                                  prints the head to write down (CONSOLE_AUDIT_KEY_FILE: the key)
-  console roles sql              print the least-privilege PostgreSQL roles for production
+  console roles sql              print the least-privilege PostgreSQL roles for production: run
+                                 it as a superuser after each "migrate up" (done as the owner)
   console version                print the version
   console help                   this text
 
@@ -115,11 +121,20 @@ Serve flags (each has an environment fallback):
   --migrate             apply pending migrations at start (CONSOLE_MIGRATE=1); the embedded
                         default always does
   --metrics MODE        /metrics access: open, token or off (CONSOLE_METRICS, default open)
-  --trusted-proxies L   comma list of proxy IPs/CIDRs whose X-Forwarded-User, -For, -Proto and
-                        -Host are believed (CONSOLE_TRUSTED_PROXIES)
+  --trusted-proxies L   comma list of proxy IPs/CIDRs whose X-Forwarded-User, -Groups, -For,
+                        -Proto and -Host are believed (CONSOLE_TRUSTED_PROXIES); a request with
+                        one of the identity headers twice is refused
+  --proxy-roles L       roles of proxy users, comma list of USER=ROLE and group:NAME=ROLE
+                        (X-Forwarded-Groups); a user gets its highest, none is refused
+                        (CONSOLE_PROXY_ROLES, e.g. alice=admin,group:sre=operator)
+  --proxy-role-header   believe the proxy's X-Forwarded-Role instead of --proxy-roles; only
+                        for a proxy that strips it from clients (CONSOLE_PROXY_ROLE_HEADER=1)
   --secure-cookies      always mark cookies Secure (__Host-); they are anyway over TLS or when
                         a trusted proxy says https (CONSOLE_SECURE_COOKIES=1)
   --tls-cert FILE, --tls-key FILE  serve https with HSTS (CONSOLE_TLS_CERT, CONSOLE_TLS_KEY)
+  --signal-any-database  let backend.cancel/terminate signal client backends of other databases
+                        of the server; by default only the console's own database
+                        (CONSOLE_SIGNAL_ANY_DATABASE=1)
   --relay-nats-url URL  run an outbox relay publishing to NATS JetStream (CONSOLE_RELAY_NATS_URL);
                         --relay-nats-subject-prefix, --relay-nats-stream refine it
   --relay-webhook-url URL  run an outbox relay POSTing events there, event id in

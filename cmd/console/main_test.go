@@ -307,6 +307,36 @@ func TestTokenAndOperatorCommands(t *testing.T) {
 		envMap("DATABASE_URL", url), strings.NewReader("a long enough password\n"), &buf, io.Discard)
 	require.NoError(t, err)
 	require.Contains(t, buf.String(), "operator ann saved with role admin")
+
+	out, err = runCmd(t, envMap("DATABASE_URL", url), "token", "create", "--name", "temp", "--role", "viewer", "--expires", "24h")
+	require.NoError(t, err)
+	require.Contains(t, out, "expires ")
+	temp := strings.Fields(out)[len(strings.Fields(out))-1]
+	out, err = runCmd(t, envMap("DATABASE_URL", url), "token", "list")
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^temp\s+viewer\s+live\s`, out)
+	require.Regexp(t, `(?m)^ci\s+operator\s+live\s`, out)
+	require.NotContains(t, out, temp, "the list never shows a secret")
+	out, err = runCmd(t, envMap("DATABASE_URL", url), "token", "revoke", "--name", "ci")
+	require.NoError(t, err)
+	require.Contains(t, out, "token ci revoked")
+	out, err = runCmd(t, envMap("DATABASE_URL", url), "token", "list")
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^ci\s+operator\s+revoked\s`, out)
+	_, err = runCmd(t, envMap("DATABASE_URL", url), "token", "revoke", "--name", "ci")
+	require.ErrorContains(t, err, `no live token is named "ci"`)
+	_, err = runCmd(t, envMap("DATABASE_URL", url), "token", "create", "--name", "x", "--expires", "-1h")
+	require.ErrorContains(t, err, "positive duration")
+
+	out, err = runCmd(t, envMap("DATABASE_URL", url), "operator", "disable", "--name", "ann")
+	require.NoError(t, err)
+	require.Contains(t, out, "operator ann disabled")
+	pool := testdb.Pool(t, url)
+	var disabled bool
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT disabled FROM operators WHERE name = 'ann'").Scan(&disabled))
+	require.True(t, disabled)
+	_, err = runCmd(t, envMap("DATABASE_URL", url), "operator", "disable", "--name", "nobody")
+	require.ErrorContains(t, err, `no operator is named "nobody"`)
 }
 
 // TestEmbeddedLifecycle runs the real command as a child process: it starts

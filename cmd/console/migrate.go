@@ -27,7 +27,7 @@ func runMigrate(ctx context.Context, args []string, getenv env, stdout io.Writer
 	if raw == "" {
 		return usageError{"migrate needs DATABASE_URL (or DATABASE_URL_FILE); the embedded default migrates by itself"}
 	}
-	pool, err := openPool(ctx, raw, "console-migrate", 2)
+	pool, err := openPool(ctx, raw, "console-migrate", 2, nil)
 	if err != nil {
 		return err
 	}

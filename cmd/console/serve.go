@@ -37,7 +37,7 @@ func attach(ctx context.Context, getenv env, appName string) (*pgxpool.Pool, err
 	if raw == "" {
 		return nil, usageError{"this command needs DATABASE_URL (or DATABASE_URL_FILE); `console serve` prints the embedded server's URL at start"}
 	}
-	pool, err := openPool(ctx, raw, appName, 4)
+	pool, err := openPool(ctx, raw, appName, 4, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,10 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		dbURL = srv.URL(embeddedDatabase)
 	}
 
-	pool, err := openPool(ctx, dbURL, "console", 10)
+	// The backend actions refuse this process's own connections, known by
+	// pid: the web pool's and the engine's.
+	own := &actions.PIDSet{}
+	pool, err := openPool(ctx, dbURL, "console", 10, own)
 	if err != nil {
 		return err
 	}
@@ -126,7 +129,8 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return fmt.Errorf("register the diagnostics metrics: %w", err)
 	}
 
-	runner, err := actions.NewRunner(pool, actions.RunnerConfig{Diagnostics: diag, Registerer: reg, Logger: logger})
+	runner, err := actions.NewRunner(pool, actions.RunnerConfig{Diagnostics: diag, Registerer: reg, Logger: logger,
+		OwnPIDs: own.PIDs, AnyDatabase: cfg.SignalAnyDatabase})
 	if err != nil {
 		return err
 	}
@@ -140,9 +144,9 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return err
 	}
 	defer closePub()
-	ecfg := engineConfig{Scheduler: true, Relay: pub}
+	ecfg := engineConfig{Scheduler: true, Relay: pub, Own: own}
 	if embedded {
-		ecfg = engineConfig{Queues: demoQueues, Concurrency: 4, AllowSQL: true, Scheduler: true, Relay: pub}
+		ecfg = engineConfig{Queues: demoQueues, Concurrency: 4, AllowSQL: true, Scheduler: true, Relay: pub, Own: own}
 		if pub == nil {
 			// The demo's events go to a loopback consumer that applies
 			// each once through the inbox, counted on /metrics.
@@ -167,20 +171,22 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	}
 
 	ws, err := web.New(web.Config{
-		Pool:           pool,
-		Diagnostics:    diag,
-		Sampler:        sampler,
-		Recorder:       recorder,
-		Actions:        runner,
-		Database:       target(dbURL),
-		Version:        version,
-		Gatherer:       reg,
-		Registerer:     reg,
-		MetricsAccess:  cfg.Metrics,
-		Logger:         logger,
-		SecureCookies:  cfg.SecureCookies,
-		TrustedProxies: cfg.TrustedProxies,
-		LoginNotice:    notice,
+		Pool:                 pool,
+		Diagnostics:          diag,
+		Sampler:              sampler,
+		Recorder:             recorder,
+		Actions:              runner,
+		Database:             target(dbURL),
+		Version:              version,
+		Gatherer:             reg,
+		Registerer:           reg,
+		MetricsAccess:        cfg.Metrics,
+		Logger:               logger,
+		SecureCookies:        cfg.SecureCookies,
+		TrustedProxies:       cfg.TrustedProxies,
+		ProxyRoles:           cfg.ProxyRoles,
+		ProxyTrustRoleHeader: cfg.ProxyRoleHeader,
+		LoginNotice:          notice,
 	})
 	if err != nil {
 		return err

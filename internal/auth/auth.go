@@ -39,6 +39,8 @@ var (
 	ErrNoSession = errors.New("not signed in or session expired")
 	// ErrInvalid wraps input that cannot be stored (bad name, weak password).
 	ErrInvalid = errors.New("invalid")
+	// ErrNotFound means no operator or live token has that name.
+	ErrNotFound = errors.New("not found")
 )
 
 // Principal is who a request acts as.
@@ -66,7 +68,8 @@ const (
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$`)
 
 // OperatorAdd creates an operator, or resets the password and role of an
-// existing one.
+// existing one (enabling it again); a reset ends every session the
+// operator had.
 func OperatorAdd(ctx context.Context, db DBTX, name, role, password string) (int64, error) {
 	if !nameRE.MatchString(name) {
 		return 0, fmt.Errorf("%w: operator name %q: use letters, digits, _ . @ - (up to 64)", ErrInvalid, name)
@@ -89,6 +92,20 @@ func OperatorAdd(ctx context.Context, db DBTX, name, role, password string) (int
 		return 0, fmt.Errorf("store operator %s: %w", name, err)
 	}
 	return id, nil
+}
+
+// OperatorDisable disables an operator account and ends its sessions: it
+// can no longer sign in until OperatorAdd sets a new password.
+func OperatorDisable(ctx context.Context, db DBTX, name string) error {
+	var id int64
+	err := db.QueryRow(ctx, sqlText("operator_disable"), name).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("no operator is named %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("disable operator %s: %w", name, err)
+	}
+	return nil
 }
 
 // OperatorCount returns the number of enabled operators.
@@ -166,9 +183,23 @@ func SessionDelete(ctx context.Context, db DBTX, secret string) error {
 // TokenPrefix starts every API token, so a leaked one is easy to grep for.
 const TokenPrefix = "pgc_"
 
-// TokenCreate creates an API token and returns its secret, which is shown
-// once: only its hash is stored.
+// TokenCreate creates an API token that does not expire and returns its
+// secret, which is shown once: only its hash is stored.
 func TokenCreate(ctx context.Context, db DBTX, name, role string) (string, error) {
+	return TokenCreateExpiring(ctx, db, name, role, 0)
+}
+
+// TokenCreateExpiring is TokenCreate with a lifetime: after ttl the token
+// is refused like a revoked one. Zero means it never expires.
+func TokenCreateExpiring(ctx context.Context, db DBTX, name, role string, ttl time.Duration) (string, error) {
+	if ttl < 0 {
+		return "", fmt.Errorf("%w: token lifetime %s: give a positive duration, or none for a token that does not expire", ErrInvalid, ttl)
+	}
+	var seconds *float64
+	if ttl > 0 {
+		s := ttl.Seconds()
+		seconds = &s
+	}
 	if !nameRE.MatchString(name) {
 		return "", fmt.Errorf("%w: token name %q: use letters, digits, _ . @ - (up to 64)", ErrInvalid, name)
 	}
@@ -177,7 +208,7 @@ func TokenCreate(ctx context.Context, db DBTX, name, role string) (string, error
 	}
 	secret := TokenPrefix + NewSecret()
 	var id int64
-	if err := db.QueryRow(ctx, sqlText("token_create"), name, hashSecret(secret), role).Scan(&id); err != nil {
+	if err := db.QueryRow(ctx, sqlText("token_create"), name, hashSecret(secret), role, seconds).Scan(&id); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 			return "", fmt.Errorf("%w: a token named %q exists already", ErrInvalid, name)
@@ -205,6 +236,60 @@ func TokenLookup(ctx context.Context, db DBTX, secret string) (Principal, error)
 		return Principal{}, fmt.Errorf("look up token: %w", err)
 	}
 	return p, nil
+}
+
+// Token is an API token as listed: never its secret or hash.
+type Token struct {
+	ID         int64      `json:"id"`
+	Name       string     `json:"name"`
+	Role       string     `json:"role"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+}
+
+// State is "revoked", "expired" (at now) or "live".
+func (t Token) State(now time.Time) string {
+	switch {
+	case t.RevokedAt != nil:
+		return "revoked"
+	case t.ExpiresAt != nil && !t.ExpiresAt.After(now):
+		return "expired"
+	}
+	return "live"
+}
+
+// TokenList returns every API token, newest first, revoked and expired ones
+// included.
+func TokenList(ctx context.Context, db DBTX) ([]Token, error) {
+	rows, err := db.Query(ctx, sqlText("token_list"))
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Token, error) {
+		var t Token
+		err := r.Scan(&t.ID, &t.Name, &t.Role, &t.CreatedAt, &t.LastUsedAt, &t.ExpiresAt, &t.RevokedAt)
+		return t, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	return out, nil
+}
+
+// TokenRevoke revokes the live token called name: it is refused from the
+// next request on.
+func TokenRevoke(ctx context.Context, db DBTX, name string) error {
+	var id int64
+	err := db.QueryRow(ctx, sqlText("token_revoke"), name).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("no live token is named %q (see `console token list`): %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("revoke token %s: %w", name, err)
+	}
+	return nil
 }
 
 // NewSecret returns 32 random bytes, URL-safe base64.

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/testdb"
+	"github.com/pgconsole/console/queues"
+)
+
+// serveInProcess runs `console serve` with getenv until the test ends and
+// returns the URL it serves on.
+func serveInProcess(t *testing.T, getenv env, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), getenv, strings.NewReader(""), pw, io.Discard)
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err, "serve stops cleanly")
+		case <-time.After(60 * time.Second):
+			t.Error("serve did not stop within 60s")
+		}
+	})
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	deadline := time.After(90 * time.Second)
+	var seen []string
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("serve exited before serving: %v\n%s", <-done, strings.Join(seen, "\n"))
+			}
+			seen = append(seen, l)
+			if m := servingRE.FindStringSubmatch(l); m != nil {
+				go func() {
+					for range lines {
+					}
+				}()
+				return m[1]
+			}
+		case <-deadline:
+			t.Fatalf("serve did not start in time:\n%s", strings.Join(seen, "\n"))
+		}
+	}
+}
+
+// TestServeAndWorkerAsRuntimeRoles runs `console serve` as console_web and
+// `console worker` as console_worker on a schema owned by a separate
+// migration role, with nothing granted beyond `console roles sql`.
+func TestServeAndWorkerAsRuntimeRoles(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testdb.OwnedURL(t)
+	out, err := runCmd(t, envMap(), "roles", "sql")
+	require.NoError(t, err)
+	require.Equal(t, actions.RolesSQL(), out)
+	testdb.Roles(t, dbURL, out)
+	owner := testdb.Pool(t, testdb.AsUser(t, dbURL, testdb.OwnerRole))
+
+	t.Run("ServeAsConsoleWeb", func(t *testing.T) {
+		webURL := testdb.AsUser(t, dbURL, "console_web")
+		token, err := auth.TokenCreate(ctx, owner, "ci", auth.RoleOperator)
+		require.NoError(t, err)
+		base := serveInProcess(t, envMap("DATABASE_URL", webURL))
+
+		post := func(key string) (int, string) {
+			req, err := http.NewRequest(http.MethodPost, base+"/api/v1/actions/queue.pause",
+				strings.NewReader(`{"params": {"queue": "emails"}, "reason": "runtime role check"}`))
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", key)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		code, body := post("pause-emails-1")
+		require.Equal(t, http.StatusOK, code, body)
+		var got struct {
+			AuditID int64 `json:"audit_id"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &got))
+		require.Positive(t, got.AuditID)
+		code, again := post("pause-emails-1")
+		require.Equal(t, http.StatusOK, code, again)
+		require.JSONEq(t, body, again, "the keyed request is replayed")
+
+		for _, path := range []string{"/api/v1/findings", "/readyz"} {
+			req, err := http.NewRequest(http.MethodGet, base+path, nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", path, b)
+		}
+	})
+
+	t.Run("WorkerAsConsoleWorker", func(t *testing.T) {
+		_, err := queues.EnqueueManyTx(ctx, owner, []queues.EnqueueParams{
+			{Queue: "runtime", Kind: "sleep", Payload: map[string]int{"ms": 10}},
+			{Queue: "runtime", Kind: "sleep", Payload: map[string]int{"ms": 10}},
+		})
+		require.NoError(t, err)
+		startWorker(t, testdb.AsUser(t, dbURL, "console_worker"), "--queues runtime --concurrency 2 --poll 100ms")
+		require.Eventually(t, func() bool {
+			var n int
+			require.NoError(t, owner.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE status = 'done'").Scan(&n))
+			return n == 2
+		}, 60*time.Second, 50*time.Millisecond, "the worker ran the jobs as console_worker")
+	})
+
+	t.Run("MigrateStatusAsTheRuntimeRole", func(t *testing.T) {
+		_, err := runCmd(t, envMap("DATABASE_URL", testdb.AsUser(t, dbURL, "console_web")), "migrate", "status")
+		require.NoError(t, err, "the runtime role may read the schema version")
+	})
+}
+
+func TestProxyRolesFlag(t *testing.T) {
+	c, err := parseServe([]string{"--proxy-roles", "alice=admin, group:sre=operator"}, envMap())
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"alice": "admin", "group:sre": "operator"}, c.ProxyRoles)
+	require.False(t, c.ProxyRoleHeader)
+	for _, bad := range []string{"alice", "alice=root", "=admin", "group:=viewer"} {
+		_, err := parseServe([]string{"--proxy-roles", bad}, envMap())
+		require.ErrorContains(t, err, "--proxy-roles", bad)
+	}
+	c, err = parseServe(nil, envMap("CONSOLE_PROXY_ROLE_HEADER", "1", "CONSOLE_SIGNAL_ANY_DATABASE", "1"))
+	require.NoError(t, err)
+	require.True(t, c.ProxyRoleHeader)
+	require.True(t, c.SignalAnyDatabase)
+}
