@@ -293,7 +293,7 @@ func (c *Client) Start(ctx context.Context) error {
 			total += q.cfg.Concurrency
 		}
 		if _, err := c.pool.Exec(ctx, sqlText("worker_register"), c.cfg.ID, c.host, os.Getpid(),
-			c.names, total, c.cfg.Version); err != nil {
+			c.names, total, c.cfg.Version, c.cfg.PollInterval.Milliseconds()); err != nil {
 			return fmt.Errorf("register worker %s: %w", c.cfg.ID, err)
 		}
 		if err := c.refreshSettings(ctx); err != nil {

@@ -28,6 +28,18 @@
 // Every process runs the reaper (bounded batches) every tenth of
 // LeaseDuration, between one poll interval and 5s.
 //
+// A dead worker's jobs do not wait for their leases. Each worker records the
+// backend of its long-lived LISTEN session in its workers row; once per
+// poll interval every process looks for workers whose heartbeat is stale
+// (three of their heartbeat intervals, at least 2s) and whose recorded
+// session is gone from pg_stat_activity, marks them stopped and reclaimed
+// (workers.reclaimed_at) and returns their running jobs to ready at once,
+// fenced like the reaper (error class "worker_died"). A slow or paused
+// process keeps its session, so its leases run their course; a session
+// recorded before a server restart proves nothing and is ignored until the
+// worker records its new one. Without LISTEN (DisableListen) no session is
+// recorded and leases expire as before.
+//
 // Failures are retried with capped exponential backoff and full jitter
 // (Backoff) until max_attempts, then dead-lettered; Permanent errors go dead
 // at once; a panic is a failed attempt of class "panic"; a queue Timeout

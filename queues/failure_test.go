@@ -130,17 +130,20 @@ func TestCrashKillNine(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM jobs j,
 		LATERAL (SELECT count(*) AS runs FROM crash_log c WHERE c.job_id = j.id) r
 		WHERE r.runs = 0 OR j.attempts NOT IN (r.runs, r.runs + 1)
-		   OR (j.attempts = r.runs + 1 AND NOT j.errors @> '[{"class": "lease_expired"}]')`).Scan(&bad))
+		   OR (j.attempts = r.runs + 1 AND NOT (j.errors @> '[{"class": "lease_expired"}]'
+		                                     OR j.errors @> '[{"class": "worker_died"}]'))`).Scan(&bad))
 	require.Zero(t, bad, "attempts must count every run")
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM jobs
-		WHERE attempts = 2 AND errors @> '[{"class": "lease_expired"}]'`).Scan(&reaped))
+		WHERE attempts = 2 AND (errors @> '[{"class": "lease_expired"}]' OR errors @> '[{"class": "worker_died"}]')`).Scan(&reaped))
 	require.Equal(t, killed, reaped)
 	ws, err := WorkerList(ctx, pool)
 	require.NoError(t, err)
 	require.Len(t, ws, 2)
 	for _, w := range ws {
 		if w.PID == first.Process.Pid {
-			require.Nil(t, w.StoppedAt, "a killed worker never marks itself stopped")
+			// A killed worker never marks itself stopped; the process that
+			// found it dead (or no one, when the leases expired first) did.
+			require.Equal(t, w.StoppedAt != nil, w.ReclaimedAt != nil, "only a reclaim marks a killed worker stopped")
 		} else {
 			require.NotNil(t, w.StoppedAt)
 			require.True(t, w.Stale)
@@ -169,8 +172,19 @@ func TestPostgresRestart(t *testing.T) {
 	}
 	_, err = EnqueueCopy(ctx, admin, ps)
 	require.NoError(t, err)
-	cfg := testConfig(map[string]QueueConfig{"rs": {Concurrency: 8}})
-	startClient(t, testdb.Pool(t, url), cfg, func(c *Client) { registerTestKinds(c) })
+	for range 2 {
+		cfg := testConfig(map[string]QueueConfig{"rs": {Concurrency: 4}})
+		startClient(t, testdb.Pool(t, url), cfg, func(c *Client) { registerTestKinds(c) })
+	}
+	// ghost is a worker whose session was recorded before the restart and
+	// whose heartbeat will be stale after it, like every worker's right
+	// after a restart: it must not be taken for dead.
+	ghost, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	_, err = ghost.Exec(ctx, "INSERT INTO workers (id, host, pid) VALUES ('ghost', 'h', 1)")
+	require.NoError(t, err)
+	_, err = ghost.Exec(ctx, sqlText("worker_session_record"), "ghost")
+	require.NoError(t, err)
 
 	done := func() int64 {
 		var d int64
@@ -189,6 +203,31 @@ func TestPostgresRestart(t *testing.T) {
 	var total int64
 	require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM jobs").Scan(&total))
 	require.EqualValues(t, n, total)
+	var reclaimed, diedErrors int
+	require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM workers WHERE reclaimed_at IS NOT NULL").Scan(&reclaimed))
+	require.Zero(t, reclaimed, "the restart made a live worker look dead")
+	require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE errors::text LIKE '%worker_died%'").Scan(&diedErrors))
+	require.Zero(t, diedErrors)
+
+	// The ghost's session is gone and its heartbeat stale, but it was
+	// recorded before the restart: not dead. A worker recorded on the
+	// running server whose session then went is.
+	_, err = admin.Exec(ctx, "UPDATE workers SET last_seen_at = now() - interval '1 hour' WHERE id = 'ghost'")
+	require.NoError(t, err)
+	res, err := JobReclaimDead(ctx, admin, time.Second, 20)
+	require.NoError(t, err)
+	require.Empty(t, res.Workers, "a session recorded before the restart says nothing about the worker")
+	gone, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	_, err = gone.Exec(ctx, sqlText("worker_session_record"), "ghost")
+	require.NoError(t, err)
+	require.NoError(t, gone.Close(ctx))
+	_, err = admin.Exec(ctx, "UPDATE workers SET last_seen_at = now() - interval '1 hour' WHERE id = 'ghost'")
+	require.NoError(t, err)
+	waitFor(t, 10*time.Second, "the ghost found dead", func() bool {
+		var r *time.Time
+		return admin.QueryRow(ctx, "SELECT reclaimed_at FROM workers WHERE id = 'ghost'").Scan(&r) == nil && r != nil
+	})
 }
 
 // TestShutdownGraceful checks the shutdown order and that nothing leaks:

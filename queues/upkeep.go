@@ -77,6 +77,7 @@ func (c *Client) maintenanceLoop(ctx context.Context) {
 		if err := c.heartbeatWorker(tctx, false); err != nil {
 			c.log.Warn("heartbeat worker row", "err", err)
 		}
+		c.reclaimDead(tctx)
 		if time.Since(reaped) >= c.reapInterval() {
 			c.reap(tctx)
 			reaped = time.Now()
@@ -111,6 +112,30 @@ func (c *Client) reap(ctx context.Context) {
 		if res.Requeued+res.Dead < c.cfg.ReapBatch {
 			return
 		}
+	}
+}
+
+// deadAfter is the shortest heartbeat silence after which a worker whose
+// session is gone counts as dead, whatever its own heartbeat interval.
+const deadAfter = 2 * time.Second
+
+// reclaimDead takes back at once the running jobs of workers that are dead:
+// heartbeat stale and session gone (WorkerDeadMark). A slow or stopped
+// process keeps its session and its leases.
+func (c *Client) reclaimDead(ctx context.Context) {
+	res, err := JobReclaimDead(ctx, c.pool, deadAfter, c.cfg.MaxErrors)
+	if err != nil {
+		c.log.Warn("reclaim the jobs of dead workers", "err", err)
+		return
+	}
+	for _, w := range res.Workers {
+		c.log.Warn("worker found dead (heartbeat stale, session gone); its jobs were reclaimed", "dead_worker", w)
+	}
+	for q, n := range res.ByQueue {
+		c.log.Info("reclaimed the jobs of dead workers", "queue", q, "count", n)
+	}
+	if res.Requeued+res.Dead > 0 {
+		c.countReaped(ctx, res.ReapResult)
 	}
 }
 
@@ -203,6 +228,11 @@ func (c *Client) listen(ctx context.Context) error {
 		cancel()
 	}()
 	if _, err := conn.Exec(ctx, sqlText("job_listen")); err != nil {
+		return err
+	}
+	// This session is the worker's proof of life: while it exists, other
+	// processes leave the worker's leases to expire on their own.
+	if _, err := conn.Exec(ctx, sqlText("worker_session_record"), c.cfg.ID); err != nil {
 		return err
 	}
 	for _, q := range c.queues {
