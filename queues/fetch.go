@@ -214,6 +214,7 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 	defer timer.Stop()
 	var errDelay time.Duration
 	var holdUntil time.Time
+	var busyUntil time.Time // claims found jobs lately: poll every BusyRepoll
 	for {
 		select {
 		case <-ctx.Done():
@@ -240,8 +241,19 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 				c.startJob(q, r.jobs[i])
 			}
 			if len(r.jobs) < r.reserved {
-				// Drained: wait for a wake-up or the poll.
-				timer.Reset(c.cfg.PollInterval)
+				// Drained: wait for a wake-up or the poll; for a
+				// NotifyInterval after a claim that found jobs, look
+				// again every BusyRepoll for jobs enqueued without a
+				// NOTIFY (see NotifyInterval).
+				now := time.Now()
+				if len(r.jobs) > 0 {
+					busyUntil = now.Add(NotifyInterval + BusyRepoll)
+				}
+				if now.Before(busyUntil) {
+					timer.Reset(min(c.cfg.PollInterval, BusyRepoll))
+				} else {
+					timer.Reset(c.cfg.PollInterval)
+				}
 				continue
 			}
 		case <-q.wake:
