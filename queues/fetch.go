@@ -85,15 +85,33 @@ func (q *queueRunner) reserve(now time.Time) (n int, wait time.Duration) {
 			q.tokens += now.Sub(q.lastFill).Seconds() * q.rate
 		}
 		q.lastFill = now
-		q.tokens = min(q.tokens, math.Max(1, q.rate))
-		if q.tokens < 1 {
-			return 0, time.Duration((1 - q.tokens) / q.rate * float64(time.Second))
+		// The bucket holds at most one claim's worth (and at least one
+		// token): a rate like 1e19 then cannot overflow the conversion to
+		// int below into a negative count.
+		q.tokens = min(q.tokens, math.Max(1, math.Min(q.rate, float64(q.maxClaim))))
+		if !(q.tokens >= 1) { // also NaN
+			return 0, tokenWait(1-q.tokens, q.rate)
 		}
 		n = min(n, int(q.tokens))
 		q.tokens -= float64(n)
 	}
 	q.inFlight += n
 	return n, 0
+}
+
+// maxTokenWait bounds the wait for a rate token: a tiny rate (5e-324 per
+// second) would otherwise overflow the duration; settings are re-read every
+// poll anyway.
+const maxTokenWait = time.Minute
+
+// tokenWait is how long missing tokens take to accrue at rate per second,
+// between a millisecond and maxTokenWait (NaN and infinities included).
+func tokenWait(missing, rate float64) time.Duration {
+	secs := missing / rate
+	if !(secs < maxTokenWait.Seconds()) {
+		return maxTokenWait
+	}
+	return max(time.Duration(secs*float64(time.Second)), time.Millisecond)
 }
 
 // settle gives back the slots and tokens a claim reserved but did not fill,

@@ -2,6 +2,7 @@ package queues
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,6 +29,11 @@ func (c *Client) refreshSettings(ctx context.Context) error {
 		rate := 0.0
 		if s.RatePerSecond != nil {
 			rate = *s.RatePerSecond / float64(max(s.LiveWorkers, 1))
+			if !(rate > 0) || math.IsInf(rate, 0) {
+				// Out of the bounds the table's CHECK keeps (older
+				// schemas): the smallest rate, never a spin.
+				rate = 0.001
+			}
 		}
 		if rate != q.rate {
 			wake = true
