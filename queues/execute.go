@@ -196,5 +196,8 @@ func (c *Client) release(q *queueRunner, job *Job, log jobLog) {
 		log.Warn("release interrupted job", "err", err)
 		return
 	}
+	c.mu.Lock()
+	c.interrupted = append(c.interrupted, job.ID)
+	c.mu.Unlock()
 	c.metrics.finished.WithLabelValues(q.name, "released").Inc()
 }

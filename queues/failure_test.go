@@ -1,11 +1,15 @@
 package queues
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -243,7 +247,10 @@ func TestShutdownGraceful(t *testing.T) {
 	require.NoError(t, err)
 	var quickDone atomic.Int64
 	var started atomic.Int64
-	c, err := NewClient(pool, testConfig(map[string]QueueConfig{"sd": {Concurrency: 4}, "other": {Concurrency: 1}}))
+	var logs syncBuffer
+	cfg := testConfig(map[string]QueueConfig{"sd": {Concurrency: 4}, "other": {Concurrency: 1}})
+	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	c, err := NewClient(pool, cfg)
 	require.NoError(t, err)
 	registerTestKinds(c)
 	c.Handle("quick", func(ctx context.Context, _ *Job) error {
@@ -280,6 +287,18 @@ func TestShutdownGraceful(t *testing.T) {
 	err = c.Stop(sctx)
 	cancel()
 	require.ErrorIs(t, err, context.DeadlineExceeded, "the forever jobs outlived the drain deadline")
+	var de *DrainError
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, ids[2:], de.Released, "the error names the released jobs")
+	require.Zero(t, de.StillRunning)
+	var lines int
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `"drain deadline interrupted jobs"`) {
+			lines++
+			require.Contains(t, line, fmt.Sprintf(`"released":2,"released_ids":[%d,%d]`, ids[2], ids[3]))
+		}
+	}
+	require.Equal(t, 1, lines, "one log line says what the deadline interrupted")
 	require.EqualValues(t, 2, quickDone.Load())
 	for i, id := range ids {
 		j, err := JobGet(ctx, pool, id)
@@ -300,4 +319,22 @@ func TestShutdownGraceful(t *testing.T) {
 	require.NoError(t, c.Stop(ctx), "second Stop is a no-op")
 	pool.Close()
 	goleak.VerifyNone(t, before)
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
