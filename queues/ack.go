@@ -197,6 +197,7 @@ func (c *Client) acked(r *ackRequest, err error, held bool) {
 	}
 	switch {
 	case err != nil:
+		c.errs.note("ack", err)
 		log().Error("ack failed; the job will run again after its lease expires", "err", err)
 	case !held:
 		c.metrics.staleAcks.WithLabelValues(q.name).Inc()

@@ -136,6 +136,7 @@ type Client struct {
 	stopClaims context.CancelFunc
 	renewCtx   context.Context // lease heartbeat, until the drain ends
 	stopRenew  context.CancelFunc
+	errs       engineErrors
 	loops      sync.WaitGroup
 	renewWG    sync.WaitGroup
 	jobsWG     sync.WaitGroup

@@ -176,6 +176,7 @@ func (c *Client) fail(q *queueRunner, job *Job, jobErr error, class string, log 
 		c.metrics.finished.WithLabelValues(q.name, "lease_lost").Inc()
 		log.Warn("stale fail refused: lease lost", "err", jobErr)
 	case err != nil:
+		c.errs.note("fail", err)
 		log.Error("recording a failed attempt failed; the lease will expire", "err", err, "job_err", jobErr)
 	case status == StatusDead:
 		c.metrics.deadLetters.WithLabelValues(q.name).Inc()

@@ -338,3 +338,33 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestWorkerReportsEngineErrors: the errors a worker meets talking to the
+// database reach its workers row with their SQLSTATE, so the console can
+// say what the engine is failing on.
+func TestWorkerReportsEngineErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	c := startClient(t, pool, testConfig(map[string]QueueConfig{"errs": {Concurrency: 1}}), func(*Client) {})
+	// Every claim and settings read now fails: undefined_table.
+	_, err := pool.Exec(ctx, "ALTER TABLE queue_settings RENAME TO queue_settings_gone")
+	require.NoError(t, err)
+	var got []EngineError
+	waitFor(t, 20*time.Second, "the worker reports the failure", func() bool {
+		ws, err := WorkerList(ctx, pool)
+		require.NoError(t, err)
+		for _, w := range ws {
+			if w.ID == c.ID() {
+				got = w.RecentErrors
+			}
+		}
+		for _, e := range got {
+			if e.SQLState == "42P01" && (e.Op == "claim" || e.Op == "settings") && strings.Contains(e.Error, "queue_settings") {
+				return true
+			}
+		}
+		return false
+	})
+	require.LessOrEqual(t, len(got), maxEngineErrors)
+}

@@ -241,6 +241,7 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 			claiming--
 			if r.err != nil {
 				c.metrics.claimErrors.WithLabelValues(q.name).Inc()
+				c.errs.note("claim", r.err)
 				errDelay = min(max(2*errDelay, 50*time.Millisecond), 10*c.cfg.PollInterval)
 				holdUntil = time.Now().Add(errDelay)
 				c.log.Warn("claim failed; backing off", "queue", q.name, "err", r.err, "retry_in", errDelay)

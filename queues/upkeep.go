@@ -59,7 +59,7 @@ func (c *Client) heartbeatWorker(ctx context.Context, stopped bool) error {
 		total += n
 		limit += l
 	}
-	_, err := c.pool.Exec(ctx, sqlText("worker_heartbeat"), c.cfg.ID, total, byQueue, stopped, limit)
+	_, err := c.pool.Exec(ctx, sqlText("worker_heartbeat"), c.cfg.ID, total, byQueue, stopped, limit, c.errs.snapshot())
 	return err
 }
 
@@ -78,9 +78,11 @@ func (c *Client) maintenanceLoop(ctx context.Context) {
 		}
 		tctx, cancel := context.WithTimeout(ctx, max(c.cfg.PollInterval, 5*time.Second))
 		if err := c.refreshSettings(tctx); err != nil {
+			c.errs.note("settings", err)
 			c.log.Warn("refresh queue settings", "err", err)
 		}
 		if err := c.heartbeatWorker(tctx, false); err != nil {
+			c.errs.note("heartbeat", err)
 			c.log.Warn("heartbeat worker row", "err", err)
 		}
 		c.reclaimDead(tctx)
@@ -106,6 +108,7 @@ func (c *Client) reap(ctx context.Context) {
 	for range 10 {
 		res, err := JobReap(ctx, c.pool, c.cfg.ReapBatch, c.cfg.MaxErrors)
 		if err != nil {
+			c.errs.note("reap", err)
 			c.log.Warn("reap expired leases", "err", err)
 			return
 		}
@@ -131,6 +134,7 @@ const deadAfter = 2 * time.Second
 func (c *Client) reclaimDead(ctx context.Context) {
 	res, err := JobReclaimDead(ctx, c.pool, deadAfter, c.cfg.MaxErrors)
 	if err != nil {
+		c.errs.note("reap", err)
 		c.log.Warn("reclaim the jobs of dead workers", "err", err)
 		return
 	}
@@ -180,6 +184,7 @@ func (c *Client) renewLoop(ctx context.Context) {
 		held, err := JobRenewMany(rctx, c.pool, c.cfg.ID, ids, gens, c.cfg.LeaseDuration)
 		cancel()
 		if err != nil {
+			c.errs.note("renew", err)
 			c.log.Warn("renew leases", "err", err, "jobs", len(ids))
 			continue
 		}
@@ -207,6 +212,7 @@ func (c *Client) listenLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		c.errs.note("listen", err)
 		c.log.Warn("listener lost; polling continues", "err", err, "retry_in", delay)
 		t := time.NewTimer(delay)
 		select {

@@ -2,7 +2,12 @@ package queues
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Worker is one engine process's row in the workers registry.
@@ -52,4 +57,44 @@ type EngineError struct {
 // WorkerList returns the registry, most recently seen first.
 func WorkerList(ctx context.Context, db DBTX) ([]Worker, error) {
 	return collectRows[Worker](ctx, db, "worker_list", "list workers")
+}
+
+// maxEngineErrors bounds the errors a worker reports in its heartbeat.
+const maxEngineErrors = 10
+
+// engineErrors keeps a Client's last engine errors for its heartbeat. Only
+// failures write to it: no lock is taken on the job path.
+type engineErrors struct {
+	mu   sync.Mutex
+	list []EngineError
+}
+
+// note records err met while doing op, with the server's SQLSTATE when it
+// came from the server.
+func (e *engineErrors) note(op string, err error) {
+	if err == nil {
+		return
+	}
+	ee := EngineError{At: time.Now().UTC(), Op: op, Error: err.Error()}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		ee.SQLState = pg.Code
+	}
+	if len(ee.Error) > 500 {
+		ee.Error = ee.Error[:500]
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.list) == maxEngineErrors {
+		e.list = slices.Delete(e.list, 0, 1)
+	}
+	e.list = append(e.list, ee)
+}
+
+// snapshot returns the errors to report, newest last (never nil: the
+// column is NOT NULL).
+func (e *engineErrors) snapshot() []EngineError {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append(make([]EngineError, 0, len(e.list)), e.list...)
 }
