@@ -146,6 +146,22 @@ func JobAckMany(ctx context.Context, db DBTX, owner string, ids, generations []i
 	return done, nil
 }
 
+// JobAckConfirm returns the ids among ids (with parallel generations) that
+// are done at exactly those generations. After an ack whose reply was lost
+// (the connection broke after the commit) its retry matches nothing; this
+// tells such jobs, which are done, from jobs whose lease was lost.
+func JobAckConfirm(ctx context.Context, db DBTX, ids, generations []int64) ([]int64, error) {
+	rows, err := db.Query(ctx, sqlText("job_ack_confirm"), ids, generations)
+	if err != nil {
+		return nil, fmt.Errorf("confirm %d acks: %w", len(ids), err)
+	}
+	done, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("confirm %d acks: %w", len(ids), err)
+	}
+	return done, nil
+}
+
 // JobFailParams are the arguments of JobFail.
 type JobFailParams struct {
 	ID         int64
