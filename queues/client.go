@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -137,6 +138,10 @@ type Client struct {
 	renewCtx   context.Context // lease heartbeat, until the drain ends
 	stopRenew  context.CancelFunc
 	errs       engineErrors
+	// reconcileUntil (unix nanoseconds) is until when the maintenance loop
+	// looks for orphan claims: set after claim errors and listener
+	// reconnects, long enough for every claim then in flight to age.
+	reconcileUntil atomic.Int64
 	loops      sync.WaitGroup
 	renewWG    sync.WaitGroup
 	jobsWG     sync.WaitGroup

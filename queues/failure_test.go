@@ -368,3 +368,37 @@ func TestWorkerReportsEngineErrors(t *testing.T) {
 	})
 	require.LessOrEqual(t, len(got), maxEngineErrors)
 }
+
+// TestOrphanClaimReleased: a claim whose commit went through but whose
+// reply was lost (a restart broke the connection) leaves a job the database
+// says the worker holds but the worker does not run; after the reconnect
+// the worker releases it and runs it, instead of waiting out its lease.
+func TestOrphanClaimReleased(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	cfg := testConfig(map[string]QueueConfig{"orph": {Concurrency: 2}})
+	cfg.LeaseDuration = time.Hour
+	ran := make(chan int64, 1)
+	c := startClient(t, pool, cfg, func(c *Client) {
+		c.Handle("o", func(_ context.Context, j *Job) error {
+			ran <- j.ID
+			return nil
+		})
+	})
+	// The lost claim: the job is running under this worker's name, claimed
+	// long enough ago that no claim of the worker can still be in flight.
+	j, err := EnqueueTx(ctx, pool, EnqueueParams{Queue: "orph", Kind: "o", RunAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `UPDATE jobs SET status = 'running', lease_owner = $2, lease_until = now() + interval '1 hour',
+		lease_generation = lease_generation + 1, attempts = 1, available_at = now(), started_at = now() - interval '2 hours'
+		WHERE id = $1`, j.ID, c.ID())
+	require.NoError(t, err)
+	c.startReconcile() // as after a claim error or a listener reconnect
+	select {
+	case id := <-ran:
+		require.Equal(t, j.ID, id)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the orphan claim was not released and run")
+	}
+}

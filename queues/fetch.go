@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // queueRunner is one queue's fetcher state: a resizable concurrency gate
@@ -242,6 +245,7 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 			if r.err != nil {
 				c.metrics.claimErrors.WithLabelValues(q.name).Inc()
 				c.errs.note("claim", r.err)
+				c.startReconcile() // the claim may have committed
 				errDelay = min(max(2*errDelay, 50*time.Millisecond), 10*c.cfg.PollInterval)
 				holdUntil = time.Now().Add(errDelay)
 				c.log.Warn("claim failed; backing off", "queue", q.name, "err", r.err, "retry_in", errDelay)
@@ -359,7 +363,7 @@ func (q *queueRunner) batchLocked() int {
 // leave its outcome unknown and the jobs leased until expiry, so Stop lets
 // it finish and releases what it got.
 func (c *Client) claim(q *queueRunner, n int, from *ClaimKey) claimResult {
-	ctx, cancel := context.WithTimeout(context.Background(), max(10*time.Second, c.cfg.LeaseDuration/2))
+	ctx, cancel := context.WithTimeout(context.Background(), c.claimTimeout())
 	defer cancel()
 	_, _, throttled := q.snapshot()
 	start := time.Now()
@@ -382,6 +386,58 @@ func (c *Client) claim(q *queueRunner, n int, from *ClaimKey) claimResult {
 		}
 	}
 	return claimResult{reserved: n, jobs: jobs, slow: slow}
+}
+
+// startReconcile makes the maintenance loop look for orphan claims until
+// every claim that may have committed unseen is old enough to be told from
+// one in flight.
+func (c *Client) startReconcile() {
+	c.reconcileUntil.Store(time.Now().Add(c.claimTimeout() + 3*time.Second).UnixNano())
+}
+
+// claimTimeout bounds one claim statement.
+func (c *Client) claimTimeout() time.Duration {
+	return max(10*time.Second, c.cfg.LeaseDuration/2)
+}
+
+// releaseOrphans releases the jobs the database says this worker holds but
+// it is not running: claims whose commit went through while their reply
+// was lost (a connection broken by a server restart). Only claims older
+// than a claim statement may run are considered, so a claim in flight is
+// never taken for an orphan.
+func (c *Client) releaseOrphans(ctx context.Context) {
+	rows, err := c.pool.Query(ctx, sqlText("job_orphan_list"), c.cfg.ID, (c.claimTimeout() + time.Second).Milliseconds())
+	if err != nil {
+		c.errs.note("reconcile", err)
+		return
+	}
+	type held struct{ id, generation int64 }
+	var orphans []held
+	var h held
+	_, err = pgx.ForEachRow(rows, []any{&h.id, &h.generation}, func() error {
+		orphans = append(orphans, h)
+		return nil
+	})
+	if err != nil {
+		c.errs.note("reconcile", err)
+		return
+	}
+	c.mu.Lock()
+	orphans = slices.DeleteFunc(orphans, func(o held) bool {
+		_, running := c.running[o.id]
+		return running
+	})
+	c.mu.Unlock()
+	var released []int64
+	for _, o := range orphans {
+		if err := JobRelease(ctx, c.pool, o.id, c.cfg.ID, o.generation, true); err == nil {
+			released = append(released, o.id)
+		}
+	}
+	if len(released) > 0 {
+		c.log.Warn("released claims this worker held but was not running (their claim's reply was lost)",
+			"released", len(released), "released_ids", released)
+	}
 }
 
 func (c *Client) releaseUnstarted(q *queueRunner, jobs []Job) {

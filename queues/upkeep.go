@@ -86,6 +86,9 @@ func (c *Client) maintenanceLoop(ctx context.Context) {
 			c.log.Warn("heartbeat worker row", "err", err)
 		}
 		c.reclaimDead(tctx)
+		if time.Now().UnixNano() < c.reconcileUntil.Load() {
+			c.releaseOrphans(tctx)
+		}
 		if time.Since(reaped) >= c.reapInterval() {
 			c.reap(tctx)
 			reaped = time.Now()
@@ -213,6 +216,7 @@ func (c *Client) listenLoop(ctx context.Context) {
 			return
 		}
 		c.errs.note("listen", err)
+		c.startReconcile()
 		c.log.Warn("listener lost; polling continues", "err", err, "retry_in", delay)
 		t := time.NewTimer(delay)
 		select {
