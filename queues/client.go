@@ -142,10 +142,10 @@ type Client struct {
 	// looks for orphan claims: set after claim errors and listener
 	// reconnects, long enough for every claim then in flight to age.
 	reconcileUntil atomic.Int64
-	loops      sync.WaitGroup
-	renewWG    sync.WaitGroup
-	jobsWG     sync.WaitGroup
-	acks       ackPipeline
+	loops          sync.WaitGroup
+	renewWG        sync.WaitGroup
+	jobsWG         sync.WaitGroup
+	acks           ackPipeline
 }
 
 // clientState is where a Client is in its life: it starts once and stops
