@@ -158,16 +158,21 @@ func (a *ackPipeline) write(batch []ackRequest) {
 	}
 	ctx, cancel := c.outcomeCtx()
 	var acked []int64
+	interrupted := false // an attempt failed: it may have committed
 	err := c.retryOutcome(ctx, func(ctx context.Context) error {
 		var err error
 		acked, err = JobAckMany(ctx, c.pool, c.cfg.ID, ids, gens)
+		interrupted = interrupted || err != nil
 		return err
 	})
-	cancel()
 	held := make(map[int64]bool, len(acked))
 	for _, id := range acked {
 		held[id] = true
 	}
+	if err == nil && interrupted && len(acked) < len(ids) {
+		c.confirmAcks(ctx, ids, gens, held)
+	}
+	cancel()
 	for i := range batch {
 		c.acked(&batch[i], err, held[batch[i].id])
 	}
@@ -178,14 +183,47 @@ func (a *ackPipeline) direct(r ackRequest) {
 	c := a.c
 	ctx, cancel := c.outcomeCtx()
 	defer cancel()
+	interrupted := false
 	err := c.retryOutcome(ctx, func(ctx context.Context) error {
-		return JobAck(ctx, c.pool, r.id, c.cfg.ID, r.generation)
+		err := JobAck(ctx, c.pool, r.id, c.cfg.ID, r.generation)
+		interrupted = interrupted || (err != nil && !errors.Is(err, ErrLeaseLost))
+		return err
 	})
 	held := err == nil
 	if errors.Is(err, ErrLeaseLost) {
 		err = nil
+		if interrupted {
+			m := map[int64]bool{}
+			c.confirmAcks(ctx, []int64{r.id}, []int64{r.generation}, m)
+			held = m[r.id]
+		}
 	}
 	c.acked(&r, err, held)
+}
+
+// confirmAcks marks held the jobs among ids that a failed ack attempt did
+// ack (its commit went through, its reply was lost): they are done at the
+// generation this worker held. Only runs after a failed attempt.
+func (c *Client) confirmAcks(ctx context.Context, ids, gens []int64, held map[int64]bool) {
+	var missing, missingGens []int64
+	for i, id := range ids {
+		if !held[id] {
+			missing = append(missing, id)
+			missingGens = append(missingGens, gens[i])
+		}
+	}
+	done, err := JobAckConfirm(ctx, c.pool, missing, missingGens)
+	if err != nil {
+		c.errs.note("ack", err)
+		c.log.Warn("confirm acks after a failed attempt", "err", err, "jobs", len(missing))
+		return
+	}
+	for _, id := range done {
+		held[id] = true
+	}
+	if len(done) > 0 {
+		c.log.Info("acks whose reply was lost were committed", "jobs", len(done))
+	}
 }
 
 // acked records an ack's result (err: the statement failed; !held: the
@@ -197,6 +235,7 @@ func (c *Client) acked(r *ackRequest, err error, held bool) {
 	}
 	switch {
 	case err != nil:
+		c.errs.note("ack", err)
 		log().Error("ack failed; the job will run again after its lease expires", "err", err)
 	case !held:
 		c.metrics.staleAcks.WithLabelValues(q.name).Inc()

@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -127,15 +129,23 @@ type Client struct {
 	mu      sync.Mutex
 	state   clientState
 	running map[int64]runningJob
+	// interrupted lists the jobs the drain deadline cut short that were
+	// released back to ready (written only while Stop drains).
+	interrupted []int64
 
 	claimCtx   context.Context // fetchers, listener, maintenance
 	stopClaims context.CancelFunc
 	renewCtx   context.Context // lease heartbeat, until the drain ends
 	stopRenew  context.CancelFunc
-	loops      sync.WaitGroup
-	renewWG    sync.WaitGroup
-	jobsWG     sync.WaitGroup
-	acks       ackPipeline
+	errs       engineErrors
+	// reconcileUntil (unix nanoseconds) is until when the maintenance loop
+	// looks for orphan claims: set after claim errors and listener
+	// reconnects, long enough for every claim then in flight to age.
+	reconcileUntil atomic.Int64
+	loops          sync.WaitGroup
+	renewWG        sync.WaitGroup
+	jobsWG         sync.WaitGroup
+	acks           ackPipeline
 }
 
 // clientState is where a Client is in its life: it starts once and stops
@@ -293,7 +303,7 @@ func (c *Client) Start(ctx context.Context) error {
 			total += q.cfg.Concurrency
 		}
 		if _, err := c.pool.Exec(ctx, sqlText("worker_register"), c.cfg.ID, c.host, os.Getpid(),
-			c.names, total, c.cfg.Version); err != nil {
+			c.names, total, c.cfg.Version, c.cfg.PollInterval.Milliseconds()); err != nil {
 			return fmt.Errorf("register worker %s: %w", c.cfg.ID, err)
 		}
 		if err := c.refreshSettings(ctx); err != nil {
@@ -364,15 +374,23 @@ func (c *Client) Stop(ctx context.Context) error {
 	select {
 	case <-drained:
 	case <-ctx.Done():
-		result = fmt.Errorf("stop: drain deadline passed with jobs running: %w", ctx.Err())
+		running := c.inFlightTotal()
 		c.cancelRunning(errShutdown)
 		grace := time.NewTimer(c.cfg.ShutdownGrace)
+		stuck := 0
 		select {
 		case <-drained:
 		case <-grace.C:
-			c.log.Error("handlers ignored cancellation; their leases will expire", "running", c.inFlightTotal())
+			stuck = c.inFlightTotal()
 		}
 		grace.Stop()
+		c.mu.Lock()
+		released := slices.Clone(c.interrupted)
+		c.mu.Unlock()
+		slices.Sort(released)
+		c.log.Warn("drain deadline interrupted jobs", "running_at_deadline", running,
+			"released", len(released), "released_ids", released, "still_running", stuck)
+		result = &DrainError{Released: released, StillRunning: stuck, err: ctx.Err()}
 	}
 	c.cancelRunning(errShutdown)
 	c.stopRenew()
@@ -388,6 +406,24 @@ func (c *Client) Stop(ctx context.Context) error {
 	c.log.Info("queue client stopped")
 	return result
 }
+
+// DrainError is Stop's error when its drain deadline interrupted jobs:
+// Released are the ids handed back to ready (they run again elsewhere),
+// StillRunning counts the handlers that ignored cancellation, whose leases
+// will expire (or whose worker will be found dead).
+type DrainError struct {
+	Released     []int64
+	StillRunning int
+	err          error
+}
+
+func (e *DrainError) Error() string {
+	return fmt.Sprintf("stop: drain deadline passed: %d jobs released, %d still running: %v",
+		len(e.Released), e.StillRunning, e.err)
+}
+
+// Unwrap returns the drain context's error.
+func (e *DrainError) Unwrap() error { return e.err }
 
 // cancelRunning cancels the handler of every running job with cause. Job
 // contexts have no cancellable parent: a child registers with its parent

@@ -28,6 +28,30 @@
 // Every process runs the reaper (bounded batches) every tenth of
 // LeaseDuration, between one poll interval and 5s.
 //
+// A dead worker's jobs do not wait for their leases. Each worker records the
+// backend of its long-lived LISTEN session in its workers row; once per
+// poll interval every process looks for workers whose heartbeat is stale
+// (three of their heartbeat intervals, at least 2s) and whose recorded
+// session is gone from pg_stat_activity, marks them stopped and reclaimed
+// (workers.reclaimed_at) and returns their running jobs to ready at once,
+// fenced like the reaper (error class "worker_died"). A slow or paused
+// process keeps its session, so its leases run their course; a session
+// recorded before a server restart proves nothing and is ignored until the
+// worker records its new one. Without LISTEN (DisableListen) no session is
+// recorded and leases expire as before.
+//
+// Each statement of EnqueueTx notifies a queue at most once per
+// NotifyInterval from one process (a notifying commit takes a cluster-wide
+// lock); a worker whose claim found jobs claims again every BusyRepoll for
+// a NotifyInterval, which finds the jobs enqueued without a notification.
+//
+// After a claim error or a LISTEN reconnect a worker releases the jobs the
+// database says it holds but it is not running (a claim that committed
+// while its reply was lost); an ack whose retry matches nothing is checked
+// against the generation it held, so a commit whose reply was lost counts
+// as done. Workers report their last engine errors, with SQLSTATE, in
+// workers.recent_errors (Worker.RecentErrors).
+//
 // Failures are retried with capped exponential backoff and full jitter
 // (Backoff) until max_attempts, then dead-lettered; Permanent errors go dead
 // at once; a panic is a failed attempt of class "panic"; a queue Timeout
@@ -72,5 +96,6 @@
 // Client.Stop stops claiming, lets running jobs finish until its context is
 // done, then cancels the rest and releases them back to ready (jobs claimed
 // but not yet started are released with their attempt taken back), marks
-// the workers row stopped, and returns. The caller closes the pool last.
+// the workers row stopped, and returns; when the deadline interrupted jobs
+// it logs their ids in one line and returns a *DrainError. The caller closes the pool last.
 package queues

@@ -138,3 +138,58 @@ func TestEnqueueCopy100k(t *testing.T) {
 	_, err = EnqueueCopy(ctx, pool, []EnqueueParams{{Queue: "copy", Kind: "noop", DedupeKey: "k1"}})
 	require.Error(t, err)
 }
+
+// TestEnqueueBurstNotifiesOnceAndRunsAll: of a burst of enqueues on one
+// queue only the first notifies, yet with polling effectively off every job
+// starts: the worker woken by the first keeps claiming while its claims
+// find jobs.
+func TestEnqueueBurstNotifiesOnceAndRunsAll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	cfg := testConfig(map[string]QueueConfig{"burst": {Concurrency: 4}})
+	cfg.PollInterval = time.Hour // only NOTIFY and busy polling deliver jobs
+	ran := make(chan int64, 16)
+	startClient(t, pool, cfg, func(c *Client) {
+		c.Handle("b", func(_ context.Context, j *Job) error {
+			ran <- j.ID
+			return nil
+		})
+	})
+	waitFor(t, 10*time.Second, "listener connected", func() bool {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM workers WHERE backend_pid IS NOT NULL").Scan(&n))
+		return n == 1
+	})
+	// The first enqueue notifies; the rest are those a busy enqueuer sends
+	// within NotifyInterval of it, without a NOTIFY.
+	for i := range 6 {
+		rows, err := pool.Query(ctx, sqlText("job_insert"), "burst", "b", []byte("{}"), 0, nil, 8, "", "", i == 0)
+		require.NoError(t, err)
+		got, err := pgx.CollectRows(rows, pgx.RowToStructByName[insertedJob])
+		require.NoError(t, err)
+		require.EqualValues(t, map[bool]int64{true: 1, false: 0}[i == 0], got[0].Notified)
+		if i == 0 {
+			<-ran // the first is running: the worker's claims found jobs
+		}
+	}
+	deadline := time.After(10 * time.Second)
+	for range 5 {
+		select {
+		case <-ran:
+		case <-deadline:
+			t.Fatal("jobs enqueued without a NOTIFY did not start: busy polling is not working")
+		}
+	}
+}
+
+// TestNotifyDueOncePerInterval: EnqueueTx notifies a queue at most once per
+// NotifyInterval from one process, each queue on its own.
+func TestNotifyDueOncePerInterval(t *testing.T) {
+	t.Parallel()
+	require.True(t, notifyDue("due-a"), "the first enqueue of a queue notifies")
+	require.False(t, notifyDue("due-a"), "the next one within NotifyInterval does not")
+	require.True(t, notifyDue("due-b"), "queues are debounced separately")
+	time.Sleep(NotifyInterval)
+	require.True(t, notifyDue("due-a"), "after NotifyInterval it notifies again")
+}

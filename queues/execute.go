@@ -176,6 +176,7 @@ func (c *Client) fail(q *queueRunner, job *Job, jobErr error, class string, log 
 		c.metrics.finished.WithLabelValues(q.name, "lease_lost").Inc()
 		log.Warn("stale fail refused: lease lost", "err", jobErr)
 	case err != nil:
+		c.errs.note("fail", err)
 		log.Error("recording a failed attempt failed; the lease will expire", "err", err, "job_err", jobErr)
 	case status == StatusDead:
 		c.metrics.deadLetters.WithLabelValues(q.name).Inc()
@@ -196,5 +197,8 @@ func (c *Client) release(q *queueRunner, job *Job, log jobLog) {
 		log.Warn("release interrupted job", "err", err)
 		return
 	}
+	c.mu.Lock()
+	c.interrupted = append(c.interrupted, job.ID)
+	c.mu.Unlock()
 	c.metrics.finished.WithLabelValues(q.name, "released").Inc()
 }

@@ -1,11 +1,15 @@
 package queues
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -130,17 +134,20 @@ func TestCrashKillNine(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM jobs j,
 		LATERAL (SELECT count(*) AS runs FROM crash_log c WHERE c.job_id = j.id) r
 		WHERE r.runs = 0 OR j.attempts NOT IN (r.runs, r.runs + 1)
-		   OR (j.attempts = r.runs + 1 AND NOT j.errors @> '[{"class": "lease_expired"}]')`).Scan(&bad))
+		   OR (j.attempts = r.runs + 1 AND NOT (j.errors @> '[{"class": "lease_expired"}]'
+		                                     OR j.errors @> '[{"class": "worker_died"}]'))`).Scan(&bad))
 	require.Zero(t, bad, "attempts must count every run")
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM jobs
-		WHERE attempts = 2 AND errors @> '[{"class": "lease_expired"}]'`).Scan(&reaped))
+		WHERE attempts = 2 AND (errors @> '[{"class": "lease_expired"}]' OR errors @> '[{"class": "worker_died"}]')`).Scan(&reaped))
 	require.Equal(t, killed, reaped)
 	ws, err := WorkerList(ctx, pool)
 	require.NoError(t, err)
 	require.Len(t, ws, 2)
 	for _, w := range ws {
 		if w.PID == first.Process.Pid {
-			require.Nil(t, w.StoppedAt, "a killed worker never marks itself stopped")
+			// A killed worker never marks itself stopped; the process that
+			// found it dead (or no one, when the leases expired first) did.
+			require.Equal(t, w.StoppedAt != nil, w.ReclaimedAt != nil, "only a reclaim marks a killed worker stopped")
 		} else {
 			require.NotNil(t, w.StoppedAt)
 			require.True(t, w.Stale)
@@ -169,8 +176,19 @@ func TestPostgresRestart(t *testing.T) {
 	}
 	_, err = EnqueueCopy(ctx, admin, ps)
 	require.NoError(t, err)
-	cfg := testConfig(map[string]QueueConfig{"rs": {Concurrency: 8}})
-	startClient(t, testdb.Pool(t, url), cfg, func(c *Client) { registerTestKinds(c) })
+	for range 2 {
+		cfg := testConfig(map[string]QueueConfig{"rs": {Concurrency: 4}})
+		startClient(t, testdb.Pool(t, url), cfg, func(c *Client) { registerTestKinds(c) })
+	}
+	// ghost is a worker whose session was recorded before the restart and
+	// whose heartbeat will be stale after it, like every worker's right
+	// after a restart: it must not be taken for dead.
+	ghost, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	_, err = ghost.Exec(ctx, "INSERT INTO workers (id, host, pid) VALUES ('ghost', 'h', 1)")
+	require.NoError(t, err)
+	_, err = ghost.Exec(ctx, sqlText("worker_session_record"), "ghost")
+	require.NoError(t, err)
 
 	done := func() int64 {
 		var d int64
@@ -189,6 +207,31 @@ func TestPostgresRestart(t *testing.T) {
 	var total int64
 	require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM jobs").Scan(&total))
 	require.EqualValues(t, n, total)
+	var reclaimed, diedErrors int
+	require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM workers WHERE reclaimed_at IS NOT NULL").Scan(&reclaimed))
+	require.Zero(t, reclaimed, "the restart made a live worker look dead")
+	require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE errors::text LIKE '%worker_died%'").Scan(&diedErrors))
+	require.Zero(t, diedErrors)
+
+	// The ghost's session is gone and its heartbeat stale, but it was
+	// recorded before the restart: not dead. A worker recorded on the
+	// running server whose session then went is.
+	_, err = admin.Exec(ctx, "UPDATE workers SET last_seen_at = now() - interval '1 hour' WHERE id = 'ghost'")
+	require.NoError(t, err)
+	res, err := JobReclaimDead(ctx, admin, time.Second, 20)
+	require.NoError(t, err)
+	require.Empty(t, res.Workers, "a session recorded before the restart says nothing about the worker")
+	gone, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	_, err = gone.Exec(ctx, sqlText("worker_session_record"), "ghost")
+	require.NoError(t, err)
+	require.NoError(t, gone.Close(ctx))
+	_, err = admin.Exec(ctx, "UPDATE workers SET last_seen_at = now() - interval '1 hour' WHERE id = 'ghost'")
+	require.NoError(t, err)
+	waitFor(t, 10*time.Second, "the ghost found dead", func() bool {
+		var r *time.Time
+		return admin.QueryRow(ctx, "SELECT reclaimed_at FROM workers WHERE id = 'ghost'").Scan(&r) == nil && r != nil
+	})
 }
 
 // TestShutdownGraceful checks the shutdown order and that nothing leaks:
@@ -204,7 +247,10 @@ func TestShutdownGraceful(t *testing.T) {
 	require.NoError(t, err)
 	var quickDone atomic.Int64
 	var started atomic.Int64
-	c, err := NewClient(pool, testConfig(map[string]QueueConfig{"sd": {Concurrency: 4}, "other": {Concurrency: 1}}))
+	var logs syncBuffer
+	cfg := testConfig(map[string]QueueConfig{"sd": {Concurrency: 4}, "other": {Concurrency: 1}})
+	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	c, err := NewClient(pool, cfg)
 	require.NoError(t, err)
 	registerTestKinds(c)
 	c.Handle("quick", func(ctx context.Context, _ *Job) error {
@@ -241,6 +287,18 @@ func TestShutdownGraceful(t *testing.T) {
 	err = c.Stop(sctx)
 	cancel()
 	require.ErrorIs(t, err, context.DeadlineExceeded, "the forever jobs outlived the drain deadline")
+	var de *DrainError
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, ids[2:], de.Released, "the error names the released jobs")
+	require.Zero(t, de.StillRunning)
+	var lines int
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `"drain deadline interrupted jobs"`) {
+			lines++
+			require.Contains(t, line, fmt.Sprintf(`"released":2,"released_ids":[%d,%d]`, ids[2], ids[3]))
+		}
+	}
+	require.Equal(t, 1, lines, "one log line says what the deadline interrupted")
 	require.EqualValues(t, 2, quickDone.Load())
 	for i, id := range ids {
 		j, err := JobGet(ctx, pool, id)
@@ -261,4 +319,86 @@ func TestShutdownGraceful(t *testing.T) {
 	require.NoError(t, c.Stop(ctx), "second Stop is a no-op")
 	pool.Close()
 	goleak.VerifyNone(t, before)
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestWorkerReportsEngineErrors: the errors a worker meets talking to the
+// database reach its workers row with their SQLSTATE, so the console can
+// say what the engine is failing on.
+func TestWorkerReportsEngineErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	c := startClient(t, pool, testConfig(map[string]QueueConfig{"errs": {Concurrency: 1}}), func(*Client) {})
+	// Every claim and settings read now fails: undefined_table.
+	_, err := pool.Exec(ctx, "ALTER TABLE queue_settings RENAME TO queue_settings_gone")
+	require.NoError(t, err)
+	var got []EngineError
+	waitFor(t, 20*time.Second, "the worker reports the failure", func() bool {
+		ws, err := WorkerList(ctx, pool)
+		require.NoError(t, err)
+		for _, w := range ws {
+			if w.ID == c.ID() {
+				got = w.RecentErrors
+			}
+		}
+		for _, e := range got {
+			if e.SQLState == "42P01" && (e.Op == "claim" || e.Op == "settings") && strings.Contains(e.Error, "queue_settings") {
+				return true
+			}
+		}
+		return false
+	})
+	require.LessOrEqual(t, len(got), maxEngineErrors)
+}
+
+// TestOrphanClaimReleased: a claim whose commit went through but whose
+// reply was lost (a restart broke the connection) leaves a job the database
+// says the worker holds but the worker does not run; after the reconnect
+// the worker releases it and runs it, instead of waiting out its lease.
+func TestOrphanClaimReleased(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	cfg := testConfig(map[string]QueueConfig{"orph": {Concurrency: 2}})
+	cfg.LeaseDuration = time.Hour
+	ran := make(chan int64, 1)
+	c := startClient(t, pool, cfg, func(c *Client) {
+		c.Handle("o", func(_ context.Context, j *Job) error {
+			ran <- j.ID
+			return nil
+		})
+	})
+	// The lost claim: the job is running under this worker's name, claimed
+	// long enough ago that no claim of the worker can still be in flight.
+	j, err := EnqueueTx(ctx, pool, EnqueueParams{Queue: "orph", Kind: "o", RunAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `UPDATE jobs SET status = 'running', lease_owner = $2, lease_until = now() + interval '1 hour',
+		lease_generation = lease_generation + 1, attempts = 1, available_at = now(), started_at = now() - interval '2 hours'
+		WHERE id = $1`, j.ID, c.ID())
+	require.NoError(t, err)
+	c.startReconcile() // as after a claim error or a listener reconnect
+	select {
+	case id := <-ran:
+		require.Equal(t, j.ID, id)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the orphan claim was not released and run")
+	}
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // queueRunner is one queue's fetcher state: a resizable concurrency gate
@@ -85,15 +88,33 @@ func (q *queueRunner) reserve(now time.Time) (n int, wait time.Duration) {
 			q.tokens += now.Sub(q.lastFill).Seconds() * q.rate
 		}
 		q.lastFill = now
-		q.tokens = min(q.tokens, math.Max(1, q.rate))
-		if q.tokens < 1 {
-			return 0, time.Duration((1 - q.tokens) / q.rate * float64(time.Second))
+		// The bucket holds at most one claim's worth (and at least one
+		// token): a rate like 1e19 then cannot overflow the conversion to
+		// int below into a negative count.
+		q.tokens = min(q.tokens, math.Max(1, math.Min(q.rate, float64(q.maxClaim))))
+		if !(q.tokens >= 1) { // also NaN
+			return 0, tokenWait(1-q.tokens, q.rate)
 		}
 		n = min(n, int(q.tokens))
 		q.tokens -= float64(n)
 	}
 	q.inFlight += n
 	return n, 0
+}
+
+// maxTokenWait bounds the wait for a rate token: a tiny rate (5e-324 per
+// second) would otherwise overflow the duration; settings are re-read every
+// poll anyway.
+const maxTokenWait = time.Minute
+
+// tokenWait is how long missing tokens take to accrue at rate per second,
+// between a millisecond and maxTokenWait (NaN and infinities included).
+func tokenWait(missing, rate float64) time.Duration {
+	secs := missing / rate
+	if !(secs < maxTokenWait.Seconds()) {
+		return maxTokenWait
+	}
+	return max(time.Duration(secs*float64(time.Second)), time.Millisecond)
 }
 
 // settle gives back the slots and tokens a claim reserved but did not fill,
@@ -214,6 +235,7 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 	defer timer.Stop()
 	var errDelay time.Duration
 	var holdUntil time.Time
+	var busyUntil time.Time // claims found jobs lately: poll every BusyRepoll
 	for {
 		select {
 		case <-ctx.Done():
@@ -222,6 +244,8 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 			claiming--
 			if r.err != nil {
 				c.metrics.claimErrors.WithLabelValues(q.name).Inc()
+				c.errs.note("claim", r.err)
+				c.startReconcile() // the claim may have committed
 				errDelay = min(max(2*errDelay, 50*time.Millisecond), 10*c.cfg.PollInterval)
 				holdUntil = time.Now().Add(errDelay)
 				c.log.Warn("claim failed; backing off", "queue", q.name, "err", r.err, "retry_in", errDelay)
@@ -240,8 +264,19 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 				c.startJob(q, r.jobs[i])
 			}
 			if len(r.jobs) < r.reserved {
-				// Drained: wait for a wake-up or the poll.
-				timer.Reset(c.cfg.PollInterval)
+				// Drained: wait for a wake-up or the poll; for a
+				// NotifyInterval after a claim that found jobs, look
+				// again every BusyRepoll for jobs enqueued without a
+				// NOTIFY (see NotifyInterval).
+				now := time.Now()
+				if len(r.jobs) > 0 {
+					busyUntil = now.Add(NotifyInterval + BusyRepoll)
+				}
+				if now.Before(busyUntil) {
+					timer.Reset(min(c.cfg.PollInterval, BusyRepoll))
+				} else {
+					timer.Reset(c.cfg.PollInterval)
+				}
 				continue
 			}
 		case <-q.wake:
@@ -328,7 +363,7 @@ func (q *queueRunner) batchLocked() int {
 // leave its outcome unknown and the jobs leased until expiry, so Stop lets
 // it finish and releases what it got.
 func (c *Client) claim(q *queueRunner, n int, from *ClaimKey) claimResult {
-	ctx, cancel := context.WithTimeout(context.Background(), max(10*time.Second, c.cfg.LeaseDuration/2))
+	ctx, cancel := context.WithTimeout(context.Background(), c.claimTimeout())
 	defer cancel()
 	_, _, throttled := q.snapshot()
 	start := time.Now()
@@ -351,6 +386,58 @@ func (c *Client) claim(q *queueRunner, n int, from *ClaimKey) claimResult {
 		}
 	}
 	return claimResult{reserved: n, jobs: jobs, slow: slow}
+}
+
+// startReconcile makes the maintenance loop look for orphan claims until
+// every claim that may have committed unseen is old enough to be told from
+// one in flight.
+func (c *Client) startReconcile() {
+	c.reconcileUntil.Store(time.Now().Add(c.claimTimeout() + 3*time.Second).UnixNano())
+}
+
+// claimTimeout bounds one claim statement.
+func (c *Client) claimTimeout() time.Duration {
+	return max(10*time.Second, c.cfg.LeaseDuration/2)
+}
+
+// releaseOrphans releases the jobs the database says this worker holds but
+// it is not running: claims whose commit went through while their reply
+// was lost (a connection broken by a server restart). Only claims older
+// than a claim statement may run are considered, so a claim in flight is
+// never taken for an orphan.
+func (c *Client) releaseOrphans(ctx context.Context) {
+	rows, err := c.pool.Query(ctx, sqlText("job_orphan_list"), c.cfg.ID, (c.claimTimeout() + time.Second).Milliseconds())
+	if err != nil {
+		c.errs.note("reconcile", err)
+		return
+	}
+	type held struct{ id, generation int64 }
+	var orphans []held
+	var h held
+	_, err = pgx.ForEachRow(rows, []any{&h.id, &h.generation}, func() error {
+		orphans = append(orphans, h)
+		return nil
+	})
+	if err != nil {
+		c.errs.note("reconcile", err)
+		return
+	}
+	c.mu.Lock()
+	orphans = slices.DeleteFunc(orphans, func(o held) bool {
+		_, running := c.running[o.id]
+		return running
+	})
+	c.mu.Unlock()
+	var released []int64
+	for _, o := range orphans {
+		if err := JobRelease(ctx, c.pool, o.id, c.cfg.ID, o.generation, true); err == nil {
+			released = append(released, o.id)
+		}
+	}
+	if len(released) > 0 {
+		c.log.Warn("released claims this worker held but was not running (their claim's reply was lost)",
+			"released", len(released), "released_ids", released)
+	}
 }
 
 func (c *Client) releaseUnstarted(q *queueRunner, jobs []Job) {

@@ -146,6 +146,22 @@ func JobAckMany(ctx context.Context, db DBTX, owner string, ids, generations []i
 	return done, nil
 }
 
+// JobAckConfirm returns the ids among ids (with parallel generations) that
+// are done at exactly those generations. After an ack whose reply was lost
+// (the connection broke after the commit) its retry matches nothing; this
+// tells such jobs, which are done, from jobs whose lease was lost.
+func JobAckConfirm(ctx context.Context, db DBTX, ids, generations []int64) ([]int64, error) {
+	rows, err := db.Query(ctx, sqlText("job_ack_confirm"), ids, generations)
+	if err != nil {
+		return nil, fmt.Errorf("confirm %d acks: %w", len(ids), err)
+	}
+	done, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("confirm %d acks: %w", len(ids), err)
+	}
+	return done, nil
+}
+
 // JobFailParams are the arguments of JobFail.
 type JobFailParams struct {
 	ID         int64
@@ -249,6 +265,57 @@ func JobReap(ctx context.Context, db DBTX, limit, maxErrors int) (ReapResult, er
 	})
 	if err != nil {
 		return ReapResult{}, fmt.Errorf("reap expired leases: %w", err)
+	}
+	return res, nil
+}
+
+// DeadReclaimResult is what one JobReclaimDead did.
+type DeadReclaimResult struct {
+	ReapResult
+	// Workers are the workers found dead.
+	Workers []string
+}
+
+// JobReclaimDead finds workers that are dead, not merely slow (their
+// heartbeat is older than three of their heartbeat intervals and at least
+// minSilence, and the session they recorded on the running server is gone),
+// marks them stopped and reclaimed, and returns their running jobs to ready
+// (dead when their attempts are spent), fenced like the reaper: the owner's
+// late ack is refused.
+func JobReclaimDead(ctx context.Context, db DBTX, minSilence time.Duration, maxErrors int) (DeadReclaimResult, error) {
+	if maxErrors <= 0 {
+		maxErrors = 20
+	}
+	rows, err := db.Query(ctx, sqlText("worker_dead_mark"), minSilence.Milliseconds())
+	if err != nil {
+		return DeadReclaimResult{}, fmt.Errorf("find dead workers: %w", err)
+	}
+	dead, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(dead) == 0 {
+		if err != nil {
+			err = fmt.Errorf("find dead workers: %w", err)
+		}
+		return DeadReclaimResult{}, err
+	}
+	rows, err = db.Query(ctx, sqlText("job_reclaim_dead"), dead, maxErrors)
+	if err != nil {
+		return DeadReclaimResult{}, fmt.Errorf("reclaim the jobs of dead workers %v: %w", dead, err)
+	}
+	res := DeadReclaimResult{Workers: dead, ReapResult: ReapResult{ByQueue: map[string]int{}, DeadByQueue: map[string]int{}}}
+	var id int64
+	var queue, status string
+	_, err = pgx.ForEachRow(rows, []any{&id, &queue, &status}, func() error {
+		res.ByQueue[queue]++
+		if status == StatusDead {
+			res.Dead++
+			res.DeadByQueue[queue]++
+		} else {
+			res.Requeued++
+		}
+		return nil
+	})
+	if err != nil {
+		return DeadReclaimResult{}, fmt.Errorf("reclaim the jobs of dead workers %v: %w", dead, err)
 	}
 	return res, nil
 }

@@ -333,3 +333,40 @@ func TestClaimDecodesEveryColumn(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, hist, 1)
 }
+
+// TestJobAckConfirm: an ack whose commit went through but whose reply was
+// lost is retried; the retry matches nothing, and JobAckConfirm recognises
+// the job as done by this worker. A job whose lease was taken over and
+// finished by another worker is not confirmed.
+func TestJobAckConfirm(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := testdb.Tx(t)
+	_, err := EnqueueManyTx(ctx, tx, []EnqueueParams{{Queue: "ac", Kind: "k"}, {Queue: "ac", Kind: "k"}})
+	require.NoError(t, err)
+	jobs, err := JobClaim(ctx, tx, JobClaimParams{Queue: "ac", Limit: 2, Owner: "w1", Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, jobs, 2)
+	mine, taken := jobs[0], jobs[1]
+
+	// The first ack committed; its reply was lost, so the worker retries.
+	acked, err := JobAckMany(ctx, tx, "w1", []int64{mine.ID}, []int64{mine.LeaseGeneration})
+	require.NoError(t, err)
+	require.Equal(t, []int64{mine.ID}, acked)
+	// Meanwhile the other job's lease was taken over and finished by w2.
+	_, err = LeaseExpireTx(ctx, tx, taken.ID)
+	require.NoError(t, err)
+	again, err := JobClaim(ctx, tx, JobClaimParams{Queue: "ac", Limit: 1, Owner: "w2", Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, again, 1)
+	require.NoError(t, JobAck(ctx, tx, again[0].ID, "w2", again[0].LeaseGeneration))
+
+	ids := []int64{mine.ID, taken.ID}
+	gens := []int64{mine.LeaseGeneration, taken.LeaseGeneration}
+	retried, err := JobAckMany(ctx, tx, "w1", ids, gens)
+	require.NoError(t, err)
+	require.Empty(t, retried, "the retry matches nothing")
+	done, err := JobAckConfirm(ctx, tx, ids, gens)
+	require.NoError(t, err)
+	require.Equal(t, []int64{mine.ID}, done, "only the job this worker's lost ack finished")
+}

@@ -2,6 +2,7 @@ package queues
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,6 +29,11 @@ func (c *Client) refreshSettings(ctx context.Context) error {
 		rate := 0.0
 		if s.RatePerSecond != nil {
 			rate = *s.RatePerSecond / float64(max(s.LiveWorkers, 1))
+			if !(rate > 0) || math.IsInf(rate, 0) {
+				// Out of the bounds the table's CHECK keeps (older
+				// schemas): the smallest rate, never a spin.
+				rate = 0.001
+			}
 		}
 		if rate != q.rate {
 			wake = true
@@ -53,7 +59,7 @@ func (c *Client) heartbeatWorker(ctx context.Context, stopped bool) error {
 		total += n
 		limit += l
 	}
-	_, err := c.pool.Exec(ctx, sqlText("worker_heartbeat"), c.cfg.ID, total, byQueue, stopped, limit)
+	_, err := c.pool.Exec(ctx, sqlText("worker_heartbeat"), c.cfg.ID, total, byQueue, stopped, limit, c.errs.snapshot())
 	return err
 }
 
@@ -72,10 +78,16 @@ func (c *Client) maintenanceLoop(ctx context.Context) {
 		}
 		tctx, cancel := context.WithTimeout(ctx, max(c.cfg.PollInterval, 5*time.Second))
 		if err := c.refreshSettings(tctx); err != nil {
+			c.errs.note("settings", err)
 			c.log.Warn("refresh queue settings", "err", err)
 		}
 		if err := c.heartbeatWorker(tctx, false); err != nil {
+			c.errs.note("heartbeat", err)
 			c.log.Warn("heartbeat worker row", "err", err)
+		}
+		c.reclaimDead(tctx)
+		if time.Now().UnixNano() < c.reconcileUntil.Load() {
+			c.releaseOrphans(tctx)
 		}
 		if time.Since(reaped) >= c.reapInterval() {
 			c.reap(tctx)
@@ -99,6 +111,7 @@ func (c *Client) reap(ctx context.Context) {
 	for range 10 {
 		res, err := JobReap(ctx, c.pool, c.cfg.ReapBatch, c.cfg.MaxErrors)
 		if err != nil {
+			c.errs.note("reap", err)
 			c.log.Warn("reap expired leases", "err", err)
 			return
 		}
@@ -111,6 +124,31 @@ func (c *Client) reap(ctx context.Context) {
 		if res.Requeued+res.Dead < c.cfg.ReapBatch {
 			return
 		}
+	}
+}
+
+// deadAfter is the shortest heartbeat silence after which a worker whose
+// session is gone counts as dead, whatever its own heartbeat interval.
+const deadAfter = 2 * time.Second
+
+// reclaimDead takes back at once the running jobs of workers that are dead:
+// heartbeat stale and session gone (WorkerDeadMark). A slow or stopped
+// process keeps its session and its leases.
+func (c *Client) reclaimDead(ctx context.Context) {
+	res, err := JobReclaimDead(ctx, c.pool, deadAfter, c.cfg.MaxErrors)
+	if err != nil {
+		c.errs.note("reap", err)
+		c.log.Warn("reclaim the jobs of dead workers", "err", err)
+		return
+	}
+	for _, w := range res.Workers {
+		c.log.Warn("worker found dead (heartbeat stale, session gone); its jobs were reclaimed", "dead_worker", w)
+	}
+	for q, n := range res.ByQueue {
+		c.log.Info("reclaimed the jobs of dead workers", "queue", q, "count", n)
+	}
+	if res.Requeued+res.Dead > 0 {
+		c.countReaped(ctx, res.ReapResult)
 	}
 }
 
@@ -149,6 +187,7 @@ func (c *Client) renewLoop(ctx context.Context) {
 		held, err := JobRenewMany(rctx, c.pool, c.cfg.ID, ids, gens, c.cfg.LeaseDuration)
 		cancel()
 		if err != nil {
+			c.errs.note("renew", err)
 			c.log.Warn("renew leases", "err", err, "jobs", len(ids))
 			continue
 		}
@@ -176,6 +215,8 @@ func (c *Client) listenLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		c.errs.note("listen", err)
+		c.startReconcile()
 		c.log.Warn("listener lost; polling continues", "err", err, "retry_in", delay)
 		t := time.NewTimer(delay)
 		select {
@@ -203,6 +244,11 @@ func (c *Client) listen(ctx context.Context) error {
 		cancel()
 	}()
 	if _, err := conn.Exec(ctx, sqlText("job_listen")); err != nil {
+		return err
+	}
+	// This session is the worker's proof of life: while it exists, other
+	// processes leave the worker's leases to expire on their own.
+	if _, err := conn.Exec(ctx, sqlText("worker_session_record"), c.cfg.ID); err != nil {
 		return err
 	}
 	for _, q := range c.queues {

@@ -139,7 +139,7 @@ func runDemo(ctx context.Context, args []string, getenv env, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	defer e.stop()
+	defer func() { _ = e.stop() }()
 	fmt.Fprintf(stdout, "demo workload running on %s; Ctrl-C stops it\n", target(raw))
 	demoWorkload(ctx, pool, logger, *lockEvery)
 	return nil

@@ -86,7 +86,7 @@ func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg promet
 			err = e.scheduler.Start(ctx)
 		}
 		if err != nil {
-			e.stop()
+			_ = e.stop()
 			return nil, fmt.Errorf("start scheduler: %w", err)
 		}
 	}
@@ -96,7 +96,7 @@ func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg promet
 			err = e.relay.Start(ctx)
 		}
 		if err != nil {
-			e.stop()
+			_ = e.stop()
 			return nil, fmt.Errorf("start outbox relay: %w", err)
 		}
 	}
@@ -105,19 +105,22 @@ func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg promet
 
 // stop shuts the engine down in order: stop claiming, drain running jobs
 // for up to 15 seconds, release what did not start, close the pool last.
-func (e *engine) stop() {
+// It returns the client's *queues.DrainError when the drain was cut short.
+func (e *engine) stop() error {
 	if e.relay != nil {
 		e.relay.Stop()
 	}
 	if e.scheduler != nil {
 		e.scheduler.Stop()
 	}
+	var err error
 	if e.client != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		_ = e.client.Stop(ctx)
+		err = e.client.Stop(ctx)
 		cancel()
 	}
 	e.pool.Close()
+	return err
 }
 
 // runWorker is `console worker`: only the engine, no web.
@@ -186,7 +189,10 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 	fmt.Fprintf(stdout, "worker %s working queues %s with concurrency %d\n", e.client.ID(), strings.Join(qs, ","), *concurrency)
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "draining")
-	e.stop()
+	if err := e.stop(); err != nil {
+		// A non-zero exit tells the supervisor the drain was incomplete.
+		return fmt.Errorf("worker stopped before its jobs finished; the released ones run again elsewhere: %w", err)
+	}
 	return nil
 }
 

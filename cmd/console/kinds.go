@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/pgconsole/console/queues"
@@ -47,12 +48,20 @@ func decodePayload(j *queues.Job, v any) error {
 	return nil
 }
 
+// maxSleepMS is the longest sleep the sleep kind accepts, in milliseconds.
+const maxSleepMS = int64(math.MaxInt64 / int64(time.Millisecond))
+
 func demoSleep(ctx context.Context, j *queues.Job) error {
 	var p struct {
 		MS int64 `json:"ms"`
 	}
 	if err := decodePayload(j, &p); err != nil {
 		return err
+	}
+	// Beyond maxSleepMS the product overflows int64 nanoseconds (and wraps
+	// to a sleep that ends at once); a negative sleep means nothing.
+	if p.MS < 0 || p.MS > maxSleepMS {
+		return queues.Permanent(fmt.Errorf("sleep: ms %d out of range: use 0 to %d (about 106 days)", p.MS, int64(maxSleepMS)))
 	}
 	t := time.NewTimer(time.Duration(p.MS) * time.Millisecond)
 	defer t.Stop()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -84,4 +85,20 @@ func TestDemoKinds(t *testing.T) {
 			require.False(t, ran, "the sql kind ran without allowSQL")
 		}
 	}
+}
+
+// TestDemoSleepOutOfRange: a sleep whose milliseconds overflow a duration
+// is refused as permanent instead of wrapping to a sleep that ends at once.
+func TestDemoSleepOutOfRange(t *testing.T) {
+	t.Parallel()
+	for _, ms := range []int64{9223372036854775807, maxSleepMS + 1, -1} {
+		j := &queues.Job{Kind: "sleep", Payload: []byte(`{"ms": ` + strconv.FormatInt(ms, 10) + `}`)}
+		err := demoSleep(context.Background(), j)
+		require.Error(t, err, "ms %d", ms)
+		require.True(t, queues.IsPermanent(err), "ms %d: %v", ms, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	j := &queues.Job{Kind: "sleep", Payload: []byte(`{"ms": ` + strconv.FormatInt(maxSleepMS, 10) + `}`)}
+	require.ErrorIs(t, demoSleep(ctx, j), context.Canceled, "the longest sleep is a real sleep")
 }

@@ -240,7 +240,7 @@ func catalogRegistry(t *testing.T) (*prometheus.Registry, *recordingRegisterer) 
 	})
 	eng, err := startEngine(ctx, url, engineConfig{Queues: []string{"catalog"}, Concurrency: 2, Scheduler: true, Relay: publisher}, rec, logger)
 	require.NoError(t, err)
-	t.Cleanup(eng.stop)
+	t.Cleanup(func() { _ = eng.stop() })
 	ws, err := web.New(web.Config{Pool: pool, Diagnostics: diag, Actions: runner, Database: "test", Version: "test",
 		Gatherer: reg, Registerer: rec, Logger: logger})
 	require.NoError(t, err)

@@ -164,7 +164,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	defer eng.stop()
+	defer func() { _ = eng.stop() }()
 	if embedded {
 		go demoWorkload(ctx, pool, logger, 3*time.Minute)
 		fmt.Fprintln(stdout, "demo workload started: jobs on the demo queues, some dead letters, a lock chain every 3 minutes")

@@ -123,3 +123,108 @@ func TestThrottleAcrossWorkerProcesses(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE queue = 'throttled' AND status = 'done'").Scan(&done1))
 	require.Greater(t, done1, done0, "the throttled queue keeps moving")
 }
+
+// TestWorkerKilledJobsBackInSeconds: a worker holding running jobs under a
+// 60s lease is killed with SIGKILL; its session disappears with it, so a
+// second worker finds it dead and runs its jobs again within seconds, long
+// before the leases would have expired.
+func TestWorkerKilledJobsBackInSeconds(t *testing.T) {
+	ctx := context.Background()
+	url := testdb.URL(t)
+	pool := testdb.Pool(t, url)
+	const n = 8
+	ps := make([]queues.EnqueueParams, n)
+	for i := range ps {
+		ps[i] = queues.EnqueueParams{Queue: "dead", Kind: "sleep", Payload: map[string]int{"ms": 600_000}}
+	}
+	_, err := queues.EnqueueManyTx(ctx, pool, ps)
+	require.NoError(t, err)
+	count := func(q string, args ...any) int {
+		var c int
+		require.NoError(t, pool.QueryRow(ctx, q, args...).Scan(&c))
+		return c
+	}
+
+	first := startWorker(t, url, "--queues dead --concurrency 8 --lease 60s --poll 100ms")
+	require.Eventually(t, func() bool {
+		return count(`SELECT count(*) FROM jobs j JOIN workers w ON w.id = j.lease_owner
+			WHERE j.status = 'running' AND w.backend_pid IS NOT NULL`) == n
+	}, 60*time.Second, 20*time.Millisecond, "the first worker never held every job with its session recorded")
+	startWorker(t, url, "--queues dead --concurrency 8 --lease 60s --poll 100ms")
+	require.Eventually(t, func() bool { return count("SELECT count(*) FROM workers WHERE backend_pid IS NOT NULL") == 2 },
+		60*time.Second, 20*time.Millisecond, "the second worker never started")
+
+	killed := time.Now()
+	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+	_ = first.Wait()
+	require.Eventually(t, func() bool {
+		return count("SELECT count(*) FROM jobs WHERE status = 'running' AND attempts = 2") == n
+	}, 30*time.Second, 20*time.Millisecond, "the killed worker's jobs did not run again before their 60s leases")
+	t.Logf("a SIGKILLed worker's %d jobs were running again elsewhere %s after the kill (lease 60s)", n, time.Since(killed).Round(10*time.Millisecond))
+
+	ws, err := queues.WorkerList(ctx, pool)
+	require.NoError(t, err)
+	reclaimed := 0
+	for _, w := range ws {
+		if w.PID == first.Process.Pid {
+			require.NotNil(t, w.ReclaimedAt, "the read API says when the dead worker's jobs were reclaimed")
+			require.Equal(t, n, w.ReclaimedJobs)
+			require.NotNil(t, w.StoppedAt)
+			reclaimed++
+		} else {
+			require.Nil(t, w.ReclaimedAt)
+		}
+	}
+	require.Equal(t, 1, reclaimed)
+	require.Equal(t, n, count(`SELECT count(*) FROM jobs WHERE errors->0->>'class' = 'worker_died'`),
+		"each job's history says its worker died")
+}
+
+// TestWorkerStoppedKeepsLeases: a worker paused with SIGSTOP is alive (its
+// session stays on the server) though its heartbeat stops: its jobs keep
+// their leases until they really expire, and only the reaper takes them.
+func TestWorkerStoppedKeepsLeases(t *testing.T) {
+	ctx := context.Background()
+	url := testdb.URL(t)
+	pool := testdb.Pool(t, url)
+	const n = 4
+	ps := make([]queues.EnqueueParams, n)
+	for i := range ps {
+		ps[i] = queues.EnqueueParams{Queue: "paused", Kind: "sleep", Payload: map[string]int{"ms": 600_000}}
+	}
+	_, err := queues.EnqueueManyTx(ctx, pool, ps)
+	require.NoError(t, err)
+	count := func(q string, args ...any) int {
+		var c int
+		require.NoError(t, pool.QueryRow(ctx, q, args...).Scan(&c))
+		return c
+	}
+	first := startWorker(t, url, "--queues paused --concurrency 4 --lease 8s --poll 100ms")
+	require.Eventually(t, func() bool {
+		return count(`SELECT count(*) FROM jobs j JOIN workers w ON w.id = j.lease_owner
+			WHERE j.status = 'running' AND w.backend_pid IS NOT NULL`) == n
+	}, 60*time.Second, 20*time.Millisecond, "the first worker never held every job with its session recorded")
+	startWorker(t, url, "--queues paused --concurrency 4 --lease 8s --poll 100ms")
+	require.Eventually(t, func() bool { return count("SELECT count(*) FROM workers WHERE backend_pid IS NOT NULL") == 2 },
+		60*time.Second, 20*time.Millisecond, "the second worker never started")
+
+	require.NoError(t, first.Process.Signal(syscall.SIGSTOP))
+	defer first.Process.Signal(syscall.SIGCONT)
+	var stoppedAt time.Time
+	require.NoError(t, pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&stoppedAt))
+	require.Eventually(t, func() bool {
+		return count("SELECT count(*) FROM jobs WHERE status = 'running' AND attempts = 2") == n
+	}, 60*time.Second, 50*time.Millisecond, "the paused worker's jobs never moved after their leases expired")
+
+	var firstID string
+	require.NoError(t, pool.QueryRow(ctx, "SELECT id FROM workers WHERE pid = $1", first.Process.Pid).Scan(&firstID))
+	require.Zero(t, count("SELECT count(*) FROM workers WHERE reclaimed_at IS NOT NULL"),
+		"a paused worker's session is alive: it is not dead")
+	require.Equal(t, n, count(`SELECT count(*) FROM jobs WHERE errors->0->>'class' = 'lease_expired'`),
+		"the jobs moved because their leases expired")
+	// The lease was renewed until the stop: it expired no sooner than a
+	// full lease after it.
+	require.Zero(t, count(`SELECT count(*) FROM jobs
+		WHERE (errors->0->>'at')::timestamptz < $1::timestamptz + interval '8 seconds' - interval '3 seconds'`, stoppedAt),
+		"a lease was taken before it expired")
+}

@@ -28,7 +28,9 @@ const (
 // of 1,000, and EnqueueTx one row per transaction from PoolSize
 // goroutines. Raw and COPY run three times each, alternating (A B B A A B),
 // and report their median: on a shared box one phase's figure swings with
-// the neighbours' load. The table is vacuumed between phases.
+// the neighbours' load. The table is vacuumed between phases. Then
+// single-row commits: EnqueueTx against a plain INSERT of the same row at
+// 1, 4 and 16 callers, alternating, and idle enqueue-to-start latency.
 func Enqueue(ctx context.Context, cfg Config) (Report, error) {
 	cfg = cfg.withDefaults()
 	var r Report
@@ -135,5 +137,8 @@ func Enqueue(ctx context.Context, cfg Config) (Report, error) {
 	r.Add("copy_ratio", "EnqueueCopy / ceiling", ratio(mid(rates["copy"]), ceiling), "")
 	r.Add("batch_ratio", "EnqueueManyTx / ceiling", ratio(mid(rates["batch"]), ceiling), "")
 	r.Add("single_ratio", "EnqueueTx / ceiling", ratio(mid(rates["single"]), ceiling), "")
+	if err := enqueueCommits(ctx, cfg, &r); err != nil {
+		return r, fmt.Errorf("commits: %w", err)
+	}
 	return r, nil
 }

@@ -1,0 +1,80 @@
+package queues
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// TestReserveExtremeRates: a huge rate never turns the token count into a
+// negative claim (which spun the fetcher), and a tiny one never overflows
+// the wait into one that ends at once.
+func TestReserveExtremeRates(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		rate float64
+	}{{"Huge", 1e19}, {"MaxFloat", math.MaxFloat64}, {"Tiny", 5e-324}, {"Small", 0.001}} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newQueueRunner("r", QueueConfig{Concurrency: 10}, 100)
+			q.rate = tc.rate
+			now := time.Now()
+			total := 0
+			for i := range 50 {
+				n, wait := q.reserve(now.Add(time.Duration(i) * time.Hour))
+				require.GreaterOrEqual(t, n, 0)
+				require.LessOrEqual(t, n, 10)
+				require.GreaterOrEqual(t, q.inFlight, 0)
+				require.LessOrEqual(t, q.inFlight, 10)
+				if n == 0 && q.inFlight < 10 {
+					require.Positive(t, wait, "no tokens: wait before trying again")
+					require.LessOrEqual(t, wait, maxTokenWait)
+				}
+				total += n
+				q.settle(n, n, false, false)
+				q.inFlight -= n // the jobs ran
+			}
+			if tc.rate >= 1 {
+				require.Positive(t, total, "a high rate claims")
+			}
+		})
+	}
+}
+
+// TestTokenWaitBounds: the wait for a token is finite and positive whatever
+// the rate.
+func TestTokenWaitBounds(t *testing.T) {
+	t.Parallel()
+	for _, rate := range []float64{5e-324, 1e-300, 0.001, 1, 1e19, math.Inf(1), math.NaN()} {
+		w := tokenWait(1, rate)
+		require.GreaterOrEqual(t, w, time.Millisecond, "rate %g", rate)
+		require.LessOrEqual(t, w, maxTokenWait, "rate %g", rate)
+	}
+}
+
+// TestRateBoundsChecked: the database refuses rates the engines cannot
+// work with, in queue_settings and relay_settings alike.
+func TestRateBoundsChecked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := testdb.Tx(t)
+	for _, rate := range []float64{1e19, 5e-324, 1e7} {
+		_, err := tx.Exec(ctx, "SAVEPOINT s")
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, "INSERT INTO queue_settings (queue, rate_per_second) VALUES ('q', $1)", rate)
+		require.ErrorContains(t, err, "queue_settings_rate_bounds", "rate %g", rate)
+		_, err = tx.Exec(ctx, "ROLLBACK TO SAVEPOINT s")
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, "UPDATE relay_settings SET rate_per_second = $1", rate)
+		require.ErrorContains(t, err, "relay_settings_rate_bounds", "rate %g", rate)
+		_, err = tx.Exec(ctx, "ROLLBACK TO SAVEPOINT s")
+		require.NoError(t, err)
+	}
+	_, err := tx.Exec(ctx, "INSERT INTO queue_settings (queue, rate_per_second) VALUES ('q', 0.5)")
+	require.NoError(t, err)
+}
