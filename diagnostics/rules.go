@@ -21,6 +21,7 @@ const (
 	ActionRelayResume        = "relay.resume"
 	ActionRelayThrottle      = "relay.throttle"
 	ActionOutboxRequeue      = "outbox.requeue"
+	ActionPreparedRollback   = "prepared_xact.rollback"
 )
 
 // Rule turns the evidence of a round into the findings of one code. A
@@ -32,6 +33,10 @@ type Rule struct {
 	// constant); empty for CodeUnavailable, whose findings link to the step
 	// of the check that failed.
 	Runbook string
+	// AlsoRunbooks are the other pages some of its findings link to
+	// instead (a prepared transaction blocking others links to the
+	// prepared-transaction runbook, not the blocking step).
+	AlsoRunbooks []string
 	// Actions are every action its findings may suggest, in the order they
 	// are offered.
 	Actions []string
@@ -49,7 +54,8 @@ type Rule struct {
 // severity are listed.
 var rules = []Rule{
 	{Code: CodeUnavailable, eval: unavailableFindings},
-	{Code: CodeRootBlocker, Runbook: StepBlocking, Actions: []string{ActionBackendCancel, ActionBackendTerminate}, eval: rootBlockerFindings},
+	{Code: CodeRootBlocker, Runbook: StepBlocking, AlsoRunbooks: []string{RunbookPreparedXact},
+		Actions: []string{ActionBackendCancel, ActionBackendTerminate, ActionPreparedRollback}, eval: rootBlockerFindings},
 	{Code: CodeIdleInTransaction, Runbook: RunbookPoolWait, Actions: []string{ActionBackendTerminate}, eval: idleInTransactionFindings},
 	{Code: CodeLongRunning, Runbook: StepActivity, Actions: []string{ActionBackendCancel, ActionBackendTerminate}, eval: longRunningFindings},
 	{Code: CodeQueuePaused, Runbook: StepQueues, Actions: []string{ActionQueueResume}, perQueue: queuePausedFinding},
@@ -177,6 +183,10 @@ func rootBlockerFindings(r Round, t Thresholds) []Finding {
 		if !n.IsRoot || n.BlockedCount == 0 || n.MaxWaitSeconds < t.RootBlockerWait.Seconds() {
 			continue
 		}
+		if n.IsPrepared() {
+			out = append(out, preparedRootFinding(n))
+			continue
+		}
 		subj := map[string]any{"pid": n.PID, "blocked_count": n.BlockedCount, "wait_seconds": round1(n.MaxWaitSeconds),
 			"state": n.State, "application_name": n.ApplicationName, "xact_age_seconds": round1(n.XactAgeSeconds)}
 		if n.JobID != nil {
@@ -194,6 +204,26 @@ func rootBlockerFindings(r Round, t Thresholds) []Finding {
 			Actions: actions})
 	}
 	return out
+}
+
+// preparedRootFinding: a prepared transaction at the root of the tree. No
+// process holds its locks, so there is nothing to cancel or terminate: only
+// COMMIT PREPARED or ROLLBACK PREPARED by gid releases them, and the
+// finding links the prepared-transaction runbook.
+func preparedRootFinding(n BlockingNode) Finding {
+	subj := map[string]any{"gid": n.GID, "blocked_count": n.BlockedCount, "wait_seconds": round1(n.MaxWaitSeconds),
+		"owner": n.Owner, "database": n.Database, "age_seconds": round1(n.XactAgeSeconds)}
+	if n.PreparedAt != nil {
+		subj["prepared_at"] = n.PreparedAt.UTC()
+	}
+	return Finding{Severity: SeverityCritical,
+		Title:   fmt.Sprintf("Prepared transaction %q blocks %d %s", n.GID, n.BlockedCount, plural(n.BlockedCount, "backend", "backends")),
+		Subject: subj,
+		Evidence: fmt.Sprintf("%s: prepared transaction %q (prepared at %s by %s in %s, %s old) holds locks %d %s wait for; the longest has waited %s; no process holds it, only COMMIT/ROLLBACK PREPARED releases it",
+			CheckBlockingTree, n.GID, timeText(n.PreparedAt), n.Owner, n.Database, seconds(n.XactAgeSeconds), n.BlockedCount,
+			plural(n.BlockedCount, "backend", "backends"), seconds(n.MaxWaitSeconds)),
+		Runbook: RunbookURL(RunbookPreparedXact),
+		Actions: []string{ActionPreparedRollback}}
 }
 
 // idleInTransaction reports whether a session counts as idle in

@@ -22,6 +22,8 @@ func everyCodeRound() diagnostics.Round {
 		Blocking: []diagnostics.BlockingNode{
 			{PID: 100, IsRoot: true, State: "idle in transaction", BlockedCount: 1, MaxWaitSeconds: 30},
 			{PID: 101, ParentPID: &parent, Depth: 1, WaitSeconds: 30},
+			{Kind: diagnostics.NodePrepared, GID: "g1", IsRoot: true, BlockedCount: 1, MaxWaitSeconds: 30},
+			{PID: 102, ParentGID: "g1", Depth: 1, WaitSeconds: 30},
 		},
 		Activity: []diagnostics.Backend{
 			{PID: 300, State: "active", BackendType: "client backend", XactAgeSeconds: 900, XactStart: &ago},
@@ -82,7 +84,13 @@ func TestEveryRuleLinksWhereItSays(t *testing.T) {
 				want = diagnostics.RunbookURL(c.Step)
 			}
 		}
-		require.Equal(t, want, f.Runbook, f.Title)
+		if f.Runbook != want {
+			also := false
+			for _, p := range rule.AlsoRunbooks {
+				also = also || f.Runbook == diagnostics.RunbookURL(p)
+			}
+			require.True(t, also, "%s: %s links to %s, which its rule does not declare", f.Code, f.Title, f.Runbook)
+		}
 		for _, a := range f.Actions {
 			require.True(t, slices.Contains(rule.Actions, a), "%s suggests %s, which its rule does not declare", f.Code, a)
 		}
