@@ -250,8 +250,10 @@ func idleInTransactionFindings(r Round, t Thresholds) []Finding {
 	return out
 }
 
-// longRunningFindings: a client transaction open for LongRunningTx, unless
-// it is idle in transaction (that finding says more).
+// longRunningFindings: a client transaction open for LongRunningTx, whether
+// it runs a statement or pauses between two, unless it has been idle long
+// enough for tx.idle_in_transaction (that finding says more, and a session
+// is reported once for its open transaction).
 func longRunningFindings(r Round, t Thresholds) []Finding {
 	idle := map[int32]bool{}
 	for _, it := range r.IdleTx {
@@ -261,8 +263,7 @@ func longRunningFindings(r Round, t Thresholds) []Finding {
 	}
 	var out []Finding
 	for _, b := range r.Activity {
-		if b.BackendType != "client backend" || b.XactStart == nil || idle[b.PID] ||
-			strings.HasPrefix(b.State, "idle in transaction") || b.XactAgeSeconds < t.LongRunningTx.Seconds() {
+		if b.BackendType != "client backend" || b.XactStart == nil || idle[b.PID] || b.XactAgeSeconds < t.LongRunningTx.Seconds() {
 			continue
 		}
 		out = append(out, Finding{Severity: SeverityWarning,
