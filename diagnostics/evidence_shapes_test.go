@@ -73,7 +73,8 @@ func TestInvalidIndexesSkipIndexesBeingBuilt(t *testing.T) {
 func TestOutboxBacklogAgeCountsRetryBackoff(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.Pool(t, testdb.URL(t))
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
 	_, err := db.Exec(ctx, `INSERT INTO outbox_events (topic, event_type, payload, attempts, available_at, created_at)
 		SELECT 't', 'e', '{}', 5, now() + interval '2 minutes', now() - interval '30 minutes'
 		FROM generate_series(1, 50)`)
@@ -83,6 +84,15 @@ func TestOutboxBacklogAgeCountsRetryBackoff(t *testing.T) {
 	require.EqualValues(t, 0, o.Pending, "none is ready now")
 	require.EqualValues(t, 50, o.PendingLater)
 	require.GreaterOrEqual(t, o.OldestPendingSeconds, 1790.0, "age from created_at")
+
+	// Only backoff events are left, and they are the backlog.
+	d := open(t, url, diagnostics.Config{Thresholds: lowThresholds()})
+	rep, err := d.Findings(ctx)
+	require.NoError(t, err)
+	f := findingsWith(rep, diagnostics.CodeOutboxBacklog)
+	require.Len(t, f, 1, "%v", codes(rep))
+	require.EqualValues(t, 50, f[0].Subject["pending_later"])
+	require.Contains(t, f[0].Evidence, "50 waiting in retry backoff")
 }
 
 // A lazy VACUUM has a snapshot, but the horizon ignores it: it is not

@@ -362,15 +362,20 @@ func workersNoneAliveFinding(r Round, t Thresholds, q QueueStat) (Finding, bool)
 			CheckWorkers, q.Queue, t.WorkerHeartbeat, len(r.Workers), q.Ready)}, true
 }
 
-// outboxBacklogFindings: the oldest pending event waited OutboxBacklogAge,
-// or OutboxBacklogPending events are pending. A paused relay is resumed,
+// outboxBacklogFindings: the oldest undelivered event (ready now or waiting
+// in retry backoff) was created OutboxBacklogAge ago, or
+// OutboxBacklogPending events are undelivered. A paused relay is resumed,
 // not throttled.
 func outboxBacklogFindings(r Round, t Thresholds) []Finding {
 	o := r.Outbox
-	if o == nil || o.Pending <= 0 {
+	if o == nil {
 		return nil
 	}
-	if o.OldestPendingSeconds < t.OutboxBacklogAge.Seconds() && (t.OutboxBacklogPending <= 0 || o.Pending < t.OutboxBacklogPending) {
+	undelivered := o.Pending + o.PendingLater
+	if undelivered <= 0 {
+		return nil
+	}
+	if o.OldestPendingSeconds < t.OutboxBacklogAge.Seconds() && (t.OutboxBacklogPending <= 0 || undelivered < t.OutboxBacklogPending) {
 		return nil
 	}
 	actions := []string{ActionRelayThrottle}
@@ -378,10 +383,10 @@ func outboxBacklogFindings(r Round, t Thresholds) []Finding {
 		actions = []string{ActionRelayResume}
 	}
 	return []Finding{{Severity: SeverityWarning,
-		Title:   fmt.Sprintf("Outbox: %d pending, oldest %s", o.Pending, seconds(o.OldestPendingSeconds)),
-		Subject: map[string]any{"pending": o.Pending, "oldest_pending_seconds": round1(o.OldestPendingSeconds), "relay_paused": o.RelayPaused},
-		Evidence: fmt.Sprintf("%s: %d pending events, the oldest available for %s; %d in flight (%d expired leases); relay paused: %t",
-			CheckOutboxHealth, o.Pending, seconds(o.OldestPendingSeconds), o.Inflight, o.ExpiredLeases, o.RelayPaused),
+		Title:   fmt.Sprintf("Outbox: %d undelivered, oldest %s", undelivered, seconds(o.OldestPendingSeconds)),
+		Subject: map[string]any{"pending": o.Pending, "pending_later": o.PendingLater, "oldest_pending_seconds": round1(o.OldestPendingSeconds), "relay_paused": o.RelayPaused},
+		Evidence: fmt.Sprintf("%s: %d events ready and %d waiting in retry backoff, the oldest created %s ago; %d in flight (%d expired leases); relay paused: %t",
+			CheckOutboxHealth, o.Pending, o.PendingLater, seconds(o.OldestPendingSeconds), o.Inflight, o.ExpiredLeases, o.RelayPaused),
 		Actions: actions}}
 }
 
