@@ -211,4 +211,15 @@ func TestArchiverBacklogBeforeAnyFailure(t *testing.T) {
 	require.EqualValues(t, 0, a.FailedCount)
 	require.NotNil(t, a.ReadySegments)
 	require.GreaterOrEqual(t, *a.ReadySegments, int64(2))
+
+	th := diagnostics.DefaultThresholds()
+	require.NoError(t, th.SetFlag("archiver.backlog=2"))
+	d := open(t, srv.URL("postgres"), diagnostics.Config{Thresholds: &th})
+	rep, err := d.Findings(ctx)
+	require.NoError(t, err)
+	f := findingsWith(rep, diagnostics.CodeArchiverBacklog)
+	require.Len(t, f, 1, "%v", codes(rep))
+	require.Equal(t, false, f[0].Subject["failing"])
+	require.Equal(t, "/runbook/rb-j", f[0].Runbook)
+	require.Empty(t, findingsWith(rep, diagnostics.CodeArchiverFailing))
 }

@@ -62,6 +62,7 @@ const (
 	CodeSlotInactive      = "replication.slot_inactive"
 	CodeWALRateHigh       = "wal.rate_high"
 	CodeArchiverFailing   = "archiver.failing"
+	CodeArchiverBacklog   = "archiver.backlog"
 	CodePreparedXactOld   = "prepared_xact.old"
 	CodeXminHorizon       = "vacuum.xmin_horizon"
 	CodeDeadTuples        = "table.dead_tuples"
@@ -341,6 +342,13 @@ func lagText(s *float64) string {
 		return "unknown"
 	}
 	return seconds(*s)
+}
+
+func countText(n *int64) string {
+	if n == nil {
+		return "unknown"
+	}
+	return fmt.Sprint(*n)
 }
 
 func sizeText(n *int64) string {

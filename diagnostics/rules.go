@@ -70,6 +70,7 @@ var rules = []Rule{
 	{Code: CodeSlotInactive, Runbook: RunbookSlotRetention, perSlot: slotInactiveFinding},
 	{Code: CodeWALRateHigh, Runbook: RunbookWALStorm, Actions: []string{ActionQueueThrottle}, eval: walRateFindings},
 	{Code: CodeArchiverFailing, Runbook: RunbookReplication, eval: archiverFindings},
+	{Code: CodeArchiverBacklog, Runbook: RunbookReplication, eval: archiverBacklogFindings},
 	{Code: CodePreparedXactOld, Runbook: RunbookPreparedXact, eval: preparedXactFindings},
 	{Code: CodeXminHorizon, Runbook: StepVerification, Actions: []string{ActionBackendTerminate}, eval: xminHorizonFindings},
 	{Code: CodeDeadTuples, Runbook: StepVerification, eval: deadTuplesFindings},
@@ -507,6 +508,23 @@ func archiverFindings(r Round, _ Thresholds) []Finding {
 		Subject: map[string]any{"last_failed_wal": a.LastFailedWAL, "failed_count": a.FailedCount},
 		Evidence: fmt.Sprintf("%s: last failure %s at %s, last success %s at %s; %d failures",
 			CheckArchiver, a.LastFailedWAL, timeText(a.LastFailedTime), nonEmpty(a.LastArchivedWAL, "none"), timeText(a.LastArchivedTime), a.FailedCount)}}
+}
+
+// archiverBacklogFindings: ArchiverBacklog WAL segments wait to be
+// archived, whether or not a failure was recorded (an archive command that
+// hangs fails nothing). Those segments stay in pg_wal until archived.
+func archiverBacklogFindings(r Round, t Thresholds) []Finding {
+	a := r.Archiver
+	if a == nil || t.ArchiverBacklog <= 0 || a.Backlog() < t.ArchiverBacklog {
+		return nil
+	}
+	subj := map[string]any{"segments": a.Backlog(), "last_archived_wal": a.LastArchivedWAL, "failing": a.Failing}
+	return []Finding{{Severity: SeverityWarning,
+		Title:   fmt.Sprintf("%d WAL segments wait to be archived", a.Backlog()),
+		Subject: subj,
+		Evidence: fmt.Sprintf("%s: %s segments ready (.ready files), %s behind the last archived %s (at %s); %d failures, last %s at %s",
+			CheckArchiver, countText(a.ReadySegments), countText(a.SegmentsBehind), nonEmpty(a.LastArchivedWAL, "none"), timeText(a.LastArchivedTime),
+			a.FailedCount, nonEmpty(a.LastFailedWAL, "none"), timeText(a.LastFailedTime))}}
 }
 
 // preparedXactFindings: a prepared transaction older than PreparedXactAge.

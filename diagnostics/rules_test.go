@@ -36,7 +36,7 @@ func everyCodeRound() diagnostics.Round {
 			{SlotName: "cdc", Active: true, WALStatus: "lost"},
 			{SlotName: "old", Active: false, InactiveSince: &ago},
 		},
-		Archiver: &diagnostics.ArchiverStat{Failing: true},
+		Archiver: &diagnostics.ArchiverStat{Failing: true, ReadySegments: ptr[int64](40)},
 		Prepared: []diagnostics.PreparedXact{{GID: "g1", Prepared: ago, AgeSeconds: 7200}},
 		Xmin: []diagnostics.XminHolder{
 			{Kind: "backend", Holder: "100", XIDAge: 60_000_000},

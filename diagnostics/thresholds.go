@@ -53,6 +53,9 @@ type Thresholds struct {
 	// WALRate: wal.rate_high when WAL is generated faster than this, in
 	// bytes per second.
 	WALRate float64
+	// ArchiverBacklog: archiver.backlog when this many WAL segments wait
+	// to be archived.
+	ArchiverBacklog int64
 	// PreparedXactAge: prepared_xact.old when a prepared transaction is this
 	// old.
 	PreparedXactAge time.Duration
@@ -89,6 +92,7 @@ func DefaultThresholds() Thresholds {
 		SlotRetentionBytes:   1 << 30,
 		SlotInactive:         0,
 		WALRate:              100 << 20,
+		ArchiverBacklog:      16,
 		PreparedXactAge:      5 * time.Minute,
 		XminHorizonAge:       30 * time.Minute,
 		XminHorizonXIDs:      50_000_000,
@@ -144,6 +148,7 @@ var thresholdSettings = map[string][]thresholdSetting{
 	CodeSlotRetention:     {sizeSetting(func(t *Thresholds) *int64 { return &t.SlotRetentionBytes })},
 	CodeSlotInactive:      {durSetting(func(t *Thresholds) *time.Duration { return &t.SlotInactive })},
 	CodeWALRateHigh:       {{kind: kindRate, flt: func(t *Thresholds) *float64 { return &t.WALRate }}},
+	CodeArchiverBacklog:   {countSetting(func(t *Thresholds) *int64 { return &t.ArchiverBacklog })},
 	CodePreparedXactOld:   {durSetting(func(t *Thresholds) *time.Duration { return &t.PreparedXactAge })},
 	CodeXminHorizon:       {durSetting(func(t *Thresholds) *time.Duration { return &t.XminHorizonAge }), countSetting(func(t *Thresholds) *int64 { return &t.XminHorizonXIDs })},
 	CodeDeadTuples:        {countSetting(func(t *Thresholds) *int64 { return &t.DeadTuples })},
