@@ -344,6 +344,13 @@ func lagText(s *float64) string {
 	return seconds(*s)
 }
 
+func rateText(bytesPerSecond *float64) string {
+	if bytesPerSecond == nil {
+		return "an unknown rate"
+	}
+	return FormatBytes(*bytesPerSecond) + "/s"
+}
+
 func countText(n *int64) string {
 	if n == nil {
 		return "unknown"

@@ -440,16 +440,22 @@ func replicationLagFindings(r Round, t Thresholds) []Finding {
 	return out
 }
 
-// slotRetentionFinding: a slot keeps SlotRetentionBytes of WAL, or its WAL
-// is already unreserved or lost; critical when lost or when it runs out
-// within the hour.
-func slotRetentionFinding(_ Round, t Thresholds, s Slot) (Finding, bool) {
-	lost := s.WALStatus == "unreserved" || s.WALStatus == "lost"
-	if s.RetainedBytes < t.SlotRetentionBytes && !lost {
+// slotRetentionFinding: a slot keeps SlotRetentionBytes of WAL, or it is
+// near its end whatever it retains: max_slot_wal_keep_size invalidates it
+// within SlotExhaustion at the current WAL rate, or its wal_status is
+// extended or unreserved with less than SlotRetentionBytes of safe_wal_size
+// left, or it is lost already. Critical when lost, unreserved or near by
+// time. With max_slot_wal_keep_size = -1 only the WAL disk bounds the slot:
+// the evidence gives the size of pg_wal and the rate it grows at.
+func slotRetentionFinding(r Round, t Thresholds, s Slot) (Finding, bool) {
+	lost := s.WALStatus == "lost" || s.InvalidationReason != ""
+	soon := s.SecondsToExhaustion != nil && t.SlotExhaustion > 0 && *s.SecondsToExhaustion < t.SlotExhaustion.Seconds()
+	thin := (s.WALStatus == "extended" || s.WALStatus == "unreserved") && s.SafeWALSize != nil && *s.SafeWALSize < t.SlotRetentionBytes
+	if s.RetainedBytes < t.SlotRetentionBytes && !lost && !soon && !thin {
 		return Finding{}, false
 	}
 	sev := SeverityWarning
-	if lost || (s.SecondsToExhaustion != nil && *s.SecondsToExhaustion < 3600) {
+	if lost || soon || s.WALStatus == "unreserved" {
 		sev = SeverityCritical
 	}
 	subj := map[string]any{"slot_name": s.SlotName, "retained_bytes": s.RetainedBytes, "wal_status": s.WALStatus, "active": s.Active, "slot_type": s.SlotType}
@@ -459,12 +465,35 @@ func slotRetentionFinding(_ Round, t Thresholds, s Slot) (Finding, bool) {
 	if s.SecondsToExhaustion != nil {
 		subj["seconds_to_exhaustion"] = round1(*s.SecondsToExhaustion)
 	}
+	if s.InvalidationReason != "" {
+		subj["invalidation_reason"] = s.InvalidationReason
+	}
+	if s.InactiveSince != nil {
+		subj["inactive_since"] = s.InactiveSince.UTC()
+	}
+	if s.PGWALBytes != nil {
+		subj["pg_wal_bytes"] = *s.PGWALBytes
+	}
+	title := fmt.Sprintf("Slot %s retains %s of WAL", s.SlotName, FormatBytes(float64(s.RetainedBytes)))
+	switch {
+	case lost:
+		title = fmt.Sprintf("Slot %s is invalidated (%s)", s.SlotName, nonEmpty(s.InvalidationReason, s.WALStatus))
+	case soon:
+		title = fmt.Sprintf("Slot %s will be invalidated in %s", s.SlotName, seconds(*s.SecondsToExhaustion))
+	case thin:
+		title = fmt.Sprintf("Slot %s has %s of WAL left before it is invalidated", s.SlotName, sizeText(s.SafeWALSize))
+	}
+	limit := fmt.Sprintf("safe_wal_size %s; time to exhaustion %s", sizeText(s.SafeWALSize), lagText(s.SecondsToExhaustion))
+	if s.MaxSlotWALKeepBytes < 0 {
+		limit = fmt.Sprintf("max_slot_wal_keep_size is unlimited, so only the WAL disk bounds it: pg_wal is %s and grows at %s",
+			sizeText(s.PGWALBytes), rateText(r.WALRate))
+	}
 	return Finding{Severity: sev,
-		Title:   fmt.Sprintf("Slot %s retains %s of WAL", s.SlotName, FormatBytes(float64(s.RetainedBytes))),
+		Title:   title,
 		Subject: subj,
-		Evidence: fmt.Sprintf("%s: %s (%s, %s) restart_lsn %s keeps %s; wal_status %s; safe_wal_size %s; time to exhaustion %s",
-			CheckReplicationSlots, s.SlotName, s.SlotType, activeText(s.Active), deref(s.RestartLSN), FormatBytes(float64(s.RetainedBytes)), nonEmpty(s.WALStatus, "?"),
-			sizeText(s.SafeWALSize), lagText(s.SecondsToExhaustion))}, true
+		Evidence: fmt.Sprintf("%s: %s (%s, %s since %s) restart_lsn %s keeps %s; wal_status %s; invalidation_reason %s; %s",
+			CheckReplicationSlots, s.SlotName, s.SlotType, activeText(s.Active), timeText(s.InactiveSince), deref(s.RestartLSN), FormatBytes(float64(s.RetainedBytes)),
+			nonEmpty(s.WALStatus, "?"), nonEmpty(s.InvalidationReason, "none"), limit)}, true
 }
 
 // slotInactiveFinding: a slot with no consumer, inactive for SlotInactive

@@ -2,6 +2,7 @@ package diagnostics_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -48,4 +49,43 @@ func TestLongRunningCoversPausesBetweenStatements(t *testing.T) {
 	require.True(t, ok, "idle in transaction: %v", codes(rep))
 	_, ok = findingFor(rep, diagnostics.CodeLongRunning, "pid", pid)
 	require.False(t, ok, "reported once for its open transaction: %v", codes(rep))
+}
+
+// A slot whose WAL has outgrown max_wal_size (wal_status extended) with
+// little safe_wal_size left is a finding although it retains far less than
+// the retention threshold: it is close to being invalidated.
+func TestSlotNearExhaustionWhateverItRetains(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary := primaryWithSchema(t, map[string]string{
+		"max_wal_size":           "32MB",
+		"min_wal_size":           "32MB",
+		"max_slot_wal_keep_size": "96MB",
+	})
+	conn := connect(t, primary.URL("postgres"), "wal-writer")
+	_, err := conn.Exec(ctx, "SELECT pg_create_physical_replication_slot('far_behind', true)")
+	require.NoError(t, err)
+	th := diagnostics.DefaultThresholds()
+	d := open(t, primary.URL("postgres"), diagnostics.Config{Thresholds: &th})
+	var slot diagnostics.Slot
+	eventually(t, 60*time.Second, func() (bool, string) {
+		writeWAL(t, conn, 4<<20)
+		res := d.ReplicationSlots(ctx)
+		require.NoError(t, res.Err)
+		for _, s := range res.Rows {
+			if s.SlotName == "far_behind" {
+				slot = s
+			}
+		}
+		return slot.WALStatus == "extended", fmt.Sprintf("%+v", slot)
+	})
+	require.Less(t, slot.RetainedBytes, th.SlotRetentionBytes)
+	require.NotNil(t, slot.SafeWALSize)
+	rep, err := d.Findings(ctx)
+	require.NoError(t, err)
+	f, ok := findingFor(rep, diagnostics.CodeSlotRetention, "slot_name", "far_behind")
+	require.True(t, ok, "%v", codes(rep))
+	require.Equal(t, "extended", f.Subject["wal_status"])
+	require.Contains(t, f.Title, "left before it is invalidated")
+	require.Contains(t, f.Evidence, "invalidation_reason none")
 }

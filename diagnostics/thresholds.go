@@ -46,6 +46,10 @@ type Thresholds struct {
 	// SlotRetentionBytes: replication.slot_retention when a slot keeps this
 	// much WAL (or its wal_status is unreserved or lost).
 	SlotRetentionBytes int64
+	// SlotExhaustion: replication.slot_retention, whatever the slot
+	// retains, when max_slot_wal_keep_size invalidates it within this time
+	// at the current WAL rate.
+	SlotExhaustion time.Duration
 	// SlotInactive: replication.slot_inactive for a slot with no consumer,
 	// once inactive this long (measurable on PostgreSQL 17+; earlier, any
 	// inactive slot).
@@ -90,6 +94,7 @@ func DefaultThresholds() Thresholds {
 		ReplicationLagBytes:  64 << 20,
 		ReplicationLagTime:   60 * time.Second,
 		SlotRetentionBytes:   1 << 30,
+		SlotExhaustion:       time.Hour,
 		SlotInactive:         0,
 		WALRate:              100 << 20,
 		ArchiverBacklog:      16,
@@ -145,7 +150,7 @@ var thresholdSettings = map[string][]thresholdSetting{
 	CodeOutboxBacklog:     {durSetting(func(t *Thresholds) *time.Duration { return &t.OutboxBacklogAge }), countSetting(func(t *Thresholds) *int64 { return &t.OutboxBacklogPending })},
 	CodeOutboxDead:        {countSetting(func(t *Thresholds) *int64 { return &t.OutboxDead })},
 	CodeReplicationLag:    {sizeSetting(func(t *Thresholds) *int64 { return &t.ReplicationLagBytes }), durSetting(func(t *Thresholds) *time.Duration { return &t.ReplicationLagTime })},
-	CodeSlotRetention:     {sizeSetting(func(t *Thresholds) *int64 { return &t.SlotRetentionBytes })},
+	CodeSlotRetention:     {sizeSetting(func(t *Thresholds) *int64 { return &t.SlotRetentionBytes }), durSetting(func(t *Thresholds) *time.Duration { return &t.SlotExhaustion })},
 	CodeSlotInactive:      {durSetting(func(t *Thresholds) *time.Duration { return &t.SlotInactive })},
 	CodeWALRateHigh:       {{kind: kindRate, flt: func(t *Thresholds) *float64 { return &t.WALRate }}},
 	CodeArchiverBacklog:   {countSetting(func(t *Thresholds) *int64 { return &t.ArchiverBacklog })},
