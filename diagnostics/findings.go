@@ -60,6 +60,8 @@ const (
 	CodeReplicationLag    = "replication.lag"
 	CodeSlotRetention     = "replication.slot_retention"
 	CodeSlotInactive      = "replication.slot_inactive"
+	CodeStandbyReceiver   = "replication.receiver_down"
+	CodeReplayPaused      = "replication.replay_paused"
 	CodeWALRateHigh       = "wal.rate_high"
 	CodeArchiverFailing   = "archiver.failing"
 	CodeArchiverBacklog   = "archiver.backlog"
@@ -200,6 +202,7 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 
 	// The WAL rate: the sampler's, or the previous round's position, or a
 	// second position WALSampleWindow after the first.
+	primary := st.walFrom
 	if st.walFrom != nil {
 		walFrom := *st.walFrom
 		rate, ok := d.rateSince(walFrom)
@@ -221,6 +224,7 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 			if p.Err == nil {
 				rate, ok = WALRate(walFrom, walTo), walTo.SampledAt.After(walFrom.SampledAt)
 				d.rememberWAL(walTo, rate, ok)
+				primary = &walTo
 			}
 		}
 		if ok {
@@ -243,10 +247,28 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 			r.Unavailable = append(r.Unavailable, unavailable(res.Name, probe{Err: res.Err, TimedOut: res.TimedOut, LockedBy: res.LockedBy}))
 			continue
 		}
-		r.Standbys = append(r.Standbys, res.Rows...)
+		for _, row := range res.Rows {
+			row.PrimaryLagBytes = primaryLag(primary, row)
+			r.Standbys = append(r.Standbys, row)
+		}
 	}
 	r.Took = time.Since(start)
 	return r
+}
+
+// primaryLag is the primary's position minus the standby's replay position,
+// or nil when the round has no primary position or the standby replayed
+// nothing yet.
+func primaryLag(primary *WALPoint, s StandbyState) *int64 {
+	if primary == nil || primary.InRecovery || !s.InRecovery {
+		return nil
+	}
+	replay, err := ParseLSN(s.ReplayLSN)
+	if err != nil {
+		return nil
+	}
+	lag := max(primary.LSNBytes-replay, 0)
+	return &lag
 }
 
 // rateSince returns a WAL rate ending at p: the sampler's when it is fresh,

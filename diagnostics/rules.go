@@ -66,6 +66,8 @@ var rules = []Rule{
 	{Code: CodeOutboxBacklog, Runbook: RunbookOutboxLag, Actions: []string{ActionRelayThrottle, ActionRelayResume}, eval: outboxBacklogFindings},
 	{Code: CodeOutboxDead, Runbook: StepOutbox, Actions: []string{ActionOutboxRequeue}, eval: outboxDeadFindings},
 	{Code: CodeReplicationLag, Runbook: RunbookReplication, eval: replicationLagFindings},
+	{Code: CodeStandbyReceiver, Runbook: RunbookReplication, eval: standbyReceiverFindings},
+	{Code: CodeReplayPaused, Runbook: RunbookReplication, eval: replayPausedFindings},
 	{Code: CodeSlotRetention, Runbook: RunbookSlotRetention, perSlot: slotRetentionFinding},
 	{Code: CodeSlotInactive, Runbook: RunbookSlotRetention, perSlot: slotInactiveFinding},
 	{Code: CodeWALRateHigh, Runbook: RunbookWALStorm, Actions: []string{ActionQueueThrottle}, eval: walRateFindings},
@@ -428,14 +430,58 @@ func replicationLagFindings(r Round, t Thresholds) []Finding {
 				FormatBytes(float64(s.ReplayLagBytes)), lagText(s.ReplayLagSeconds))})
 	}
 	for _, s := range r.Standbys {
-		if !s.InRecovery || !behind(s.ReplayLagBytes, s.ReplayDelaySeconds) {
+		lag, title := s.ReplayLagBytes, "Standby %s has received %s it has not replayed"
+		if s.PrimaryLagBytes != nil {
+			lag, title = *s.PrimaryLagBytes, "Standby %s replays %s behind the primary"
+		}
+		if !s.InRecovery || !behind(lag, s.ReplayDelaySeconds) {
 			continue
 		}
 		out = append(out, Finding{Severity: SeverityWarning,
-			Title:   fmt.Sprintf("Standby %s has received %s it has not replayed", s.URL, FormatBytes(float64(s.ReplayLagBytes))),
-			Subject: map[string]any{"application_name": "standby " + s.URL, "standby": s.URL, "replay_lag_bytes": s.ReplayLagBytes, "replay_lag_seconds": round1(s.ReplayDelaySeconds), "paused": s.Paused()},
-			Evidence: fmt.Sprintf("%s on %s: received %s, replayed %s (%s behind), last replayed commit %s; replay %s; receiver %s",
-				CheckStandbyStatus, s.URL, s.ReceiveLSN, s.ReplayLSN, FormatBytes(float64(s.ReplayLagBytes)), timeText(s.LastReplayAt), nonEmpty(s.ReplayPauseState, "?"), nonEmpty(s.ReceiverStatus, "not running"))})
+			Title:   fmt.Sprintf(title, s.URL, FormatBytes(float64(lag))),
+			Subject: map[string]any{"application_name": "standby " + s.URL, "standby": s.URL, "replay_lag_bytes": lag, "received_not_replayed_bytes": s.ReplayLagBytes, "replay_lag_seconds": round1(s.ReplayDelaySeconds), "paused": s.Paused()},
+			Evidence: fmt.Sprintf("%s on %s: %s behind the primary's position of this round; received %s, replayed %s (%s received and not replayed), last replayed commit %s; replay %s; receiver %s",
+				CheckStandbyStatus, s.URL, sizeText(s.PrimaryLagBytes), s.ReceiveLSN, s.ReplayLSN, FormatBytes(float64(s.ReplayLagBytes)), timeText(s.LastReplayAt), nonEmpty(s.ReplayPauseState, "?"), nonEmpty(s.ReceiverStatus, "not running"))})
+	}
+	return out
+}
+
+// standbyReceiverFindings: a standby whose WAL receiver is not streaming
+// (stopped, restarting or waiting): it falls further behind with every
+// write on the primary.
+func standbyReceiverFindings(r Round, _ Thresholds) []Finding {
+	var out []Finding
+	for _, s := range r.Standbys {
+		if !s.InRecovery || s.ReceiverStatus == "streaming" {
+			continue
+		}
+		subj := map[string]any{"standby": s.URL, "receiver_status": nonEmpty(s.ReceiverStatus, "not running")}
+		if s.PrimaryLagBytes != nil {
+			subj["replay_lag_bytes"] = *s.PrimaryLagBytes
+		}
+		out = append(out, Finding{Severity: SeverityCritical,
+			Title:   fmt.Sprintf("Standby %s is not streaming WAL (receiver %s)", s.URL, nonEmpty(s.ReceiverStatus, "not running")),
+			Subject: subj,
+			Evidence: fmt.Sprintf("%s on %s: pg_stat_wal_receiver status %s (sender %s:%d, slot %q, last message %s); received %s, replayed %s, %s behind the primary",
+				CheckStandbyStatus, s.URL, nonEmpty(s.ReceiverStatus, "none: no WAL receiver runs"), nonEmpty(s.SenderHost, "?"), s.SenderPort, s.SlotName,
+				timeText(s.LastMsgReceiptTime), nonEmpty(s.ReceiveLSN, "nothing"), nonEmpty(s.ReplayLSN, "nothing"), sizeText(s.PrimaryLagBytes))})
+	}
+	return out
+}
+
+// replayPausedFindings: replay on a standby is paused (or a pause was
+// requested): queries there see older and older data, whatever its lag.
+func replayPausedFindings(r Round, _ Thresholds) []Finding {
+	var out []Finding
+	for _, s := range r.Standbys {
+		if !s.InRecovery || !s.Paused() {
+			continue
+		}
+		out = append(out, Finding{Severity: SeverityWarning,
+			Title:   fmt.Sprintf("Replay is paused on standby %s", s.URL),
+			Subject: map[string]any{"standby": s.URL, "replay_pause_state": s.ReplayPauseState},
+			Evidence: fmt.Sprintf("%s on %s: pg_get_wal_replay_pause_state() = %s; last replayed commit %s; pg_wal_replay_resume() on the standby resumes it",
+				CheckStandbyStatus, s.URL, s.ReplayPauseState, timeText(s.LastReplayAt))})
 	}
 	return out
 }

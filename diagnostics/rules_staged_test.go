@@ -3,6 +3,8 @@ package diagnostics_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -88,4 +90,58 @@ func TestSlotNearExhaustionWhateverItRetains(t *testing.T) {
 	require.Equal(t, "extended", f.Subject["wal_status"])
 	require.Contains(t, f.Title, "left before it is invalidated")
 	require.Contains(t, f.Evidence, "invalidation_reason none")
+}
+
+// A standby whose WAL receiver stopped receives nothing, so what it received
+// and has not replayed stays zero while the primary moves on: the true lag
+// is the primary's position of the round minus the standby's replay
+// position. The stopped receiver is a finding of its own.
+func TestStandbyReceiverDownAndTrueLag(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary := primaryWithSchema(t, nil)
+	standby := startStandby(t, primary, testdb.ServerSettings, "standby-down")
+	th := diagnostics.DefaultThresholds()
+	th.ReplicationLagBytes = 512 << 10
+	th.ReplicationLagTime = 0
+	d := open(t, primary.URL("postgres"), diagnostics.Config{
+		Thresholds: &th, StandbyURLs: []string{standby.URL("postgres")}, WALSampleWindow: 100 * time.Millisecond,
+	})
+	writer := connect(t, primary.URL("postgres"), "writer")
+	eventually(t, 30*time.Second, func() (bool, string) {
+		st := d.StandbyStatus(ctx)
+		return len(st) == 1 && st[0].Err == nil && st[0].Rows[0].ReceiverStatus == "streaming", fmt.Sprint(st)
+	})
+	rep, err := d.Findings(ctx)
+	require.NoError(t, err)
+	require.Empty(t, findingsWith(rep, diagnostics.CodeStandbyReceiver), "streaming: %v", codes(rep))
+
+	// The primary refuses replication connections from now on; ending the
+	// standby's walsender stops its receiver for good.
+	hba := filepath.Join(primary.DataDir(), "pg_hba.conf")
+	conf, err := os.ReadFile(hba)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(hba, append([]byte("host replication all 127.0.0.1/32 reject\n"), conf...), 0o600))
+	_, err = writer.Exec(ctx, "SELECT pg_reload_conf()")
+	require.NoError(t, err)
+	eventually(t, 30*time.Second, func() (bool, string) {
+		_, err := writer.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_replication WHERE application_name = 'standby-down'")
+		require.NoError(t, err)
+		st := d.StandbyStatus(ctx)
+		return len(st) == 1 && st[0].Err == nil && st[0].Rows[0].ReceiverStatus != "streaming", fmt.Sprint(st)
+	})
+	writeWAL(t, writer, 2<<20)
+	eventually(t, 30*time.Second, func() (bool, string) {
+		rep, err = d.Findings(ctx)
+		require.NoError(t, err)
+		return len(findingsWith(rep, diagnostics.CodeReplicationLag)) > 0, fmt.Sprint(codes(rep))
+	})
+	down := findingsWith(rep, diagnostics.CodeStandbyReceiver)
+	require.Len(t, down, 1, "%v %+v", codes(rep), d.StandbyStatus(ctx)[0].Rows)
+	require.NotEqual(t, "streaming", down[0].Subject["receiver_status"])
+	require.Equal(t, diagnostics.SeverityCritical, down[0].Severity)
+	lag := findingsWith(rep, diagnostics.CodeReplicationLag)[0]
+	require.GreaterOrEqual(t, lag.Subject["replay_lag_bytes"].(int64), th.ReplicationLagBytes)
+	require.Less(t, lag.Subject["received_not_replayed_bytes"].(int64), th.ReplicationLagBytes, "nothing received to replay")
+	require.Empty(t, findingsWith(rep, diagnostics.CodeReplayPaused))
 }

@@ -31,7 +31,10 @@ func everyCodeRound() diagnostics.Round {
 		IdleTx:      []diagnostics.IdleTx{{PID: 100, IdleSeconds: 120}},
 		WALRate:     ptr(200.0 * (1 << 20)),
 		Replication: []diagnostics.Standby{{ApplicationName: "s1", ReplayLagBytes: 100 << 20}},
-		Standbys:    []diagnostics.StandbyState{{InRecovery: true, URL: "10.0.0.2:5432", ReplayLagBytes: 100 << 20}},
+		Standbys: []diagnostics.StandbyState{
+			{InRecovery: true, URL: "10.0.0.2:5432", ReplayLagBytes: 100 << 20, ReceiverStatus: "streaming"},
+			{InRecovery: true, URL: "10.0.0.3:5432", ReplayPauseState: "paused", ReceiverStatus: "stopping"},
+		},
 		Slots: []diagnostics.Slot{
 			{SlotName: "cdc", Active: true, WALStatus: "lost"},
 			{SlotName: "old", Active: false, InactiveSince: &ago},
