@@ -181,7 +181,17 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 		r.Took = time.Since(start)
 		return r
 	}
-	defer s.end()
+	// The transaction is ended before the round waits for the second WAL
+	// position: it must not hold its locks on application tables (nor its
+	// snapshot) while nothing runs.
+	ended := false
+	endTx := func() {
+		if !ended {
+			ended = true
+			s.end()
+		}
+	}
+	defer endTx()
 
 	st := &roundState{round: &r, version: info.VersionNum, thresholds: t,
 		queueParams: QueueParams{DeadWindow: t.DeadLetterWindow, CountCap: max(DefaultCountCap, t.QueueBacklogReady, t.DeadLetters)}}
@@ -200,8 +210,11 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 		}
 	}
 
+	endTx()
+
 	// The WAL rate: the sampler's, or the previous round's position, or a
-	// second position WALSampleWindow after the first.
+	// second position WALSampleWindow after the first, read outside the
+	// round's transaction.
 	primary := st.walFrom
 	if st.walFrom != nil {
 		walFrom := *st.walFrom
@@ -220,7 +233,13 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 				timer.Stop()
 			}
 			var walTo WALPoint
-			p := s.run(ctx, nil, func(ctx context.Context, db DBTX) (err error) { walTo, err = WALPosition(ctx, db); return })
+			p := probe{Err: ctx.Err()}
+			if ws, err := d.begin(ctx, d.pool, pgx.ReadCommitted); err != nil {
+				p = probeOf(err)
+			} else if p.Err == nil {
+				p = ws.run(ctx, nil, func(ctx context.Context, db DBTX) (err error) { walTo, err = WALPosition(ctx, db); return })
+				ws.end()
+			}
 			if p.Err == nil {
 				rate, ok = WALRate(walFrom, walTo), walTo.SampledAt.After(walFrom.SampledAt)
 				d.rememberWAL(walTo, rate, ok)

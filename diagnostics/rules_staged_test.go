@@ -145,3 +145,43 @@ func TestStandbyReceiverDownAndTrueLag(t *testing.T) {
 	require.Less(t, lag.Subject["received_not_replayed_bytes"].(int64), th.ReplicationLagBytes, "nothing received to replay")
 	require.Empty(t, findingsWith(rep, diagnostics.CodeReplayPaused))
 }
+
+// While a round waits for its second WAL position it holds no transaction:
+// no diagnostics backend stays idle in transaction, with its locks on the
+// queue tables, for the length of the sample window.
+func TestRoundHoldsNoTransactionWhileItWaits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	watch := connect(t, url, "watcher")
+	d := open(t, url, diagnostics.Config{WALSampleWindow: 3 * time.Second})
+	done := make(chan diagnostics.Round, 1)
+	go func() { done <- d.Round(ctx) }()
+	// A backend seen idle in transaction twice, half a second apart, with the
+	// same state_change, held its transaction open across that time.
+	seen := map[int32]time.Time{}
+	for {
+		select {
+		case r := <-done:
+			require.NotNil(t, r.WALRate, "the round measured a WAL rate: %+v", r.Unavailable)
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+		rows, err := watch.Query(ctx, `SELECT a.pid, a.state_change FROM pg_stat_activity a
+			WHERE a.application_name = $1 AND a.state = 'idle in transaction'
+			  AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.relation = 'jobs'::regclass)`, diagnostics.ApplicationName)
+		require.NoError(t, err)
+		now := map[int32]time.Time{}
+		for rows.Next() {
+			var pid int32
+			var changed time.Time
+			require.NoError(t, rows.Scan(&pid, &changed))
+			now[pid] = changed
+			if prev, ok := seen[pid]; ok && prev.Equal(changed) {
+				t.Fatalf("diagnostics backend %d held a lock on jobs idle in transaction since %s", pid, changed)
+			}
+		}
+		require.NoError(t, rows.Err())
+		seen = now
+	}
+}

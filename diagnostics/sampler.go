@@ -137,9 +137,12 @@ func (s *Sampler) Stop() {
 }
 
 // SampleNow takes one sample and adds it to the ring; queries share one
-// read-only transaction, each bounded by the Diagnostics timeouts.
+// read-only transaction, each bounded by the Diagnostics timeouts and all
+// together by Config.Budget.
 func (s *Sampler) SampleNow(ctx context.Context) Sample {
 	d := s.d
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Budget)
+	defer cancel()
 	smp := Sample{At: time.Now().UTC()}
 	v := d.version(ctx)
 	sess, err := d.begin(ctx, d.pool, pgx.RepeatableRead)
