@@ -144,23 +144,16 @@ func (s *Sampler) SampleNow(ctx context.Context) Sample {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Budget)
 	defer cancel()
 	smp := Sample{At: time.Now().UTC()}
-	v := d.version(ctx)
-	sess, err := d.begin(ctx, d.pool, pgx.RepeatableRead)
+	// A server whose version is unknown or unsupported is not sampled: the
+	// queries' variants would be a guess.
+	info, err := d.ServerInfo(ctx)
+	v := info.VersionNum
 	if err == nil {
-		st := &sampleState{sample: &smp, version: v, thresholds: d.Thresholds()}
-		for _, c := range checks {
-			if c.sample == nil {
-				continue
-			}
-			if ctx.Err() != nil {
-				break
-			}
-			if _, err := fileFor(c.Name, v); err != nil {
-				continue // the server is too old for it
-			}
-			sess.run(ctx, nil, func(ctx context.Context, db DBTX) error { return c.sample(ctx, db, st) })
+		var sess *session
+		sess, err = d.begin(ctx, d.pool, pgx.RepeatableRead)
+		if err == nil {
+			d.sampleChecks(ctx, sess, &smp, v)
 		}
-		sess.end()
 	}
 	s.mu.Lock()
 	s.ring[s.next] = smp
@@ -170,6 +163,25 @@ func (s *Sampler) SampleNow(ctx context.Context) Sample {
 	}
 	s.mu.Unlock()
 	return smp
+}
+
+// sampleChecks runs every sampled check of the catalog in sess, then ends
+// it.
+func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Sample, v int) {
+	defer sess.end()
+	st := &sampleState{sample: smp, version: v, thresholds: d.Thresholds()}
+	for _, c := range checks {
+		if c.sample == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if _, err := fileFor(c.Name, v); err != nil {
+			continue // the server is too old for it
+		}
+		sess.run(ctx, nil, func(ctx context.Context, db DBTX) error { return c.sample(ctx, db, st) })
+	}
 }
 
 // Samples returns the ring's samples, oldest first.
