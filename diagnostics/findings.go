@@ -70,6 +70,8 @@ const (
 	CodeDeadTuples        = "table.dead_tuples"
 	CodeIndexInvalid      = "index.invalid"
 	CodeNotifyQueueUsage  = "notify.queue_usage"
+	CodeConnections       = "connections.near_max"
+	CodeSequence          = "sequence.exhaustion"
 	CodeWorkersNoneAlive  = "workers.none_alive"
 	CodeUnavailable       = "diagnostics.unavailable"
 )
@@ -92,6 +94,8 @@ type Round struct {
 	Tables      []TableStat
 	Invalid     []InvalidIndex
 	Notify      *NotifyUsage
+	Connections []ConnectionGroup
+	Sequences   []SequenceUse
 	Queues      []QueueStat
 	DeadLetters []DeadLetterGroup
 	Outbox      *OutboxStat

@@ -78,6 +78,8 @@ var rules = []Rule{
 	{Code: CodeDeadTuples, Runbook: StepVerification, eval: deadTuplesFindings},
 	{Code: CodeIndexInvalid, Runbook: StepVerification, eval: invalidIndexFindings},
 	{Code: CodeNotifyQueueUsage, Runbook: RunbookNotify, eval: notifyQueueFindings},
+	{Code: CodeConnections, Runbook: RunbookPoolWait, eval: connectionFindings},
+	{Code: CodeSequence, Runbook: StepVerification, eval: sequenceFindings},
 }
 
 // Rules lists the rule of every finding code, in listing order. The slice
@@ -690,4 +692,62 @@ func notifyQueueFindings(r Round, t Thresholds) []Finding {
 		Title:    fmt.Sprintf("NOTIFY queue %.0f%% full", n.Usage*100),
 		Subject:  map[string]any{"fraction": n.Usage},
 		Evidence: fmt.Sprintf("%s: pg_notification_queue_usage() = %.3f; a listener in a long transaction stops the queue from draining", CheckNotifyQueue, n.Usage)}}
+}
+
+// connectionFindings: Connections of the slots ordinary roles may use are
+// taken; the subject names the largest group by database, user and state.
+// Critical from 95%.
+func connectionFindings(r Round, t Thresholds) []Finding {
+	if len(r.Connections) == 0 || t.Connections <= 0 {
+		return nil
+	}
+	g := r.Connections[0]
+	avail := g.Available()
+	if avail <= 0 || float64(g.Used) < t.Connections*float64(avail) {
+		return nil
+	}
+	frac := float64(g.Used) / float64(avail)
+	sev := SeverityWarning
+	if frac >= 0.95 {
+		sev = SeverityCritical
+	}
+	var top []string
+	for i, c := range r.Connections {
+		if i == 3 {
+			break
+		}
+		top = append(top, fmt.Sprintf("%d %s as %s in %s", c.Connections, c.State, c.User, c.Database))
+	}
+	return []Finding{{Severity: sev,
+		Title: fmt.Sprintf("%d of %d connection slots used", g.Used, avail),
+		Subject: map[string]any{"used": g.Used, "available": avail, "max_connections": g.MaxConnections, "reserved": g.Reserved,
+			"fraction": round3(frac), "database": g.Database, "user": g.User, "state": g.State, "connections": g.Connections},
+		Evidence: fmt.Sprintf("%s: %d backends take slots of %d (max_connections %d less %d reserved); largest groups: %s",
+			CheckConnectionUse, g.Used, avail, g.MaxConnections, g.Reserved, strings.Join(top, "; "))}}
+}
+
+// sequenceFindings: a sequence has used Sequence of its range; critical from
+// 95%. The subject names the column it feeds, whose type may be the limit.
+func sequenceFindings(r Round, t Thresholds) []Finding {
+	var out []Finding
+	for _, s := range r.Sequences {
+		if t.Sequence <= 0 || s.UsedFraction < t.Sequence {
+			continue
+		}
+		sev := SeverityWarning
+		if s.UsedFraction >= 0.95 {
+			sev = SeverityCritical
+		}
+		feeds := "no column"
+		if s.Column != "" {
+			feeds = fmt.Sprintf("%s.%s (%s)", s.Table, s.Column, s.ColumnType)
+		}
+		out = append(out, Finding{Severity: sev,
+			Title: fmt.Sprintf("Sequence %s has used %.0f%% of its range", s.Sequence, s.UsedFraction*100),
+			Subject: map[string]any{"sequence": s.Sequence, "table": s.Table, "column": s.Column, "column_type": s.ColumnType,
+				"last_value": s.LastValue, "limit": s.Limit, "fraction": round3(s.UsedFraction)},
+			Evidence: fmt.Sprintf("%s: %s (%s) is at %d of %d and feeds %s; inserts fail when it reaches the limit",
+				CheckSequenceUse, s.Sequence, s.DataType, s.LastValue, s.Limit, feeds)})
+	}
+	return out
 }

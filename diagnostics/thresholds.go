@@ -72,6 +72,13 @@ type Thresholds struct {
 	// NotifyQueueUsage: notify.queue_usage when the NOTIFY queue is this
 	// full (0 to 1).
 	NotifyQueueUsage float64
+	// Connections: connections.near_max when this fraction of the slots
+	// ordinary roles may use (max_connections less the reserved ones) is
+	// taken.
+	Connections float64
+	// Sequence: sequence.exhaustion when a sequence has used this fraction
+	// of its range (the smaller of its own limit and its column's).
+	Sequence float64
 	// WorkerHeartbeat: a worker is alive when it heartbeated this recently;
 	// workers.none_alive when a queue with ready jobs has no live worker.
 	WorkerHeartbeat time.Duration
@@ -104,6 +111,8 @@ func DefaultThresholds() Thresholds {
 		DeadTuples:           100_000,
 		NotifyQueueUsage:     0.5,
 		WorkerHeartbeat:      60 * time.Second,
+		Connections:          0.8,
+		Sequence:             0.75,
 	}
 }
 
@@ -158,6 +167,8 @@ var thresholdSettings = map[string][]thresholdSetting{
 	CodeXminHorizon:       {durSetting(func(t *Thresholds) *time.Duration { return &t.XminHorizonAge }), countSetting(func(t *Thresholds) *int64 { return &t.XminHorizonXIDs })},
 	CodeDeadTuples:        {countSetting(func(t *Thresholds) *int64 { return &t.DeadTuples })},
 	CodeNotifyQueueUsage:  {{kind: kindFraction, flt: func(t *Thresholds) *float64 { return &t.NotifyQueueUsage }}},
+	CodeConnections:       {{kind: kindFraction, flt: func(t *Thresholds) *float64 { return &t.Connections }}},
+	CodeSequence:          {{kind: kindFraction, flt: func(t *Thresholds) *float64 { return &t.Sequence }}},
 	CodeWorkersNoneAlive:  {durSetting(func(t *Thresholds) *time.Duration { return &t.WorkerHeartbeat })},
 }
 
