@@ -96,6 +96,9 @@ type Diagnostics struct {
 	thresholds Thresholds
 	lastWAL    *WALPoint
 	lastRate   *float64
+	// xminSeen is when a round first saw each xmin holder without an age
+	// of its own (slots, standbys) holding its current xmin.
+	xminSeen map[xminKey]time.Time
 	sampler    *Sampler
 }
 

@@ -254,6 +254,13 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 			r.WALRate = &rate
 		}
 	}
+	xminRead := true
+	for _, u := range r.Unavailable {
+		xminRead = xminRead && u.Check != CheckXminHorizon
+	}
+	if xminRead {
+		d.ageXmin(r.At, r.Xmin)
+	}
 	for i := range r.Slots {
 		if r.WALRate != nil {
 			r.Slots[i].SecondsToExhaustion = SlotExhaustion(r.Slots[i].SafeWALSize, *r.WALRate)
@@ -277,6 +284,33 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 	}
 	r.Took = time.Since(start)
 	return r
+}
+
+// xminKey identifies a holder of the xmin horizon and the xmin it holds.
+type xminKey struct{ kind, holder, xmin string }
+
+// ageXmin gives the holders that have no transaction age (slots and
+// standby feedback) an age from when a round first saw them hold that
+// xmin, so a standby's long query that stops VACUUM is found by age, not
+// only by XID count. Holders no longer seen are forgotten.
+func (d *Diagnostics) ageXmin(at time.Time, holders []XminHolder) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	seen := make(map[xminKey]time.Time, len(holders))
+	for i, h := range holders {
+		if h.AgeSeconds != nil {
+			continue
+		}
+		k := xminKey{h.Kind, h.Holder, h.Xmin}
+		first, ok := d.xminSeen[k]
+		if !ok {
+			first = at
+		}
+		seen[k] = first
+		age := at.Sub(first).Seconds()
+		holders[i].AgeSeconds = &age
+	}
+	d.xminSeen = seen
 }
 
 // primaryLag is the primary's position minus the standby's replay position,
