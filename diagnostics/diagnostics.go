@@ -99,7 +99,7 @@ type Diagnostics struct {
 	// xminSeen is when a round first saw each xmin holder without an age
 	// of its own (slots, standbys) holding its current xmin.
 	xminSeen map[xminKey]time.Time
-	sampler    *Sampler
+	sampler  *Sampler
 }
 
 // standbyPool is the pool of one standby of Config.StandbyURLs.
