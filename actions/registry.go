@@ -11,7 +11,7 @@ var registry = []definition{
 	queuePause, queueResume, queueThrottle,
 	relayPause, relayResume, relayThrottle,
 	outboxRequeue,
-	backendCancel, backendTerminate,
+	backendCancel, backendTerminate, preparedXactRollback,
 	scheduleCreate, scheduleUpdate, scheduleEnable, scheduleDisable, scheduleRunNow,
 	incidentOpen, incidentClose, incidentCapture,
 }

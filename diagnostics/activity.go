@@ -2,6 +2,8 @@ package diagnostics
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -152,9 +154,38 @@ type Server struct {
 	PID                 int32  `db:"pid" json:"pid"`
 }
 
-// ServerInfo reads the server's version and role (server_info.sql).
+// MinVersionNum is the oldest server the console supports
+// (server_version_num of PostgreSQL 14).
+const MinVersionNum = 140000
+
+// ErrUnsupportedServer reports a server older than MinVersionNum, or one
+// whose version could not be read: the catalog's queries would fail, or
+// worse, answer for another version.
+var ErrUnsupportedServer = errors.New("unsupported server")
+
+// ServerInfo reads the server's version and role (server_info.sql). It
+// refuses, with ErrUnsupportedServer, a server older than PostgreSQL 14 and
+// one whose version it cannot read.
 func ServerInfo(ctx context.Context, db DBTX) (Server, error) {
-	return collectOne[Server](ctx, db, CheckServerInfo, 0)
+	info, err := collectOne[Server](ctx, db, CheckServerInfo, 0)
+	if err != nil {
+		return info, err
+	}
+	return info, info.Supported()
+}
+
+// Supported says, in one line, why the console will not diagnose this
+// server; nil when it will.
+func (s Server) Supported() error {
+	switch {
+	case s.VersionNum <= 0:
+		return fmt.Errorf("%w: the server did not report its version (server_version_num %q); the console will not guess which catalog views it has",
+			ErrUnsupportedServer, fmt.Sprint(s.VersionNum))
+	case s.VersionNum < MinVersionNum:
+		return fmt.Errorf("%w: PostgreSQL %s (server_version_num %d) is older than 14, the oldest version the console supports; upgrade the server or use an older console",
+			ErrUnsupportedServer, nonEmpty(s.Version, "?"), s.VersionNum)
+	}
+	return nil
 }
 
 // ServerInfoPanel runs server_info.sql as a panel.

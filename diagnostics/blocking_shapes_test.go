@@ -121,6 +121,26 @@ func TestBlockingTreePreparedTransactionRoot(t *testing.T) {
 			require.Nil(t, w.ParentPID)
 			require.Equal(t, gid, w.RootGID)
 			require.Equal(t, []string{gid}, w.BlockedByGIDs)
+
+			// Its finding names the gid, links the prepared-transaction
+			// runbook and offers only the rollback: there is no process
+			// to cancel or terminate.
+			th := diagnostics.DefaultThresholds()
+			th.RootBlockerWait = 0
+			d.SetThresholds(th)
+			rep, err := d.Findings(ctx)
+			require.NoError(t, err)
+			f, ok := findingFor(rep, diagnostics.CodeRootBlocker, "gid", gid)
+			require.True(t, ok, "lock.root_blocker for %s in %v", gid, codes(rep))
+			require.Equal(t, "/runbook/rb-l", f.Runbook)
+			require.Equal(t, []string{diagnostics.ActionPreparedRollback}, f.Actions)
+			require.Equal(t, 1, f.Subject["blocked_count"])
+			require.NotEmpty(t, f.Subject["owner"])
+			require.NotEmpty(t, f.Subject["database"])
+			require.Equal(t, root.PreparedAt.UTC(), f.Subject["prepared_at"])
+			require.Contains(t, f.Evidence, gid)
+			_, ok = findingFor(rep, diagnostics.CodeRootBlocker, "pid", 0)
+			require.False(t, ok, "no finding names pid 0: %v", codes(rep))
 		})
 	}
 }

@@ -28,7 +28,12 @@ func (g ConnectionGroup) Available() int64 { return g.MaxConnections - g.Reserve
 // state, most first, with the server's slot figures
 // (connection_pressure.sql).
 func ConnectionPressure(ctx context.Context, db DBTX) ([]ConnectionGroup, error) {
-	return collect[ConnectionGroup](ctx, db, "connection_pressure", 0)
+	return collect[ConnectionGroup](ctx, db, CheckConnectionUse, 0)
+}
+
+// ConnectionPressure runs connection_pressure.sql as a panel.
+func (d *Diagnostics) ConnectionPressure(ctx context.Context) Result[ConnectionGroup] {
+	return panel(ctx, d, CheckConnectionUse, many(ConnectionPressure))
 }
 
 // WraparoundAge is one database, or one of the oldest tables of the
@@ -76,7 +81,12 @@ type SequenceUse struct {
 // SequenceExhaustion returns the twenty sequences closest to their limit,
 // most used first (sequence_exhaustion.sql).
 func SequenceExhaustion(ctx context.Context, db DBTX) ([]SequenceUse, error) {
-	return collect[SequenceUse](ctx, db, "sequence_exhaustion", 0)
+	return collect[SequenceUse](ctx, db, CheckSequenceUse, 0)
+}
+
+// SequenceExhaustion runs sequence_exhaustion.sql as a panel.
+func (d *Diagnostics) SequenceExhaustion(ctx context.Context) Result[SequenceUse] {
+	return panel(ctx, d, CheckSequenceUse, many(SequenceExhaustion))
 }
 
 // StuckIdempotencyKey is an idempotency key claimed longer ago than the

@@ -52,6 +52,19 @@ func TestConnectionPressureGroupsByUser(t *testing.T) {
 	require.GreaterOrEqual(t, rows[0].Reserved, reserved)
 	require.Equal(t, max-rows[0].Reserved, rows[0].Available())
 	require.GreaterOrEqual(t, rows[0].Used, int64(6))
+
+	// With the threshold at a handful of slots, the finding names the
+	// largest group.
+	th := diagnostics.DefaultThresholds()
+	require.NoError(t, th.SetFlag(fmt.Sprintf("connections.near_max=%.4f", 5.0/float64(rows[0].Available()))))
+	d := open(t, url, diagnostics.Config{Thresholds: &th})
+	rep, err := d.Findings(ctx)
+	require.NoError(t, err)
+	f := findingsWith(rep, diagnostics.CodeConnections)
+	require.Len(t, f, 1, "%v", codes(rep))
+	require.Equal(t, rows[0].Available(), f[0].Subject["available"])
+	require.Contains(t, f[0].Evidence, user)
+	require.Equal(t, "/runbook/rb-a", f[0].Runbook)
 }
 
 // Every database and the oldest tables of this one come back with their
@@ -133,6 +146,22 @@ func TestSequenceExhaustionUsesTheColumnLimit(t *testing.T) {
 
 	require.Less(t, by["roomy_seq"].UsedFraction, 0.01, "a bigint sequence with no column is far from its end")
 	require.Equal(t, "ident_id_seq", rows[0].Sequence[strings.Index(rows[0].Sequence, ".")+1:], "most used first")
+
+	// Default threshold: the three nearly exhausted sequences are findings,
+	// each naming the column it feeds; the roomy one is not.
+	d := open(t, url, diagnostics.Config{})
+	rep, err := d.Findings(ctx)
+	require.NoError(t, err)
+	fs := findingsWith(rep, diagnostics.CodeSequence)
+	require.Len(t, fs, 3, "%v", codes(rep))
+	f, ok := findingFor(rep, diagnostics.CodeSequence, "sequence", wide.Sequence)
+	require.True(t, ok)
+	require.Equal(t, "narrow", f.Subject["table"])
+	require.Equal(t, "id", f.Subject["column"])
+	require.Contains(t, f.Evidence, "narrow.id (int4)")
+	require.Equal(t, diagnostics.SeverityWarning, f.Severity)
+	_, ok = findingFor(rep, diagnostics.CodeSequence, "sequence", by["roomy_seq"].Sequence)
+	require.False(t, ok)
 }
 
 // A key claimed and never completed is stuck; a completed one and a fresh

@@ -37,6 +37,8 @@ const (
 	CheckTableVacuum       = "table_vacuum"
 	CheckInvalidIndexes    = "invalid_indexes"
 	CheckNotifyQueue       = "notify_queue"
+	CheckConnectionUse     = "connection_pressure"
+	CheckSequenceUse       = "sequence_exhaustion"
 )
 
 // Check is one query of the catalog and everything the console does with
@@ -611,6 +613,37 @@ func init() {
 			round: section(func(r *Round) **NotifyUsage { return &r.Notify }, ignoreRound(pointer(NotifyQueue))),
 			Columns: []Column{
 				floatCol("usage", AsNumber, func(r NotifyUsage) float64 { return r.Usage }),
+			},
+		},
+		{
+			Name: CheckConnectionUse, Title: "Connections by database, user and state", Step: StepEntry,
+			EmptyTitle: "No client connections.",
+			panel:      typed((*Diagnostics).ConnectionPressure),
+			round:      section(func(r *Round) *[]ConnectionGroup { return &r.Connections }, ignoreRound(ConnectionPressure)),
+			Columns: []Column{
+				textCol("database", AsText, func(r ConnectionGroup) string { return r.Database }),
+				textCol("user", AsText, func(r ConnectionGroup) string { return r.User }),
+				textCol("state", AsText, func(r ConnectionGroup) string { return r.State }),
+				intCol("connections", AsCount, func(r ConnectionGroup) int64 { return r.Connections }),
+				intCol("used", AsCount, func(r ConnectionGroup) int64 { return r.Used }),
+				intCol("max_connections", AsCount, func(r ConnectionGroup) int64 { return r.MaxConnections }),
+				intCol("reserved", AsCount, func(r ConnectionGroup) int64 { return r.Reserved }),
+			},
+		},
+		{
+			Name: CheckSequenceUse, Title: "Sequences closest to their limit", Step: StepVerification,
+			EmptyTitle: "No sequences.",
+			panel:      typed((*Diagnostics).SequenceExhaustion),
+			round:      section(func(r *Round) *[]SequenceUse { return &r.Sequences }, ignoreRound(SequenceExhaustion)),
+			Columns: []Column{
+				textCol("sequence", AsCode, func(r SequenceUse) string { return r.Sequence }),
+				textCol("data_type", AsText, func(r SequenceUse) string { return r.DataType }),
+				textCol("table", AsText, func(r SequenceUse) string { return r.Table }),
+				textCol("column", AsText, func(r SequenceUse) string { return r.Column }),
+				textCol("column_type", AsText, func(r SequenceUse) string { return r.ColumnType }),
+				intCol("last_value", AsCount, func(r SequenceUse) int64 { return r.LastValue }),
+				intCol("limit", AsCount, func(r SequenceUse) int64 { return r.Limit }),
+				floatCol("used_fraction", AsPercent, func(r SequenceUse) float64 { return r.UsedFraction }),
 			},
 		},
 	}

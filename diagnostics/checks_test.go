@@ -19,7 +19,7 @@ var rowTypes = map[string]any{
 	CheckReplication: Standby{}, CheckStandbyStatus: StandbyState{}, CheckReplicationSlots: Slot{},
 	CheckArchiver: ArchiverStat{}, CheckStatementsTop: Statement{}, CheckPreparedXacts: PreparedXact{},
 	CheckXminHorizon: XminHolder{}, CheckTableVacuum: TableStat{}, CheckInvalidIndexes: InvalidIndex{},
-	CheckNotifyQueue: NotifyUsage{},
+	CheckNotifyQueue: NotifyUsage{}, CheckConnectionUse: ConnectionGroup{}, CheckSequenceUse: SequenceUse{},
 }
 
 // TestCatalogEntriesAreComplete: every check has a title, a runbook step, a

@@ -158,6 +158,8 @@ var (
 		"Seconds since the start of the last diagnostics round in which every check behind these metrics succeeded (since the console started when none has).")
 	cdRoundTook = gaugeDesc("console_diagnostics_round_duration_seconds",
 		"Wall time of the last diagnostics round.")
+	cdFindings = gaugeDesc("console_diagnostics_findings",
+		"Findings of the last round by code (0 for every code without one).", "code")
 	cdRounds = prometheus.NewDesc("console_diagnostics_rounds_total",
 		"Diagnostics rounds run for scrapes.", nil, nil)
 	cdCheckFailures = prometheus.NewDesc("console_diagnostics_check_failures_total",
@@ -171,7 +173,7 @@ var collectorDescs = []*prometheus.Desc{
 	cdQueueReady, cdQueueScheduled, cdQueueRunning, cdQueueDead, cdQueueDeadRecent, cdQueueExpired,
 	cdQueueOldest, cdQueuePaused, cdQueueWorkers,
 	cdOutboxPending, cdOutboxOldest, cdOutboxInflight, cdOutboxExpired, cdOutboxDead, cdOutboxPaused,
-	cdRoundOK, cdRoundAge, cdRoundTook, cdRounds, cdCheckFailures,
+	cdRoundOK, cdRoundAge, cdRoundTook, cdRounds, cdCheckFailures, cdFindings,
 }
 
 // Describe implements prometheus.Collector.
@@ -219,6 +221,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	gauge(cdRoundTook, took.Seconds())
+	byCode := map[string]int{}
+	for _, f := range Evaluate(r, c.d.Thresholds()) {
+		byCode[f.Code]++
+	}
+	for _, rule := range rules {
+		gauge(cdFindings, float64(byCode[rule.Code]), rule.Code)
+	}
 
 	if known[CheckBlockingTree] {
 		blocked, wait := 0, 0.0

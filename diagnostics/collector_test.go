@@ -143,6 +143,8 @@ func TestCollectorExposesTheRound(t *testing.T) {
 	g.must(t, "console_diagnostics_archiver_failed_total")
 	g.must(t, "console_diagnostics_archiver_failing")
 	g.must(t, "console_diagnostics_round_duration_seconds")
+	require.Equal(t, 1.0, g.must(t, "console_diagnostics_findings", "code", diagnostics.CodeExpiredLeases))
+	require.Equal(t, 0.0, g.must(t, "console_diagnostics_findings", "code", diagnostics.CodeArchiverBacklog), "every code has a series")
 	require.Equal(t, 3.0, g.must(t, "console_pool_max_connections", "pool", "diagnostics"))
 	for name := range g {
 		require.True(t, strings.HasPrefix(name, "console_"), name)

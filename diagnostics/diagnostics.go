@@ -96,7 +96,10 @@ type Diagnostics struct {
 	thresholds Thresholds
 	lastWAL    *WALPoint
 	lastRate   *float64
-	sampler    *Sampler
+	// xminSeen is when a round first saw each xmin holder without an age
+	// of its own (slots, standbys) holding its current xmin.
+	xminSeen map[xminKey]time.Time
+	sampler  *Sampler
 }
 
 // standbyPool is the pool of one standby of Config.StandbyURLs.

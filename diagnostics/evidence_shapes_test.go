@@ -87,7 +87,8 @@ func TestInvalidIndexesSkipIndexesBeingBuilt(t *testing.T) {
 func TestOutboxBacklogAgeCountsRetryBackoff(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.Pool(t, testdb.URL(t))
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
 	_, err := db.Exec(ctx, `INSERT INTO outbox_events (topic, event_type, payload, attempts, available_at, created_at)
 		SELECT 't', 'e', '{}', 5, now() + interval '2 minutes', now() - interval '30 minutes'
 		FROM generate_series(1, 50)`)
@@ -97,6 +98,15 @@ func TestOutboxBacklogAgeCountsRetryBackoff(t *testing.T) {
 	require.EqualValues(t, 0, o.Pending, "none is ready now")
 	require.EqualValues(t, 50, o.PendingLater)
 	require.GreaterOrEqual(t, o.OldestPendingSeconds, 1790.0, "age from created_at")
+
+	// Only backoff events are left, and they are the backlog.
+	d := open(t, url, diagnostics.Config{Thresholds: lowThresholds()})
+	rep, err := d.Findings(ctx)
+	require.NoError(t, err)
+	f := findingsWith(rep, diagnostics.CodeOutboxBacklog)
+	require.Len(t, f, 1, "%v", codes(rep))
+	require.EqualValues(t, 50, f[0].Subject["pending_later"])
+	require.Contains(t, f[0].Evidence, "50 waiting in retry backoff")
 }
 
 // A lazy VACUUM has a snapshot, but the horizon ignores it: it is not
@@ -215,6 +225,17 @@ func TestArchiverBacklogBeforeAnyFailure(t *testing.T) {
 	require.EqualValues(t, 0, a.FailedCount)
 	require.NotNil(t, a.ReadySegments)
 	require.GreaterOrEqual(t, *a.ReadySegments, int64(2))
+
+	th := diagnostics.DefaultThresholds()
+	require.NoError(t, th.SetFlag("archiver.backlog=2"))
+	d := open(t, srv.URL("postgres"), diagnostics.Config{Thresholds: &th})
+	rep, err := d.Findings(ctx)
+	require.NoError(t, err)
+	f := findingsWith(rep, diagnostics.CodeArchiverBacklog)
+	require.Len(t, f, 1, "%v", codes(rep))
+	require.Equal(t, false, f[0].Subject["failing"])
+	require.Equal(t, "/runbook/rb-j", f[0].Runbook)
+	require.Empty(t, findingsWith(rep, diagnostics.CodeArchiverFailing))
 }
 
 // The backlog's age is one probe of outbox_undelivered_created_idx, however

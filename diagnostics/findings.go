@@ -60,13 +60,18 @@ const (
 	CodeReplicationLag    = "replication.lag"
 	CodeSlotRetention     = "replication.slot_retention"
 	CodeSlotInactive      = "replication.slot_inactive"
+	CodeStandbyReceiver   = "replication.receiver_down"
+	CodeReplayPaused      = "replication.replay_paused"
 	CodeWALRateHigh       = "wal.rate_high"
 	CodeArchiverFailing   = "archiver.failing"
+	CodeArchiverBacklog   = "archiver.backlog"
 	CodePreparedXactOld   = "prepared_xact.old"
 	CodeXminHorizon       = "vacuum.xmin_horizon"
 	CodeDeadTuples        = "table.dead_tuples"
 	CodeIndexInvalid      = "index.invalid"
 	CodeNotifyQueueUsage  = "notify.queue_usage"
+	CodeConnections       = "connections.near_max"
+	CodeSequence          = "sequence.exhaustion"
 	CodeWorkersNoneAlive  = "workers.none_alive"
 	CodeUnavailable       = "diagnostics.unavailable"
 )
@@ -89,6 +94,8 @@ type Round struct {
 	Tables      []TableStat
 	Invalid     []InvalidIndex
 	Notify      *NotifyUsage
+	Connections []ConnectionGroup
+	Sequences   []SequenceUse
 	Queues      []QueueStat
 	DeadLetters []DeadLetterGroup
 	Outbox      *OutboxStat
@@ -178,7 +185,17 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 		r.Took = time.Since(start)
 		return r
 	}
-	defer s.end()
+	// The transaction is ended before the round waits for the second WAL
+	// position: it must not hold its locks on application tables (nor its
+	// snapshot) while nothing runs.
+	ended := false
+	endTx := func() {
+		if !ended {
+			ended = true
+			s.end()
+		}
+	}
+	defer endTx()
 
 	st := &roundState{round: &r, version: info.VersionNum, thresholds: t,
 		queueParams: QueueParams{DeadWindow: t.DeadLetterWindow, CountCap: max(DefaultCountCap, t.QueueBacklogReady, t.DeadLetters)}}
@@ -197,8 +214,12 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 		}
 	}
 
+	endTx()
+
 	// The WAL rate: the sampler's, or the previous round's position, or a
-	// second position WALSampleWindow after the first.
+	// second position WALSampleWindow after the first, read outside the
+	// round's transaction.
+	primary := st.walFrom
 	if st.walFrom != nil {
 		walFrom := *st.walFrom
 		rate, ok := d.rateSince(walFrom)
@@ -216,15 +237,29 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 				timer.Stop()
 			}
 			var walTo WALPoint
-			p := s.run(ctx, nil, func(ctx context.Context, db DBTX) (err error) { walTo, err = WALPosition(ctx, db); return })
+			p := probe{Err: ctx.Err()}
+			if ws, err := d.begin(ctx, d.pool, pgx.ReadCommitted); err != nil {
+				p = probeOf(err)
+			} else if p.Err == nil {
+				p = ws.run(ctx, nil, func(ctx context.Context, db DBTX) (err error) { walTo, err = WALPosition(ctx, db); return })
+				ws.end()
+			}
 			if p.Err == nil {
 				rate, ok = WALRate(walFrom, walTo), walTo.SampledAt.After(walFrom.SampledAt)
 				d.rememberWAL(walTo, rate, ok)
+				primary = &walTo
 			}
 		}
 		if ok {
 			r.WALRate = &rate
 		}
+	}
+	xminRead := true
+	for _, u := range r.Unavailable {
+		xminRead = xminRead && u.Check != CheckXminHorizon
+	}
+	if xminRead {
+		d.ageXmin(r.At, r.Xmin)
 	}
 	for i := range r.Slots {
 		if r.WALRate != nil {
@@ -242,10 +277,55 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 			r.Unavailable = append(r.Unavailable, unavailable(res.Name, probe{Err: res.Err, TimedOut: res.TimedOut, LockedBy: res.LockedBy}))
 			continue
 		}
-		r.Standbys = append(r.Standbys, res.Rows...)
+		for _, row := range res.Rows {
+			row.PrimaryLagBytes = primaryLag(primary, row)
+			r.Standbys = append(r.Standbys, row)
+		}
 	}
 	r.Took = time.Since(start)
 	return r
+}
+
+// xminKey identifies a holder of the xmin horizon and the xmin it holds.
+type xminKey struct{ kind, holder, xmin string }
+
+// ageXmin gives the holders that have no transaction age (slots and
+// standby feedback) an age from when a round first saw them hold that
+// xmin, so a standby's long query that stops VACUUM is found by age, not
+// only by XID count. Holders no longer seen are forgotten.
+func (d *Diagnostics) ageXmin(at time.Time, holders []XminHolder) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	seen := make(map[xminKey]time.Time, len(holders))
+	for i, h := range holders {
+		if h.AgeSeconds != nil {
+			continue
+		}
+		k := xminKey{h.Kind, h.Holder, h.Xmin}
+		first, ok := d.xminSeen[k]
+		if !ok {
+			first = at
+		}
+		seen[k] = first
+		age := at.Sub(first).Seconds()
+		holders[i].AgeSeconds = &age
+	}
+	d.xminSeen = seen
+}
+
+// primaryLag is the primary's position minus the standby's replay position,
+// or nil when the round has no primary position or the standby replayed
+// nothing yet.
+func primaryLag(primary *WALPoint, s StandbyState) *int64 {
+	if primary == nil || primary.InRecovery || !s.InRecovery {
+		return nil
+	}
+	replay, err := ParseLSN(s.ReplayLSN)
+	if err != nil {
+		return nil
+	}
+	lag := max(primary.LSNBytes-replay, 0)
+	return &lag
 }
 
 // rateSince returns a WAL rate ending at p: the sampler's when it is fresh,
@@ -341,6 +421,20 @@ func lagText(s *float64) string {
 		return "unknown"
 	}
 	return seconds(*s)
+}
+
+func rateText(bytesPerSecond *float64) string {
+	if bytesPerSecond == nil {
+		return "an unknown rate"
+	}
+	return FormatBytes(*bytesPerSecond) + "/s"
+}
+
+func countText(n *int64) string {
+	if n == nil {
+		return "unknown"
+	}
+	return fmt.Sprint(*n)
 }
 
 func sizeText(n *int64) string {

@@ -2,6 +2,9 @@ package diagnostics
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -65,6 +68,26 @@ type StandbyState struct {
 	// URL names the standby this state was read from (set by Diagnostics,
 	// without credentials).
 	URL string `db:"-" json:"url"`
+	// PrimaryLagBytes is the true lag: the primary's WAL position read in
+	// the same round minus this standby's replay position, counting WAL the
+	// standby has not even received. Nil outside a round or when either
+	// position is unknown (set by Diagnostics).
+	PrimaryLagBytes *int64 `db:"-" json:"primary_lag_bytes"`
+}
+
+// ParseLSN converts a WAL position written as PostgreSQL prints it
+// ("16/B374D848") to bytes.
+func ParseLSN(lsn string) (int64, error) {
+	hi, lo, ok := strings.Cut(lsn, "/")
+	if !ok {
+		return 0, fmt.Errorf("WAL position %q: want two hex numbers separated by /", lsn)
+	}
+	h, err1 := strconv.ParseUint(hi, 16, 32)
+	l, err2 := strconv.ParseUint(lo, 16, 32)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("WAL position %q: want two hex numbers separated by /", lsn)
+	}
+	return int64(h<<32 | l), nil
 }
 
 // Paused reports whether replay is paused or a pause was requested.

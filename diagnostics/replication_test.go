@@ -226,6 +226,12 @@ func TestStandbyReplayPausedLag(t *testing.T) {
 		return p > 0 && s > 0 && paused, fmt.Sprint(codes(rep))
 	})
 	require.GreaterOrEqual(t, first, th.ReplicationLagBytes)
+	rep, err := d.Findings(ctx)
+	require.NoError(t, err)
+	paused := findingsWith(rep, diagnostics.CodeReplayPaused)
+	require.Len(t, paused, 1, "paused replay is a finding of its own: %v", codes(rep))
+	require.Equal(t, "paused", paused[0].Subject["replay_pause_state"])
+	require.Empty(t, findingsWith(rep, diagnostics.CodeStandbyReceiver), "the receiver still streams")
 	eventually(t, 30*time.Second, func() (bool, string) {
 		writeWAL(t, writer, 1<<20)
 		rep, err := d.Findings(ctx)

@@ -21,6 +21,7 @@ const (
 	ActionRelayResume        = "relay.resume"
 	ActionRelayThrottle      = "relay.throttle"
 	ActionOutboxRequeue      = "outbox.requeue"
+	ActionPreparedRollback   = "prepared_xact.rollback"
 )
 
 // Rule turns the evidence of a round into the findings of one code. A
@@ -32,6 +33,10 @@ type Rule struct {
 	// constant); empty for CodeUnavailable, whose findings link to the step
 	// of the check that failed.
 	Runbook string
+	// AlsoRunbooks are the other pages some of its findings link to
+	// instead (a prepared transaction blocking others links to the
+	// prepared-transaction runbook, not the blocking step).
+	AlsoRunbooks []string
 	// Actions are every action its findings may suggest, in the order they
 	// are offered.
 	Actions []string
@@ -49,7 +54,8 @@ type Rule struct {
 // severity are listed.
 var rules = []Rule{
 	{Code: CodeUnavailable, eval: unavailableFindings},
-	{Code: CodeRootBlocker, Runbook: StepBlocking, Actions: []string{ActionBackendCancel, ActionBackendTerminate}, eval: rootBlockerFindings},
+	{Code: CodeRootBlocker, Runbook: StepBlocking, AlsoRunbooks: []string{RunbookPreparedXact},
+		Actions: []string{ActionBackendCancel, ActionBackendTerminate, ActionPreparedRollback}, eval: rootBlockerFindings},
 	{Code: CodeIdleInTransaction, Runbook: RunbookPoolWait, Actions: []string{ActionBackendTerminate}, eval: idleInTransactionFindings},
 	{Code: CodeLongRunning, Runbook: StepActivity, Actions: []string{ActionBackendCancel, ActionBackendTerminate}, eval: longRunningFindings},
 	{Code: CodeQueuePaused, Runbook: StepQueues, Actions: []string{ActionQueueResume}, perQueue: queuePausedFinding},
@@ -60,15 +66,20 @@ var rules = []Rule{
 	{Code: CodeOutboxBacklog, Runbook: RunbookOutboxLag, Actions: []string{ActionRelayThrottle, ActionRelayResume}, eval: outboxBacklogFindings},
 	{Code: CodeOutboxDead, Runbook: StepOutbox, Actions: []string{ActionOutboxRequeue}, eval: outboxDeadFindings},
 	{Code: CodeReplicationLag, Runbook: RunbookReplication, eval: replicationLagFindings},
+	{Code: CodeStandbyReceiver, Runbook: RunbookReplication, eval: standbyReceiverFindings},
+	{Code: CodeReplayPaused, Runbook: RunbookReplication, eval: replayPausedFindings},
 	{Code: CodeSlotRetention, Runbook: RunbookSlotRetention, perSlot: slotRetentionFinding},
 	{Code: CodeSlotInactive, Runbook: RunbookSlotRetention, perSlot: slotInactiveFinding},
 	{Code: CodeWALRateHigh, Runbook: RunbookWALStorm, Actions: []string{ActionQueueThrottle}, eval: walRateFindings},
 	{Code: CodeArchiverFailing, Runbook: RunbookReplication, eval: archiverFindings},
+	{Code: CodeArchiverBacklog, Runbook: RunbookReplication, eval: archiverBacklogFindings},
 	{Code: CodePreparedXactOld, Runbook: RunbookPreparedXact, eval: preparedXactFindings},
 	{Code: CodeXminHorizon, Runbook: StepVerification, Actions: []string{ActionBackendTerminate}, eval: xminHorizonFindings},
 	{Code: CodeDeadTuples, Runbook: StepVerification, eval: deadTuplesFindings},
 	{Code: CodeIndexInvalid, Runbook: StepVerification, eval: invalidIndexFindings},
 	{Code: CodeNotifyQueueUsage, Runbook: RunbookNotify, eval: notifyQueueFindings},
+	{Code: CodeConnections, Runbook: RunbookPoolWait, eval: connectionFindings},
+	{Code: CodeSequence, Runbook: StepVerification, eval: sequenceFindings},
 }
 
 // Rules lists the rule of every finding code, in listing order. The slice
@@ -177,6 +188,10 @@ func rootBlockerFindings(r Round, t Thresholds) []Finding {
 		if !n.IsRoot || n.BlockedCount == 0 || n.MaxWaitSeconds < t.RootBlockerWait.Seconds() {
 			continue
 		}
+		if n.IsPrepared() {
+			out = append(out, preparedRootFinding(n))
+			continue
+		}
 		subj := map[string]any{"pid": n.PID, "blocked_count": n.BlockedCount, "wait_seconds": round1(n.MaxWaitSeconds),
 			"state": n.State, "application_name": n.ApplicationName, "xact_age_seconds": round1(n.XactAgeSeconds)}
 		if n.JobID != nil {
@@ -194,6 +209,26 @@ func rootBlockerFindings(r Round, t Thresholds) []Finding {
 			Actions: actions})
 	}
 	return out
+}
+
+// preparedRootFinding: a prepared transaction at the root of the tree. No
+// process holds its locks, so there is nothing to cancel or terminate: only
+// COMMIT PREPARED or ROLLBACK PREPARED by gid releases them, and the
+// finding links the prepared-transaction runbook.
+func preparedRootFinding(n BlockingNode) Finding {
+	subj := map[string]any{"gid": n.GID, "blocked_count": n.BlockedCount, "wait_seconds": round1(n.MaxWaitSeconds),
+		"owner": n.Owner, "database": n.Database, "age_seconds": round1(n.XactAgeSeconds)}
+	if n.PreparedAt != nil {
+		subj["prepared_at"] = n.PreparedAt.UTC()
+	}
+	return Finding{Severity: SeverityCritical,
+		Title:   fmt.Sprintf("Prepared transaction %q blocks %d %s", n.GID, n.BlockedCount, plural(n.BlockedCount, "backend", "backends")),
+		Subject: subj,
+		Evidence: fmt.Sprintf("%s: prepared transaction %q (prepared at %s by %s in %s, %s old) holds locks %d %s wait for; the longest has waited %s; no process holds it, only COMMIT/ROLLBACK PREPARED releases it",
+			CheckBlockingTree, n.GID, timeText(n.PreparedAt), n.Owner, n.Database, seconds(n.XactAgeSeconds), n.BlockedCount,
+			plural(n.BlockedCount, "backend", "backends"), seconds(n.MaxWaitSeconds)),
+		Runbook: RunbookURL(RunbookPreparedXact),
+		Actions: []string{ActionPreparedRollback}}
 }
 
 // idleInTransaction reports whether a session counts as idle in
@@ -220,8 +255,10 @@ func idleInTransactionFindings(r Round, t Thresholds) []Finding {
 	return out
 }
 
-// longRunningFindings: a client transaction open for LongRunningTx, unless
-// it is idle in transaction (that finding says more).
+// longRunningFindings: a client transaction open for LongRunningTx, whether
+// it runs a statement or pauses between two, unless it has been idle long
+// enough for tx.idle_in_transaction (that finding says more, and a session
+// is reported once for its open transaction).
 func longRunningFindings(r Round, t Thresholds) []Finding {
 	idle := map[int32]bool{}
 	for _, it := range r.IdleTx {
@@ -231,8 +268,7 @@ func longRunningFindings(r Round, t Thresholds) []Finding {
 	}
 	var out []Finding
 	for _, b := range r.Activity {
-		if b.BackendType != "client backend" || b.XactStart == nil || idle[b.PID] ||
-			strings.HasPrefix(b.State, "idle in transaction") || b.XactAgeSeconds < t.LongRunningTx.Seconds() {
+		if b.BackendType != "client backend" || b.XactStart == nil || idle[b.PID] || b.XactAgeSeconds < t.LongRunningTx.Seconds() {
 			continue
 		}
 		out = append(out, Finding{Severity: SeverityWarning,
@@ -331,15 +367,20 @@ func workersNoneAliveFinding(r Round, t Thresholds, q QueueStat) (Finding, bool)
 			CheckWorkers, q.Queue, t.WorkerHeartbeat, len(r.Workers), q.Ready)}, true
 }
 
-// outboxBacklogFindings: the oldest pending event waited OutboxBacklogAge,
-// or OutboxBacklogPending events are pending. A paused relay is resumed,
+// outboxBacklogFindings: the oldest undelivered event (ready now or waiting
+// in retry backoff) was created OutboxBacklogAge ago, or
+// OutboxBacklogPending events are undelivered. A paused relay is resumed,
 // not throttled.
 func outboxBacklogFindings(r Round, t Thresholds) []Finding {
 	o := r.Outbox
-	if o == nil || o.Pending <= 0 {
+	if o == nil {
 		return nil
 	}
-	if o.OldestPendingSeconds < t.OutboxBacklogAge.Seconds() && (t.OutboxBacklogPending <= 0 || o.Pending < t.OutboxBacklogPending) {
+	undelivered := o.Pending + o.PendingLater
+	if undelivered <= 0 {
+		return nil
+	}
+	if o.OldestPendingSeconds < t.OutboxBacklogAge.Seconds() && (t.OutboxBacklogPending <= 0 || undelivered < t.OutboxBacklogPending) {
 		return nil
 	}
 	actions := []string{ActionRelayThrottle}
@@ -347,10 +388,10 @@ func outboxBacklogFindings(r Round, t Thresholds) []Finding {
 		actions = []string{ActionRelayResume}
 	}
 	return []Finding{{Severity: SeverityWarning,
-		Title:   fmt.Sprintf("Outbox: %d pending, oldest %s", o.Pending, seconds(o.OldestPendingSeconds)),
-		Subject: map[string]any{"pending": o.Pending, "oldest_pending_seconds": round1(o.OldestPendingSeconds), "relay_paused": o.RelayPaused},
-		Evidence: fmt.Sprintf("%s: %d pending events, the oldest available for %s; %d in flight (%d expired leases); relay paused: %t",
-			CheckOutboxHealth, o.Pending, seconds(o.OldestPendingSeconds), o.Inflight, o.ExpiredLeases, o.RelayPaused),
+		Title:   fmt.Sprintf("Outbox: %d undelivered, oldest %s", undelivered, seconds(o.OldestPendingSeconds)),
+		Subject: map[string]any{"pending": o.Pending, "pending_later": o.PendingLater, "oldest_pending_seconds": round1(o.OldestPendingSeconds), "relay_paused": o.RelayPaused},
+		Evidence: fmt.Sprintf("%s: %d events ready and %d waiting in retry backoff, the oldest created %s ago; %d in flight (%d expired leases); relay paused: %t",
+			CheckOutboxHealth, o.Pending, o.PendingLater, seconds(o.OldestPendingSeconds), o.Inflight, o.ExpiredLeases, o.RelayPaused),
 		Actions: actions}}
 }
 
@@ -391,28 +432,78 @@ func replicationLagFindings(r Round, t Thresholds) []Finding {
 				FormatBytes(float64(s.ReplayLagBytes)), lagText(s.ReplayLagSeconds))})
 	}
 	for _, s := range r.Standbys {
-		if !s.InRecovery || !behind(s.ReplayLagBytes, s.ReplayDelaySeconds) {
+		lag, title := s.ReplayLagBytes, "Standby %s has received %s it has not replayed"
+		if s.PrimaryLagBytes != nil {
+			lag, title = *s.PrimaryLagBytes, "Standby %s replays %s behind the primary"
+		}
+		if !s.InRecovery || !behind(lag, s.ReplayDelaySeconds) {
 			continue
 		}
 		out = append(out, Finding{Severity: SeverityWarning,
-			Title:   fmt.Sprintf("Standby %s has received %s it has not replayed", s.URL, FormatBytes(float64(s.ReplayLagBytes))),
-			Subject: map[string]any{"application_name": "standby " + s.URL, "standby": s.URL, "replay_lag_bytes": s.ReplayLagBytes, "replay_lag_seconds": round1(s.ReplayDelaySeconds), "paused": s.Paused()},
-			Evidence: fmt.Sprintf("%s on %s: received %s, replayed %s (%s behind), last replayed commit %s; replay %s; receiver %s",
-				CheckStandbyStatus, s.URL, s.ReceiveLSN, s.ReplayLSN, FormatBytes(float64(s.ReplayLagBytes)), timeText(s.LastReplayAt), nonEmpty(s.ReplayPauseState, "?"), nonEmpty(s.ReceiverStatus, "not running"))})
+			Title:   fmt.Sprintf(title, s.URL, FormatBytes(float64(lag))),
+			Subject: map[string]any{"application_name": "standby " + s.URL, "standby": s.URL, "replay_lag_bytes": lag, "received_not_replayed_bytes": s.ReplayLagBytes, "replay_lag_seconds": round1(s.ReplayDelaySeconds), "paused": s.Paused()},
+			Evidence: fmt.Sprintf("%s on %s: %s behind the primary's position of this round; received %s, replayed %s (%s received and not replayed), last replayed commit %s; replay %s; receiver %s",
+				CheckStandbyStatus, s.URL, sizeText(s.PrimaryLagBytes), s.ReceiveLSN, s.ReplayLSN, FormatBytes(float64(s.ReplayLagBytes)), timeText(s.LastReplayAt), nonEmpty(s.ReplayPauseState, "?"), nonEmpty(s.ReceiverStatus, "not running"))})
 	}
 	return out
 }
 
-// slotRetentionFinding: a slot keeps SlotRetentionBytes of WAL, or its WAL
-// is already unreserved or lost; critical when lost or when it runs out
-// within the hour.
-func slotRetentionFinding(_ Round, t Thresholds, s Slot) (Finding, bool) {
-	lost := s.WALStatus == "unreserved" || s.WALStatus == "lost"
-	if s.RetainedBytes < t.SlotRetentionBytes && !lost {
+// standbyReceiverFindings: a standby whose WAL receiver is not streaming
+// (stopped, restarting or waiting): it falls further behind with every
+// write on the primary.
+func standbyReceiverFindings(r Round, _ Thresholds) []Finding {
+	var out []Finding
+	for _, s := range r.Standbys {
+		if !s.InRecovery || s.ReceiverStatus == "streaming" {
+			continue
+		}
+		subj := map[string]any{"standby": s.URL, "receiver_status": nonEmpty(s.ReceiverStatus, "not running")}
+		if s.PrimaryLagBytes != nil {
+			subj["replay_lag_bytes"] = *s.PrimaryLagBytes
+		}
+		out = append(out, Finding{Severity: SeverityCritical,
+			Title:   fmt.Sprintf("Standby %s is not streaming WAL (receiver %s)", s.URL, nonEmpty(s.ReceiverStatus, "not running")),
+			Subject: subj,
+			Evidence: fmt.Sprintf("%s on %s: pg_stat_wal_receiver status %s (sender %s:%d, slot %q, last message %s); received %s, replayed %s, %s behind the primary",
+				CheckStandbyStatus, s.URL, nonEmpty(s.ReceiverStatus, "none: no WAL receiver runs"), nonEmpty(s.SenderHost, "?"), s.SenderPort, s.SlotName,
+				timeText(s.LastMsgReceiptTime), nonEmpty(s.ReceiveLSN, "nothing"), nonEmpty(s.ReplayLSN, "nothing"), sizeText(s.PrimaryLagBytes))})
+	}
+	return out
+}
+
+// replayPausedFindings: replay on a standby is paused (or a pause was
+// requested): queries there see older and older data, whatever its lag.
+func replayPausedFindings(r Round, _ Thresholds) []Finding {
+	var out []Finding
+	for _, s := range r.Standbys {
+		if !s.InRecovery || !s.Paused() {
+			continue
+		}
+		out = append(out, Finding{Severity: SeverityWarning,
+			Title:   fmt.Sprintf("Replay is paused on standby %s", s.URL),
+			Subject: map[string]any{"standby": s.URL, "replay_pause_state": s.ReplayPauseState},
+			Evidence: fmt.Sprintf("%s on %s: pg_get_wal_replay_pause_state() = %s; last replayed commit %s; pg_wal_replay_resume() on the standby resumes it",
+				CheckStandbyStatus, s.URL, s.ReplayPauseState, timeText(s.LastReplayAt))})
+	}
+	return out
+}
+
+// slotRetentionFinding: a slot keeps SlotRetentionBytes of WAL, or it is
+// near its end whatever it retains: max_slot_wal_keep_size invalidates it
+// within SlotExhaustion at the current WAL rate, or its wal_status is
+// extended or unreserved with less than SlotRetentionBytes of safe_wal_size
+// left, or it is lost already. Critical when lost, unreserved or near by
+// time. With max_slot_wal_keep_size = -1 only the WAL disk bounds the slot:
+// the evidence gives the size of pg_wal and the rate it grows at.
+func slotRetentionFinding(r Round, t Thresholds, s Slot) (Finding, bool) {
+	lost := s.WALStatus == "lost" || s.InvalidationReason != ""
+	soon := s.SecondsToExhaustion != nil && t.SlotExhaustion > 0 && *s.SecondsToExhaustion < t.SlotExhaustion.Seconds()
+	thin := (s.WALStatus == "extended" || s.WALStatus == "unreserved") && s.SafeWALSize != nil && *s.SafeWALSize < t.SlotRetentionBytes
+	if s.RetainedBytes < t.SlotRetentionBytes && !lost && !soon && !thin {
 		return Finding{}, false
 	}
 	sev := SeverityWarning
-	if lost || (s.SecondsToExhaustion != nil && *s.SecondsToExhaustion < 3600) {
+	if lost || soon || s.WALStatus == "unreserved" {
 		sev = SeverityCritical
 	}
 	subj := map[string]any{"slot_name": s.SlotName, "retained_bytes": s.RetainedBytes, "wal_status": s.WALStatus, "active": s.Active, "slot_type": s.SlotType}
@@ -422,12 +513,35 @@ func slotRetentionFinding(_ Round, t Thresholds, s Slot) (Finding, bool) {
 	if s.SecondsToExhaustion != nil {
 		subj["seconds_to_exhaustion"] = round1(*s.SecondsToExhaustion)
 	}
+	if s.InvalidationReason != "" {
+		subj["invalidation_reason"] = s.InvalidationReason
+	}
+	if s.InactiveSince != nil {
+		subj["inactive_since"] = s.InactiveSince.UTC()
+	}
+	if s.PGWALBytes != nil {
+		subj["pg_wal_bytes"] = *s.PGWALBytes
+	}
+	title := fmt.Sprintf("Slot %s retains %s of WAL", s.SlotName, FormatBytes(float64(s.RetainedBytes)))
+	switch {
+	case lost:
+		title = fmt.Sprintf("Slot %s is invalidated (%s)", s.SlotName, nonEmpty(s.InvalidationReason, s.WALStatus))
+	case soon:
+		title = fmt.Sprintf("Slot %s will be invalidated in %s", s.SlotName, seconds(*s.SecondsToExhaustion))
+	case thin:
+		title = fmt.Sprintf("Slot %s has %s of WAL left before it is invalidated", s.SlotName, sizeText(s.SafeWALSize))
+	}
+	limit := fmt.Sprintf("safe_wal_size %s; time to exhaustion %s", sizeText(s.SafeWALSize), lagText(s.SecondsToExhaustion))
+	if s.MaxSlotWALKeepBytes < 0 {
+		limit = fmt.Sprintf("max_slot_wal_keep_size is unlimited, so only the WAL disk bounds it: pg_wal is %s and grows at %s",
+			sizeText(s.PGWALBytes), rateText(r.WALRate))
+	}
 	return Finding{Severity: sev,
-		Title:   fmt.Sprintf("Slot %s retains %s of WAL", s.SlotName, FormatBytes(float64(s.RetainedBytes))),
+		Title:   title,
 		Subject: subj,
-		Evidence: fmt.Sprintf("%s: %s (%s, %s) restart_lsn %s keeps %s; wal_status %s; safe_wal_size %s; time to exhaustion %s",
-			CheckReplicationSlots, s.SlotName, s.SlotType, activeText(s.Active), deref(s.RestartLSN), FormatBytes(float64(s.RetainedBytes)), nonEmpty(s.WALStatus, "?"),
-			sizeText(s.SafeWALSize), lagText(s.SecondsToExhaustion))}, true
+		Evidence: fmt.Sprintf("%s: %s (%s, %s since %s) restart_lsn %s keeps %s; wal_status %s; invalidation_reason %s; %s",
+			CheckReplicationSlots, s.SlotName, s.SlotType, activeText(s.Active), timeText(s.InactiveSince), deref(s.RestartLSN), FormatBytes(float64(s.RetainedBytes)),
+			nonEmpty(s.WALStatus, "?"), nonEmpty(s.InvalidationReason, "none"), limit)}, true
 }
 
 // slotInactiveFinding: a slot with no consumer, inactive for SlotInactive
@@ -471,6 +585,23 @@ func archiverFindings(r Round, _ Thresholds) []Finding {
 		Subject: map[string]any{"last_failed_wal": a.LastFailedWAL, "failed_count": a.FailedCount},
 		Evidence: fmt.Sprintf("%s: last failure %s at %s, last success %s at %s; %d failures",
 			CheckArchiver, a.LastFailedWAL, timeText(a.LastFailedTime), nonEmpty(a.LastArchivedWAL, "none"), timeText(a.LastArchivedTime), a.FailedCount)}}
+}
+
+// archiverBacklogFindings: ArchiverBacklog WAL segments wait to be
+// archived, whether or not a failure was recorded (an archive command that
+// hangs fails nothing). Those segments stay in pg_wal until archived.
+func archiverBacklogFindings(r Round, t Thresholds) []Finding {
+	a := r.Archiver
+	if a == nil || t.ArchiverBacklog <= 0 || a.Backlog() < t.ArchiverBacklog {
+		return nil
+	}
+	subj := map[string]any{"segments": a.Backlog(), "last_archived_wal": a.LastArchivedWAL, "failing": a.Failing}
+	return []Finding{{Severity: SeverityWarning,
+		Title:   fmt.Sprintf("%d WAL segments wait to be archived", a.Backlog()),
+		Subject: subj,
+		Evidence: fmt.Sprintf("%s: %s segments ready (.ready files), %s behind the last archived %s (at %s); %d failures, last %s at %s",
+			CheckArchiver, countText(a.ReadySegments), countText(a.SegmentsBehind), nonEmpty(a.LastArchivedWAL, "none"), timeText(a.LastArchivedTime),
+			a.FailedCount, nonEmpty(a.LastFailedWAL, "none"), timeText(a.LastFailedTime))}}
 }
 
 // preparedXactFindings: a prepared transaction older than PreparedXactAge.
@@ -561,4 +692,62 @@ func notifyQueueFindings(r Round, t Thresholds) []Finding {
 		Title:    fmt.Sprintf("NOTIFY queue %.0f%% full", n.Usage*100),
 		Subject:  map[string]any{"fraction": n.Usage},
 		Evidence: fmt.Sprintf("%s: pg_notification_queue_usage() = %.3f; a listener in a long transaction stops the queue from draining", CheckNotifyQueue, n.Usage)}}
+}
+
+// connectionFindings: Connections of the slots ordinary roles may use are
+// taken; the subject names the largest group by database, user and state.
+// Critical from 95%.
+func connectionFindings(r Round, t Thresholds) []Finding {
+	if len(r.Connections) == 0 || t.Connections <= 0 {
+		return nil
+	}
+	g := r.Connections[0]
+	avail := g.Available()
+	if avail <= 0 || float64(g.Used) < t.Connections*float64(avail) {
+		return nil
+	}
+	frac := float64(g.Used) / float64(avail)
+	sev := SeverityWarning
+	if frac >= 0.95 {
+		sev = SeverityCritical
+	}
+	var top []string
+	for i, c := range r.Connections {
+		if i == 3 {
+			break
+		}
+		top = append(top, fmt.Sprintf("%d %s as %s in %s", c.Connections, c.State, c.User, c.Database))
+	}
+	return []Finding{{Severity: sev,
+		Title: fmt.Sprintf("%d of %d connection slots used", g.Used, avail),
+		Subject: map[string]any{"used": g.Used, "available": avail, "max_connections": g.MaxConnections, "reserved": g.Reserved,
+			"fraction": round3(frac), "database": g.Database, "user": g.User, "state": g.State, "connections": g.Connections},
+		Evidence: fmt.Sprintf("%s: %d backends take slots of %d (max_connections %d less %d reserved); largest groups: %s",
+			CheckConnectionUse, g.Used, avail, g.MaxConnections, g.Reserved, strings.Join(top, "; "))}}
+}
+
+// sequenceFindings: a sequence has used Sequence of its range; critical from
+// 95%. The subject names the column it feeds, whose type may be the limit.
+func sequenceFindings(r Round, t Thresholds) []Finding {
+	var out []Finding
+	for _, s := range r.Sequences {
+		if t.Sequence <= 0 || s.UsedFraction < t.Sequence {
+			continue
+		}
+		sev := SeverityWarning
+		if s.UsedFraction >= 0.95 {
+			sev = SeverityCritical
+		}
+		feeds := "no column"
+		if s.Column != "" {
+			feeds = fmt.Sprintf("%s.%s (%s)", s.Table, s.Column, s.ColumnType)
+		}
+		out = append(out, Finding{Severity: sev,
+			Title: fmt.Sprintf("Sequence %s has used %.0f%% of its range", s.Sequence, s.UsedFraction*100),
+			Subject: map[string]any{"sequence": s.Sequence, "table": s.Table, "column": s.Column, "column_type": s.ColumnType,
+				"last_value": s.LastValue, "limit": s.Limit, "fraction": round3(s.UsedFraction)},
+			Evidence: fmt.Sprintf("%s: %s (%s) is at %d of %d and feeds %s; inserts fail when it reaches the limit",
+				CheckSequenceUse, s.Sequence, s.DataType, s.LastValue, s.Limit, feeds)})
+	}
+	return out
 }

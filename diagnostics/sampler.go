@@ -140,27 +140,23 @@ func (s *Sampler) Stop() {
 }
 
 // SampleNow takes one sample and adds it to the ring; queries share one
-// read-only transaction, each bounded by the Diagnostics timeouts.
+// read-only transaction, each bounded by the Diagnostics timeouts and all
+// together by Config.Budget.
 func (s *Sampler) SampleNow(ctx context.Context) Sample {
 	d := s.d
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Budget)
+	defer cancel()
 	smp := Sample{At: time.Now().UTC()}
-	v := d.version(ctx)
-	sess, err := d.begin(ctx, d.pool, pgx.RepeatableRead)
+	// A server whose version is unknown or unsupported is not sampled: the
+	// queries' variants would be a guess.
+	info, err := d.ServerInfo(ctx)
+	v := info.VersionNum
 	if err == nil {
-		st := &sampleState{sample: &smp, version: v, thresholds: d.Thresholds()}
-		for _, c := range checks {
-			if c.sample == nil {
-				continue
-			}
-			if ctx.Err() != nil {
-				break
-			}
-			if _, err := fileFor(c.Name, v); err != nil {
-				continue // the server is too old for it
-			}
-			sess.run(ctx, nil, func(ctx context.Context, db DBTX) error { return c.sample(ctx, db, st) })
+		var sess *session
+		sess, err = d.begin(ctx, d.pool, pgx.RepeatableRead)
+		if err == nil {
+			d.sampleChecks(ctx, sess, &smp, v)
 		}
-		sess.end()
 	}
 	s.mu.Lock()
 	s.ring[s.next] = smp
@@ -173,6 +169,25 @@ func (s *Sampler) SampleNow(ctx context.Context) Sample {
 		_ = s.cfg.OnSampleFunc(ctx, smp) // the recorder keeps its own status
 	}
 	return smp
+}
+
+// sampleChecks runs every sampled check of the catalog in sess, then ends
+// it.
+func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Sample, v int) {
+	defer sess.end()
+	st := &sampleState{sample: smp, version: v, thresholds: d.Thresholds()}
+	for _, c := range checks {
+		if c.sample == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if _, err := fileFor(c.Name, v); err != nil {
+			continue // the server is too old for it
+		}
+		sess.run(ctx, nil, func(ctx context.Context, db DBTX) error { return c.sample(ctx, db, st) })
+	}
 }
 
 // Samples returns the ring's samples, oldest first.

@@ -46,6 +46,10 @@ type Thresholds struct {
 	// SlotRetentionBytes: replication.slot_retention when a slot keeps this
 	// much WAL (or its wal_status is unreserved or lost).
 	SlotRetentionBytes int64
+	// SlotExhaustion: replication.slot_retention, whatever the slot
+	// retains, when max_slot_wal_keep_size invalidates it within this time
+	// at the current WAL rate.
+	SlotExhaustion time.Duration
 	// SlotInactive: replication.slot_inactive for a slot with no consumer,
 	// once inactive this long (measurable on PostgreSQL 17+; earlier, any
 	// inactive slot).
@@ -53,6 +57,9 @@ type Thresholds struct {
 	// WALRate: wal.rate_high when WAL is generated faster than this, in
 	// bytes per second.
 	WALRate float64
+	// ArchiverBacklog: archiver.backlog when this many WAL segments wait
+	// to be archived.
+	ArchiverBacklog int64
 	// PreparedXactAge: prepared_xact.old when a prepared transaction is this
 	// old.
 	PreparedXactAge time.Duration
@@ -65,6 +72,13 @@ type Thresholds struct {
 	// NotifyQueueUsage: notify.queue_usage when the NOTIFY queue is this
 	// full (0 to 1).
 	NotifyQueueUsage float64
+	// Connections: connections.near_max when this fraction of the slots
+	// ordinary roles may use (max_connections less the reserved ones) is
+	// taken.
+	Connections float64
+	// Sequence: sequence.exhaustion when a sequence has used this fraction
+	// of its range (the smaller of its own limit and its column's).
+	Sequence float64
 	// WorkerHeartbeat: a worker is alive when it heartbeated this recently;
 	// workers.none_alive when a queue with ready jobs has no live worker.
 	WorkerHeartbeat time.Duration
@@ -87,14 +101,18 @@ func DefaultThresholds() Thresholds {
 		ReplicationLagBytes:  64 << 20,
 		ReplicationLagTime:   60 * time.Second,
 		SlotRetentionBytes:   1 << 30,
+		SlotExhaustion:       time.Hour,
 		SlotInactive:         0,
 		WALRate:              100 << 20,
+		ArchiverBacklog:      16,
 		PreparedXactAge:      5 * time.Minute,
 		XminHorizonAge:       30 * time.Minute,
 		XminHorizonXIDs:      50_000_000,
 		DeadTuples:           100_000,
 		NotifyQueueUsage:     0.5,
 		WorkerHeartbeat:      60 * time.Second,
+		Connections:          0.8,
+		Sequence:             0.75,
 	}
 }
 
@@ -141,13 +159,16 @@ var thresholdSettings = map[string][]thresholdSetting{
 	CodeOutboxBacklog:     {durSetting(func(t *Thresholds) *time.Duration { return &t.OutboxBacklogAge }), countSetting(func(t *Thresholds) *int64 { return &t.OutboxBacklogPending })},
 	CodeOutboxDead:        {countSetting(func(t *Thresholds) *int64 { return &t.OutboxDead })},
 	CodeReplicationLag:    {sizeSetting(func(t *Thresholds) *int64 { return &t.ReplicationLagBytes }), durSetting(func(t *Thresholds) *time.Duration { return &t.ReplicationLagTime })},
-	CodeSlotRetention:     {sizeSetting(func(t *Thresholds) *int64 { return &t.SlotRetentionBytes })},
+	CodeSlotRetention:     {sizeSetting(func(t *Thresholds) *int64 { return &t.SlotRetentionBytes }), durSetting(func(t *Thresholds) *time.Duration { return &t.SlotExhaustion })},
 	CodeSlotInactive:      {durSetting(func(t *Thresholds) *time.Duration { return &t.SlotInactive })},
 	CodeWALRateHigh:       {{kind: kindRate, flt: func(t *Thresholds) *float64 { return &t.WALRate }}},
+	CodeArchiverBacklog:   {countSetting(func(t *Thresholds) *int64 { return &t.ArchiverBacklog })},
 	CodePreparedXactOld:   {durSetting(func(t *Thresholds) *time.Duration { return &t.PreparedXactAge })},
 	CodeXminHorizon:       {durSetting(func(t *Thresholds) *time.Duration { return &t.XminHorizonAge }), countSetting(func(t *Thresholds) *int64 { return &t.XminHorizonXIDs })},
 	CodeDeadTuples:        {countSetting(func(t *Thresholds) *int64 { return &t.DeadTuples })},
 	CodeNotifyQueueUsage:  {{kind: kindFraction, flt: func(t *Thresholds) *float64 { return &t.NotifyQueueUsage }}},
+	CodeConnections:       {{kind: kindFraction, flt: func(t *Thresholds) *float64 { return &t.Connections }}},
+	CodeSequence:          {{kind: kindFraction, flt: func(t *Thresholds) *float64 { return &t.Sequence }}},
 	CodeWorkersNoneAlive:  {durSetting(func(t *Thresholds) *time.Duration { return &t.WorkerHeartbeat })},
 }
 

@@ -1,12 +1,14 @@
 package diagnostics_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/testdb"
 )
 
 func TestThresholdsSet(t *testing.T) {
@@ -61,4 +63,28 @@ func TestJobIDFromApplicationName(t *testing.T) {
 	require.Nil(t, diagnostics.JobIDFromApplicationName("console-worker"))
 	require.Nil(t, diagnostics.JobIDFromApplicationName("console-worker job=abc"))
 	require.Nil(t, diagnostics.JobIDFromApplicationName("psql job=5"))
+}
+
+// A server older than 14, or one whose version could not be read, is
+// refused with one line that says which; this server is supported.
+func TestServerVersionRefusal(t *testing.T) {
+	old := diagnostics.Server{VersionNum: 130011, Version: "13.11"}
+	err := old.Supported()
+	require.ErrorIs(t, err, diagnostics.ErrUnsupportedServer)
+	require.Contains(t, err.Error(), "PostgreSQL 13.11")
+	require.Contains(t, err.Error(), "older than 14")
+	require.NotContains(t, err.Error(), "\n")
+
+	unread := diagnostics.Server{}
+	err = unread.Supported()
+	require.ErrorIs(t, err, diagnostics.ErrUnsupportedServer)
+	require.Contains(t, err.Error(), "did not report its version")
+
+	require.NoError(t, diagnostics.Server{VersionNum: 140000}.Supported())
+
+	ctx := context.Background()
+	db := testdb.Pool(t, testdb.URL(t))
+	info, err := diagnostics.ServerInfo(ctx, db)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, info.VersionNum, diagnostics.MinVersionNum)
 }

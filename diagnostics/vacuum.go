@@ -41,7 +41,9 @@ type XminHolder struct {
 	Xmin     string `db:"xmin" json:"xmin"`
 	XIDAge   int32  `db:"xid_age" json:"xid_age"`
 	// AgeSeconds is the age of the transaction (backends, prepared
-	// transactions); nil for slots and standbys.
+	// transactions). For slots and standbys, which have none, a findings
+	// round sets it to how long the console has seen the holder hold this
+	// xmin; nil outside a round.
 	AgeSeconds *float64 `db:"age_seconds" json:"age_seconds"`
 	Detail     string   `db:"detail" json:"detail"`
 }

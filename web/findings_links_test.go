@@ -22,9 +22,11 @@ func TestFindingLinksResolve(t *testing.T) {
 			require.Empty(t, page, "a failed check links to its own step")
 			page = diagnostics.StepActivity
 		}
-		_, isStep := runbookStepBySlug(page)
-		_, isTarget := runbookTargetBySlug(page)
-		require.True(t, isStep || isTarget, "%s links to %q, which is no runbook page", r.Code, page)
+		for _, page := range append([]string{page}, r.AlsoRunbooks...) {
+			_, isStep := runbookStepBySlug(page)
+			_, isTarget := runbookTargetBySlug(page)
+			require.True(t, isStep || isTarget, "%s links to %q, which is no runbook page", r.Code, page)
+		}
 		for _, a := range r.Actions {
 			_, ok := actions.Lookup(a)
 			require.True(t, ok, "%s may suggest %q, which is no registered action", r.Code, a)

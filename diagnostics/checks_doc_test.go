@@ -1,0 +1,86 @@
+package diagnostics
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+var updateDoc = flag.Bool("update-checks-doc", false, "rewrite docs/checks.md from the catalog")
+
+// checksDoc renders the catalog of checks, the finding rules with their
+// default thresholds, and the runbook pages they link to.
+func checksDoc() string {
+	var b strings.Builder
+	b.WriteString("# Checks, findings and thresholds\n\n")
+	b.WriteString("Generated from the diagnostics catalog and rules; `go test ./diagnostics -run TestChecksDoc -update-checks-doc` rewrites it, and the test fails when it is out of date.\n\n")
+	b.WriteString("## Checks\n\nEach check is one read-only query, served at `/panels/<name>` and read by findings rounds.\n\n")
+	b.WriteString("| Check | Title | Runbook step |\n|---|---|---|\n")
+	for _, c := range checks {
+		fmt.Fprintf(&b, "| `%s` | %s | [%s](%s) |\n", c.Name, c.Title, c.Step, RunbookURL(c.Step))
+	}
+	b.WriteString("\n## Findings\n\nOverride a threshold with `console findings --threshold CODE=VALUE` (or the serve settings).\n\n")
+	b.WriteString("| Code | Default threshold | Runbook | Actions |\n|---|---|---|---|\n")
+	def := DefaultThresholds()
+	for _, r := range rules {
+		var th []string
+		for _, s := range thresholdSettings[r.Code] {
+			th = append(th, thresholdText(s, &def))
+		}
+		pages := []string{}
+		if r.Runbook != "" {
+			pages = append(pages, fmt.Sprintf("[%s](%s)", r.Runbook, RunbookURL(r.Runbook)))
+		} else {
+			pages = append(pages, "the failed check's step")
+		}
+		for _, p := range r.AlsoRunbooks {
+			pages = append(pages, fmt.Sprintf("[%s](%s)", p, RunbookURL(p)))
+		}
+		actions := "none"
+		if len(r.Actions) > 0 {
+			actions = "`" + strings.Join(r.Actions, "`, `") + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.Code, nonEmpty(strings.Join(th, " or "), "none"), strings.Join(pages, ", "), actions)
+	}
+	return b.String()
+}
+
+func thresholdText(s thresholdSetting, t *Thresholds) string {
+	switch s.kind {
+	case kindDuration:
+		return s.dur(t).String()
+	case kindCount:
+		return fmt.Sprint(*s.num(t))
+	case kindSize:
+		return FormatBytes(float64(*s.num(t)))
+	case kindRate:
+		return FormatBytes(*s.flt(t)) + "/s"
+	}
+	return fmt.Sprintf("%g", *s.flt(t))
+}
+
+// TestChecksDoc: docs/checks.md lists every check, every finding code with
+// its default thresholds, runbook pages and actions, as the code has them.
+func TestChecksDoc(t *testing.T) {
+	want := checksDoc()
+	const path = "../docs/checks.md"
+	if *updateDoc {
+		require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
+	}
+	got, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./diagnostics -run TestChecksDoc -update-checks-doc")
+	require.Equal(t, want, string(got), "docs/checks.md is out of date: run go test ./diagnostics -run TestChecksDoc -update-checks-doc")
+	codes := make([]string, 0, len(thresholdSettings))
+	for c := range thresholdSettings {
+		codes = append(codes, c)
+	}
+	sort.Strings(codes)
+	for _, c := range codes {
+		require.Contains(t, string(got), "`"+c+"`", "threshold %s has no rule in the doc", c)
+	}
+}

@@ -1,0 +1,220 @@
+package diagnostics_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// A write transaction that pauses between its statements is old even while
+// briefly idle: tx.long_running reports it. Once it has been idle long
+// enough for tx.idle_in_transaction, that finding reports it instead, never
+// both.
+func TestLongRunningCoversPausesBetweenStatements(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	c := connect(t, url, "pausing-writer")
+	begin(t, c, "INSERT INTO jobs (queue, kind) VALUES ('pause', 'k')")
+	pid := pidOf(c)
+	th := diagnostics.DefaultThresholds()
+	th.LongRunningTx = 300 * time.Millisecond
+	th.IdleInTransaction = time.Hour
+	d := open(t, url, diagnostics.Config{Thresholds: &th})
+	var rep diagnostics.Report
+	eventually(t, 15*time.Second, func() (bool, string) {
+		var err error
+		rep, err = d.Findings(ctx)
+		require.NoError(t, err)
+		_, ok := findingFor(rep, diagnostics.CodeLongRunning, "pid", pid)
+		return ok, "no tx.long_running: " + strings.Join(codes(rep), "; ")
+	})
+	f, _ := findingFor(rep, diagnostics.CodeLongRunning, "pid", pid)
+	require.Equal(t, "idle in transaction", f.Subject["state"])
+	_, ok := findingFor(rep, diagnostics.CodeIdleInTransaction, "pid", pid)
+	require.False(t, ok, "not idle long enough for tx.idle_in_transaction")
+
+	th.IdleInTransaction = 0
+	d.SetThresholds(th)
+	rep, err := d.Findings(ctx)
+	require.NoError(t, err)
+	_, ok = findingFor(rep, diagnostics.CodeIdleInTransaction, "pid", pid)
+	require.True(t, ok, "idle in transaction: %v", codes(rep))
+	_, ok = findingFor(rep, diagnostics.CodeLongRunning, "pid", pid)
+	require.False(t, ok, "reported once for its open transaction: %v", codes(rep))
+}
+
+// A slot whose WAL has outgrown max_wal_size (wal_status extended) with
+// little safe_wal_size left is a finding although it retains far less than
+// the retention threshold: it is close to being invalidated.
+func TestSlotNearExhaustionWhateverItRetains(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary := primaryWithSchema(t, map[string]string{
+		"max_wal_size":           "32MB",
+		"min_wal_size":           "32MB",
+		"max_slot_wal_keep_size": "96MB",
+	})
+	conn := connect(t, primary.URL("postgres"), "wal-writer")
+	_, err := conn.Exec(ctx, "SELECT pg_create_physical_replication_slot('far_behind', true)")
+	require.NoError(t, err)
+	th := diagnostics.DefaultThresholds()
+	d := open(t, primary.URL("postgres"), diagnostics.Config{Thresholds: &th})
+	var slot diagnostics.Slot
+	eventually(t, 60*time.Second, func() (bool, string) {
+		writeWAL(t, conn, 4<<20)
+		res := d.ReplicationSlots(ctx)
+		require.NoError(t, res.Err)
+		for _, s := range res.Rows {
+			if s.SlotName == "far_behind" {
+				slot = s
+			}
+		}
+		return slot.WALStatus == "extended", fmt.Sprintf("%+v", slot)
+	})
+	require.Less(t, slot.RetainedBytes, th.SlotRetentionBytes)
+	require.NotNil(t, slot.SafeWALSize)
+	rep, err := d.Findings(ctx)
+	require.NoError(t, err)
+	f, ok := findingFor(rep, diagnostics.CodeSlotRetention, "slot_name", "far_behind")
+	require.True(t, ok, "%v", codes(rep))
+	require.Equal(t, "extended", f.Subject["wal_status"])
+	require.Contains(t, f.Title, "left before it is invalidated")
+	require.Contains(t, f.Evidence, "invalidation_reason none")
+}
+
+// A standby whose WAL receiver stopped receives nothing, so what it received
+// and has not replayed stays zero while the primary moves on: the true lag
+// is the primary's position of the round minus the standby's replay
+// position. The stopped receiver is a finding of its own.
+func TestStandbyReceiverDownAndTrueLag(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary := primaryWithSchema(t, nil)
+	standby := startStandby(t, primary, testdb.ServerSettings, "standby-down")
+	th := diagnostics.DefaultThresholds()
+	th.ReplicationLagBytes = 512 << 10
+	th.ReplicationLagTime = 0
+	d := open(t, primary.URL("postgres"), diagnostics.Config{
+		Thresholds: &th, StandbyURLs: []string{standby.URL("postgres")}, WALSampleWindow: 100 * time.Millisecond,
+	})
+	writer := connect(t, primary.URL("postgres"), "writer")
+	eventually(t, 30*time.Second, func() (bool, string) {
+		st := d.StandbyStatus(ctx)
+		return len(st) == 1 && st[0].Err == nil && st[0].Rows[0].ReceiverStatus == "streaming", fmt.Sprint(st)
+	})
+	rep, err := d.Findings(ctx)
+	require.NoError(t, err)
+	require.Empty(t, findingsWith(rep, diagnostics.CodeStandbyReceiver), "streaming: %v", codes(rep))
+
+	// The primary refuses replication connections from now on; ending the
+	// standby's walsender stops its receiver for good.
+	hba := filepath.Join(primary.DataDir(), "pg_hba.conf")
+	conf, err := os.ReadFile(hba)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(hba, append([]byte("host replication all 127.0.0.1/32 reject\n"), conf...), 0o600))
+	_, err = writer.Exec(ctx, "SELECT pg_reload_conf()")
+	require.NoError(t, err)
+	eventually(t, 30*time.Second, func() (bool, string) {
+		_, err := writer.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_replication WHERE application_name = 'standby-down'")
+		require.NoError(t, err)
+		st := d.StandbyStatus(ctx)
+		return len(st) == 1 && st[0].Err == nil && st[0].Rows[0].ReceiverStatus != "streaming", fmt.Sprint(st)
+	})
+	writeWAL(t, writer, 2<<20)
+	eventually(t, 30*time.Second, func() (bool, string) {
+		rep, err = d.Findings(ctx)
+		require.NoError(t, err)
+		return len(findingsWith(rep, diagnostics.CodeReplicationLag)) > 0, fmt.Sprint(codes(rep))
+	})
+	down := findingsWith(rep, diagnostics.CodeStandbyReceiver)
+	require.Len(t, down, 1, "%v %+v", codes(rep), d.StandbyStatus(ctx)[0].Rows)
+	require.NotEqual(t, "streaming", down[0].Subject["receiver_status"])
+	require.Equal(t, diagnostics.SeverityCritical, down[0].Severity)
+	lag := findingsWith(rep, diagnostics.CodeReplicationLag)[0]
+	require.GreaterOrEqual(t, lag.Subject["replay_lag_bytes"].(int64), th.ReplicationLagBytes)
+	require.Less(t, lag.Subject["received_not_replayed_bytes"].(int64), th.ReplicationLagBytes, "nothing received to replay")
+	require.Empty(t, findingsWith(rep, diagnostics.CodeReplayPaused))
+}
+
+// While a round waits for its second WAL position it holds no transaction:
+// no diagnostics backend stays idle in transaction, with its locks on the
+// queue tables, for the length of the sample window.
+func TestRoundHoldsNoTransactionWhileItWaits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	watch := connect(t, url, "watcher")
+	d := open(t, url, diagnostics.Config{WALSampleWindow: 3 * time.Second})
+	done := make(chan diagnostics.Round, 1)
+	go func() { done <- d.Round(ctx) }()
+	// A backend seen idle in transaction twice, half a second apart, with the
+	// same state_change, held its transaction open across that time.
+	seen := map[int32]time.Time{}
+	for {
+		select {
+		case r := <-done:
+			require.NotNil(t, r.WALRate, "the round measured a WAL rate: %+v", r.Unavailable)
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+		rows, err := watch.Query(ctx, `SELECT a.pid, a.state_change FROM pg_stat_activity a
+			WHERE a.application_name = $1 AND a.state = 'idle in transaction'
+			  AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.relation = 'jobs'::regclass)`, diagnostics.ApplicationName)
+		require.NoError(t, err)
+		now := map[int32]time.Time{}
+		for rows.Next() {
+			var pid int32
+			var changed time.Time
+			require.NoError(t, rows.Scan(&pid, &changed))
+			now[pid] = changed
+			if prev, ok := seen[pid]; ok && prev.Equal(changed) {
+				t.Fatalf("diagnostics backend %d held a lock on jobs idle in transaction since %s", pid, changed)
+			}
+		}
+		require.NoError(t, rows.Err())
+		seen = now
+	}
+}
+
+// A logical slot holds catalog_xmin with no transaction behind it: its age
+// is how long the console has seen it hold that xmin, so it is found by
+// age once it has held it past the threshold.
+func TestXminHolderWithoutTransactionGetsAnAge(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	c := connect(t, url, "slot-maker")
+	slot := fmt.Sprintf("xmin_age_%d", time.Now().UnixNano())
+	_, err := c.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", slot)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Exec(context.Background(), "SELECT pg_drop_replication_slot($1)", slot) })
+	th := diagnostics.DefaultThresholds()
+	th.XminHorizonXIDs = 1 << 40
+	th.XminHorizonAge = 300 * time.Millisecond
+	d := open(t, url, diagnostics.Config{Thresholds: &th})
+	first := d.Round(ctx)
+	var holder *diagnostics.XminHolder
+	for i, h := range first.Xmin {
+		if h.Holder == slot {
+			holder = &first.Xmin[i]
+		}
+	}
+	require.NotNil(t, holder, "%+v", first.Xmin)
+	require.NotNil(t, holder.AgeSeconds)
+	eventually(t, 15*time.Second, func() (bool, string) {
+		rep, err := d.Findings(ctx)
+		require.NoError(t, err)
+		_, ok := findingFor(rep, diagnostics.CodeXminHorizon, "holder_id", slot)
+		return ok, strings.Join(codes(rep), "; ")
+	})
+}
