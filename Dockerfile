@@ -19,5 +19,8 @@ ENV CONSOLE_ADDR=0.0.0.0:8080
 # serve refuses to start without DATABASE_URL here rather than trying to
 # start a PostgreSQL the image does not have.
 ENV CONSOLE_REQUIRE_DATABASE_URL=1
+# The image is served over TLS (--tls-cert/--tls-key, or a proxy that
+# terminates TLS): cookies are Secure with the __Host- prefix.
+ENV CONSOLE_SECURE_COOKIES=1
 ENTRYPOINT ["/usr/local/bin/console"]
 CMD ["serve"]
