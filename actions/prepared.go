@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgconn"
 	"strings"
 	"time"
 
@@ -151,6 +152,11 @@ func (a *preparedRollback) execute(ctx context.Context, rc *runContext, tx pgx.T
 	// ROLLBACK PREPARED cannot run in tx: like a signal to a backend, it
 	// takes effect when sent, and the audit event commits after it.
 	if _, err := rc.r.pool.Exec(ctx, sqlText("prepared_xact_rollback")+" "+quoteLiteral(a.gid)); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+			return PreparedXactResult{}, fmt.Errorf("roll back prepared transaction %q: PostgreSQL lets only a superuser or the role that prepared it (%s) finish it; "+
+				"ask a DBA to run ROLLBACK PREPARED as one of them (%s): %w", a.gid, cur.Owner, pgErr.Message, ErrForbidden)
+		}
 		return PreparedXactResult{}, fmt.Errorf("roll back prepared transaction %q: %w", a.gid, err)
 	}
 	res := PreparedXactResult{RolledBack: true, StillWaits: []int32{}}

@@ -115,6 +115,15 @@ func TestEveryActionRunsAsTheRuntimeRole(t *testing.T) {
 			params := c.setup(t, owner)
 			before := c.state(t, owner)
 			out, err := r.Run(ctx, c.actor, c.name, actions.Request{Params: params, Reason: reason})
+			if spec.Name == "prepared_xact.rollback" {
+				// PostgreSQL lets only a superuser or the preparing role
+				// finish a prepared transaction: the runtime role is told
+				// so, in words a DBA can act on, and nothing changes.
+				require.ErrorIs(t, err, actions.ErrForbidden)
+				require.ErrorContains(t, err, "only a superuser or the role that prepared it (console_owner)")
+				require.Equal(t, before, c.state(t, owner))
+				return
+			}
 			require.NoError(t, err)
 			require.NotEqual(t, before, c.state(t, owner), "the database changed")
 			ev := lastAudit(t, owner)
