@@ -39,6 +39,9 @@ type RequeueResult struct {
 	IDs      []int64 `json:"ids"`
 	Skipped  int64   `json:"skipped"`
 	Batches  int     `json:"batches"`
+	// Effect says what the requeue did in words, for the audit trail: a
+	// requeue whose rows another one moved first changed nothing.
+	Effect string `json:"effect"`
 }
 
 func (RequeuePreview) actionPreview() {}
@@ -140,7 +143,21 @@ func (a *deadLetterRequeue) execute(ctx context.Context, rc *runContext, tx pgx.
 	res := RequeueResult{IDs: ids, Batches: batches}
 	res.Requeued = len(res.IDs)
 	res.Skipped = n - int64(res.Requeued)
+	res.Effect = requeueEffect(res.Requeued, res.Skipped)
 	return res, nil
+}
+
+// requeueEffect says what a requeue did: how many rows it moved and how
+// many matched at the start but were no longer its to move.
+func requeueEffect(moved int, skipped int64) string {
+	if moved == 0 {
+		return fmt.Sprintf("changed nothing: 0 moved, %d skipped (another operator moved them meanwhile, "+
+			"or an unfinished job holds their dedupe key)", skipped)
+	}
+	if skipped > 0 {
+		return fmt.Sprintf("%d moved, %d skipped (moved meanwhile by someone else, or dedupe key held)", moved, skipped)
+	}
+	return fmt.Sprintf("%d moved", moved)
 }
 
 // inBatches moves up to n rows (at most the cap) with move, one batch of

@@ -196,7 +196,7 @@ func (p *incidentOpenParams) fields() []field {
 		stringParam(&p.Title, "title", "What is wrong, in a line.").required(),
 		stringParam(&p.Impact, "impact", "Who is affected and how badly."),
 		stringParam(&p.SLO, "slo", "The objective at stake."),
-		timeParam(&p.WindowStart, "window_start", "When it started (RFC 3339), if before now."),
+		timeParam(&p.WindowStart, "window_start", "When it started (RFC 3339), if before now.").notFuture(time.Now),
 	}
 }
 

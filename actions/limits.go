@@ -1,6 +1,17 @@
 package actions
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
+
+// A throttle's rate lies in [minRate, maxRate] per second: one claim every
+// 1,000 seconds at the slowest, a million per second at the fastest, so the
+// engine's token arithmetic (a wait of 1/rate) stays finite.
+const (
+	minRate = 0.001
+	maxRate = 1e6
+)
 
 // limits are a throttle's parameters, shared by queue.throttle and
 // relay.throttle: a count (max_workers, batch_size), a rate, and
@@ -14,19 +25,19 @@ type limits struct {
 func (l *limits) fields(countName, countDesc, rateDesc string) []field {
 	return []field{
 		optIntParam(&l.Count, countName, countDesc),
-		numberParam(&l.RatePerSecond, "rate_per_second", rateDesc),
+		numberParam(&l.RatePerSecond, "rate_per_second", rateDesc, minRate, maxRate),
 		boolParam(&l.ClearLimits, "clear_limits", "Remove both limits before applying the ones given."),
 	}
 }
 
-// check refuses a count outside [lo, hi], a rate not above 0, and a request
-// that changes nothing.
+// check refuses a count outside [lo, hi], a rate outside [minRate, maxRate],
+// and a request that changes nothing.
 func (l *limits) check(countName string, lo, hi int64) error {
 	if l.Count != nil && (*l.Count < lo || *l.Count > hi) {
 		return invalid(countName, "must be between %d and %d", lo, hi)
 	}
-	if l.RatePerSecond != nil && *l.RatePerSecond <= 0 {
-		return invalid("rate_per_second", "must be above 0")
+	if r := l.RatePerSecond; r != nil && (math.IsNaN(*r) || *r < minRate || *r > maxRate) {
+		return invalid("rate_per_second", "must be between %g and %g", minRate, maxRate)
 	}
 	if l.Count == nil && l.RatePerSecond == nil && !l.ClearLimits {
 		return fmt.Errorf("give %s, rate_per_second or clear_limits: %w", countName, ErrInvalid)

@@ -34,7 +34,10 @@ type OutboxRequeuePreview struct {
 type OutboxRequeueResult struct {
 	Requeued int     `json:"requeued"`
 	IDs      []int64 `json:"ids"`
+	Skipped  int64   `json:"skipped"`
 	Batches  int     `json:"batches"`
+	// Effect says what the requeue did in words, for the audit trail.
+	Effect string `json:"effect"`
 }
 
 func (OutboxRequeuePreview) actionPreview() {}
@@ -129,6 +132,8 @@ func (a *outboxEventRequeue) execute(ctx context.Context, rc *runContext, tx pgx
 	}
 	res := OutboxRequeueResult{IDs: ids, Batches: batches}
 	res.Requeued = len(res.IDs)
+	res.Skipped = n - int64(res.Requeued)
+	res.Effect = requeueEffect(res.Requeued, res.Skipped)
 	return res, nil
 }
 

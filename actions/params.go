@@ -3,6 +3,7 @@ package actions
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // A params struct holds one action's parameters as typed fields. Its fields
@@ -126,15 +128,22 @@ func optIntParam(dst **int64, name, desc string) field {
 	}}
 }
 
-func numberParam(dst **float64, name, desc string) field {
+// numberParam binds a number that may be absent (nil), refused outside
+// [lo, hi]: every number an action takes has a range, so a rate of 1e19 or
+// 5e-324 never reaches the engine's arithmetic.
+func numberParam(dst **float64, name, desc string, lo, hi float64) field {
 	return field{Param{Name: name, Type: ParamNumber, Description: desc}, func(raw json.RawMessage) error {
 		s, ok := numberText(raw)
 		if !ok {
 			return invalid(name, "must be a number, not %s", kindOf(raw))
 		}
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			return invalid(name, "%q is not a number", s)
+		outOfRange := errors.Is(err, strconv.ErrRange)
+		if (err != nil && !outOfRange) || math.IsNaN(f) || (math.IsInf(f, 0) && !outOfRange) {
+			return invalid(name, "%q is not a number between %g and %g", s, lo, hi)
+		}
+		if outOfRange || f < lo || f > hi {
+			return invalid(name, "%s is out of range: give a number between %g and %g", s, lo, hi)
 		}
 		*dst = &f
 		return nil
@@ -175,20 +184,100 @@ func optBoolParam(dst **bool, name, desc string) field {
 	return f
 }
 
+// Times an action takes lie in [minTime, maxTime]; a time that says "before
+// now" may be at most clockSkew ahead of this server's clock.
+var (
+	minTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+)
+
+const clockSkew = 5 * time.Minute
+
+// timeParam binds a time that may be absent (nil).
 func timeParam(dst **time.Time, name, desc string) field {
 	return field{Param{Name: name, Type: ParamTime, Description: desc}, func(raw json.RawMessage) error {
 		s, ok := text(raw)
 		if !ok {
 			return invalid(name, "must be a time string (RFC 3339), not %s", kindOf(raw))
 		}
-		for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02"} {
-			if t, err := time.Parse(layout, s); err == nil {
-				*dst = &t
-				return nil
+		t, ok := parseTime(s)
+		if !ok {
+			return invalid(name, "%q is not a time (use RFC 3339, like 2026-01-02T15:04:05Z)", s)
+		}
+		if t.Before(minTime) || t.After(maxTime) {
+			return invalid(name, "%q is out of range: give a time between 1970 and 9999", s)
+		}
+		*dst = &t
+		return nil
+	}}
+}
+
+// parseTime reads RFC 3339, or a form's date and time (UTC), or a date.
+func parseTime(s string) (time.Time, bool) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// notFuture refuses a time later than now (give or take clockSkew), for a
+// time parameter that says when something already happened.
+func (f field) notFuture(now func() time.Time) field {
+	decode := f.decode
+	f.decode = func(raw json.RawMessage) error {
+		if err := decode(raw); err != nil {
+			return err
+		}
+		s, _ := text(raw)
+		if t, _ := parseTime(s); t.After(now().Add(clockSkew)) {
+			return invalid(f.Name, "%q is in the future: give a time before now", s)
+		}
+		return nil
+	}
+	return f
+}
+
+// checkText refuses a value the database cannot store as text or jsonb:
+// bytes that are not UTF-8, and NUL characters (raw, or escaped as \u0000
+// anywhere in a JSON value).
+func checkText(name string, raw json.RawMessage) error {
+	if !utf8.Valid(raw) {
+		return invalid(name, "is not valid UTF-8 text")
+	}
+	if bytes.IndexByte(raw, 0) >= 0 || hasNUL(raw) {
+		return invalid(name, "contains a NUL character (\\u0000), which cannot be stored")
+	}
+	return nil
+}
+
+// hasNUL reports whether a JSON value holds a NUL in any string or key.
+func hasNUL(raw json.RawMessage) bool {
+	if !bytes.Contains(raw, []byte(`\u0000`)) {
+		return false
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return true
+	}
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch x := v.(type) {
+		case string:
+			return strings.IndexByte(x, 0) >= 0
+		case []any:
+			return slices.ContainsFunc(x, walk)
+		case map[string]any:
+			for k, e := range x {
+				if strings.IndexByte(k, 0) >= 0 || walk(e) {
+					return true
+				}
 			}
 		}
-		return invalid(name, "%q is not a time (use RFC 3339, like 2026-01-02T15:04:05Z)", s)
-	}}
+		return false
+	}
+	return walk(v)
 }
 
 // idsParam binds a list of positive ids: a JSON list, one number, or a
@@ -277,6 +366,13 @@ func decodeParams(raw json.RawMessage, action string, fs []field) error {
 	for _, f := range fs {
 		if v, ok := obj[f.Name]; f.Required && absent(v, ok) {
 			return fmt.Errorf("%s needs %q: %w", action, f.Name, ErrInvalid)
+		}
+	}
+	for _, f := range fs {
+		if v, ok := obj[f.Name]; ok {
+			if err := checkText(f.Name, v); err != nil {
+				return fmt.Errorf("%s: %w", action, err)
+			}
 		}
 	}
 	for _, f := range fs {

@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math"
 
@@ -101,9 +102,12 @@ func (a *queueSettingsChange) preview(ctx context.Context, rc *runContext) (Queu
 }
 
 func (a *queueSettingsChange) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ QueueSettingsPreview) (QueueSettingsResult, error) {
-	// Lock-free read then upsert: the upsert's row lock orders concurrent
-	// operators, and each applies its change to what it read in this
-	// transaction. A pause and a throttle racing each other both land.
+	// Lock the row first, then read: a concurrent change commits before this
+	// read or waits for this transaction, so a pause and a throttle racing
+	// each other both land.
+	if _, err := tx.Exec(ctx, sqlText("queue_settings_lock"), a.queue); err != nil {
+		return QueueSettingsResult{}, fmt.Errorf("lock settings of %q: %w", a.queue, err)
+	}
 	cur, err := queues.QueueSettingsGet(ctx, tx, a.queue)
 	if err != nil {
 		return QueueSettingsResult{}, err

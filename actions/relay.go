@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -51,6 +52,10 @@ func (a *relaySettingsChange) preview(ctx context.Context, rc *runContext) (Rela
 }
 
 func (a *relaySettingsChange) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ RelaySettingsPreview) (RelaySettingsResult, error) {
+	// Lock, then read: concurrent changes apply one after the other.
+	if _, err := tx.Exec(ctx, sqlText("relay_settings_lock")); err != nil {
+		return RelaySettingsResult{}, fmt.Errorf("lock relay settings: %w", err)
+	}
 	cur, err := queues.RelaySettingsGet(ctx, tx)
 	if err != nil {
 		return RelaySettingsResult{}, err

@@ -55,15 +55,23 @@ type RunnerConfig struct {
 	Logger *slog.Logger
 	// Now is the clock for schedule previews. Nil means time.Now.
 	Now func() time.Time
+	// RefusalRate and RefusalBurst bound how many refused attempts of one
+	// actor are audited, per second and at once, so a client looping on a
+	// refused request cannot fill the audit table. Refusals over the limit
+	// are counted and logged, and the next audited refusal of that actor
+	// says how many were left out. Defaults 1 per second and 60.
+	RefusalRate  float64
+	RefusalBurst int
 }
 
 // Runner runs actions: it enforces roles and reasons, previews, re-checks
 // guards, executes and audits. It is safe for concurrent use.
 type Runner struct {
-	pool *pgxpool.Pool
-	cfg  RunnerConfig
-	log  *slog.Logger
-	m    *metrics
+	pool     *pgxpool.Pool
+	cfg      RunnerConfig
+	log      *slog.Logger
+	m        *metrics
+	refusals *refusalLimiter
 }
 
 // NewRunner returns a Runner that runs every action on pool. The pool must
@@ -85,6 +93,12 @@ func NewRunner(pool *pgxpool.Pool, cfg RunnerConfig) (*Runner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.RefusalRate <= 0 {
+		cfg.RefusalRate = 1
+	}
+	if cfg.RefusalBurst <= 0 {
+		cfg.RefusalBurst = 60
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -93,7 +107,7 @@ func NewRunner(pool *pgxpool.Pool, cfg RunnerConfig) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{pool: pool, cfg: cfg, log: log, m: m}, nil
+	return &Runner{pool: pool, cfg: cfg, log: log, m: m, refusals: newRefusalLimiter(cfg.RefusalRate, cfg.RefusalBurst)}, nil
 }
 
 // Request is one attempt to run an action.
@@ -238,6 +252,10 @@ func (r *Runner) run(ctx context.Context, rc *runContext, name string) (Outcome,
 		err := fmt.Errorf("%s changes production state: say why (%w)", name, ErrReasonRequired)
 		return out, r.refuse(ctx, rc, name, "", nil, err)
 	}
+	if cleanText(req.Reason) != req.Reason {
+		err := invalid("reason", "must be UTF-8 text without NUL characters")
+		return out, r.refuse(ctx, rc, name, "", nil, err)
+	}
 	if perr != nil {
 		return out, r.refuse(ctx, rc, name, "", nil, perr)
 	}
@@ -345,6 +363,16 @@ func (r *Runner) refuse(ctx context.Context, rc *runContext, name, target string
 		rc.spec.Name = name
 	}
 	ev, eerr := rc.event(target, preview, nil, outcome, err)
+	ev.Params = refusalParams(rc.params)
+	allowed, suppressed := r.refusals.allow(ev.Actor)
+	if !allowed {
+		r.log.Warn("refused action not audited: the actor is over the refusal rate",
+			"action", name, "actor", rc.actor.Name, "refusal", err)
+		return err
+	}
+	if suppressed > 0 {
+		ev.Error += fmt.Sprintf(" (%d earlier refusals of %s were not audited: over the refusal rate)", suppressed, ev.Actor)
+	}
 	if eerr == nil {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -358,9 +386,9 @@ func (r *Runner) refuse(ctx context.Context, rc *runContext, name, target string
 
 func (rc *runContext) event(target string, preview Preview, result Result, outcome audit.Outcome, cause error) (audit.Event, error) {
 	ev := audit.Event{
-		Actor: rc.actor.Name, Role: rc.actor.Role, Action: rc.spec.Name, Target: target,
-		Params: rc.params, Reason: strings.TrimSpace(rc.req.Reason), Outcome: outcome,
-		IncidentID: rc.req.IncidentID,
+		Actor: cleanText(rc.actor.Name), Role: cleanText(rc.actor.Role), Action: cleanText(rc.spec.Name),
+		Target: cleanText(target), Params: rc.params, Reason: cleanText(strings.TrimSpace(rc.req.Reason)),
+		Outcome: outcome, IncidentID: rc.req.IncidentID,
 	}
 	if ev.Actor == "" {
 		ev.Actor = "(anonymous)"
@@ -372,7 +400,7 @@ func (rc *runContext) event(target string, preview Preview, result Result, outco
 		ev.Params = nil
 	}
 	if cause != nil {
-		ev.Error = cause.Error()
+		ev.Error = cleanText(cause.Error())
 	}
 	var err error
 	if ev.Preview, err = marshalObject(preview); err != nil {

@@ -120,6 +120,12 @@ func (a *scheduleChange) preview(ctx context.Context, rc *runContext) (ScheduleP
 }
 
 func (a *scheduleChange) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ SchedulePreview) (ScheduleResult, error) {
+	// Lock, then read: concurrent changes of one schedule apply one after
+	// the other. A schedule being created has no row to lock; its insert
+	// conflicts instead.
+	if _, err := tx.Exec(ctx, sqlText("schedule_lock"), a.name); err != nil {
+		return ScheduleResult{}, fmt.Errorf("lock schedule %q: %w", a.name, err)
+	}
 	p, err := a.plan(ctx, rc, tx)
 	if err != nil {
 		return ScheduleResult{}, err

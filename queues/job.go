@@ -141,7 +141,11 @@ type JobListParams struct {
 	Limit                           int
 }
 
-// JobList returns jobs newest first (by id), filtered and keyset-paginated.
+// JobList returns jobs newest first (by id), filtered and keyset-paginated,
+// with only the columns a list shows: ID, Queue, Kind, Status, AvailableAt,
+// Attempts, MaxAttempts, ErrorClass, CreatedAt and LastError (cut to 1,000
+// characters). The rest (Payload, Errors, the lease) stay zero; JobGet reads
+// one job whole.
 func JobList(ctx context.Context, db DBTX, p JobListParams) ([]Job, error) {
 	if p.Limit <= 0 {
 		p.Limit = 50
@@ -152,7 +156,7 @@ func JobList(ctx context.Context, db DBTX, p JobListParams) ([]Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
-	jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Job])
+	jobs, err := pgx.CollectRows(rows, pgx.RowToStructByNameLax[Job])
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}

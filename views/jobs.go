@@ -27,20 +27,25 @@ type JobsPage struct {
 
 // JobDetail is /jobs/{id}.
 type JobDetail struct {
-	ID         int64        `json:"id"`
-	Queue      string       `json:"queue"`
-	Kind       string       `json:"kind"`
-	Status     string       `json:"status"`
-	StatusSev  string       `json:"-"`
-	Facts      []Fact       `json:"facts"`
-	Lease      []Fact       `json:"lease"`
-	Payload    string       `json:"payload"`
-	LastError  string       `json:"last_error,omitempty"`
-	ErrorClass string       `json:"error_class,omitempty"`
-	Attempts   Panel        `json:"attempts"`
-	Actions    []ActionLink `json:"actions"`
-	QueueHref  string       `json:"queue_href"`
-	ClassHref  string       `json:"class_href,omitempty"`
+	ID        int64  `json:"id"`
+	Queue     string `json:"queue"`
+	Kind      string `json:"kind"`
+	Status    string `json:"status"`
+	StatusSev string `json:"-"`
+	Facts     []Fact `json:"facts"`
+	Lease     []Fact `json:"lease"`
+	Payload   string `json:"payload"`
+	// PayloadCut says Payload holds only the start of a large payload;
+	// PayloadHref downloads it whole (PayloadBytes long).
+	PayloadCut   bool         `json:"payload_cut,omitempty"`
+	PayloadBytes int          `json:"payload_bytes"`
+	PayloadHref  string       `json:"payload_href"`
+	LastError    string       `json:"last_error,omitempty"`
+	ErrorClass   string       `json:"error_class,omitempty"`
+	Attempts     Panel        `json:"attempts"`
+	Actions      []ActionLink `json:"actions"`
+	QueueHref    string       `json:"queue_href"`
+	ClassHref    string       `json:"class_href,omitempty"`
 }
 
 func i64toa(n int64) string { return strconv.FormatInt(n, 10) }

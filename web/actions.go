@@ -3,8 +3,11 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -156,10 +159,16 @@ func (s *Server) actionAPI(c echo.Context) error {
 		DryRun     bool            `json:"dry_run"`
 		IncidentID *int64          `json:"incident_id"`
 	}
+	if mt, _, err := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType)); err != nil || mt != echo.MIMEApplicationJSON {
+		return echo.NewHTTPError(http.StatusUnsupportedMediaType, "send the body as Content-Type: application/json")
+	}
 	dec := json.NewDecoder(c.Request().Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "the body must be JSON like {\"params\": {...}, \"reason\": \"...\", \"dry_run\": false}: "+err.Error())
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return echo.NewHTTPError(http.StatusBadRequest, "the body must be one JSON object with nothing after it")
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), actionTimeout)
 	defer cancel()

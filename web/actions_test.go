@@ -72,6 +72,17 @@ func TestActionsAPI(t *testing.T) {
 		{"GuardRefuses", opToken, "/api/v1/actions/backend.cancel",
 			`{"params": {"pid": 999999, "backend_start": "2020-01-01T00:00:00Z"}, "reason": "x"}`, http.StatusConflict, "target changed"},
 		{"BadToken", "pgc_nope", "/api/v1/actions/queue.resume", `{"reason": "x"}`, http.StatusUnauthorized, "not recognised"},
+		{"TrailingGarbage", opToken, "/api/v1/actions/queue.resume", `{"params": {"queue": "emails"}, "reason": "x"} rm -rf`,
+			http.StatusBadRequest, "nothing after it"},
+		{"TwoObjects", opToken, "/api/v1/actions/queue.resume", `{"reason": "x"}{"reason": "y"}`, http.StatusBadRequest, "nothing after it"},
+		{"NULInReason", opToken, "/api/v1/actions/queue.resume", `{"params": {"queue": "emails"}, "reason": "x\u0000y"}`,
+			http.StatusUnprocessableEntity, "reason: must be UTF-8 text without NUL"},
+		{"NULInParam", opToken, "/api/v1/actions/queue.resume", `{"params": {"queue": "e\u0000"}, "reason": "x"}`,
+			http.StatusUnprocessableEntity, "queue: contains a NUL"},
+		{"HugeRate", opToken, "/api/v1/actions/queue.throttle", `{"params": {"queue": "emails", "rate_per_second": 1e19}, "reason": "x"}`,
+			http.StatusUnprocessableEntity, "rate_per_second: 1e19 is out of range: give a number between 0.001 and 1e+06"},
+		{"FutureBeforeNow", opToken, "/api/v1/actions/incident.open", `{"params": {"title": "t", "window_start": "2999-01-01T00:00:00Z"}, "reason": "x"}`,
+			http.StatusUnprocessableEntity, "window_start"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := c.apiPost(tc.path, tc.token, tc.body)
@@ -79,6 +90,17 @@ func TestActionsAPI(t *testing.T) {
 			require.Contains(t, body, tc.says)
 		})
 	}
+	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "", "application/json-patch+json"} {
+		t.Run("ContentType"+ct, func(t *testing.T) {
+			resp, body := c.apiPost("/api/v1/actions/queue.resume", opToken, `{"params": {"queue": "emails"}, "reason": "x"}`,
+				"Content-Type", ct)
+			require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode, body)
+			require.Contains(t, body, "application/json")
+		})
+	}
+	resp, body = c.apiPost("/api/v1/actions/queue.pause", opToken, `{"params": {"queue": "emails"}, "reason": "x", "dry_run": true}`,
+		"Content-Type", "application/json; charset=utf-8")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	require.True(t, paused(), "nothing refused changed the queue")
 }
 

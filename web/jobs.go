@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -93,21 +94,56 @@ func jobsModel(jobs []queues.Job, f jobListFilter, now time.Time) views.JobsPage
 
 // jobDetail serves GET /jobs/:id.
 func (s *Server) jobDetail(c echo.Context) error {
+	j, err := s.jobOf(c)
+	if err != nil {
+		return err
+	}
+	m := jobDetailModel(j, readRole(c), time.Now())
+	return s.render(c, page{Title: "Job " + itoa64(j.ID), Nav: "jobs", Model: m, Body: views.JobDetailBody(m)})
+}
+
+// jobPayload serves GET /jobs/:id/payload: the job's payload whole, as a
+// JSON download, for the payloads the job page shows cut.
+func (s *Server) jobPayload(c echo.Context) error {
+	j, err := s.jobOf(c)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderContentDisposition, fmt.Sprintf(`attachment; filename="job-%d-payload.json"`, j.ID))
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, j.Payload)
+}
+
+// jobOf reads the job the route's :id names.
+func (s *Server) jobOf(c echo.Context) (*queues.Job, error) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return errBadRequest("job id %q is not a positive whole number", truncate(c.Param("id"), 40))
+		return nil, errBadRequest("job id %q is not a positive whole number", truncate(c.Param("id"), 40))
 	}
 	ctx, cancel := readContext(c)
 	defer cancel()
 	j, err := queues.JobGet(ctx, s.cfg.Pool, id)
 	if errors.Is(err, queues.ErrNotFound) {
-		return fmt.Errorf("no job has id %d (it may never have existed, or was archived): %w", id, errNotFound)
+		return nil, fmt.Errorf("no job has id %d (it may never have existed, or was archived): %w", id, errNotFound)
 	}
-	if err != nil {
-		return err
+	return j, err
+}
+
+// maxPayloadShown is how much of a payload the job page shows; the rest is
+// downloaded from /jobs/{id}/payload.
+const maxPayloadShown = 64 << 10
+
+// payloadShown is the payload as the job page shows it: pretty-printed, or
+// its first maxPayloadShown bytes (cut on a character boundary) and true
+// when it is longer.
+func payloadShown(raw []byte) (string, bool) {
+	if len(raw) <= maxPayloadShown {
+		return prettyJSON(raw), false
 	}
-	m := jobDetailModel(j, readRole(c), time.Now())
-	return s.render(c, page{Title: "Job " + itoa64(id), Nav: "jobs", Model: m, Body: views.JobDetailBody(m)})
+	cut := maxPayloadShown
+	for cut > 0 && !utf8.RuneStart(raw[cut]) {
+		cut--
+	}
+	return string(raw[:cut]), true
 }
 
 // jobActionNames are the actions that fit a job in its status.
@@ -164,15 +200,17 @@ func jobDetailModel(j *queues.Job, role string, now time.Time) views.JobDetail {
 				Title: "the fencing token: every claim bumps it, and ack or fail must present it"},
 			leaseUntilFact(j, now),
 		},
-		Payload:   prettyJSON(j.Payload),
-		LastError: deref(j.LastError, ""),
-		Actions:   actionLinks(jobActionNames(j.Status), role, map[string]string{"id": itoa64(j.ID)}),
-		QueueHref: queueHref(j.Queue),
+		PayloadHref:  "/jobs/" + itoa64(j.ID) + "/payload",
+		PayloadBytes: len(j.Payload),
+		LastError:    deref(j.LastError, ""),
+		Actions:      actionLinks(jobActionNames(j.Status), role, map[string]string{"id": itoa64(j.ID)}),
+		QueueHref:    queueHref(j.Queue),
 	}
 	if j.ErrorClass != nil && *j.ErrorClass != "" {
 		m.ErrorClass = *j.ErrorClass
 		m.ClassHref = jobsHref("queue", j.Queue, "error_class", *j.ErrorClass)
 	}
+	m.Payload, m.PayloadCut = payloadShown(j.Payload)
 	m.Attempts = attemptsPanel(j, now)
 	return m
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -266,4 +267,75 @@ func linkNames(ls []views.ActionLink) []string {
 		out = append(out, l.Name)
 	}
 	return out
+}
+
+// TestJobsListReadsOnlyWhatItShows lists jobs whose payloads and error
+// histories are large: the list statement leaves them out and cuts the last
+// error, so a page of 500 does not load them.
+func TestJobsListReadsOnlyWhatItShows(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	pool := e.srv.cfg.Pool
+	_, err := pool.Exec(t.Context(), `INSERT INTO jobs (queue, kind, payload, status, last_error, errors, finished_at)
+		SELECT 'big', 'blob', jsonb_build_object('blob', repeat('p', 1 << 20)), 'dead', repeat('e', 5000),
+		       jsonb_build_array(jsonb_build_object('attempt', 1, 'error', repeat('h', 1 << 20))), now()
+		FROM generate_series(1, 3)`)
+	require.NoError(t, err)
+	jobs, err := queues.JobList(t.Context(), pool, queues.JobListParams{Queue: "big", Limit: 500})
+	require.NoError(t, err)
+	require.Len(t, jobs, 3)
+	for _, j := range jobs {
+		require.Zero(t, len(j.Payload), "the list does not read payloads")
+		require.Zero(t, len(j.Errors), "the list does not read error histories")
+		require.Len(t, *j.LastError, 1000, "the last error is cut")
+		require.Equal(t, "dead", j.Status)
+		require.Equal(t, "blob", j.Kind)
+	}
+	c := e.client(t)
+	c.login("viewer")
+	resp, body := c.get("/jobs?queue=big&limit=500")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Less(t, len(body), 200<<10, "a page of large jobs stays small")
+}
+
+// TestJobPayloadDownload shows a large payload cut on the job page, with a
+// link that downloads it whole (a viewer may).
+func TestJobPayloadDownload(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	pool := e.srv.cfg.Pool
+	var big, small int64
+	require.NoError(t, pool.QueryRow(t.Context(), `INSERT INTO jobs (queue, kind, payload)
+		VALUES ('big', 'blob', jsonb_build_object('blob', repeat('é', 200000))) RETURNING id`).Scan(&big))
+	require.NoError(t, pool.QueryRow(t.Context(), `INSERT INTO jobs (queue, kind, payload)
+		VALUES ('big', 'blob', '{"n": 1}') RETURNING id`).Scan(&small))
+	var want string
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT payload::text FROM jobs WHERE id = $1`, big).Scan(&want))
+	c := e.client(t)
+	c.login("viewer")
+
+	resp, body := c.get("/jobs/" + itoa64(big))
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, body, `data-testid="job-payload-cut"`)
+	require.Contains(t, body, `href="/jobs/`+itoa64(big)+`/payload"`)
+	require.Less(t, len(body), 200<<10, "the page shows the payload cut")
+	var m views.JobDetail
+	require.Equal(t, http.StatusOK, c.getJSON("/jobs/"+itoa64(big), &m))
+	require.True(t, m.PayloadCut)
+	require.True(t, utf8.ValidString(m.Payload), "cut on a character boundary")
+	require.Equal(t, len(want), m.PayloadBytes)
+
+	resp, body = c.get("/jobs/" + itoa64(big) + "/payload")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, want, body, "the download is the payload whole")
+	require.Contains(t, resp.Header.Get("Content-Disposition"), `attachment; filename="job-`+itoa64(big)+`-payload.json"`)
+	require.Contains(t, resp.Header.Get("Content-Type"), "application/json")
+
+	resp, body = c.get("/jobs/" + itoa64(small))
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NotContains(t, body, `data-testid="job-payload-cut"`)
+	resp, _ = c.get("/jobs/987654/payload")
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	resp, _ = c.get("/jobs/x/payload")
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 }

@@ -34,6 +34,7 @@ func (s *Server) routes() {
 	viewer.GET("/queues/:name", s.queueDetail)
 	viewer.GET("/jobs", s.jobsList)
 	viewer.GET("/jobs/:id", s.jobDetail)
+	viewer.GET("/jobs/:id/payload", s.jobPayload)
 	viewer.GET("/deadletters", s.deadLetters)
 	viewer.GET("/workers", s.workersList)
 	viewer.GET("/outbox", s.outboxPage)

@@ -1,12 +1,12 @@
 -- JobList: a page of jobs, newest first, filtered by queue, kind, status,
 -- error class and created_at range, keyset-paginated by id ($7: only ids
--- below it; 0 for the first page). No locks; walks the primary key backwards
--- (ids grow with time), or jobs_dead_idx / jobs_ready_pick_idx when the
--- status filter lets the planner.
-SELECT id, queue, kind, payload, status, priority, available_at,
-       lease_owner, lease_until, lease_generation, attempts, max_attempts,
-       last_error, error_class, errors, dedupe_key, tenant_id,
-       created_at, started_at, finished_at
+-- below it; 0 for the first page). It reads only the columns the list shows,
+-- with last_error cut to 1,000 characters: payloads and error histories can
+-- be megabytes each, and a page of them must not be loaded for a table.
+-- No locks; walks the primary key backwards (ids grow with time), or
+-- jobs_dead_idx / jobs_ready_pick_idx when the status filter lets the planner.
+SELECT id, queue, kind, status, available_at, attempts, max_attempts,
+       left(last_error, 1000) AS last_error, error_class, created_at
 FROM jobs
 WHERE ($1::text = '' OR queue = $1)
   AND ($2::text = '' OR kind = $2)
