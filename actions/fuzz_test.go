@@ -13,7 +13,7 @@ import (
 	"github.com/pgconsole/console/internal/testdb"
 )
 
-// hostileValues are the seed values every parameter of every action gets.
+// hostileValues are the hostile values every parameter of every action gets.
 var hostileValues = []string{
 	`"x"`, `""`, `"a\u0000b"`, "\"\xff\xfe\"", `1e19`, `5e-324`, `-1`, `"NaN"`, `"2999-01-01T00:00:00Z"`,
 	`[1, "x"]`, `{"k": "\u0000"}`, `true`, `null`, `"` + strings.Repeat("a", 5000) + `"`,
@@ -23,7 +23,7 @@ var hostileValues = []string{
 // raw bodies: a dry run must succeed or be refused (a 4xx, never a failure
 // the web layer would show as a 5xx), and when it is refused, the real
 // attempt is refused too and leaves exactly one audit record. Run as a
-// normal test it checks the seed corpus: every parameter of every action
+// normal test it checks its seed corpus: every parameter of every action
 // with each of hostileValues.
 func FuzzActionParams(f *testing.F) {
 	specs := actions.Registry()

@@ -15,7 +15,7 @@ import (
 
 // FuzzJobFilters feeds the /jobs filters: a filter is refused as a 4xx, or
 // its list statement runs (never an error the page would show as a 5xx).
-// Run as a normal test it checks the seed corpus.
+// Run as a normal test it checks its seed corpus.
 func FuzzJobFilters(f *testing.F) {
 	hostile := []string{"", "emails", "a\x00b", "\xff\xfe", "%00", strings.Repeat("q", 300), "dead", "DEAD",
 		"2999-01-01T00:00:00Z", "0001-01-01", "1e19", "-1", "0", "9223372036854775808", "NaN", "500", "501"}
