@@ -58,8 +58,17 @@ func previewView(p actions.Preview, now time.Time) *views.Value {
 		return pairs(kv("incident", incidentView(x.Incident)), kv("summary", text(x.Summary)))
 	case actions.CapturePreview:
 		return pairs(kv("incident", integer(x.Incident)), kv("panel", text(x.Panel)), kv("effect", text(x.Effect)))
+	case actions.PreparedXactPreview:
+		return pairs(kv("target", preparedXactView(x.Target)), kv("effect", text(x.Effect)),
+			kv("is root", yesNo(x.IsRoot)), kv("backends behind", integer(x.BlockedCount)),
+			kv("blocking tree", treeView(x.Tree)), optional("warning", x.Warning))
 	}
 	return nil
+}
+
+func preparedXactView(p actions.PreparedXact) *views.Value {
+	return pairs(kv("gid", text(p.GID)), kv("prepared at", timeText(p.Prepared)), kv("owner", text(p.Owner)),
+		kv("database", text(p.Database)), kv("age", text(humanSeconds(p.AgeSeconds))))
 }
 
 // resultView maps an action's typed result to what the page shows after it
@@ -94,6 +103,10 @@ func resultView(r actions.Result, now time.Time) *views.Value {
 	case actions.CaptureResult:
 		return pairs(kv("evidence id", integer(x.EvidenceID)), kv("incident", integer(x.Incident)),
 			kv("panel", text(x.Panel)), kv("rows", integer(x.Rows)), kv("status", text(x.Status)))
+	case actions.PreparedXactResult:
+		return pairs(kv("outcome", text(x.Message)), kv("rolled back", yesNo(x.RolledBack)),
+			kv("chain cleared", yesNo(x.Cleared)), kv("still waiting", idList(x.StillWaits)),
+			kv("blocking tree now", treeView(x.Tree)))
 	}
 	return nil
 }
@@ -103,6 +116,9 @@ func resultView(r actions.Result, now time.Time) *views.Value {
 // session or its transaction ended. They go into the confirmation as hidden
 // inputs.
 func previewParams(p actions.Preview) map[string]string {
+	if x, ok := p.(actions.PreparedXactPreview); ok {
+		return map[string]string{"prepared_at": x.Target.Prepared.Format(time.RFC3339Nano)}
+	}
 	b, ok := p.(actions.BackendPreview)
 	if !ok {
 		return nil

@@ -169,6 +169,13 @@ func TestActionOutcomeViews(t *testing.T) {
 			wantPreview: []string{"incident/id=3", "summary=fixed"},
 			wantResult:  []string{"status=closed"},
 		},
+		"prepared_xact.rollback": {
+			preview: actions.PreparedXactPreview{Target: actions.PreparedXact{GID: "tx-42", Prepared: now.Add(-time.Hour), Owner: "app", Database: "shop", AgeSeconds: 3600},
+				IsRoot: true, BlockedCount: 3, Effect: "rolls back tx-42"},
+			result:      actions.PreparedXactResult{RolledBack: true, Cleared: true, StillWaits: []int32{}, Message: "rolled back"},
+			wantPreview: []string{"target/gid=tx-42", "target/owner=app", "target/database=shop", "backends behind=3", "effect=rolls back tx-42"},
+			wantResult:  []string{"outcome=rolled back", "rolled back=yes", "chain cleared=yes"},
+		},
 		"incident.capture": {
 			preview:     actions.CapturePreview{Incident: 3, Panel: "queue_health", Effect: "runs the panel"},
 			result:      actions.CaptureResult{EvidenceID: 11, Incident: 3, Panel: "queue_health", Rows: 4, Status: "ok"},
