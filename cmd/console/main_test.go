@@ -48,8 +48,15 @@ func envMap(kv ...string) env {
 
 func runCmd(t *testing.T, getenv env, args ...string) (string, error) {
 	t.Helper()
+	return runCmdWithin(t, 30*time.Second, getenv, args...)
+}
+
+// runCmdWithin is runCmd with its own deadline, for commands that run
+// fixed-length phases (the bench modes).
+func runCmdWithin(t *testing.T, within time.Duration, getenv env, args ...string) (string, error) {
+	t.Helper()
 	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	err := run(ctx, args, getenv, strings.NewReader(""), &out, io.Discard)
 	return out.String(), err
@@ -237,7 +244,9 @@ func TestBenchSmoke(t *testing.T) {
 	admin := testdb.AdminURL(t)
 	bench := func(t *testing.T, args ...string) map[string]any {
 		t.Helper()
-		out, err := runCmd(t, envMap("DATABASE_URL", admin), append(append([]string{"bench"}, args...), "--pool", "4", "--workers", "20", "--json")...)
+		// The enqueue mode alone runs 18 s of fixed commit phases and 60
+		// idle samples, whatever --jobs says.
+		out, err := runCmdWithin(t, 3*time.Minute, envMap("DATABASE_URL", admin), append(append([]string{"bench"}, args...), "--pool", "4", "--workers", "20", "--json")...)
 		require.NoError(t, err)
 		var res map[string]any
 		require.NoError(t, json.Unmarshal([]byte(out), &res), out)
