@@ -41,7 +41,9 @@ var (
 		"static":            {},
 		"actions": {
 			internal: append([]string{"queues", "diagnostics", "audit", "internal/auth"}, shared...),
-			external: engineDeps,
+			// x/time's token bucket limits how many refusals one actor
+			// can have audited.
+			external: append(engineDeps, "golang.org/x/time"),
 		},
 		"web": {
 			internal: append([]string{"views", "actions", "diagnostics", "queues", "audit", "static", "migrations", "internal/auth"}, shared...),
