@@ -250,7 +250,17 @@ func JobReap(ctx context.Context, db DBTX, limit, maxErrors int) (ReapResult, er
 	if err != nil {
 		return ReapResult{}, fmt.Errorf("reap expired leases: %w", err)
 	}
-	res := ReapResult{ByQueue: map[string]int{}, DeadByQueue: map[string]int{}}
+	res, err := collectReaped(rows)
+	if err != nil {
+		return ReapResult{}, fmt.Errorf("reap expired leases: %w", err)
+	}
+	return res, nil
+}
+
+// collectReaped counts the (id, queue, status) rows of a statement that
+// returned running jobs to ready, or to dead when their attempts were spent.
+func collectReaped(rows pgx.Rows) (res ReapResult, err error) {
+	res = ReapResult{ByQueue: map[string]int{}, DeadByQueue: map[string]int{}}
 	var id int64
 	var queue, status string
 	_, err = pgx.ForEachRow(rows, []any{&id, &queue, &status}, func() error {
@@ -263,10 +273,7 @@ func JobReap(ctx context.Context, db DBTX, limit, maxErrors int) (ReapResult, er
 		}
 		return nil
 	})
-	if err != nil {
-		return ReapResult{}, fmt.Errorf("reap expired leases: %w", err)
-	}
-	return res, nil
+	return res, err
 }
 
 // DeadReclaimResult is what one JobReclaimDead did.
@@ -301,21 +308,9 @@ func JobReclaimDead(ctx context.Context, db DBTX, minSilence time.Duration, maxE
 	if err != nil {
 		return DeadReclaimResult{}, fmt.Errorf("reclaim the jobs of dead workers %v: %w", dead, err)
 	}
-	res := DeadReclaimResult{Workers: dead, ReapResult: ReapResult{ByQueue: map[string]int{}, DeadByQueue: map[string]int{}}}
-	var id int64
-	var queue, status string
-	_, err = pgx.ForEachRow(rows, []any{&id, &queue, &status}, func() error {
-		res.ByQueue[queue]++
-		if status == StatusDead {
-			res.Dead++
-			res.DeadByQueue[queue]++
-		} else {
-			res.Requeued++
-		}
-		return nil
-	})
+	reaped, err := collectReaped(rows)
 	if err != nil {
 		return DeadReclaimResult{}, fmt.Errorf("reclaim the jobs of dead workers %v: %w", dead, err)
 	}
-	return res, nil
+	return DeadReclaimResult{Workers: dead, ReapResult: reaped}, nil
 }
