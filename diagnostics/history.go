@@ -501,17 +501,31 @@ func HistoryPrune(ctx context.Context, db DBTX, p HistoryPruneParams) (int64, er
 	return total, nil
 }
 
-// HistoryMoment is a recorded sample whose blocking tree was not empty.
+// HistoryMoment is one root blocker of a recorded sample's blocking tree:
+// a sample with two separate chains gives two moments.
 type HistoryMoment struct {
-	At       time.Time `db:"sampled_at" json:"at"`
-	Backends int       `db:"backends" json:"backends"`
-	Blocked  int       `db:"blocked" json:"blocked"`
-	// RootPID is the first root blocker of the tree.
-	RootPID int32 `db:"root_pid" json:"root_pid"`
+	At time.Time `db:"sampled_at" json:"at"`
+	// Backends is every backend in the sample's tree, all chains together.
+	Backends int `db:"backends" json:"backends"`
+	// Blocked is how many backends waited behind this root.
+	Blocked int `db:"blocked" json:"blocked"`
+	// RootPID is the root blocker's pid (0 for a prepared transaction,
+	// which RootGID names).
+	RootPID int32  `db:"root_pid" json:"root_pid"`
+	RootGID string `db:"root_gid" json:"root_gid,omitempty"`
 }
 
-// HistoryMoments lists the samples between from and to with blocked
-// backends, newest first, at most limit (history_moments.sql).
+// Root names the moment's root blocker: "pid 123" or "prepared
+// transaction 'gid'".
+func (m HistoryMoment) Root() string {
+	if m.RootGID != "" {
+		return fmt.Sprintf("prepared transaction %q", m.RootGID)
+	}
+	return fmt.Sprintf("pid %d", m.RootPID)
+}
+
+// HistoryMoments lists, for each sample between from and to, its root
+// blockers, newest first, at most limit (history_moments.sql).
 func HistoryMoments(ctx context.Context, db DBTX, from, to time.Time, limit int) ([]HistoryMoment, error) {
 	return collect[HistoryMoment](ctx, db, "history_moments", 0, from, to, limit)
 }
@@ -519,8 +533,8 @@ func HistoryMoments(ctx context.Context, db DBTX, from, to time.Time, limit int)
 // historyChainGap is the longest gap between two samples of one chain.
 const historyChainGap = 35 * time.Second
 
-// HistoryChain is one lock chain's life as recorded: consecutive samples
-// (at most 35s apart) with the same root blocker.
+// HistoryChain is one lock chain's life as recorded: samples at most 35s
+// apart with the same root blocker.
 type HistoryChain struct {
 	First, Last time.Time
 	Samples     int
@@ -530,21 +544,29 @@ type HistoryChain struct {
 }
 
 // HistoryChains groups moments (newest first, as HistoryMoments returns
-// them) into chains, newest first.
+// them) into chains by root, newest first. Chains that overlap in time
+// stay apart.
 func HistoryChains(moments []HistoryMoment) []HistoryChain {
+	type root struct {
+		pid int32
+		gid string
+	}
 	var out []HistoryChain
+	open := map[root]int{} // the root's latest chain, an index into out
 	for _, mo := range moments {
-		if n := len(out); n > 0 {
-			ch := &out[n-1]
-			if ch.Worst.RootPID == mo.RootPID && ch.First.Sub(mo.At) <= historyChainGap {
-				ch.First = mo.At
+		k := root{mo.RootPID, mo.RootGID}
+		if i, ok := open[k]; ok && out[i].First.Sub(mo.At) <= historyChainGap {
+			ch := &out[i]
+			if !mo.At.Equal(ch.First) {
 				ch.Samples++
-				if mo.Blocked > ch.Worst.Blocked {
-					ch.Worst = mo
-				}
-				continue
 			}
+			ch.First = mo.At
+			if mo.Blocked > ch.Worst.Blocked {
+				ch.Worst = mo
+			}
+			continue
 		}
+		open[k] = len(out)
 		out = append(out, HistoryChain{First: mo.At, Last: mo.At, Samples: 1, Worst: mo})
 	}
 	return out
@@ -585,8 +607,8 @@ func HistoryTimeline(ctx context.Context, db DBTX, from, to time.Time) ([]Histor
 			return nil, err
 		}
 		items = append(items, HistoryTimelineItem{At: ch.Worst.At, Check: HistoryBlockingTree, Data: e.Data,
-			Title: fmt.Sprintf("recorded lock chain: pid %d blocked %d backends (%d samples, %s to %s)",
-				ch.Worst.RootPID, ch.Worst.Blocked, ch.Samples, ch.First.UTC().Format("15:04:05Z"), ch.Last.UTC().Format("15:04:05Z"))})
+			Title: fmt.Sprintf("recorded lock chain: %s blocked %d backends (%d samples, %s to %s)",
+				ch.Worst.Root(), ch.Worst.Blocked, ch.Samples, ch.First.UTC().Format("15:04:05Z"), ch.Last.UTC().Format("15:04:05Z"))})
 	}
 	entries, err := HistoryRange(ctx, db, HistoryFindings, from, to, 0)
 	if err != nil {

@@ -262,7 +262,7 @@ func HistoryBody(m HistoryPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "<table data-testid=\"history-moments\"><thead><tr><th scope=\"col\">From → to (UTC)</th><th scope=\"col\" class=\"num\">Samples</th><th scope=\"col\" class=\"num\">Most blocked</th><th scope=\"col\">Root pid</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "<table data-testid=\"history-moments\"><thead><tr><th scope=\"col\">From → to (UTC)</th><th scope=\"col\" class=\"num\">Samples</th><th scope=\"col\" class=\"num\">Most blocked</th><th scope=\"col\">Root blocker</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -260,7 +260,7 @@ func historyModel(q historyQuery, ev historyEvidence) views.HistoryPage {
 			span += " → " + ch.Last.UTC().Format("15:04:05Z")
 		}
 		m.Moments = append(m.Moments, views.HistoryMoment{At: span, Href: q.href(q.window, ch.Worst.At),
-			Samples: fmt.Sprint(ch.Samples), Blocked: fmt.Sprint(ch.Worst.Blocked), Root: fmt.Sprint(ch.Worst.RootPID), Active: shown})
+			Samples: fmt.Sprint(ch.Samples), Blocked: fmt.Sprint(ch.Worst.Blocked), Root: ch.Worst.Root(), Active: shown})
 	}
 	if ev.Err != nil {
 		m.Missing = "No sample was recorded in the 30 seconds before it. " + ev.Status.Reason
