@@ -397,14 +397,32 @@ func (c *Client) Stop(ctx context.Context) error {
 	c.renewWG.Wait()
 	c.acks.close()
 	if len(c.queues) > 0 {
-		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := c.heartbeatWorker(fctx, true); err != nil {
-			c.log.Warn("mark worker stopped", "err", err)
-		}
-		cancel()
+		c.markStopped()
 	}
 	c.log.Info("queue client stopped")
 	return result
+}
+
+// markStopped writes the workers row's stopped_at, trying three times
+// within ten seconds: a row left unmarked reads as a live worker until its
+// heartbeat goes stale.
+func (c *Client) markStopped() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var err error
+	for try := 0; try < 3; try++ {
+		if err = c.heartbeatWorker(ctx, true); err == nil || ctx.Err() != nil {
+			break
+		}
+		c.log.Warn("mark worker stopped, retrying", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if err != nil {
+		c.log.Warn("mark worker stopped", "err", err)
+	}
 }
 
 // DrainError is Stop's error when its drain deadline interrupted jobs:

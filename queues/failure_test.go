@@ -149,8 +149,8 @@ func TestCrashKillNine(t *testing.T) {
 			// found it dead (or no one, when the leases expired first) did.
 			require.Equal(t, w.StoppedAt != nil, w.ReclaimedAt != nil, "only a reclaim marks a killed worker stopped")
 		} else {
-			require.NotNil(t, w.StoppedAt)
-			require.True(t, w.Stale)
+			require.NotNil(t, w.StoppedAt, "the gracefully stopped worker marks its row stopped: %+v", w)
+			require.True(t, w.Stale, "%+v", w)
 		}
 	}
 }
