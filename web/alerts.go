@@ -46,6 +46,10 @@ type alertOutcome struct {
 	Captured   []string `json:"captured,omitempty"`
 }
 
+// alertsPath is Alertmanager's webhook, the one route an alerts-scoped
+// token may call.
+const alertsPath = "/api/v1/alerts"
+
 // alertsMaxBody bounds a notification (Alertmanager groups alerts; a few
 // hundred fit easily).
 const alertsMaxBody = 1 << 20
@@ -61,7 +65,7 @@ const alertsMaxBody = 1 << 20
 func (s *Server) alertsWebhook(c echo.Context) error {
 	p, _ := principalFrom(c)
 	if p.Kind != "token" {
-		return fmt.Errorf("%w: POST /api/v1/alerts takes an API token (Authorization: Bearer); create one with `console token create --role operator`", errForbidden)
+		return fmt.Errorf("%w: POST /api/v1/alerts takes an API token (Authorization: Bearer); create one with `console token create --name alertmanager --scope alerts`", errForbidden)
 	}
 	if auth.RoleRank(p.Role) < auth.RoleRank(auth.RoleOperator) {
 		return fmt.Errorf("%w: opening incidents from alerts needs an operator token and %s is %s", errForbidden, p.Name, p.Role)

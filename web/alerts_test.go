@@ -48,11 +48,27 @@ func TestAlertsWebhookOpensJoinsAndNotesOnce(t *testing.T) {
 	defer cancel()
 	e := setup(t)
 	lc := newLockChain(t, e.url)
-	op, err := auth.TokenCreate(ctx, e.srv.cfg.Pool, "alertmanager", auth.RoleOperator)
+	op, err := auth.TokenCreateWith(ctx, e.srv.cfg.Pool, "alertmanager", auth.RoleOperator, auth.TokenOptions{Scope: auth.ScopeAlerts})
 	require.NoError(t, err)
 	viewer, err := auth.TokenCreate(ctx, e.srv.cfg.Pool, "grafana", auth.RoleViewer)
 	require.NoError(t, err)
 	start := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
+
+	// The alerts token is an operator's for the webhook and nothing else:
+	// it reads nothing and acts on nothing.
+	for _, r := range []struct{ method, path string }{
+		{http.MethodGet, "/api/v1/findings"},
+		{http.MethodGet, "/api/v1/jobs"},
+		{http.MethodPost, "/api/v1/actions/queue.pause"},
+	} {
+		req, err := http.NewRequest(r.method, e.http.URL+r.path, strings.NewReader(`{"dry_run": true}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+op)
+		resp, body := e.client(t).do(req)
+		require.Equal(t, http.StatusForbidden, resp.StatusCode, "%s %s: %s", r.method, r.path, body)
+		require.Contains(t, body, "may only post Alertmanager notifications")
+	}
 
 	// Who may call it, and bad bodies.
 	status, body := postAlerts(t, e, viewer, notification("firing", "ConsoleBlockedBackends", "aa01", start, "http://c/runbook/blocking"))

@@ -419,6 +419,9 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				}
 				return err
 			}
+			if p.Scope == auth.ScopeAlerts && !(c.Request().Method == http.MethodPost && c.Path() == alertsPath) {
+				return fmt.Errorf("%w: token %s may only post Alertmanager notifications to %s (it was created with --scope alerts)", errForbidden, p.Name, alertsPath)
+			}
 			c.Set(principalKey, p)
 			return next(c)
 		}

@@ -46,7 +46,7 @@ func (s *Server) routes() {
 	viewer.GET("/history", s.historyPage)
 	viewer.GET("/api/v1/history", s.historyAPI)
 	// Alertmanager's webhook: operator API tokens only (alertsWebhook).
-	viewer.POST("/api/v1/alerts", s.alertsWebhook)
+	viewer.POST(alertsPath, s.alertsWebhook)
 	// Actions check the role themselves (actions.Runner), so a viewer can
 	// preview and is told clearly when it may not execute.
 	viewer.GET("/actions", s.actionIndex)

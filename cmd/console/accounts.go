@@ -100,9 +100,13 @@ func runToken(ctx context.Context, args []string, getenv env, stdout io.Writer) 
 		}
 		now := time.Now()
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tROLE\tSTATE\tCREATED\tLAST USED\tEXPIRES")
+		fmt.Fprintln(tw, "NAME\tROLE\tSCOPE\tSTATE\tCREATED\tLAST USED\tEXPIRES")
 		for _, t := range tokens {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Role, t.State(now), stamp(&t.CreatedAt), stamp(t.LastUsedAt), stamp(t.ExpiresAt))
+			scope := t.Scope
+			if scope == "" {
+				scope = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Role, scope, t.State(now), stamp(&t.CreatedAt), stamp(t.LastUsedAt), stamp(t.ExpiresAt))
 		}
 		return tw.Flush()
 	case "revoke":
@@ -131,7 +135,8 @@ func runToken(ctx context.Context, args []string, getenv env, stdout io.Writer) 
 func tokenCreate(ctx context.Context, args []string, getenv env, stdout io.Writer) error {
 	fs := flagSet("token create")
 	name := fs.String("name", "", "token name")
-	role := fs.String("role", auth.RoleViewer, "role")
+	role := fs.String("role", "", "role: viewer, operator or admin (default viewer; operator with --scope alerts)")
+	scope := fs.String("scope", "", "alerts: the token may only post Alertmanager notifications to /api/v1/alerts")
 	expires := fs.Duration("expires", 0, "lifetime, e.g. 720h; none for a token that does not expire")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -142,18 +147,27 @@ func tokenCreate(ctx context.Context, args []string, getenv env, stdout io.Write
 	if *expires < 0 {
 		return usageError{fmt.Sprintf("token create --expires %s: give a positive duration such as 720h, or leave it out", *expires)}
 	}
+	if *role == "" {
+		*role = auth.RoleViewer
+		if *scope == auth.ScopeAlerts {
+			*role = auth.RoleOperator
+		}
+	}
 	pool, err := attach(ctx, getenv, "console-cli")
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	secret, err := auth.TokenCreateExpiring(ctx, pool, *name, *role, *expires)
+	secret, err := auth.TokenCreateWith(ctx, pool, *name, *role, auth.TokenOptions{TTL: *expires, Scope: *scope})
 	if err != nil {
 		return err
 	}
 	until := "does not expire"
 	if *expires > 0 {
 		until = "expires " + time.Now().Add(*expires).UTC().Format(time.RFC3339)
+	}
+	if *scope != "" {
+		until += ", scope " + *scope
 	}
 	fmt.Fprintf(stdout, "token %s (role %s, %s) created; it is shown only now: %s\n", *name, *role, until, secret)
 	return nil

@@ -140,7 +140,7 @@ func TestAlertmanagerOpensIncidentFromLockChain(t *testing.T) {
 	pool := testdb.Pool(t, dbURL)
 	scrape, err := auth.TokenCreate(ctx, pool, "prometheus", auth.RoleViewer)
 	require.NoError(t, err)
-	hook, err := auth.TokenCreate(ctx, pool, "alertmanager", auth.RoleOperator)
+	hook, err := auth.TokenCreateWith(ctx, pool, "alertmanager", auth.RoleOperator, auth.TokenOptions{Scope: auth.ScopeAlerts})
 	require.NoError(t, err)
 	consoleURL := serveAttached(t, dbURL)
 

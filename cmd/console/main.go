@@ -96,8 +96,9 @@ Usage:
                                  a reset signs out every session the operator had
   console operator disable --name N
                                  disable an operator and end its sessions (add enables it again)
-  console token create --name N --role viewer|operator|admin [--expires 720h]
-                                 create an API token; prints it once, as the last word
+  console token create --name N --role viewer|operator|admin [--expires 720h] [--scope alerts]
+                                 create an API token; prints it once, as the last word;
+                                 --scope alerts: it may only post Alertmanager notifications
   console token list             list API tokens: role, live/expired/revoked, last use, expiry
   console token revoke --name N  revoke an API token; it is refused from the next request on
   console bench burn|continuous|enqueue|relay|floor|scale|bloat [--jobs N] [--pool P]

@@ -16,11 +16,11 @@ func TestTokenExpiryListAndRevoke(t *testing.T) {
 	ctx := context.Background()
 	tx := testdb.Tx(t)
 
-	_, err := TokenCreateExpiring(ctx, tx, "neg", RoleViewer, -time.Hour)
+	_, err := TokenCreateWith(ctx, tx, "neg", RoleViewer, TokenOptions{TTL: -time.Hour})
 	require.ErrorIs(t, err, ErrInvalid)
 	forever, err := TokenCreate(ctx, tx, "ci", RoleOperator)
 	require.NoError(t, err)
-	brief, err := TokenCreateExpiring(ctx, tx, "contractor", RoleViewer, time.Hour)
+	brief, err := TokenCreateWith(ctx, tx, "contractor", RoleViewer, TokenOptions{TTL: time.Hour})
 	require.NoError(t, err)
 	for _, s := range []string{forever, brief} {
 		_, err := TokenLookup(ctx, tx, s)
@@ -83,4 +83,31 @@ func TestPasswordChangeAndDisableEndSessions(t *testing.T) {
 	_, err = Authenticate(ctx, tx, "bob", "another long password")
 	require.ErrorIs(t, err, ErrBadCredentials)
 	require.ErrorIs(t, OperatorDisable(ctx, tx, "nobody"), ErrNotFound)
+}
+
+// TestAlertsScope: an alerts token needs the operator role, an unknown scope
+// is refused, and the scope comes back from lookup and list.
+func TestAlertsScope(t *testing.T) {
+	ctx := context.Background()
+	tx := testdb.Tx(t)
+	_, err := TokenCreateWith(ctx, tx, "weak", RoleViewer, TokenOptions{Scope: ScopeAlerts})
+	require.ErrorIs(t, err, ErrInvalid)
+	require.ErrorContains(t, err, "needs the operator role")
+	_, err = TokenCreateWith(ctx, tx, "odd", RoleOperator, TokenOptions{Scope: "everything"})
+	require.ErrorIs(t, err, ErrInvalid)
+	secret, err := TokenCreateWith(ctx, tx, "alertmanager", RoleOperator, TokenOptions{Scope: ScopeAlerts})
+	require.NoError(t, err)
+	plain, err := TokenCreate(ctx, tx, "ci", RoleOperator)
+	require.NoError(t, err)
+	for i := range 2 { // the first lookup touches last_used_at, the second reads
+		p, err := TokenLookup(ctx, tx, secret)
+		require.NoError(t, err, "lookup %d", i)
+		require.Equal(t, ScopeAlerts, p.Scope, "lookup %d", i)
+		p, err = TokenLookup(ctx, tx, plain)
+		require.NoError(t, err)
+		require.Empty(t, p.Scope)
+	}
+	list, err := TokenList(ctx, tx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"", ScopeAlerts}, []string{list[0].Scope, list[1].Scope})
 }

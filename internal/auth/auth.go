@@ -51,6 +51,23 @@ type Principal struct {
 	// Kind is "operator" for a browser session, "token" for an API token,
 	// "proxy" for a trusted reverse-proxy header.
 	Kind string
+	// Scope narrows what Role allows: "" for everything, ScopeAlerts for
+	// Alertmanager's webhook only. Only API tokens have one.
+	Scope string
+}
+
+// ScopeAlerts is the scope of a token that may only post Alertmanager
+// notifications: the secret an Alertmanager configuration holds opens
+// incidents and reads nothing.
+const ScopeAlerts = "alerts"
+
+// TokenOptions are a new token's optional settings.
+type TokenOptions struct {
+	// TTL is the token's lifetime; zero means it never expires.
+	TTL time.Duration
+	// Scope is "" (everything the role allows) or ScopeAlerts, which needs
+	// the operator role or above.
+	Scope string
 }
 
 // MinPasswordLength is the shortest password OperatorAdd accepts.
@@ -186,12 +203,13 @@ const TokenPrefix = "pgc_"
 // TokenCreate creates an API token that does not expire and returns its
 // secret, which is shown once: only its hash is stored.
 func TokenCreate(ctx context.Context, db DBTX, name, role string) (string, error) {
-	return TokenCreateExpiring(ctx, db, name, role, 0)
+	return TokenCreateWith(ctx, db, name, role, TokenOptions{})
 }
 
-// TokenCreateExpiring is TokenCreate with a lifetime: after ttl the token
-// is refused like a revoked one. Zero means it never expires.
-func TokenCreateExpiring(ctx context.Context, db DBTX, name, role string, ttl time.Duration) (string, error) {
+// TokenCreateWith is TokenCreate with a lifetime (after it the token is
+// refused like a revoked one) and a scope.
+func TokenCreateWith(ctx context.Context, db DBTX, name, role string, o TokenOptions) (string, error) {
+	ttl := o.TTL
 	if ttl < 0 {
 		return "", fmt.Errorf("%w: token lifetime %s: give a positive duration, or none for a token that does not expire", ErrInvalid, ttl)
 	}
@@ -206,9 +224,20 @@ func TokenCreateExpiring(ctx context.Context, db DBTX, name, role string, ttl ti
 	if !ValidRole(role) {
 		return "", fmt.Errorf("%w: role %q: use viewer, operator or admin", ErrInvalid, role)
 	}
+	var scope *string
+	switch o.Scope {
+	case "":
+	case ScopeAlerts:
+		if !RoleAtLeast(role, RoleOperator) {
+			return "", fmt.Errorf("%w: an alerts token opens incidents, which needs the operator role; %s has %s", ErrInvalid, name, role)
+		}
+		scope = &o.Scope
+	default:
+		return "", fmt.Errorf("%w: scope %q: use %s, or none for everything the role allows", ErrInvalid, o.Scope, ScopeAlerts)
+	}
 	secret := TokenPrefix + NewSecret()
 	var id int64
-	if err := db.QueryRow(ctx, sqlText("token_create"), name, hashSecret(secret), role, seconds).Scan(&id); err != nil {
+	if err := db.QueryRow(ctx, sqlText("token_create"), name, hashSecret(secret), role, seconds, scope).Scan(&id); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 			return "", fmt.Errorf("%w: a token named %q exists already", ErrInvalid, name)
@@ -225,9 +254,9 @@ func TokenLookup(ctx context.Context, db DBTX, secret string) (Principal, error)
 	}
 	p := Principal{Kind: "token"}
 	h := hashSecret(secret)
-	err := db.QueryRow(ctx, sqlText("token_lookup"), h).Scan(&p.ID, &p.Name, &p.Role)
+	err := db.QueryRow(ctx, sqlText("token_lookup"), h).Scan(&p.ID, &p.Name, &p.Role, &p.Scope)
 	if errors.Is(err, pgx.ErrNoRows) {
-		err = db.QueryRow(ctx, sqlText("token_get"), h).Scan(&p.ID, &p.Name, &p.Role)
+		err = db.QueryRow(ctx, sqlText("token_get"), h).Scan(&p.ID, &p.Name, &p.Role, &p.Scope)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Principal{}, ErrNoSession
@@ -243,6 +272,7 @@ type Token struct {
 	ID         int64      `json:"id"`
 	Name       string     `json:"name"`
 	Role       string     `json:"role"`
+	Scope      string     `json:"scope,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
 	ExpiresAt  *time.Time `json:"expires_at"`
@@ -269,7 +299,7 @@ func TokenList(ctx context.Context, db DBTX) ([]Token, error) {
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Token, error) {
 		var t Token
-		err := r.Scan(&t.ID, &t.Name, &t.Role, &t.CreatedAt, &t.LastUsedAt, &t.ExpiresAt, &t.RevokedAt)
+		err := r.Scan(&t.ID, &t.Name, &t.Role, &t.Scope, &t.CreatedAt, &t.LastUsedAt, &t.ExpiresAt, &t.RevokedAt)
 		return t, err
 	})
 	if err != nil {

@@ -6,4 +6,4 @@ SET last_used_at = clock_timestamp()
 WHERE token_hash = $1 AND revoked_at IS NULL
   AND (expires_at IS NULL OR expires_at > clock_timestamp())
   AND (last_used_at IS NULL OR last_used_at < clock_timestamp() - interval '1 minute')
-RETURNING id, name, role
+RETURNING id, name, role, coalesce(scope, '')
