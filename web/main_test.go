@@ -44,9 +44,9 @@ type setupOpts struct {
 	tls bool
 }
 
-func setup(t *testing.T) *env { return setupWith(t, setupOpts{}) }
+func setup(t testing.TB) *env { return setupWith(t, setupOpts{}) }
 
-func setupWith(t *testing.T, o setupOpts) *env {
+func setupWith(t testing.TB, o setupOpts) *env {
 	t.Helper()
 	url := testdb.URL(t)
 	pool := testdb.Pool(t, url)
