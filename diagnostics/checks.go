@@ -397,6 +397,7 @@ func init() {
 				optTimeCol("stopped_at", func(r Worker) *time.Time { return r.StoppedAt }),
 				floatCol("last_seen_seconds", AsSeconds, func(r Worker) float64 { return r.LastSeenSeconds }),
 				boolCol("alive", func(r Worker) bool { return r.Alive }),
+				textCol("last_error", AsText, func(r Worker) string { return r.lastError() }),
 			},
 		},
 		{

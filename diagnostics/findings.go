@@ -73,6 +73,7 @@ const (
 	CodeConnections       = "connections.near_max"
 	CodeSequence          = "sequence.exhaustion"
 	CodeWorkersNoneAlive  = "workers.none_alive"
+	CodeEngineFailing     = "engine.failing"
 	CodeUnavailable       = "diagnostics.unavailable"
 )
 

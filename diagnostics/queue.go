@@ -2,6 +2,7 @@ package diagnostics
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/pgconsole/console/queues"
@@ -139,6 +140,19 @@ type Worker struct {
 	// Alive is not stopped and heartbeated within the window passed to
 	// Workers.
 	Alive bool `db:"alive" json:"alive"`
+	// RecentErrors are the engine errors the worker reported in the last
+	// minute, newest last.
+	RecentErrors []queues.EngineError `db:"recent_errors" json:"recent_errors"`
+}
+
+// lastError is the newest of RecentErrors as one line ("claim 53100: could
+// not extend file ..."), or "".
+func (w Worker) lastError() string {
+	if len(w.RecentErrors) == 0 {
+		return ""
+	}
+	e := w.RecentErrors[len(w.RecentErrors)-1]
+	return strings.TrimSpace(e.Op + " " + e.SQLState + ": " + e.Error)
 }
 
 // Serves reports whether the worker works queue (an empty list means every

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/queues"
 )
 
 // everyCodeRound is a round in which, with everyCodeThresholds, every rule
@@ -56,7 +57,8 @@ func everyCodeRound() diagnostics.Round {
 		},
 		DeadLetters: []diagnostics.DeadLetterGroup{{Queue: "emails", ErrorClass: "smtp", DeadRecent: 20}},
 		Outbox:      &diagnostics.OutboxStat{Pending: 50, OldestPendingSeconds: 700, Dead: 2},
-		Workers:     []diagnostics.Worker{{ID: "w1", Queues: []string{"other"}, Alive: true}},
+		Workers: []diagnostics.Worker{{ID: "w1", Queues: []string{"other"}, Alive: true,
+			RecentErrors: []queues.EngineError{{At: now, Op: "claim", SQLState: "53100", Error: "could not extend file"}}}},
 		Unavailable: []diagnostics.Unavailable{
 			{Check: diagnostics.CheckXminHorizon, Status: "timed out", Err: errors.New("canceling statement")},
 			{Check: "connect", Status: "error: refused"},

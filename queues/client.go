@@ -232,6 +232,7 @@ func NewClient(pool *pgxpool.Pool, cfg ClientConfig) (*Client, error) {
 		handlers: map[string]HandlerFunc{},
 		running:  map[int64]runningJob{},
 	}
+	c.errs.counted = c.metrics.engineErrors
 	for name, qc := range cfg.Queues {
 		if name == "" {
 			return nil, errors.New("new client: empty queue name")

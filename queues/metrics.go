@@ -18,6 +18,7 @@ type metrics struct {
 	staleAcks    *prometheus.CounterVec
 	panics       *prometheus.CounterVec
 	claimErrors  *prometheus.CounterVec
+	engineErrors *prometheus.CounterVec // op, sqlstate_class
 	expired      *prometheus.CounterVec // result: ready, dead
 	inFlight     *prometheus.GaugeVec
 	claimSeconds *prometheus.HistogramVec
@@ -79,6 +80,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		claimErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queues_claim_errors_total", Help: "Claims that failed (the fetcher backs off).",
 		}, []string{"queue"}),
+		engineErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queues_engine_errors_total",
+			Help: "Errors the engine met talking to the database, by operation (claim, ack, fail, renew, heartbeat, settings, reap, reconcile, listen) and SQLSTATE class (53: insufficient resources such as a full disk; 08: connection; 57: operator intervention; none: not from the server).",
+		}, []string{"op", "sqlstate_class"}),
 		expired: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queues_expired_leases_total", Help: "Expired leases returned by this process's reaper, by new status.",
 		}, []string{"queue", "status"}),
@@ -110,6 +115,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.staleAcks = register(reg, m.staleAcks)
 	m.panics = register(reg, m.panics)
 	m.claimErrors = register(reg, m.claimErrors)
+	m.engineErrors = register(reg, m.engineErrors)
 	m.expired = register(reg, m.expired)
 	m.inFlight = register(reg, m.inFlight)
 	m.claimSeconds = register(reg, m.claimSeconds)

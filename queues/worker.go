@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Worker is one engine process's row in the workers registry.
@@ -65,8 +66,10 @@ const maxEngineErrors = 10
 // engineErrors keeps a Client's last engine errors for its heartbeat. Only
 // failures write to it: no lock is taken on the job path.
 type engineErrors struct {
-	mu   sync.Mutex
-	list []EngineError
+	// counted counts each error by op and SQLSTATE class.
+	counted *prometheus.CounterVec
+	mu      sync.Mutex
+	list    []EngineError
 }
 
 // note records err met while doing op, with the server's SQLSTATE when it
@@ -83,6 +86,11 @@ func (e *engineErrors) note(op string, err error) {
 	if len(ee.Error) > 500 {
 		ee.Error = ee.Error[:500]
 	}
+	class := "none"
+	if len(ee.SQLState) == 5 {
+		class = ee.SQLState[:2]
+	}
+	e.counted.WithLabelValues(op, class).Inc()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.list) == maxEngineErrors {
