@@ -61,6 +61,15 @@ type CaptureResult struct {
 	Status     string `json:"status"`
 }
 
+// NoteView is a note added to an incident's timeline.
+type NoteView struct {
+	Incident int64  `json:"incident"`
+	Text     string `json:"text"`
+}
+
+func (NoteView) actionPreview() {}
+func (NoteView) actionResult()  {}
+
 func (IncidentOpenPreview) actionPreview()  {}
 func (IncidentClosePreview) actionPreview() {}
 func (CapturePreview) actionPreview()       {}
@@ -139,16 +148,23 @@ func (a *evidenceCapture) execute(ctx context.Context, rc *runContext, tx pgx.Tx
 	if res.Err != nil {
 		data["error"] = res.Err.Error()
 	}
-	raw, err := json.Marshal(data)
-	if err != nil {
-		return CaptureResult{}, fmt.Errorf("encode evidence: %w", err)
-	}
 	title := a.panel
 	step := "evidence"
 	for _, c := range diagnostics.Catalog() {
 		if c.Name == a.panel {
 			title, step = c.Title, c.Step
+			// The panel's columns, in its order: the document's keys
+			// are not kept in order.
+			var names []string
+			for _, col := range c.Columns {
+				names = append(names, col.Name)
+			}
+			data["columns"] = names
 		}
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return CaptureResult{}, fmt.Errorf("encode evidence: %w", err)
 	}
 	ev, err := audit.EvidenceCaptureTx(ctx, tx, audit.Evidence{IncidentID: a.id, Step: step, Title: title,
 		SQLText: res.SQL, Data: raw, CapturedBy: rc.actor.Name})
@@ -245,4 +261,46 @@ var incidentCapture = action(Spec{
 	Description: "Runs one diagnostics panel now and stores its rows and SQL in the incident's timeline.",
 }, func(p *captureParams) (plan[CapturePreview, CaptureResult], error) {
 	return &evidenceCapture{id: p.IncidentID, panel: p.Panel}, requirePositive("incident_id", p.IncidentID)
+})
+
+// incidentNoting adds a free-text note to an incident's timeline: the
+// audit event is the note (its reason is the text), so it is kept, ordered
+// and exported like every other entry.
+type incidentNoting struct {
+	id   int64
+	text string
+}
+
+func (a *incidentNoting) target() string { return "incident:" + strconv.FormatInt(a.id, 10) }
+
+func (a *incidentNoting) preview(ctx context.Context, rc *runContext) (NoteView, error) {
+	if _, err := audit.IncidentGet(ctx, rc.r.pool, a.id); err != nil {
+		return NoteView{}, wrapNotFound(err, audit.ErrNotFound, "incident %d", a.id)
+	}
+	return NoteView{Incident: a.id, Text: a.text}, nil
+}
+
+func (a *incidentNoting) execute(_ context.Context, rc *runContext, _ pgx.Tx, p NoteView) (NoteView, error) {
+	rc.req.IncidentID = &a.id
+	return p, nil
+}
+
+// noteParams are the parameters of incident.note.
+type noteParams struct {
+	IncidentID int64
+	Text       string
+}
+
+func (p *noteParams) fields() []field {
+	return []field{
+		intParam(&p.IncidentID, "incident_id", "The incident.").required(),
+		stringParam(&p.Text, "text", "The note: what was seen, tried or decided.").required(),
+	}
+}
+
+var incidentNote = action(Spec{
+	Name: "incident.note", Title: "Add a note to an incident", Role: auth.RoleOperator, Risk: RiskLow,
+	Description: "Adds a free-text note to an incident's timeline (open or closed): what was seen, tried or decided, in the order it happened.",
+}, func(p *noteParams) (plan[NoteView, NoteView], error) {
+	return &incidentNoting{id: p.IncidentID, text: p.Text}, requirePositive("incident_id", p.IncidentID)
 })

@@ -13,7 +13,7 @@ var registry = []definition{
 	outboxRequeue,
 	backendCancel, backendTerminate, preparedXactRollback,
 	scheduleCreate, scheduleUpdate, scheduleEnable, scheduleDisable, scheduleRunNow,
-	incidentOpen, incidentClose, incidentCapture,
+	incidentOpen, incidentClose, incidentCapture, incidentNote,
 }
 
 var definitions = indexDefinitions(registry)

@@ -47,46 +47,61 @@ type timelineEntry struct {
 	text string
 }
 
-// renderIncident writes the post-mortem. Every piece of text an operator
-// or a database row supplied is either escaped (inline: headings, list
-// items; see mdInline) or fenced (multi-line: summary, reason, error, SQL,
-// JSON; see mdFence), so no field can forge a timeline entry, a link or
-// HTML.
+// Actions the timeline shows in their own way: a capture's audit event is
+// the evidence it stored (listed once, as evidence), and a note's is the
+// note.
+const (
+	actionCapture = "incident.capture"
+	actionNote    = "incident.note"
+)
+
+// markdownRows is how many rows of one capture the post-mortem shows as a
+// table; the console keeps them all.
+const markdownRows = 20
+
+// renderIncident writes the post-mortem: a summary first (the facts, what
+// was captured and done, the operator's own summary), then one timeline.
+// Every piece of text an operator or a database row supplied is either
+// escaped (inline: headings, list items, table cells; see mdInline) or
+// fenced (multi-line: summary, reason, error, SQL, JSON; see mdFence), so no
+// field can forge a timeline entry, a link or HTML.
 func renderIncident(inc *Incident, evidence []Evidence, events []Event, recorded []RecordedEvidence) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Incident %d: %s\n\n", inc.ID, mdInline(inc.Title))
-	fmt.Fprintf(&b, "- Status: %s\n", mdInline(inc.Status))
+	fmt.Fprintf(&b, "# Incident %d: %s\n\n## Summary\n\n", inc.ID, mdInline(inc.Title))
+	end, lasted := "ongoing", time.Since(inc.WindowStart)
+	if inc.WindowEnd != nil {
+		end, lasted = stamp(*inc.WindowEnd), inc.WindowEnd.Sub(inc.WindowStart)
+	}
+	fmt.Fprintf(&b, "- Status: %s; window %s to %s (%s)\n", mdInline(inc.Status), stamp(inc.WindowStart), end, lasted.Round(time.Second))
 	fmt.Fprintf(&b, "- Opened: %s by %s\n", stamp(inc.OpenedAt), mdInline(inc.OpenedBy))
 	if inc.ClosedAt != nil && inc.ClosedBy != nil {
 		fmt.Fprintf(&b, "- Closed: %s by %s\n", stamp(*inc.ClosedAt), mdInline(*inc.ClosedBy))
 	}
-	end := "ongoing"
-	if inc.WindowEnd != nil {
-		end = stamp(*inc.WindowEnd)
-	}
-	fmt.Fprintf(&b, "- Window: %s to %s\n", stamp(inc.WindowStart), end)
 	if inc.Impact != "" {
 		fmt.Fprintf(&b, "- Impact: %s\n", mdInline(inc.Impact))
 	}
 	if inc.SLO != "" {
 		fmt.Fprintf(&b, "- SLO: %s\n", mdInline(inc.SLO))
 	}
+	fmt.Fprintf(&b, "- %s\n", timelineCounts(evidence, events, recorded))
 	if inc.Summary != "" {
-		fmt.Fprintf(&b, "\n## Summary\n\n%s", mdFence("text", inc.Summary))
+		fmt.Fprintf(&b, "\nThe operator's summary:\n\n%s", mdFence("text", inc.Summary))
 	}
 
 	var entries []timelineEntry
 	for _, e := range evidence {
-		var t strings.Builder
-		fmt.Fprintf(&t, "### %s evidence: %s (step %s, by %s)\n\n", stamp(e.CapturedAt), mdInline(e.Title), mdInline(e.Step), mdInline(e.CapturedBy))
-		if e.SQLText != "" {
-			fmt.Fprintf(&t, "%s\n", mdFence("sql", strings.TrimSpace(e.SQLText)))
-		}
-		t.WriteString(mdFence("json", indentJSON(e.Data)))
-		entries = append(entries, timelineEntry{e.CapturedAt, t.String()})
+		entries = append(entries, timelineEntry{e.CapturedAt, evidenceEntry(e)})
 	}
 	for _, e := range events {
+		if e.Action == actionCapture && e.Outcome == OutcomeSucceeded {
+			continue
+		}
 		var t strings.Builder
+		if e.Action == actionNote {
+			fmt.Fprintf(&t, "### %s note by %s (audit #%d)\n\n%s", stamp(e.At), mdInline(e.Actor), e.ID, mdFence("text", e.Reason))
+			entries = append(entries, timelineEntry{e.At, t.String()})
+			continue
+		}
 		target := ""
 		if e.Target != "" {
 			target = " on " + mdInline(e.Target)
@@ -117,6 +132,92 @@ func renderIncident(inc *Incident, evidence []Evidence, events []Event, recorded
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// timelineCounts says in one line what the timeline holds.
+func timelineCounts(evidence []Evidence, events []Event, recorded []RecordedEvidence) string {
+	var titles []string
+	for _, e := range evidence {
+		titles = append(titles, mdInline(e.Title))
+	}
+	outcomes := map[Outcome]int{}
+	actions, notes := 0, 0
+	for _, e := range events {
+		switch {
+		case e.Action == actionNote:
+			notes++
+		case e.Action == actionCapture && e.Outcome == OutcomeSucceeded:
+		default:
+			actions++
+			outcomes[e.Outcome]++
+		}
+	}
+	line := fmt.Sprintf("Evidence: %d capture(s)", len(evidence))
+	if len(titles) > 0 {
+		line += " (" + strings.Join(titles, ", ") + ")"
+	}
+	line += fmt.Sprintf("; %d action(s)", actions)
+	if actions > 0 {
+		var parts []string
+		for _, o := range []Outcome{OutcomeSucceeded, OutcomeFailed, OutcomeRefused} {
+			if outcomes[o] > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", outcomes[o], o))
+			}
+		}
+		line += " (" + strings.Join(parts, ", ") + ")"
+	}
+	return line + fmt.Sprintf("; %d note(s); %d item(s) from the flight recorder", notes, len(recorded))
+}
+
+// evidenceEntry is one capture: its heading, its SQL and its rows as a
+// Markdown table.
+func evidenceEntry(e Evidence) string {
+	var t strings.Builder
+	fmt.Fprintf(&t, "### %s evidence: %s (step %s, by %s)\n\n", stamp(e.CapturedAt), mdInline(e.Title), mdInline(e.Step), mdInline(e.CapturedBy))
+	if e.SQLText != "" {
+		fmt.Fprintf(&t, "%s\n", mdFence("sql", strings.TrimSpace(e.SQLText)))
+	}
+	tab, err := e.Table(markdownRows)
+	if err != nil {
+		t.WriteString(mdFence("json", indentJSON(e.Data)))
+		return t.String()
+	}
+	if tab.Status != "" && tab.Status != "ok" {
+		fmt.Fprintf(&t, "Status: %s\n\n", mdInline(tab.Status))
+	}
+	if tab.Error != "" {
+		fmt.Fprintf(&t, "Error:\n\n%s\n", mdFence("text", tab.Error))
+	}
+	t.WriteString(mdTable(tab.Columns, tab.Rows, tab.Total))
+	return t.String()
+}
+
+// mdTable writes rows under columns as a Markdown table, every cell
+// escaped, saying how many of total rows it leaves out.
+func mdTable(columns []string, rows [][]string, total int) string {
+	if len(columns) == 0 {
+		return "No rows.\n"
+	}
+	var t strings.Builder
+	cells := func(vals []string) {
+		t.WriteString("|")
+		for _, v := range vals {
+			if len(v) > 200 {
+				v = v[:200] + "…"
+			}
+			t.WriteString(" " + mdInline(v) + " |")
+		}
+		t.WriteString("\n")
+	}
+	cells(columns)
+	t.WriteString("|" + strings.Repeat(" --- |", len(columns)) + "\n")
+	for _, r := range rows {
+		cells(r)
+	}
+	if total > len(rows) {
+		fmt.Fprintf(&t, "\n%d more row(s) are in the console.\n", total-len(rows))
+	}
+	return t.String()
 }
 
 // mdInline makes s safe inside one line of Markdown: line breaks and other

@@ -37,6 +37,7 @@ type IncidentPage struct {
 	ExportHref  string          `json:"-"`
 	CSRF        string          `json:"-"`
 	CanClose    bool            `json:"-"`
+	CanNote     bool            `json:"-"`
 	Error       string          `json:"error,omitempty"`
 }
 
@@ -50,4 +51,14 @@ type TimelineEntry struct {
 	SQL     string `json:"sql,omitempty"`
 	Outcome string `json:"outcome,omitempty"`
 	Href    string `json:"href,omitempty"`
+	// Table is a capture's first rows, shown inline.
+	Table *EvidenceTable `json:"table,omitempty"`
+}
+
+// EvidenceTable is the first rows of a captured panel; More counts the
+// rows left out.
+type EvidenceTable struct {
+	Columns []string   `json:"columns"`
+	Rows    [][]string `json:"rows"`
+	More    int        `json:"more,omitempty"`
 }

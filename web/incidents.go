@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"html"
 	"net/http"
@@ -121,6 +120,7 @@ func (s *Server) incidentPage(c echo.Context) error {
 	m := incidentModel(inc, evidence, events, s.recordedEvidence(ctx, inc), time.Now())
 	m.CSRF = csrfToken(c)
 	m.CanClose = auth.RoleRank(p.Role) >= auth.RoleRank(auth.RoleOperator)
+	m.CanNote = m.CanClose
 	return s.render(c, page{Title: inc.Title, Nav: "incidents", Model: m, Body: views.IncidentBody(m)})
 }
 
@@ -140,10 +140,16 @@ func incidentModel(inc *audit.Incident, evidence []audit.Evidence, events []audi
 	}
 	var all []stamped
 	for _, ev := range evidence {
-		all = append(all, stamped{ev.CapturedAt, views.TimelineEntry{At: age(ev.CapturedAt, now), Kind: "evidence",
-			Title: ev.Title, Who: ev.CapturedBy, SQL: ev.SQLText, Detail: evidenceSummary(ev.Data)}})
+		all = append(all, stamped{ev.CapturedAt, evidenceTimelineEntry(ev, now)})
 	}
 	for _, e := range events {
+		switch {
+		case e.Action == "incident.capture" && e.Outcome == audit.OutcomeSucceeded:
+			continue // the evidence it stored is the entry
+		case e.Action == "incident.note":
+			all = append(all, stamped{e.At, views.TimelineEntry{At: age(e.At, now), Kind: "note", Title: e.Reason, Who: e.Actor}})
+			continue
+		}
 		detail := e.Reason
 		if e.Error != "" {
 			detail += " — " + e.Error
@@ -161,19 +167,47 @@ func incidentModel(inc *audit.Incident, evidence []audit.Evidence, events []audi
 	return m
 }
 
-// evidenceSummary says how much a capture holds without dumping it.
-func evidenceSummary(data json.RawMessage) string {
-	var v struct {
-		Rows   []json.RawMessage `json:"rows"`
-		Status string            `json:"status"`
+// timelineRows is how many rows of a capture the timeline shows inline.
+const timelineRows = 10
+
+// evidenceTimelineEntry is a capture with its first rows as a table.
+func evidenceTimelineEntry(ev audit.Evidence, now time.Time) views.TimelineEntry {
+	e := views.TimelineEntry{At: age(ev.CapturedAt, now), Kind: "evidence", Title: ev.Title, Who: ev.CapturedBy, SQL: ev.SQLText}
+	tab, err := ev.Table(timelineRows)
+	if err != nil {
+		e.Detail = err.Error()
+		return e
 	}
-	if json.Unmarshal(data, &v) != nil {
-		return ""
+	switch {
+	case tab.Status != "" && tab.Status != "ok":
+		e.Detail = "status: " + tab.Status
+		if tab.Error != "" {
+			e.Detail += " — " + tab.Error
+		}
+	case tab.Total == 0:
+		e.Detail = "no rows: nothing to show at that moment"
+	default:
+		e.Detail = fmt.Sprintf("%d rows captured", tab.Total)
+		e.Table = &views.EvidenceTable{Columns: tab.Columns, Rows: tab.Rows, More: tab.Total - len(tab.Rows)}
 	}
-	if v.Status != "" && v.Status != "ok" {
-		return "status: " + v.Status
+	return e
+}
+
+// incidentNote adds a free-text note to the incident's timeline (an
+// audited incident.note; the note is its reason).
+func (s *Server) incidentNote(c echo.Context) error {
+	id, err := incidentID(c)
+	if err != nil {
+		return err
 	}
-	return fmt.Sprintf("%d rows captured", len(v.Rows))
+	text := strings.TrimSpace(c.FormValue("text"))
+	if text == "" {
+		return errBadRequest("the note is empty: write what was seen, tried or decided")
+	}
+	if _, err := s.runAction(c, "incident.note", map[string]any{"incident_id": id, "text": text}, text); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/incidents/%d#timeline", id))
 }
 
 func (s *Server) incidentClose(c echo.Context) error {

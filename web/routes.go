@@ -58,6 +58,7 @@ func (s *Server) routes() {
 	viewer.POST("/incidents", s.incidentOpen)
 	viewer.POST("/incidents/:id/close", s.incidentClose)
 	viewer.POST("/incidents/:id/capture", s.incidentCapture)
+	viewer.POST("/incidents/:id/notes", s.incidentNote)
 
 	// Profiling (net/http/pprof) is for admins only.
 	pprofGroup := e.Group("/debug/pprof", requireRole(auth.RoleAdmin))
