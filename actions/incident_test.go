@@ -108,5 +108,15 @@ func incidentCases() []actionCase {
 				return fmt.Sprint(queryInt(t, pool, "SELECT count(*) FROM incident_evidence"))
 			},
 		},
+		{
+			name: "incident.note", actor: operator, weaker: viewer,
+			setup: func(t *testing.T, pool *pgxpool.Pool) map[string]any {
+				return map[string]any{"incident_id": openIncident(t, pool), "text": "paused mail at 03:12"}
+			},
+			// The note is its audit event, linked to the incident.
+			state: func(t *testing.T, pool *pgxpool.Pool) string {
+				return fmt.Sprint(queryInt(t, pool, "SELECT count(*) FROM audit_events WHERE action = 'incident.note' AND outcome = 'succeeded' AND incident_id IS NOT NULL"))
+			},
+		},
 	}
 }
