@@ -194,6 +194,13 @@ func OutboxList(ctx context.Context, db DBTX, p OutboxListParams) ([]OutboxRecor
 	return collectRows[OutboxRecord](ctx, db, "outbox_list", "list outbox events", p.BeforeID, p.State, p.Topic, limit)
 }
 
+// OutboxStuck returns the oldest undelivered events (pending or in
+// flight), oldest first, at most limit (capped at 1000): the head of the
+// backlog.
+func OutboxStuck(ctx context.Context, db DBTX, limit int) ([]OutboxRecord, error) {
+	return collectRows[OutboxRecord](ctx, db, "outbox_stuck", "list undelivered outbox events", min(max(limit, 1), 1000))
+}
+
 // OutboxStatsResult is the outbox backlog at a glance (RB-H): counts by
 // state, expired leases, events the broker accepted but the relay has not
 // marked (each may be delivered twice), and the age of the oldest pending

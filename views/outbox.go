@@ -8,6 +8,9 @@ type OutboxPage struct {
 	Relay        []Fact       `json:"relay"`
 	RelayActions []ActionLink `json:"relay_actions"`
 	Dead         Panel        `json:"dead"`
+	// Stuck is the oldest undelivered events, Recent the newest events.
+	Stuck  Panel `json:"stuck"`
+	Recent Panel `json:"recent"`
 	Lookup       OutboxLookup `json:"lookup"`
 }
 

@@ -76,6 +76,19 @@ func (s *Server) outboxPage(c echo.Context) error {
 		m.Dead = panelError(m.Dead, err)
 	}
 
+	stuck, err := queues.OutboxStuck(ctx, s.cfg.Pool, outboxListLimit)
+	m.Stuck = outboxEventsPanel("outbox-stuck", "Oldest undelivered events", stuck, now,
+		"Nothing is waiting for the relay.", " Pending and in-flight events would be listed here, oldest first: the head of the backlog.")
+	if err != nil {
+		m.Stuck = panelError(m.Stuck, err)
+	}
+	recent, err := queues.OutboxList(ctx, s.cfg.Pool, queues.OutboxListParams{Limit: outboxListLimit})
+	m.Recent = outboxEventsPanel("outbox-recent", "Recent events", recent, now,
+		"No event has been written to the outbox.", " Applications write events with queues.EnqueueEventTx in their own transactions.")
+	if err != nil {
+		m.Recent = panelError(m.Recent, err)
+	}
+
 	m.Lookup = views.OutboxLookup{EventID: lq.EventID, Scope: lq.Scope, Key: lq.Key}
 	if lq.EventID != "" {
 		var ev *queues.OutboxRecord
@@ -177,6 +190,52 @@ func outboxDeadPanel(recs []queues.OutboxRecord, role string, now time.Time) vie
 			ageCell(r.DeadAt, now),
 			{Text: truncate(deref(r.LastError, ""), 120), Title: truncate(deref(r.LastError, ""), 1000)},
 			{Actions: actionLinks([]string{"outbox.requeue"}, role, map[string]string{"ids": id})},
+		})
+	}
+	return p
+}
+
+// outboxListLimit bounds the stuck and recent event lists.
+const outboxListLimit = 20
+
+// outboxEventsPanel lists events with their state and delivery progress:
+// when each was written, its attempts, when it is next tried (or whose lease
+// it is under) and its last error.
+func outboxEventsPanel(id, title string, recs []queues.OutboxRecord, now time.Time, emptyTitle, emptyWhy string) views.Panel {
+	p := views.Panel{
+		ID: id, Title: title, Status: "ok",
+		Columns: []views.Column{{Label: "Id", Num: true}, {Label: "Topic"}, {Label: "Event type"}, {Label: "State"},
+			{Label: "Written"}, {Label: "Attempts", Num: true}, {Label: "Next try or lease"}, {Label: "Last error"}},
+		EmptyTitle: emptyTitle, EmptyWhy: emptyWhy,
+	}
+	if len(recs) >= outboxListLimit {
+		p.Note = fmt.Sprintf("The first %d; look one up by id below.", outboxListLimit)
+	}
+	for _, r := range recs {
+		id := itoa64(r.ID)
+		next := views.Cell{Text: "—"}
+		switch r.State {
+		case queues.OutboxPending:
+			next = views.Cell{Text: "now"}
+			if r.AvailableAt.After(now) {
+				next = ageCell(&r.AvailableAt, now)
+			}
+		case queues.OutboxInflight:
+			next = views.Cell{Text: "leased by " + deref(r.LeaseOwner, "?"), Mono: true}
+			if r.LeaseUntil != nil {
+				next.Text += " until " + utc(*r.LeaseUntil)
+			}
+		}
+		written := r.CreatedAt
+		p.Rows = append(p.Rows, []views.Cell{
+			{Text: id, Href: "/outbox?event_id=" + id, Mono: true},
+			{Text: r.Topic, Mono: true},
+			{Text: r.EventType, Mono: true},
+			{Text: r.State},
+			ageCell(&written, now),
+			{Text: fmt.Sprintf("%d/%d", r.Attempts, r.MaxAttempts)},
+			next,
+			{Text: truncate(deref(r.LastError, ""), 120), Title: truncate(deref(r.LastError, ""), 1000)},
 		})
 	}
 	return p

@@ -32,6 +32,13 @@ func TestOutboxPage(t *testing.T) {
 	var deadID int64
 	require.NoError(t, e.srv.cfg.Pool.QueryRow(t.Context(), `INSERT INTO outbox_events (topic, aggregate_type, aggregate_id, event_type, payload, state, attempts, max_attempts, last_error, dead_at)
 		VALUES ('orders', 'order', '9', 'order.paid', '{"amount": 12}', 'dead', 16, 16, 'broker: 503 unavailable', now()) RETURNING id`).Scan(&deadID))
+	var retryID int64
+	require.NoError(t, e.srv.cfg.Pool.QueryRow(t.Context(), `INSERT INTO outbox_events (topic, aggregate_type, aggregate_id, event_type, payload, attempts, max_attempts, last_error, created_at, available_at)
+		VALUES ('orders', 'order', '7', 'order.shipped', '{}', 5, 16, 'broker: timeout', now() - interval '1 hour', now() + interval '10 minutes') RETURNING id`).Scan(&retryID))
+	e.exec(t, `INSERT INTO outbox_events (topic, aggregate_type, aggregate_id, event_type, payload)
+		VALUES ('orders', 'order', '10', 'order.created', '{}')`)
+	e.exec(t, `INSERT INTO outbox_events (topic, aggregate_type, aggregate_id, event_type, payload, state, published_at)
+		VALUES ('orders', 'order', '8', 'order.closed', '{}', 'published', now())`)
 	e.exec(t, `INSERT INTO consumer_inbox (consumer_name, event_id) VALUES ('billing', $1), ('mailer', $1)`, itoa64(deadID))
 	e.exec(t, `INSERT INTO idempotency_requests (scope, idempotency_key, request_hash, state, response_code, response_body)
 		VALUES ('payments', 'key-1', '\xdeadbeef', 'completed', 201, '{"payment_id": 77}')`)
@@ -40,14 +47,31 @@ func TestOutboxPage(t *testing.T) {
 		var m views.OutboxPage
 		require.Equal(t, http.StatusOK, c.getJSON("/outbox", &m))
 		require.Equal(t, "pending", m.States[0].ID)
-		require.Equal(t, "3", m.States[0].Value)
-		require.Contains(t, m.States[0].Meta, "oldest waited 3m")
+		require.Equal(t, "5", m.States[0].Value, "four ready and one waiting to retry")
+		require.Contains(t, m.States[0].Meta, "oldest waited 1h00m", "the retrying event was written an hour ago")
 		require.Equal(t, "1", m.States[2].Value)
 		require.Equal(t, "critical", m.States[2].State)
 		require.Len(t, m.Dead.Rows, 1)
 		require.Equal(t, "outbox.requeue", m.Dead.Rows[0][7].Actions[0].Name)
 		require.Equal(t, "/actions/outbox.requeue?ids="+itoa64(deadID), m.Dead.Rows[0][7].Actions[0].Href)
 		require.Nil(t, m.Lookup.Inbox, "no lookup asked")
+
+		// The head of the backlog, oldest first, and the newest events of
+		// every state.
+		require.Len(t, m.Stuck.Rows, 5, "four pending and the one retrying")
+		require.Equal(t, itoa64(retryID), m.Stuck.Rows[0][0].Text, "the oldest undelivered first")
+		require.Equal(t, "pending", m.Stuck.Rows[0][3].Text)
+		require.Equal(t, "5/16", m.Stuck.Rows[0][5].Text)
+		require.Regexp(t, `^in \d+m`, m.Stuck.Rows[0][6].Text, "its next try")
+		require.Equal(t, "broker: timeout", m.Stuck.Rows[0][7].Text)
+		require.Equal(t, "now", m.Stuck.Rows[1][6].Text)
+		require.Len(t, m.Recent.Rows, 7)
+		require.Equal(t, itoa64(retryID+2), m.Recent.Rows[0][0].Text, "the newest first")
+		require.Equal(t, "published", m.Recent.Rows[0][3].Text)
+		for _, r := range m.Stuck.Rows {
+			require.NotEqual(t, "published", r[3].Text)
+			require.NotEqual(t, "dead", r[3].Text)
+		}
 	})
 
 	t.Run("InboxLookup", func(t *testing.T) {
