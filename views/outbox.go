@@ -9,9 +9,9 @@ type OutboxPage struct {
 	RelayActions []ActionLink `json:"relay_actions"`
 	Dead         Panel        `json:"dead"`
 	// Stuck is the oldest undelivered events, Recent the newest events.
-	Stuck  Panel `json:"stuck"`
-	Recent Panel `json:"recent"`
-	Lookup       OutboxLookup `json:"lookup"`
+	Stuck  Panel        `json:"stuck"`
+	Recent Panel        `json:"recent"`
+	Lookup OutboxLookup `json:"lookup"`
 }
 
 // OutboxLookup is the lookup forms and, when asked, their answers: which
