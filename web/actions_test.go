@@ -193,6 +193,7 @@ func TestActionsUI(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	require.Contains(t, body, `data-testid="action-preview"`)
 	require.NotContains(t, body, "<html", "htmx gets the fragment")
+	form.Set("preview", sealOf(t, body))
 
 	resp, body = op.post("/actions/queue.throttle", form, "HX-Request", "true")
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
