@@ -4,13 +4,13 @@ import "strconv"
 
 // JobFilter is the /jobs filter form as the operator typed it.
 type JobFilter struct {
-	Queue        string   `json:"queue,omitempty"`
-	Kind         string   `json:"kind,omitempty"`
-	Status       string   `json:"status,omitempty"`
-	ErrorClass   string   `json:"error_class,omitempty"`
-	CreatedFrom  string   `json:"created_from,omitempty"`
-	CreatedUntil string   `json:"created_until,omitempty"`
-	Limit        string   `json:"limit,omitempty"`
+	Queue        string `json:"queue,omitempty"`
+	Kind         string `json:"kind,omitempty"`
+	Status       string `json:"status,omitempty"`
+	ErrorClass   string `json:"error_class,omitempty"`
+	CreatedFrom  string `json:"created_from,omitempty"`
+	CreatedUntil string `json:"created_until,omitempty"`
+	Limit        string `json:"limit,omitempty"`
 	// JumpID is the job id box, kept when it holds a bad value.
 	JumpID   string   `json:"-"`
 	Statuses []string `json:"-"`

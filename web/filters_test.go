@@ -3,8 +3,8 @@ package web
 import (
 	"errors"
 	"maps"
-	"slices"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
