@@ -216,6 +216,9 @@ func (a *scheduleRun) done(r RunNowResult) string {
 func (a *scheduleRun) state(p RunNowPreview) any { return p.Schedule }
 
 func (a *scheduleRun) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ RunNowPreview) (RunNowResult, error) {
+	if _, err := tx.Exec(ctx, sqlText("schedule_lock"), a.name); err != nil {
+		return RunNowResult{}, fmt.Errorf("lock schedule %q: %w", a.name, err)
+	}
 	s, err := queues.ScheduleGet(ctx, tx, a.name)
 	if err != nil {
 		return RunNowResult{}, wrapNotFound(err, queues.ErrNotFound, "schedule %q", a.name)
@@ -230,6 +233,10 @@ func (a *scheduleRun) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ 
 	}
 	if err != nil {
 		return RunNowResult{}, err
+	}
+	// The manual run is the schedule's last run, as the list shows it.
+	if _, err := tx.Exec(ctx, sqlText("schedule_mark_run"), a.name, j.ID); err != nil {
+		return RunNowResult{}, fmt.Errorf("record the run of schedule %q: %w", a.name, err)
 	}
 	return RunNowResult{Job: summarize(j)}, nil
 }

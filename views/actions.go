@@ -55,10 +55,19 @@ type ActionPage struct {
 	CSRF         string       `json:"-"`
 	Allowed      bool         `json:"allowed"`
 	Next         []ActionLink `json:"next,omitempty"`
+	// Follow are links to what the action made or changed (the job a
+	// schedule's run enqueued), shown with the result.
+	Follow []ResultLink `json:"follow,omitempty"`
 	// Watch are live panels shown after the action ran, so the operator
 	// sees its effect (the fleet's in-flight count falling to a new
 	// limit, the blocking tree clearing).
 	Watch []PanelSlot `json:"-"`
+}
+
+// ResultLink is a link from an action's result to what it touched.
+type ResultLink struct {
+	Label string `json:"label"`
+	Href  string `json:"href"`
 }
 
 // ActionField is one parameter input.

@@ -201,6 +201,7 @@ func doneStage(m views.ActionPage, values map[string]string, role string, out ac
 	m.Result = resultView(out.Result, now)
 	m.AuditID = out.AuditID
 	m.Watch = watchPanels(out.Action)
+	m.Follow = followLinks(out.Result)
 	if r, ok := out.Result.(actions.BackendResult); ok && r.NextStep != "" {
 		pid := values["pid"]
 		if len(r.NewRoots) > 0 {
@@ -209,6 +210,24 @@ func doneStage(m views.ActionPage, values map[string]string, role string, out ac
 		m.Next = actionLinks([]string{r.NextStep}, role, map[string]string{"pid": pid})
 	}
 	return m
+}
+
+// followLinks lead from a result to what the action made or changed: the
+// job a schedule's run enqueued, the job a job action changed, the
+// schedules list after a schedule change.
+func followLinks(r actions.Result) []views.ResultLink {
+	job := func(j actions.JobSummary) views.ResultLink {
+		return views.ResultLink{Label: "Open job " + itoa64(j.ID), Href: "/jobs/" + itoa64(j.ID)}
+	}
+	switch x := r.(type) {
+	case actions.RunNowResult:
+		return []views.ResultLink{job(x.Job), {Label: "Back to schedules", Href: "/schedules"}}
+	case actions.JobResult:
+		return []views.ResultLink{job(x.Job)}
+	case actions.ScheduleResult:
+		return []views.ResultLink{{Label: "Back to schedules", Href: "/schedules"}}
+	}
+	return nil
 }
 
 // actionAPI serves POST /api/v1/actions/:name for automation:
