@@ -264,9 +264,16 @@ func (a *deadLetterRequeue) sentence(p RequeuePreview) string {
 }
 
 func (a *deadLetterRequeue) done(r RequeueResult) string {
-	s := "Requeued " + counted(r.Requeued, "dead job", "dead jobs") + a.filterWords()
-	if r.Skipped > 0 {
-		s += "; " + thousands(r.Skipped) + " skipped (moved meanwhile, or an unfinished job holds their dedupe key)"
+	return requeueDone(counted(r.Requeued, "dead job", "dead jobs")+a.filterWords(), r.Skipped,
+		"moved meanwhile, or an unfinished job holds their dedupe key")
+}
+
+// requeueDone says what a requeue moved, and how many matches it skipped
+// and why.
+func requeueDone(moved string, skipped int64, why string) string {
+	s := "Requeued " + moved
+	if skipped > 0 {
+		s += "; " + thousands(skipped) + " skipped (" + why + ")"
 	}
 	return s
 }

@@ -147,7 +147,7 @@ var jobsCancel = action(Spec{
 		"become dead (cancelled); selected jobs in other states are left alone and listed in the preview.",
 }, func(p *bulkJobParams) (plan[BulkJobPreview, BulkJobResult], error) {
 	return p.bulk(jobAction{allowed: []string{queues.StatusReady, queues.StatusRunning},
-		effect: "they become dead (cancelled); a running attempt's ack will be refused",
+		effect: "each becomes dead (cancelled); a running attempt's ack will be refused",
 		run:    queues.JobCancelTx, fenced: true, verb: "Cancel"})
 })
 
@@ -157,6 +157,6 @@ var jobsRetryNow = action(Spec{
 		"become ready and due now, keeping their history; selected jobs in other states are left alone.",
 }, func(p *bulkJobParams) (plan[BulkJobPreview, BulkJobResult], error) {
 	return p.bulk(jobAction{allowed: []string{queues.StatusReady, queues.StatusDead},
-		effect: "they become ready and due now; their history is kept",
+		effect: "each becomes ready and due now, keeping its history",
 		run:    queues.JobRetryNowTx, verb: "Retry"})
 })

@@ -156,11 +156,7 @@ func (a *outboxEventRequeue) sentence(p OutboxRequeuePreview) string {
 }
 
 func (a *outboxEventRequeue) done(r OutboxRequeueResult) string {
-	s := "Requeued " + counted(r.Requeued, "dead outbox event", "dead outbox events") + a.filterWords()
-	if r.Skipped > 0 {
-		s += "; " + thousands(r.Skipped) + " skipped (moved meanwhile)"
-	}
-	return s
+	return requeueDone(counted(r.Requeued, "dead outbox event", "dead outbox events")+a.filterWords(), r.Skipped, "moved meanwhile")
 }
 
 func (a *outboxEventRequeue) state(p OutboxRequeuePreview) any { return p.Count }

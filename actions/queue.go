@@ -152,11 +152,7 @@ func settingsChanges(before, after QueueSettingsView) string {
 // settingsText says a queue's settings: "paused, max workers 2, rate no
 // limit".
 func settingsText(v QueueSettingsView) string {
-	state := "running"
-	if v.Paused {
-		state = "paused"
-	}
-	return state + ", max workers " + limitText(v.MaxWorkers) + ", rate " + limitText(v.RatePerSecond)
+	return limitsText(v.Paused, "max workers", v.MaxWorkers, v.RatePerSecond)
 }
 
 func (a *queueSettingsChange) sentence(p QueueSettingsPreview) string {
@@ -169,16 +165,8 @@ func (a *queueSettingsChange) done(r QueueSettingsResult) string {
 		counted(r.Fleet.InFlight, "job", "jobs"))
 }
 
-// queueState is what a settings change's decision rests on: the settings
-// it starts from (not who set them, nor the fleet's moving counts).
-type queueState struct {
-	Paused        bool     `json:"paused"`
-	MaxWorkers    *int     `json:"max_workers"`
-	RatePerSecond *float64 `json:"rate_per_second"`
-}
-
 func (a *queueSettingsChange) state(p QueueSettingsPreview) any {
-	return queueState{Paused: p.Before.Paused, MaxWorkers: p.Before.MaxWorkers, RatePerSecond: p.Before.RatePerSecond}
+	return limitsState{Paused: p.Before.Paused, Count: p.Before.MaxWorkers, RatePerSecond: p.Before.RatePerSecond}
 }
 
 type queuePlan = plan[QueueSettingsPreview, QueueSettingsResult]

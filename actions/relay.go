@@ -40,11 +40,7 @@ type relaySettingsChange struct {
 // relayText says the relay's settings: "paused, batch size 100, rate no
 // limit".
 func relayText(s queues.RelaySettings) string {
-	state := "running"
-	if s.Paused {
-		state = "paused"
-	}
-	return state + ", batch size " + limitText(s.BatchSize) + ", rate " + limitText(s.RatePerSecond)
+	return limitsText(s.Paused, "batch size", s.BatchSize, s.RatePerSecond)
 }
 
 func (a *relaySettingsChange) sentence(p RelaySettingsPreview) string {
@@ -60,16 +56,8 @@ func (a *relaySettingsChange) done(r RelaySettingsResult) string {
 	return fmt.Sprintf("The outbox relay is now %s; %s pending", relayText(r.Settings), counted(r.Outbox.Pending, "event", "events"))
 }
 
-// relayState is what a relay change's decision rests on: the settings it
-// starts from.
-type relayState struct {
-	Paused        bool     `json:"paused"`
-	BatchSize     *int     `json:"batch_size"`
-	RatePerSecond *float64 `json:"rate_per_second"`
-}
-
 func (a *relaySettingsChange) state(p RelaySettingsPreview) any {
-	return relayState{Paused: p.Before.Paused, BatchSize: p.Before.BatchSize, RatePerSecond: p.Before.RatePerSecond}
+	return limitsState{Paused: p.Before.Paused, Count: p.Before.BatchSize, RatePerSecond: p.Before.RatePerSecond}
 }
 
 func (a *relaySettingsChange) target() string { return "relay" }

@@ -49,13 +49,14 @@ func TestExpectVersion(t *testing.T) {
 		require.Contains(t, out.ResultSummary, "is now ready")
 	})
 	t.Run("MovingCountsAreNotState", func(t *testing.T) {
-		// The fleet's in-flight count moves on its own; it is shown, but a
-		// change of it alone does not void the preview.
-		a, err := r.Run(ctx, operator, "queue.throttle", actions.Request{Params: map[string]any{"queue": "moving", "max_workers": 2}, DryRun: true})
+		// The outbox backlog moves on its own; the preview shows it, but a
+		// change of it alone does not void the relay's preview.
+		a, err := r.Run(ctx, operator, "relay.pause", actions.Request{DryRun: true})
 		require.NoError(t, err)
-		insertJob(t, pool, "moving", "running", "")
-		b, err := r.Run(ctx, operator, "queue.throttle", actions.Request{Params: map[string]any{"queue": "moving", "max_workers": 2}, DryRun: true})
+		insertDeadOutbox(t, pool, "orders")
+		b, err := r.Run(ctx, operator, "relay.pause", actions.Request{DryRun: true})
 		require.NoError(t, err)
+		require.NotEqual(t, a.Summary, b.Summary, "the backlog shown moved")
 		require.Equal(t, a.Version, b.Version)
 	})
 }
@@ -73,7 +74,7 @@ func TestBulkJobActions(t *testing.T) {
 	params := map[string]any{"ids": []int64{dead1, dead2, done}}
 	dry, err := r.Run(ctx, operator, "jobs.retry_now", actions.Request{Params: params, DryRun: true})
 	require.NoError(t, err)
-	require.Equal(t, "Retry 2 jobs in queue `bulk`: they become ready and due now; their history is kept; 1 selected job is left alone", dry.Summary)
+	require.Equal(t, "Retry 2 jobs in queue `bulk`: each becomes ready and due now, keeping its history; 1 selected job is left alone", dry.Summary)
 	p := dry.Preview.(actions.BulkJobPreview)
 	require.Equal(t, 2, p.Count)
 	require.Equal(t, []actions.SkippedJob{{ID: done, Reason: "is done; this action applies to ready or dead jobs"}}, p.Skipped)

@@ -108,10 +108,14 @@ func (f ActionField) Shown() string {
 	case f.Value == "" && f.Blank != "":
 		return f.Blank
 	case f.Value == "":
-		return "not given"
+		return notGiven
 	}
 	return f.Value
 }
+
+// notGiven is how a locked field shows a parameter left out; the preview's
+// list of parameters skips those.
+const notGiven = "not given"
 
 // Value is how an action page draws a preview or a result: a text, a list of
 // key-value pairs, a table or a list, nested. The web layer builds one for

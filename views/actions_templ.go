@@ -756,7 +756,7 @@ func actionForm(m ActionPage, confirm bool) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			for _, f := range m.Fields {
-				if f.Kind != "hidden" {
+				if f.Kind != "hidden" && f.Shown() != notGiven {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 65, "<dt>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err

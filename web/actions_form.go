@@ -123,7 +123,7 @@ func (s *Server) queueOptions(ctx context.Context, spec actions.Spec) []views.Op
 		label := q.Queue
 		switch {
 		case strings.HasPrefix(spec.Name, "queue."):
-			label += " — now " + queueStateText(q.Paused, q.MaxWorkers, q.RatePerSecond)
+			label += " — now " + limitsWords(q.Paused, "max workers", q.MaxWorkers, q.RatePerSecond)
 		case strings.HasPrefix(spec.Name, "deadletters."):
 			label += fmt.Sprintf(" — %s dead", strconv.FormatInt(q.Dead, 10))
 		}
@@ -154,20 +154,21 @@ func (s *Server) classOptions(ctx context.Context, queue string) []views.Option 
 	return opts
 }
 
-// queueStateText says a queue's settings as the forms show them.
-func queueStateText(paused bool, maxWorkers *int, rate *float64) string {
+// limitsWords says a queue's or the relay's settings as the forms show
+// them: "running, max workers 4, rate no limit".
+func limitsWords(paused bool, countName string, count *int, rate *float64) string {
 	state := "running"
 	if paused {
 		state = "paused"
 	}
-	mw, r := "no limit", "no limit"
-	if maxWorkers != nil {
-		mw = strconv.Itoa(*maxWorkers)
+	c, r := "no limit", "no limit"
+	if count != nil {
+		c = strconv.Itoa(*count)
 	}
 	if rate != nil {
 		r = strconv.FormatFloat(*rate, 'f', -1, 64) + "/s"
 	}
-	return state + ", max workers " + mw + ", rate " + r
+	return state + ", " + countName + " " + c + ", rate " + r
 }
 
 // currentState says the present state of what the form changes: the
@@ -180,17 +181,13 @@ func (s *Server) currentState(ctx context.Context, spec actions.Spec, values map
 		if err != nil {
 			return ""
 		}
-		return "Queue " + values["queue"] + " now: " + queueStateText(q.Paused, q.MaxWorkers, q.RatePerSecond)
+		return "Queue " + values["queue"] + " now: " + limitsWords(q.Paused, "max workers", q.MaxWorkers, q.RatePerSecond)
 	case strings.HasPrefix(spec.Name, "relay."):
 		r, err := queues.RelaySettingsGet(ctx, s.cfg.Pool)
 		if err != nil {
 			return ""
 		}
-		bs := "no limit"
-		if r.BatchSize != nil {
-			bs = strconv.Itoa(*r.BatchSize)
-		}
-		return "The relay now: " + strings.Replace(queueStateText(r.Paused, nil, r.RatePerSecond), "max workers no limit", "batch size "+bs, 1)
+		return "The relay now: " + limitsWords(r.Paused, "batch size", r.BatchSize, r.RatePerSecond)
 	}
 	return ""
 }

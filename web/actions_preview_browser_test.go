@@ -149,7 +149,7 @@ func TestBrowserPreviewThenExecute(t *testing.T) {
 			chromedp.Click(css(`[data-testid="bulk-jobs.retry_now"]`)),
 			chromedp.WaitVisible(css(`[data-testid="preview-summary"]`)),
 		)
-		require.Equal(t, "Retry 2 jobs in queue bulk: they become ready and due now; their history is kept",
+		require.Equal(t, "Retry 2 jobs in queue bulk: each becomes ready and due now, keeping its history",
 			text(`[data-testid="preview-summary"]`))
 		shot("bulk")
 		browser.Do(t, b,
