@@ -284,6 +284,10 @@ func (r *Runner) run(ctx context.Context, rc *runContext, name string) (Outcome,
 	}
 	rc.plan = pl
 	preview, err := pl.preview(ctx, rc)
+	if err != nil && !req.DryRun && req.ExpectVersion != "" && errors.Is(err, ErrNotFound) {
+		// What the operator previewed is gone: a stale preview too.
+		err = fmt.Errorf("%w; what was previewed is gone: %w", err, ErrStale)
+	}
 	if err != nil {
 		return out, r.refuse(ctx, rc, name, pl.target(), nil, fmt.Errorf("preview %s: %w", name, err))
 	}

@@ -48,6 +48,16 @@ func TestExpectVersion(t *testing.T) {
 		require.Equal(t, "ready", queryText(t, pool, "SELECT status FROM jobs WHERE id = $1", id))
 		require.Contains(t, out.ResultSummary, "is now ready")
 	})
+	t.Run("GoneMeanwhile", func(t *testing.T) {
+		id := insertJob(t, pool, "gone", "dead", "smtp.timeout")
+		dry, err := r.Run(ctx, operator, "deadletters.requeue", actions.Request{Params: map[string]any{"queue": "gone"}, DryRun: true})
+		require.NoError(t, err)
+		exec(t, pool, "UPDATE jobs SET status = 'ready', finished_at = NULL WHERE id = $1", id)
+		_, err = r.Run(ctx, operator, "deadletters.requeue", actions.Request{Params: map[string]any{"queue": "gone"}, Reason: reason,
+			ExpectVersion: dry.Version})
+		require.ErrorIs(t, err, actions.ErrStale, "what was previewed is gone")
+		require.ErrorIs(t, err, actions.ErrNotFound)
+	})
 	t.Run("MovingCountsAreNotState", func(t *testing.T) {
 		// The outbox backlog moves on its own; the preview shows it, but a
 		// change of it alone does not void the relay's preview.

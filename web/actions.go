@@ -140,6 +140,7 @@ func (s *Server) previewAgain(c echo.Context, m views.ActionPage, spec actions.S
 	if err != nil {
 		_, why := statusOf(err)
 		m.Stage, m.Error = "edit", msg+". A new preview was refused too: "+why
+		m.Fields = s.formFields(c.Request().Context(), spec, fresh)
 		setRefusal(c, m.Error)
 		return s.renderActionStatus(c, http.StatusConflict, m)
 	}
@@ -310,7 +311,7 @@ func (s *Server) actionPage(c echo.Context, spec actions.Spec, values map[string
 	}
 	ctx, cancel := readContext(c)
 	defer cancel()
-	m.Fields = s.formFields(ctx, spec, withoutGuards(spec, values))
+	m.Fields = s.formFields(ctx, spec, values)
 	m.Current = s.currentState(ctx, spec, values)
 	if spec.Confirm != "" {
 		// The confirmation parameter (confirm_pid) repeats another one

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/views"
 )
@@ -94,6 +95,8 @@ func (s *Server) formFields(ctx context.Context, spec actions.Spec, values map[s
 			opts = s.queueOptions(ctx, spec)
 		case f.Name == "error_class":
 			opts = s.classOptions(ctx, values["queue"])
+		case f.Name == "panel":
+			opts = panelOptions()
 		default:
 			continue
 		}
@@ -150,6 +153,15 @@ func (s *Server) classOptions(ctx context.Context, queue string) []views.Option 
 	opts := []views.Option{}
 	for _, c := range order {
 		opts = append(opts, views.Option{Value: c, Label: fmt.Sprintf("%s — %d dead", c, counts[c])})
+	}
+	return opts
+}
+
+// panelOptions lists the diagnostics panels an incident can capture.
+func panelOptions() []views.Option {
+	opts := []views.Option{}
+	for _, c := range diagnostics.Catalog() {
+		opts = append(opts, views.Option{Value: c.Name, Label: c.Title})
 	}
 	return opts
 }

@@ -122,4 +122,19 @@ func TestActionExecuteNeedsItsPreview(t *testing.T) {
 		require.Contains(t, body, "Requeued 4 dead jobs of class <code>smtp.timeout</code>")
 		require.Equal(t, 4, count(`SELECT count(*) FROM jobs WHERE queue = 'stale' AND status = 'ready'`))
 	})
+	t.Run("GoneMeanwhile", func(t *testing.T) {
+		_, err := db.Exec(ctx, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at)
+			SELECT 'gone', 'send', 'dead', 'smtp.timeout', 'timeout', now() FROM generate_series(1, 2)`)
+		require.NoError(t, err)
+		form, _ := preview(op, "deadletters.requeue", url.Values{"queue": {"gone"}})
+		// Meanwhile someone else puts them back to ready.
+		_, err = db.Exec(ctx, `UPDATE jobs SET status = 'ready', finished_at = NULL WHERE queue = 'gone'`)
+		require.NoError(t, err)
+		resp, body := op.post("/actions/deadletters.requeue", form)
+		require.Equal(t, http.StatusConflict, resp.StatusCode, body)
+		require.Contains(t, body, "Nothing was done")
+		require.Contains(t, body, "A new preview was refused too: preview deadletters.requeue: no dead jobs match queue:gone")
+		require.Contains(t, body, `data-testid="action-form-edit"`, "back to the form")
+		require.Equal(t, 0, count(`SELECT count(*) FROM audit_events WHERE action = 'deadletters.requeue' AND outcome = 'succeeded' AND target = 'queue:gone'`))
+	})
 }
