@@ -158,6 +158,27 @@ func actionCases() []actionCase {
 			state: jobState(&jobID),
 		},
 		{
+			name: "jobs.retry_now", actor: operator, weaker: viewer,
+			setup: func(t *testing.T, pool *pgxpool.Pool) map[string]any {
+				jobID = insertJob(t, pool, "emails", "dead", "smtp.timeout")
+				insertJob(t, pool, "emails", "dead", "smtp.timeout")
+				return map[string]any{"ids": fmt.Sprintf("%d,%d", jobID, jobID+1)} // a form posts a list as text
+			},
+			state: func(t *testing.T, pool *pgxpool.Pool) string {
+				return fmt.Sprint(queryInt(t, pool, "SELECT count(*) FROM jobs WHERE status = 'dead'"))
+			},
+		},
+		{
+			name: "jobs.cancel", actor: operator, weaker: viewer,
+			setup: func(t *testing.T, pool *pgxpool.Pool) map[string]any {
+				jobID = insertJob(t, pool, "emails", "ready", "")
+				return map[string]any{"ids": []int64{jobID, insertJob(t, pool, "emails", "running", "")}}
+			},
+			state: func(t *testing.T, pool *pgxpool.Pool) string {
+				return fmt.Sprint(queryInt(t, pool, "SELECT count(*) FROM jobs WHERE status = 'dead'"))
+			},
+		},
+		{
 			name: "queue.pause", actor: operator, weaker: viewer, state: queueState,
 			setup: func(t *testing.T, pool *pgxpool.Pool) map[string]any {
 				return map[string]any{"queue": "emails"}

@@ -434,6 +434,45 @@ func fmtTime(t *time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
+func (a *backendSignal) sentence(p BackendPreview) string {
+	f := p.Target
+	verb := "Cancel the statement of backend"
+	if a.terminate {
+		verb = "Terminate backend"
+	}
+	who := code(f.ApplicationName)
+	if f.ApplicationName == "" {
+		who = "no application name"
+	}
+	s := fmt.Sprintf("%s %d (%s, user %s, %s)", verb, f.PID, who, code(f.User), f.State)
+	switch {
+	case p.IsRoot:
+		s += ", the root blocker of " + counted(p.BlockedCount, "waiting session", "waiting sessions")
+	case p.BlockedCount > 0:
+		s += ", which blocks " + counted(p.BlockedCount, "session", "sessions") + " but is not the root blocker"
+	default:
+		s += ", which blocks nobody right now"
+	}
+	if p.NextStep != "" {
+		s += "; a cancel does nothing to a session idle in transaction"
+	}
+	return s
+}
+
+func (a *backendSignal) done(r BackendResult) string { return r.Message }
+
+// backendState is what a signal's decision rests on: which session the pid
+// names (pids are reused) and which transaction it is in.
+type backendState struct {
+	PID          int32      `json:"pid"`
+	BackendStart *time.Time `json:"backend_start"`
+	XactStart    *time.Time `json:"xact_start"`
+}
+
+func (a *backendSignal) state(p BackendPreview) any {
+	return backendState{PID: p.Target.PID, BackendStart: p.Target.BackendStart, XactStart: p.Target.XactStart}
+}
+
 type backendPlan = plan[BackendPreview, BackendResult]
 
 // fingerprintParams name a backend and, from its preview, the fingerprint
@@ -446,9 +485,9 @@ type fingerprintParams struct {
 func (p *fingerprintParams) fields() []field {
 	return []field{
 		intParam(&p.PID, "pid", "The backend's process id, from the blocking tree.").required(),
-		timeParam(&p.BackendStart, "backend_start", "The preview's backend_start; execution refuses if it changed (pid reuse)."),
-		timeParam(&p.XactStart, "xact_start", "The preview's xact_start; execution refuses if it changed (the transaction ended)."),
-		timeParam(&p.QueryStart, "query_start", "The preview's query_start; when given, execution refuses if another statement started."),
+		timeParam(&p.BackendStart, "backend_start", "The preview's backend_start; execution refuses if it changed (pid reuse).").guard(),
+		timeParam(&p.XactStart, "xact_start", "The preview's xact_start; execution refuses if it changed (the transaction ended).").guard(),
+		timeParam(&p.QueryStart, "query_start", "The preview's query_start; when given, execution refuses if another statement started.").guard(),
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -226,3 +227,64 @@ var deadLettersRequeue = action(Spec{
 	}
 	return &deadLetterRequeue{f: f, reset: p.ResetAttempts}, nil
 })
+
+// filterWords says which dead jobs a filter picks, for a sentence: " of
+// class `timeout` in queue `email`".
+func (a *deadLetterRequeue) filterWords() string {
+	var b strings.Builder
+	if a.f.ErrorClass != "" {
+		b.WriteString(" of class " + code(a.f.ErrorClass))
+	}
+	if a.f.Queue != "" {
+		b.WriteString(" in queue " + code(a.f.Queue))
+	}
+	if len(a.f.IDs) > 0 {
+		b.WriteString(" among " + counted(len(a.f.IDs), "selected id", "selected ids"))
+	}
+	if a.f.Since != nil {
+		b.WriteString(" that died since " + when(*a.f.Since))
+	}
+	if a.f.Until != nil {
+		b.WriteString(" that died before " + when(*a.f.Until))
+	}
+	return b.String()
+}
+
+func (a *deadLetterRequeue) sentence(p RequeuePreview) string {
+	s := "Requeue " + counted(p.Count, "dead job", "dead jobs") + a.filterWords() + "; cap " + thousands(p.Cap)
+	if p.OverCap {
+		s += ": over the cap, so execution is refused; narrow the filter"
+	} else if n := len(p.ErrorClasses); n > 1 {
+		s += "; " + strconv.Itoa(n) + " error classes"
+	}
+	if p.ResetAttempts {
+		s += "; attempts reset"
+	}
+	return s
+}
+
+func (a *deadLetterRequeue) done(r RequeueResult) string {
+	return requeueDone(counted(r.Requeued, "dead job", "dead jobs")+a.filterWords(), r.Skipped,
+		"moved meanwhile, or an unfinished job holds their dedupe key")
+}
+
+// requeueDone says what a requeue moved, and how many matches it skipped
+// and why.
+func requeueDone(moved string, skipped int64, why string) string {
+	s := "Requeued " + moved
+	if skipped > 0 {
+		s += "; " + thousands(skipped) + " skipped (" + why + ")"
+	}
+	return s
+}
+
+// requeueState is what a requeue's decision rests on: how many dead jobs
+// match, of which classes.
+type requeueState struct {
+	Count   int64             `json:"count"`
+	Classes []ErrorClassCount `json:"classes"`
+}
+
+func (a *deadLetterRequeue) state(p RequeuePreview) any {
+	return requeueState{Count: p.Count, Classes: p.ErrorClasses}
+}

@@ -12,6 +12,14 @@
 // transaction, so the change can commit with the caller's own writes (the
 // HTTP API stores an idempotent request's answer with it).
 //
+// Every preview says in one sentence, with its key numbers, what the action
+// will do (Outcome.Summary), and every result what it did
+// (Outcome.ResultSummary). Outcome.Version names the state a preview saw
+// (the count, the paused flag, the backend's fingerprint; not what moves on
+// its own): an execution that gives it back in Request.ExpectVersion runs
+// only while the state is still that one, and is otherwise refused with
+// ErrStale, carrying the new preview. The console's Execute always does.
+//
 // Every run writes one log line (message "action") with the action, actor,
 // outcome (succeeded, failed, refused, dry_run, as in the metrics), the audit
 // event's id, the target and, where the action has them, job_id and queue.
@@ -31,7 +39,8 @@
 //
 // Errors the caller should map to an HTTP status are the exported sentinels:
 // ErrForbidden (403), ErrReasonRequired and ErrInvalid (422), ErrGuard (409:
-// the target changed since the preview) and ErrNotFound (404).
+// the target changed since the preview; ErrStale is one) and ErrNotFound
+// (404).
 //
 // The package imports queues, diagnostics, audit and internal/auth (for the
 // roles), never the web layer.

@@ -1,6 +1,9 @@
 package actions
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrForbidden reports that the actor's role may not run the action (403).
 var ErrForbidden = errors.New("forbidden")
@@ -16,6 +19,12 @@ var ErrInvalid = errors.New("invalid parameters")
 // since the preview (a backend's fingerprint, a job's state), so the action
 // was not applied (409).
 var ErrGuard = errors.New("target changed")
+
+// ErrStale reports an execution refused because the state it would act on
+// is no longer the one the operator previewed (Request.ExpectVersion); the
+// refusal's Outcome holds the new preview to confirm instead. It wraps
+// ErrGuard (409).
+var ErrStale = fmt.Errorf("%w: the preview is stale", ErrGuard)
 
 // ErrNotFound reports an unknown action or a target that does not exist
 // (404).

@@ -95,6 +95,17 @@ func (a *incidentOpening) execute(ctx context.Context, rc *runContext, tx pgx.Tx
 	return IncidentView{ID: inc.ID, Title: inc.Title, Status: inc.Status}, nil
 }
 
+func (a *incidentOpening) sentence(p IncidentOpenPreview) string {
+	return fmt.Sprintf("Open incident %q; evidence and actions taken while it is open are linked to it", p.Title)
+}
+
+func (a *incidentOpening) done(r IncidentView) string {
+	return fmt.Sprintf("Opened incident #%d %q", r.ID, r.Title)
+}
+
+// state is empty: opening an incident depends on nothing that can change.
+func (a *incidentOpening) state(IncidentOpenPreview) any { return nil }
+
 type incidentClosing struct {
 	id      int64
 	summary string
@@ -118,6 +129,16 @@ func (a *incidentClosing) execute(ctx context.Context, rc *runContext, tx pgx.Tx
 	rc.req.IncidentID = &inc.ID
 	return IncidentView{ID: inc.ID, Title: inc.Title, Status: inc.Status}, nil
 }
+
+func (a *incidentClosing) sentence(p IncidentClosePreview) string {
+	return fmt.Sprintf("Close incident #%d %q", p.Incident.ID, p.Incident.Title)
+}
+
+func (a *incidentClosing) done(r IncidentView) string {
+	return fmt.Sprintf("Incident #%d %q is %s", r.ID, r.Title, r.Status)
+}
+
+func (a *incidentClosing) state(p IncidentClosePreview) any { return p.Incident }
 
 // evidenceCapture runs one diagnostics panel and stores what it returned,
 // with the SQL that ran, in the incident's timeline. The capture is taken at
@@ -174,6 +195,17 @@ func (a *evidenceCapture) execute(ctx context.Context, rc *runContext, tx pgx.Tx
 	rc.req.IncidentID = &a.id
 	return CaptureResult{EvidenceID: ev.ID, Incident: a.id, Panel: a.panel, Rows: len(res.Rows), Status: res.Status()}, nil
 }
+
+func (a *evidenceCapture) sentence(p CapturePreview) string {
+	return fmt.Sprintf("Run panel %s now and store its rows as evidence in incident #%d", code(p.Panel), p.Incident)
+}
+
+func (a *evidenceCapture) done(r CaptureResult) string {
+	return fmt.Sprintf("Stored %s of panel %s (%s) as evidence #%d in incident #%d",
+		counted(r.Rows, "row", "rows"), code(r.Panel), r.Status, r.EvidenceID, r.Incident)
+}
+
+func (a *evidenceCapture) state(p CapturePreview) any { return p }
 
 // openIncident reads incident id, refusing one that does not exist or is
 // closed (closed says why that matters).
@@ -284,6 +316,16 @@ func (a *incidentNoting) execute(_ context.Context, rc *runContext, _ pgx.Tx, p 
 	rc.req.IncidentID = &a.id
 	return p, nil
 }
+
+func (a *incidentNoting) sentence(p NoteView) string {
+	return fmt.Sprintf("Add a note to incident #%d", p.Incident)
+}
+
+func (a *incidentNoting) done(p NoteView) string {
+	return fmt.Sprintf("Added a note to incident #%d", p.Incident)
+}
+
+func (a *incidentNoting) state(p NoteView) any { return p }
 
 // noteParams are the parameters of incident.note.
 type noteParams struct {

@@ -82,6 +82,8 @@ type jobAction struct {
 	// fenced actions refuse when the lease generation moved since the
 	// preview (the job was claimed again: a different attempt).
 	fenced bool
+	// verb starts the preview's sentence: "Cancel", "Retry".
+	verb string
 }
 
 func (a *jobAction) target() string { return "job:" + strconv.FormatInt(a.id, 10) }
@@ -119,6 +121,30 @@ func (a *jobAction) execute(ctx context.Context, rc *runContext, tx pgx.Tx, prev
 	return JobResult{Job: summarize(j)}, nil
 }
 
+func (a *jobAction) sentence(p JobPreview) string {
+	j := p.Job
+	return fmt.Sprintf("%s job %d (%s in queue %s, now %s, attempt %d of %d): %s",
+		a.verb, j.ID, code(j.Kind), code(j.Queue), j.Status, j.Attempts, j.MaxAttempts, p.Effect)
+}
+
+func (a *jobAction) done(r JobResult) string {
+	return fmt.Sprintf("Job %d is now %s", r.Job.ID, r.Job.Status)
+}
+
+// jobState is what a job action's decision rests on: the job's status and
+// which attempt holds it.
+type jobState struct {
+	ID              int64  `json:"id"`
+	Status          string `json:"status"`
+	LeaseGeneration int64  `json:"lease_generation"`
+}
+
+func jobStateOf(j JobSummary) jobState {
+	return jobState{ID: j.ID, Status: j.Status, LeaseGeneration: j.LeaseGeneration}
+}
+
+func (a *jobAction) state(p JobPreview) any { return jobStateOf(p.Job) }
+
 type jobPlan = plan[JobPreview, JobResult]
 
 // jobParams are the parameters of the single-job actions.
@@ -135,7 +161,7 @@ var jobCancel = action(Spec{
 }, func(p *jobParams) (jobPlan, error) {
 	return &jobAction{id: p.ID, allowed: []string{queues.StatusReady, queues.StatusRunning},
 		effect: "the job becomes dead (cancelled); a running attempt's ack will be refused",
-		run:    queues.JobCancelTx, fenced: true}, requirePositive("id", p.ID)
+		run:    queues.JobCancelTx, fenced: true, verb: "Cancel"}, requirePositive("id", p.ID)
 })
 
 var jobRetryNow = action(Spec{
@@ -145,7 +171,7 @@ var jobRetryNow = action(Spec{
 }, func(p *jobParams) (jobPlan, error) {
 	return &jobAction{id: p.ID, allowed: []string{queues.StatusReady, queues.StatusDead},
 		effect: "the job becomes ready and due now; its history is kept",
-		run:    queues.JobRetryNowTx}, requirePositive("id", p.ID)
+		run:    queues.JobRetryNowTx, verb: "Retry"}, requirePositive("id", p.ID)
 })
 
 var leaseExpire = action(Spec{
@@ -156,5 +182,5 @@ var leaseExpire = action(Spec{
 }, func(p *jobParams) (jobPlan, error) {
 	return &jobAction{id: p.ID, allowed: []string{queues.StatusRunning},
 		effect: "the job goes back to ready now; the current owner's ack and heartbeat will be refused",
-		run:    queues.LeaseExpireTx, fenced: true}, requirePositive("id", p.ID)
+		run:    queues.LeaseExpireTx, fenced: true, verb: "Expire the lease of"}, requirePositive("id", p.ID)
 })

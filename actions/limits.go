@@ -59,3 +59,22 @@ func (l *limits) apply(count **int, rate **float64) {
 		*rate = &r
 	}
 }
+
+// limitsState is what a change of a queue's or the relay's settings rests
+// on: the settings it starts from (not who set them, nor the moving counts
+// the preview also shows).
+type limitsState struct {
+	Paused        bool     `json:"paused"`
+	Count         *int     `json:"count"`
+	RatePerSecond *float64 `json:"rate_per_second"`
+}
+
+// limitsText says paused-or-running and the two limits, as a sentence
+// does: "paused, max workers 2, rate no limit".
+func limitsText(paused bool, countName string, count *int, rate *float64) string {
+	state := "running"
+	if paused {
+		state = "paused"
+	}
+	return state + ", " + countName + " " + limitText(count) + ", rate " + limitText(rate)
+}

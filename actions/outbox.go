@@ -137,6 +137,30 @@ func (a *outboxEventRequeue) execute(ctx context.Context, rc *runContext, tx pgx
 	return res, nil
 }
 
+func (a *outboxEventRequeue) filterWords() string {
+	switch {
+	case len(a.ids) > 0:
+		return " among " + counted(len(a.ids), "selected id", "selected ids")
+	case a.topic != "":
+		return " of topic " + code(a.topic)
+	}
+	return ""
+}
+
+func (a *outboxEventRequeue) sentence(p OutboxRequeuePreview) string {
+	s := "Requeue " + counted(p.Count, "dead outbox event", "dead outbox events") + a.filterWords() + "; cap " + thousands(p.Cap)
+	if p.OverCap {
+		s += ": over the cap, so execution is refused; requeue by ids or topic in steps"
+	}
+	return s
+}
+
+func (a *outboxEventRequeue) done(r OutboxRequeueResult) string {
+	return requeueDone(counted(r.Requeued, "dead outbox event", "dead outbox events")+a.filterWords(), r.Skipped, "moved meanwhile")
+}
+
+func (a *outboxEventRequeue) state(p OutboxRequeuePreview) any { return p.Count }
+
 // outboxRequeueParams are the parameters of outbox.requeue: ids, or a
 // topic.
 type outboxRequeueParams struct {

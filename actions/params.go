@@ -40,6 +40,9 @@ type field struct {
 // required marks the parameter as one the request must give.
 func (f field) required() field { f.Required = true; return f }
 
+// guard marks a parameter the preview fills for the execution's guard.
+func (f field) guard() field { f.Guard = true; return f }
+
 // oneOf fixes the values a string parameter may take; the form shows a
 // select.
 func (f field) oneOf(values ...string) field { f.Enum = values; return f }

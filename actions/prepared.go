@@ -79,7 +79,7 @@ type preparedParams struct {
 func (p *preparedParams) fields() []field {
 	return []field{
 		stringParam(&p.GID, "gid", "The prepared transaction's gid, from the blocking tree or the prepared transactions panel.").required(),
-		timeParam(&p.PreparedAt, "prepared_at", "The preview's prepared_at; execution refuses if the gid was prepared again since."),
+		timeParam(&p.PreparedAt, "prepared_at", "The preview's prepared_at; execution refuses if the gid was prepared again since.").guard(),
 		stringParam(&p.ConfirmGID, "confirm_gid", "The gid again, typed by the operator.").required(),
 	}
 }
@@ -176,6 +176,24 @@ func (a *preparedRollback) execute(ctx context.Context, rc *runContext, tx pgx.T
 		res.Message += fmt.Sprintf("; %d still wait: check the blocking tree", len(res.StillWaits))
 	}
 	return res, nil
+}
+
+func (a *preparedRollback) sentence(p PreparedXactPreview) string {
+	s := fmt.Sprintf("Roll back prepared transaction %s (owner %s, database %s, prepared %s)",
+		code(a.gid), code(p.Target.Owner), code(p.Target.Database), when(p.Target.Prepared))
+	if p.BlockedCount > 0 {
+		return s + ", which blocks " + counted(p.BlockedCount, "session", "sessions")
+	}
+	return s + ", which blocks nobody right now"
+}
+
+func (a *preparedRollback) done(r PreparedXactResult) string { return r.Message }
+
+func (a *preparedRollback) state(p PreparedXactPreview) any {
+	return struct {
+		GID      string    `json:"gid"`
+		Prepared time.Time `json:"prepared"`
+	}{p.Target.GID, p.Target.Prepared}
 }
 
 // quoteLiteral quotes s as an SQL string literal, whatever

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -78,6 +79,8 @@ type queueSettingsChange struct {
 	// apply turns the current settings into the wanted ones.
 	apply func(s *queues.QueueSettings)
 	note  string
+	// verb starts the preview's sentence: "Pause", "Throttle".
+	verb string
 }
 
 func (a *queueSettingsChange) target() string { return "queue:" + a.queue }
@@ -127,6 +130,45 @@ func (a *queueSettingsChange) execute(ctx context.Context, rc *runContext, tx pg
 	return QueueSettingsResult{Settings: queueView(stored), Fleet: fleet, Note: a.note}, nil
 }
 
+// settingsChanges lists what differs between two settings, as a sentence
+// says it ("max workers no limit → 2"), or says nothing changes.
+func settingsChanges(before, after QueueSettingsView) string {
+	var out []string
+	if before.Paused != after.Paused {
+		out = append(out, map[bool]string{true: "paused", false: "running again"}[after.Paused])
+	}
+	if b, a := limitText(before.MaxWorkers), limitText(after.MaxWorkers); b != a {
+		out = append(out, "max workers "+b+" → "+a)
+	}
+	if b, a := limitText(before.RatePerSecond), limitText(after.RatePerSecond); b != a {
+		out = append(out, "rate "+b+" → "+a)
+	}
+	if len(out) == 0 {
+		return "no change: it is already " + settingsText(after)
+	}
+	return strings.Join(out, ", ")
+}
+
+// settingsText says a queue's settings: "paused, max workers 2, rate no
+// limit".
+func settingsText(v QueueSettingsView) string {
+	return limitsText(v.Paused, "max workers", v.MaxWorkers, v.RatePerSecond)
+}
+
+func (a *queueSettingsChange) sentence(p QueueSettingsPreview) string {
+	return fmt.Sprintf("%s queue %s: %s; %s in flight on %s", a.verb, code(a.queue), settingsChanges(p.Before, p.After),
+		counted(p.Fleet.InFlight, "job", "jobs"), counted(p.Fleet.LiveWorkers, "live worker", "live workers"))
+}
+
+func (a *queueSettingsChange) done(r QueueSettingsResult) string {
+	return fmt.Sprintf("Queue %s is now %s; %s in flight", code(a.queue), settingsText(r.Settings),
+		counted(r.Fleet.InFlight, "job", "jobs"))
+}
+
+func (a *queueSettingsChange) state(p QueueSettingsPreview) any {
+	return limitsState{Paused: p.Before.Paused, Count: p.Before.MaxWorkers, RatePerSecond: p.Before.RatePerSecond}
+}
+
 type queuePlan = plan[QueueSettingsPreview, QueueSettingsResult]
 
 // queueParams are the parameters of queue.pause and queue.resume.
@@ -149,7 +191,7 @@ var queuePause = action(Spec{
 		"interval. Running jobs finish. The backlog grows while paused: watch the oldest ready age.",
 }, func(p *queueParams) (queuePlan, error) {
 	return &queueSettingsChange{queue: p.Queue, apply: func(s *queues.QueueSettings) { s.Paused = true },
-		note: "workers stop claiming within one poll interval; running jobs finish; the backlog grows"}, checkQueue(p.Queue)
+		note: "workers stop claiming within one poll interval; running jobs finish; the backlog grows", verb: "Pause"}, checkQueue(p.Queue)
 })
 
 var queueResume = action(Spec{
@@ -157,7 +199,7 @@ var queueResume = action(Spec{
 	Description: "Lets the fleet claim the queue's jobs again, within its max workers and rate.",
 }, func(p *queueParams) (queuePlan, error) {
 	return &queueSettingsChange{queue: p.Queue, apply: func(s *queues.QueueSettings) { s.Paused = false },
-		note: "workers resume claiming within one poll interval, within the queue's limits"}, checkQueue(p.Queue)
+		note: "workers resume claiming within one poll interval, within the queue's limits", verb: "Resume"}, checkQueue(p.Queue)
 })
 
 // queueThrottleParams are the parameters of queue.throttle.
@@ -187,5 +229,5 @@ var queueThrottle = action(Spec{
 	return &queueSettingsChange{queue: p.Queue, apply: func(s *queues.QueueSettings) {
 		p.apply(&s.MaxWorkers, &s.RatePerSecond)
 	}, note: "workers apply the new limits within one poll interval; running jobs are not interrupted, " +
-		"so the fleet's in-flight count falls to max_workers as they finish"}, nil
+		"so the fleet's in-flight count falls to max_workers as they finish", verb: "Throttle"}, nil
 })

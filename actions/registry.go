@@ -7,7 +7,7 @@ import "slices"
 // one.
 var registry = []definition{
 	deadLettersRequeue,
-	jobCancel, jobRetryNow, leaseExpire,
+	jobCancel, jobRetryNow, leaseExpire, jobsRetryNow, jobsCancel,
 	queuePause, queueResume, queueThrottle,
 	relayPause, relayResume, relayThrottle,
 	outboxRequeue,

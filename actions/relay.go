@@ -33,6 +33,31 @@ func (RelaySettingsResult) actionResult()   {}
 type relaySettingsChange struct {
 	apply func(s *queues.RelaySettings)
 	note  string
+	// verb starts the preview's sentence: "Pause", "Throttle".
+	verb string
+}
+
+// relayText says the relay's settings: "paused, batch size 100, rate no
+// limit".
+func relayText(s queues.RelaySettings) string {
+	return limitsText(s.Paused, "batch size", s.BatchSize, s.RatePerSecond)
+}
+
+func (a *relaySettingsChange) sentence(p RelaySettingsPreview) string {
+	change := relayText(p.Before) + " → " + relayText(p.After)
+	if relayText(p.Before) == relayText(p.After) {
+		change = "no change: it is already " + relayText(p.After)
+	}
+	return fmt.Sprintf("%s the outbox relay: %s; %s pending, %s dead", a.verb, change,
+		counted(p.Outbox.Pending, "event", "events"), thousands(p.Outbox.Dead))
+}
+
+func (a *relaySettingsChange) done(r RelaySettingsResult) string {
+	return fmt.Sprintf("The outbox relay is now %s; %s pending", relayText(r.Settings), counted(r.Outbox.Pending, "event", "events"))
+}
+
+func (a *relaySettingsChange) state(p RelaySettingsPreview) any {
+	return limitsState{Paused: p.Before.Paused, Count: p.Before.BatchSize, RatePerSecond: p.Before.RatePerSecond}
 }
 
 func (a *relaySettingsChange) target() string { return "relay" }
@@ -82,7 +107,7 @@ var relayPause = action(Spec{
 		"accumulating in the outbox (nothing is lost); watch the oldest pending age (RB-H).",
 }, func(*noParams) (relayPlan, error) {
 	return &relaySettingsChange{apply: func(s *queues.RelaySettings) { s.Paused = true },
-		note: "relays stop claiming within one poll interval; the outbox backlog grows"}, nil
+		note: "relays stop claiming within one poll interval; the outbox backlog grows", verb: "Pause"}, nil
 })
 
 var relayResume = action(Spec{
@@ -90,7 +115,7 @@ var relayResume = action(Spec{
 	Description: "Lets the relays claim and publish outbox events again, within their batch size and rate.",
 }, func(*noParams) (relayPlan, error) {
 	return &relaySettingsChange{apply: func(s *queues.RelaySettings) { s.Paused = false },
-		note: "relays resume at once (woken by a notification)"}, nil
+		note: "relays resume at once (woken by a notification)", verb: "Resume"}, nil
 })
 
 // relayThrottleParams are the parameters of relay.throttle.
@@ -109,5 +134,5 @@ var relayThrottle = action(Spec{
 		return nil, err
 	}
 	return &relaySettingsChange{apply: func(s *queues.RelaySettings) { p.apply(&s.BatchSize, &s.RatePerSecond) },
-		note: "relays apply the new limits within one poll interval"}, nil
+		note: "relays apply the new limits within one poll interval", verb: "Throttle"}, nil
 })

@@ -2,6 +2,8 @@ package actions
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -125,16 +127,30 @@ type Request struct {
 	// RequestID is the caller's correlation id (the HTTP request id); it
 	// goes into the run's log line only. Empty leaves it out.
 	RequestID string
+	// ExpectVersion, when set, is the Version of the preview the operator
+	// confirmed: the run re-previews and refuses with ErrStale, changing
+	// nothing, if the state it would act on has changed since (the count
+	// differs, the queue is already paused, the backend is another one).
+	// The refusal's Outcome carries the new preview. Empty skips the check
+	// (automation that executes directly).
+	ExpectVersion string
 }
 
 // Outcome is what Run returns: the preview always, the result and the audit
 // event's id when the action ran.
 type Outcome struct {
-	Action  string  `json:"action"`
-	DryRun  bool    `json:"dry_run"`
+	Action string `json:"action"`
+	DryRun bool   `json:"dry_run"`
+	// Summary says in one sentence what the previewed action will do.
+	Summary string `json:"summary,omitempty"`
+	// Version names the state the preview saw (see Request.ExpectVersion):
+	// equal versions, same decision.
+	Version string  `json:"version,omitempty"`
 	Preview Preview `json:"preview"`
 	Result  Result  `json:"result,omitempty"`
-	AuditID int64   `json:"audit_id,omitempty"`
+	// ResultSummary says in one sentence what the action did.
+	ResultSummary string `json:"result_summary,omitempty"`
+	AuditID       int64  `json:"audit_id,omitempty"`
 }
 
 type runContext struct {
@@ -268,18 +284,29 @@ func (r *Runner) run(ctx context.Context, rc *runContext, name string) (Outcome,
 	}
 	rc.plan = pl
 	preview, err := pl.preview(ctx, rc)
+	if err != nil && !req.DryRun && req.ExpectVersion != "" && errors.Is(err, ErrNotFound) {
+		// What the operator previewed is gone: a stale preview too.
+		err = fmt.Errorf("%w; what was previewed is gone: %w", err, ErrStale)
+	}
 	if err != nil {
 		return out, r.refuse(ctx, rc, name, pl.target(), nil, fmt.Errorf("preview %s: %w", name, err))
 	}
-	out.Preview = preview
+	out.Preview, out.Summary = preview, pl.sentence(preview)
+	if out.Version, err = stateVersion(pl.state(preview)); err != nil {
+		return out, r.refuse(ctx, rc, name, pl.target(), preview, fmt.Errorf("preview %s: %w", name, err))
+	}
 	if req.DryRun {
 		return out, nil
+	}
+	if req.ExpectVersion != "" && req.ExpectVersion != out.Version {
+		err := fmt.Errorf("%s: what it would act on changed since the preview; nothing was done. Now: %s: %w", name, out.Summary, ErrStale)
+		return out, r.refuse(ctx, rc, name, pl.target(), preview, err)
 	}
 	result, auditID, err := r.execute(ctx, rc, pl, preview)
 	if err != nil {
 		return out, r.refuse(ctx, rc, name, pl.target(), preview, fmt.Errorf("%s: %w", name, err))
 	}
-	out.Result, out.AuditID = result, auditID
+	out.Result, out.AuditID, out.ResultSummary = result, auditID, pl.done(result)
 	return out, nil
 }
 
@@ -410,6 +437,16 @@ func (rc *runContext) event(target string, preview Preview, result Result, outco
 		return ev, fmt.Errorf("encode result: %w", err)
 	}
 	return ev, nil
+}
+
+// stateVersion names a preview's state: a short hash of its JSON.
+func stateVersion(state any) (string, error) {
+	b, err := json.Marshal(state)
+	if err != nil {
+		return "", fmt.Errorf("encode the preview's state: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12]), nil
 }
 
 // marshalObject encodes v for a jsonb object column; a non-object value is

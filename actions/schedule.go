@@ -65,7 +65,37 @@ type scheduleChange struct {
 	name   string
 	create bool
 	apply  func(v *ScheduleView)
+	// verb starts the preview's sentence: "Create", "Disable".
+	verb string
 }
+
+func (a *scheduleChange) sentence(p SchedulePreview) string {
+	v := p.After
+	s := fmt.Sprintf("%s schedule %s: %s in queue %s at %s", a.verb, code(a.name), code(v.Kind), code(v.Queue), code(v.Spec))
+	if !v.Enabled {
+		return s + "; disabled, so it will not run"
+	}
+	if len(p.NextRuns) > 0 {
+		s += "; next run " + when(p.NextRuns[0])
+	}
+	return s
+}
+
+func (a *scheduleChange) done(r ScheduleResult) string {
+	sc := r.Schedule
+	s := fmt.Sprintf("Schedule %s is stored: %s in queue %s at %s", code(sc.Name), code(sc.Kind), code(sc.Queue), code(sc.Spec))
+	if !sc.Enabled {
+		return s + ", disabled"
+	}
+	if sc.NextRunAt != nil {
+		s += "; next run " + when(*sc.NextRunAt)
+	}
+	return s
+}
+
+// state is the schedule as it is now (none for a new one): the change is
+// decided against it.
+func (a *scheduleChange) state(p SchedulePreview) any { return p.Before }
 
 func (a *scheduleChange) target() string { return "schedule:" + a.name }
 
@@ -174,7 +204,21 @@ func (a *scheduleRun) preview(ctx context.Context, rc *runContext) (RunNowPrevie
 		"enqueues one %s job in queue %s now, outside the schedule; its regular runs are unchanged", s.Kind, s.Queue)}, nil
 }
 
+func (a *scheduleRun) sentence(p RunNowPreview) string {
+	return fmt.Sprintf("Enqueue one %s job in queue %s now from schedule %s; its regular runs are unchanged",
+		code(p.Schedule.Kind), code(p.Schedule.Queue), code(a.name))
+}
+
+func (a *scheduleRun) done(r RunNowResult) string {
+	return fmt.Sprintf("Enqueued job %d (%s in queue %s) from schedule %s", r.Job.ID, code(r.Job.Kind), code(r.Job.Queue), code(a.name))
+}
+
+func (a *scheduleRun) state(p RunNowPreview) any { return p.Schedule }
+
 func (a *scheduleRun) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ RunNowPreview) (RunNowResult, error) {
+	if _, err := tx.Exec(ctx, sqlText("schedule_lock"), a.name); err != nil {
+		return RunNowResult{}, fmt.Errorf("lock schedule %q: %w", a.name, err)
+	}
 	s, err := queues.ScheduleGet(ctx, tx, a.name)
 	if err != nil {
 		return RunNowResult{}, wrapNotFound(err, queues.ErrNotFound, "schedule %q", a.name)
@@ -189,6 +233,10 @@ func (a *scheduleRun) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ 
 	}
 	if err != nil {
 		return RunNowResult{}, err
+	}
+	// The manual run is the schedule's last run, as the list shows it.
+	if _, err := tx.Exec(ctx, sqlText("schedule_mark_run"), a.name, j.ID); err != nil {
+		return RunNowResult{}, fmt.Errorf("record the run of schedule %q: %w", a.name, err)
 	}
 	return RunNowResult{Job: summarize(j)}, nil
 }
@@ -251,7 +299,11 @@ func (p *scheduleParams) change(create bool) (schedulePlan, error) {
 			return nil, invalid("spec", "%v", err)
 		}
 	}
-	return &scheduleChange{name: p.Name, create: create, apply: func(v *ScheduleView) {
+	verb := "Change"
+	if create {
+		verb = "Create"
+	}
+	return &scheduleChange{name: p.Name, create: create, verb: verb, apply: func(v *ScheduleView) {
 		if p.Spec != "" {
 			v.Spec = p.Spec
 		}
@@ -284,7 +336,8 @@ var scheduleUpdate = action(Spec{
 
 func scheduleSwitch(enable bool) func(p *scheduleNameParams) (schedulePlan, error) {
 	return func(p *scheduleNameParams) (schedulePlan, error) {
-		return &scheduleChange{name: p.Name, apply: func(v *ScheduleView) { v.Enabled = enable }}, p.check()
+		verb := map[bool]string{true: "Enable", false: "Disable"}[enable]
+		return &scheduleChange{name: p.Name, verb: verb, apply: func(v *ScheduleView) { v.Enabled = enable }}, p.check()
 	}
 }
 

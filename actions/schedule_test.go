@@ -112,6 +112,9 @@ func TestSchedules(t *testing.T) {
 	require.Equal(t, "archive_jobs", job.Kind)
 	require.Equal(t, "maintenance", job.Queue)
 	require.JSONEq(t, `{"older_than": "7d"}`, queryText(t, pool, "SELECT payload::text FROM jobs WHERE id = $1", job.ID))
+	require.Equal(t, job.ID, queryInt(t, pool, "SELECT last_job_id FROM schedules WHERE name = 'archive-nightly' AND last_run_at IS NOT NULL"),
+		"the manual run is the schedule's last run")
+	require.Equal(t, fmt.Sprintf("Enqueued job %d (`archive_jobs` in queue `maintenance`) from schedule `archive-nightly`", job.ID), out.ResultSummary)
 
 	_, err = r.Run(ctx, operator, "schedule.run_now", actions.Request{Params: map[string]any{"name": "archive-nightly"}, Reason: reason})
 	require.ErrorIs(t, err, actions.ErrGuard, "one manual run at a time")

@@ -46,6 +46,10 @@ type Param struct {
 	Description string    `json:"description"`
 	// Enum lists the allowed values of a string parameter, when fixed.
 	Enum []string `json:"enum,omitempty"`
+	// Guard marks a parameter a preview fills for the execution's guard
+	// (a backend's backend_start, a prepared transaction's prepared_at):
+	// a form carries it from the preview and never asks for it.
+	Guard bool `json:"guard,omitempty"`
 }
 
 // Spec describes an action: its API name, the role it needs, its risk, the
@@ -82,6 +86,18 @@ type plan[V Preview, R Result] interface {
 	// execute re-checks the preview's guards and applies the change in tx,
 	// returning the result to show and audit. It must not commit.
 	execute(ctx context.Context, rc *runContext, tx pgx.Tx, preview V) (R, error)
+	// sentence says in one plain sentence, with the key numbers, what the
+	// previewed action will do ("Requeue 27 dead jobs of class `timeout`
+	// in queue `email`; cap 10,000"). Names are in backquotes.
+	sentence(preview V) string
+	// done says in one plain sentence what the action did.
+	done(result R) string
+	// state is the part of a preview the operator's decision rests on and
+	// the execution's guards check (a count, a paused flag, a backend's
+	// fingerprint), without what moves on its own (ages, in-flight counts).
+	// Two previews with equal states are the same decision; see
+	// Outcome.Version.
+	state(preview V) any
 }
 
 // logFielder is implemented by plans that name a job or a queue: the
@@ -97,6 +113,9 @@ type runPlan interface {
 	target() string
 	preview(ctx context.Context, rc *runContext) (Preview, error)
 	execute(ctx context.Context, rc *runContext, tx pgx.Tx, preview Preview) (Result, error)
+	sentence(preview Preview) string
+	done(result Result) string
+	state(preview Preview) any
 	logFields() []slog.Attr
 }
 
@@ -120,6 +139,12 @@ func (t typedPlan[V, R]) execute(ctx context.Context, rc *runContext, tx pgx.Tx,
 	}
 	return r, nil
 }
+
+func (t typedPlan[V, R]) sentence(preview Preview) string { return t.p.sentence(preview.(V)) }
+
+func (t typedPlan[V, R]) done(result Result) string { return t.p.done(result.(R)) }
+
+func (t typedPlan[V, R]) state(preview Preview) any { return t.p.state(preview.(V)) }
 
 func (t typedPlan[V, R]) logFields() []slog.Attr {
 	if lf, ok := t.p.(logFielder); ok {

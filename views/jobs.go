@@ -4,14 +4,21 @@ import "strconv"
 
 // JobFilter is the /jobs filter form as the operator typed it.
 type JobFilter struct {
-	Queue        string   `json:"queue,omitempty"`
-	Kind         string   `json:"kind,omitempty"`
-	Status       string   `json:"status,omitempty"`
-	ErrorClass   string   `json:"error_class,omitempty"`
-	CreatedFrom  string   `json:"created_from,omitempty"`
-	CreatedUntil string   `json:"created_until,omitempty"`
-	Limit        string   `json:"limit,omitempty"`
-	Statuses     []string `json:"-"`
+	Queue        string `json:"queue,omitempty"`
+	Kind         string `json:"kind,omitempty"`
+	Status       string `json:"status,omitempty"`
+	ErrorClass   string `json:"error_class,omitempty"`
+	CreatedFrom  string `json:"created_from,omitempty"`
+	CreatedUntil string `json:"created_until,omitempty"`
+	Limit        string `json:"limit,omitempty"`
+	// JumpID is the job id box, kept when it holds a bad value.
+	JumpID   string   `json:"-"`
+	Statuses []string `json:"-"`
+	// TimeHelp says which forms the time boxes take.
+	TimeHelp string `json:"-"`
+	// Errors are the messages of the values refused, by field (queue,
+	// created_from...), shown next to the field.
+	Errors map[string]string `json:"errors,omitempty"`
 }
 
 // JobsPage is /jobs: the filter, one keyset page of jobs and the link to the
@@ -23,6 +30,32 @@ type JobsPage struct {
 	// last page. FirstHref goes back to the newest jobs with the same filter.
 	OlderHref string `json:"older_href,omitempty"`
 	FirstHref string `json:"first_href,omitempty"`
+	// Tabs are the status tabs with their counts; TabsNote says what the
+	// counts cover.
+	Tabs     []JobTab `json:"tabs,omitempty"`
+	TabsNote string   `json:"-"`
+	// Bulk are the actions the selected rows can go to (each opens its
+	// preview); empty for a role that may run none.
+	Bulk []BulkAction `json:"-"`
+	CSRF string       `json:"-"`
+}
+
+// JobTab is one status tab of /jobs.
+type JobTab struct {
+	Label   string `json:"label"`
+	Status  string `json:"status"`
+	Count   string `json:"count"`
+	Href    string `json:"href"`
+	Current bool   `json:"current"`
+}
+
+// BulkAction is a button that sends the selected jobs to an action's
+// preview.
+type BulkAction struct {
+	Name  string
+	Label string
+	URL   string
+	Risk  string
 }
 
 // JobDetail is /jobs/{id}.
@@ -49,3 +82,11 @@ type JobDetail struct {
 }
 
 func i64toa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// tabID names a status tab for tests: its status, or "all".
+func tabID(status string) string {
+	if status == "" {
+		return "all"
+	}
+	return status
+}

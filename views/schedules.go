@@ -5,4 +5,6 @@ package views
 type SchedulesPage struct {
 	GeneratedAt string `json:"generated_at"`
 	Schedules   Panel  `json:"schedules"`
+	// NewHref opens schedule.create; empty for a role that may not.
+	NewHref string `json:"-"`
 }

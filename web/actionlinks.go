@@ -18,6 +18,11 @@ func actionLink(name, role string, params map[string]string) (views.ActionLink, 
 	if !ok || !auth.RoleAtLeast(role, spec.Role) {
 		return views.ActionLink{}, false
 	}
+	return views.ActionLink{Name: name, Label: spec.Title, Href: actionHref(name, params), Risk: riskWord(spec.Risk)}, true
+}
+
+// actionHref is the address of an action's form with params filled in.
+func actionHref(name string, params map[string]string) string {
 	q := url.Values{}
 	for k, v := range params {
 		if v != "" {
@@ -28,7 +33,7 @@ func actionLink(name, role string, params map[string]string) (views.ActionLink, 
 	if len(q) > 0 {
 		href += "?" + q.Encode()
 	}
-	return views.ActionLink{Name: name, Label: spec.Title, Href: href, Risk: riskWord(spec.Risk)}, true
+	return href
 }
 
 // riskWord maps the registry's risk to the three words the UI styles.

@@ -66,7 +66,9 @@ func (s *Server) actionExecute(c echo.Context) error { return s.actionPost(c, fa
 
 // actionPost runs the action the form posted, as a dry run (the preview) or
 // for real, and shows the next stage; a refusal goes back to the stage it
-// came from.
+// came from. Execution needs the signed preview the preview stage gave
+// (sealPreview): without it, or with other parameters, nothing runs; when
+// the state changed since, the new preview is shown to confirm instead.
 func (s *Server) actionPost(c echo.Context, dryRun bool) error {
 	spec, err := lookupAction(c.Param("name"))
 	if err != nil {
@@ -74,50 +76,119 @@ func (s *Server) actionPost(c echo.Context, dryRun bool) error {
 	}
 	values, reason := formParams(c, spec)
 	m := s.actionPage(c, spec, values, reason)
-	req := actions.Request{Params: stringParams(values), DryRun: true, RequestID: requestIDOf(c)}
-	if !dryRun {
-		req.DryRun, req.Reason = false, reason
-		if id, err := strconv.ParseInt(c.FormValue("incident_id"), 10, 64); err == nil && id > 0 {
-			req.IncidentID = &id
+	if dryRun {
+		out, err := s.runActionRequest(c, spec.Name, actions.Request{Params: stringParams(values), DryRun: true})
+		if err != nil {
+			return s.actionFailed(c, m, "edit", err)
 		}
+		return s.renderAction(c, s.showPreview(c, m, spec, values, out))
 	}
-	ctx, cancel := context.WithTimeout(c.Request().Context(), actionTimeout)
-	defer cancel()
-	p, _ := principalFrom(c)
-	out, err := s.cfg.Actions.Run(ctx, actions.Actor{Name: p.Name, Role: p.Role}, spec.Name, req)
-	switch {
-	case err != nil && dryRun:
-		return s.actionFailed(c, m, "edit", err)
-	case err != nil:
+	// A role that may not run the action is refused (and audited) by the
+	// Runner, whatever it posts.
+	var seal previewSeal
+	var refusal string
+	if m.Allowed {
+		seal, refusal = s.checkSeal(c, spec, values)
+	}
+	if refusal != "" {
+		m.Stage, m.Error = "edit", refusal
+		setRefusal(c, refusal)
+		return s.renderActionStatus(c, http.StatusUnprocessableEntity, m)
+	}
+	req := actions.Request{Params: stringParams(values), Reason: reason, ExpectVersion: seal.Version}
+	if id, err := strconv.ParseInt(c.FormValue("incident_id"), 10, 64); err == nil && id > 0 {
+		req.IncidentID = &id
+	}
+	out, err := s.runActionRequest(c, spec.Name, req)
+	if errors.Is(err, actions.ErrGuard) {
+		return s.previewAgain(c, m, spec, values, seal, err)
+	}
+	if err != nil {
+		m.Stage, m.Summary, m.Seal = "preview", seal.Summary, c.FormValue("preview")
+		m.Fields = lockedFields(spec, values)
 		return s.actionFailed(c, m, "preview", err)
-	case dryRun:
-		return s.renderAction(c, previewStage(m, spec, values, out.Preview, time.Now()))
 	}
 	s.actionDone(spec.Name)
+	p, _ := principalFrom(c)
 	return s.renderAction(c, doneStage(m, values, p.Role, out, time.Now()))
 }
 
+// runActionRequest runs one action for the signed-in operator, bounded by
+// actionTimeout.
+func (s *Server) runActionRequest(c echo.Context, name string, req actions.Request) (actions.Outcome, error) {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), actionTimeout)
+	defer cancel()
+	p, _ := principalFrom(c)
+	req.RequestID = requestIDOf(c)
+	return s.cfg.Actions.Run(ctx, actions.Actor{Name: p.Name, Role: p.Role}, name, req)
+}
+
+// previewAgain answers an execution a guard refused (the state changed
+// since the preview): nothing was done, and the page shows a new preview,
+// taken without the old one's guard values, to confirm instead (409).
+func (s *Server) previewAgain(c echo.Context, m views.ActionPage, spec actions.Spec, values map[string]string, seal previewSeal, cause error) error {
+	msg := "Nothing was done: what this action would act on changed since your preview"
+	if seal.Summary != "" {
+		msg += " (you previewed: " + strings.ReplaceAll(seal.Summary, "`", "") + ")"
+	}
+	if !errors.Is(cause, actions.ErrStale) {
+		_, why := statusOf(cause)
+		msg += ": " + why
+	}
+	fresh := withoutGuards(spec, values)
+	out, err := s.runActionRequest(c, spec.Name, actions.Request{Params: stringParams(fresh), DryRun: true})
+	if err != nil {
+		_, why := statusOf(err)
+		m.Stage, m.Error = "edit", msg+". A new preview was refused too: "+why
+		m.Fields = s.formFields(c.Request().Context(), spec, fresh)
+		setRefusal(c, m.Error)
+		return s.renderActionStatus(c, http.StatusConflict, m)
+	}
+	m = s.showPreview(c, m, spec, fresh, out)
+	m.Error = msg + ". Read the new preview below and execute again if it is still what you want."
+	setRefusal(c, m.Error)
+	return s.renderActionStatus(c, http.StatusConflict, m)
+}
+
+// showPreview is previewStage with the signed preview the Execute button
+// sends back.
+func (s *Server) showPreview(c echo.Context, m views.ActionPage, spec actions.Spec, values map[string]string, out actions.Outcome) views.ActionPage {
+	m, sealed := previewStage(m, spec, values, out, time.Now())
+	m.Seal = s.sealPreview(c, previewSeal{Action: spec.Name, Params: sealed, Summary: out.Summary, Version: out.Version})
+	return m
+}
+
 // previewStage is the action page showing the preview and the
-// confirmation. Parameters the preview fixes (a backend's fingerprint) go
-// into the confirmation as hidden inputs, so execution refuses if the target
-// changed since the operator looked at it.
-func previewStage(m views.ActionPage, spec actions.Spec, values map[string]string, preview actions.Preview, now time.Time) views.ActionPage {
+// confirmation, and the parameters the execution will post (the ones to
+// seal). The parameters are shown read-only (changing one means a new
+// preview); those the preview fixes for the guards (a backend's
+// fingerprint) are added as hidden inputs.
+func previewStage(m views.ActionPage, spec actions.Spec, values map[string]string, out actions.Outcome, now time.Time) (views.ActionPage, map[string]string) {
 	m.Stage = "preview"
-	m.Preview = previewView(preview, now)
-	fixed := previewParams(preview)
+	m.Summary = out.Summary
+	m.Preview = previewView(out.Preview, now)
 	filled := maps.Clone(values)
-	for name, v := range fixed {
-		if filled[name] == "" {
+	for name, v := range previewParams(out.Preview) {
+		if filled[name] == "" && v != "" {
 			filled[name] = v
 		}
 	}
-	m.Fields = actionFields(spec, filled)
-	for i, f := range m.Fields {
-		if _, ok := fixed[f.Name]; ok {
-			m.Fields[i].Kind = "hidden"
+	m.Fields = lockedFields(spec, filled)
+	delete(filled, spec.Confirm)
+	m.ChangeHref = actionHref(spec.Name, withoutGuards(spec, filled))
+	return m, filled
+}
+
+// lockedFields are the parameters as a preview shows them: read-only, the
+// guards hidden.
+func lockedFields(spec actions.Spec, values map[string]string) []views.ActionField {
+	fs := actionFields(spec, values)
+	for i := range fs {
+		if fs[i].Kind != "hidden" {
+			fs[i].Locked = true
 		}
 	}
-	return m
+	return fs
 }
 
 // doneStage is the action page after the action ran: its result, its audit
@@ -126,10 +197,12 @@ func previewStage(m views.ActionPage, spec actions.Spec, values map[string]strin
 // else on the same backend).
 func doneStage(m views.ActionPage, values map[string]string, role string, out actions.Outcome, now time.Time) views.ActionPage {
 	m.Stage = "done"
+	m.Summary, m.ResultSummary = out.Summary, out.ResultSummary
 	m.Preview = previewView(out.Preview, now)
 	m.Result = resultView(out.Result, now)
 	m.AuditID = out.AuditID
 	m.Watch = watchPanels(out.Action)
+	m.Follow = followLinks(out.Result)
 	if r, ok := out.Result.(actions.BackendResult); ok && r.NextStep != "" {
 		pid := values["pid"]
 		if len(r.NewRoots) > 0 {
@@ -138,6 +211,24 @@ func doneStage(m views.ActionPage, values map[string]string, role string, out ac
 		m.Next = actionLinks([]string{r.NextStep}, role, map[string]string{"pid": pid})
 	}
 	return m
+}
+
+// followLinks lead from a result to what the action made or changed: the
+// job a schedule's run enqueued, the job a job action changed, the
+// schedules list after a schedule change.
+func followLinks(r actions.Result) []views.ResultLink {
+	job := func(j actions.JobSummary) views.ResultLink {
+		return views.ResultLink{Label: "Open job " + itoa64(j.ID), Href: "/jobs/" + itoa64(j.ID)}
+	}
+	switch x := r.(type) {
+	case actions.RunNowResult:
+		return []views.ResultLink{job(x.Job), {Label: "Back to schedules", Href: "/schedules"}}
+	case actions.JobResult:
+		return []views.ResultLink{job(x.Job)}
+	case actions.ScheduleResult:
+		return []views.ResultLink{{Label: "Back to schedules", Href: "/schedules"}}
+	}
+	return nil
 }
 
 // actionAPI serves POST /api/v1/actions/:name for automation:
@@ -217,8 +308,11 @@ func (s *Server) actionPage(c echo.Context, spec actions.Spec, values map[string
 	m := views.ActionPage{
 		Name: spec.Name, Title: spec.Title, Description: spec.Description, Risk: riskWord(spec.Risk), Role: spec.Role,
 		Reason: reason, CSRF: csrfToken(c), Allowed: auth.RoleAtLeast(p.Role, spec.Role),
-		Fields: actionFields(spec, values),
 	}
+	ctx, cancel := readContext(c)
+	defer cancel()
+	m.Fields = s.formFields(ctx, spec, values)
+	m.Current = s.currentState(ctx, spec, values)
 	if spec.Confirm != "" {
 		// The confirmation parameter (confirm_pid) repeats another one
 		// (pid); the runner checks they match.
@@ -260,11 +354,23 @@ func (s *Server) renderActionStatus(c echo.Context, status int, m views.ActionPa
 }
 
 // formParams reads the action's parameters from p.<name> form fields; empty
-// values are left out so the action sees them as not given.
+// values are left out so the action sees them as not given. A list of ids
+// may come as several fields (the checkboxes of a list's selected rows).
 func formParams(c echo.Context, spec actions.Spec) (map[string]string, string) {
 	values := map[string]string{}
+	form, _ := c.FormParams()
 	for _, prm := range spec.Params {
-		if v := strings.TrimSpace(c.FormValue("p." + prm.Name)); v != "" {
+		v := strings.TrimSpace(c.FormValue("p." + prm.Name))
+		if prm.Type == actions.ParamIntList {
+			var parts []string
+			for _, p := range form["p."+prm.Name] {
+				if p = strings.TrimSpace(p); p != "" {
+					parts = append(parts, p)
+				}
+			}
+			v = strings.Join(parts, ",")
+		}
+		if v != "" {
 			values[prm.Name] = v
 		}
 	}
@@ -275,28 +381,6 @@ func stringParams(values map[string]string) map[string]any {
 	out := make(map[string]any, len(values))
 	for k, v := range values {
 		out[k] = v
-	}
-	return out
-}
-
-// actionFields maps an action's parameters to form inputs.
-func actionFields(spec actions.Spec, values map[string]string) []views.ActionField {
-	var out []views.ActionField
-	for _, prm := range spec.Params {
-		if prm.Name == spec.Confirm {
-			continue // asked for at the confirmation, never prefilled
-		}
-		f := views.ActionField{Name: prm.Name, Label: strings.ReplaceAll(prm.Name, "_", " "), Value: values[prm.Name],
-			Help: prm.Description, Required: prm.Required, Kind: "text"}
-		switch {
-		case len(prm.Enum) > 0:
-			f.Kind, f.Options = "select", prm.Enum
-		case prm.Type == actions.ParamBool:
-			f.Kind = "checkbox"
-		case prm.Type == actions.ParamJSON:
-			f.Kind = "textarea"
-		}
-		out = append(out, f)
 	}
 	return out
 }

@@ -18,6 +18,8 @@ func previewView(p actions.Preview, now time.Time) *views.Value {
 	switch x := p.(type) {
 	case actions.JobPreview:
 		return pairs(kv("job", jobView(x.Job)), kv("effect", text(x.Effect)))
+	case actions.BulkJobPreview:
+		return pairs(kv("effect", text(x.Effect)), kv("jobs", jobTable(x.Jobs)), kv("left alone", skippedTable(x.Skipped)))
 	case actions.RequeuePreview:
 		return pairs(
 			kv("count", integer(x.Count)), kv("cap", integer(x.Cap)), kv("over cap", yesNo(x.OverCap)),
@@ -79,6 +81,8 @@ func resultView(r actions.Result, now time.Time) *views.Value {
 		return pairs(kv("job", jobView(x.Job)))
 	case actions.RunNowResult:
 		return pairs(kv("job", jobView(x.Job)))
+	case actions.BulkJobResult:
+		return pairs(kv("changed", integer(x.Changed)), kv("jobs", jobTable(x.Jobs)))
 	case actions.RequeueResult:
 		return pairs(kv("requeued", integer(x.Requeued)), kv("ids", idList(x.IDs)),
 			kv("skipped", integer(x.Skipped)), kv("batches", integer(x.Batches)))
@@ -139,7 +143,7 @@ func jobView(j actions.JobSummary) *views.Value {
 		kv("id", integer(j.ID)), kv("queue", text(j.Queue)), kv("kind", text(j.Kind)), kv("status", text(j.Status)),
 		kv("attempts", integer(j.Attempts)), kv("max attempts", integer(j.MaxAttempts)),
 		optional("error class", j.ErrorClass), optional("last error", j.LastError), optional("lease owner", j.LeaseOwner),
-		optionalTime("lease until", j.LeaseUntil), kv("lease generation", integer(j.LeaseGeneration)),
+		optionalTime("lease until", j.LeaseUntil),
 		kv("available at", timeText(j.AvailableAt)), optionalTime("finished at", j.FinishedAt))
 }
 
@@ -155,6 +159,26 @@ func deadJobTable(jobs []actions.JobSummary) *views.Value {
 	}
 	return valueTable([]string{"id", "queue", "kind", "status", "attempts", "max attempts", "error class", "last error",
 		"available at", "finished at"}, rows)
+}
+
+// jobTable is the jobs a bulk job action changes, as a table.
+func jobTable(jobs []actions.JobSummary) *views.Value {
+	rows := make([][]*views.Value, 0, len(jobs))
+	for _, j := range jobs {
+		rows = append(rows, []*views.Value{
+			integer(j.ID), text(j.Queue), text(j.Kind), text(j.Status),
+			text(strconv.Itoa(j.Attempts) + " of " + strconv.Itoa(j.MaxAttempts)), text(j.ErrorClass),
+		})
+	}
+	return valueTable([]string{"id", "queue", "kind", "status", "attempts", "error class"}, rows)
+}
+
+func skippedTable(skipped []actions.SkippedJob) *views.Value {
+	rows := make([][]*views.Value, 0, len(skipped))
+	for _, s := range skipped {
+		rows = append(rows, []*views.Value{integer(s.ID), text(s.Reason)})
+	}
+	return valueTable([]string{"id", "why"}, rows)
 }
 
 func errorClassTable(classes []actions.ErrorClassCount) *views.Value {

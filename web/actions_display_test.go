@@ -92,7 +92,14 @@ func TestActionOutcomeViews(t *testing.T) {
 		result:  actions.JobResult{Job: job},
 		wantPreview: []string{"job/id=7", "job/error class=smtp.timeout", "job/finished at=2026-03-01T11:58:30Z",
 			"effect=the job becomes ready"},
-		wantResult: []string{"job/status=dead", "job/lease generation=4"},
+		wantResult: []string{"job/status=dead", "job/attempts=3"},
+	}
+	bulkOutcome := outcome{
+		preview: actions.BulkJobPreview{Count: 1, Jobs: []actions.JobSummary{job}, Effect: "they become ready",
+			Skipped: []actions.SkippedJob{{ID: 9, Reason: "is done"}}},
+		result:      actions.BulkJobResult{Changed: 1, Jobs: []actions.JobSummary{job}},
+		wantPreview: []string{"effect=they become ready", "jobs[0]/id=7", "left alone[0]/why=is done"},
+		wantResult:  []string{"changed=1", "jobs[0]/status=dead"},
 	}
 	queueOutcome := outcome{
 		preview: actions.QueueSettingsPreview{Before: queueBefore, After: queueAfter, Fleet: fleet, Note: "within one poll"},
@@ -139,6 +146,7 @@ func TestActionOutcomeViews(t *testing.T) {
 			wantResult: []string{"requeued=2", "ids[0]=7", "ids[1]=8", "skipped=0"},
 		},
 		"job.cancel": jobOutcome, "job.retry_now": jobOutcome, "lease.expire": jobOutcome,
+		"jobs.cancel": bulkOutcome, "jobs.retry_now": bulkOutcome,
 		"queue.pause": queueOutcome, "queue.resume": queueOutcome, "queue.throttle": queueOutcome,
 		"relay.pause": relayOutcome, "relay.resume": relayOutcome, "relay.throttle": relayOutcome,
 		"outbox.requeue": {
@@ -216,18 +224,24 @@ func TestActionStages(t *testing.T) {
 	spec, ok := actions.Lookup("backend.cancel")
 	require.True(t, ok)
 	values := map[string]string{"pid": "100"}
-	m := previewStage(views.ActionPage{Name: spec.Name}, spec, values,
-		actions.BackendPreview{Target: actions.Fingerprint{PID: 100, BackendStart: &at, XactStart: &at}}, now)
+	m, sealed := previewStage(views.ActionPage{Name: spec.Name}, spec, values, actions.Outcome{
+		Summary: "Cancel the statement of backend 100",
+		Preview: actions.BackendPreview{Target: actions.Fingerprint{PID: 100, BackendStart: &at, XactStart: &at}},
+	}, now)
 	require.Equal(t, "preview", m.Stage)
 	require.NotNil(t, m.Preview)
+	require.Equal(t, "Cancel the statement of backend 100", m.Summary)
 	kinds := map[string]string{}
 	for _, f := range m.Fields {
-		kinds[f.Name] = f.Kind + ":" + f.Value
+		kinds[f.Name] = fmt.Sprintf("%s:%s:%v", f.Kind, f.Value, f.Locked)
 	}
 	require.Equal(t, map[string]string{
-		"pid": "text:100", "backend_start": "hidden:2026-03-01T11:59:00Z", "xact_start": "hidden:2026-03-01T11:59:00Z",
-		"query_start": "text:",
-	}, kinds)
+		"pid": "text:100:true", "backend_start": "hidden:2026-03-01T11:59:00Z:false",
+		"xact_start": "hidden:2026-03-01T11:59:00Z:false", "query_start": "hidden::false",
+	}, kinds, "the operator's parameters are locked; the guards are hidden")
+	require.Equal(t, map[string]string{"pid": "100", "backend_start": "2026-03-01T11:59:00Z", "xact_start": "2026-03-01T11:59:00Z"},
+		sealed, "the seal covers what the execution posts")
+	require.Equal(t, "/actions/backend.cancel?pid=100", m.ChangeHref, "a new preview takes a new fingerprint")
 	require.Equal(t, map[string]string{"pid": "100"}, values, "the caller's values are left alone")
 
 	for _, c := range []struct {

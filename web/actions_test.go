@@ -187,12 +187,23 @@ func TestActionsUI(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, body, `data-testid="action-form-edit"`)
 	require.Contains(t, body, `value="emails"`)
+	require.Contains(t, body, "Queue emails now: running, max workers no limit, rate no limit", "the form shows the present limits")
+
+	// Where the set of values is known, the form offers it.
+	resp, body = op.get("/actions/incident.capture")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, body, `<option value="blocking_tree">`)
+	resp, body = op.get("/actions/backend.cancel?pid=42&backend_start=2026-01-01T00:00:00Z")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NotContains(t, body, "backend start", "a guard is never shown")
+	require.Contains(t, body, `type="hidden" name="p.backend_start"`, "but carried")
 
 	form := url.Values{"_csrf": {op.csrf}, "p.queue": {"emails"}, "p.max_workers": {"2"}}
 	resp, body = op.post("/actions/queue.throttle/preview", form, "HX-Request", "true")
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	require.Contains(t, body, `data-testid="action-preview"`)
 	require.NotContains(t, body, "<html", "htmx gets the fragment")
+	form.Set("preview", sealOf(t, body))
 
 	resp, body = op.post("/actions/queue.throttle", form, "HX-Request", "true")
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)

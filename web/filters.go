@@ -2,6 +2,8 @@ package web
 
 import (
 	"net/url"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,9 +21,19 @@ import (
 // it keeps silly input away from the database.
 const maxFilterText = 200
 
-// filterTimeLayouts are the forms a time filter accepts: RFC 3339, what an
-// <input type="datetime-local"> sends (taken as UTC), and a plain date.
-var filterTimeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02"}
+// filterTimeLayouts are the absolute forms a time filter accepts (UTC
+// unless the value names its zone): RFC 3339, what an <input
+// type="datetime-local"> sends, a date and time with a space, and a date.
+var filterTimeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05",
+	"2006-01-02 15:04", "2006-01-02"}
+
+// relativeTimeRE is a time typed relative to now: "10m ago", "2 hours ago",
+// "3d ago".
+var relativeTimeRE = regexp.MustCompile(`^(\d{1,6})\s*(s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?)\s+ago$`)
+
+// filterTimeHelp says which forms a time filter takes.
+const filterTimeHelp = "type 2026-12-03 10:00 (UTC), 2026-12-03, RFC 3339 (2026-12-03T10:00:00Z), " +
+	"10m ago, 2h ago, 3d ago, today or yesterday"
 
 // filterText returns a trimmed free-text filter, refusing control characters
 // and overlong values.
@@ -38,11 +50,16 @@ func filterText(q url.Values, name string) (string, error) {
 	return v, nil
 }
 
-// filterTime parses an optional time filter; empty means no bound.
-func filterTime(q url.Values, name string) (*time.Time, error) {
+// filterTime parses an optional time filter; empty means no bound. Besides
+// the layouts it takes now, today and yesterday (midnight UTC) and
+// "<n><unit> ago" for seconds, minutes, hours, days and weeks.
+func filterTime(q url.Values, name string, now time.Time) (*time.Time, error) {
 	v := strings.TrimSpace(q.Get(name))
 	if v == "" {
 		return nil, nil
+	}
+	if t, ok := parseTypedTime(strings.ToLower(v), now.UTC()); ok {
+		return &t, nil
 	}
 	for _, layout := range filterTimeLayouts {
 		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
@@ -53,7 +70,39 @@ func filterTime(q url.Values, name string) (*time.Time, error) {
 			return &t, nil
 		}
 	}
-	return nil, errBadRequest("%s %q is not a time: use RFC 3339 (2006-01-02T15:04:05Z) or 2006-01-02 15:04 (UTC)", name, truncate(v, 40))
+	return nil, errBadRequest("%s %q is not a time: %s", name, truncate(v, 40), filterTimeHelp)
+}
+
+// parseTypedTime reads the relative forms of a time filter.
+func parseTypedTime(v string, now time.Time) (time.Time, bool) {
+	midnight := now.Truncate(24 * time.Hour)
+	switch v {
+	case "now":
+		return now, true
+	case "today":
+		return midnight, true
+	case "yesterday":
+		return midnight.AddDate(0, 0, -1), true
+	}
+	m := relativeTimeRE.FindStringSubmatch(v)
+	if m == nil {
+		return time.Time{}, false
+	}
+	n, _ := strconv.Atoi(m[1])
+	var t time.Time
+	switch m[2][0] {
+	case 's':
+		t = now.Add(-time.Duration(n) * time.Second)
+	case 'm':
+		t = now.Add(-time.Duration(n) * time.Minute)
+	case 'h':
+		t = now.Add(-time.Duration(n) * time.Hour)
+	case 'd':
+		t = now.AddDate(0, 0, -n)
+	default:
+		t = now.AddDate(0, 0, -7*n)
+	}
+	return t, t.Year() >= 1
 }
 
 // filterID parses an optional positive id; empty means 0 (no filter).
@@ -101,58 +150,70 @@ const (
 
 // parseJobFilter reads the /jobs query string: queue, kind, status,
 // error_class, created_from, created_until, before (keyset cursor), limit
-// and id (jump to one job).
-func parseJobFilter(q url.Values) (jobListFilter, error) {
+// and id (jump to one job). Every bad value is a message next to its field
+// in f.Form.Errors, with what was typed kept in the form; the error returned
+// is a badRequest saying all of them.
+func parseJobFilter(q url.Values, now time.Time) (jobListFilter, error) {
 	var f jobListFilter
+	errs := map[string]string{}
+	var msgs []string
+	check := func(field string, err error) {
+		if err != nil && errs[field] == "" {
+			errs[field] = err.Error()
+			msgs = append(msgs, err.Error())
+		}
+	}
 	var err error
 	p := &f.Params
-	if p.Queue, err = filterText(q, "queue"); err != nil {
-		return f, err
-	}
-	if p.Kind, err = filterText(q, "kind"); err != nil {
-		return f, err
-	}
-	if p.ErrorClass, err = filterText(q, "error_class"); err != nil {
-		return f, err
-	}
+	p.Queue, err = filterText(q, "queue")
+	check("queue", err)
+	p.Kind, err = filterText(q, "kind")
+	check("kind", err)
+	p.ErrorClass, err = filterText(q, "error_class")
+	check("error_class", err)
 	status := strings.ToLower(strings.TrimSpace(q.Get("status")))
 	if status != "" && status != "any" {
-		ok := false
-		for _, s := range jobStatuses {
-			ok = ok || s == status
+		if !slices.Contains(jobStatuses, status) {
+			check("status", errBadRequest("status %q is not one of %s", truncate(status, 40), strings.Join(jobStatuses, ", ")))
+		} else {
+			p.Status = status
 		}
-		if !ok {
-			return f, errBadRequest("status %q is not one of %s", truncate(status, 40), strings.Join(jobStatuses, ", "))
-		}
-		p.Status = status
 	}
-	if p.CreatedFrom, err = filterTime(q, "created_from"); err != nil {
-		return f, err
-	}
-	if p.CreatedUntil, err = filterTime(q, "created_until"); err != nil {
-		return f, err
-	}
+	p.CreatedFrom, err = filterTime(q, "created_from", now)
+	check("created_from", err)
+	p.CreatedUntil, err = filterTime(q, "created_until", now)
+	check("created_until", err)
 	if p.CreatedFrom != nil && p.CreatedUntil != nil && !p.CreatedFrom.Before(*p.CreatedUntil) {
-		return f, errBadRequest("created_from must be before created_until")
+		check("created_until", errBadRequest("created_from must be before created_until"))
 	}
-	if p.BeforeID, err = filterID(q, "before"); err != nil {
-		return f, err
-	}
-	if p.Limit, err = filterLimit(q, jobListDefaultLimit, jobListMaxLimit); err != nil {
-		return f, err
-	}
-	if f.JumpID, err = filterID(q, "id"); err != nil {
-		return f, err
-	}
+	p.BeforeID, err = filterID(q, "before")
+	check("before", err)
+	p.Limit, err = filterLimit(q, jobListDefaultLimit, jobListMaxLimit)
+	check("limit", err)
+	f.JumpID, err = filterID(q, "id")
+	check("id", err)
 	f.Form = views.JobFilter{
 		Queue: p.Queue, Kind: p.Kind, Status: p.Status, ErrorClass: p.ErrorClass,
 		CreatedFrom: formTime(p.CreatedFrom), CreatedUntil: formTime(p.CreatedUntil),
-		Statuses: jobStatuses,
+		Statuses: jobStatuses, TimeHelp: strings.TrimPrefix(filterTimeHelp, "type "),
 	}
 	if q.Get("limit") != "" {
 		f.Form.Limit = strconv.Itoa(p.Limit)
 	}
-	return f, nil
+	if len(errs) == 0 {
+		return f, nil
+	}
+	// Keep what was typed in the boxes that refused it, so it can be
+	// corrected rather than typed again.
+	typed := func(name string) string { return truncate(strings.ToValidUTF8(q.Get(name), ""), maxFilterText) }
+	for field, dst := range map[string]*string{"queue": &f.Form.Queue, "kind": &f.Form.Kind, "error_class": &f.Form.ErrorClass,
+		"created_from": &f.Form.CreatedFrom, "created_until": &f.Form.CreatedUntil, "limit": &f.Form.Limit, "id": &f.Form.JumpID} {
+		if errs[field] != "" {
+			*dst = typed(field)
+		}
+	}
+	f.Form.Errors = errs
+	return f, errBadRequest("%s", strings.Join(msgs, "; "))
 }
 
 // formTime writes a parsed time back into a filter box.

@@ -2,7 +2,9 @@ package web
 
 import (
 	"errors"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,10 @@ import (
 func TestParseJobFilter(t *testing.T) {
 	t.Parallel()
 	from := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	now := time.Date(2026, 12, 3, 12, 30, 0, 0, time.UTC)
+	typed := func(want time.Time) func(t *testing.T, f jobListFilter) {
+		return func(t *testing.T, f jobListFilter) { require.Equal(t, want, *f.Params.CreatedFrom) }
+	}
 	tests := []struct {
 		name    string
 		query   string
@@ -47,7 +53,14 @@ func TestParseJobFilter(t *testing.T) {
 		{name: "Jump", query: "id=42", check: func(t *testing.T, f jobListFilter) { require.EqualValues(t, 42, f.JumpID) }},
 		{name: "Trimmed", query: "queue=+email+", check: func(t *testing.T, f jobListFilter) { require.Equal(t, "email", f.Params.Queue) }},
 		{name: "BadStatus", query: "status=zombie", wantErr: `status "zombie" is not one of ready, running, done, dead`},
-		{name: "BadTime", query: "created_from=yesterday", wantErr: `created_from "yesterday" is not a time`},
+		{name: "SpaceDateTime", query: "created_from=2026-12-01+10:00", check: typed(from)},
+		{name: "MinutesAgo", query: "created_from=10m+ago", check: typed(now.Add(-10 * time.Minute))},
+		{name: "HoursAgoInWords", query: "created_from=2+hours+ago", check: typed(now.Add(-2 * time.Hour))},
+		{name: "DaysAgo", query: "created_from=3d+ago", check: typed(now.Add(-72 * time.Hour))},
+		{name: "Yesterday", query: "created_from=Yesterday", check: typed(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC))},
+		{name: "Offset", query: "created_from=2026-12-01T12:00:00%2B02:00", check: typed(from)},
+		{name: "BadTime", query: "created_from=last+tuesday", wantErr: `created_from "last tuesday" is not a time: type 2026-12-03 10:00 (UTC)`},
+		{name: "FutureAgo", query: "created_from=10+fortnights+ago", wantErr: `is not a time`},
 		{name: "BadUntil", query: "created_until=2026-13-01", wantErr: "created_until"},
 		{name: "EmptyRange", query: "created_from=2026-12-02&created_until=2026-12-01", wantErr: "created_from must be before created_until"},
 		{name: "NegativeBefore", query: "before=-5", wantErr: `before "-5" is not a positive whole number`},
@@ -66,13 +79,15 @@ func TestParseJobFilter(t *testing.T) {
 			t.Parallel()
 			q, err := url.ParseQuery(tt.query)
 			require.NoError(t, err)
-			f, err := parseJobFilter(q)
+			f, err := parseJobFilter(q, now)
 			if tt.wantErr != "" {
 				var br badRequest
 				require.ErrorAs(t, err, &br)
 				require.Contains(t, err.Error(), tt.wantErr)
+				require.Len(t, f.Form.Errors, 1, "the message goes next to its field")
 				return
 			}
+			require.Empty(t, f.Form.Errors)
 			require.NoError(t, err)
 			tt.check(t, f)
 		})
@@ -95,7 +110,7 @@ func FuzzParseJobFilter(f *testing.F) {
 		if err != nil {
 			return
 		}
-		fl, err := parseJobFilter(q)
+		fl, err := parseJobFilter(q, time.Now())
 		if err != nil {
 			var br badRequest
 			if !errors.As(err, &br) {
@@ -113,7 +128,7 @@ func FuzzParseJobFilter(f *testing.F) {
 			}
 		}
 		// The filter written back into links parses to the same parameters.
-		again, err := parseJobFilter(fl.query())
+		again, err := parseJobFilter(fl.query(), time.Now())
 		if err != nil {
 			t.Fatalf("%q: round trip failed: %v", raw, err)
 		}
@@ -121,6 +136,22 @@ func FuzzParseJobFilter(f *testing.F) {
 			t.Fatalf("%q: round trip changed the filter: %+v vs %+v", raw, again.Params, p)
 		}
 	})
+}
+
+// TestParseJobFilterKeepsTheForm: every bad value gets its message next to
+// its field, and the boxes keep what was typed, good or bad.
+func TestParseJobFilterKeepsTheForm(t *testing.T) {
+	t.Parallel()
+	q, err := url.ParseQuery("queue=emails&created_from=last+tuesday&limit=lots&status=dead")
+	require.NoError(t, err)
+	f, err := parseJobFilter(q, time.Now())
+	require.Error(t, err)
+	require.Equal(t, []string{"created_from", "limit"}, slices.Sorted(maps.Keys(f.Form.Errors)))
+	require.Contains(t, f.Form.Errors["created_from"], `created_from "last tuesday" is not a time`)
+	require.Equal(t, "last tuesday", f.Form.CreatedFrom)
+	require.Equal(t, "lots", f.Form.Limit)
+	require.Equal(t, "emails", f.Form.Queue)
+	require.Equal(t, "dead", f.Form.Status)
 }
 
 func TestParseAuditFilter(t *testing.T) {

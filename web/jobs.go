@@ -18,22 +18,98 @@ import (
 
 // jobsList serves GET /jobs: filtered, keyset-paginated by id (so a page
 // costs the same on the millionth row as on the first). ?id= jumps to a job.
+//
+// A bad filter value is a 400 whose page keeps the form, with the message
+// next to the field (JSON clients get the error alone).
 func (s *Server) jobsList(c echo.Context) error {
-	f, err := parseJobFilter(c.QueryParams())
-	if err != nil {
-		return err
+	now := time.Now()
+	f, ferr := parseJobFilter(c.QueryParams(), now)
+	if ferr != nil && (wantsJSON(c) || len(f.Form.Errors) == 0) {
+		return ferr
 	}
-	if f.JumpID > 0 {
+	if ferr == nil && f.JumpID > 0 {
 		return c.Redirect(http.StatusSeeOther, "/jobs/"+itoa64(f.JumpID))
 	}
 	ctx, cancel := readContext(c)
 	defer cancel()
-	jobs, err := queues.JobList(ctx, s.cfg.Pool, f.Params)
+	var jobs []queues.Job
+	if ferr == nil {
+		var err error
+		if jobs, err = queues.JobList(ctx, s.cfg.Pool, f.Params); err != nil {
+			return err
+		}
+	}
+	stats, err := queues.QueueStats(ctx, s.cfg.Pool)
 	if err != nil {
 		return err
 	}
-	m := jobsModel(jobs, f, time.Now())
-	return s.render(c, page{Title: "Jobs", Nav: "jobs", Model: m, Body: views.JobsBody(m)})
+	m := jobsModel(jobs, f, now)
+	m.Tabs, m.TabsNote = jobTabs(f, stats)
+	m.Bulk, m.CSRF = bulkActions(readRole(c)), csrfToken(c)
+	status := http.StatusOK
+	if ferr != nil {
+		status = http.StatusBadRequest
+		m.Jobs.EmptyTitle, m.Jobs.EmptyWhy = "Fix the filter.", " The fields marked above refused what was typed; nothing was listed."
+		setRefusal(c, ferr.Error())
+	}
+	return s.render(c, page{Title: "Jobs", Nav: "jobs", Model: m, Body: views.JobsBody(m), Status: status})
+}
+
+// jobTabs are the status tabs of /jobs with their counts, read from the
+// per-queue statistics (cheap on millions of rows): of the filtered queue,
+// or of all queues; they do not narrow by kind, class or time. Done is the
+// planner's estimate.
+func jobTabs(f jobListFilter, stats []queues.QueueStat) ([]views.JobTab, string) {
+	var ready, running, dead, done int64
+	for _, q := range stats {
+		if f.Params.Queue == "" || q.Queue == f.Params.Queue {
+			ready, running, dead, done = ready+q.Ready, running+q.Running, dead+q.Dead, done+q.DoneApprox
+		}
+	}
+	note := "Counts of all queues"
+	if f.Params.Queue != "" {
+		note = "Counts of queue " + f.Params.Queue
+	}
+	note += "; done is estimated from table statistics."
+	tab := func(label, status string, n int64, approx bool) views.JobTab {
+		q := f.query()
+		q.Del("status")
+		if status != "" {
+			q.Set("status", status)
+		}
+		count := strconv.FormatInt(n, 10)
+		if approx {
+			count = "≈" + count
+		}
+		if n < 0 {
+			count = ""
+		}
+		return views.JobTab{Label: label, Status: status, Count: count, Href: listHref("/jobs", q), Current: f.Params.Status == status}
+	}
+	return []views.JobTab{
+		tab("All", "", -1, false),
+		tab("Ready", queues.StatusReady, ready, false),
+		tab("Running", queues.StatusRunning, running, false),
+		tab("Dead", queues.StatusDead, dead, false),
+		tab("Done", queues.StatusDone, done, true),
+	}, note
+}
+
+// bulkActions are the actions selected jobs can go to, for role: each
+// button posts the selection to the action's preview. Selected jobs the
+// action does not apply to are listed there as left alone.
+func bulkActions(role string) []views.BulkAction {
+	var out []views.BulkAction
+	for _, b := range []struct{ name, label string }{
+		{"jobs.retry_now", "Retry selected now"},
+		{"deadletters.requeue", "Requeue selected dead jobs"},
+		{"jobs.cancel", "Cancel selected"},
+	} {
+		if l, ok := actionLink(b.name, role, nil); ok {
+			out = append(out, views.BulkAction{Name: b.name, Label: b.label, URL: "/actions/" + b.name + "/preview", Risk: l.Risk})
+		}
+	}
+	return out
 }
 
 // jobStatusSev is the badge of a job status.
@@ -71,7 +147,7 @@ func jobsModel(jobs []queues.Job, f jobListFilter, now time.Time) views.JobsPage
 			{Text: itoa64(j.ID), Href: "/jobs/" + itoa64(j.ID), Mono: true},
 			{Text: j.Queue, Href: queueHref(j.Queue), Mono: true},
 			{Text: j.Kind, Mono: true},
-			{Text: j.Status},
+			{Text: j.Status, Sev: jobStatusSev(j.Status)},
 			{Text: fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts)},
 			ageCell(&created, now),
 			ageCell(&avail, now),

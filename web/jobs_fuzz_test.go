@@ -32,7 +32,7 @@ func FuzzJobFilters(f *testing.F) {
 	f.Fuzz(func(t *testing.T, queue, kind, status, class, from, until, before, limit string) {
 		q := url.Values{"queue": {queue}, "kind": {kind}, "status": {status}, "error_class": {class},
 			"created_from": {from}, "created_until": {until}, "before": {before}, "limit": {limit}}
-		fl, err := parseJobFilter(q)
+		fl, err := parseJobFilter(q, time.Now())
 		if err != nil {
 			code, msg := statusOf(err)
 			require.Less(t, code, 500, "a filter is refused as the caller's error: %s", msg)

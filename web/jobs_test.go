@@ -112,24 +112,28 @@ func TestJobsList(t *testing.T) {
 	})
 
 	t.Run("BadInput", func(t *testing.T) {
-		tests := []struct{ query, msg string }{
-			{"status=zombie", "status &#34;zombie&#34; is not one of ready, running, done, dead"},
-			{"created_from=yesterday", "created_from &#34;yesterday&#34; is not a time"},
-			{"created_until=2026-02-30", "created_until"},
-			{"created_from=2026-12-02&created_until=2026-12-01", "created_from must be before created_until"},
-			{"before=-1", "before &#34;-1&#34; is not a positive whole number"},
-			{"id=-1", "id &#34;-1&#34; is not a positive whole number"},
-			{"id=1e3", "id &#34;1e3&#34;"},
-			{"limit=0", "limit &#34;0&#34; must be a whole number from 1 to 500"},
-			{"limit=100000", "limit"},
-			{"queue=%00", "queue contains a control character"},
-			{"kind=%C0%AF", "kind contains a control character or invalid UTF-8"},
+		// A bad value is a message next to its field on the jobs page, with
+		// the form kept; JSON clients get the error.
+		tests := []struct{ query, field, msg string }{
+			{"status=zombie", "status", "status &#34;zombie&#34; is not one of ready, running, done, dead"},
+			{"created_from=last+week", "created_from", "created_from &#34;last week&#34; is not a time: type 2026-12-03 10:00"},
+			{"created_until=2026-02-30", "created_until", "created_until"},
+			{"created_from=2026-12-02&created_until=2026-12-01", "created_until", "created_from must be before created_until"},
+			{"before=-1", "before", "before &#34;-1&#34; is not a positive whole number"},
+			{"id=-1", "id", "id &#34;-1&#34; is not a positive whole number"},
+			{"id=1e3", "id", "id &#34;1e3&#34;"},
+			{"limit=0", "limit", "limit &#34;0&#34; must be a whole number from 1 to 500"},
+			{"limit=100000", "limit", "limit"},
+			{"queue=%00", "queue", "queue contains a control character"},
+			{"kind=%C0%AF", "kind", "kind contains a control character or invalid UTF-8"},
 		}
 		for _, tt := range tests {
 			resp, body := c.get("/jobs?" + tt.query)
 			require.Equal(t, http.StatusBadRequest, resp.StatusCode, tt.query)
-			require.Contains(t, body, `data-testid="error"`, tt.query)
+			require.Contains(t, body, `data-testid="job-filters"`, "%s: the form is kept", tt.query)
+			require.Contains(t, body, `data-testid="filter-error-`+tt.field+`"`, tt.query)
 			require.Contains(t, body, tt.msg, tt.query)
+			require.NotContains(t, body, `data-testid="error"`, "%s: not an error page", tt.query)
 
 			resp, body = c.get("/jobs?"+tt.query, "Accept", "application/json")
 			require.Equal(t, http.StatusBadRequest, resp.StatusCode, tt.query)

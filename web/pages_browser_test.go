@@ -97,8 +97,8 @@ func TestBrowserMainPages(t *testing.T) {
 		{path: "/audit", testid: "audit-events", texts: []string{"seeded: SMTP provider outage", "queue:emails-eu"}},
 		{path: "/actions", testid: "actions", texts: []string{"deadletters.requeue", "backend.cancel"}},
 		{path: "/actions/deadletters.requeue?queue=emails-eu&error_class=smtp.timeout", testid: "action-form-edit",
-			js: `[...document.querySelectorAll('main input')].some(i => i.value === 'emails-eu') &&
-				[...document.querySelectorAll('main input')].some(i => i.value === 'smtp.timeout')`},
+			js: `[...document.querySelectorAll('main input, main select')].some(i => i.value === 'emails-eu') &&
+				[...document.querySelectorAll('main input, main select')].some(i => i.value === 'smtp.timeout')`},
 		{path: "/database/activity", testid: "database-activity", texts: []string{"nightly-report"}},
 		{path: "/database/replication", testid: "database-replication", texts: []string{"pages_test_slot"}},
 		{path: "/database/maintenance", testid: "database-maintenance", texts: []string{"pages-test-gid"}},

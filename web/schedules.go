@@ -50,7 +50,7 @@ func schedulesModel(list []queues.Schedule, last map[int64]*queues.Job, role str
 		Columns: []views.Column{{Label: "Name"}, {Label: "When"}, {Label: "Kind"}, {Label: "Queue"}, {Label: "Enabled"},
 			{Label: "Next runs (UTC)"}, {Label: "Last run"}, {Label: "Last result"}, {Label: "Actions"}},
 		EmptyTitle: "No schedules.",
-		EmptyWhy:   " Cron schedules that enqueue maintenance jobs (archive jobs, prune the outbox and inbox) would be listed here; an operator creates them with the schedule.create action.",
+		EmptyWhy:   " Cron schedules that enqueue maintenance jobs (archive jobs, prune the outbox and inbox) would be listed here; an operator creates them with New schedule.",
 	}
 	for _, sc := range list {
 		enabled := views.Cell{Text: "yes"}
@@ -72,7 +72,11 @@ func schedulesModel(list []queues.Schedule, last map[int64]*queues.Job, role str
 			{Actions: actionLinks(names, role, map[string]string{"name": sc.Name})},
 		})
 	}
-	return views.SchedulesPage{GeneratedAt: now.UTC().Format(time.RFC3339), Schedules: p}
+	m := views.SchedulesPage{GeneratedAt: now.UTC().Format(time.RFC3339), Schedules: p}
+	if l, ok := actionLink("schedule.create", role, nil); ok {
+		m.NewHref = l.Href
+	}
+	return m
 }
 
 // nextRunsCell lists a schedule's next runs, or why there are none.

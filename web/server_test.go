@@ -278,7 +278,7 @@ func TestRefusedRequestsAreLogged(t *testing.T) {
 		{"ActionForm", func() *http.Response {
 			r, _ := browser.post("/actions/queue.pause", url.Values{"_csrf": {browser.csrf}, "p.queue": {"q"}})
 			return r
-		}, http.StatusUnprocessableEntity, "operator", "say why"},
+		}, http.StatusUnprocessableEntity, "operator", "Execute needs a preview"},
 		{"LoginRateLimited", func() *http.Response {
 			var r *http.Response
 			for range 6 {
