@@ -260,7 +260,8 @@ func TestHistoryTimelineSummarisesChainsAndFindings(t *testing.T) {
 	defer cancel()
 	pool := testdb.New(t)
 	t0 := time.Date(2026, 12, 3, 3, 12, 0, 0, time.UTC)
-	tree := `[{"pid": 7, "depth": 0, "is_root": true}, {"pid": 8, "depth": 1}]`
+	// A tree as the recorder writes it: the root counts its waiters.
+	tree := `[{"pid": 7, "depth": 0, "is_root": true, "root_pid": 7, "blocked_count": 1}, {"pid": 8, "depth": 1, "root_pid": 7, "parent_pid": 7}]`
 	finding := `[{"code": "lock.root_blocker", "severity": "critical", "title": "pid 7 blocks 1 backend", "subject": {"pid": 7, "wait_seconds": %d}}]`
 	insert := func(secs int, tree, findings string) {
 		doc := fmt.Sprintf(`{"blocking_tree": %s, "findings": %s}`, tree, findings)
