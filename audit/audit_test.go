@@ -30,9 +30,9 @@ func event(action, target string) audit.Event {
 
 func record(t *testing.T, db audit.DBTX, e audit.Event) int64 {
 	t.Helper()
-	id, err := audit.RecordTx(context.Background(), db, e)
+	rec, err := audit.RecordTx(context.Background(), db, e)
 	require.NoError(t, err)
-	return id
+	return rec.ID
 }
 
 // verified runs Verify on db and returns its result, failing the test

@@ -229,24 +229,25 @@ func TestRecordBoundsFields(t *testing.T) {
 	require.ErrorIs(t, err, audit.ErrInvalid)
 }
 
-// TestRecordedHeadIsLogged: the head an event moved the chain to is kept
-// for the action's log line.
+// TestRecordedHeadIsLogged: RecordTx returns the head the event moved the
+// chain to, for the action's log line.
 func TestRecordedHeadIsLogged(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t)
-	id := record(t, pool, event("queue.pause", "queue:q"))
+	record(t, pool, event("queue.pause", "queue:q"))
+	rec, err := audit.RecordTx(ctx, pool, event("queue.resume", "queue:q"))
+	require.NoError(t, err)
 	head, err := audit.HeadGet(ctx, pool)
 	require.NoError(t, err)
-	got, ok := audit.RecordedHead(id)
-	require.True(t, ok)
-	require.Equal(t, head, got)
-	attrs := audit.HeadLogAttrs(id)
+	require.Equal(t, head, rec.Head)
+	require.EqualValues(t, 2, rec.Head.Seq)
+	attrs := rec.LogAttrs()
 	require.Len(t, attrs, 2)
 	require.Equal(t, "audit_seq", attrs[0].Key)
 	require.EqualValues(t, head.Seq, attrs[0].Value.Int64())
 	require.Equal(t, hex.EncodeToString(head.Hash), attrs[1].Value.String())
-	require.Nil(t, audit.HeadLogAttrs(-1))
+	require.Nil(t, audit.Recorded{}.LogAttrs(), "nothing recorded, nothing logged")
 }
 
 // mdOutsideFences returns the lines of md that are not inside fenced code
