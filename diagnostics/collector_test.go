@@ -63,6 +63,17 @@ func (g gathered) must(t *testing.T, name string, labels ...string) float64 {
 	return v
 }
 
+// collectorOn registers a collector of d, configured by cfg, on a new
+// registry it returns.
+func collectorOn(t *testing.T, d *diagnostics.Diagnostics, cfg diagnostics.CollectorConfig) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
+	_, err := diagnostics.NewCollector(d, cfg)
+	require.NoError(t, err)
+	return reg
+}
+
 // A real incident, seen through /metrics: a backlog, dead letters, an
 // expired lease, outbox events, a live worker, a prepared transaction, a
 // session idle in transaction and a blocked one.
@@ -101,10 +112,8 @@ func TestCollectorExposesTheRound(t *testing.T) {
 	})
 	testdb.WaitBackend(t, pool, "collector-waiter", "wait_event_type = 'Lock'")
 
-	reg := prometheus.NewRegistry()
 	d := open(t, url, diagnostics.Config{})
-	_, err = diagnostics.NewCollector(d, diagnostics.CollectorConfig{Registerer: reg, Wait: 10 * time.Second})
-	require.NoError(t, err)
+	reg := collectorOn(t, d, diagnostics.CollectorConfig{Wait: 10 * time.Second})
 	g := gather(t, reg)
 
 	require.Equal(t, 1.0, g.must(t, "console_diagnostics_last_round_success"))
@@ -154,10 +163,8 @@ func TestCollectorScrapeIsBounded(t *testing.T) {
 	pool := testdb.Pool(t, url)
 	_, err := pool.Exec(ctx, "INSERT INTO jobs (queue, kind) VALUES ('bounded', 'k')")
 	require.NoError(t, err)
-	reg := prometheus.NewRegistry()
 	d := open(t, url, diagnostics.Config{})
-	_, err = diagnostics.NewCollector(d, diagnostics.CollectorConfig{Registerer: reg, Wait: time.Nanosecond, Refresh: time.Hour})
-	require.NoError(t, err)
+	reg := collectorOn(t, d, diagnostics.CollectorConfig{Wait: time.Nanosecond, Refresh: time.Hour})
 
 	start := time.Now()
 	g := gather(t, reg)
@@ -185,11 +192,9 @@ func TestCollectorKeepsLastGoodValues(t *testing.T) {
 	pool := testdb.Pool(t, url)
 	_, err := pool.Exec(ctx, "INSERT INTO jobs (queue, kind) SELECT 'kept', 'k' FROM generate_series(1, 4)")
 	require.NoError(t, err)
-	reg := prometheus.NewRegistry()
 	d, err := diagnostics.Open(ctx, url, diagnostics.Config{})
 	require.NoError(t, err)
-	_, err = diagnostics.NewCollector(d, diagnostics.CollectorConfig{Registerer: reg, Refresh: time.Nanosecond, Wait: 10 * time.Second})
-	require.NoError(t, err)
+	reg := collectorOn(t, d, diagnostics.CollectorConfig{Refresh: time.Nanosecond, Wait: 10 * time.Second})
 	g := gather(t, reg)
 	require.Equal(t, 1.0, g.must(t, "console_diagnostics_last_round_success"))
 	require.Equal(t, 4.0, g.must(t, "console_diagnostics_queue_ready_jobs", "queue", "kept"))
