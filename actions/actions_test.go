@@ -242,12 +242,18 @@ func caseRunner(t *testing.T, c actionCase, url string, pool *pgxpool.Pool) *act
 	t.Helper()
 	cfg := actions.RunnerConfig{}
 	if c.diagnostics {
-		diag, err := diagnostics.Open(context.Background(), url, diagnostics.Config{})
-		require.NoError(t, err)
-		t.Cleanup(diag.Close)
-		cfg.Diagnostics = diag
+		cfg.Diagnostics = openDiagnostics(t, url)
 	}
 	return newRunner(t, pool, cfg)
+}
+
+// openDiagnostics opens diagnostics on url, closed at cleanup.
+func openDiagnostics(t *testing.T, url string) *diagnostics.Diagnostics {
+	t.Helper()
+	diag, err := diagnostics.Open(context.Background(), url, diagnostics.Config{})
+	require.NoError(t, err)
+	t.Cleanup(diag.Close)
+	return diag
 }
 
 func TestEveryActionKeepsTheContract(t *testing.T) {

@@ -302,9 +302,7 @@ func TestBackendRefusesDiagnosticsConnections(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	pool := testdb.Pool(t, url)
-	diag, err := diagnostics.Open(ctx, url, diagnostics.Config{})
-	require.NoError(t, err)
-	t.Cleanup(diag.Close)
+	diag := openDiagnostics(t, url)
 	require.NoError(t, diag.Activity(ctx).Err, "a panel opens a diagnostics connection")
 	pids := diag.OwnPIDs()
 	require.NotEmpty(t, pids)
@@ -312,7 +310,7 @@ func TestBackendRefusesDiagnosticsConnections(t *testing.T) {
 
 	// Nothing else marks it: a runner that does not know the diagnostics
 	// would take it for an ordinary client of the console's database.
-	_, err = newRunner(t, pool, actions.RunnerConfig{}).Run(ctx, operator, "backend.cancel",
+	_, err := newRunner(t, pool, actions.RunnerConfig{}).Run(ctx, operator, "backend.cancel",
 		actions.Request{Params: target, DryRun: true})
 	require.NoError(t, err)
 

@@ -134,9 +134,7 @@ func TestEveryPanelRunsAsTheRuntimeRoles(t *testing.T) {
 	insertDead(t, owner, 2, "emails", "smtp.timeout")
 	for _, role := range []string{"console_web", "console_readonly"} {
 		t.Run(role, func(t *testing.T) {
-			diag, err := diagnostics.Open(ctx, testdb.AsUser(t, dbURL, role), diagnostics.Config{})
-			require.NoError(t, err)
-			defer diag.Close()
+			diag := openDiagnostics(t, testdb.AsUser(t, dbURL, role))
 			results := diag.RunCatalog(ctx)
 			require.NotEmpty(t, results)
 			for _, res := range results {
