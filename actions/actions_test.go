@@ -241,9 +241,10 @@ func contractCases() map[string]actionCase {
 	return out
 }
 
-func TestEveryActionKeepsTheContract(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
+// forEachAction runs check as a parallel subtest for every registered
+// action, with its contract case; an action without one fails.
+func forEachAction(t *testing.T, check func(t *testing.T, spec actions.Spec, c actionCase)) {
+	t.Helper()
 	for _, spec := range actions.Registry() {
 		t.Run(spec.Name, func(t *testing.T) {
 			t.Parallel()
@@ -251,77 +252,98 @@ func TestEveryActionKeepsTheContract(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s has no contract case: add its fixture to the cases in the actions tests", spec.Name)
 			}
-			require.Equal(t, c.actor.Role, spec.Role)
-
-			// Each subtest gets its own case (the fixtures' closures hold
-			// ids), database and runner.
-			setup := func(t *testing.T) (*pgxpool.Pool, *actions.Runner, map[string]any, actionCase) {
-				t.Parallel()
-				c := contractCases()[spec.Name]
-				url := testdb.URL(t)
-				pool := testdb.Pool(t, url)
-				cfg := actions.RunnerConfig{}
-				if c.diagnostics {
-					diag, err := diagnostics.Open(ctx, url, diagnostics.Config{})
-					require.NoError(t, err)
-					t.Cleanup(diag.Close)
-					cfg.Diagnostics = diag
-				}
-				return pool, newRunner(t, pool, cfg), c.setup(t, pool), c
-			}
-
-			t.Run("Success", func(t *testing.T) {
-				pool, r, params, c := setup(t)
-				before := c.state(t, pool)
-				out, err := r.Run(ctx, c.actor, c.name, actions.Request{Params: params, Reason: reason})
-				require.NoError(t, err)
-				require.NotNil(t, out.Preview)
-				require.NotNil(t, out.Result)
-				require.NotEqual(t, before, c.state(t, pool), "the database changed")
-				ev := lastAudit(t, pool)
-				require.Equal(t, out.AuditID, ev.ID)
-				require.Equal(t, c.name, ev.Action)
-				require.Equal(t, audit.OutcomeSucceeded, ev.Outcome)
-				require.Equal(t, c.actor.Name, ev.Actor)
-				require.Equal(t, reason, ev.Reason)
-				require.NotEqual(t, "{}", string(ev.Preview))
-				require.NotEqual(t, "{}", string(ev.Result))
-			})
-			t.Run("RefusedByRole", func(t *testing.T) {
-				pool, r, params, c := setup(t)
-				before := c.state(t, pool)
-				_, err := r.Run(ctx, c.weaker, c.name, actions.Request{Params: params, Reason: reason})
-				require.ErrorIs(t, err, actions.ErrForbidden)
-				require.Equal(t, before, c.state(t, pool))
-				ev := lastAudit(t, pool)
-				require.Equal(t, audit.OutcomeRefused, ev.Outcome)
-				require.Equal(t, c.weaker.Name, ev.Actor)
-				require.Contains(t, ev.Error, "forbidden")
-			})
-			t.Run("RefusedWithoutReason", func(t *testing.T) {
-				pool, r, params, c := setup(t)
-				before := c.state(t, pool)
-				_, err := r.Run(ctx, c.actor, c.name, actions.Request{Params: params, Reason: "   "})
-				require.ErrorIs(t, err, actions.ErrReasonRequired)
-				require.Equal(t, before, c.state(t, pool))
-				ev := lastAudit(t, pool)
-				require.Equal(t, audit.OutcomeRefused, ev.Outcome)
-				require.Equal(t, c.name, ev.Action)
-			})
-			t.Run("DryRunChangesNothing", func(t *testing.T) {
-				pool, r, params, c := setup(t)
-				before, audits := c.state(t, pool), auditCount(t, pool)
-				out, err := r.Run(ctx, c.actor, c.name, actions.Request{Params: params, DryRun: true})
-				require.NoError(t, err)
-				require.True(t, out.DryRun)
-				require.NotNil(t, out.Preview)
-				require.Nil(t, out.Result)
-				require.Zero(t, out.AuditID)
-				require.Equal(t, before, c.state(t, pool))
-				require.Equal(t, audits, auditCount(t, pool), "a dry run is not audited")
-			})
+			check(t, spec, c)
 		})
 	}
+}
+
+// caseRunner returns a runner on pool for case c, with diagnostics on url
+// when the action needs them.
+func caseRunner(t *testing.T, c actionCase, url string, pool *pgxpool.Pool) *actions.Runner {
+	t.Helper()
+	cfg := actions.RunnerConfig{}
+	if c.diagnostics {
+		cfg.Diagnostics = openDiagnostics(t, url)
+	}
+	return newRunner(t, pool, cfg)
+}
+
+// openDiagnostics opens diagnostics on url, closed at cleanup.
+func openDiagnostics(t *testing.T, url string) *diagnostics.Diagnostics {
+	t.Helper()
+	diag, err := diagnostics.Open(context.Background(), url, diagnostics.Config{})
+	require.NoError(t, err)
+	t.Cleanup(diag.Close)
+	return diag
+}
+
+func TestEveryActionKeepsTheContract(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	forEachAction(t, func(t *testing.T, spec actions.Spec, c actionCase) {
+		require.Equal(t, c.actor.Role, spec.Role)
+
+		// Each subtest gets its own case (the fixtures' closures hold
+		// ids), database and runner.
+		setup := func(t *testing.T) (*pgxpool.Pool, *actions.Runner, map[string]any, actionCase) {
+			t.Parallel()
+			c := contractCases()[spec.Name]
+			url := testdb.URL(t)
+			pool := testdb.Pool(t, url)
+			return pool, caseRunner(t, c, url, pool), c.setup(t, pool), c
+		}
+
+		t.Run("Success", func(t *testing.T) {
+			pool, r, params, c := setup(t)
+			before := c.state(t, pool)
+			out, err := r.Run(ctx, c.actor, c.name, actions.Request{Params: params, Reason: reason})
+			require.NoError(t, err)
+			require.NotNil(t, out.Preview)
+			require.NotNil(t, out.Result)
+			require.NotEqual(t, before, c.state(t, pool), "the database changed")
+			ev := lastAudit(t, pool)
+			require.Equal(t, out.AuditID, ev.ID)
+			require.Equal(t, c.name, ev.Action)
+			require.Equal(t, audit.OutcomeSucceeded, ev.Outcome)
+			require.Equal(t, c.actor.Name, ev.Actor)
+			require.Equal(t, reason, ev.Reason)
+			require.NotEqual(t, "{}", string(ev.Preview))
+			require.NotEqual(t, "{}", string(ev.Result))
+		})
+		t.Run("RefusedByRole", func(t *testing.T) {
+			pool, r, params, c := setup(t)
+			before := c.state(t, pool)
+			_, err := r.Run(ctx, c.weaker, c.name, actions.Request{Params: params, Reason: reason})
+			require.ErrorIs(t, err, actions.ErrForbidden)
+			require.Equal(t, before, c.state(t, pool))
+			ev := lastAudit(t, pool)
+			require.Equal(t, audit.OutcomeRefused, ev.Outcome)
+			require.Equal(t, c.weaker.Name, ev.Actor)
+			require.Contains(t, ev.Error, "forbidden")
+		})
+		t.Run("RefusedWithoutReason", func(t *testing.T) {
+			pool, r, params, c := setup(t)
+			before := c.state(t, pool)
+			_, err := r.Run(ctx, c.actor, c.name, actions.Request{Params: params, Reason: "   "})
+			require.ErrorIs(t, err, actions.ErrReasonRequired)
+			require.Equal(t, before, c.state(t, pool))
+			ev := lastAudit(t, pool)
+			require.Equal(t, audit.OutcomeRefused, ev.Outcome)
+			require.Equal(t, c.name, ev.Action)
+		})
+		t.Run("DryRunChangesNothing", func(t *testing.T) {
+			pool, r, params, c := setup(t)
+			before, audits := c.state(t, pool), auditCount(t, pool)
+			out, err := r.Run(ctx, c.actor, c.name, actions.Request{Params: params, DryRun: true})
+			require.NoError(t, err)
+			require.True(t, out.DryRun)
+			require.NotNil(t, out.Preview)
+			require.Nil(t, out.Result)
+			require.Zero(t, out.AuditID)
+			require.Equal(t, before, c.state(t, pool))
+			require.Equal(t, audits, auditCount(t, pool), "a dry run is not audited")
+		})
+	})
 }
 
 // TestChangeAndAuditCommitTogether makes the audit insert fail and checks

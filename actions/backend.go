@@ -7,11 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
@@ -64,9 +62,10 @@ func (f *Fingerprint) idleInTransaction() bool {
 // refuseTarget says why a backend may not be signalled at all: not a client
 // backend (autovacuum, walsender, checkpointer...), connected to another
 // database than the console's (unless RunnerConfig.AnyDatabase), or one of
-// the console's own connections, known by pid (RunnerConfig.OwnPIDs and the
-// connection asking). An application_name proves nothing: any client may
-// call itself "console-...".
+// the console's own connections, known by pid: RunnerConfig.OwnPIDs, the
+// diagnostics pool's (RunnerConfig.Diagnostics) and the connection asking.
+// An application_name proves nothing: any client may call itself
+// "console-...".
 func (r *Runner) refuseTarget(f *Fingerprint) error {
 	if f.BackendType != "client backend" {
 		return fmt.Errorf("backend %d is a %q, not a client backend; the console only signals client sessions: %w",
@@ -77,60 +76,10 @@ func (r *Runner) refuseTarget(f *Fingerprint) error {
 			"the console signals only backends of its own database unless started with --signal-any-database: %w",
 			f.PID, f.Database, f.ownDatabase, ErrInvalid)
 	}
-	own := f.isSelf
-	if r.cfg.OwnPIDs != nil && slices.Contains(r.cfg.OwnPIDs(), f.PID) {
-		own = true
-	}
-	if own {
+	if f.isSelf || r.ownPID(f.PID) {
 		return fmt.Errorf("backend %d is the console's own connection: %w", f.PID, ErrInvalid)
 	}
 	return nil
-}
-
-// PIDSet is the set of backend pids of a process's own connections, kept
-// by the connect and close hooks Track installs on each pool's
-// configuration. Its PIDs method is what RunnerConfig.OwnPIDs wants. It is
-// safe for concurrent use.
-type PIDSet struct {
-	mu   sync.Mutex
-	pids map[int32]bool
-}
-
-// Track makes every connection of a pool made from cfg a member of s while
-// it is open, keeping the hooks cfg already has.
-func (s *PIDSet) Track(cfg *pgxpool.Config) {
-	after, before := cfg.AfterConnect, cfg.BeforeClose
-	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		s.mu.Lock()
-		if s.pids == nil {
-			s.pids = map[int32]bool{}
-		}
-		s.pids[int32(c.PgConn().PID())] = true
-		s.mu.Unlock()
-		if after != nil {
-			return after(ctx, c)
-		}
-		return nil
-	}
-	cfg.BeforeClose = func(c *pgx.Conn) {
-		s.mu.Lock()
-		delete(s.pids, int32(c.PgConn().PID()))
-		s.mu.Unlock()
-		if before != nil {
-			before(c)
-		}
-	}
-}
-
-// PIDs returns the pids of the open tracked connections.
-func (s *PIDSet) PIDs() []int32 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]int32, 0, len(s.pids))
-	for p := range s.pids {
-		out = append(out, p)
-	}
-	return out
 }
 
 // BackendPreview is the preview of backend.cancel and backend.terminate: the
@@ -541,3 +490,12 @@ var backendTerminate = action(Spec{
 	a.override = p.Override
 	return a, nil
 })
+
+// ownPID reports whether pid is one of the console's own connections other
+// than the one asking: the runner's configured ones and the diagnostics'.
+func (r *Runner) ownPID(pid int32) bool {
+	if r.cfg.OwnPIDs != nil && slices.Contains(r.cfg.OwnPIDs(), pid) {
+		return true
+	}
+	return r.cfg.Diagnostics != nil && slices.Contains(r.cfg.Diagnostics.OwnPIDs(), pid)
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/ownpid"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -103,6 +104,26 @@ func backendState(pid *int32) func(t *testing.T, pool *pgxpool.Pool) string {
 }
 
 // sleeper starts a backend running pg_sleep, a cancellable statement.
+// previewCancel runs backend.cancel of pid as a dry run and returns its
+// preview.
+func previewCancel(t *testing.T, r *actions.Runner, pid int32) actions.BackendPreview {
+	t.Helper()
+	dry, err := r.Run(context.Background(), operator, "backend.cancel", actions.Request{Params: map[string]any{"pid": pid}, DryRun: true})
+	require.NoError(t, err)
+	return dry.Preview.(actions.BackendPreview)
+}
+
+// idleInTransaction opens a session and leaves it idle in an open
+// transaction.
+func idleInTransaction(t *testing.T, pool *pgxpool.Pool) *session {
+	t.Helper()
+	s := newSession(t, pool)
+	_, err := s.conn.Exec(context.Background(), "BEGIN; SELECT 1")
+	require.NoError(t, err)
+	waitState(t, pool, s.pid, "idle in transaction", "")
+	return s
+}
+
 func sleeper(t *testing.T, pool *pgxpool.Pool) *session {
 	s := newSession(t, pool)
 	s.start("SELECT pg_sleep(60)")
@@ -194,9 +215,7 @@ func TestBackendCancelClearsThreeLevelChain(t *testing.T) {
 	r := newRunner(t, pool, actions.RunnerConfig{SettleTimeout: 10 * time.Second})
 	root, mid, leaf := chain(t, pool, "SELECT pg_sleep(60)")
 
-	dry, err := r.Run(ctx, operator, "backend.cancel", actions.Request{Params: map[string]any{"pid": root.pid}, DryRun: true})
-	require.NoError(t, err)
-	pv := dry.Preview.(actions.BackendPreview)
+	pv := previewCancel(t, r, root.pid)
 	require.True(t, pv.IsRoot)
 	require.Equal(t, 2, pv.BlockedCount)
 	require.Equal(t, "client backend", pv.Target.BackendType)
@@ -246,14 +265,12 @@ func TestBackendCancelIdleInTransactionThenTerminate(t *testing.T) {
 	root, mid, leaf := chain(t, pool, "")
 	waitState(t, pool, root.pid, "idle in transaction", "")
 
-	dry, err := r.Run(ctx, operator, "backend.cancel", actions.Request{Params: map[string]any{"pid": root.pid}, DryRun: true})
-	require.NoError(t, err)
-	pv := dry.Preview.(actions.BackendPreview)
+	pv := previewCancel(t, r, root.pid)
 	require.Contains(t, pv.Effect, "does nothing")
 	require.Equal(t, "backend.terminate", pv.NextStep)
 
 	terminate := map[string]any{"pid": root.pid, "confirm_pid": root.pid}
-	_, err = r.Run(ctx, admin, "backend.terminate", actions.Request{Params: terminate, Reason: reason})
+	_, err := r.Run(ctx, admin, "backend.terminate", actions.Request{Params: terminate, Reason: reason})
 	require.ErrorIs(t, err, actions.ErrGuard, "terminate needs a cancel attempt first")
 	require.ErrorContains(t, err, "only after a backend.cancel")
 
@@ -277,6 +294,40 @@ func TestBackendCancelIdleInTransactionThenTerminate(t *testing.T) {
 	require.NoError(t, leaf.wait(t))
 }
 
+// The diagnostics pool's backends are the console's own as well: a runner
+// given the diagnostics refuses to cancel or terminate them, though nothing
+// but their pids says so.
+func TestBackendRefusesDiagnosticsConnections(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	pool := testdb.Pool(t, url)
+	diag := openDiagnostics(t, url)
+	require.NoError(t, diag.Activity(ctx).Err, "a panel opens a diagnostics connection")
+	pids := diag.OwnPIDs()
+	require.NotEmpty(t, pids)
+	target := map[string]any{"pid": pids[0]}
+
+	// Nothing else marks it: a runner that does not know the diagnostics
+	// would take it for an ordinary client of the console's database.
+	_, err := newRunner(t, pool, actions.RunnerConfig{}).Run(ctx, operator, "backend.cancel",
+		actions.Request{Params: target, DryRun: true})
+	require.NoError(t, err)
+
+	r := newRunner(t, pool, actions.RunnerConfig{Diagnostics: diag})
+	for action, params := range map[string]map[string]any{
+		"backend.cancel":    target,
+		"backend.terminate": {"pid": pids[0], "confirm_pid": pids[0]},
+	} {
+		_, err = r.Run(ctx, admin, action, actions.Request{Params: params, Reason: reason})
+		require.ErrorIs(t, err, actions.ErrInvalid, action)
+		require.ErrorContains(t, err, "console's own connection", action)
+		require.Equal(t, audit.OutcomeRefused, lastAudit(t, pool).Outcome)
+	}
+	require.EqualValues(t, 1, queryInt(t, pool, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pids[0]),
+		"the diagnostics connection is still there")
+}
+
 func TestBackendGuards(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -284,13 +335,8 @@ func TestBackendGuards(t *testing.T) {
 	r := newRunner(t, pool, actions.RunnerConfig{})
 
 	t.Run("PIDReuse", func(t *testing.T) {
-		old := newSession(t, pool)
-		_, err := old.conn.Exec(ctx, "BEGIN; SELECT 1")
-		require.NoError(t, err)
-		waitState(t, pool, old.pid, "idle in transaction", "")
-		dry, err := r.Run(ctx, operator, "backend.cancel", actions.Request{Params: map[string]any{"pid": old.pid}, DryRun: true})
-		require.NoError(t, err)
-		fp := dry.Preview.(actions.BackendPreview).Target
+		old := idleInTransaction(t, pool)
+		fp := previewCancel(t, r, old.pid).Target
 		require.NoError(t, old.conn.Close(ctx))
 		waitFor(t, "the old backend to exit", func() bool {
 			return queryInt(t, pool, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", old.pid) == 0
@@ -300,7 +346,7 @@ func TestBackendGuards(t *testing.T) {
 		// belongs to nobody, or (simulated) to a new backend.
 		stale := map[string]any{"pid": old.pid, "backend_start": fp.BackendStart.Format(time.RFC3339Nano),
 			"xact_start": fp.XactStart.Format(time.RFC3339Nano)}
-		_, err = r.Run(ctx, operator, "backend.cancel", actions.Request{Params: stale, Reason: reason})
+		_, err := r.Run(ctx, operator, "backend.cancel", actions.Request{Params: stale, Reason: reason})
 		require.ErrorIs(t, err, actions.ErrGuard)
 		require.ErrorContains(t, err, "exited")
 
@@ -314,14 +360,9 @@ func TestBackendGuards(t *testing.T) {
 		waitState(t, pool, fresh.pid, "active", "Timeout") // untouched
 	})
 	t.Run("TransactionEnded", func(t *testing.T) {
-		s := newSession(t, pool)
-		_, err := s.conn.Exec(ctx, "BEGIN; SELECT 1")
-		require.NoError(t, err)
-		waitState(t, pool, s.pid, "idle in transaction", "")
-		dry, err := r.Run(ctx, operator, "backend.cancel", actions.Request{Params: map[string]any{"pid": s.pid}, DryRun: true})
-		require.NoError(t, err)
-		fp := dry.Preview.(actions.BackendPreview).Target
-		_, err = s.conn.Exec(ctx, "COMMIT")
+		s := idleInTransaction(t, pool)
+		fp := previewCancel(t, r, s.pid).Target
+		_, err := s.conn.Exec(ctx, "COMMIT")
 		require.NoError(t, err)
 		_, err = r.Run(ctx, operator, "backend.cancel", actions.Request{Reason: reason, Params: map[string]any{
 			"pid": s.pid, "backend_start": fp.BackendStart.Format(time.RFC3339Nano), "xact_start": fp.XactStart.Format(time.RFC3339Nano)}})
@@ -348,7 +389,7 @@ func TestBackendGuards(t *testing.T) {
 		require.NoError(t, err, "a client named console-... is not the console")
 
 		// The console's own connections are known by pid.
-		var own actions.PIDSet
+		var own ownpid.Set
 		pc := pool.Config().Copy()
 		own.Track(pc)
 		ownPool, err := pgxpool.NewWithConfig(ctx, pc)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/audit"
-	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -21,12 +20,10 @@ func TestIncidentActions(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	pool := testdb.Pool(t, url)
-	diag, err := diagnostics.Open(ctx, url, diagnostics.Config{})
-	require.NoError(t, err)
-	t.Cleanup(diag.Close)
+	diag := openDiagnostics(t, url)
 	r := newRunner(t, pool, actions.RunnerConfig{Diagnostics: diag})
 
-	_, err = r.Run(ctx, viewer, "incident.open", actions.Request{Params: map[string]any{"title": "x"}, Reason: reason})
+	_, err := r.Run(ctx, viewer, "incident.open", actions.Request{Params: map[string]any{"title": "x"}, Reason: reason})
 	require.ErrorIs(t, err, actions.ErrForbidden)
 	_, err = r.Run(ctx, operator, "incident.open", actions.Request{Params: map[string]any{"title": "x"}})
 	require.ErrorIs(t, err, actions.ErrReasonRequired)

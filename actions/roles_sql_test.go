@@ -96,45 +96,33 @@ func TestRolesSQLIsEnough(t *testing.T) {
 func TestEveryActionRunsAsTheRuntimeRole(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, spec := range actions.Registry() {
-		t.Run(spec.Name, func(t *testing.T) {
-			t.Parallel()
-			c, ok := contractCases()[spec.Name]
-			require.True(t, ok, "%s has no contract case", spec.Name)
-			dbURL, owner := runtimeDatabase(t)
-			webURL := testdb.AsUser(t, dbURL, "console_web")
-			web := testdb.Pool(t, webURL)
-			cfg := actions.RunnerConfig{}
-			if c.diagnostics {
-				diag, err := diagnostics.Open(ctx, webURL, diagnostics.Config{})
-				require.NoError(t, err)
-				t.Cleanup(diag.Close)
-				cfg.Diagnostics = diag
-			}
-			r := newRunner(t, web, cfg)
-			params := c.setup(t, owner)
-			before := c.state(t, owner)
-			out, err := r.Run(ctx, c.actor, c.name, actions.Request{Params: params, Reason: reason})
-			if spec.Name == "prepared_xact.rollback" {
-				// PostgreSQL lets only a superuser or the preparing role
-				// finish a prepared transaction: the runtime role is told
-				// so, in words a DBA can act on, and nothing changes.
-				require.ErrorIs(t, err, actions.ErrForbidden)
-				require.ErrorContains(t, err, "only a superuser or the role that prepared it (console_owner)")
-				require.Equal(t, before, c.state(t, owner))
-				return
-			}
-			require.NoError(t, err)
-			require.NotEqual(t, before, c.state(t, owner), "the database changed")
-			ev := lastAudit(t, owner)
-			require.Equal(t, out.AuditID, ev.ID)
-			require.Equal(t, audit.OutcomeSucceeded, ev.Outcome)
-
-			_, err = r.Run(ctx, c.weaker, c.name, actions.Request{Params: params, Reason: reason})
+	forEachAction(t, func(t *testing.T, spec actions.Spec, c actionCase) {
+		dbURL, owner := runtimeDatabase(t)
+		webURL := testdb.AsUser(t, dbURL, "console_web")
+		web := testdb.Pool(t, webURL)
+		r := caseRunner(t, c, webURL, web)
+		params := c.setup(t, owner)
+		before := c.state(t, owner)
+		out, err := r.Run(ctx, c.actor, c.name, actions.Request{Params: params, Reason: reason})
+		if spec.Name == "prepared_xact.rollback" {
+			// PostgreSQL lets only a superuser or the preparing role
+			// finish a prepared transaction: the runtime role is told
+			// so, in words a DBA can act on, and nothing changes.
 			require.ErrorIs(t, err, actions.ErrForbidden)
-			require.Equal(t, audit.OutcomeRefused, lastAudit(t, owner).Outcome, "a refusal is audited by the runtime role too")
-		})
-	}
+			require.ErrorContains(t, err, "only a superuser or the role that prepared it (console_owner)")
+			require.Equal(t, before, c.state(t, owner))
+			return
+		}
+		require.NoError(t, err)
+		require.NotEqual(t, before, c.state(t, owner), "the database changed")
+		ev := lastAudit(t, owner)
+		require.Equal(t, out.AuditID, ev.ID)
+		require.Equal(t, audit.OutcomeSucceeded, ev.Outcome)
+
+		_, err = r.Run(ctx, c.weaker, c.name, actions.Request{Params: params, Reason: reason})
+		require.ErrorIs(t, err, actions.ErrForbidden)
+		require.Equal(t, audit.OutcomeRefused, lastAudit(t, owner).Outcome, "a refusal is audited by the runtime role too")
+	})
 }
 
 // TestEveryPanelRunsAsTheRuntimeRoles runs the whole diagnostics catalog as
@@ -146,9 +134,7 @@ func TestEveryPanelRunsAsTheRuntimeRoles(t *testing.T) {
 	insertDead(t, owner, 2, "emails", "smtp.timeout")
 	for _, role := range []string{"console_web", "console_readonly"} {
 		t.Run(role, func(t *testing.T) {
-			diag, err := diagnostics.Open(ctx, testdb.AsUser(t, dbURL, role), diagnostics.Config{})
-			require.NoError(t, err)
-			defer diag.Close()
+			diag := openDiagnostics(t, testdb.AsUser(t, dbURL, role))
 			results := diag.RunCatalog(ctx)
 			require.NotEmpty(t, results)
 			for _, res := range results {

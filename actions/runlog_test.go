@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"testing"
@@ -57,6 +58,11 @@ func TestRunLogsEveryAction(t *testing.T) {
 		require.Equal(t, "queue:emails", l["target"])
 		require.Equal(t, "req-1", l["request_id"])
 		require.Equal(t, reason, l["reason"])
+		// The line anchors the trail: the head this action moved it to.
+		head, err := audit.HeadGet(ctx, pool)
+		require.NoError(t, err)
+		require.EqualValues(t, head.Seq, l["audit_seq"])
+		require.Equal(t, hex.EncodeToString(head.Hash), l["audit_head"])
 	})
 	t.Run("Refused", func(t *testing.T) {
 		_, err := r.Run(ctx, viewer, "queue.resume", actions.Request{Params: map[string]any{"queue": "emails"}, Reason: reason})

@@ -38,8 +38,9 @@ type RunnerConfig struct {
 	// Default 5s.
 	LockTimeout time.Duration
 	// OwnPIDs returns the backend pids of this process's own connections
-	// (a PIDSet's PIDs); backend.cancel and backend.terminate refuse them.
-	// The connection running the action is refused in any case.
+	// (an ownpid.Set's PIDs); backend.cancel and backend.terminate refuse
+	// them. The connection running the action and the connections of
+	// Diagnostics are refused in any case.
 	OwnPIDs func() []int32
 	// AnyDatabase lets backend.cancel and backend.terminate signal client
 	// backends of other databases than the pool's; by default they refuse.
@@ -163,8 +164,9 @@ type runContext struct {
 	tx pgx.Tx
 	// plan is the parsed request, once parsing succeeded.
 	plan runPlan
-	// refusalAuditID is the audit event of a refused or failed attempt.
-	refusalAuditID int64
+	// recorded is the audit event the run committed: the change's, or that
+	// of a refused or failed attempt.
+	recorded audit.Recorded
 	// effectSent is set by an execute that did something no rollback
 	// undoes (a signal to a backend): the run then finishes and is audited
 	// even if ctx is cancelled.
@@ -215,15 +217,12 @@ func (r *Runner) runLogged(ctx context.Context, tx pgx.Tx, actor Actor, name str
 // refusal could not be audited).
 func (r *Runner) logRun(ctx context.Context, rc *runContext, name string, out Outcome, err error, took time.Duration) {
 	outcome := outcomeOf(rc.req.DryRun, err)
-	auditID := out.AuditID
-	if err != nil {
-		auditID = rc.refusalAuditID
-	}
+	auditID := rc.recorded.ID
 	attrs := []slog.Attr{
 		slog.String("action", name), slog.String("actor", rc.actor.Name), slog.String("role", rc.actor.Role),
 		slog.String("outcome", outcome), slog.Int64("audit_id", auditID),
 	}
-	attrs = append(attrs, audit.HeadLogAttrs(auditID)...)
+	attrs = append(attrs, rc.recorded.LogAttrs()...)
 	if rc.req.RequestID != "" {
 		attrs = append(attrs, slog.String("request_id", rc.req.RequestID))
 	}
@@ -365,14 +364,15 @@ func (r *Runner) execute(ctx context.Context, rc *runContext, pl runPlan, previe
 	if err != nil {
 		return nil, 0, err
 	}
-	id, err := audit.RecordTx(ctx, tx, ev)
+	rec, err := audit.RecordTx(ctx, tx, ev)
 	if err != nil {
 		return nil, 0, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, 0, fmt.Errorf("commit: %w", err)
 	}
-	return result, id, nil
+	rc.recorded = rec
+	return result, rec.ID, nil
 }
 
 // refuse audits a refused or failed attempt in its own transaction and
@@ -403,7 +403,7 @@ func (r *Runner) refuse(ctx context.Context, rc *runContext, name, target string
 	if eerr == nil {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		rc.refusalAuditID, eerr = audit.RecordTx(actx, r.pool, ev)
+		rc.recorded, eerr = audit.RecordTx(actx, r.pool, ev)
 	}
 	if eerr != nil {
 		r.log.Error("audit a refused action", "action", name, "actor", rc.actor.Name, "refusal", err, "err", eerr)

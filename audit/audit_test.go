@@ -30,9 +30,30 @@ func event(action, target string) audit.Event {
 
 func record(t *testing.T, db audit.DBTX, e audit.Event) int64 {
 	t.Helper()
-	id, err := audit.RecordTx(context.Background(), db, e)
+	rec, err := audit.RecordTx(context.Background(), db, e)
 	require.NoError(t, err)
-	return id
+	return rec.ID
+}
+
+// verified runs Verify on db and returns its result, failing the test
+// unless the chain verifies.
+func verified(t *testing.T, db audit.DBTX) audit.VerifyResult {
+	t.Helper()
+	res, err := audit.Verify(context.Background(), db)
+	require.NoError(t, err)
+	require.True(t, res.OK, res.Reason)
+	return res
+}
+
+// broken runs Verify on db and returns its result, failing the test unless
+// the chain is reported broken for a reason containing reason.
+func broken(t *testing.T, db audit.DBTX, reason string) audit.VerifyResult {
+	t.Helper()
+	res, err := audit.Verify(context.Background(), db)
+	require.NoError(t, err)
+	require.False(t, res.OK, "the chain must not verify")
+	require.Contains(t, res.Reason, reason)
+	return res
 }
 
 func TestRecordTxAndList(t *testing.T) {
@@ -150,9 +171,7 @@ func TestVerify(t *testing.T) {
 		for i := range 5 {
 			ids = append(ids, record(t, pool, event("job.cancel", fmt.Sprintf("job:%d", i))))
 		}
-		res, err := audit.Verify(ctx, pool)
-		require.NoError(t, err)
-		require.True(t, res.OK, res.Reason)
+		res := verified(t, pool)
 		require.Equal(t, 5, res.Checked)
 		return pool, ids
 	}
@@ -168,12 +187,9 @@ func TestVerify(t *testing.T) {
 		t.Parallel()
 		pool, ids := setup(t)
 		tamper(t, pool, "UPDATE audit_events SET reason = 'routine maintenance' WHERE id = $1", ids[2])
-		res, err := audit.Verify(ctx, pool)
-		require.NoError(t, err)
-		require.False(t, res.OK)
+		res := broken(t, pool, "changed after it was written")
 		require.Equal(t, ids[2], *res.BrokenAt)
-		require.Contains(t, res.Reason, "changed after it was written")
-		_, err = audit.VerifyErr(ctx, pool, nil)
+		_, err := audit.VerifyErr(ctx, pool, nil)
 		require.ErrorIs(t, err, audit.ErrChainBroken)
 	})
 	t.Run("EditedRowWithRecomputedHash", func(t *testing.T) {
@@ -183,11 +199,8 @@ func TestVerify(t *testing.T) {
 		// still names the old one.
 		tamper(t, pool, `UPDATE audit_events SET actor = 'mallory' WHERE id = $1`, ids[1])
 		rehashRow(t, pool, ids[1])
-		res, err := audit.Verify(ctx, pool)
-		require.NoError(t, err)
-		require.False(t, res.OK)
+		res := broken(t, pool, "prev_hash")
 		require.Equal(t, ids[2], *res.BrokenAt)
-		require.Contains(t, res.Reason, "prev_hash")
 	})
 	t.Run("RewrittenAndRehashedInSQL", func(t *testing.T) {
 		t.Parallel()
@@ -198,31 +211,22 @@ func TestVerify(t *testing.T) {
 		// arithmetic proves nothing.
 		tamper(t, pool, `UPDATE audit_events SET actor = 'mallory' WHERE id = $1`, ids[1])
 		rehashChainInSQL(t, pool)
-		res, err := audit.Verify(ctx, pool)
-		require.NoError(t, err)
-		require.False(t, res.OK, "a chain rehashed in SQL must not verify")
+		res := broken(t, pool, "changed after it was written")
 		require.Equal(t, ids[0], *res.BrokenAt)
-		require.Contains(t, res.Reason, "changed after it was written")
 	})
 	t.Run("DeletedRow", func(t *testing.T) {
 		t.Parallel()
 		pool, ids := setup(t)
 		tamper(t, pool, "DELETE FROM audit_events WHERE id = $1", ids[3])
-		res, err := audit.Verify(ctx, pool)
-		require.NoError(t, err)
-		require.False(t, res.OK)
+		res := broken(t, pool, "missing")
 		require.Equal(t, ids[4], *res.BrokenAt)
-		require.Contains(t, res.Reason, "missing")
 	})
 	t.Run("DeletedTail", func(t *testing.T) {
 		t.Parallel()
 		pool, ids := setup(t)
 		tamper(t, pool, "DELETE FROM audit_events WHERE id = $1", ids[4])
-		res, err := audit.Verify(ctx, pool)
-		require.NoError(t, err)
-		require.False(t, res.OK)
+		res := broken(t, pool, "head")
 		require.Nil(t, res.BrokenAt)
-		require.Contains(t, res.Reason, "head")
 	})
 }
 
@@ -245,9 +249,7 @@ func TestConcurrentWritersKeepOneChain(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	res, err := audit.Verify(ctx, pool)
-	require.NoError(t, err)
-	require.True(t, res.OK, res.Reason)
+	res := verified(t, pool)
 	require.Equal(t, 20, res.Checked)
 }
 

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -85,47 +84,22 @@ func ParseHead(s string) (Head, error) {
 	return Head{Seq: seq, Hash: h}, nil
 }
 
-// recorded remembers the head each recent RecordTx wrote, by event id, for
-// the log line of the action that wrote it (HeadLogAttrs).
-var recorded = struct {
-	sync.Mutex
-	byID  map[int64]Head
-	order []int64
-}{byID: map[int64]Head{}}
-
-const recordedMax = 1024
-
-func remember(id int64, h Head) {
-	recorded.Lock()
-	defer recorded.Unlock()
-	recorded.byID[id] = h
-	recorded.order = append(recorded.order, id)
-	for len(recorded.order) > recordedMax {
-		delete(recorded.byID, recorded.order[0])
-		recorded.order = recorded.order[1:]
-	}
+// Recorded is what RecordTx wrote: the event's id and the chain head as of
+// that event.
+type Recorded struct {
+	ID   int64
+	Head Head
 }
 
-// RecordedHead returns the chain position event id got when this process
-// recorded it (the chain head as of that event), if it is among the last
-// 1024 recorded.
-func RecordedHead(id int64) (Head, bool) {
-	recorded.Lock()
-	defer recorded.Unlock()
-	h, ok := recorded.byID[id]
-	return h, ok
-}
-
-// HeadLogAttrs returns the log fields audit_seq and audit_head for event
-// id (see RecordedHead), or none, so an action's log line carries the chain
-// head it moved the trail to: copied off the machine, those lines anchor the
-// trail the way `console audit verify --expect-head` checks.
-func HeadLogAttrs(id int64) []slog.Attr {
-	h, ok := RecordedHead(id)
-	if !ok {
+// LogAttrs returns the log fields audit_seq and audit_head of r, or none
+// for the zero Recorded, so an action's log line carries the chain head it
+// moved the trail to: copied off the machine, those lines anchor the trail
+// the way `console audit verify --expect-head` checks.
+func (r Recorded) LogAttrs() []slog.Attr {
+	if r.ID == 0 {
 		return nil
 	}
-	return []slog.Attr{slog.Int64("audit_seq", h.Seq), slog.String("audit_head", hex.EncodeToString(h.Hash))}
+	return []slog.Attr{slog.Int64("audit_seq", r.Head.Seq), slog.String("audit_head", hex.EncodeToString(r.Head.Hash))}
 }
 
 // chainEvent is an event as hashed: its stored fields, with the JSON

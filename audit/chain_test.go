@@ -53,9 +53,7 @@ func TestVerifyExpectHead(t *testing.T) {
 	for i := range 4 {
 		ids = append(ids, record(t, pool, event("job.cancel", fmt.Sprintf("job:%d", i))))
 	}
-	res, err := audit.Verify(ctx, pool)
-	require.NoError(t, err)
-	require.True(t, res.OK, res.Reason)
+	res := verified(t, pool)
 	require.EqualValues(t, 4, res.Head.Seq)
 	head, err := audit.HeadGet(ctx, pool)
 	require.NoError(t, err)
@@ -118,9 +116,7 @@ func TestVerifyKeyed(t *testing.T) {
 		for i := range 4 {
 			ids = append(ids, record(t, pool, event("queue.pause", fmt.Sprintf("queue:q%d", i))))
 		}
-		res, err := audit.Verify(ctx, pool)
-		require.NoError(t, err)
-		require.True(t, res.OK, res.Reason)
+		res := verified(t, pool)
 		require.Equal(t, 4, res.Keyed)
 		e, err := audit.Get(ctx, pool, ids[0])
 		require.NoError(t, err)
@@ -153,10 +149,7 @@ func TestVerifyKeyed(t *testing.T) {
 		require.NoError(t, err)
 		tamper(t, pool, "UPDATE audit_events SET hash = $2 WHERE id = $1", ids[3], h)
 		tamper(t, pool, "UPDATE audit_chain_head SET last_hash = $1", h)
-		res, err := audit.Verify(ctx, pool)
-		require.NoError(t, err)
-		require.False(t, res.OK)
-		require.Contains(t, res.Reason, "follows keyed events")
+		broken(t, pool, "follows keyed events")
 	})
 	t.Run("NoKeyToVerify", func(t *testing.T) {
 		pool, _ := setup(t)
@@ -201,19 +194,15 @@ func TestLegacyEventsVerifyInGo(t *testing.T) {
 	// version holds: every event hashed in SQL and labelled so.
 	tamper(t, pool, "UPDATE audit_events SET hash_alg = 'sql-sha256'")
 	rehashChainInSQL(t, pool)
-	res, err := audit.Verify(ctx, pool)
-	require.NoError(t, err)
-	require.True(t, res.OK, res.Reason)
+	res := verified(t, pool)
 	require.Equal(t, len(ids), res.Unkeyed)
 
 	// New events continue the legacy chain.
 	record(t, pool, event("queue.resume", "queue:emails"))
-	res, err = audit.Verify(ctx, pool)
-	require.NoError(t, err)
-	require.True(t, res.OK, res.Reason)
+	res = verified(t, pool)
 
 	tamper(t, pool, "UPDATE audit_events SET reason = 'nothing happened' WHERE id = $1", ids[2])
-	res, err = audit.Verify(ctx, pool)
+	res, err := audit.Verify(ctx, pool)
 	require.NoError(t, err)
 	require.False(t, res.OK)
 	require.Equal(t, ids[2], *res.BrokenAt)
@@ -240,24 +229,25 @@ func TestRecordBoundsFields(t *testing.T) {
 	require.ErrorIs(t, err, audit.ErrInvalid)
 }
 
-// TestRecordedHeadIsLogged: the head an event moved the chain to is kept
-// for the action's log line.
+// TestRecordedHeadIsLogged: RecordTx returns the head the event moved the
+// chain to, for the action's log line.
 func TestRecordedHeadIsLogged(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t)
-	id := record(t, pool, event("queue.pause", "queue:q"))
+	record(t, pool, event("queue.pause", "queue:q"))
+	rec, err := audit.RecordTx(ctx, pool, event("queue.resume", "queue:q"))
+	require.NoError(t, err)
 	head, err := audit.HeadGet(ctx, pool)
 	require.NoError(t, err)
-	got, ok := audit.RecordedHead(id)
-	require.True(t, ok)
-	require.Equal(t, head, got)
-	attrs := audit.HeadLogAttrs(id)
+	require.Equal(t, head, rec.Head)
+	require.EqualValues(t, 2, rec.Head.Seq)
+	attrs := rec.LogAttrs()
 	require.Len(t, attrs, 2)
 	require.Equal(t, "audit_seq", attrs[0].Key)
 	require.EqualValues(t, head.Seq, attrs[0].Value.Int64())
 	require.Equal(t, hex.EncodeToString(head.Hash), attrs[1].Value.String())
-	require.Nil(t, audit.HeadLogAttrs(-1))
+	require.Nil(t, audit.Recorded{}.LogAttrs(), "nothing recorded, nothing logged")
 }
 
 // mdOutsideFences returns the lines of md that are not inside fenced code

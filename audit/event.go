@@ -59,7 +59,8 @@ const (
 	MaxResultBytes = 1 << 20  // preview and result
 )
 
-// RecordTx appends e to the audit trail and returns its id. Run it in the
+// RecordTx appends e to the audit trail and returns its id and the chain
+// head it moved the trail to. Run it in the
 // transaction that made the change so both commit or neither does; on a
 // pool or connection it opens a transaction of its own. It locks the chain
 // head until that transaction ends, so keep the insert last and the
@@ -71,30 +72,30 @@ const (
 // under the key given to SetKey. Text fields longer than MaxTextLength are
 // cut; params over MaxParamsBytes or preview or result over MaxResultBytes
 // are ErrInvalid.
-func RecordTx(ctx context.Context, db DBTX, e Event) (int64, error) {
+func RecordTx(ctx context.Context, db DBTX, e Event) (Recorded, error) {
 	if e.Actor == "" || e.Role == "" || e.Action == "" {
-		return 0, fmt.Errorf("audit event needs actor, role and action: %w", ErrInvalid)
+		return Recorded{}, fmt.Errorf("audit event needs actor, role and action: %w", ErrInvalid)
 	}
 	if !e.Outcome.Valid() {
-		return 0, fmt.Errorf("audit outcome %q: %w", e.Outcome, ErrInvalid)
+		return Recorded{}, fmt.Errorf("audit outcome %q: %w", e.Outcome, ErrInvalid)
 	}
 	if len(e.Params) > MaxParamsBytes {
-		return 0, fmt.Errorf("audit params are %d bytes, more than %d: %w", len(e.Params), MaxParamsBytes, ErrInvalid)
+		return Recorded{}, fmt.Errorf("audit params are %d bytes, more than %d: %w", len(e.Params), MaxParamsBytes, ErrInvalid)
 	}
 	if len(e.Preview) > MaxResultBytes || len(e.Result) > MaxResultBytes {
-		return 0, fmt.Errorf("audit preview or result is larger than %d bytes: %w", MaxResultBytes, ErrInvalid)
+		return Recorded{}, fmt.Errorf("audit preview or result is larger than %d bytes: %w", MaxResultBytes, ErrInvalid)
 	}
 	if _, isTx := db.(pgx.Tx); !isTx {
 		if b, ok := db.(interface {
 			Begin(context.Context) (pgx.Tx, error)
 		}); ok {
-			var id int64
+			var rec Recorded
 			err := pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error {
 				var err error
-				id, err = RecordTx(ctx, tx, e)
+				rec, err = RecordTx(ctx, tx, e)
 				return err
 			})
-			return id, err
+			return rec, err
 		}
 	}
 	ce := chainEvent{
@@ -104,7 +105,7 @@ func RecordTx(ctx context.Context, db DBTX, e Event) (int64, error) {
 	err := db.QueryRow(ctx, sqlText("chain_lock"), jsonObject(e.Params), jsonObject(e.Preview), jsonObject(e.Result)).
 		Scan(&ce.Seq, &ce.PrevHash, &ce.ID, &ce.At, &ce.Params, &ce.Preview, &ce.Result)
 	if err != nil {
-		return 0, fmt.Errorf("record audit event %s: lock the chain head: %w", e.Action, err)
+		return Recorded{}, fmt.Errorf("record audit event %s: lock the chain head: %w", e.Action, err)
 	}
 	ce.Seq++
 	ce.Alg = HashSHA256
@@ -113,15 +114,14 @@ func RecordTx(ctx context.Context, db DBTX, e Event) (int64, error) {
 		ce.Alg = HashHMAC
 	}
 	if ce.Hash, err = ce.expectedHash(key); err != nil {
-		return 0, fmt.Errorf("record audit event %s: %w", e.Action, err)
+		return Recorded{}, fmt.Errorf("record audit event %s: %w", e.Action, err)
 	}
 	_, err = db.Exec(ctx, sqlText("record"), ce.ID, ce.Seq, ce.At, ce.Actor, ce.Role, ce.Action, ce.Target,
 		ce.Params, ce.Reason, ce.Preview, ce.Result, ce.Outcome, ce.Error, ce.IncidentID, ce.PrevHash, ce.Hash, ce.Alg)
 	if err != nil {
-		return 0, fmt.Errorf("record audit event %s: %w", e.Action, err)
+		return Recorded{}, fmt.Errorf("record audit event %s: %w", e.Action, err)
 	}
-	remember(ce.ID, Head{Seq: ce.Seq, Hash: ce.Hash})
-	return ce.ID, nil
+	return Recorded{ID: ce.ID, Head: Head{Seq: ce.Seq, Hash: ce.Hash}}, nil
 }
 
 // clipText cuts s to MaxTextLength bytes on a rune boundary, marking the

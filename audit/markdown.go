@@ -89,8 +89,9 @@ func renderIncident(inc *Incident, evidence []Evidence, events []Event, recorded
 	}
 
 	var entries []timelineEntry
+	why := CaptureReasons(events)
 	for _, e := range evidence {
-		entries = append(entries, timelineEntry{e.CapturedAt, evidenceEntry(e)})
+		entries = append(entries, timelineEntry{e.CapturedAt, evidenceEntry(e, why[e.ID])})
 	}
 	for _, e := range events {
 		if e.Action == actionCapture && e.Outcome == OutcomeSucceeded {
@@ -134,6 +135,25 @@ func renderIncident(inc *Incident, evidence []Evidence, events []Event, recorded
 	return b.String()
 }
 
+// CaptureReasons maps each evidence id to the reason of the capture that
+// stored it (the audited incident.capture's), so a timeline that lists the
+// evidence once still says why it was taken ("alert X resolved").
+func CaptureReasons(events []Event) map[int64]string {
+	out := map[int64]string{}
+	for _, e := range events {
+		if e.Action != actionCapture || e.Outcome != OutcomeSucceeded {
+			continue
+		}
+		var r struct {
+			EvidenceID int64 `json:"evidence_id"`
+		}
+		if json.Unmarshal(e.Result, &r) == nil && r.EvidenceID > 0 {
+			out[r.EvidenceID] = e.Reason
+		}
+	}
+	return out
+}
+
 // timelineCounts says in one line what the timeline holds.
 func timelineCounts(evidence []Evidence, events []Event, recorded []RecordedEvidence) string {
 	var titles []string
@@ -171,9 +191,12 @@ func timelineCounts(evidence []Evidence, events []Event, recorded []RecordedEvid
 
 // evidenceEntry is one capture: its heading, its SQL and its rows as a
 // Markdown table.
-func evidenceEntry(e Evidence) string {
+func evidenceEntry(e Evidence, why string) string {
 	var t strings.Builder
 	fmt.Fprintf(&t, "### %s evidence: %s (step %s, by %s)\n\n", stamp(e.CapturedAt), mdInline(e.Title), mdInline(e.Step), mdInline(e.CapturedBy))
+	if why != "" {
+		fmt.Fprintf(&t, "Reason:\n\n%s\n", mdFence("text", why))
+	}
 	if e.SQLText != "" {
 		fmt.Fprintf(&t, "%s\n", mdFence("sql", strings.TrimSpace(e.SQLText)))
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
@@ -47,48 +46,14 @@ func BenchmarkFindingsRoundLarge(b *testing.B) {
 	var rootID int64
 	require.NoError(b, db.QueryRow(ctx, "SELECT min(id) FROM jobs WHERE status = 'ready'").Scan(&rootID))
 
-	root, err := pgx.Connect(ctx, url)
-	require.NoError(b, err)
-	b.Cleanup(func() { root.Close(context.Background()) })
-	_, err = root.Exec(ctx, "BEGIN")
-	require.NoError(b, err)
-	_, err = root.Exec(ctx, "UPDATE jobs SET priority = 1 WHERE id = $1", rootID)
-	require.NoError(b, err)
 	const blocked = 50
-	done := make(chan error, blocked)
-	var waiters []*pgx.Conn
-	for i := 0; i < blocked; i++ {
-		c, err := pgx.Connect(ctx, url)
-		require.NoError(b, err)
-		waiters = append(waiters, c)
-		go func() {
-			_, err := c.Exec(ctx, "UPDATE jobs SET priority = 2 WHERE id = $1", rootID)
-			done <- err
-		}()
-	}
-	b.Cleanup(func() {
-		root.Exec(context.Background(), "ROLLBACK")
-		for range waiters {
-			<-done
-		}
-		for _, c := range waiters {
-			c.Close(context.Background())
-		}
-	})
-
+	holdRow(b, url, blocked, "UPDATE jobs SET priority = 2 WHERE id = $1", rootID)
 	d, err := diagnostics.Open(ctx, url, diagnostics.Config{})
 	require.NoError(b, err)
 	b.Cleanup(d.Close)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		r := d.BlockingTree(ctx)
-		require.NoError(b, r.Err)
-		if len(r.Rows) >= blocked+1 || time.Now().After(deadline) {
-			require.GreaterOrEqual(b, len(r.Rows), blocked+1)
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	r := d.BlockingTree(ctx)
+	require.NoError(b, r.Err)
+	require.GreaterOrEqual(b, len(r.Rows), blocked+1)
 	b.Logf("setup %s", time.Since(setup).Round(time.Millisecond))
 
 	// Warm up (and take the first WAL sample).

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
@@ -24,50 +23,54 @@ func hotRow(tb testing.TB, waiters int) (string, int32) {
 	settings["max_connections"] = fmt.Sprint(waiters + 50)
 	srv := testdb.NewServer(tb, settings)
 	url := srv.URL("postgres")
+	_, err := testdb.Connect(tb, url, "hot-setup").Exec(context.Background(),
+		"CREATE TABLE hot (id int PRIMARY KEY, n int); INSERT INTO hot VALUES (1, 0)")
+	require.NoError(tb, err)
+	return url, holdRow(tb, url, waiters, "UPDATE hot SET n = n + 1 WHERE id = 1")
+}
+
+// holdRow runs update in an open transaction of one session, then the same
+// update in waiters other sessions, which queue behind it; it returns once
+// every waiter waits on a lock, with the holder's pid. The holder rolls
+// back at cleanup and the waiters end.
+func holdRow(tb testing.TB, url string, waiters int, update string, args ...any) int32 {
+	tb.Helper()
 	ctx := context.Background()
-	holder, err := pgx.Connect(ctx, url)
+	holder := testdb.Connect(tb, url, "hot-holder")
+	_, err := holder.Exec(ctx, "BEGIN")
 	require.NoError(tb, err)
-	tb.Cleanup(func() { holder.Close(context.Background()) })
-	_, err = holder.Exec(ctx, "CREATE TABLE hot (id int PRIMARY KEY, n int); INSERT INTO hot VALUES (1, 0)")
-	require.NoError(tb, err)
-	_, err = holder.Exec(ctx, "BEGIN; UPDATE hot SET n = n + 1 WHERE id = 1")
+	_, err = holder.Exec(ctx, update, args...)
 	require.NoError(tb, err)
 
 	done := make(chan error, waiters)
-	conns := make([]*pgx.Conn, 0, waiters)
-	for i := 0; i < waiters; i++ {
-		c, err := pgx.Connect(ctx, url)
-		require.NoError(tb, err)
-		conns = append(conns, c)
+	for range waiters {
+		c := testdb.Connect(tb, url, "hot-waiter")
 		go func() {
-			_, err := c.Exec(ctx, "UPDATE hot SET n = n + 1 WHERE id = 1")
+			_, err := c.Exec(ctx, update, args...)
 			done <- err
 		}()
 	}
+	// Cleanups run last-registered first: the waiters end before their
+	// connections close.
 	tb.Cleanup(func() {
 		holder.Exec(context.Background(), "ROLLBACK")
-		for range conns {
+		for range waiters {
 			<-done
 		}
-		for _, c := range conns {
-			c.Close(context.Background())
-		}
 	})
-	// Wait until every waiter is queued.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		var n int
-		require.NoError(tb, holder.QueryRow(ctx,
-			"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'").Scan(&n))
+		require.NoError(tb, holder.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
 		if n >= waiters {
-			break
+			return int32(holder.PgConn().PID())
 		}
 		if time.Now().After(deadline) {
 			tb.Fatalf("only %d of %d waiters queued", n, waiters)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return url, int32(holder.PgConn().PID())
 }
 
 // Three hundred sessions waiting on one row: the tree and the root finding

@@ -2,7 +2,6 @@ package diagnostics_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +63,17 @@ func (g gathered) must(t *testing.T, name string, labels ...string) float64 {
 	return v
 }
 
+// collectorOn registers a collector of d, configured by cfg, on a new
+// registry it returns.
+func collectorOn(t *testing.T, d *diagnostics.Diagnostics, cfg diagnostics.CollectorConfig) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
+	_, err := diagnostics.NewCollector(d, cfg)
+	require.NoError(t, err)
+	return reg
+}
+
 // A real incident, seen through /metrics: a backlog, dead letters, an
 // expired lease, outbox events, a live worker, a prepared transaction, a
 // session idle in transaction and a blocked one.
@@ -84,15 +94,7 @@ func TestCollectorExposesTheRound(t *testing.T) {
 		CREATE TABLE held (id int)`)
 	require.NoError(t, err)
 
-	gid := fmt.Sprintf("collector-%d", time.Now().UnixNano())
-	preparer := connect(t, url, "collector-2pc")
-	_, err = preparer.Exec(ctx, "BEGIN")
-	require.NoError(t, err)
-	_, err = preparer.Exec(ctx, "INSERT INTO jobs (queue, kind) VALUES ('2pc', 'k')")
-	require.NoError(t, err)
-	_, err = preparer.Exec(ctx, "PREPARE TRANSACTION '"+gid+"'")
-	require.NoError(t, err)
-	t.Cleanup(func() { preparer.Exec(context.Background(), "ROLLBACK PREPARED '"+gid+"'") })
+	prepareTransaction(t, url, "collector-2pc")
 
 	holder := connect(t, url, "collector-holder")
 	_, err = holder.Exec(ctx, "BEGIN; LOCK TABLE held IN ACCESS EXCLUSIVE MODE")
@@ -108,16 +110,10 @@ func TestCollectorExposesTheRound(t *testing.T) {
 		holder.Exec(context.Background(), "ROLLBACK")
 		<-waited
 	})
-	require.Eventually(t, func() bool {
-		var n int
-		pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'collector-waiter' AND wait_event_type = 'Lock'").Scan(&n)
-		return n == 1
-	}, 10*time.Second, 20*time.Millisecond)
+	testdb.WaitBackend(t, pool, "collector-waiter", "wait_event_type = 'Lock'")
 
-	reg := prometheus.NewRegistry()
 	d := open(t, url, diagnostics.Config{})
-	_, err = diagnostics.NewCollector(d, diagnostics.CollectorConfig{Registerer: reg, Wait: 10 * time.Second})
-	require.NoError(t, err)
+	reg := collectorOn(t, d, diagnostics.CollectorConfig{Wait: 10 * time.Second})
 	g := gather(t, reg)
 
 	require.Equal(t, 1.0, g.must(t, "console_diagnostics_last_round_success"))
@@ -167,10 +163,8 @@ func TestCollectorScrapeIsBounded(t *testing.T) {
 	pool := testdb.Pool(t, url)
 	_, err := pool.Exec(ctx, "INSERT INTO jobs (queue, kind) VALUES ('bounded', 'k')")
 	require.NoError(t, err)
-	reg := prometheus.NewRegistry()
 	d := open(t, url, diagnostics.Config{})
-	_, err = diagnostics.NewCollector(d, diagnostics.CollectorConfig{Registerer: reg, Wait: time.Nanosecond, Refresh: time.Hour})
-	require.NoError(t, err)
+	reg := collectorOn(t, d, diagnostics.CollectorConfig{Wait: time.Nanosecond, Refresh: time.Hour})
 
 	start := time.Now()
 	g := gather(t, reg)
@@ -179,16 +173,12 @@ func TestCollectorScrapeIsBounded(t *testing.T) {
 	_, ok := g.value("console_diagnostics_queue_ready_jobs", "queue", "bounded")
 	require.False(t, ok, "the first scrape cannot have waited for the round")
 
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	eventually(t, 20*time.Second, func() (bool, string) {
 		g = gather(t, reg)
-		if v, ok := g.value("console_diagnostics_queue_ready_jobs", "queue", "bounded"); ok {
-			require.Equal(t, 1.0, v)
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the background round never landed")
-		time.Sleep(20 * time.Millisecond)
-	}
+		_, ok := g.value("console_diagnostics_queue_ready_jobs", "queue", "bounded")
+		return ok, "the background round never landed"
+	})
+	require.Equal(t, 1.0, g.must(t, "console_diagnostics_queue_ready_jobs", "queue", "bounded"))
 	require.Equal(t, 1.0, g.must(t, "console_diagnostics_last_round_success"))
 	require.Equal(t, 1.0, g.must(t, "console_diagnostics_rounds_total"))
 }
@@ -202,11 +192,9 @@ func TestCollectorKeepsLastGoodValues(t *testing.T) {
 	pool := testdb.Pool(t, url)
 	_, err := pool.Exec(ctx, "INSERT INTO jobs (queue, kind) SELECT 'kept', 'k' FROM generate_series(1, 4)")
 	require.NoError(t, err)
-	reg := prometheus.NewRegistry()
 	d, err := diagnostics.Open(ctx, url, diagnostics.Config{})
 	require.NoError(t, err)
-	_, err = diagnostics.NewCollector(d, diagnostics.CollectorConfig{Registerer: reg, Refresh: time.Nanosecond, Wait: 10 * time.Second})
-	require.NoError(t, err)
+	reg := collectorOn(t, d, diagnostics.CollectorConfig{Refresh: time.Nanosecond, Wait: 10 * time.Second})
 	g := gather(t, reg)
 	require.Equal(t, 1.0, g.must(t, "console_diagnostics_last_round_success"))
 	require.Equal(t, 4.0, g.must(t, "console_diagnostics_queue_ready_jobs", "queue", "kept"))

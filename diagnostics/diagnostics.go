@@ -15,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgconsole/console/internal/ownpid"
 )
 
 // ApplicationName is the application_name of the diagnostics pool; activity
@@ -86,7 +88,7 @@ type Diagnostics struct {
 	standbys  []standbyPool
 	// own holds the pids of the pool and watchPool connections, so views
 	// leave this process's diagnostics backends out by pid.
-	own *pidSet
+	own *ownpid.Set
 
 	server    *Cache[Server]
 	rounds    *Cache[Round]
@@ -106,7 +108,7 @@ type Diagnostics struct {
 type standbyPool struct {
 	name string
 	pool *pgxpool.Pool
-	own  *pidSet
+	own  *ownpid.Set
 }
 
 // Open prepares a Diagnostics on the database at url. It does not need the
@@ -117,7 +119,7 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 	cfg = cfg.withDefaults()
 	// One connection of MaxConns is kept for the lock watchers, so "locked
 	// by pid N" is still answered when every query connection is waiting.
-	own := &pidSet{}
+	own := &ownpid.Set{}
 	pool, err := newPool(url, max(cfg.MaxConns-1, 1), own)
 	if err != nil {
 		return nil, fmt.Errorf("diagnostics pool: %w", err)
@@ -136,7 +138,7 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 		d.thresholds = DefaultThresholds()
 	}
 	for _, u := range cfg.StandbyURLs {
-		sown := &pidSet{}
+		sown := &ownpid.Set{}
 		sp, err := newPool(u, 2, sown)
 		if err != nil {
 			d.Close()
@@ -149,16 +151,12 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 
 // newPool returns a pool of diagnostics connections whose backend pids are
 // kept in own while they are open.
-func newPool(url string, maxConns int32, own *pidSet) (*pgxpool.Pool, error) {
+func newPool(url string, maxConns int32, own *ownpid.Set) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, err
 	}
-	pc.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
-		own.add(c.PgConn().PID())
-		return nil
-	}
-	pc.BeforeClose = func(c *pgx.Conn) { own.remove(c.PgConn().PID()) }
+	own.Track(pc)
 	pc.MaxConns = maxConns
 	pc.MinConns = 0
 	pc.ConnConfig.RuntimeParams["application_name"] = ApplicationName
@@ -354,7 +352,7 @@ func (d *Diagnostics) begin(ctx context.Context, pool *pgxpool.Pool, iso pgx.TxI
 	// console.own_pids names this process's diagnostics backends for the
 	// queries that leave them out of their views (by pid, never by a name).
 	set := fmt.Sprintf("SET LOCAL statement_timeout = %d; SET LOCAL lock_timeout = %d; SET LOCAL jit = off; SET LOCAL console.own_pids = '%s'",
-		d.cfg.StatementTimeout.Milliseconds(), d.cfg.LockTimeout.Milliseconds(), d.ownPIDsFor(pool).text())
+		d.cfg.StatementTimeout.Milliseconds(), d.cfg.LockTimeout.Milliseconds(), d.ownPIDsFor(pool).List())
 	if _, err := tx.Exec(ctx, set); err != nil {
 		tx.Rollback(context.Background())
 		conn.Release()
@@ -557,52 +555,14 @@ func many[T any](fn func(context.Context, DBTX) ([]T, error)) func(context.Conte
 	return func(ctx context.Context, db DBTX, _ int) ([]T, error) { return fn(ctx, db) }
 }
 
-// pidSet is the set of backend pids of one server's diagnostics
-// connections, kept by the pools' connect and close hooks.
-type pidSet struct {
-	mu   sync.Mutex
-	pids map[uint32]bool
-}
-
-func (s *pidSet) add(pid uint32) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pids == nil {
-		s.pids = make(map[uint32]bool)
-	}
-	s.pids[pid] = true
-}
-
-func (s *pidSet) remove(pid uint32) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.pids, pid)
-}
-
-// text is the set as a comma list in ascending order, for console.own_pids.
-func (s *pidSet) text() string {
-	if s == nil {
-		return ""
-	}
-	s.mu.Lock()
-	pids := make([]uint32, 0, len(s.pids))
-	for p := range s.pids {
-		pids = append(pids, p)
-	}
-	s.mu.Unlock()
-	slices.Sort(pids)
-	var b strings.Builder
-	for i, p := range pids {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.FormatUint(uint64(p), 10))
-	}
-	return b.String()
-}
+// OwnPIDs returns the backend pids of the open diagnostics connections to
+// the primary (the database Open was given), so callers that signal
+// backends can refuse these as they refuse their own. Standby connections
+// are not listed: they are backends of other servers.
+func (d *Diagnostics) OwnPIDs() []int32 { return d.own.PIDs() }
 
 // ownPIDsFor returns the pid set of the server pool belongs to.
-func (d *Diagnostics) ownPIDsFor(pool *pgxpool.Pool) *pidSet {
+func (d *Diagnostics) ownPIDsFor(pool *pgxpool.Pool) *ownpid.Set {
 	if pool == d.pool || pool == d.watchPool {
 		return d.own
 	}

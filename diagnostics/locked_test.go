@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
@@ -19,12 +20,7 @@ func TestQueriesUnderAccessExclusiveLockOnJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := testdb.URL(t)
-	holder := connect(t, url, "migration")
-	_, err := holder.Exec(ctx, "BEGIN")
-	require.NoError(t, err)
-	_, err = holder.Exec(ctx, "LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
-	require.NoError(t, err)
-	t.Cleanup(func() { holder.Exec(context.Background(), "ROLLBACK") })
+	holder := lockJobs(t, url)
 	holderPID := pidOf(holder)
 
 	const stmtTimeout = time.Second
@@ -72,6 +68,16 @@ func TestQueriesUnderAccessExclusiveLockOnJobs(t *testing.T) {
 	require.NotContains(t, checks, "blocking_tree")
 }
 
+// lockJobs holds ACCESS EXCLUSIVE on jobs, as a migration would, in a
+// session it returns; the lock is released at cleanup.
+func lockJobs(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	holder := connect(t, url, "migration")
+	begin(t, holder, "LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
+	t.Cleanup(func() { holder.Exec(context.Background(), "ROLLBACK") })
+	return holder
+}
+
 func itoa(p int32) string { return fmtInt(int64(p)) }
 
 // Many panels at once under the lock, more than the pool holds: each still
@@ -81,12 +87,7 @@ func TestConcurrentPanelsUnderLock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := testdb.URL(t)
-	holder := connect(t, url, "migration")
-	_, err := holder.Exec(ctx, "BEGIN")
-	require.NoError(t, err)
-	_, err = holder.Exec(ctx, "LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
-	require.NoError(t, err)
-	t.Cleanup(func() { holder.Exec(context.Background(), "ROLLBACK") })
+	holder := lockJobs(t, url)
 
 	d := open(t, url, diagnostics.Config{StatementTimeout: time.Second, LockTimeout: 200 * time.Millisecond})
 	const n = 12

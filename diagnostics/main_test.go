@@ -26,15 +26,25 @@ func open(t *testing.T, url string, cfg diagnostics.Config) *diagnostics.Diagnos
 
 // connect opens a plain session (not hidden by the console's filters) named
 // app, closed at cleanup.
-func connect(t *testing.T, url, app string) *pgx.Conn {
+func connect(t *testing.T, url, app string) *pgx.Conn { return testdb.Connect(t, url, app) }
+
+// prepareTransaction leaves on url a prepared transaction that inserted a
+// job, with a gid starting with prefix, and returns the gid. It is rolled
+// back at cleanup; called after testdb.URL, that runs before the database
+// is dropped.
+func prepareTransaction(t *testing.T, url, prefix string) string {
 	t.Helper()
-	cfg, err := pgx.ParseConfig(url)
+	ctx := context.Background()
+	gid := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+	preparer := connect(t, url, prefix)
+	_, err := preparer.Exec(ctx, "BEGIN")
 	require.NoError(t, err)
-	cfg.RuntimeParams["application_name"] = app
-	conn, err := pgx.ConnectConfig(context.Background(), cfg)
+	_, err = preparer.Exec(ctx, "INSERT INTO jobs (queue, kind) VALUES ('2pc', 'k')")
 	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return conn
+	_, err = preparer.Exec(ctx, "PREPARE TRANSACTION '"+gid+"'")
+	require.NoError(t, err)
+	t.Cleanup(func() { preparer.Exec(context.Background(), "ROLLBACK PREPARED '"+gid+"'") })
+	return gid
 }
 
 func pidOf(c *pgx.Conn) int32 { return int32(c.PgConn().PID()) }

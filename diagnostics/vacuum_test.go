@@ -19,19 +19,10 @@ func TestPreparedTransactionAndXminHorizon(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := testdb.URL(t)
-	preparer := connect(t, url, "two-phase")
-	gid := fmt.Sprintf("diag-test-%d", pidOf(preparer))
-	_, err := preparer.Exec(ctx, "BEGIN")
-	require.NoError(t, err)
-	_, err = preparer.Exec(ctx, "INSERT INTO jobs (queue, kind) VALUES ('2pc', 'k')")
-	require.NoError(t, err)
-	_, err = preparer.Exec(ctx, "PREPARE TRANSACTION '"+gid+"'")
-	require.NoError(t, err)
-	// Registered after testdb.URL, so it runs before the database is dropped.
-	t.Cleanup(func() { preparer.Exec(context.Background(), "ROLLBACK PREPARED '"+gid+"'") })
+	gid := prepareTransaction(t, url, "two-phase")
 
 	long := connect(t, url, "report-job")
-	_, err = long.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ")
+	_, err := long.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ")
 	require.NoError(t, err)
 	_, err = long.Exec(ctx, "SELECT count(*) FROM jobs")
 	require.NoError(t, err)
@@ -73,7 +64,7 @@ func TestPreparedTransactionAndXminHorizon(t *testing.T) {
 	// by pid) are hidden.
 	xh := d.XminHorizon(ctx)
 	require.NoError(t, xh.Err)
-	own := diagnostics.OwnPIDs(d)
+	own := d.OwnPIDs()
 	kinds := map[string]bool{}
 	for _, x := range xh.Rows {
 		if x.Holder == gid || x.Holder == fmt.Sprint(pidOf(long)) {
@@ -82,7 +73,7 @@ func TestPreparedTransactionAndXminHorizon(t *testing.T) {
 		if x.Kind == "backend" {
 			pid, err := strconv.Atoi(x.Holder)
 			require.NoError(t, err)
-			require.False(t, own[int32(pid)], "own backend %d listed", pid)
+			require.NotContains(t, own, int32(pid), "own backend %d listed", pid)
 		}
 	}
 	require.Equal(t, map[string]bool{"prepared_xact": true, "backend": true}, kinds)

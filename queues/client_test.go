@@ -60,6 +60,17 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
+// waitListening waits until the one client on pool has its listener
+// connected: the listener records its session right after LISTEN.
+func waitListening(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "listener connected", func() bool {
+		var n int
+		require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM workers WHERE backend_pid IS NOT NULL").Scan(&n))
+		return n == 1
+	})
+}
+
 func countJobs(t *testing.T, db DBTX, where string, args ...any) int64 {
 	t.Helper()
 	var n int64
@@ -442,12 +453,7 @@ func TestClientEnqueueAndWake(t *testing.T) {
 	})
 	// Wait for the listener: the first poll ran at start, so only a
 	// notification can deliver a job enqueued later.
-	waitFor(t, 10*time.Second, "listener connected", func() bool {
-		var n int
-		// The listener records its session right after LISTEN.
-		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM workers WHERE backend_pid IS NOT NULL").Scan(&n))
-		return n == 1
-	})
+	waitListening(t, pool)
 	_, err := c.Enqueue(ctx, EnqueueParams{Queue: "w", Kind: "hi", Payload: map[string]int64{"n": 7}})
 	require.NoError(t, err)
 	select {

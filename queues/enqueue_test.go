@@ -156,11 +156,7 @@ func TestEnqueueBurstNotifiesOnceAndRunsAll(t *testing.T) {
 			return nil
 		})
 	})
-	waitFor(t, 10*time.Second, "listener connected", func() bool {
-		var n int
-		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM workers WHERE backend_pid IS NOT NULL").Scan(&n))
-		return n == 1
-	})
+	waitListening(t, pool)
 	// The first enqueue notifies; the rest are those a busy enqueuer sends
 	// within NotifyInterval of it, without a NOTIFY.
 	for i := range 6 {

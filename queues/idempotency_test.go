@@ -9,10 +9,26 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/testdb"
 )
+
+// obOrders creates the table obCreateOrder writes to.
+func obOrders(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), "CREATE TABLE ob_orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, amount int NOT NULL)")
+	require.NoError(t, err)
+}
+
+// obOrderCount counts the orders obCreateOrder wrote.
+func obOrderCount(t *testing.T, pool *pgxpool.Pool) int {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM ob_orders").Scan(&n))
+	return n
+}
 
 // obCreateOrder is the business request of the idempotency tests: an order
 // row and its outbox event, with the order id as the response.
@@ -40,8 +56,7 @@ func TestIdempotencyCommitUnknownResolvedByRetry(t *testing.T) {
 	ctx := context.Background()
 	dbURL := testdb.URL(t)
 	pool := testdb.Pool(t, dbURL)
-	_, err := pool.Exec(ctx, "CREATE TABLE ob_orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, amount int NOT NULL)")
-	require.NoError(t, err)
+	obOrders(t, pool)
 
 	u, err := url.Parse(dbURL)
 	require.NoError(t, err)
@@ -81,10 +96,9 @@ func TestIdempotencyCommitUnknownResolvedByRetry(t *testing.T) {
 	require.Equal(t, 201, resp.Code)
 	require.JSONEq(t, string(rec.ResultValue), string(resp.Value))
 
-	var orders, events int
-	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM ob_orders").Scan(&orders))
+	var events int
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM outbox_events").Scan(&events))
-	require.Equal(t, 1, orders)
+	require.Equal(t, 1, obOrderCount(t, pool))
 	require.Equal(t, 1, events)
 
 	// Same key, different request: a clear conflict, nothing done.
@@ -92,8 +106,7 @@ func TestIdempotencyCommitUnknownResolvedByRetry(t *testing.T) {
 	other.RequestHash = IdempotencyHash([]byte("POST /orders"), []byte(`{"amount":900}`))
 	_, _, err = IdempotencyDo(ctx, pool, other, obCreateOrder(900))
 	require.ErrorIs(t, err, ErrIdempotencyConflict)
-	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM ob_orders").Scan(&orders))
-	require.Equal(t, 1, orders)
+	require.Equal(t, 1, obOrderCount(t, pool))
 }
 
 // A cut before COMMIT reaches the server: nothing committed, and the retry
@@ -102,10 +115,9 @@ func TestIdempotencyRollbackThenRetryRunsOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t)
-	_, err := pool.Exec(ctx, "CREATE TABLE ob_orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, amount int NOT NULL)")
-	require.NoError(t, err)
+	obOrders(t, pool)
 	p := IdempotencyParams{Key: "k1", RequestHash: IdempotencyHash([]byte("a"))}
-	_, _, err = IdempotencyDo(ctx, pool, p, func(ctx context.Context, tx pgx.Tx) (IdempotencyResult, error) {
+	_, _, err := IdempotencyDo(ctx, pool, p, func(ctx context.Context, tx pgx.Tx) (IdempotencyResult, error) {
 		if _, err := obCreateOrder(1)(ctx, tx); err != nil {
 			return IdempotencyResult{}, err
 		}
@@ -118,9 +130,7 @@ func TestIdempotencyRollbackThenRetryRunsOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, replayed)
 	require.Equal(t, 201, resp.Code)
-	var orders int
-	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM ob_orders").Scan(&orders))
-	require.Equal(t, 1, orders)
+	require.Equal(t, 1, obOrderCount(t, pool))
 }
 
 // While one request holds the key, the same key answers "in progress"

@@ -3,6 +3,7 @@ package queues
 import (
 	"context"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -119,6 +120,17 @@ func (p *obJetStream) Publish(ctx context.Context, m *OutboxMessage) error {
 
 // obStreamIDs reads every message of the stream with an ephemeral consumer
 // and counts each Nats-Msg-Id it sees.
+// obRequireOnceEach fails the test unless the stream holds each event of
+// ids exactly once, and nothing else.
+func obRequireOnceEach(t testing.TB, s jetstream.Stream, ids []int64) {
+	t.Helper()
+	seen := obStreamIDs(t, s)
+	for _, id := range ids {
+		require.Equal(t, 1, seen[strconv.FormatInt(id, 10)], "event %d: times the consumer received it", id)
+	}
+	require.Len(t, seen, len(ids), "the consumer received events the outbox does not hold")
+}
+
 func obStreamIDs(t testing.TB, s jetstream.Stream) map[string]int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

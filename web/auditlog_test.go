@@ -29,12 +29,10 @@ func recordAudit(t *testing.T, e *env, n int, actor, action string, outcome audi
 func TestAuditPage(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("viewer")
+	c := e.signedIn(t, "viewer")
 
 	t.Run("Empty", func(t *testing.T) {
-		resp, body := c.get("/audit")
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body := c.page("/audit")
 		require.Contains(t, body, `data-testid="audit-chain"`)
 		require.Contains(t, body, `data-ok="true"`)
 		require.Contains(t, body, "No action has been attempted yet.")
@@ -47,8 +45,7 @@ func TestAuditPage(t *testing.T) {
 	recordAudit(t, e, 5, "vera", "queue.pause", audit.OutcomeRefused, &inc.ID)
 
 	t.Run("List", func(t *testing.T) {
-		resp, body := c.get("/audit")
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body := c.page("/audit")
 		require.Contains(t, body, `data-testid="audit-row"`)
 		require.Contains(t, body, `data-testid="audit-preview"`)
 		require.Contains(t, body, `data-testid="audit-result"`)
@@ -89,8 +86,7 @@ func TestAuditPage(t *testing.T) {
 		require.False(t, older.Chain.OK)
 		require.Equal(t, "The chain is verified on the newest page of the log.", older.Chain.Message)
 
-		resp, body := c.get("/audit?actor=nobody")
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body := c.page("/audit?actor=nobody")
 		require.Contains(t, body, "No audit event matches this filter.")
 	})
 
@@ -109,8 +105,7 @@ func TestAuditPage(t *testing.T) {
 	})
 
 	t.Run("Fragment", func(t *testing.T) {
-		resp, body := c.get("/audit", "HX-Request", "true")
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body := c.page("/audit", "HX-Request", "true")
 		require.NotContains(t, body, "<html")
 		require.Contains(t, body, `data-testid="audit-events"`)
 	})
@@ -124,10 +119,8 @@ func TestAuditPageShowsBrokenChain(t *testing.T) {
 	e.exec(t, `ALTER TABLE audit_events DISABLE TRIGGER USER`)
 	e.exec(t, `UPDATE audit_events SET reason = 'edited' WHERE id = (SELECT min(id) FROM audit_events)`)
 	e.exec(t, `ALTER TABLE audit_events ENABLE TRIGGER USER`)
-	c := e.client(t)
-	c.login("viewer")
-	resp, body := c.get("/audit")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	c := e.signedIn(t, "viewer")
+	body := c.page("/audit")
 	require.Contains(t, body, `data-ok="false"`)
 	require.Contains(t, body, "Chain broken")
 	var m views.AuditPage

@@ -12,6 +12,36 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// filterCase is one query string given to a filter parser: the parse fails
+// with a 400 whose message contains wantErr, or check inspects the filter.
+type filterCase[F any] struct {
+	name    string
+	query   string
+	wantErr string
+	check   func(t *testing.T, f F)
+}
+
+// runFilterCases runs each case through parse as a parallel subtest.
+func runFilterCases[F any](t *testing.T, parse func(url.Values) (F, error), tests []filterCase[F]) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			q, err := url.ParseQuery(tt.query)
+			require.NoError(t, err)
+			f, err := parse(q)
+			if tt.wantErr != "" {
+				var br badRequest
+				require.ErrorAs(t, err, &br)
+				require.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			tt.check(t, f)
+		})
+	}
+}
+
 func TestParseJobFilter(t *testing.T) {
 	t.Parallel()
 	from := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -156,12 +186,7 @@ func TestParseJobFilterKeepsTheForm(t *testing.T) {
 
 func TestParseAuditFilter(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name    string
-		query   string
-		wantErr string
-		check   func(t *testing.T, f auditListFilter)
-	}{
+	runFilterCases(t, parseAuditFilter, []filterCase[auditListFilter]{
 		{name: "Empty", query: "", check: func(t *testing.T, f auditListFilter) {
 			require.Equal(t, auditListDefaultLimit, f.Params.Limit)
 			require.Nil(t, f.Params.IncidentID)
@@ -183,23 +208,7 @@ func TestParseAuditFilter(t *testing.T) {
 		{name: "BadBefore", query: "before=-1", wantErr: "before"},
 		{name: "BadLimit", query: "limit=1000", wantErr: "limit"},
 		{name: "ControlChar", query: "actor=%01", wantErr: "actor contains a control character"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			q, err := url.ParseQuery(tt.query)
-			require.NoError(t, err)
-			f, err := parseAuditFilter(q)
-			if tt.wantErr != "" {
-				var br badRequest
-				require.ErrorAs(t, err, &br)
-				require.Contains(t, err.Error(), tt.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			tt.check(t, f)
-		})
-	}
+	})
 }
 
 func TestOlderHref(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/browser"
+	"github.com/pgconsole/console/internal/testdb"
 )
 
 // withRecorder starts a sampler that records every interval into e's
@@ -38,15 +39,7 @@ func withRecorder(t *testing.T, e *env, interval time.Duration) *diagnostics.Rec
 func stageClearingChain(t *testing.T, dbURL string, hold time.Duration) (rootPID int32, jobID int64, cleared <-chan struct{}) {
 	t.Helper()
 	ctx := context.Background()
-	connect := func(name string) *pgx.Conn {
-		cfg, err := pgx.ParseConfig(dbURL)
-		require.NoError(t, err)
-		cfg.RuntimeParams["application_name"] = name
-		c, err := pgx.ConnectConfig(ctx, cfg)
-		require.NoError(t, err)
-		t.Cleanup(func() { c.Close(context.Background()) })
-		return c
-	}
+	connect := func(name string) *pgx.Conn { return testdb.Connect(t, dbURL, name) }
 	admin := connect("test-setup")
 	require.NoError(t, admin.QueryRow(ctx, `INSERT INTO jobs (queue, kind, status, lease_owner, lease_until, started_at) VALUES ('reports', 'monthly_totals', 'running', 'worker-1', now() + interval '5 minutes', now()) RETURNING id`).Scan(&jobID))
 	_, err := admin.Exec(ctx, `CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL DEFAULT 0); INSERT INTO accounts (id) VALUES (1), (2)`)
@@ -64,20 +57,8 @@ func stageClearingChain(t *testing.T, dbURL string, hold time.Duration) (rootPID
 		wg.Add(1)
 		go func() { defer wg.Done(); _, _ = c.Exec(bg, sql) }()
 	}
-	waitFor := func(app, cond string) {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			var n int
-			require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND "+cond, app).Scan(&n))
-			if n == 1 {
-				return
-			}
-			require.False(t, time.Now().After(deadline), "%s did not reach its lock within 30s", app)
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 	run(root, fmt.Sprintf("WITH held AS (SELECT id FROM accounts WHERE id = 1 FOR UPDATE) SELECT pg_sleep(%f) FROM held", hold.Seconds()))
-	waitFor(fmt.Sprintf("console-worker job=%d", jobID), "state = 'active' AND wait_event = 'PgSleep'")
+	testdb.WaitBackend(t, admin, fmt.Sprintf("console-worker job=%d", jobID), "state = 'active' AND wait_event = 'PgSleep'")
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -87,9 +68,9 @@ func stageClearingChain(t *testing.T, dbURL string, hold time.Duration) (rootPID
 			_, _ = middle.Exec(bg, "COMMIT")
 		}
 	}()
-	waitFor("billing", "wait_event_type = 'Lock'")
+	testdb.WaitBackend(t, admin, "billing", "wait_event_type = 'Lock'")
 	run(leaf, "UPDATE accounts SET balance = balance + 1 WHERE id = 2")
-	waitFor("reports", "wait_event_type = 'Lock'")
+	testdb.WaitBackend(t, admin, "reports", "wait_event_type = 'Lock'")
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	return rootPID, jobID, done
@@ -101,8 +82,7 @@ func stageClearingChain(t *testing.T, dbURL string, hold time.Duration) (rootPID
 func TestHistoryShowsALockChainAfterItCleared(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("viewer")
+	c := e.signedIn(t, "viewer")
 	withRecorder(t, e, time.Second)
 	start := time.Now().UTC()
 	rootPID, jobID, cleared := stageClearingChain(t, e.url, 30*time.Second)
@@ -135,8 +115,7 @@ func TestHistoryShowsALockChainAfterItCleared(t *testing.T) {
 	}
 
 	// The range finds the moments the chain existed.
-	resp, body := c.get("/api/v1/history?" + url.Values{"check": {"blocking_tree"}, "from": {start.Format(time.RFC3339Nano)}, "to": {clearedAt.Format(time.RFC3339Nano)}}.Encode())
-	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	body := c.page("/api/v1/history?" + url.Values{"check": {"blocking_tree"}, "from": {start.Format(time.RFC3339Nano)}, "to": {clearedAt.Format(time.RFC3339Nano)}}.Encode())
 	var ranged historyAnswer
 	require.NoError(t, json.Unmarshal([]byte(body), &ranged))
 	require.True(t, ranged.History)
@@ -162,8 +141,7 @@ func TestHistoryShowsALockChainAfterItCleared(t *testing.T) {
 
 	// "at" a moment within the chain's life: the tree as it was.
 	at := moment.Add(300 * time.Millisecond).Format(time.RFC3339Nano)
-	resp, body = c.get("/api/v1/history?" + url.Values{"check": {"blocking_tree"}, "at": {at}}.Encode())
-	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	body = c.page("/api/v1/history?" + url.Values{"check": {"blocking_tree"}, "at": {at}}.Encode())
 	var ans historyAnswer
 	require.NoError(t, json.Unmarshal([]byte(body), &ans))
 	require.True(t, ans.Sample.At.Equal(moment))
@@ -177,8 +155,7 @@ func TestHistoryShowsALockChainAfterItCleared(t *testing.T) {
 	require.Equal(t, []string{"billing", "reports"}, []string{nodes[1].ApplicationName, nodes[2].ApplicationName})
 
 	// The page: clearly history, the root marked, the job linked.
-	resp, body = c.get("/history?" + url.Values{"at": {at}}.Encode())
-	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	body = c.page("/history?" + url.Values{"at": {at}}.Encode())
 	require.Contains(t, body, `data-testid="history-banner"`)
 	require.Contains(t, body, "History, as of")
 	require.Contains(t, body, "Nothing on this page is live")
@@ -191,14 +168,12 @@ func TestHistoryShowsALockChainAfterItCleared(t *testing.T) {
 
 	// An incident opened now, after the chain cleared: its timeline and its
 	// export reach five minutes back and show the chain nobody captured.
-	op := e.client(t)
-	op.login("operator")
+	op := e.signedIn(t, "operator")
 	op.get("/incidents")
-	resp, body = op.post("/incidents", url.Values{"_csrf": {op.csrf}, "title": {"orders slow"}})
+	resp, body := op.post("/incidents", url.Values{"_csrf": {op.csrf}, "title": {"orders slow"}})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
 	incident := resp.Header.Get("Location")
-	resp, body = op.get(incident)
-	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	body = op.page(incident)
 	require.Contains(t, body, `data-testid="timeline-recorded"`)
 	require.Contains(t, body, fmt.Sprintf("recorded lock chain: pid %d blocked 2 backends", rootPID))
 	require.Contains(t, body, `data-testid="timeline-history"`)
@@ -224,8 +199,7 @@ func TestHistoryShowsALockChainAfterItCleared(t *testing.T) {
 func TestHistoryAPIRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("viewer")
+	c := e.signedIn(t, "viewer")
 	for _, tc := range []struct{ query, want string }{
 		{"check=nope&at=2026-12-03T03:12:40Z", "use one of blocking_tree"},
 		{"check=blocking_tree&at=yesterday", `at=\"yesterday\" is not a time`},
@@ -242,8 +216,7 @@ func TestHistoryAPIRefusesBadInput(t *testing.T) {
 	require.Contains(t, body, "no history recorded")
 	require.Contains(t, body, "does not record")
 	// The page with nothing recorded: an empty state, not an error.
-	resp, body = c.get("/history?window=15m")
-	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	body = c.page("/history?window=15m")
 	require.Contains(t, body, "No lock chains recorded in this window")
 	require.True(t, strings.Contains(body, "history is off"), "the page says history is off on a console without a recorder")
 	resp, _ = c.get("/history?window=2w")

@@ -139,8 +139,13 @@ func incidentModel(inc *audit.Incident, evidence []audit.Evidence, events []audi
 		e  views.TimelineEntry
 	}
 	var all []stamped
+	why := audit.CaptureReasons(events)
 	for _, ev := range evidence {
-		all = append(all, stamped{ev.CapturedAt, evidenceTimelineEntry(ev, now)})
+		e := evidenceTimelineEntry(ev, now)
+		if r := why[ev.ID]; r != "" {
+			e.Detail = r + " · " + e.Detail
+		}
+		all = append(all, stamped{ev.CapturedAt, e})
 	}
 	for _, e := range events {
 		switch {

@@ -36,12 +36,10 @@ var captureFormRE = regexp.MustCompile(`action="/incidents/(\d+)/capture"`)
 func TestOpenIncidentLookupIsCachedAndInvalidated(t *testing.T) {
 	t.Parallel()
 	e := withOpenIncidentMaxAge(t, setup(t), time.Hour)
-	c := e.client(t)
-	c.login("operator")
+	c := e.signedIn(t, "operator")
 	captureInto := func() string {
 		t.Helper()
-		resp, body := c.get("/panels/queue_health")
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body := c.page("/panels/queue_health")
 		if m := captureFormRE.FindStringSubmatch(body); m != nil {
 			return m[1]
 		}

@@ -133,6 +133,23 @@ func (c *client) post(path string, form url.Values, header ...string) (*http.Res
 	return c.do(req)
 }
 
+// signedIn returns a new client signed in as the operator named after role.
+func (e *env) signedIn(t *testing.T, role string) *client {
+	t.Helper()
+	c := e.client(t)
+	c.login(role)
+	return c
+}
+
+// page GETs path and returns its body, failing the test unless the answer
+// is 200.
+func (c *client) page(path string, header ...string) string {
+	c.t.Helper()
+	resp, body := c.get(path, header...)
+	require.Equal(c.t, http.StatusOK, resp.StatusCode, "GET %s: %s", path, body)
+	return body
+}
+
 // login signs in as the operator named after role.
 func (c *client) login(role string) {
 	c.t.Helper()

@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/browser"
+	"github.com/pgconsole/console/internal/testdb"
 )
 
 // lockChain holds a real three-level chain: root runs one autocommit
@@ -33,15 +33,7 @@ type lockChain struct {
 func newLockChain(t *testing.T, url string) *lockChain {
 	t.Helper()
 	ctx := context.Background()
-	connect := func(name string) *pgx.Conn {
-		cfg, err := pgx.ParseConfig(url)
-		require.NoError(t, err)
-		cfg.RuntimeParams["application_name"] = name
-		c, err := pgx.ConnectConfig(ctx, cfg)
-		require.NoError(t, err)
-		t.Cleanup(func() { c.Close(context.Background()) })
-		return c
-	}
+	connect := func(name string) *pgx.Conn { return testdb.Connect(t, url, name) }
 	admin := connect("test-setup")
 	_, err := admin.Exec(ctx, `CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL DEFAULT 0);
 		INSERT INTO accounts (id) VALUES (1), (2)`)
@@ -255,9 +247,7 @@ func TestBrowserIncidentFlow(t *testing.T) {
 // fetchAs downloads a page as the named operator with a plain HTTP client.
 func (e *env) fetchAs(t *testing.T, role, path string) string {
 	t.Helper()
-	c := e.client(t)
-	c.login(role)
-	resp, body := c.get(path)
-	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	c := e.signedIn(t, role)
+	body := c.page(path)
 	return body
 }

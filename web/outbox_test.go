@@ -15,12 +15,10 @@ import (
 func TestOutboxPage(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("operator")
+	c := e.signedIn(t, "operator")
 
 	t.Run("Empty", func(t *testing.T) {
-		resp, body := c.get("/outbox")
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body := c.page("/outbox")
 		for _, id := range []string{"outbox", "outbox-states", "outbox-relay", "panel-outbox-dead", "inbox-lookup", "idempotency-lookup", "action-relay.pause"} {
 			require.Contains(t, body, `data-testid="`+id+`"`, id)
 		}
@@ -75,8 +73,7 @@ func TestOutboxPage(t *testing.T) {
 	})
 
 	t.Run("InboxLookup", func(t *testing.T) {
-		resp, body := c.get("/outbox?event_id=" + itoa64(deadID))
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body := c.page("/outbox?event_id=" + itoa64(deadID))
 		require.Contains(t, body, `data-testid="panel-inbox"`)
 		require.Contains(t, body, "mailer")
 		require.Contains(t, body, "order.paid")
@@ -87,7 +84,7 @@ func TestOutboxPage(t *testing.T) {
 		require.NotEmpty(t, m.Lookup.Event)
 		require.Equal(t, "{\n  \"amount\": 12\n}", m.Lookup.EventPayload)
 
-		resp, body = c.get("/outbox?event_id=ext-123")
+		resp, body := c.get("/outbox?event_id=ext-123")
 		require.Equal(t, http.StatusOK, resp.StatusCode, "a foreign event id has no outbox row")
 		require.Contains(t, body, `data-testid="event-missing"`)
 		require.Contains(t, body, "No consumer has applied this event.")
@@ -100,12 +97,11 @@ func TestOutboxPage(t *testing.T) {
 		require.Equal(t, "deadbeef", m.Lookup.Idempotency[3].Value)
 		require.Equal(t, "{\n  \"payment_id\": 77\n}", m.Lookup.Response)
 
-		resp, body := c.get("/outbox?scope=payments&key=key-2")
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body := c.page("/outbox?scope=payments&key=key-2")
 		require.Contains(t, body, `data-testid="idempotency-missing"`)
 		require.Contains(t, body, "No request is stored for key")
 
-		resp, body = c.get("/outbox?scope=payments")
+		resp, body := c.get("/outbox?scope=payments")
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 		require.Contains(t, body, "needs the key as well as the scope")
 		resp, _ = c.get("/outbox?event_id=%07")
@@ -113,8 +109,7 @@ func TestOutboxPage(t *testing.T) {
 	})
 
 	t.Run("Fragment", func(t *testing.T) {
-		resp, body := c.get("/outbox", "HX-Request", "true")
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body := c.page("/outbox", "HX-Request", "true")
 		require.NotContains(t, body, "<html")
 		require.Contains(t, body, `data-testid="outbox-states"`)
 	})

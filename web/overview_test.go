@@ -3,7 +3,6 @@ package web
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -24,12 +23,10 @@ func TestOverviewShowsRootBlocker(t *testing.T) {
 	e := setupWith(t, setupOpts{thresholds: &th})
 	lc := newLockChain(t, e.url)
 
-	op := e.client(t)
-	op.login("operator")
+	op := e.signedIn(t, "operator")
 	var m views.Overview
 	require.Eventually(t, func() bool {
-		resp, body := op.get("/", "Accept", "application/json")
-		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+		body := op.page("/", "Accept", "application/json")
 		require.NoError(t, json.Unmarshal([]byte(body), &m))
 		return findingRow(m, "lock.root_blocker") != nil
 	}, 20*time.Second, 200*time.Millisecond, "no lock.root_blocker finding")
@@ -40,19 +37,16 @@ func TestOverviewShowsRootBlocker(t *testing.T) {
 	require.Equal(t, "backend.cancel", f.Actions[0].Name)
 	require.Contains(t, f.Actions[0].Href, fmt.Sprintf("pid=%d", lc.rootPID))
 
-	resp, body := op.get("/")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body := op.page("/")
 	require.Contains(t, body, `data-testid="finding-lock.root_blocker"`)
 	require.Contains(t, body, `data-testid="tile-blocked"`)
 
-	viewer := e.client(t)
-	viewer.login("viewer")
+	viewer := e.signedIn(t, "viewer")
 	_, body = viewer.get("/", "Accept", "application/json")
 	require.NoError(t, json.Unmarshal([]byte(body), &m))
 	require.Empty(t, findingRow(m, "lock.root_blocker").Actions, "a viewer gets no action buttons")
 
-	resp, body = op.get("/api/v1/findings")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body = op.page("/api/v1/findings")
 	var rep diagnostics.Report
 	require.NoError(t, json.Unmarshal([]byte(body), &rep))
 	require.NotZero(t, rep.GeneratedAt)
@@ -73,18 +67,15 @@ func findingRow(m views.Overview, code string) *views.FindingRow {
 func TestOverviewSaysWhenItsRoundRan(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("viewer")
+	c := e.signedIn(t, "viewer")
 	var m views.Overview
-	resp, body := c.get("/", "Accept", "application/json")
-	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	body := c.page("/", "Accept", "application/json")
 	require.NoError(t, json.Unmarshal([]byte(body), &m))
 	at, err := time.Parse(time.RFC3339, m.GeneratedAt)
 	require.NoError(t, err)
 	require.Equal(t, "as of "+at.Format("15:04:05")+" UTC", m.AsOf)
 
-	resp, body = c.get("/")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body = c.page("/")
 	require.Contains(t, body, `data-testid="findings-as-of">as of `)
 	info, err := e.srv.cfg.Diagnostics.ServerInfo(t.Context())
 	require.NoError(t, err)

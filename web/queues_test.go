@@ -71,10 +71,8 @@ func TestReadPagesNeedLogin(t *testing.T) {
 func TestReadPagesInNavigation(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("viewer")
-	resp, body := c.get("/queues")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	c := e.signedIn(t, "viewer")
+	body := c.page("/queues")
 	for _, href := range []string{"/queues", "/jobs", "/deadletters", "/outbox", "/workers", "/schedules", "/audit"} {
 		require.Contains(t, body, `href="`+href+`"`, href)
 	}
@@ -84,12 +82,10 @@ func TestReadPagesInNavigation(t *testing.T) {
 func TestQueuesPage(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("operator")
+	c := e.signedIn(t, "operator")
 
 	t.Run("Empty", func(t *testing.T) {
-		resp, body := c.get("/queues")
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body := c.page("/queues")
 		require.Contains(t, body, `data-testid="queues"`)
 		require.Contains(t, body, `data-testid="empty"`)
 		require.Contains(t, body, "No queues yet.")
@@ -98,8 +94,7 @@ func TestQueuesPage(t *testing.T) {
 	seedQueues(t, e)
 
 	t.Run("Full", func(t *testing.T) {
-		resp, body := c.get("/queues")
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body := c.page("/queues")
 		require.Contains(t, body, "<html")
 		require.Contains(t, body, `data-testid="panel-queues"`)
 		require.Contains(t, body, `href="/queues/email"`)
@@ -128,23 +123,19 @@ func TestQueuesPage(t *testing.T) {
 	})
 
 	t.Run("Fragment", func(t *testing.T) {
-		resp, body := c.get("/queues", "HX-Request", "true")
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body := c.page("/queues", "HX-Request", "true")
 		require.NotContains(t, body, "<html")
 		require.Contains(t, body, `data-testid="panel-queues"`)
 	})
 
 	t.Run("ViewerSeesNoActions", func(t *testing.T) {
-		v := e.client(t)
-		v.login("viewer")
-		resp, body := v.get("/queues")
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		v := e.signedIn(t, "viewer")
+		body := v.page("/queues")
 		require.NotContains(t, body, `data-testid="action-queue.pause"`)
 	})
 
 	t.Run("Detail", func(t *testing.T) {
-		resp, body := c.get("/queues/email")
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body := c.page("/queues/email")
 		for _, id := range []string{"queue-detail", "queue-trends", "tile-ready", "tile-oldest", "tile-running", "tile-dead", "queue-counts", "queue-settings", "panel-deadletters", "panel-workers", "queue-jobs"} {
 			require.Contains(t, body, `data-testid="`+id+`"`, id)
 		}
@@ -159,7 +150,7 @@ func TestQueuesPage(t *testing.T) {
 		require.Len(t, m.Workers.Rows, 2)
 		require.NotEmpty(t, m.Actions)
 
-		resp, body = c.get("/queues/billing")
+		resp, body := c.get("/queues/billing")
 		require.Equal(t, http.StatusOK, resp.StatusCode, "a queue with settings only")
 		require.Contains(t, body, "paused: no claims")
 		require.Contains(t, body, `data-testid="action-queue.resume"`)
@@ -179,17 +170,14 @@ func TestQueuesPage(t *testing.T) {
 func TestDeadLettersPage(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("operator")
+	c := e.signedIn(t, "operator")
 
-	resp, body := c.get("/deadletters")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body := c.page("/deadletters")
 	require.Contains(t, body, `data-testid="deadletters"`)
 	require.Contains(t, body, "No dead jobs.")
 
 	seedQueues(t, e)
-	resp, body = c.get("/deadletters")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body = c.page("/deadletters")
 	require.Contains(t, body, `data-testid="panel-deadletters"`)
 	require.Contains(t, body, `data-testid="action-deadletters.requeue"`)
 	require.Contains(t, body, `/actions/deadletters.requeue?error_class=net.OpError%3A+connection+refused&amp;queue=email`)
@@ -205,28 +193,24 @@ func TestDeadLettersPage(t *testing.T) {
 	require.Equal(t, http.StatusOK, c.getJSON("/deadletters?queue=billing", &m))
 	require.Empty(t, m.Groups.Rows)
 
-	resp, body = c.get("/deadletters?queue=%00")
+	resp, body := c.get("/deadletters?queue=%00")
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	require.Contains(t, body, "queue contains a control character")
 
-	resp, body = c.get("/deadletters", "HX-Request", "true")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body = c.page("/deadletters", "HX-Request", "true")
 	require.NotContains(t, body, "<html")
 }
 
 func TestWorkersPage(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("viewer")
+	c := e.signedIn(t, "viewer")
 
-	resp, body := c.get("/workers")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body := c.page("/workers")
 	require.Contains(t, body, "No worker process has registered.")
 
 	seedQueues(t, e)
-	resp, body = c.get("/workers")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body = c.page("/workers")
 	require.Contains(t, body, `data-testid="workers"`)
 	require.Contains(t, body, `data-testid="panel-workers"`)
 	require.Contains(t, body, "stale: no heartbeat for")
@@ -240,8 +224,7 @@ func TestWorkersPage(t *testing.T) {
 	require.Equal(t, "w-live", m.Workers.Rows[0][2].Text, "most recently seen first")
 	require.Equal(t, "billing, email (2)", m.Workers.Rows[0][5].Text)
 
-	resp, body = c.get("/workers", "HX-Request", "true")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body = c.page("/workers", "HX-Request", "true")
 	require.NotContains(t, body, "<html")
 }
 

@@ -60,16 +60,13 @@ func TestRunbookContentIsWired(t *testing.T) {
 func TestRunbookPages(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("operator")
+	c := e.signedIn(t, "operator")
 
-	resp, body := c.get("/runbook")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body := c.page("/runbook")
 	require.Contains(t, body, `data-testid="runbook-steps"`)
 	require.Contains(t, body, `data-testid="step-blocking"`)
 
-	resp, body = c.get("/runbook/blocking")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body = c.page("/runbook/blocking")
 	require.Contains(t, body, `data-testid="runbook-step-blocking"`)
 	require.Contains(t, body, `data-testid="slot-blocking_tree"`)
 	require.Contains(t, body, `data-testid="step-prev"`)
@@ -77,43 +74,37 @@ func TestRunbookPages(t *testing.T) {
 	require.Contains(t, body, `data-testid="action-backend.cancel"`)
 	require.NotContains(t, body, `data-testid="action-backend.terminate"`, "terminate is for admins")
 
-	resp, body = c.get("/runbook/window")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body = c.page("/runbook/window")
 	require.NotContains(t, body, `data-testid="step-prev"`, "the first step has no previous")
 
-	resp, body = c.get("/runbook/rb-g")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body = c.page("/runbook/rb-g")
 	require.Contains(t, body, `data-testid="runbook-rb-g"`)
 
-	resp, body = c.get("/runbook/blocking", "Accept", "application/json")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body = c.page("/runbook/blocking", "Accept", "application/json")
 	require.Contains(t, body, `"slug":"blocking"`)
 
-	resp, _ = c.get("/runbook/step-13")
+	resp, _ := c.get("/runbook/step-13")
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
 
 func TestPanelsAndDatabasePages(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("viewer")
+	c := e.signedIn(t, "viewer")
 	for _, ck := range diagnostics.Catalog() {
 		resp, body := c.get("/panels/"+ck.Name, "HX-Request", "true")
 		require.Equal(t, http.StatusOK, resp.StatusCode, ck.Name)
 		require.Contains(t, body, `data-testid="panel-`+ck.Name+`"`)
 		require.NotContains(t, body, `data-status="error"`, "%s failed: %s", ck.Name, body)
 	}
-	resp, body := c.get("/panels/queue_health", "Accept", "application/json")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body := c.page("/panels/queue_health", "Accept", "application/json")
 	require.Contains(t, body, `"sql"`)
 	require.Contains(t, body, `"status":"ok"`)
-	resp, _ = c.get("/panels/drop_table")
+	resp, _ := c.get("/panels/drop_table")
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 
 	for _, dp := range databasePages {
-		resp, body := c.get("/database/" + dp.slug)
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body := c.page("/database/" + dp.slug)
 		require.Contains(t, body, `data-testid="database-`+dp.slug+`"`)
 	}
 	resp, _ = c.get("/database/nowhere")
@@ -123,15 +114,13 @@ func TestPanelsAndDatabasePages(t *testing.T) {
 func TestIncidentPages(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("operator")
+	c := e.signedIn(t, "operator")
 
-	resp, body := c.get("/incidents")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body := c.page("/incidents")
 	require.Contains(t, body, `data-testid="incident-open-form"`)
 	require.Contains(t, body, `data-testid="empty"`)
 
-	resp, body = c.post("/incidents", url.Values{"_csrf": {c.csrf}, "title": {""}})
+	resp, body := c.post("/incidents", url.Values{"_csrf": {c.csrf}, "title": {""}})
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 	require.Contains(t, body, "title")
 	resp, body = c.post("/incidents", url.Values{"_csrf": {c.csrf}, "title": {"x"}, "started": {"yesterday"}})
@@ -179,6 +168,7 @@ func TestIncidentPages(t *testing.T) {
 	require.Regexp(t, `\| queue \|[^\n]*\n\|( --- \|)+\n\| mail \|`, body)
 	require.Contains(t, body, "paused mail | then | resumed", "the note, fenced")
 	require.NotContains(t, body, `action: incident\.capture`)
+	require.Contains(t, body, "captured queue_health into incident 1", "the capture's reason stays with its evidence")
 
 	resp, _ = c.post("/incidents/1/close", url.Values{"_csrf": {c.csrf}, "summary": {"drained"}})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
@@ -190,8 +180,7 @@ func TestIncidentPages(t *testing.T) {
 	resp, _ = c.get("/incidents/99")
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 
-	viewer := e.client(t)
-	viewer.login("viewer")
+	viewer := e.signedIn(t, "viewer")
 	_, _ = viewer.get("/incidents")
 	resp, _ = viewer.post("/incidents", url.Values{"_csrf": {viewer.csrf}, "title": {"x"}})
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
@@ -212,15 +201,12 @@ func TestPanelUnderLockSaysWhoHoldsIt(t *testing.T) {
 	_, err = holder.Exec(ctx, "BEGIN; LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
 	require.NoError(t, err)
 
-	c := e.client(t)
-	c.login("viewer")
-	resp, body := c.get("/panels/queue_health", "HX-Request", "true")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	c := e.signedIn(t, "viewer")
+	body := c.page("/panels/queue_health", "HX-Request", "true")
 	require.Contains(t, body, `data-testid="panel-locked"`)
 	require.Contains(t, body, fmt.Sprint(pid))
 
-	resp, body = c.get("/")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body = c.page("/")
 	require.Contains(t, body, `data-testid="findings"`)
 	_, err = holder.Exec(ctx, "ROLLBACK")
 	require.NoError(t, err)

@@ -180,8 +180,7 @@ func TestParallelLoginsReserveFirst(t *testing.T) {
 func TestOpenRedirectRefused(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("viewer")
+	c := e.signedIn(t, "viewer")
 	for _, next := range []string{"/%09/evil.example", "//evil.example", "/\\evil.example", "/%5Cevil.example",
 		"https://evil.example/", "/%2F/evil.example", "/\t/evil.example", "javascript:alert(1)"} {
 		resp, _ := c.get("/login?next=" + url.QueryEscape(next))

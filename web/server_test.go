@@ -21,12 +21,10 @@ func TestHealthAndReady(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	c := e.client(t)
-	resp, body := c.get("/healthz")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body := c.page("/healthz")
 	require.JSONEq(t, `{"status":"ok","version":"test"}`, body)
 
-	resp, body = c.get("/readyz")
-	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	body = c.page("/readyz")
 	var ready map[string]any
 	require.NoError(t, json.Unmarshal([]byte(body), &ready))
 	require.Equal(t, "ok", ready["status"])
@@ -40,8 +38,7 @@ func TestReadyzReportsSchemaBehind(t *testing.T) {
 	resp, body := e.client(t).get("/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	require.JSONEq(t, `{"status":"unavailable"}`, body, "anonymous callers learn ready or not, no error text")
-	viewer := e.client(t)
-	viewer.login("viewer")
+	viewer := e.signedIn(t, "viewer")
 	resp, body = viewer.get("/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	require.Contains(t, body, "schema is behind", "a signed-in caller is told what failed")
@@ -82,8 +79,7 @@ func TestLoginLogout(t *testing.T) {
 	require.Contains(t, body, "Wrong name or password")
 
 	c.login("viewer")
-	resp, body = c.get("/")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body = c.page("/")
 	for _, id := range []string{"topbar", "dbinfo", "footer", "logout"} {
 		require.Contains(t, body, `data-testid="`+id+`"`)
 	}
@@ -115,8 +111,7 @@ func TestLoginIsRateLimited(t *testing.T) {
 func TestPostWithoutCSRFIsRefused(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("admin")
+	c := e.signedIn(t, "admin")
 	resp, body := c.post("/logout", url.Values{})
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 	require.Contains(t, body, "CSRF token")
@@ -171,23 +166,20 @@ func TestMetricsEndpoint(t *testing.T) {
 	e := setup(t)
 	c := e.client(t)
 	_, _ = c.get("/healthz")
-	resp, body := c.get("/metrics")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body := c.page("/metrics")
 	require.Contains(t, body, `console_http_requests_total{code="200",method="GET",route="/healthz"}`)
 }
 
 func TestRenderAnswersJSONAndFragments(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("viewer")
+	c := e.signedIn(t, "viewer")
 	resp, body := c.get("/", "Accept", "application/json")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json"))
 	require.Contains(t, body, `"generated_at"`)
 
-	resp, body = c.get("/", "HX-Request", "true")
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body = c.page("/", "HX-Request", "true")
 	require.NotContains(t, body, "<html", "an htmx request gets the fragment only")
 	require.Contains(t, body, `data-testid="findings"`)
 
@@ -245,8 +237,7 @@ func TestRefusedRequestsAreLogged(t *testing.T) {
 	require.NoError(t, err)
 	viewerToken, err := auth.TokenCreate(ctx, e.srv.cfg.Pool, "ci-viewer", auth.RoleViewer)
 	require.NoError(t, err)
-	browser := e.client(t)
-	browser.login("operator")
+	browser := e.signedIn(t, "operator")
 	api := e.client(t)
 	anonymous := e.client(t)
 	_, _ = anonymous.get("/login")

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,46 +35,10 @@ func startAlertmanager(t *testing.T, config string) string {
 	out, err := exec.Command(promBinary(t, "amtool"), "check-config", cfgPath).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	addr := fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))
-	logPath := filepath.Join(dir, "alertmanager.log")
-	logFile, err := os.Create(logPath)
-	require.NoError(t, err)
-	cmd := exec.Command(promBinary(t, "prometheus-alertmanager"), "--config.file="+cfgPath,
+	startDaemon(t, "prometheus-alertmanager", addr, "--config.file="+cfgPath,
 		"--storage.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr,
 		"--cluster.listen-address=", "--log.level=debug")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-		logFile.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("alertmanager log:\n%s", b)
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if resp, err := http.Get("http://" + addr + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return addr
-			}
-		}
-		select {
-		case err := <-exited:
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("alertmanager exited: %v\n%s", err, b)
-		case <-time.After(100 * time.Millisecond):
-		}
-		require.True(t, time.Now().Before(deadline), "alertmanager not ready within 30s")
-	}
+	return addr
 }
 
 // holdLockChain stages a real lock chain whose root is a queue worker
@@ -84,15 +47,7 @@ func startAlertmanager(t *testing.T, config string) string {
 func holdLockChain(t *testing.T, dbURL string) (rootPID int32, jobID int64) {
 	t.Helper()
 	ctx := context.Background()
-	connect := func(name string) *pgx.Conn {
-		cfg, err := pgx.ParseConfig(dbURL)
-		require.NoError(t, err)
-		cfg.RuntimeParams["application_name"] = name
-		c, err := pgx.ConnectConfig(ctx, cfg)
-		require.NoError(t, err)
-		t.Cleanup(func() { c.Close(context.Background()) })
-		return c
-	}
+	connect := func(name string) *pgx.Conn { return testdb.Connect(t, dbURL, name) }
 	admin := connect("test-setup")
 	require.NoError(t, admin.QueryRow(ctx, `INSERT INTO jobs (queue, kind, status, lease_owner, lease_until, started_at)
 		VALUES ('reports', 'monthly_totals', 'running', 'worker-1', now() + interval '1 hour', now()) RETURNING id`).Scan(&jobID))
@@ -108,22 +63,10 @@ func holdLockChain(t *testing.T, dbURL string) (rootPID int32, jobID int64) {
 		wg.Add(1)
 		go func() { defer wg.Done(); _, _ = c.Exec(bg, sql) }()
 	}
-	waitFor := func(app, cond string) {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			var n int
-			require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND "+cond, app).Scan(&n))
-			if n == 1 {
-				return
-			}
-			require.True(t, time.Now().Before(deadline), "%s did not reach its lock within 30s", app)
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 	run(root, "WITH held AS (SELECT id FROM accounts WHERE id = 1 FOR UPDATE) SELECT pg_sleep(300) FROM held")
-	waitFor(rootApp, "wait_event = 'PgSleep'")
+	testdb.WaitBackend(t, admin, rootApp, "wait_event = 'PgSleep'")
 	run(waiter, "UPDATE accounts SET balance = balance + 1 WHERE id = 1")
-	waitFor("billing", "wait_event_type = 'Lock'")
+	testdb.WaitBackend(t, admin, "billing", "wait_event_type = 'Lock'")
 	return rootPID, jobID
 }
 
@@ -136,13 +79,10 @@ func holdLockChain(t *testing.T, dbURL string) (rootPID int32, jobID int64) {
 func TestAlertmanagerOpensIncidentFromLockChain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dbURL := testdb.URL(t)
-	pool := testdb.Pool(t, dbURL)
-	scrape, err := auth.TokenCreate(ctx, pool, "prometheus", auth.RoleViewer)
-	require.NoError(t, err)
+	c := serveForPrometheus(t)
+	pool, consoleURL := c.pool, c.url
 	hook, err := auth.TokenCreateWith(ctx, pool, "alertmanager", auth.RoleOperator, auth.TokenOptions{Scope: auth.ScopeAlerts})
 	require.NoError(t, err)
-	consoleURL := serveAttached(t, dbURL)
 
 	shipped, err := os.ReadFile("../../deploy/alertmanager/alertmanager.yml")
 	require.NoError(t, err)
@@ -155,12 +95,9 @@ func TestAlertmanagerOpensIncidentFromLockChain(t *testing.T) {
 	amConfig = regexp.MustCompile(`(?m)^(\s+repeat_interval: )\S+$`).ReplaceAllString(amConfig, "${1}1s")
 	am := startAlertmanager(t, amConfig)
 
-	rendered, err := exec.Command("../../scripts/render-alerts.sh", consoleURL).Output()
-	require.NoError(t, err)
-	startPrometheus(t, consoleURL, scrape, forRE.ReplaceAllString(string(rendered), "${1}1s"),
-		fmt.Sprintf("alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: [%q]\n", am))
+	c.startPrometheus(t, fmt.Sprintf("alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: [%q]\n", am))
 
-	rootPID, jobID := holdLockChain(t, dbURL)
+	rootPID, jobID := holdLockChain(t, c.dbURL)
 
 	// The chain must be 30s old before the rule fires; serve refreshes its
 	// diagnostics at most every 15s: two minutes leave room on a loaded

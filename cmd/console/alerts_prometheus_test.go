@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -132,11 +133,21 @@ scrape_configs:
 	require.NoError(t, err, "%s", out)
 
 	addr := fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))
-	logPath := filepath.Join(dir, "prometheus.log")
+	startDaemon(t, "prometheus", addr, "--config.file="+cfgPath,
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--log.level=warn")
+	return "http://" + addr
+}
+
+// startDaemon runs the Prometheus-family binary name (found by promBinary)
+// with args, its output in a log file, and waits until it answers ready on
+// addr; the test fails when it exits first or is not ready within 30s. It
+// is stopped at cleanup, and its log is printed when the test failed.
+func startDaemon(t *testing.T, name, addr string, args ...string) {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), name+".log")
 	logFile, err := os.Create(logPath)
 	require.NoError(t, err)
-	cmd := exec.Command(promBinary(t, "prometheus"), "--config.file="+cfgPath,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--log.level=warn")
+	cmd := exec.Command(promBinary(t, name), args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
@@ -152,25 +163,24 @@ scrape_configs:
 		logFile.Close()
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
-			t.Logf("prometheus log:\n%s", b)
+			t.Logf("%s log:\n%s", name, b)
 		}
 	})
-	base := "http://" + addr
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if resp, err := http.Get(base + "/-/ready"); err == nil {
+		if resp, err := http.Get("http://" + addr + "/-/ready"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return base
+				return
 			}
 		}
 		select {
 		case err := <-exited:
 			b, _ := os.ReadFile(logPath)
-			t.Fatalf("prometheus exited: %v\n%s", err, b)
+			t.Fatalf("%s exited: %v\n%s", name, err, b)
 		case <-time.After(100 * time.Millisecond):
 		}
-		require.True(t, time.Now().Before(deadline), "prometheus not ready within 30s")
+		require.True(t, time.Now().Before(deadline), "%s not ready within 30s", name)
 	}
 }
 
@@ -230,8 +240,38 @@ func getWithToken(t *testing.T, u, token string) (*http.Response, string) {
 	return resp, string(b)
 }
 
+// scrapedConsole is `console serve` on a fresh database (serveAttached),
+// with the viewer token Prometheus scrapes its /metrics with.
+type scrapedConsole struct {
+	dbURL, url, scrapeToken string
+	pool                    *pgxpool.Pool
+}
+
+func serveForPrometheus(t *testing.T) scrapedConsole {
+	t.Helper()
+	c := scrapedConsole{dbURL: testdb.URL(t)}
+	c.pool = testdb.Pool(t, c.dbURL)
+	var err error
+	c.scrapeToken, err = auth.TokenCreate(context.Background(), c.pool, "prometheus", auth.RoleViewer)
+	require.NoError(t, err)
+	c.url = serveAttached(t, c.dbURL)
+	return c
+}
+
 // forRE matches the for of a rule.
 var forRE = regexp.MustCompile(`(?m)^(\s+for: )\S+$`)
+
+// startPrometheus starts Prometheus (the function of that name) scraping c
+// with the shipped rules, rendered for c by scripts/render-alerts.sh and
+// with every for shortened to 1s; the production rules are not changed. It
+// returns Prometheus's base URL and the rendered rules.
+func (c scrapedConsole) startPrometheus(t *testing.T, extra ...string) (base, rules string) {
+	t.Helper()
+	rendered, err := exec.Command("../../scripts/render-alerts.sh", c.url).Output()
+	require.NoError(t, err)
+	require.NotContains(t, string(rendered), "console.example.internal")
+	return startPrometheus(t, c.url, c.scrapeToken, forRE.ReplaceAllString(string(rendered), "${1}1s"), extra...), string(rendered)
+}
 
 // A real Prometheus scrapes a real `console serve` (attached, --metrics
 // token) with the shipped rules, rendered for this console by
@@ -242,11 +282,8 @@ var forRE = regexp.MustCompile(`(?m)^(\s+for: )\S+$`)
 func TestPrometheusRaisesAlertOnServe(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dbURL := testdb.URL(t)
-	pool := testdb.Pool(t, dbURL)
-	token, err := auth.TokenCreate(ctx, pool, "prometheus", auth.RoleViewer)
-	require.NoError(t, err)
-	consoleURL := serveAttached(t, dbURL)
+	c := serveForPrometheus(t)
+	pool, consoleURL, token := c.pool, c.url, c.scrapeToken
 
 	// /metrics needs the token, and everything serve exposes is in
 	// METRICS.md.
@@ -271,10 +308,7 @@ func TestPrometheusRaisesAlertOnServe(t *testing.T) {
 		require.Contains(t, body, `console_pool_max_connections{pool="`+pool+`"}`)
 	}
 
-	rendered, err := exec.Command("../../scripts/render-alerts.sh", consoleURL).Output()
-	require.NoError(t, err)
-	require.NotContains(t, string(rendered), "console.example.internal")
-	prom := startPrometheus(t, consoleURL, token, forRE.ReplaceAllString(string(rendered), "${1}1s"))
+	prom, rendered := c.startPrometheus(t)
 
 	// Prometheus scrapes the console (with the token) and has evaluated the
 	// rules; nothing has died yet.
@@ -330,12 +364,12 @@ func TestPrometheusRaisesAlertOnServe(t *testing.T) {
 			require.NotEqual(t, "err", r.Health, "%s: %s", r.Name, r.LastError)
 		}
 	}
-	require.Equal(t, strings.Count(string(rendered), "\n      - alert:")+strings.Count(string(rendered), "\n      - record:"), n)
+	require.Equal(t, strings.Count(rendered, "\n      - alert:")+strings.Count(rendered, "\n      - record:"), n)
 
 	// The on-call operator follows the alert's runbook_url, and every other
 	// alert's, to a page of this console.
 	var urls []string
-	for _, m := range regexp.MustCompile(`runbook_url: "([^"]+)"`).FindAllStringSubmatch(string(rendered), -1) {
+	for _, m := range regexp.MustCompile(`runbook_url: "([^"]+)"`).FindAllStringSubmatch(rendered, -1) {
 		if !slices.Contains(urls, m[1]) {
 			urls = append(urls, m[1])
 		}

@@ -11,14 +11,14 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/internal/ownpid"
 	"github.com/pgconsole/console/migrations"
 )
 
 // openPool connects to the database, turning the usual failures into one line
 // that says what is wrong and what to do. A non-nil own gets the pids of the
 // pool's connections.
-func openPool(ctx context.Context, raw, appName string, maxConns int32, own *actions.PIDSet) (*pgxpool.Pool, error) {
+func openPool(ctx context.Context, raw, appName string, maxConns int32, own *ownpid.Set) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL cannot be parsed (%s); expected postgres://user:password@host:5432/dbname",

@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/ownpid"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -32,7 +32,7 @@ type engineConfig struct {
 	// interval (zero keeps its defaults, 30s and 1s).
 	Lease, Poll time.Duration
 	// Own, when set, gets the pids of the engine's connections.
-	Own *actions.PIDSet
+	Own *ownpid.Set
 }
 
 // engine is the queue engine of one process: workers, scheduler, relay.

@@ -19,6 +19,7 @@ import (
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/ownpid"
 	"github.com/pgconsole/console/internal/pgserver"
 	"github.com/pgconsole/console/queues/webhookpub"
 	"github.com/pgconsole/console/web"
@@ -89,8 +90,9 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	}
 
 	// The backend actions refuse this process's own connections, known by
-	// pid: the web pool's and the engine's.
-	own := &actions.PIDSet{}
+	// pid: the web pool's and the engine's here, the diagnostics pool's
+	// through RunnerConfig.Diagnostics.
+	own := &ownpid.Set{}
 	pool, err := openPool(ctx, dbURL, "console", 10, own)
 	if err != nil {
 		return err

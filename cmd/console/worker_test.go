@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/actions"
@@ -124,35 +126,53 @@ func TestThrottleAcrossWorkerProcesses(t *testing.T) {
 	require.Greater(t, done1, done0, "the throttled queue keeps moving")
 }
 
+// startWorkerPair enqueues n ten-minute jobs in queue on a fresh database,
+// starts a worker (concurrency n, lease as given) and waits until it holds
+// every job with its session recorded, then starts a second, idle, worker
+// on the same queue. It returns a pool on the database and the first
+// worker's process.
+func startWorkerPair(t *testing.T, queue string, n int, lease string) (*pgxpool.Pool, *exec.Cmd) {
+	t.Helper()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	pool := testdb.Pool(t, url)
+	ps := make([]queues.EnqueueParams, n)
+	for i := range ps {
+		ps[i] = queues.EnqueueParams{Queue: queue, Kind: "sleep", Payload: map[string]int{"ms": 600_000}}
+	}
+	_, err := queues.EnqueueManyTx(ctx, pool, ps)
+	require.NoError(t, err)
+	args := fmt.Sprintf("--queues %s --concurrency %d --lease %s --poll 100ms", queue, n, lease)
+	first := startWorker(t, url, args)
+	require.Eventually(t, func() bool {
+		return countRows(t, pool, `SELECT count(*) FROM jobs j JOIN workers w ON w.id = j.lease_owner
+			WHERE j.status = 'running' AND w.backend_pid IS NOT NULL`) == n
+	}, 60*time.Second, 20*time.Millisecond, "the first worker never held every job with its session recorded")
+	startWorker(t, url, args)
+	require.Eventually(t, func() bool {
+		return countRows(t, pool, "SELECT count(*) FROM workers WHERE backend_pid IS NOT NULL") == 2
+	},
+		60*time.Second, 20*time.Millisecond, "the second worker never started")
+	return pool, first
+}
+
+// countRows runs q, a count(*) query, on pool.
+func countRows(t *testing.T, pool *pgxpool.Pool, q string, args ...any) int {
+	t.Helper()
+	var c int
+	require.NoError(t, pool.QueryRow(context.Background(), q, args...).Scan(&c))
+	return c
+}
+
 // TestWorkerKilledJobsBackInSeconds: a worker holding running jobs under a
 // 60s lease is killed with SIGKILL; its session disappears with it, so a
 // second worker finds it dead and runs its jobs again within seconds, long
 // before the leases would have expired.
 func TestWorkerKilledJobsBackInSeconds(t *testing.T) {
 	ctx := context.Background()
-	url := testdb.URL(t)
-	pool := testdb.Pool(t, url)
 	const n = 8
-	ps := make([]queues.EnqueueParams, n)
-	for i := range ps {
-		ps[i] = queues.EnqueueParams{Queue: "dead", Kind: "sleep", Payload: map[string]int{"ms": 600_000}}
-	}
-	_, err := queues.EnqueueManyTx(ctx, pool, ps)
-	require.NoError(t, err)
-	count := func(q string, args ...any) int {
-		var c int
-		require.NoError(t, pool.QueryRow(ctx, q, args...).Scan(&c))
-		return c
-	}
-
-	first := startWorker(t, url, "--queues dead --concurrency 8 --lease 60s --poll 100ms")
-	require.Eventually(t, func() bool {
-		return count(`SELECT count(*) FROM jobs j JOIN workers w ON w.id = j.lease_owner
-			WHERE j.status = 'running' AND w.backend_pid IS NOT NULL`) == n
-	}, 60*time.Second, 20*time.Millisecond, "the first worker never held every job with its session recorded")
-	startWorker(t, url, "--queues dead --concurrency 8 --lease 60s --poll 100ms")
-	require.Eventually(t, func() bool { return count("SELECT count(*) FROM workers WHERE backend_pid IS NOT NULL") == 2 },
-		60*time.Second, 20*time.Millisecond, "the second worker never started")
+	pool, first := startWorkerPair(t, "dead", n, "60s")
+	count := func(q string, args ...any) int { return countRows(t, pool, q, args...) }
 
 	killed := time.Now()
 	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
@@ -185,28 +205,9 @@ func TestWorkerKilledJobsBackInSeconds(t *testing.T) {
 // their leases until they really expire, and only the reaper takes them.
 func TestWorkerStoppedKeepsLeases(t *testing.T) {
 	ctx := context.Background()
-	url := testdb.URL(t)
-	pool := testdb.Pool(t, url)
 	const n = 4
-	ps := make([]queues.EnqueueParams, n)
-	for i := range ps {
-		ps[i] = queues.EnqueueParams{Queue: "paused", Kind: "sleep", Payload: map[string]int{"ms": 600_000}}
-	}
-	_, err := queues.EnqueueManyTx(ctx, pool, ps)
-	require.NoError(t, err)
-	count := func(q string, args ...any) int {
-		var c int
-		require.NoError(t, pool.QueryRow(ctx, q, args...).Scan(&c))
-		return c
-	}
-	first := startWorker(t, url, "--queues paused --concurrency 4 --lease 8s --poll 100ms")
-	require.Eventually(t, func() bool {
-		return count(`SELECT count(*) FROM jobs j JOIN workers w ON w.id = j.lease_owner
-			WHERE j.status = 'running' AND w.backend_pid IS NOT NULL`) == n
-	}, 60*time.Second, 20*time.Millisecond, "the first worker never held every job with its session recorded")
-	startWorker(t, url, "--queues paused --concurrency 4 --lease 8s --poll 100ms")
-	require.Eventually(t, func() bool { return count("SELECT count(*) FROM workers WHERE backend_pid IS NOT NULL") == 2 },
-		60*time.Second, 20*time.Millisecond, "the second worker never started")
+	pool, first := startWorkerPair(t, "paused", n, "8s")
+	count := func(q string, args ...any) int { return countRows(t, pool, q, args...) }
 
 	require.NoError(t, first.Process.Signal(syscall.SIGSTOP))
 	defer first.Process.Signal(syscall.SIGCONT)

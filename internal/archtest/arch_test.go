@@ -26,7 +26,7 @@ var (
 	engineDeps = []string{"github.com/jackc/pgx/v5", "github.com/prometheus/client_golang", "github.com/robfig/cron/v3"}
 	// shared are the small internal packages the domain packages build on:
 	// the embedded-SQL loader and the start/stop lifecycle of a service.
-	shared = []string{"internal/sqlset", "internal/lifecycle"}
+	shared = []string{"internal/sqlset", "internal/lifecycle", "internal/ownpid"}
 	rules  = map[string]rule{
 		// x/time has the token bucket behind per-queue and relay rate
 		// limits. The broker clients live in the publisher packages below,
@@ -51,6 +51,7 @@ var (
 		},
 		"internal/sqlset":    {external: []string{"github.com/jackc/pgx/v5"}},
 		"internal/lifecycle": {},
+		"internal/ownpid":    {external: []string{"github.com/jackc/pgx/v5"}},
 	}
 )
 

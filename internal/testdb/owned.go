@@ -53,24 +53,7 @@ func OwnedURL(t testing.TB) string {
 			CREATE ROLE %[1]s LOGIN NOSUPERUSER NOCREATEROLE;
 		END IF; END $$`, OwnerRole))
 	name := fmt.Sprintf("o_%d_%d", os.Getpid(), counter.Add(1))
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		t.Fatalf("connect to test server: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s OWNER %s TEMPLATE template0",
-		pgx.Identifier{name}.Sanitize(), OwnerRole)); err != nil {
-		t.Fatalf("create owned test database: %v", err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, adminURL)
-		if err != nil {
-			return
-		}
-		defer conn.Close(ctx)
-		conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	})
-	dbURL := withDatabase(adminURL, name)
+	dbURL := createDatabase(t, name, "OWNER "+OwnerRole+" TEMPLATE template0", "owned test database")
 	sc, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatalf("connect to the owned test database: %v", err)

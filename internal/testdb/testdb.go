@@ -192,16 +192,23 @@ func ensure(t testing.TB) {
 func URL(t testing.TB) string {
 	t.Helper()
 	ensure(t)
-	ctx := context.Background()
 	name := fmt.Sprintf("t_%d_%d", os.Getpid(), counter.Add(1))
+	return createDatabase(t, name, "TEMPLATE "+pgx.Identifier{template}.Sanitize(), "test database")
+}
+
+// createDatabase creates database name on the test server with options
+// (the rest of CREATE DATABASE), drops it at cleanup and returns its URL.
+// what names it in the failure.
+func createDatabase(t testing.TB, name, options, what string) string {
+	t.Helper()
+	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
 		t.Fatalf("connect to test server: %v", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s",
-		pgx.Identifier{name}.Sanitize(), pgx.Identifier{template}.Sanitize())); err != nil {
-		t.Fatalf("create test database: %v", err)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" "+options); err != nil {
+		t.Fatalf("create %s: %v", what, err)
 	}
 	t.Cleanup(func() {
 		conn, err := pgx.Connect(ctx, adminURL)

@@ -1,0 +1,55 @@
+package testdb
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Connect opens a session on url named app (its application_name), closed
+// at cleanup. Tests stage with it the sessions a diagnostic or an action
+// must recognise: a lock holder, a waiter, a worker running a job.
+func Connect(t testing.TB, url, app string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatalf("parse %s: %v", url, err)
+	}
+	cfg.RuntimeParams["application_name"] = app
+	conn, err := pgx.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("connect as %q: %v", app, err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// WaitBackend waits until exactly one backend named app matches cond, a
+// boolean SQL expression over pg_stat_activity such as
+// "wait_event_type = 'Lock'", asking through on: a pool or a session of the
+// same server outside a transaction (a transaction reads
+// pg_stat_activity once). It fails the test when that has not happened
+// within 30s.
+func WaitBackend(t testing.TB, on interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}, app, cond string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		err := on.QueryRow(context.Background(),
+			"SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND "+cond, app).Scan(&n)
+		if err != nil {
+			t.Fatalf("look for backend %q: %v", app, err)
+		}
+		if n == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backend %q did not reach %s within 30s", app, cond)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
