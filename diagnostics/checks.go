@@ -39,6 +39,10 @@ const (
 	CheckNotifyQueue       = "notify_queue"
 	CheckConnectionUse     = "connection_pressure"
 	CheckSequenceUse       = "sequence_exhaustion"
+	CheckWraparound        = "wraparound"
+	CheckIdempotencyStuck  = "idempotency_stuck"
+	CheckLongRunningJobs   = "long_running_jobs"
+	CheckStandbyConflicts  = "standby_conflicts"
 )
 
 // Check is one query of the catalog and everything the console does with
@@ -301,6 +305,7 @@ func init() {
 			Name: CheckCheckpointer, Title: "Checkpointer and background writer", Step: StepResources,
 			variants: []variant{{MinVersion: 0, File: "checkpointer"}, {MinVersion: 170000, File: "checkpointer_v17"}},
 			panel:    typed((*Diagnostics).Checkpointer),
+			round:    section(func(r *Round) **CheckpointerStat { return &r.Checkpointer }, readCheckpointer),
 			sample:   sampleCheckpointer,
 			Columns: []Column{
 				intCol("checkpoints_timed", AsCount, func(r CheckpointerStat) int64 { return r.CheckpointsTimed }),
@@ -314,6 +319,8 @@ func init() {
 				intCol("buffers_alloc", AsCount, func(r CheckpointerStat) int64 { return r.BuffersAlloc }),
 				optTimeCol("stats_reset", func(r CheckpointerStat) *time.Time { return r.StatsReset }),
 				optTimeCol("bgwriter_stats_reset", func(r CheckpointerStat) *time.Time { return r.BgwriterStatsReset }),
+				intCol("max_wal_size", AsBytes, func(r CheckpointerStat) int64 { return r.MaxWALSize }),
+				floatCol("checkpoint_timeout", AsSeconds, func(r CheckpointerStat) float64 { return r.CheckpointTimeout }),
 			},
 		},
 		{
@@ -397,6 +404,7 @@ func init() {
 				optTimeCol("stopped_at", func(r Worker) *time.Time { return r.StoppedAt }),
 				floatCol("last_seen_seconds", AsSeconds, func(r Worker) float64 { return r.LastSeenSeconds }),
 				boolCol("alive", func(r Worker) bool { return r.Alive }),
+				textCol("recent_errors", AsText, Worker.LastError),
 			},
 		},
 		{
@@ -646,6 +654,71 @@ func init() {
 				floatCol("used_fraction", AsPercent, func(r SequenceUse) float64 { return r.UsedFraction }),
 			},
 		},
+		{
+			Name: CheckWraparound, Title: "Transaction ID and multixact wraparound", Step: StepVerification,
+			panel: typed((*Diagnostics).Wraparound),
+			round: section(func(r *Round) *[]WraparoundAge { return &r.Wraparound }, ignoreRound(Wraparound)),
+			Columns: []Column{
+				textCol("kind", AsText, func(r WraparoundAge) string { return r.Kind }),
+				textCol("database", AsText, func(r WraparoundAge) string { return r.Database }),
+				textCol("name", AsCode, func(r WraparoundAge) string { return r.Name }),
+				intCol("xid_age", AsCount, func(r WraparoundAge) int64 { return r.XIDAge }),
+				intCol("mxid_age", AsCount, func(r WraparoundAge) int64 { return r.MXIDAge }),
+				intCol("freeze_max_age", AsCount, func(r WraparoundAge) int64 { return r.FreezeMaxAge }),
+				intCol("multixact_freeze_max_age", AsCount, func(r WraparoundAge) int64 { return r.MultixactFreezeMaxAge }),
+			},
+		},
+		{
+			Name: CheckIdempotencyStuck, Title: "Idempotency keys stuck in processing", Step: StepEntry,
+			EmptyTitle: "No idempotency key is stuck.",
+			EmptyWhy:   " A key claimed by a request that never completed would be listed here once older than the idempotency.stuck threshold.",
+			tables:     []string{"idempotency_requests"},
+			panel:      typed((*Diagnostics).IdempotencyStuck),
+			round:      section(func(r *Round) *[]StuckIdempotencyKey { return &r.Idempotency }, readIdempotency),
+			Columns: []Column{
+				textCol("scope", AsText, func(r StuckIdempotencyKey) string { return r.Scope }),
+				textCol("key", AsCode, func(r StuckIdempotencyKey) string { return r.Key }),
+				timeCol("created_at", func(r StuckIdempotencyKey) time.Time { return r.CreatedAt }),
+				optTimeCol("locked_until", func(r StuckIdempotencyKey) *time.Time { return r.LockedUntil }),
+				floatCol("age_seconds", AsSeconds, func(r StuckIdempotencyKey) float64 { return r.AgeSeconds }),
+				intCol("total", AsCount, func(r StuckIdempotencyKey) int64 { return r.Total }),
+			},
+		},
+		{
+			Name: CheckLongRunningJobs, Title: "Jobs running far longer than usual for their kind", Step: StepQueues,
+			EmptyTitle: "No job runs far longer than its kind usually does.",
+			EmptyWhy:   " A running job whose run time is many times the recent 95th percentile of its kind would be listed here.",
+			tables:     []string{"jobs"},
+			panel:      typed((*Diagnostics).LongRunningJobs),
+			round:      section(func(r *Round) *[]LongRunningJob { return &r.LongJobs }, readLongRunningJobs),
+			Columns: []Column{
+				intCol("job_id", AsID, func(r LongRunningJob) int64 { return r.JobID }),
+				textCol("queue", AsText, func(r LongRunningJob) string { return r.Queue }),
+				textCol("kind", AsText, func(r LongRunningJob) string { return r.Kind }),
+				textCol("lease_owner", AsText, func(r LongRunningJob) string { return r.LeaseOwner }),
+				timeCol("started_at", func(r LongRunningJob) time.Time { return r.StartedAt }),
+				intCol("attempts", AsCount, func(r LongRunningJob) int32 { return r.Attempts }),
+				floatCol("running_seconds", AsSeconds, func(r LongRunningJob) float64 { return r.RunningSeconds }),
+				floatCol("usual_seconds", AsSeconds, func(r LongRunningJob) float64 { return r.UsualSeconds }),
+				intCol("samples", AsCount, func(r LongRunningJob) int64 { return r.Samples }),
+			},
+		},
+		{
+			Name: CheckStandbyConflicts, Title: "Standby query conflicts", Step: StepReplication,
+			EmptyTitle: "No standby configured.",
+			EmptyWhy:   " Set STANDBY_URLS to read each standby's canceled queries (pg_stat_database_conflicts).",
+			panel:      (*Diagnostics).standbyConflictsPanel,
+			Columns: []Column{
+				textCol("standby", AsText, func(r StandbyConflict) string { return r.Standby }),
+				textCol("database", AsText, func(r StandbyConflict) string { return r.Database }),
+				intCol("tablespace", AsCount, func(r StandbyConflict) int64 { return r.Tablespace }),
+				intCol("lock", AsCount, func(r StandbyConflict) int64 { return r.Lock }),
+				intCol("snapshot", AsCount, func(r StandbyConflict) int64 { return r.Snapshot }),
+				intCol("bufferpin", AsCount, func(r StandbyConflict) int64 { return r.Bufferpin }),
+				intCol("deadlock", AsCount, func(r StandbyConflict) int64 { return r.Deadlock }),
+				intCol("total", AsCount, func(r StandbyConflict) int64 { return r.Total }),
+			},
+		},
 	}
 	checkIndex = make(map[string]int, len(checks))
 	variants := make(map[string][]variant)
@@ -704,6 +777,19 @@ func readWorkers(ctx context.Context, db DBTX, s *roundState) ([]Worker, error) 
 func readOutbox(ctx context.Context, db DBTX, s *roundState) (*OutboxStat, error) {
 	o, err := OutboxHealth(ctx, db, max(DefaultCountCap, s.thresholds.OutboxBacklogPending, s.thresholds.OutboxDead))
 	return &o, err
+}
+
+func readIdempotency(ctx context.Context, db DBTX, s *roundState) ([]StuckIdempotencyKey, error) {
+	return IdempotencyStuck(ctx, db, s.thresholds.IdempotencyStuck, 0)
+}
+
+func readLongRunningJobs(ctx context.Context, db DBTX, s *roundState) ([]LongRunningJob, error) {
+	return LongRunningJobs(ctx, db, longJobParams(s.thresholds))
+}
+
+func readCheckpointer(ctx context.Context, db DBTX, s *roundState) (*CheckpointerStat, error) {
+	c, err := Checkpointer(ctx, db, s.version)
+	return &c, err
 }
 
 func readSlots(ctx context.Context, db DBTX, s *roundState) ([]Slot, error) {

@@ -20,6 +20,8 @@ var rowTypes = map[string]any{
 	CheckArchiver: ArchiverStat{}, CheckStatementsTop: Statement{}, CheckPreparedXacts: PreparedXact{},
 	CheckXminHorizon: XminHolder{}, CheckTableVacuum: TableStat{}, CheckInvalidIndexes: InvalidIndex{},
 	CheckNotifyQueue: NotifyUsage{}, CheckConnectionUse: ConnectionGroup{}, CheckSequenceUse: SequenceUse{},
+	CheckWraparound: WraparoundAge{}, CheckIdempotencyStuck: StuckIdempotencyKey{}, CheckLongRunningJobs: LongRunningJob{},
+	CheckStandbyConflicts: StandbyConflict{},
 }
 
 // TestCatalogEntriesAreComplete: every check has a title, a runbook step, a

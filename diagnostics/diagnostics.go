@@ -99,7 +99,11 @@ type Diagnostics struct {
 	// xminSeen is when a round first saw each xmin holder without an age
 	// of its own (slots, standbys) holding its current xmin.
 	xminSeen map[xminKey]time.Time
-	sampler  *Sampler
+	// checkpoints and conflicts (by standby) keep the counter reads that
+	// rounds measure checkpoint pressure and standby conflicts against.
+	checkpoints counterWindow[CheckpointerStat]
+	conflicts   map[string]*counterWindow[StandbyConflict]
+	sampler     *Sampler
 }
 
 // standbyPool is the pool of one standby of Config.StandbyURLs.

@@ -2,6 +2,8 @@ package diagnostics
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pgconsole/console/queues"
@@ -139,6 +141,25 @@ type Worker struct {
 	// Alive is not stopped and heartbeated within the window passed to
 	// Workers.
 	Alive bool `db:"alive" json:"alive"`
+	// RecentErrors are the last engine errors the worker met talking to the
+	// database (claims, acks, renewals...), newest last, as of its last
+	// heartbeat.
+	RecentErrors []queues.EngineError `db:"recent_errors" json:"recent_errors"`
+}
+
+// LastError is the worker's newest engine error as one line ("claim 53100:
+// could not extend file ..."), or "" when it reported none.
+func (w Worker) LastError() string {
+	if len(w.RecentErrors) == 0 {
+		return ""
+	}
+	e := w.RecentErrors[len(w.RecentErrors)-1]
+	return engineErrorText(e)
+}
+
+// engineErrorText renders an engine error for panels and evidence.
+func engineErrorText(e queues.EngineError) string {
+	return strings.TrimSpace(fmt.Sprintf("%s %s: %s", e.Op, e.SQLState, e.Error))
 }
 
 // Serves reports whether the worker works queue (an empty list means every

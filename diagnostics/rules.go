@@ -80,6 +80,12 @@ var rules = []Rule{
 	{Code: CodeNotifyQueueUsage, Runbook: RunbookNotify, eval: notifyQueueFindings},
 	{Code: CodeConnections, Runbook: RunbookPoolWait, eval: connectionFindings},
 	{Code: CodeSequence, Runbook: StepVerification, eval: sequenceFindings},
+	{Code: CodeWraparound, Runbook: StepVerification, eval: wraparoundFindings},
+	{Code: CodeIdempotencyStuck, Runbook: StepEntry, eval: idempotencyStuckFindings},
+	{Code: CodeLongRunningJob, Runbook: RunbookExpiredLeases, eval: longRunningJobFindings},
+	{Code: CodeCheckpoints, Runbook: StepResources, eval: checkpointFindings},
+	{Code: CodeStandbyConflicts, Runbook: RunbookReplication, eval: standbyConflictFindings},
+	{Code: CodeEngineErrors, Runbook: StepResources, eval: engineErrorFindings},
 }
 
 // Rules lists the rule of every finding code, in listing order. The slice

@@ -107,6 +107,10 @@ type CheckpointerStat struct {
 	BuffersAlloc         int64      `db:"buffers_alloc" json:"buffers_alloc"`
 	StatsReset           *time.Time `db:"stats_reset" json:"stats_reset"`
 	BgwriterStatsReset   *time.Time `db:"bgwriter_stats_reset" json:"bgwriter_stats_reset"`
+	// MaxWALSize (bytes) and CheckpointTimeout (seconds) are the settings
+	// that request a checkpoint or time one.
+	MaxWALSize        int64   `db:"max_wal_size" json:"max_wal_size"`
+	CheckpointTimeout float64 `db:"checkpoint_timeout" json:"checkpoint_timeout"`
 }
 
 // Checkpointer reads the checkpoint and background-writer counters

@@ -1,7 +1,8 @@
 -- Workers: engine processes registered in the workers table with their
--- heartbeat age and in-flight jobs; alive means not stopped and heartbeated
--- within $1 seconds (runbook step 7). Small table; takes ACCESS SHARE on
--- workers.
+-- heartbeat age, in-flight jobs and the last engine errors each reported in
+-- its heartbeat (a claim or ack that failed, with its SQLSTATE); alive means
+-- not stopped and heartbeated within $1 seconds (runbook step 7). Small
+-- table; takes ACCESS SHARE on workers.
 SELECT id,
        host,
        pid,
@@ -12,6 +13,7 @@ SELECT id,
        started_at,
        last_seen_at,
        stopped_at,
+       recent_errors,
        extract(epoch FROM clock_timestamp() - last_seen_at)::float8              AS last_seen_seconds,
        (stopped_at IS NULL
         AND last_seen_at > clock_timestamp() - make_interval(secs => $1))        AS alive
