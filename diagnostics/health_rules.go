@@ -186,6 +186,7 @@ func engineErrorFindings(r Round, t Thresholds) []Finding {
 	var out []Finding
 	for _, state := range states {
 		g := groups[state]
+		sort.Strings(g.workers)
 		last := g.last.RecentErrors[g.lastIdx]
 		ops := make([]string, 0, len(g.ops))
 		for op, n := range g.ops {
