@@ -2,6 +2,7 @@ package diagnostics
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/pgconsole/console/internal/sqlset"
@@ -54,6 +55,10 @@ type Check struct {
 	// Step is the runbook step the check is evidence for (StepActivity,
 	// StepBlocking, ...).
 	Step string `json:"step"`
+	// AlsoSteps are the other runbook steps that show its panel, after
+	// their own checks' (the queue panel is evidence for the entry step
+	// too).
+	AlsoSteps []string `json:"also_steps,omitempty"`
 	// EmptyTitle and EmptyWhy say what an empty result means on the panel
 	// (EmptyWhy starts with a space when set); an empty EmptyTitle lets the
 	// page say "No rows.".
@@ -172,6 +177,7 @@ func init() {
 		},
 		{
 			Name: CheckConnections, Title: "Connections by application and state", Step: StepEntry,
+			AlsoSteps:  []string{StepWindow},
 			EmptyTitle: "No connections.",
 			panel:      typed((*Diagnostics).Connections),
 			Columns: []Column{
@@ -196,6 +202,7 @@ func init() {
 		},
 		{
 			Name: CheckBlockingTree, Title: "Blocking tree", Step: StepBlocking,
+			AlsoSteps:  []string{StepMitigations},
 			EmptyTitle: "Nobody is waiting on a lock.",
 			EmptyWhy:   " When a backend waits on another, the chain up to its root blocker appears here.",
 			panel:      typed((*Diagnostics).BlockingTree),
@@ -205,6 +212,7 @@ func init() {
 		},
 		{
 			Name: CheckActivity, Title: "Activity and oldest transactions", Step: StepActivity,
+			AlsoSteps:  []string{StepCopy},
 			EmptyTitle: "No client backends besides the console.",
 			EmptyWhy:   " Sessions of applications and workers would be listed here, oldest transaction first.",
 			panel:      typed((*Diagnostics).Activity),
@@ -345,6 +353,7 @@ func init() {
 		},
 		{
 			Name: CheckQueueHealth, Title: "Queues, leases and dead letters", Step: StepQueues,
+			AlsoSteps:  []string{StepEntry, StepMitigations, StepVerification},
 			EmptyTitle: "No queue has jobs yet.",
 			EmptyWhy:   " Each queue's ready, running and dead counts appear here once jobs are enqueued.",
 			tables:     []string{"jobs", "queue_settings"},
@@ -385,6 +394,7 @@ func init() {
 		},
 		{
 			Name: CheckWorkers, Title: "Workers and heartbeats", Step: StepQueues,
+			AlsoSteps:  []string{StepEntry},
 			EmptyTitle: "No worker has registered.",
 			EmptyWhy:   " Engine processes heartbeat a row here; start one with `console worker`.",
 			tables:     []string{"workers"},
@@ -409,6 +419,7 @@ func init() {
 		},
 		{
 			Name: CheckOutboxHealth, Title: "Outbox and relay", Step: StepOutbox,
+			AlsoSteps:  []string{StepVerification},
 			EmptyTitle: "No outbox activity.",
 			tables:     []string{"outbox_events", "relay_settings"},
 			panel:      typed((*Diagnostics).OutboxHealth),
@@ -580,6 +591,7 @@ func init() {
 		},
 		{
 			Name: CheckTableVacuum, Title: "Dead tuples and vacuum of queue tables", Step: StepVerification,
+			AlsoSteps:  []string{StepPlans},
 			EmptyTitle: "No table statistics yet.",
 			panel:      typed((*Diagnostics).TableVacuum),
 			round:      section(func(r *Round) *[]TableStat { return &r.Tables }, ignoreRound(TableVacuum)),
@@ -602,6 +614,7 @@ func init() {
 		},
 		{
 			Name: CheckInvalidIndexes, Title: "Invalid indexes", Step: StepVerification,
+			AlsoSteps:  []string{StepPlans},
 			EmptyTitle: "No invalid indexes.",
 			EmptyWhy:   " An index left invalid by a failed CREATE INDEX CONCURRENTLY would show here.",
 			panel:      typed((*Diagnostics).InvalidIndexes),
@@ -743,6 +756,22 @@ func CheckNamed(name string) (Check, bool) {
 // Catalog lists every check in catalog order. The slice is a copy.
 func Catalog() []Check {
 	return append([]Check(nil), checks...)
+}
+
+// StepPanels lists the checks whose panels a runbook step (or page) shows:
+// those that are evidence for it (Check.Step), then those it borrows
+// (Check.AlsoSteps), each in catalog order.
+func StepPanels(step string) []string {
+	var own, also []string
+	for _, c := range checks {
+		switch {
+		case c.Step == step:
+			own = append(own, c.Name)
+		case slices.Contains(c.AlsoSteps, step):
+			also = append(also, c.Name)
+		}
+	}
+	return append(own, also...)
 }
 
 // tablesOf returns the application tables query name reads.
