@@ -44,6 +44,7 @@ const (
 	CheckIdempotencyStuck  = "idempotency_stuck"
 	CheckLongRunningJobs   = "long_running_jobs"
 	CheckStandbyConflicts  = "standby_conflicts"
+	CheckWALDir            = "wal_dir"
 )
 
 // Check is one query of the catalog and everything the console does with
@@ -714,6 +715,18 @@ func init() {
 				floatCol("running_seconds", AsSeconds, func(r LongRunningJob) float64 { return r.RunningSeconds }),
 				floatCol("usual_seconds", AsSeconds, func(r LongRunningJob) float64 { return r.UsualSeconds }),
 				intCol("samples", AsCount, func(r LongRunningJob) int64 { return r.Samples }),
+			},
+		},
+		{
+			Name: CheckWALDir, Title: "WAL directory size", Step: StepResources,
+			panel: typed((*Diagnostics).WALDir),
+			round: section(func(r *Round) **WALDirStat { return &r.WALDir }, ignoreRound(pointer(WALDir))),
+			Columns: []Column{
+				boolCol("readable", func(r WALDirStat) bool { return r.Readable }),
+				optIntCol("wal_bytes", AsBytes, func(r WALDirStat) *int64 { return r.Bytes }),
+				optIntCol("segments", AsCount, func(r WALDirStat) *int64 { return r.Segments }),
+				intCol("max_wal_size", AsBytes, func(r WALDirStat) int64 { return r.MaxWALSize }),
+				intCol("wal_keep_size", AsBytes, func(r WALDirStat) int64 { return r.WALKeepSize }),
 			},
 		},
 		{

@@ -80,6 +80,7 @@ const (
 	CodeCheckpoints       = "checkpoint.pressure"
 	CodeStandbyConflicts  = "replication.standby_conflicts"
 	CodeEngineErrors      = "engine.errors"
+	CodeWALDir            = "wal.dir_size"
 )
 
 // Round is the evidence of one Findings round: what each check returned.
@@ -109,6 +110,7 @@ type Round struct {
 	Wraparound  []WraparoundAge
 	Idempotency []StuckIdempotencyKey
 	LongJobs    []LongRunningJob
+	WALDir      *WALDirStat
 	// Checkpointer is the counters this round read; Checkpoints the window
 	// they close with an earlier round's (nil until there is one).
 	Checkpointer *CheckpointerStat

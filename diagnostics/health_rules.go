@@ -211,3 +211,44 @@ func engineErrorFindings(r Round, t Thresholds) []Finding {
 	}
 	return out
 }
+
+// walDirFindings: pg_wal takes WALDirFactor times what the server keeps
+// there by its settings; critical from twice that. SQL cannot see free
+// disk space, so this is the WAL disk's early warning: the evidence names
+// what may hold the WAL (the slot retaining most, the archiver's backlog).
+// Nothing is reported when the role may not list pg_wal.
+func walDirFindings(r Round, t Thresholds) []Finding {
+	w := r.WALDir
+	if w == nil || w.Bytes == nil || t.WALDirFactor <= 0 || w.Expected() <= 0 {
+		return nil
+	}
+	times := float64(*w.Bytes) / float64(w.Expected())
+	if times < float64(t.WALDirFactor) {
+		return nil
+	}
+	sev := SeverityWarning
+	if times >= 2*float64(t.WALDirFactor) {
+		sev = SeverityCritical
+	}
+	holders := []string{}
+	var top *Slot
+	for i, s := range r.Slots {
+		if top == nil || s.RetainedBytes > top.RetainedBytes {
+			top = &r.Slots[i]
+		}
+	}
+	subj := map[string]any{"wal_bytes": *w.Bytes, "max_wal_size": w.MaxWALSize, "wal_keep_size": w.WALKeepSize, "times": round1(times)}
+	if top != nil && top.RetainedBytes > 0 {
+		holders = append(holders, fmt.Sprintf("slot %s (%s) retains %s", top.SlotName, activeText(top.Active), FormatBytes(float64(top.RetainedBytes))))
+		subj["slot_name"] = top.SlotName
+	}
+	if a := r.Archiver; a != nil && a.Backlog() > 0 {
+		holders = append(holders, fmt.Sprintf("%d segments wait to be archived", a.Backlog()))
+	}
+	return []Finding{{Severity: sev,
+		Title:   fmt.Sprintf("pg_wal takes %s, %.1f times max_wal_size", FormatBytes(float64(*w.Bytes)), times),
+		Subject: subj,
+		Evidence: fmt.Sprintf("%s: pg_wal holds %s in %s segments; max_wal_size %s, wal_keep_size %s; what may hold it: %s. When the WAL disk fills the server stops; the free space itself is not visible from SQL",
+			CheckWALDir, FormatBytes(float64(*w.Bytes)), countText(w.Segments), FormatBytes(float64(w.MaxWALSize)), FormatBytes(float64(w.WALKeepSize)),
+			nonEmpty(strings.Join(holders, "; "), "no slot or archive backlog: look at checkpoints (checkpointer panel)"))}}
+}

@@ -212,9 +212,13 @@ func TestCheckpointPressureFromRequestedCheckpoints(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, findingsWith(rep, diagnostics.CodeCheckpoints), "nothing written yet: %v", codes(rep))
 
-	var f diagnostics.Finding
-	eventually(t, 90*time.Second, func() (bool, string) {
+	// Five times max_wal_size, in a bounded number of writes: the
+	// checkpointer is asked for a checkpoint every time WAL reaches it.
+	for i := 0; i < 20; i++ {
 		writeWAL(t, conn, 8<<20)
+	}
+	var f diagnostics.Finding
+	eventually(t, 60*time.Second, func() (bool, string) {
 		rep, err := d.Findings(ctx)
 		require.NoError(t, err)
 		fs := findingsWith(rep, diagnostics.CodeCheckpoints)
@@ -355,4 +359,65 @@ func TestEngineErrorsFromHeartbeats(t *testing.T) {
 	require.Len(t, fs, 2, "an hour's window takes the serialization failure in: %v", codes(rep))
 	require.Equal(t, "40001", fs[1].Subject["sqlstate"], "critical first")
 	require.Equal(t, diagnostics.SeverityWarning, fs[1].Severity)
+}
+
+// A slot that keeps WAL makes pg_wal grow past twice max_wal_size: a
+// finding that names the slot, before the WAL disk fills. A role without
+// pg_monitor cannot list pg_wal: the check says so and nothing is guessed.
+func TestWALDirSizeNamesTheSlotHoldingIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary := primaryWithSchema(t, map[string]string{
+		"max_wal_size": "32MB",
+		"min_wal_size": "32MB",
+	})
+	conn := connect(t, primary.URL("postgres"), "wal-writer")
+	_, err := conn.Exec(ctx, "SELECT pg_create_physical_replication_slot('wal_keeper', true)")
+	require.NoError(t, err)
+	d := open(t, primary.URL("postgres"), diagnostics.Config{})
+	rep, err := d.Findings(ctx)
+	require.NoError(t, err)
+	require.Empty(t, findingsWith(rep, diagnostics.CodeWALDir), "%v", codes(rep))
+
+	// The slot keeps everything written from now on: three times
+	// max_wal_size, in a bounded number of writes.
+	for i := 0; i < 12; i++ {
+		writeWAL(t, conn, 8<<20)
+	}
+	var f diagnostics.Finding
+	eventually(t, 30*time.Second, func() (bool, string) {
+		rep, err := d.Findings(ctx)
+		require.NoError(t, err)
+		fs := findingsWith(rep, diagnostics.CodeWALDir)
+		if len(fs) == 1 {
+			f = fs[0]
+		}
+		return len(fs) == 1, strings.Join(codes(rep), "; ")
+	})
+	require.GreaterOrEqual(t, f.Subject["wal_bytes"].(int64), int64(64<<20))
+	require.Equal(t, "wal_keeper", f.Subject["slot_name"])
+	require.Contains(t, f.Evidence, "slot wal_keeper (inactive) retains")
+	require.Equal(t, "/runbook/rb-b", f.Runbook)
+
+	_, err = conn.Exec(ctx, "CREATE ROLE wal_peeker LOGIN")
+	require.NoError(t, err)
+	cfg, err := pgx.ParseConfig(primary.URL("postgres"))
+	require.NoError(t, err)
+	cfg.User = "wal_peeker"
+	peeker, err := pgx.ConnectConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { peeker.Close(context.Background()) })
+	w, err := diagnostics.WALDir(ctx, peeker)
+	require.NoError(t, err)
+	require.False(t, w.Readable)
+	require.Nil(t, w.Bytes)
+	require.Empty(t, diagnostics.Evaluate(diagnostics.Round{WALDir: &w}, diagnostics.DefaultThresholds()))
+	// The slots query reads the size of pg_wal the same way: without
+	// pg_monitor the slots still come back, with no size of pg_wal.
+	var version int
+	require.NoError(t, peeker.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version))
+	slots, err := diagnostics.ReplicationSlots(ctx, peeker, version)
+	require.NoError(t, err)
+	require.Len(t, slots, 1)
+	require.Nil(t, slots[0].PGWALBytes)
 }

@@ -86,6 +86,7 @@ var rules = []Rule{
 	{Code: CodeCheckpoints, Runbook: StepResources, eval: checkpointFindings},
 	{Code: CodeStandbyConflicts, Runbook: RunbookReplication, eval: standbyConflictFindings},
 	{Code: CodeEngineErrors, Runbook: StepResources, eval: engineErrorFindings},
+	{Code: CodeWALDir, Runbook: RunbookSlotRetention, eval: walDirFindings},
 }
 
 // Rules lists the rule of every finding code, in listing order. The slice

@@ -107,6 +107,10 @@ type Thresholds struct {
 	// EngineErrorWindow: engine.errors when a worker's heartbeat reports an
 	// engine error (a failed claim, ack or renewal) this recent.
 	EngineErrorWindow time.Duration
+	// WALDirFactor: wal.dir_size when pg_wal takes this many times what
+	// the server keeps there by its settings (the larger of max_wal_size
+	// and wal_keep_size).
+	WALDirFactor int64
 }
 
 // DefaultThresholds returns the thresholds used when none are configured.
@@ -147,6 +151,7 @@ func DefaultThresholds() Thresholds {
 		StandbyConflicts:      1,
 		StandbyConflictWindow: 15 * time.Minute,
 		EngineErrorWindow:     2 * time.Minute,
+		WALDirFactor:          2,
 	}
 }
 
@@ -210,6 +215,7 @@ var thresholdSettings = map[string][]thresholdSetting{
 	CodeCheckpoints:       {{kind: kindFraction, flt: func(t *Thresholds) *float64 { return &t.CheckpointRequested }}, durSetting(func(t *Thresholds) *time.Duration { return &t.CheckpointWindow })},
 	CodeStandbyConflicts:  {countSetting(func(t *Thresholds) *int64 { return &t.StandbyConflicts }), durSetting(func(t *Thresholds) *time.Duration { return &t.StandbyConflictWindow })},
 	CodeEngineErrors:      {durSetting(func(t *Thresholds) *time.Duration { return &t.EngineErrorWindow })},
+	CodeWALDir:            {countSetting(func(t *Thresholds) *int64 { return &t.WALDirFactor })},
 }
 
 // ThresholdCodes lists the codes Set accepts, sorted.
