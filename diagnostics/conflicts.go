@@ -77,16 +77,7 @@ func (d *Diagnostics) standbyConflicts(ctx context.Context, s standbyPool) Resul
 // standbyConflictsPanel is standby_conflicts as one panel: the rows of
 // every configured standby, and the first failure.
 func (d *Diagnostics) standbyConflictsPanel(ctx context.Context) PanelResult {
-	merged := PanelResult{Name: CheckStandbyConflicts, SQL: d.SQL(CheckStandbyConflicts)}
-	for _, s := range d.standbys {
-		u := untyped(d.standbyConflicts(ctx, s))
-		merged.Rows = append(merged.Rows, u.Rows...)
-		merged.Took += u.Took
-		if merged.Err == nil && u.Err != nil {
-			merged.Err, merged.TimedOut, merged.LockedBy = u.Err, u.TimedOut, u.LockedBy
-		}
-	}
-	return merged
+	return d.standbysPanel(CheckStandbyConflicts, func(sp standbyPool) PanelResult { return untyped(d.standbyConflicts(ctx, sp)) })
 }
 
 // conflictWindow records a standby's counts read at now and returns what

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -92,19 +91,7 @@ func TestFullDiskEngineErrorsFinding(t *testing.T) {
 	})
 
 	d := open(t, srv.URL("postgres"), diagnostics.Config{})
-	var f diagnostics.Finding
-	eventually(t, 30*time.Second, func() (bool, string) {
-		rep, err := d.Findings(ctx)
-		require.NoError(t, err)
-		fs := findingsWith(rep, diagnostics.CodeEngineErrors)
-		for _, x := range fs {
-			if x.Subject["sqlstate"] == "53100" {
-				f = x
-				return true, ""
-			}
-		}
-		return false, strings.Join(codes(rep), "; ")
-	})
+	f := awaitFinding(t, d, diagnostics.CodeEngineErrors, 30*time.Second, func(f diagnostics.Finding) bool { return f.Subject["sqlstate"] == "53100" })
 	require.Equal(t, diagnostics.SeverityCritical, f.Severity)
 	require.Equal(t, []string{client.ID()}, f.Subject["workers"])
 	require.Contains(t, f.Evidence, "No space left on device")

@@ -28,6 +28,25 @@ func burnXIDs(t *testing.T, c *pgx.Conn, n int) {
 	require.NoError(t, err)
 }
 
+// awaitFinding runs findings rounds until one has a finding of code that
+// match accepts (any, when match is nil), and returns it.
+func awaitFinding(t *testing.T, d *diagnostics.Diagnostics, code string, within time.Duration, match func(diagnostics.Finding) bool) diagnostics.Finding {
+	t.Helper()
+	var f diagnostics.Finding
+	eventually(t, within, func() (bool, string) {
+		rep, err := d.Findings(context.Background())
+		require.NoError(t, err)
+		for _, x := range findingsWith(rep, code) {
+			if match == nil || match(x) {
+				f = x
+				return true, ""
+			}
+		}
+		return false, strings.Join(codes(rep), "; ")
+	})
+	return f
+}
+
 // A database whose oldest unfrozen transaction ID has gone the threshold's
 // fraction of the way to the wraparound limit is a finding naming the
 // database and its oldest tables, with autovacuum_freeze_max_age in the
@@ -217,16 +236,7 @@ func TestCheckpointPressureFromRequestedCheckpoints(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		writeWAL(t, conn, 8<<20)
 	}
-	var f diagnostics.Finding
-	eventually(t, 60*time.Second, func() (bool, string) {
-		rep, err := d.Findings(ctx)
-		require.NoError(t, err)
-		fs := findingsWith(rep, diagnostics.CodeCheckpoints)
-		if len(fs) == 1 {
-			f = fs[0]
-		}
-		return len(fs) == 1, strings.Join(codes(rep), "; ")
-	})
+	f := awaitFinding(t, d, diagnostics.CodeCheckpoints, 60*time.Second, nil)
 	require.GreaterOrEqual(t, f.Subject["requested"].(int64), int64(2))
 	require.EqualValues(t, 0, f.Subject["timed"])
 	require.EqualValues(t, 32<<20, f.Subject["max_wal_size"])
@@ -268,16 +278,7 @@ func TestStandbyConflictCanceledQuery(t *testing.T) {
 	_, err = writer.Exec(ctx, "TRUNCATE conflicted")
 	require.NoError(t, err)
 
-	var f diagnostics.Finding
-	eventually(t, 30*time.Second, func() (bool, string) {
-		rep, err := d.Findings(ctx)
-		require.NoError(t, err)
-		fs := findingsWith(rep, diagnostics.CodeStandbyConflicts)
-		if len(fs) == 1 {
-			f = fs[0]
-		}
-		return len(fs) == 1, strings.Join(codes(rep), "; ")
-	})
+	f := awaitFinding(t, d, diagnostics.CodeStandbyConflicts, 30*time.Second, nil)
 	require.GreaterOrEqual(t, f.Subject["lock"].(int64), int64(1))
 	require.GreaterOrEqual(t, f.Subject["canceled"].(int64), int64(1))
 	require.Contains(t, f.Evidence, "postgres 1")
@@ -384,16 +385,7 @@ func TestWALDirSizeNamesTheSlotHoldingIt(t *testing.T) {
 	for i := 0; i < 12; i++ {
 		writeWAL(t, conn, 8<<20)
 	}
-	var f diagnostics.Finding
-	eventually(t, 30*time.Second, func() (bool, string) {
-		rep, err := d.Findings(ctx)
-		require.NoError(t, err)
-		fs := findingsWith(rep, diagnostics.CodeWALDir)
-		if len(fs) == 1 {
-			f = fs[0]
-		}
-		return len(fs) == 1, strings.Join(codes(rep), "; ")
-	})
+	f := awaitFinding(t, d, diagnostics.CodeWALDir, 30*time.Second, nil)
 	require.GreaterOrEqual(t, f.Subject["wal_bytes"].(int64), int64(64<<20))
 	require.Equal(t, "wal_keeper", f.Subject["slot_name"])
 	require.Contains(t, f.Evidence, "slot wal_keeper (inactive) retains")

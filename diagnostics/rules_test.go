@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/queues"
 )
 
 // everyCodeRound is a round in which, with everyCodeThresholds, every rule
@@ -56,7 +57,16 @@ func everyCodeRound() diagnostics.Round {
 		},
 		DeadLetters: []diagnostics.DeadLetterGroup{{Queue: "emails", ErrorClass: "smtp", DeadRecent: 20}},
 		Outbox:      &diagnostics.OutboxStat{Pending: 50, OldestPendingSeconds: 700, Dead: 2},
-		Workers:     []diagnostics.Worker{{ID: "w1", Queues: []string{"other"}, Alive: true}},
+		Workers: []diagnostics.Worker{{ID: "w1", Queues: []string{"other"}, Alive: true,
+			RecentErrors: []queues.EngineError{{At: now.Add(-time.Second), Op: "claim", SQLState: "53100", Error: "could not extend file: No space left on device"}}}},
+		Wraparound:  []diagnostics.WraparoundAge{{Kind: "database", Database: "app", Name: "app", XIDAge: 1_000_000_000, FreezeMaxAge: 200_000_000}},
+		Idempotency: []diagnostics.StuckIdempotencyKey{{Scope: "api", Key: "k1", CreatedAt: ago, AgeSeconds: 7200, Total: 1}},
+		LongJobs:    []diagnostics.LongRunningJob{{JobID: 7, Queue: "emails", Kind: "send", StartedAt: ago, RunningSeconds: 7200, UsualSeconds: 2, Samples: 200}},
+		Checkpoints: &diagnostics.CheckpointWindow{From: ago, To: now,
+			End: diagnostics.CheckpointerStat{CheckpointsRequested: 10, CheckpointsTimed: 1, MaxWALSize: 1 << 30, CheckpointTimeout: 300}},
+		StandbyConflicts: []diagnostics.ConflictWindow{{Standby: "10.0.0.2:5432", From: ago, To: now,
+			Canceled: diagnostics.StandbyConflict{Snapshot: 3, Total: 3}}},
+		WALDir: &diagnostics.WALDirStat{Readable: true, Bytes: ptr[int64](5 << 30), MaxWALSize: 1 << 30},
 		Unavailable: []diagnostics.Unavailable{
 			{Check: diagnostics.CheckXminHorizon, Status: "timed out", Err: errors.New("canceling statement")},
 			{Check: "connect", Status: "error: refused"},
