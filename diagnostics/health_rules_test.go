@@ -413,3 +413,24 @@ func TestWALDirSizeNamesTheSlotHoldingIt(t *testing.T) {
 	require.Len(t, slots, 1)
 	require.Nil(t, slots[0].PGWALBytes)
 }
+
+// A kind's usual run time is read through jobs_done_kind_idx, not by
+// scanning a large history of done jobs.
+func TestLongRunningJobsUsesItsIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Pool(t, testdb.URL(t))
+	_, err := db.Exec(ctx, `INSERT INTO jobs (queue, kind, status, started_at, finished_at)
+		SELECT 'q', 'k' || (g % 20), 'done', now() - interval '2 seconds', now() FROM generate_series(1, 50000) AS g;
+		INSERT INTO jobs (queue, kind, status, lease_owner, lease_until, started_at)
+		SELECT 'q', 'k' || g, 'running', 'w', now() + interval '1 minute', now() - interval '1 hour' FROM generate_series(1, 5) AS g;
+		ANALYZE jobs`)
+	require.NoError(t, err)
+	q, ok := diagnostics.SQLFor(diagnostics.CheckLongRunningJobs, 0)
+	require.True(t, ok)
+	rows, err := db.Query(ctx, "EXPLAIN "+q, 300.0, 20, 5.0)
+	require.NoError(t, err)
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Contains(t, fmt.Sprint(plan), "jobs_done_kind_idx", "%s", strings.Join(plan, "\n"))
+}
