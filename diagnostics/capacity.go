@@ -40,10 +40,12 @@ func (d *Diagnostics) ConnectionPressure(ctx context.Context) Result[ConnectionG
 // console's database, with its transaction ID and multixact ages.
 type WraparoundAge struct {
 	// Kind is "database" or "table".
-	Kind    string `db:"kind" json:"kind"`
-	Name    string `db:"name" json:"name"`
-	XIDAge  int64  `db:"xid_age" json:"xid_age"`
-	MXIDAge int64  `db:"mxid_age" json:"mxid_age"`
+	Kind string `db:"kind" json:"kind"`
+	// Database is the database's name, or the database a table is in.
+	Database string `db:"database_name" json:"database"`
+	Name     string `db:"name" json:"name"`
+	XIDAge   int64  `db:"xid_age" json:"xid_age"`
+	MXIDAge  int64  `db:"mxid_age" json:"mxid_age"`
 	// FreezeMaxAge and MultixactFreezeMaxAge are the ages at which
 	// autovacuum forces an anti-wraparound vacuum.
 	FreezeMaxAge          int64 `db:"freeze_max_age" json:"freeze_max_age"`
@@ -55,10 +57,21 @@ type WraparoundAge struct {
 // million it keeps in reserve.
 const WraparoundLimit = 1<<31 - 3_000_000
 
+// Fraction is how far the older of the two ages has gone towards
+// WraparoundLimit (0 to about 1).
+func (w WraparoundAge) Fraction() float64 {
+	return float64(max(w.XIDAge, w.MXIDAge)) / WraparoundLimit
+}
+
 // Wraparound returns every database and the five oldest tables of this one
 // by transaction ID or multixact age, oldest first (wraparound.sql).
 func Wraparound(ctx context.Context, db DBTX) ([]WraparoundAge, error) {
-	return collect[WraparoundAge](ctx, db, "wraparound", 0)
+	return collect[WraparoundAge](ctx, db, CheckWraparound, 0)
+}
+
+// Wraparound runs wraparound.sql as a panel.
+func (d *Diagnostics) Wraparound(ctx context.Context) Result[WraparoundAge] {
+	return panel(ctx, d, CheckWraparound, many(Wraparound))
 }
 
 // SequenceUse is a sequence and how much of its range is used, the range
@@ -108,5 +121,13 @@ func IdempotencyStuck(ctx context.Context, db DBTX, olderThan time.Duration, cou
 	if countCap <= 0 {
 		countCap = DefaultCountCap
 	}
-	return collect[StuckIdempotencyKey](ctx, db, "idempotency_stuck", 0, olderThan, countCap)
+	return collect[StuckIdempotencyKey](ctx, db, CheckIdempotencyStuck, 0, olderThan, countCap)
+}
+
+// IdempotencyStuck runs idempotency_stuck.sql as a panel, with the
+// threshold of idempotency.stuck as the age that counts as stuck.
+func (d *Diagnostics) IdempotencyStuck(ctx context.Context) Result[StuckIdempotencyKey] {
+	return panel(ctx, d, CheckIdempotencyStuck, func(ctx context.Context, db DBTX, _ int) ([]StuckIdempotencyKey, error) {
+		return IdempotencyStuck(ctx, db, d.Thresholds().IdempotencyStuck, 0)
+	})
 }

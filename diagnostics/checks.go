@@ -2,6 +2,7 @@ package diagnostics
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/pgconsole/console/internal/sqlset"
@@ -39,6 +40,11 @@ const (
 	CheckNotifyQueue       = "notify_queue"
 	CheckConnectionUse     = "connection_pressure"
 	CheckSequenceUse       = "sequence_exhaustion"
+	CheckWraparound        = "wraparound"
+	CheckIdempotencyStuck  = "idempotency_stuck"
+	CheckLongRunningJobs   = "long_running_jobs"
+	CheckStandbyConflicts  = "standby_conflicts"
+	CheckWALDir            = "wal_dir"
 )
 
 // Check is one query of the catalog and everything the console does with
@@ -50,6 +56,10 @@ type Check struct {
 	// Step is the runbook step the check is evidence for (StepActivity,
 	// StepBlocking, ...).
 	Step string `json:"step"`
+	// AlsoSteps are the other runbook steps that show its panel, after
+	// their own checks' (the queue panel is evidence for the entry step
+	// too).
+	AlsoSteps []string `json:"also_steps,omitempty"`
 	// EmptyTitle and EmptyWhy say what an empty result means on the panel
 	// (EmptyWhy starts with a space when set); an empty EmptyTitle lets the
 	// page say "No rows.".
@@ -168,6 +178,7 @@ func init() {
 		},
 		{
 			Name: CheckConnections, Title: "Connections by application and state", Step: StepEntry,
+			AlsoSteps:  []string{StepWindow},
 			EmptyTitle: "No connections.",
 			panel:      typed((*Diagnostics).Connections),
 			Columns: []Column{
@@ -192,6 +203,7 @@ func init() {
 		},
 		{
 			Name: CheckBlockingTree, Title: "Blocking tree", Step: StepBlocking,
+			AlsoSteps:  []string{StepMitigations},
 			EmptyTitle: "Nobody is waiting on a lock.",
 			EmptyWhy:   " When a backend waits on another, the chain up to its root blocker appears here.",
 			panel:      typed((*Diagnostics).BlockingTree),
@@ -201,6 +213,7 @@ func init() {
 		},
 		{
 			Name: CheckActivity, Title: "Activity and oldest transactions", Step: StepActivity,
+			AlsoSteps:  []string{StepCopy},
 			EmptyTitle: "No client backends besides the console.",
 			EmptyWhy:   " Sessions of applications and workers would be listed here, oldest transaction first.",
 			panel:      typed((*Diagnostics).Activity),
@@ -301,6 +314,7 @@ func init() {
 			Name: CheckCheckpointer, Title: "Checkpointer and background writer", Step: StepResources,
 			variants: []variant{{MinVersion: 0, File: "checkpointer"}, {MinVersion: 170000, File: "checkpointer_v17"}},
 			panel:    typed((*Diagnostics).Checkpointer),
+			round:    section(func(r *Round) **CheckpointerStat { return &r.Checkpointer }, readCheckpointer),
 			sample:   sampleCheckpointer,
 			Columns: []Column{
 				intCol("checkpoints_timed", AsCount, func(r CheckpointerStat) int64 { return r.CheckpointsTimed }),
@@ -314,6 +328,8 @@ func init() {
 				intCol("buffers_alloc", AsCount, func(r CheckpointerStat) int64 { return r.BuffersAlloc }),
 				optTimeCol("stats_reset", func(r CheckpointerStat) *time.Time { return r.StatsReset }),
 				optTimeCol("bgwriter_stats_reset", func(r CheckpointerStat) *time.Time { return r.BgwriterStatsReset }),
+				intCol("max_wal_size", AsBytes, func(r CheckpointerStat) int64 { return r.MaxWALSize }),
+				floatCol("checkpoint_timeout", AsSeconds, func(r CheckpointerStat) float64 { return r.CheckpointTimeout }),
 			},
 		},
 		{
@@ -338,6 +354,7 @@ func init() {
 		},
 		{
 			Name: CheckQueueHealth, Title: "Queues, leases and dead letters", Step: StepQueues,
+			AlsoSteps:  []string{StepEntry, StepMitigations, StepVerification},
 			EmptyTitle: "No queue has jobs yet.",
 			EmptyWhy:   " Each queue's ready, running and dead counts appear here once jobs are enqueued.",
 			tables:     []string{"jobs", "queue_settings"},
@@ -378,6 +395,7 @@ func init() {
 		},
 		{
 			Name: CheckWorkers, Title: "Workers and heartbeats", Step: StepQueues,
+			AlsoSteps:  []string{StepEntry},
 			EmptyTitle: "No worker has registered.",
 			EmptyWhy:   " Engine processes heartbeat a row here; start one with `console worker`.",
 			tables:     []string{"workers"},
@@ -397,11 +415,12 @@ func init() {
 				optTimeCol("stopped_at", func(r Worker) *time.Time { return r.StoppedAt }),
 				floatCol("last_seen_seconds", AsSeconds, func(r Worker) float64 { return r.LastSeenSeconds }),
 				boolCol("alive", func(r Worker) bool { return r.Alive }),
-				textCol("last_error", AsText, func(r Worker) string { return r.lastError() }),
+				textCol("recent_errors", AsText, Worker.LastError),
 			},
 		},
 		{
 			Name: CheckOutboxHealth, Title: "Outbox and relay", Step: StepOutbox,
+			AlsoSteps:  []string{StepVerification},
 			EmptyTitle: "No outbox activity.",
 			tables:     []string{"outbox_events", "relay_settings"},
 			panel:      typed((*Diagnostics).OutboxHealth),
@@ -573,6 +592,7 @@ func init() {
 		},
 		{
 			Name: CheckTableVacuum, Title: "Dead tuples and vacuum of queue tables", Step: StepVerification,
+			AlsoSteps:  []string{StepPlans},
 			EmptyTitle: "No table statistics yet.",
 			panel:      typed((*Diagnostics).TableVacuum),
 			round:      section(func(r *Round) *[]TableStat { return &r.Tables }, ignoreRound(TableVacuum)),
@@ -595,6 +615,7 @@ func init() {
 		},
 		{
 			Name: CheckInvalidIndexes, Title: "Invalid indexes", Step: StepVerification,
+			AlsoSteps:  []string{StepPlans},
 			EmptyTitle: "No invalid indexes.",
 			EmptyWhy:   " An index left invalid by a failed CREATE INDEX CONCURRENTLY would show here.",
 			panel:      typed((*Diagnostics).InvalidIndexes),
@@ -647,6 +668,83 @@ func init() {
 				floatCol("used_fraction", AsPercent, func(r SequenceUse) float64 { return r.UsedFraction }),
 			},
 		},
+		{
+			Name: CheckWraparound, Title: "Transaction ID and multixact wraparound", Step: StepVerification,
+			panel: typed((*Diagnostics).Wraparound),
+			round: section(func(r *Round) *[]WraparoundAge { return &r.Wraparound }, ignoreRound(Wraparound)),
+			Columns: []Column{
+				textCol("kind", AsText, func(r WraparoundAge) string { return r.Kind }),
+				textCol("database", AsText, func(r WraparoundAge) string { return r.Database }),
+				textCol("name", AsCode, func(r WraparoundAge) string { return r.Name }),
+				intCol("xid_age", AsCount, func(r WraparoundAge) int64 { return r.XIDAge }),
+				intCol("mxid_age", AsCount, func(r WraparoundAge) int64 { return r.MXIDAge }),
+				intCol("freeze_max_age", AsCount, func(r WraparoundAge) int64 { return r.FreezeMaxAge }),
+				intCol("multixact_freeze_max_age", AsCount, func(r WraparoundAge) int64 { return r.MultixactFreezeMaxAge }),
+			},
+		},
+		{
+			Name: CheckIdempotencyStuck, Title: "Idempotency keys stuck in processing", Step: StepEntry,
+			EmptyTitle: "No idempotency key is stuck.",
+			EmptyWhy:   " A key claimed by a request that never completed would be listed here once older than the idempotency.stuck threshold.",
+			tables:     []string{"idempotency_requests"},
+			panel:      typed((*Diagnostics).IdempotencyStuck),
+			round:      section(func(r *Round) *[]StuckIdempotencyKey { return &r.Idempotency }, readIdempotency),
+			Columns: []Column{
+				textCol("scope", AsText, func(r StuckIdempotencyKey) string { return r.Scope }),
+				textCol("key", AsCode, func(r StuckIdempotencyKey) string { return r.Key }),
+				timeCol("created_at", func(r StuckIdempotencyKey) time.Time { return r.CreatedAt }),
+				optTimeCol("locked_until", func(r StuckIdempotencyKey) *time.Time { return r.LockedUntil }),
+				floatCol("age_seconds", AsSeconds, func(r StuckIdempotencyKey) float64 { return r.AgeSeconds }),
+				intCol("total", AsCount, func(r StuckIdempotencyKey) int64 { return r.Total }),
+			},
+		},
+		{
+			Name: CheckLongRunningJobs, Title: "Jobs running far longer than usual for their kind", Step: StepQueues,
+			EmptyTitle: "No job runs far longer than its kind usually does.",
+			EmptyWhy:   " A running job whose run time is many times the recent 95th percentile of its kind would be listed here.",
+			tables:     []string{"jobs"},
+			panel:      typed((*Diagnostics).LongRunningJobs),
+			round:      section(func(r *Round) *[]LongRunningJob { return &r.LongJobs }, readLongRunningJobs),
+			Columns: []Column{
+				intCol("job_id", AsID, func(r LongRunningJob) int64 { return r.JobID }),
+				textCol("queue", AsText, func(r LongRunningJob) string { return r.Queue }),
+				textCol("kind", AsText, func(r LongRunningJob) string { return r.Kind }),
+				textCol("lease_owner", AsText, func(r LongRunningJob) string { return r.LeaseOwner }),
+				timeCol("started_at", func(r LongRunningJob) time.Time { return r.StartedAt }),
+				intCol("attempts", AsCount, func(r LongRunningJob) int32 { return r.Attempts }),
+				floatCol("running_seconds", AsSeconds, func(r LongRunningJob) float64 { return r.RunningSeconds }),
+				floatCol("usual_seconds", AsSeconds, func(r LongRunningJob) float64 { return r.UsualSeconds }),
+				intCol("samples", AsCount, func(r LongRunningJob) int64 { return r.Samples }),
+			},
+		},
+		{
+			Name: CheckWALDir, Title: "WAL directory size", Step: StepResources,
+			panel: typed((*Diagnostics).WALDir),
+			round: section(func(r *Round) **WALDirStat { return &r.WALDir }, ignoreRound(pointer(WALDir))),
+			Columns: []Column{
+				boolCol("readable", func(r WALDirStat) bool { return r.Readable }),
+				optIntCol("wal_bytes", AsBytes, func(r WALDirStat) *int64 { return r.Bytes }),
+				optIntCol("segments", AsCount, func(r WALDirStat) *int64 { return r.Segments }),
+				intCol("max_wal_size", AsBytes, func(r WALDirStat) int64 { return r.MaxWALSize }),
+				intCol("wal_keep_size", AsBytes, func(r WALDirStat) int64 { return r.WALKeepSize }),
+			},
+		},
+		{
+			Name: CheckStandbyConflicts, Title: "Standby query conflicts", Step: StepReplication,
+			EmptyTitle: "No standby configured.",
+			EmptyWhy:   " Set STANDBY_URLS to read each standby's canceled queries (pg_stat_database_conflicts).",
+			panel:      (*Diagnostics).standbyConflictsPanel,
+			Columns: []Column{
+				textCol("standby", AsText, func(r StandbyConflict) string { return r.Standby }),
+				textCol("database", AsText, func(r StandbyConflict) string { return r.Database }),
+				intCol("tablespace", AsCount, func(r StandbyConflict) int64 { return r.Tablespace }),
+				intCol("lock", AsCount, func(r StandbyConflict) int64 { return r.Lock }),
+				intCol("snapshot", AsCount, func(r StandbyConflict) int64 { return r.Snapshot }),
+				intCol("bufferpin", AsCount, func(r StandbyConflict) int64 { return r.Bufferpin }),
+				intCol("deadlock", AsCount, func(r StandbyConflict) int64 { return r.Deadlock }),
+				intCol("total", AsCount, func(r StandbyConflict) int64 { return r.Total }),
+			},
+		},
 	}
 	checkIndex = make(map[string]int, len(checks))
 	variants := make(map[string][]variant)
@@ -671,6 +769,22 @@ func CheckNamed(name string) (Check, bool) {
 // Catalog lists every check in catalog order. The slice is a copy.
 func Catalog() []Check {
 	return append([]Check(nil), checks...)
+}
+
+// StepPanels lists the checks whose panels a runbook step (or page) shows:
+// those that are evidence for it (Check.Step), then those it borrows
+// (Check.AlsoSteps), each in catalog order.
+func StepPanels(step string) []string {
+	var own, also []string
+	for _, c := range checks {
+		switch {
+		case c.Step == step:
+			own = append(own, c.Name)
+		case slices.Contains(c.AlsoSteps, step):
+			also = append(also, c.Name)
+		}
+	}
+	return append(own, also...)
 }
 
 // tablesOf returns the application tables query name reads.
@@ -705,6 +819,19 @@ func readWorkers(ctx context.Context, db DBTX, s *roundState) ([]Worker, error) 
 func readOutbox(ctx context.Context, db DBTX, s *roundState) (*OutboxStat, error) {
 	o, err := OutboxHealth(ctx, db, max(DefaultCountCap, s.thresholds.OutboxBacklogPending, s.thresholds.OutboxDead))
 	return &o, err
+}
+
+func readIdempotency(ctx context.Context, db DBTX, s *roundState) ([]StuckIdempotencyKey, error) {
+	return IdempotencyStuck(ctx, db, s.thresholds.IdempotencyStuck, 0)
+}
+
+func readLongRunningJobs(ctx context.Context, db DBTX, s *roundState) ([]LongRunningJob, error) {
+	return LongRunningJobs(ctx, db, longJobParams(s.thresholds))
+}
+
+func readCheckpointer(ctx context.Context, db DBTX, s *roundState) (*CheckpointerStat, error) {
+	c, err := Checkpointer(ctx, db, s.version)
+	return &c, err
 }
 
 func readSlots(ctx context.Context, db DBTX, s *roundState) ([]Slot, error) {

@@ -20,10 +20,24 @@ func checksDoc() string {
 	b.WriteString("# Checks, findings and thresholds\n\n")
 	b.WriteString("Generated from the diagnostics catalog and rules; `go test ./diagnostics -run TestChecksDoc -update-checks-doc` rewrites it, and the test fails when it is out of date.\n\n")
 	b.WriteString("## Checks\n\nEach check is one read-only query, served at `/panels/<name>` and read by findings rounds.\n\n")
-	b.WriteString("| Check | Title | Runbook step |\n|---|---|---|\n")
+	b.WriteString("| Check | Title | Runbook step | Also shown on |\n|---|---|---|---|\n")
 	for _, c := range checks {
-		fmt.Fprintf(&b, "| `%s` | %s | [%s](%s) |\n", c.Name, c.Title, c.Step, RunbookURL(c.Step))
+		also := []string{}
+		for _, st := range c.AlsoSteps {
+			also = append(also, fmt.Sprintf("[%s](%s)", st, RunbookURL(st)))
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | [%s](%s) | %s |\n", c.Name, c.Title, c.Step, RunbookURL(c.Step), nonEmpty(strings.Join(also, ", "), "-"))
 	}
+	b.WriteString("\n### Privileges and what SQL cannot see\n\n")
+	b.WriteString("The checks read statistics views; give the console's diagnostics role `pg_monitor` " +
+		"(the `console_monitor` role has it). Without it, `wal_dir` reports `readable = false` and " +
+		"`wal.dir_size` never fires, and `replication_slots` leaves the size of pg_wal empty " +
+		"(`pg_ls_waldir()` needs it); other sessions' queries show as `<insufficient privilege>`. " +
+		"`standby_status` and `standby_conflicts` run on each standby of `STANDBY_URLS`. " +
+		"SQL cannot read free disk space: a full disk shows as `engine.errors` (SQLSTATE 53100 in " +
+		"the workers' heartbeats, critical) and WAL piling up as `wal.dir_size`. " +
+		"`checkpoint.pressure` and `replication.standby_conflicts` count increases between rounds, " +
+		"so the first round after a start has no window yet.\n")
 	b.WriteString("\n## Findings\n\nOverride a threshold with `console findings --threshold CODE=VALUE` (or the serve settings).\n\n")
 	b.WriteString("| Code | Default threshold | Runbook | Actions |\n|---|---|---|---|\n")
 	def := DefaultThresholds()

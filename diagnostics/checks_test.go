@@ -20,6 +20,8 @@ var rowTypes = map[string]any{
 	CheckArchiver: ArchiverStat{}, CheckStatementsTop: Statement{}, CheckPreparedXacts: PreparedXact{},
 	CheckXminHorizon: XminHolder{}, CheckTableVacuum: TableStat{}, CheckInvalidIndexes: InvalidIndex{},
 	CheckNotifyQueue: NotifyUsage{}, CheckConnectionUse: ConnectionGroup{}, CheckSequenceUse: SequenceUse{},
+	CheckWraparound: WraparoundAge{}, CheckIdempotencyStuck: StuckIdempotencyKey{}, CheckLongRunningJobs: LongRunningJob{},
+	CheckStandbyConflicts: StandbyConflict{}, CheckWALDir: WALDirStat{},
 }
 
 // TestCatalogEntriesAreComplete: every check has a title, a runbook step, a
@@ -82,4 +84,39 @@ func filled(row any) any {
 		}
 	}
 	return v.Interface()
+}
+
+// TestStepPanels: a runbook step shows every check that is evidence for it,
+// then the ones it borrows, each once; every step of the evidence chain
+// shows at least one panel.
+func TestStepPanels(t *testing.T) {
+	for _, step := range []string{StepWindow, StepEntry, StepActivity, StepBlocking, StepResources, StepCopy,
+		StepQueues, StepOutbox, StepReplication, StepPlans, StepMitigations, StepVerification} {
+		panels := StepPanels(step)
+		require.NotEmpty(t, panels, step)
+		seen := map[string]bool{}
+		for _, p := range panels {
+			require.False(t, seen[p], "%s shows %s twice", step, p)
+			seen[p] = true
+		}
+		own := 0
+		for _, c := range Catalog() {
+			if c.Step == step {
+				require.Equal(t, c.Name, panels[own], "%s: its own checks first, in catalog order", step)
+				own++
+			}
+			for _, also := range c.AlsoSteps {
+				require.NotEqual(t, c.Step, also, "%s borrows its own step", c.Name)
+				if also == step {
+					require.True(t, seen[c.Name], "%s borrows %s", step, c.Name)
+				}
+			}
+		}
+		require.Len(t, panels, len(seen))
+	}
+	require.Equal(t, []string{CheckConnections, CheckConnectionUse, CheckIdempotencyStuck, CheckQueueHealth, CheckWorkers}, StepPanels(StepEntry))
+	require.Contains(t, StepPanels(StepReplication), CheckStandbyConflicts)
+	require.Contains(t, StepPanels(StepQueues), CheckLongRunningJobs)
+	require.Contains(t, StepPanels(StepVerification), CheckWraparound)
+	require.Empty(t, StepPanels("rb-a"), "targeted runbooks show their steps' panels, none of their own")
 }

@@ -101,7 +101,11 @@ type Diagnostics struct {
 	// xminSeen is when a round first saw each xmin holder without an age
 	// of its own (slots, standbys) holding its current xmin.
 	xminSeen map[xminKey]time.Time
-	sampler  *Sampler
+	// checkpoints and conflicts (by standby) keep the counter reads that
+	// rounds measure checkpoint pressure and standby conflicts against.
+	checkpoints counterWindow[CheckpointerStat]
+	conflicts   map[string]*counterWindow[StandbyConflict]
+	sampler     *Sampler
 }
 
 // standbyPool is the pool of one standby of Config.StandbyURLs.
@@ -235,8 +239,8 @@ func (d *Diagnostics) readServerInfo(ctx context.Context) (Server, error) {
 	return info, nil
 }
 
-// version returns server_version_num, or 0 when the server cannot be read
-// (queries then use their newest variant and fail on their own).
+// version returns server_version_num, or 0 when ServerInfo cannot read it
+// (panels then read it in their own transaction).
 func (d *Diagnostics) version(ctx context.Context) int {
 	info, err := d.ServerInfo(ctx)
 	if err != nil {
@@ -247,12 +251,16 @@ func (d *Diagnostics) version(ctx context.Context) int {
 
 // SQL returns the exact text of the named query as it runs on this server
 // (the version variant chosen by server_version_num), for panels that show
-// operators what ran. It is empty for an unknown name or a query the server
-// is too old for.
+// operators what ran. It is empty for an unknown name, a query the server
+// is too old for, and a query with version variants while the server's
+// version is not known yet.
 func (d *Diagnostics) SQL(name string) string {
 	v := 0
 	if info, ok := d.server.Last(); ok {
 		v = info.VersionNum
+	}
+	if c, ok := CheckNamed(name); v == 0 && ok && c.variants != nil {
+		return ""
 	}
 	s, _ := SQLFor(name, v)
 	return s
@@ -510,16 +518,32 @@ func (d *Diagnostics) exec(ctx context.Context, pool *pgxpool.Pool, iso pgx.TxIs
 	return p
 }
 
-// panel runs one catalog query as a panel.
+// panel runs one catalog query as a panel, in the variant of the server's
+// version. When ServerInfo cannot tell the version (its read failed or
+// timed out), the panel's own transaction reads it first: a variant is
+// never guessed, and a server whose version cannot be read is refused.
 func panel[T any](ctx context.Context, d *Diagnostics, name string, fn func(context.Context, DBTX, int) ([]T, error)) Result[T] {
 	v := d.version(ctx)
 	r := Result[T]{Name: name}
-	r.SQL, _ = SQLFor(name, v)
-	if _, err := fileFor(name, v); err != nil {
-		r.Err = err
-		return r
+	if v != 0 {
+		r.SQL, _ = SQLFor(name, v)
+		if _, err := fileFor(name, v); err != nil {
+			r.Err = err
+			return r
+		}
 	}
 	p := d.exec(ctx, d.pool, pgx.ReadCommitted, name, func(ctx context.Context, db DBTX) error {
+		if v == 0 {
+			info, err := ServerInfo(ctx, db)
+			if err != nil {
+				return fmt.Errorf("read the server version to choose %s's query: %w", name, err)
+			}
+			v = info.VersionNum
+			r.SQL, _ = SQLFor(name, v)
+			if _, err := fileFor(name, v); err != nil {
+				return err
+			}
+		}
 		rows, err := fn(ctx, db, v)
 		r.Rows = rows
 		return err

@@ -73,8 +73,14 @@ const (
 	CodeConnections       = "connections.near_max"
 	CodeSequence          = "sequence.exhaustion"
 	CodeWorkersNoneAlive  = "workers.none_alive"
-	CodeEngineFailing     = "engine.failing"
 	CodeUnavailable       = "diagnostics.unavailable"
+	CodeWraparound        = "vacuum.wraparound"
+	CodeIdempotencyStuck  = "idempotency.stuck"
+	CodeLongRunningJob    = "jobs.long_running"
+	CodeCheckpoints       = "checkpoint.pressure"
+	CodeStandbyConflicts  = "replication.standby_conflicts"
+	CodeEngineErrors      = "engine.errors"
+	CodeWALDir            = "wal.dir_size"
 )
 
 // Round is the evidence of one Findings round: what each check returned.
@@ -101,7 +107,18 @@ type Round struct {
 	DeadLetters []DeadLetterGroup
 	Outbox      *OutboxStat
 	Workers     []Worker
-	Unavailable []Unavailable
+	Wraparound  []WraparoundAge
+	Idempotency []StuckIdempotencyKey
+	LongJobs    []LongRunningJob
+	WALDir      *WALDirStat
+	// Checkpointer is the counters this round read; Checkpoints the window
+	// they close with an earlier round's (nil until there is one).
+	Checkpointer *CheckpointerStat
+	Checkpoints  *CheckpointWindow
+	// StandbyConflicts is, for each standby read twice or more, what replay
+	// canceled there over the window.
+	StandbyConflicts []ConflictWindow
+	Unavailable      []Unavailable
 	// Timings is how long each check took, by check name.
 	Timings map[string]time.Duration
 	// Took is the wall time of the round.
@@ -262,6 +279,9 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 	if xminRead {
 		d.ageXmin(r.At, r.Xmin)
 	}
+	if r.Checkpointer != nil {
+		r.Checkpoints = d.checkpointWindow(r.At, *r.Checkpointer, t.CheckpointWindow)
+	}
 	for i := range r.Slots {
 		if r.WALRate != nil {
 			r.Slots[i].SecondsToExhaustion = SlotExhaustion(r.Slots[i].SafeWALSize, *r.WALRate)
@@ -281,6 +301,16 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 		for _, row := range res.Rows {
 			row.PrimaryLagBytes = primaryLag(primary, row)
 			r.Standbys = append(r.Standbys, row)
+		}
+		if ctx.Err() != nil {
+			continue
+		}
+		conf := d.standbyConflicts(ctx, sp)
+		r.Timings[conf.Name] = conf.Took
+		if conf.Err != nil {
+			r.Unavailable = append(r.Unavailable, unavailable(conf.Name, probe{Err: conf.Err, TimedOut: conf.TimedOut, LockedBy: conf.LockedBy}))
+		} else if w := d.conflictWindow(sp.name, r.At, conf.Rows, t.StandbyConflictWindow); w != nil {
+			r.StandbyConflicts = append(r.StandbyConflicts, *w)
 		}
 	}
 	r.Took = time.Since(start)

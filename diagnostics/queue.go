@@ -2,6 +2,7 @@ package diagnostics
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -140,19 +141,25 @@ type Worker struct {
 	// Alive is not stopped and heartbeated within the window passed to
 	// Workers.
 	Alive bool `db:"alive" json:"alive"`
-	// RecentErrors are the engine errors the worker reported in the last
-	// minute, newest last.
+	// RecentErrors are the last engine errors the worker met talking to the
+	// database (claims, acks, renewals...), newest last, as of its last
+	// heartbeat.
 	RecentErrors []queues.EngineError `db:"recent_errors" json:"recent_errors"`
 }
 
-// lastError is the newest of RecentErrors as one line ("claim 53100: could
-// not extend file ..."), or "".
-func (w Worker) lastError() string {
+// LastError is the worker's newest engine error as one line ("claim 53100:
+// could not extend file ..."), or "" when it reported none.
+func (w Worker) LastError() string {
 	if len(w.RecentErrors) == 0 {
 		return ""
 	}
 	e := w.RecentErrors[len(w.RecentErrors)-1]
-	return strings.TrimSpace(e.Op + " " + e.SQLState + ": " + e.Error)
+	return engineErrorText(e)
+}
+
+// engineErrorText renders an engine error for panels and evidence.
+func engineErrorText(e queues.EngineError) string {
+	return strings.TrimSpace(fmt.Sprintf("%s %s: %s", e.Op, e.SQLState, e.Error))
 }
 
 // Serves reports whether the worker works queue (an empty list means every

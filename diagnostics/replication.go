@@ -244,9 +244,15 @@ func (d *Diagnostics) standbyStatus(ctx context.Context, s standbyPool) Result[S
 // standbyStatusPanel is standby_status as one panel: the rows of every
 // configured standby, and the first failure.
 func (d *Diagnostics) standbyStatusPanel(ctx context.Context) PanelResult {
-	merged := PanelResult{Name: CheckStandbyStatus, SQL: d.SQL(CheckStandbyStatus)}
-	for _, r := range d.StandbyStatus(ctx) {
-		u := untyped(r)
+	return d.standbysPanel(CheckStandbyStatus, func(sp standbyPool) PanelResult { return untyped(d.standbyStatus(ctx, sp)) })
+}
+
+// standbysPanel is a query run on every standby as one panel: the rows of
+// each standby, in order, and the first failure.
+func (d *Diagnostics) standbysPanel(name string, run func(standbyPool) PanelResult) PanelResult {
+	merged := PanelResult{Name: name, SQL: d.SQL(name)}
+	for _, sp := range d.standbys {
+		u := run(sp)
 		merged.Rows = append(merged.Rows, u.Rows...)
 		merged.Took += u.Took
 		if merged.Err == nil && u.Err != nil {

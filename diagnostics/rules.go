@@ -5,8 +5,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/pgconsole/console/queues"
 )
 
 // Names of the actions findings suggest, as the actions package registers
@@ -65,7 +63,6 @@ var rules = []Rule{
 	{Code: CodeExpiredLeases, Runbook: RunbookExpiredLeases, Actions: []string{ActionLeaseExpire}, perQueue: expiredLeasesFinding},
 	{Code: CodeDeadLetters, Runbook: RunbookDeadLetters, Actions: []string{ActionDeadLettersRequeue}, perQueue: deadLettersFinding},
 	{Code: CodeWorkersNoneAlive, Runbook: StepQueues, perQueue: workersNoneAliveFinding},
-	{Code: CodeEngineFailing, Runbook: StepQueues, eval: engineFailingFindings},
 	{Code: CodeOutboxBacklog, Runbook: RunbookOutboxLag, Actions: []string{ActionRelayThrottle, ActionRelayResume}, eval: outboxBacklogFindings},
 	{Code: CodeOutboxDead, Runbook: StepOutbox, Actions: []string{ActionOutboxRequeue}, eval: outboxDeadFindings},
 	{Code: CodeReplicationLag, Runbook: RunbookReplication, eval: replicationLagFindings},
@@ -83,6 +80,13 @@ var rules = []Rule{
 	{Code: CodeNotifyQueueUsage, Runbook: RunbookNotify, eval: notifyQueueFindings},
 	{Code: CodeConnections, Runbook: RunbookPoolWait, eval: connectionFindings},
 	{Code: CodeSequence, Runbook: StepVerification, eval: sequenceFindings},
+	{Code: CodeWraparound, Runbook: StepVerification, eval: wraparoundFindings},
+	{Code: CodeIdempotencyStuck, Runbook: StepEntry, eval: idempotencyStuckFindings},
+	{Code: CodeLongRunningJob, Runbook: RunbookExpiredLeases, eval: longRunningJobFindings},
+	{Code: CodeCheckpoints, Runbook: StepResources, eval: checkpointFindings},
+	{Code: CodeStandbyConflicts, Runbook: RunbookReplication, eval: standbyConflictFindings},
+	{Code: CodeEngineErrors, Runbook: StepResources, eval: engineErrorFindings},
+	{Code: CodeWALDir, Runbook: RunbookSlotRetention, eval: walDirFindings},
 }
 
 // Rules lists the rule of every finding code, in listing order. The slice
@@ -368,61 +372,6 @@ func workersNoneAliveFinding(r Round, t Thresholds, q QueueStat) (Finding, bool)
 		Subject: map[string]any{"queue": q.Queue, "ready": q.Ready},
 		Evidence: fmt.Sprintf("%s: no worker serving %s heartbeated within %s (%d registered); %d jobs ready",
 			CheckWorkers, q.Queue, t.WorkerHeartbeat, len(r.Workers), q.Ready)}, true
-}
-
-// engineFailingFindings: workers reported engine errors in the last minute
-// (claims, acks, lease renewals, heartbeats that the database refused).
-// One finding per SQLSTATE across every worker, critical for the classes an
-// operator must fix on the server (53 insufficient resources such as a full
-// disk, 58 system error, XX internal error), a warning otherwise: the
-// engine retries, but nothing moves while they last.
-func engineFailingFindings(r Round, _ Thresholds) []Finding {
-	type group struct {
-		sqlstate string
-		errors   int
-		workers  map[string]bool
-		ops      map[string]int
-		newest   queues.EngineError
-	}
-	groups := map[string]*group{}
-	for _, w := range r.Workers {
-		for _, e := range w.RecentErrors {
-			g := groups[e.SQLState]
-			if g == nil {
-				g = &group{sqlstate: e.SQLState, workers: map[string]bool{}, ops: map[string]int{}}
-				groups[e.SQLState] = g
-			}
-			g.errors++
-			g.workers[w.ID] = true
-			g.ops[e.Op]++
-			if !e.At.Before(g.newest.At) {
-				g.newest = e
-			}
-		}
-	}
-	var out []Finding
-	for _, g := range groups {
-		sev, code := SeverityWarning, g.sqlstate
-		switch {
-		case code == "":
-			code = "no SQLSTATE"
-		case strings.HasPrefix(code, "53"), strings.HasPrefix(code, "58"), strings.HasPrefix(code, "XX"):
-			sev = SeverityCritical
-		}
-		ops := make([]string, 0, len(g.ops))
-		for op, n := range g.ops {
-			ops = append(ops, fmt.Sprintf("%s ×%d", op, n))
-		}
-		sort.Strings(ops)
-		out = append(out, Finding{Severity: sev,
-			Title: fmt.Sprintf("The engine is failing: %s %s", code, g.newest.Error),
-			Subject: map[string]any{"sqlstate": g.sqlstate, "errors": g.errors, "workers": len(g.workers),
-				"ops": strings.Join(ops, ", ")},
-			Evidence: fmt.Sprintf("%s: %d engine errors in the last minute from %d worker(s) (%s); the newest at %s",
-				CheckWorkers, g.errors, len(g.workers), strings.Join(ops, ", "), g.newest.At.UTC().Format("15:04:05Z"))})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Subject["sqlstate"].(string) < out[j].Subject["sqlstate"].(string) })
-	return out
 }
 
 // outboxBacklogFindings: the oldest undelivered event (ready now or waiting

@@ -82,37 +82,76 @@ type Thresholds struct {
 	// WorkerHeartbeat: a worker is alive when it heartbeated this recently;
 	// workers.none_alive when a queue with ready jobs has no live worker.
 	WorkerHeartbeat time.Duration
+	// Wraparound: vacuum.wraparound when a database's oldest unfrozen
+	// transaction ID or multixact has gone this fraction of the way to
+	// WraparoundLimit.
+	Wraparound float64
+	// IdempotencyStuck: idempotency.stuck when a key has been in
+	// 'processing' this long.
+	IdempotencyStuck time.Duration
+	// LongRunningJob and LongRunningJobFactor: jobs.long_running when a
+	// running job has run LongRunningJobFactor times its kind's usual run
+	// time, and at least LongRunningJob.
+	LongRunningJob       time.Duration
+	LongRunningJobFactor int64
+	// CheckpointRequested and CheckpointWindow: checkpoint.pressure when
+	// this fraction of the checkpoints of the last window (at least two)
+	// were requested rather than timed.
+	CheckpointRequested float64
+	CheckpointWindow    time.Duration
+	// StandbyConflicts and StandbyConflictWindow:
+	// replication.standby_conflicts when replay canceled this many queries
+	// on a standby within the window.
+	StandbyConflicts      int64
+	StandbyConflictWindow time.Duration
+	// EngineErrorWindow: engine.errors when a worker's heartbeat reports an
+	// engine error (a failed claim, ack or renewal) this recent.
+	EngineErrorWindow time.Duration
+	// WALDirFactor: wal.dir_size when pg_wal takes this many times what
+	// the server keeps there by its settings (the larger of max_wal_size
+	// and wal_keep_size).
+	WALDirFactor int64
 }
 
 // DefaultThresholds returns the thresholds used when none are configured.
 func DefaultThresholds() Thresholds {
 	return Thresholds{
-		RootBlockerWait:      5 * time.Second,
-		IdleInTransaction:    60 * time.Second,
-		LongRunningTx:        5 * time.Minute,
-		QueueBacklogAge:      5 * time.Minute,
-		QueueBacklogReady:    0,
-		ExpiredLeases:        1,
-		DeadLetters:          10,
-		DeadLetterWindow:     15 * time.Minute,
-		OutboxBacklogAge:     5 * time.Minute,
-		OutboxBacklogPending: 0,
-		OutboxDead:           1,
-		ReplicationLagBytes:  64 << 20,
-		ReplicationLagTime:   60 * time.Second,
-		SlotRetentionBytes:   1 << 30,
-		SlotExhaustion:       time.Hour,
-		SlotInactive:         0,
-		WALRate:              100 << 20,
-		ArchiverBacklog:      16,
-		PreparedXactAge:      5 * time.Minute,
-		XminHorizonAge:       30 * time.Minute,
-		XminHorizonXIDs:      50_000_000,
-		DeadTuples:           100_000,
-		NotifyQueueUsage:     0.5,
-		WorkerHeartbeat:      60 * time.Second,
-		Connections:          0.8,
-		Sequence:             0.75,
+		RootBlockerWait:       5 * time.Second,
+		IdleInTransaction:     60 * time.Second,
+		LongRunningTx:         5 * time.Minute,
+		QueueBacklogAge:       5 * time.Minute,
+		QueueBacklogReady:     0,
+		ExpiredLeases:         1,
+		DeadLetters:           10,
+		DeadLetterWindow:      15 * time.Minute,
+		OutboxBacklogAge:      5 * time.Minute,
+		OutboxBacklogPending:  0,
+		OutboxDead:            1,
+		ReplicationLagBytes:   64 << 20,
+		ReplicationLagTime:    60 * time.Second,
+		SlotRetentionBytes:    1 << 30,
+		SlotExhaustion:        time.Hour,
+		SlotInactive:          0,
+		WALRate:               100 << 20,
+		ArchiverBacklog:       16,
+		PreparedXactAge:       5 * time.Minute,
+		XminHorizonAge:        30 * time.Minute,
+		XminHorizonXIDs:       50_000_000,
+		DeadTuples:            100_000,
+		NotifyQueueUsage:      0.5,
+		WorkerHeartbeat:       60 * time.Second,
+		Connections:           0.8,
+		Sequence:              0.75,
+		Wraparound:            0.25,
+		IdempotencyStuck:      10 * time.Minute,
+		LongRunningJob:        5 * time.Minute,
+		LongRunningJobFactor:  5,
+		CheckpointRequested:   0.5,
+		CheckpointWindow:      15 * time.Minute,
+		StandbyConflicts:      1,
+		StandbyConflictWindow: 15 * time.Minute,
+		EngineErrorWindow:     2 * time.Minute,
+		WALDirFactor:          2,
 	}
 }
 
@@ -170,6 +209,13 @@ var thresholdSettings = map[string][]thresholdSetting{
 	CodeConnections:       {{kind: kindFraction, flt: func(t *Thresholds) *float64 { return &t.Connections }}},
 	CodeSequence:          {{kind: kindFraction, flt: func(t *Thresholds) *float64 { return &t.Sequence }}},
 	CodeWorkersNoneAlive:  {durSetting(func(t *Thresholds) *time.Duration { return &t.WorkerHeartbeat })},
+	CodeWraparound:        {{kind: kindFraction, flt: func(t *Thresholds) *float64 { return &t.Wraparound }}},
+	CodeIdempotencyStuck:  {durSetting(func(t *Thresholds) *time.Duration { return &t.IdempotencyStuck })},
+	CodeLongRunningJob:    {durSetting(func(t *Thresholds) *time.Duration { return &t.LongRunningJob }), countSetting(func(t *Thresholds) *int64 { return &t.LongRunningJobFactor })},
+	CodeCheckpoints:       {{kind: kindFraction, flt: func(t *Thresholds) *float64 { return &t.CheckpointRequested }}, durSetting(func(t *Thresholds) *time.Duration { return &t.CheckpointWindow })},
+	CodeStandbyConflicts:  {countSetting(func(t *Thresholds) *int64 { return &t.StandbyConflicts }), durSetting(func(t *Thresholds) *time.Duration { return &t.StandbyConflictWindow })},
+	CodeEngineErrors:      {durSetting(func(t *Thresholds) *time.Duration { return &t.EngineErrorWindow })},
+	CodeWALDir:            {countSetting(func(t *Thresholds) *int64 { return &t.WALDirFactor })},
 }
 
 // ThresholdCodes lists the codes Set accepts, sorted.

@@ -107,6 +107,10 @@ type CheckpointerStat struct {
 	BuffersAlloc         int64      `db:"buffers_alloc" json:"buffers_alloc"`
 	StatsReset           *time.Time `db:"stats_reset" json:"stats_reset"`
 	BgwriterStatsReset   *time.Time `db:"bgwriter_stats_reset" json:"bgwriter_stats_reset"`
+	// MaxWALSize (bytes) and CheckpointTimeout (seconds) are the settings
+	// that request a checkpoint or time one.
+	MaxWALSize        int64   `db:"max_wal_size" json:"max_wal_size"`
+	CheckpointTimeout float64 `db:"checkpoint_timeout" json:"checkpoint_timeout"`
 }
 
 // Checkpointer reads the checkpoint and background-writer counters
@@ -145,4 +149,30 @@ func CopyProgress(ctx context.Context, db DBTX, version int) ([]CopyRun, error) 
 // CopyProgress runs copy_progress.sql (or its version variant) as a panel.
 func (d *Diagnostics) CopyProgress(ctx context.Context) Result[CopyRun] {
 	return panel(ctx, d, CheckCopyProgress, CopyProgress)
+}
+
+// WALDirStat is the size of pg_wal and the settings that bound what the
+// server keeps there.
+type WALDirStat struct {
+	// Readable is false when the role may not list pg_wal (it needs
+	// pg_monitor); Bytes and Segments are nil then.
+	Readable    bool   `db:"readable" json:"readable"`
+	Bytes       *int64 `db:"wal_bytes" json:"wal_bytes"`
+	Segments    *int64 `db:"segments" json:"segments"`
+	MaxWALSize  int64  `db:"max_wal_size" json:"max_wal_size"`
+	WALKeepSize int64  `db:"wal_keep_size" json:"wal_keep_size"`
+}
+
+// Expected is what pg_wal holds when nothing retains WAL: the larger of
+// max_wal_size and wal_keep_size.
+func (w WALDirStat) Expected() int64 { return max(w.MaxWALSize, w.WALKeepSize) }
+
+// WALDir reads the size of pg_wal (wal_dir.sql).
+func WALDir(ctx context.Context, db DBTX) (WALDirStat, error) {
+	return collectOne[WALDirStat](ctx, db, CheckWALDir, 0)
+}
+
+// WALDir runs wal_dir.sql as a panel.
+func (d *Diagnostics) WALDir(ctx context.Context) Result[WALDirStat] {
+	return panel(ctx, d, CheckWALDir, one(WALDir))
 }

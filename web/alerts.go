@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
 )
 
@@ -198,13 +199,11 @@ func alertPanels(runbookURL string) []string {
 	}
 	slug := path.Base(u.Path)
 	var panels []string
-	if i, ok := runbookStepBySlug(slug); ok {
-		panels = runbookSteps[i].Panels
+	if _, ok := runbookStepBySlug(slug); ok {
+		panels = diagnostics.StepPanels(slug)
 	} else if tgt, ok := runbookTargetBySlug(slug); ok {
 		for _, st := range tgt.Steps {
-			if i, ok := runbookStepBySlug(st); ok {
-				panels = append(panels, runbookSteps[i].Panels...)
-			}
+			panels = append(panels, diagnostics.StepPanels(st)...)
 		}
 	}
 	var out []string

@@ -85,6 +85,7 @@ func TestBrowserMainPages(t *testing.T) {
 		{path: "/", testid: "findings", texts: []string{"Queue emails-eu: 12 jobs died", `"smtp.timeout"`}},
 		{path: "/runbook", testid: "runbook-steps", texts: []string{"Build the blocking chain and find the root blocker", "Dead-letter spike"}},
 		{path: "/runbook/queues", testid: "runbook-step-queues", texts: []string{"emails-eu", "smtp.timeout", "w-seeded-1"}},
+		{path: "/runbook/verification", testid: "runbook-step-verification", texts: []string{"Transaction ID and multixact wraparound", "Sequences closest to their limit"}},
 		{path: "/runbook/rb-g", testid: "runbook-rb-g", texts: []string{"Group by error class first."}},
 		{path: "/incidents", testid: "incident-open-form", texts: []string{"replica lag after the Tuesday deploy"}},
 		{path: "/queues", testid: "queues", texts: []string{"emails-eu"}},

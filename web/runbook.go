@@ -54,7 +54,7 @@ func runbookStepModel(i int, role string) views.RunbookStep {
 		LookFor: st.LookFor, Traps: st.Traps, Steps: stepLinks(st.Slug),
 		Actions: actionLinks(st.Actions, role, nil),
 	}
-	m.Panels = panelSlots(st.Panels)
+	m.Panels = panelSlots(diagnostics.StepPanels(st.Slug))
 	links := stepLinks(st.Slug)
 	if i > 0 {
 		m.Prev = &links[i-1]

@@ -7,7 +7,8 @@ import "github.com/pgconsole/console/diagnostics"
 // runbooks for the failures a queue on PostgreSQL runs into. Each step names
 // the diagnostics panels that are its live evidence and the actions that fit
 // it; the panels' SQL is shown next to their results. Slugs of pages that
-// checks and findings link to are diagnostics' constants.
+// checks and findings link to are diagnostics' constants, and the panels a
+// step shows come from the catalog (diagnostics.StepPanels).
 
 // runbookStep is one step of the evidence chain.
 type runbookStep struct {
@@ -17,7 +18,6 @@ type runbookStep struct {
 	Purpose string
 	LookFor []string
 	Traps   []string
-	Panels  []string // diagnostics panel names, in display order
 	Actions []string // action names that fit this step
 	Safety  string   // the step's own risk: "safe", "safe for reads" or "decide"
 }
@@ -48,7 +48,6 @@ var runbookSteps = []runbookStep{
 		Traps: []string{
 			"\"The database is slow\" is not a symptom: the entry point may be the application queue, the pool, locks, WAL, vacuum, storage, replication or the broker.",
 		},
-		Panels:  []string{diagnostics.CheckServerInfo, diagnostics.CheckConnections},
 		Actions: nil,
 	},
 	{
@@ -64,7 +63,6 @@ var runbookSteps = []runbookStep{
 			"Cumulative acquire durations are not the current p99; take deltas.",
 			"Do not just enlarge the pool: that moves the queue into the database.",
 		},
-		Panels:  []string{diagnostics.CheckQueueHealth, diagnostics.CheckConnections, diagnostics.CheckWorkers},
 		Actions: []string{"queue.throttle", "queue.pause"},
 	},
 	{
@@ -81,7 +79,6 @@ var runbookSteps = []runbookStep{
 			"A long transaction can have an idle statement: query age alone misses it; read xact_start.",
 			"A wait event is a symptom at sampling time, not the root cause.",
 		},
-		Panels:  []string{diagnostics.CheckActivity, diagnostics.CheckIdleInTransaction},
 		Actions: []string{"backend.cancel"},
 	},
 	{
@@ -97,7 +94,6 @@ var runbookSteps = []runbookStep{
 			"Cancelling the root often promotes the next transaction in the chain to root: look again after acting.",
 			"pg_terminate_backend rolls back the whole transaction and can cause retry storms and commit-unknowns (high risk).",
 		},
-		Panels:  []string{diagnostics.CheckBlockingTree, diagnostics.CheckLockWaits},
 		Actions: []string{"backend.cancel", "backend.terminate"},
 	},
 	{
@@ -113,7 +109,6 @@ var runbookSteps = []runbookStep{
 			"pg_stat_io time columns depend on track_io_timing; some context combinations are NULL.",
 			"Check stats_reset before trusting a delta.",
 		},
-		Panels:  []string{diagnostics.CheckWALStats, diagnostics.CheckWALPosition, diagnostics.CheckIOStats, diagnostics.CheckCheckpointer},
 		Actions: []string{"queue.throttle"},
 	},
 	{
@@ -126,7 +121,6 @@ var runbookSteps = []runbookStep{
 		Traps: []string{
 			"A failed COPY leaves dead tuples whose space does not come back at once: schedule a normal VACUUM later; never VACUUM FULL during an incident.",
 		},
-		Panels:  []string{diagnostics.CheckCopyProgress, diagnostics.CheckActivity},
 		Actions: []string{"queue.throttle", "queue.pause"},
 	},
 	{
@@ -143,7 +137,6 @@ var runbookSteps = []runbookStep{
 			"Looking only at the lease owner accepts stale acks: the generation fences them.",
 			"Classify a dead-letter spike before replaying it; never replay poison messages in bulk.",
 		},
-		Panels:  []string{diagnostics.CheckQueueHealth, diagnostics.CheckDeadLetters, diagnostics.CheckWorkers},
 		Actions: []string{"deadletters.requeue", "lease.expire", "queue.pause", "queue.resume", "queue.throttle"},
 	},
 	{
@@ -158,7 +151,6 @@ var runbookSteps = []runbookStep{
 			"Pausing the relay only grows the backlog; if the relay overloads the database, lower its batch and rate first.",
 			"Never delete outbox rows (extremely high risk).",
 		},
-		Panels:  []string{diagnostics.CheckOutboxHealth},
 		Actions: []string{"relay.throttle", "relay.pause", "relay.resume", "outbox.requeue"},
 	},
 	{
@@ -175,7 +167,6 @@ var runbookSteps = []runbookStep{
 			"Dropping a slot to free space loses the consumer's position (dangerous).",
 			"Adding connections speeds up WAL-disk exhaustion.",
 		},
-		Panels:  []string{diagnostics.CheckReplication, diagnostics.CheckStandbyStatus, diagnostics.CheckReplicationSlots, diagnostics.CheckArchiver},
 		Actions: []string{"queue.throttle", "relay.throttle"},
 	},
 	{
@@ -189,7 +180,6 @@ var runbookSteps = []runbookStep{
 		Traps: []string{
 			"EXPLAIN ANALYZE on a write really writes: run it in a rolled-back transaction or on a copy.",
 		},
-		Panels:  []string{diagnostics.CheckStatementsTop, diagnostics.CheckInvalidIndexes, diagnostics.CheckTableVacuum},
 		Actions: nil,
 	},
 	{
@@ -206,7 +196,6 @@ var runbookSteps = []runbookStep{
 			"VACUUM FULL, plain REINDEX, restarting the primary: extremely high; never a first response. The console offers none of them.",
 			"Deleting outbox or job rows or prepared transactions: extremely high; may lose business facts for good.",
 		},
-		Panels:  []string{diagnostics.CheckBlockingTree, diagnostics.CheckQueueHealth},
 		Actions: []string{"queue.throttle", "queue.pause", "relay.throttle", "relay.pause", "backend.cancel", "backend.terminate"},
 	},
 	{
@@ -221,7 +210,6 @@ var runbookSteps = []runbookStep{
 		Traps: []string{
 			"\"Too much traffic\" is not a root cause: name a verifiable mechanism.",
 		},
-		Panels:  []string{diagnostics.CheckQueueHealth, diagnostics.CheckOutboxHealth, diagnostics.CheckPreparedXacts, diagnostics.CheckXminHorizon, diagnostics.CheckNotifyQueue},
 		Actions: nil,
 	},
 }

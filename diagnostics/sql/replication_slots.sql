@@ -9,12 +9,17 @@ WITH cur AS (
 ),
 -- With max_slot_wal_keep_size = -1 nothing caps what a slot retains: the
 -- limit is the WAL disk, so the size of pg_wal is evidence (NULL when the
--- role may not list it: it needs pg_monitor).
+-- role may not list it: it needs pg_monitor). The listing runs through
+-- query_to_xml, planned only when allowed: a function named in the
+-- statement is checked for EXECUTE when it starts, even in a CASE branch
+-- never taken.
 wal AS (
     SELECT (SELECT CASE WHEN setting::int8 < 0 THEN -1 ELSE setting::int8 * 1048576 END
             FROM pg_settings WHERE name = 'max_slot_wal_keep_size')       AS keep_bytes,
            CASE WHEN has_function_privilege('pg_ls_waldir()', 'EXECUTE')
-                THEN (SELECT sum(f.size) FROM pg_ls_waldir() AS f) END::int8 AS pg_wal_bytes
+                THEN (xpath('/row/b/text()',
+                            query_to_xml('SELECT sum(size) AS b FROM pg_ls_waldir()', false, true, '')))[1]::text
+           END::int8 AS pg_wal_bytes
 )
 SELECT s.slot_name::text,
        coalesce(s.plugin::text, '')                               AS plugin,

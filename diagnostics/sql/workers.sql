@@ -1,7 +1,7 @@
 -- Workers: engine processes registered in the workers table with their
--- heartbeat age and in-flight jobs; alive means not stopped and heartbeated
--- within $1 seconds (runbook step 7). recent_errors are the engine errors
--- the worker reported (newest last) that are less than a minute old. Small
+-- heartbeat age, in-flight jobs and the last engine errors each reported in
+-- its heartbeat (a claim or ack that failed, with its SQLSTATE); alive means
+-- not stopped and heartbeated within $1 seconds (runbook step 7). Small
 -- table; takes ACCESS SHARE on workers.
 SELECT id,
        host,
@@ -13,12 +13,10 @@ SELECT id,
        started_at,
        last_seen_at,
        stopped_at,
+       recent_errors,
        extract(epoch FROM clock_timestamp() - last_seen_at)::float8              AS last_seen_seconds,
        (stopped_at IS NULL
-        AND last_seen_at > clock_timestamp() - make_interval(secs => $1))        AS alive,
-       (SELECT coalesce(jsonb_agg(e ORDER BY e ->> 'at'), '[]'::jsonb)
-        FROM jsonb_array_elements(recent_errors) AS e
-        WHERE (e ->> 'at')::timestamptz > clock_timestamp() - interval '1 minute') AS recent_errors
+        AND last_seen_at > clock_timestamp() - make_interval(secs => $1))        AS alive
 FROM workers
 ORDER BY last_seen_at DESC
 LIMIT 1000
