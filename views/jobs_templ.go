@@ -27,7 +27,7 @@ func JobsBody(m JobsPage) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"pagehead\" data-testid=\"jobs\"><h1>Jobs</h1><span class=\"sub\">newest first; press / to filter</span></div><form class=\"filters panel\" method=\"get\" action=\"/jobs\" data-testid=\"job-filters\"><div class=\"field\"><label for=\"f-queue\">Queue</label> <input id=\"f-queue\" name=\"queue\" value=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"pagehead\" data-testid=\"jobs\"><h1>Jobs</h1><span class=\"sub\">newest first; press f to filter</span></div><form class=\"filters panel\" method=\"get\" action=\"/jobs\" data-testid=\"job-filters\"><div class=\"field\"><label for=\"f-queue\">Queue</label> <input id=\"f-queue\" name=\"queue\" value=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -135,7 +135,7 @@ func JobsBody(m JobsPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, "\" placeholder=\"2006-01-02 15:04\" size=\"18\"></div><div class=\"field\"><label for=\"f-until\">Created until (UTC)</label> <input id=\"f-until\" name=\"created_until\" value=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, "\" placeholder=\"YYYY-MM-DD HH:MM\" size=\"18\"></div><div class=\"field\"><label for=\"f-until\">Created until (UTC)</label> <input id=\"f-until\" name=\"created_until\" value=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -148,7 +148,7 @@ func JobsBody(m JobsPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "\" placeholder=\"2006-01-02 15:04\" size=\"18\"></div><div class=\"field\"><label for=\"f-id\">Job id</label> <input id=\"f-id\" name=\"id\" inputmode=\"numeric\" size=\"10\" class=\"mono\"></div><button class=\"btn primary\" type=\"submit\" data-testid=\"job-filter-submit\">Filter</button> <a class=\"btn\" href=\"/jobs\">Clear</a></form>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "\" placeholder=\"YYYY-MM-DD HH:MM\" size=\"18\"></div><div class=\"field\"><label for=\"f-id\">Job id</label> <input id=\"f-id\" name=\"id\" inputmode=\"numeric\" size=\"10\" class=\"mono\"></div><button class=\"btn primary\" type=\"submit\" data-testid=\"job-filter-submit\">Filter</button> <a class=\"btn\" href=\"/jobs\">Clear</a></form>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
