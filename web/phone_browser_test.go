@@ -52,7 +52,7 @@ func waitLeft(t *testing.T, b context.Context, path string) string {
 	deadline := time.Now().Add(browser.StepTimeout)
 	for {
 		sctx, cancel := context.WithTimeout(b, 2*time.Second)
-		url, err := chromedp.Run(sctx, chromedp.Evaluate[string](`document.readyState === "complete" && !location.pathname.startsWith(` + strconv.Quote(path) + `) ? location.href : ""`))
+		url, err := chromedp.Run(sctx, chromedp.Evaluate[string](`document.readyState === "complete" && !location.pathname.startsWith(`+strconv.Quote(path)+`) ? location.href : ""`))
 		cancel()
 		if err == nil && url != "" {
 			return url
