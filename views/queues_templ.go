@@ -218,7 +218,7 @@ func Facts(fs []Fact) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			if f.Title != "" {
+			if f.Title != "" && f.TS == "" {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, " title=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
