@@ -226,7 +226,7 @@ func HistoryBody(m HistoryPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "\" size=\"22\" placeholder=\"2026-12-03T03:00:00Z\"></div><div class=\"field\"><label for=\"to\">To (UTC)</label><input id=\"to\" name=\"to\" value=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "\" size=\"22\" placeholder=\"YYYY-MM-DDTHH:MM:SSZ\"></div><div class=\"field\"><label for=\"to\">To (UTC)</label><input id=\"to\" name=\"to\" value=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -239,7 +239,7 @@ func HistoryBody(m HistoryPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "\" size=\"22\" placeholder=\"2026-12-03T04:00:00Z\"></div><div class=\"field\"><label for=\"at\">Show (UTC)</label><input id=\"at\" name=\"at\" value=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "\" size=\"22\" placeholder=\"YYYY-MM-DDTHH:MM:SSZ\"></div><div class=\"field\"><label for=\"at\">Show (UTC)</label><input id=\"at\" name=\"at\" value=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -252,7 +252,7 @@ func HistoryBody(m HistoryPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "\" size=\"22\" placeholder=\"2026-12-03T03:12:40Z\" data-testid=\"history-at\"></div><button class=\"btn\" type=\"submit\">Show</button></form><h3>Lock chains recorded in this window</h3>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "\" size=\"22\" placeholder=\"YYYY-MM-DDTHH:MM:SSZ\" data-testid=\"history-at\"></div><button class=\"btn\" type=\"submit\">Show</button></form><h3>Lock chains recorded in this window</h3>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

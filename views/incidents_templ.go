@@ -93,7 +93,7 @@ func IncidentListBody(m IncidentList) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "\" size=\"40\" placeholder=\"POST /orders p99 8s, 4.7% errors\"></div><div class=\"field\"><label for=\"slo\">SLO</label><input id=\"slo\" name=\"slo\" value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "\" size=\"40\" placeholder=\"e.g. POST /orders p99 8s, 4.7% errors\"></div><div class=\"field\"><label for=\"slo\">SLO</label><input id=\"slo\" name=\"slo\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -106,7 +106,7 @@ func IncidentListBody(m IncidentList) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, "\" size=\"24\" placeholder=\"p99 < 300ms\"></div><div class=\"field\"><label for=\"started\">Started (UTC, optional)</label><input id=\"started\" name=\"started\" placeholder=\"2026-12-02T14:03:00Z\" size=\"22\"></div><button class=\"btn primary\" type=\"submit\" data-testid=\"incident-open\">Open incident</button></div></form>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, "\" size=\"24\" placeholder=\"e.g. p99 < 300ms\"></div><div class=\"field\"><label for=\"started\">Started (UTC, optional)</label><input id=\"started\" name=\"started\" placeholder=\"YYYY-MM-DDTHH:MM:SSZ; empty means now\" size=\"22\"></div><button class=\"btn primary\" type=\"submit\" data-testid=\"incident-open\">Open incident</button></div></form>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -18,6 +18,7 @@ type Chrome struct {
 	JS       string
 	HTMX     string
 	Favicon  string
+	Theme    string // the script that applies the saved theme before the page paints
 }
 
 // NavGroup is one heading of the left navigation.
@@ -33,8 +34,41 @@ type NavItem struct {
 	Active bool
 }
 
-// IncidentPill shows the open incident in the top bar.
+// IncidentPill shows the open incident in the top bar: its title, how long
+// it has been open, and a link to its timeline.
 type IncidentPill struct {
-	Title string
-	Href  string
+	Title  string
+	Href   string
+	Opened Age
+}
+
+// Shortcut is one keyboard shortcut of the help dialog. Key is what to
+// press, space separated for a sequence ("g o"); Href, when set, is where
+// the sequence goes (app.js reads it from the dialog).
+type Shortcut struct {
+	Key  string
+	What string
+	Href string
+}
+
+// Shortcuts is every keyboard shortcut app.js handles, in the order the
+// help dialog lists them.
+var Shortcuts = []Shortcut{
+	{Key: "/", What: "Jump to a job id, queue, pid or incident"},
+	{Key: "f", What: "Focus this page's filter box"},
+	{Key: "?", What: "Show these shortcuts"},
+	{Key: "m", What: "Open or close the menu (on a phone)"},
+	{Key: "t", What: "Switch the theme: system, dark, light"},
+	{Key: "Esc", What: "Close this dialog or the menu; leave a field"},
+	{Key: "g o", What: "Go to the overview", Href: "/"},
+	{Key: "g r", What: "Go to the runbook", Href: "/runbook"},
+	{Key: "g b", What: "Go to the blocking step of the runbook", Href: "/runbook/blocking"},
+	{Key: "g i", What: "Go to the incidents", Href: "/incidents"},
+	{Key: "g q", What: "Go to the queues", Href: "/queues"},
+	{Key: "g j", What: "Go to the jobs", Href: "/jobs"},
+	{Key: "g d", What: "Go to the dead letters", Href: "/deadletters"},
+	{Key: "g w", What: "Go to the workers", Href: "/workers"},
+	{Key: "g l", What: "Go to activity and locks", Href: "/database/activity"},
+	{Key: "g x", What: "Go to the actions", Href: "/actions"},
+	{Key: "g a", What: "Go to the audit log", Href: "/audit"},
 }

@@ -3,6 +3,8 @@ package views
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
+	"time"
 )
 
 // csrfHeader is the hx-headers value that makes every htmx request carry the
@@ -69,4 +71,18 @@ func orText(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// shortcutKeys splits a shortcut into the keys pressed one after another.
+func shortcutKeys(key string) []string { return strings.Fields(key) }
+
+// hoverTime is the absolute time shown on hover next to every relative
+// time: "2026-12-03 06:57:26 UTC". A value that is not RFC 3339 is shown
+// as it is.
+func hoverTime(rfc3339 string) string {
+	t, err := time.Parse(time.RFC3339, rfc3339)
+	if err != nil {
+		return rfc3339
+	}
+	return t.UTC().Format("2006-01-02 15:04:05") + " UTC"
 }

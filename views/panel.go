@@ -67,3 +67,28 @@ type PanelSlot struct {
 	Title string
 	URL   string
 }
+
+// HasActions reports whether a row offers an action. Such tables become one
+// card per row on a phone, so the buttons are never scrolled out of sight.
+func (p Panel) HasActions() bool {
+	for _, row := range p.Rows {
+		for _, c := range row {
+			if len(c.Actions) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// column is the i-th column, or a blank one for a row longer than the
+// header.
+func (p Panel) column(i int) Column {
+	if i < len(p.Columns) {
+		return p.Columns[i]
+	}
+	return Column{}
+}
+
+// blank reports a cell with nothing to show, which a card leaves out.
+func (c Cell) blank() bool { return c.Text == "" && c.Sev == "" && len(c.Actions) == 0 }

@@ -116,7 +116,7 @@ func ageCell(t *time.Time, now time.Time) views.Cell {
 	if a.UTC == "" {
 		return views.Cell{Text: a.Text}
 	}
-	return views.Cell{Text: strings.TrimSuffix(a.Text, " ago"), Title: a.UTC, TS: a.UTC}
+	return views.Cell{Text: a.Text, TS: a.UTC}
 }
 
 // utc formats a time for display and JSON.

@@ -59,8 +59,8 @@ func panelView(ck diagnostics.Check, r diagnostics.PanelResult, role string, now
 // blockingPanel draws the chain as a tree, root first, with the next step on
 // the root.
 func blockingPanel(p views.Panel, r diagnostics.PanelResult, role string, now time.Time) views.Panel {
-	p.Columns = []views.Column{{Label: "pid"}, {Label: "state"}, {Label: "waits on"}, {Label: "blocks", Num: true, Hint: "backends waiting behind it, directly or not"},
-		{Label: "waiting", Num: true}, {Label: "transaction age", Num: true}, {Label: "application"}, {Label: "job"}, {Label: "query"}, {Label: "next step"}}
+	p.Columns = []views.Column{{Label: "PID"}, {Label: "State"}, {Label: "Waits on"}, {Label: "Blocks", Num: true, Hint: "backends waiting behind it, directly or not"},
+		{Label: "Waiting", Num: true}, {Label: "Transaction age", Num: true}, {Label: "Application"}, {Label: "Job"}, {Label: "Query"}, {Label: "Next step"}}
 	for _, row := range r.Rows {
 		n, ok := row.(diagnostics.BlockingNode)
 		if !ok {
@@ -102,7 +102,7 @@ func table(columns []diagnostics.Column, rows []any, now time.Time) ([]views.Col
 	}
 	cols := make([]views.Column, len(columns))
 	for i, c := range columns {
-		cols[i] = views.Column{Label: columnLabel(c.Name), Num: c.Format.Numeric()}
+		cols[i] = views.Column{Label: views.ColumnLabel(c.Name), Num: c.Format.Numeric()}
 	}
 	out := make([][]views.Cell, len(rows))
 	for i, row := range rows {
@@ -255,13 +255,4 @@ func (s *Server) panel(c echo.Context) error {
 		v.CSRF = csrfToken(c)
 	}
 	return s.render(c, page{Title: check.Title, Model: v, Body: views.PanelView(v)})
-}
-
-// columnLabel turns a json field name into a heading; the unit suffixes go,
-// since the values carry their unit ("4m12s", "1.5 MiB").
-func columnLabel(name string) string {
-	for _, suffix := range []string{"_seconds", "_bytes"} {
-		name = strings.TrimSuffix(name, suffix)
-	}
-	return strings.ReplaceAll(name, "_", " ")
 }

@@ -2,6 +2,8 @@ package web
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
+	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/static"
 	"github.com/pgconsole/console/views"
 )
@@ -80,12 +83,41 @@ func (s *Server) chrome(c echo.Context, title, active string) views.Chrome {
 		JS:       static.Path("app.js"),
 		HTMX:     static.Path(static.HTMX),
 		Favicon:  static.Path("favicon.svg"),
+		Theme:    static.Path("theme.js"),
 	}
 	if p, ok := principalFrom(c); ok {
 		ch.User, ch.UserRole = p.Name, p.Role
 		ch.Nav = navFor(active, p.Role)
 		info := s.databaseInfo(c.Request().Context())
 		ch.DBServer, ch.DBRole = info.server, info.role
+		ch.Incident = s.incidentPill(c.Request().Context())
 	}
 	return ch
+}
+
+// incidentPillWait bounds how long a page waits for the open-incident
+// lookup (cached for openIncidentMaxAge); a database that does not answer
+// in time costs the page the pill, never its load.
+const incidentPillWait = 300 * time.Millisecond
+
+// incidentPill is the top bar's link to the open incident, or nil when
+// there is none or the database cannot say.
+func (s *Server) incidentPill(ctx context.Context) *views.IncidentPill {
+	ctx, cancel := context.WithTimeout(ctx, incidentPillWait)
+	defer cancel()
+	inc := s.openIncident(ctx)
+	if inc == nil {
+		return nil
+	}
+	return incidentPillView(*inc, time.Now())
+}
+
+// incidentPillView maps an open incident to its pill: number and title,
+// and how long ago its window started.
+func incidentPillView(inc audit.Incident, now time.Time) *views.IncidentPill {
+	return &views.IncidentPill{
+		Title:  fmt.Sprintf("Incident #%d: %s", inc.ID, inc.Title),
+		Href:   fmt.Sprintf("/incidents/%d", inc.ID),
+		Opened: age(inc.WindowStart, now),
+	}
 }

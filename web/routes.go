@@ -43,6 +43,7 @@ func (s *Server) routes() {
 	viewer.GET("/incidents", s.incidentList)
 	viewer.GET("/incidents/:id", s.incidentPage)
 	viewer.GET("/incidents/:id/export.md", s.incidentExport)
+	viewer.GET("/jump", s.jump)
 	viewer.GET("/history", s.historyPage)
 	viewer.GET("/api/v1/history", s.historyAPI)
 	// Alertmanager's webhook: operator API tokens only (alertsWebhook).

@@ -1,0 +1,293 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/audit"
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/browser"
+	"github.com/pgconsole/console/views"
+)
+
+// signIn signs in through the form and waits for the overview.
+func signIn(t *testing.T, b context.Context, base, user string) {
+	t.Helper()
+	browser.Do(t, b,
+		chromedp.Navigate(base+"/login"),
+		chromedp.SendKeys(css(`#name`), user),
+		chromedp.SendKeys(css(`#password`), testPassword),
+		chromedp.Click(css(`[data-testid="login-submit"]`)),
+		chromedp.WaitVisible(css(`[data-testid="findings"]`)),
+	)
+}
+
+// overflowJS names the elements that stick out of the page's width (those
+// inside a box that scrolls on its own do not count), or "" when the page
+// does not scroll sideways.
+const overflowJS = `(() => {
+	const w = innerWidth;
+	if (document.documentElement.scrollWidth <= w) return "";
+	const scrolls = el => { for (let p = el.parentElement; p; p = p.parentElement) {
+		const o = getComputedStyle(p).overflowX; if (o === "auto" || o === "scroll" || o === "hidden") return true; } return false; };
+	const out = [...document.querySelectorAll("body *")].filter(el => el.getBoundingClientRect().right > w + 1 && !scrolls(el))
+		.slice(0, 4).map(el => el.tagName.toLowerCase() + (el.className ? "." + String(el.className).split(" ").join(".") : "") +
+			" right=" + Math.round(el.getBoundingClientRect().right));
+	return "scrollWidth " + document.documentElement.scrollWidth + " > innerWidth " + w + ": " + out.join(", ");
+})()`
+
+// waitLeft waits until the tab has left the page at path and the next one
+// has loaded, and returns its URL. Evaluations fail while the tab
+// navigates; they are retried until the step deadline.
+func waitLeft(t *testing.T, b context.Context, path string) string {
+	t.Helper()
+	deadline := time.Now().Add(browser.StepTimeout)
+	for {
+		sctx, cancel := context.WithTimeout(b, 2*time.Second)
+		url, err := chromedp.Run(sctx, chromedp.Evaluate[string](`document.readyState === "complete" && !location.pathname.startsWith(`+strconv.Quote(path)+`) ? location.href : ""`))
+		cancel()
+		if err == nil && url != "" {
+			return url
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tab did not leave %s (last error: %v)", path, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// requireNoPageOverflow fails when the page scrolls sideways.
+func requireNoPageOverflow(t *testing.T, b context.Context, what string) {
+	t.Helper()
+	require.Empty(t, browser.Get(t, b, chromedp.Evaluate[string](overflowJS)), "%s scrolls sideways", what)
+}
+
+// requireInView fails unless the element is shown whole within the
+// viewport's width.
+func requireInView(t *testing.T, b context.Context, sel, what string) {
+	t.Helper()
+	box := browser.Get(t, b, chromedp.Evaluate[string](fmt.Sprintf(`(() => { const el = document.querySelector(%q);
+		if (!el) return "missing"; const r = el.getBoundingClientRect();
+		if (r.width === 0 || r.height === 0) return "not shown";
+		return r.left >= 0 && r.right <= innerWidth + 0.5 ? "" : "from " + Math.round(r.left) + " to " + Math.round(r.right) + " of " + innerWidth; })()`, sel)))
+	require.Empty(t, box, "%s (%s) is not within the screen's width", what, sel)
+}
+
+// TestBrowserPhone uses the console on a 390x844 phone during a lock chain
+// with an open incident and dead letters: on the overview, the blocking
+// step, the dead letters and an action's page the page never scrolls
+// sideways, the actions are whole on screen (finding actions full width),
+// the top bar does not cover the content and shows the incident, and the
+// menu button opens the navigation, which leads to another page.
+func TestBrowserPhone(t *testing.T) {
+	th := diagnostics.DefaultThresholds()
+	th.RootBlockerWait = 200 * time.Millisecond
+	e := setupWith(t, setupOpts{thresholds: &th})
+	ctx := context.Background()
+	db := e.srv.cfg.Pool
+	_, err := db.Exec(ctx, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, attempts)
+		SELECT 'emails-eu', 'send_receipt', 'dead', 'smtp.timeout', 'dial tcp 10.0.0.7:25: i/o timeout while sending the receipt of a very long order', now(), 8
+		FROM generate_series(1, 12)`)
+	require.NoError(t, err)
+	inc, err := audit.IncidentOpen(ctx, db, audit.IncidentOpenParams{Title: "checkout latency after the deploy", OpenedBy: "admin"})
+	require.NoError(t, err)
+	lc := newLockChain(t, e.url)
+	root := strconv.Itoa(int(lc.rootPID))
+
+	b := browser.New(t, 180*time.Second)
+	browser.Do(t, b, chromedp.EmulateViewport(390, 844))
+	signIn(t, b, e.http.URL, "operator")
+	require.Equal(t, 390, browser.Get(t, b, chromedp.Evaluate[int](`innerWidth`)), "the phone's viewport")
+	shot := func(name string) { browser.Screenshot(t, b, "phone-"+name) }
+
+	// Overview: the root blocker's finding, stacked, its actions full width.
+	browser.Do(t, b, chromedp.WaitVisible(css(`[data-testid="finding-lock.root_blocker"]`)))
+	requireNoPageOverflow(t, b, "the overview")
+	finding := `[data-testid="finding-lock.root_blocker"]`
+	requireInView(t, b, finding+` [data-testid="action-backend.cancel"]`, "the finding's cancel button")
+	require.True(t, browser.Get(t, b, chromedp.Evaluate[bool](`(() => {
+		const li = document.querySelector('`+finding+`'), btn = li.querySelector('[data-testid="action-backend.cancel"]');
+		return btn.getBoundingClientRect().width >= 0.9 * li.getBoundingClientRect().width; })()`)), "a finding's action takes the full width")
+	require.True(t, browser.Get(t, b, chromedp.Evaluate[bool](`document.querySelector('[data-testid="topbar"]').getBoundingClientRect().bottom <=
+		document.querySelector('main').getBoundingClientRect().top + 0.5`)), "the top bar ends above the content")
+	pill := browser.Get(t, b, chromedp.Text(css(`[data-testid="open-incident"]`)))
+	require.Contains(t, pill, "checkout latency after the deploy")
+	requireInView(t, b, `[data-testid="open-incident"]`, "the incident pill")
+	require.Equal(t, fmt.Sprintf("/incidents/%d", inc.ID), browser.Get(t, b, chromedp.Evaluate[string](`document.querySelector('[data-testid="open-incident"]').getAttribute("href")`)))
+	shot("overview")
+
+	// The menu: hidden until its button opens it; a link navigates.
+	require.False(t, browser.Get(t, b, chromedp.Evaluate[bool](`document.querySelector('nav.side').getBoundingClientRect().width > 0`)), "the navigation starts hidden")
+	requireInView(t, b, `[data-testid="menu-button"]`, "the menu button")
+	browser.Do(t, b,
+		chromedp.Click(css(`[data-testid="menu-button"]`)),
+		chromedp.WaitVisible(css(`nav.side a[href="/deadletters"]`)),
+	)
+	require.Equal(t, "true", browser.Get(t, b, chromedp.Evaluate[string](`document.querySelector('[data-testid="menu-button"]').getAttribute("aria-expanded")`)))
+	requireInView(t, b, `nav.side a[href="/deadletters"]`, "the menu's Dead letters link")
+	shot("menu")
+	browser.Do(t, b,
+		chromedp.Click(css(`nav.side a[href="/deadletters"]`)),
+		chromedp.WaitVisible(css(`[data-testid="deadletters"]`)),
+	)
+	require.True(t, strings.HasSuffix(browser.Get(t, b, chromedp.Location()), "/deadletters"))
+	require.False(t, browser.Get(t, b, chromedp.Evaluate[bool](`document.querySelector('nav.side').getBoundingClientRect().width > 0`)), "the menu is closed on the new page")
+
+	// Dead letters: one card per group, the requeue button whole.
+	browser.Get(t, b, chromedp.Poll[bool](`document.querySelectorAll('[data-testid^="slot-"]').length === 0`))
+	require.Contains(t, browser.Get(t, b, chromedp.Text(css(`main`))), "smtp.timeout")
+	requireNoPageOverflow(t, b, "the dead letters")
+	requireInView(t, b, `a[data-testid="action-deadletters.requeue"][href*="error_class=smtp.timeout"]`, "the requeue button")
+	shot("deadletters")
+
+	// The blocking step: the tree with the root's cancel button on screen.
+	browser.Do(t, b, chromedp.Navigate(e.http.URL+"/runbook/blocking"), chromedp.WaitVisible(css(`[data-testid="panel-blocking_tree"]`)))
+	browser.Get(t, b, chromedp.Poll[bool](`document.querySelectorAll('[data-testid^="slot-"]').length === 0`))
+	require.Contains(t, browser.Get(t, b, chromedp.Text(css(`[data-testid="panel-blocking_tree"]`))), root)
+	requireNoPageOverflow(t, b, "the blocking step")
+	treeCancel := `[data-testid="panel-blocking_tree"] a[data-testid="action-backend.cancel"]`
+	requireInView(t, b, treeCancel, "the root blocker's cancel button")
+	shot("blocking")
+
+	// The action's page, from that button: form, preview, execute button.
+	browser.Do(t, b, chromedp.Click(css(treeCancel)), chromedp.WaitVisible(css(`[data-testid="action-form-edit"]`)))
+	require.Contains(t, browser.Get(t, b, chromedp.Location()), "pid="+root)
+	requireNoPageOverflow(t, b, "the action's form")
+	requireInView(t, b, `[data-testid="action-preview-button"]`, "the preview button")
+	browser.Do(t, b, chromedp.Click(css(`[data-testid="action-preview-button"]`)), chromedp.WaitVisible(css(`[data-testid="action-preview"]`)))
+	requireNoPageOverflow(t, b, "the action's preview")
+	requireInView(t, b, `[data-testid="action-execute"]`, "the execute button")
+	shot("action")
+}
+
+// TestBrowserFinish checks the finish at 1440x900: no table is clipped,
+// headings are words rather than catalog names, every time is relative with
+// its absolute UTC time on hover, no placeholder looks like a value, the
+// open incident's pill is on every page (and leaves when it is closed),
+// "?" lists every shortcut and "g d" follows one, the jump box goes to a
+// job, a queue, a session by pid and an incident, and the theme toggle
+// switches to dark, survives a reload and goes back to the system's.
+func TestBrowserFinish(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	db := e.srv.cfg.Pool
+	var job int64
+	require.NoError(t, db.QueryRow(ctx, `WITH ins AS (INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, attempts)
+		SELECT 'emails-eu', 'send_receipt', 'dead', 'smtp.timeout', 'i/o timeout', now(), 8 FROM generate_series(1, 3) RETURNING id)
+		SELECT max(id) FROM ins`).Scan(&job))
+	inc, err := audit.IncidentOpen(ctx, db, audit.IncidentOpenParams{Title: "replica lag after the deploy", OpenedBy: "admin"})
+	require.NoError(t, err)
+	// A session idle in a transaction: the jump box finds it by pid.
+	cfg, err := pgx.ParseConfig(e.url)
+	require.NoError(t, err)
+	cfg.RuntimeParams["application_name"] = "nightly-report"
+	app, err := pgx.ConnectConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { app.Close(context.Background()) })
+	var appPID int
+	require.NoError(t, app.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&appPID))
+	_, err = app.Exec(ctx, "BEGIN; SELECT count(*) FROM jobs")
+	require.NoError(t, err)
+
+	b := browser.New(t, 180*time.Second)
+	signIn(t, b, e.http.URL, "admin")
+	for _, path := range []string{"/", "/runbook/blocking", "/deadletters", "/jobs", "/queues", "/database/activity", "/database/maintenance",
+		"/database/resources", "/workers", "/audit", "/actions/deadletters.requeue?queue=emails-eu", "/history", "/incidents"} {
+		browser.Do(t, b, chromedp.Navigate(e.http.URL+path), chromedp.WaitVisible(css(`main`)))
+		browser.Get(t, b, chromedp.Poll[bool](`document.querySelectorAll('[data-testid^="slot-"]').length === 0`))
+		requireNoPageOverflow(t, b, path)
+		clipped := browser.Get(t, b, chromedp.Evaluate[[]string](`[...document.querySelectorAll('main .table-wrap, main table')]
+			.filter(w => w.scrollWidth > w.clientWidth + 1).map(w => (w.closest('[id]') || {}).id + " " + w.scrollWidth + ">" + w.clientWidth)`))
+		require.Empty(t, clipped, "%s: tables clipped at 1440 px", path)
+		badHeads := browser.Get(t, b, chromedp.Evaluate[[]string](`[...document.querySelectorAll('main th')].map(th => th.textContent.trim())
+			.filter(h => h !== "" && (/_|\b(tup|blks|xact|lsn|fpi|ms)\b/.test(h) || h[0] !== h[0].toUpperCase()))`))
+		require.Empty(t, badHeads, "%s: column headings that are not words", path)
+		badTimes := browser.Get(t, b, chromedp.Evaluate[[]string](`[...document.querySelectorAll('time')]
+			.filter(el => !el.hasAttribute("data-ts") || !/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/.test(el.title) ||
+				!/( ago$|^in )/.test(el.textContent.trim()) || el.textContent.trim() === "")
+			.map(el => el.outerHTML)`))
+		require.Empty(t, badTimes, "%s: times not shown relative with the absolute time on hover", path)
+		badHolders := browser.Get(t, b, chromedp.Evaluate[[]string](`[...document.querySelectorAll('input[placeholder], textarea[placeholder]')]
+			.map(i => i.placeholder).filter(p => /\d{4}-\d\d-\d\d|^\d+(\.\d+)?$/.test(p))`))
+		require.Empty(t, badHolders, "%s: placeholders that look like values", path)
+		require.Equal(t, fmt.Sprintf("/incidents/%d", inc.ID),
+			browser.Get(t, b, chromedp.Evaluate[string](`(document.querySelector('[data-testid="open-incident"]') || {getAttribute: () => "no pill"}).getAttribute("href")`)),
+			"%s: the open incident's pill", path)
+	}
+	pill := browser.Get(t, b, chromedp.Text(css(`[data-testid="open-incident"]`)))
+	require.Contains(t, pill, "replica lag after the deploy")
+	require.Regexp(t, `\d+(ms|s) ago`, pill, "the pill says how long the incident has been open")
+	browser.Screenshot(t, b, "finish-incidents")
+
+	// Help: "?" opens the dialog with every shortcut; "g d" goes to a page.
+	browser.Do(t, b, chromedp.Navigate(e.http.URL+"/"), chromedp.WaitVisible(css(`[data-testid="findings"]`)), chromedp.KeyEvent("?"),
+		chromedp.WaitVisible(css(`[data-testid="help-dialog"]`)))
+	require.Equal(t, len(views.Shortcuts), browser.Get(t, b, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="help-dialog"] [data-testid="shortcut"]').length`)))
+	helpText := browser.Get(t, b, chromedp.Text(css(`[data-testid="help-dialog"]`)))
+	for _, k := range views.Shortcuts {
+		require.Contains(t, helpText, k.What)
+	}
+	browser.Screenshot(t, b, "finish-help")
+	browser.Do(t, b, chromedp.KeyEvent("g"), chromedp.KeyEvent("d"), chromedp.WaitVisible(css(`[data-testid="deadletters"]`)))
+
+	// The jump box, focused with "/".
+	jump := func(q string) string {
+		browser.Do(t, b, chromedp.KeyEvent("/"))
+		require.Equal(t, "jump", browser.Get(t, b, chromedp.Evaluate[string](`document.activeElement.id`)), "/ focuses the jump box")
+		// CDP delivers the key's character as an event of its own, which
+		// lands in the box now focused; a browser's keydown preventDefault
+		// stops it, so clear it here.
+		browser.Get(t, b, chromedp.Evaluate[string](`document.getElementById("jump").value = ""`))
+		browser.Do(t, b, chromedp.SendKeys(css(`#jump`), q))
+		// Enter submits the form; submitting it after this evaluation
+		// returns keeps the navigation out of the evaluation.
+		browser.Get(t, b, chromedp.Evaluate[bool](`setTimeout(() => document.querySelector('[data-testid="jump-form"]').requestSubmit(), 0) > 0`))
+		return waitLeft(t, b, "/deadletters")
+	}
+	at := jump(fmt.Sprintf("#%d", job))
+	require.True(t, strings.HasSuffix(at, fmt.Sprintf("/jobs/%d", job)), "a job id goes to the job, not %s", at)
+	browser.Do(t, b, chromedp.Navigate(e.http.URL+"/deadletters"), chromedp.WaitVisible(css(`main`)))
+	require.True(t, strings.HasSuffix(jump("emails-eu"), "/queues/emails-eu"), "a queue name goes to the queue")
+	browser.Do(t, b, chromedp.Navigate(e.http.URL+"/deadletters"), chromedp.WaitVisible(css(`main`)))
+	require.True(t, strings.HasSuffix(jump(fmt.Sprintf("incident %d", inc.ID)), fmt.Sprintf("/incidents/%d", inc.ID)), "incident N goes to it")
+	browser.Do(t, b, chromedp.Navigate(e.http.URL+"/deadletters"), chromedp.WaitVisible(css(`main`)))
+	jump(fmt.Sprintf("pid %d", appPID))
+	browser.Do(t, b, chromedp.WaitVisible(css(`[data-testid="jump-backend"]`)))
+	backend := browser.Get(t, b, chromedp.Text(css(`[data-testid="jump-backend"]`)))
+	require.Contains(t, backend, "nightly-report")
+	require.Contains(t, backend, "idle in transaction")
+	require.True(t, browser.Get(t, b, chromedp.Evaluate[bool](fmt.Sprintf(`document.querySelector('[data-testid="jump-backend"] a[href*="pid=%d"]') !== null`, appPID))),
+		"the session's page offers its actions for that pid")
+	browser.Screenshot(t, b, "finish-jump-pid")
+
+	// Theme: dark, kept over a reload, then back to the system's (light here).
+	bg := func() string {
+		return browser.Get(t, b, chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
+	}
+	require.Equal(t, "rgb(246, 247, 249)", bg())
+	browser.Do(t, b, chromedp.Click(css(`[data-testid="theme-toggle"]`)))
+	require.Equal(t, "dark", browser.Get(t, b, chromedp.Evaluate[string](`document.documentElement.dataset.theme || ""`)))
+	require.Equal(t, "rgb(15, 18, 22)", bg())
+	browser.Do(t, b, chromedp.Reload(), chromedp.WaitVisible(css(`main`)))
+	require.Equal(t, "rgb(15, 18, 22)", bg(), "the dark theme is kept over a reload")
+	browser.Screenshot(t, b, "finish-dark")
+	browser.Do(t, b, chromedp.Click(css(`[data-testid="theme-toggle"]`)))
+	require.Equal(t, "rgb(246, 247, 249)", bg(), "light")
+	browser.Do(t, b, chromedp.Click(css(`[data-testid="theme-toggle"]`)))
+	require.Equal(t, "", browser.Get(t, b, chromedp.Evaluate[string](`document.documentElement.dataset.theme || ""`)), "back to the system's")
+
+	// Closing the incident takes the pill away.
+	_, err = audit.IncidentClose(ctx, db, audit.IncidentCloseParams{ID: inc.ID, ClosedBy: "admin", Summary: "lag gone"})
+	require.NoError(t, err)
+	e.srv.openIncidents.Invalidate()
+	browser.Do(t, b, chromedp.Navigate(e.http.URL+"/jobs"), chromedp.WaitVisible(css(`main`)))
+	require.Zero(t, browser.Get(t, b, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="open-incident"]').length`)))
+}
