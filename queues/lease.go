@@ -31,6 +31,13 @@ type JobClaimParams struct {
 	// must restart from the head now and then (the Client does after every
 	// short claim and at least once a second).
 	After *ClaimKey
+	// Fair shares the claim between the queue's tenants and enforces their
+	// tenant_limits (JobClaimFair's statement); After is then ignored.
+	Fair bool
+	// TenantAfter is the tenant a fair claim starts after ("" from the
+	// first): the last tenant the previous claim served (see NextTenant), so
+	// that claims go round the tenants when one claim cannot serve them all.
+	TenantAfter string
 }
 
 // ClaimKey is a ready job's position in claim order: priority descending,
@@ -67,6 +74,30 @@ func NextClaimKey(prev *ClaimKey, jobs []Job) *ClaimKey {
 	return next
 }
 
+// NextTenant is the tenant cursor after a fair claim that started after
+// prev and took jobs: the last tenant it served in visit order (tenants
+// after prev, then from the first again), or prev when it served none.
+func NextTenant(prev string, jobs []Job) string {
+	var after, wrapped string
+	for i := range jobs {
+		t := jobs[i].TenantID
+		switch {
+		case t == nil:
+		case *t > prev:
+			after = max(after, *t)
+		default:
+			wrapped = max(wrapped, *t)
+		}
+	}
+	switch {
+	case wrapped != "":
+		return wrapped
+	case after != "":
+		return after
+	}
+	return prev
+}
+
 // Batcher is implemented by pools, conns and transactions.
 type Batcher interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
@@ -75,20 +106,26 @@ type Batcher interface {
 // JobClaim leases up to p.Limit due jobs of p.Queue to p.Owner for p.Lease,
 // bumping attempts and lease_generation. queue_settings caps the claim: none
 // while paused, and never beyond max_workers running jobs in the queue
-// across the fleet (exact when Throttled).
+// across the fleet (exact when Throttled). With p.Fair the claim is shared
+// between the queue's tenants within their tenant_limits (see the package
+// doc, "Tenant fairness").
 func JobClaim(ctx context.Context, db DBTX, p JobClaimParams) ([]Job, error) {
 	if p.Limit <= 0 {
 		return nil, nil
 	}
+	query := "job_claim"
 	args := []any{p.Queue, p.Limit, p.Owner, p.Lease.Milliseconds(), nil, nil, nil}
-	if p.After != nil {
+	if p.Fair {
+		query = "job_claim_fair"
+		args = []any{p.Queue, p.Limit, p.Owner, p.Lease.Milliseconds(), p.TenantAfter, p.Limit}
+	} else if p.After != nil {
 		args[4], args[5], args[6] = p.After.Priority, p.After.AvailableAt, p.After.ID
 	}
 	var rows pgx.Rows
 	if bd, ok := db.(Batcher); ok && p.Throttled {
 		b := &pgx.Batch{}
 		b.Queue(sqlText("job_claim_lock"), p.Queue)
-		b.Queue(sqlText("job_claim"), args...)
+		b.Queue(sqlText(query), args...)
 		br := bd.SendBatch(ctx, b)
 		defer br.Close()
 		if _, err := br.Exec(); err != nil {
@@ -100,7 +137,7 @@ func JobClaim(ctx context.Context, db DBTX, p JobClaimParams) ([]Job, error) {
 		}
 		rows = r
 	} else {
-		r, err := db.Query(ctx, sqlText("job_claim"), args...)
+		r, err := db.Query(ctx, sqlText(query), args...)
 		if err != nil {
 			return nil, fmt.Errorf("claim jobs in %q: %w", p.Queue, err)
 		}
