@@ -121,28 +121,70 @@ func JobClaim(ctx context.Context, db DBTX, p JobClaimParams) ([]Job, error) {
 	} else if p.After != nil {
 		args[4], args[5], args[6] = p.After.Priority, p.After.AvailableAt, p.After.ID
 	}
-	var rows pgx.Rows
-	if bd, ok := db.(Batcher); ok && p.Throttled {
-		b := &pgx.Batch{}
-		b.Queue(sqlText("job_claim_lock"), p.Queue)
-		b.Queue(sqlText(query), args...)
-		br := bd.SendBatch(ctx, b)
-		defer br.Close()
-		if _, err := br.Exec(); err != nil {
-			return nil, fmt.Errorf("lock claims of %q: %w", p.Queue, err)
-		}
-		r, err := br.Query()
-		if err != nil {
-			return nil, fmt.Errorf("claim jobs in %q: %w", p.Queue, err)
-		}
-		rows = r
-	} else {
-		r, err := db.Query(ctx, sqlText(query), args...)
-		if err != nil {
-			return nil, fmt.Errorf("claim jobs in %q: %w", p.Queue, err)
-		}
-		rows = r
+	bd, batcher := db.(Batcher)
+	if batcher && (p.Throttled || p.Fair) {
+		return jobClaimBatch(ctx, db, bd, p, query, args)
 	}
+	rows, err := db.Query(ctx, sqlText(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("claim jobs in %q: %w", p.Queue, err)
+	}
+	return collectClaimed(rows, p)
+}
+
+// jobClaimBatch runs a claim that needs statements before it in its
+// transaction, in one round trip: the queue's claim lock when Throttled,
+// and for a fair claim the generic plan (JobClaimGeneric), in a transaction
+// of its own unless db is one already.
+func jobClaimBatch(ctx context.Context, db DBTX, bd Batcher, p JobClaimParams, query string, args []any) ([]Job, error) {
+	_, inTx := db.(pgx.Tx)
+	explicit := p.Fair && !inTx
+	b := &pgx.Batch{}
+	if explicit {
+		b.Queue("BEGIN")
+	}
+	if p.Fair {
+		b.Queue(sqlText("job_claim_generic"))
+	}
+	if p.Throttled {
+		b.Queue(sqlText("job_claim_lock"), p.Queue)
+	}
+	b.Queue(sqlText(query), args...)
+	if explicit {
+		b.Queue("COMMIT")
+	}
+	br := bd.SendBatch(ctx, b)
+	defer br.Close()
+	for range b.Len() - 1 - btoi(explicit) {
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("start the claim in %q (lock, plan mode): %w", p.Queue, err)
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("claim jobs in %q: %w", p.Queue, err)
+	}
+	jobs, err := collectClaimed(rows, p)
+	if err != nil {
+		return nil, err
+	}
+	if explicit {
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("commit the claim in %q: %w", p.Queue, err)
+		}
+	}
+	return jobs, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// collectClaimed reads a claim's rows.
+func collectClaimed(rows pgx.Rows, p JobClaimParams) ([]Job, error) {
 	// Sized for a full claim up front: growing a slice of 1,000 jobs by
 	// doubling copied them several times per claim.
 	jobs, err := pgx.AppendRows(make([]Job, 0, p.Limit), rows, scanJob)
