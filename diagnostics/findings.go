@@ -52,6 +52,7 @@ const (
 	CodeIdleInTransaction = "tx.idle_in_transaction"
 	CodeLongRunning       = "tx.long_running"
 	CodeQueueBacklog      = "queue.backlog"
+	CodeTenantStarvation  = "queue.tenant_starvation"
 	CodeExpiredLeases     = "queue.expired_leases"
 	CodeDeadLetters       = "queue.dead_letters"
 	CodeQueuePaused       = "queue.paused"
@@ -100,6 +101,7 @@ type Round struct {
 	DeadLetters []DeadLetterGroup
 	Outbox      *OutboxStat
 	Workers     []Worker
+	Tenants     []TenantBacklog
 	Unavailable []Unavailable
 	// Timings is how long each check took, by check name.
 	Timings map[string]time.Duration

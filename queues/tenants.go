@@ -63,12 +63,12 @@ func TenantLimitsSetTx(ctx context.Context, db DBTX, l TenantLimits) (TenantLimi
 // jobs. A nil TenantID is the row "other": the Tenants tenants past the top
 // N, their ready jobs summed and their oldest age.
 type TenantReady struct {
-	Queue              string  `db:"queue"`
-	TenantID           *string `db:"tenant_id"`
-	Ready              int64   `db:"ready"`
-	Running            int64   `db:"running"`
-	OldestReadySeconds float64 `db:"oldest_ready_seconds"`
-	Tenants            int64   `db:"tenants"`
+	Queue              string  `db:"queue" json:"queue"`
+	TenantID           *string `db:"tenant_id" json:"tenant"`
+	Ready              int64   `db:"ready" json:"ready"`
+	Running            int64   `db:"running" json:"running"`
+	OldestReadySeconds float64 `db:"oldest_ready_seconds" json:"oldest_ready_seconds"`
+	Tenants            int64   `db:"tenants" json:"tenants"`
 }
 
 // TenantReadyList returns, per queue (queue "" for every queue), the top
@@ -82,3 +82,7 @@ func TenantReadyList(ctx context.Context, db DBTX, queue string, top int) ([]Ten
 	}
 	return collectRows[TenantReady](ctx, db, "tenant_ready", "read the tenants' ready jobs", q, max(top, 0))
 }
+
+// TenantReadySQL returns the statement TenantReadyList runs, for pages
+// that show operators the exact SQL behind what they see.
+func TenantReadySQL() string { return sqlText("tenant_ready") }
