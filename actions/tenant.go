@@ -154,7 +154,7 @@ func checkTenant(t string) error {
 }
 
 var tenantThrottle = action(Spec{
-	Name: "tenant.throttle", Title: "Limit a queue's tenants", Role: auth.RoleOperator, Risk: RiskLow,
+	Name: "tenant.throttle", Title: "Limit tenants", Role: auth.RoleOperator, Risk: RiskLow,
 	Description: "Caps how many of one tenant's jobs run at once in a queue across the whole fleet " +
 		"(max_in_flight) and how many are claimed per second (rate_per_second); with no tenant, sets the " +
 		"queue's default for every tenant without limits of its own. A tenant's limit left unset falls back " +
