@@ -25,6 +25,15 @@ func tenantCounts(jobs []Job) map[string]int {
 	return out
 }
 
+// tenantJobs is n jobs of kind for tenant in queue.
+func tenantJobs(queue, kind, tenant string, n int) []EnqueueParams {
+	ps := make([]EnqueueParams, n)
+	for i := range ps {
+		ps[i] = EnqueueParams{Queue: queue, Kind: kind, TenantID: tenant}
+	}
+	return ps
+}
+
 // TestClaimFairShares: a fair claim splits its size evenly between the
 // tenants with ready jobs, gives slots a small tenant cannot use to the
 // others, and goes round the tenants with the tenant cursor.
@@ -32,14 +41,7 @@ func TestClaimFairShares(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tx := testdb.Tx(t)
-	var burst []EnqueueParams
-	for range 50 {
-		burst = append(burst, EnqueueParams{Queue: "fs", Kind: "k", TenantID: "a"})
-	}
-	for range 10 {
-		burst = append(burst, EnqueueParams{Queue: "fs", Kind: "k", TenantID: "b"})
-	}
-	burst = append(burst, EnqueueParams{Queue: "fs", Kind: "k", TenantID: "c"})
+	burst := append(append(tenantJobs("fs", "k", "a", 50), tenantJobs("fs", "k", "b", 10)...), tenantJobs("fs", "k", "c", 1)...)
 	_, err := EnqueueManyTx(ctx, tx, burst)
 	require.NoError(t, err)
 	claim := func(after string, n int) []Job {
@@ -68,17 +70,9 @@ func TestClientFairAfterBurst(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t)
-	var ps []EnqueueParams
-	for range 5000 {
-		ps = append(ps, EnqueueParams{Queue: "fair", Kind: "noop", TenantID: "a"})
-	}
-	_, err := EnqueueCopy(ctx, pool, ps)
+	_, err := EnqueueCopy(ctx, pool, tenantJobs("fair", "noop", "a", 5000))
 	require.NoError(t, err)
-	ps = ps[:0]
-	for range 50 {
-		ps = append(ps, EnqueueParams{Queue: "fair", Kind: "noop", TenantID: "b"})
-	}
-	_, err = EnqueueCopy(ctx, pool, ps)
+	_, err = EnqueueCopy(ctx, pool, tenantJobs("fair", "noop", "b", 50))
 	require.NoError(t, err)
 
 	startClient(t, pool, testConfig(map[string]QueueConfig{"fair": {Concurrency: 10}}), registerTestKinds)
@@ -143,4 +137,32 @@ func TestTenantMaxInFlightAcrossWorkers(t *testing.T) {
 	require.LessOrEqual(t, peak["small"], 3, "the default max_in_flight, across two workers of 8")
 	require.LessOrEqual(t, peak["big"], 6, "the override, across two workers of 8")
 	require.Greater(t, peak["big"], 3, "the override raised the limit above the default")
+}
+
+// TestTenantRateLimit: a tenant's rate holds across claims (its token
+// bucket is in the database) while a tenant without a rate runs freely.
+func TestTenantRateLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	const rate = 20.0
+	_, err := pool.Exec(ctx, `INSERT INTO tenant_limits (queue, tenant_id, rate_per_second) VALUES ('tr', 'slow', $1)`, rate)
+	require.NoError(t, err)
+	_, err = EnqueueCopy(ctx, pool, append(tenantJobs("tr", "noop", "slow", 200), tenantJobs("tr", "noop", "free", 200)...))
+	require.NoError(t, err)
+	startClient(t, pool, testConfig(map[string]QueueConfig{"tr": {Concurrency: 8}}), registerTestKinds)
+	waitFor(t, 30*time.Second, "the free tenant done", func() bool {
+		return countJobs(t, pool, "tenant_id = 'free' AND status = 'done'") == 200
+	})
+	waitFor(t, 30*time.Second, "30 of the slow tenant's jobs done", func() bool {
+		return countJobs(t, pool, "tenant_id = 'slow' AND status = 'done'") >= 30
+	})
+	// In any window of w seconds at most rate*w + one bucket (rate) of the
+	// slow tenant's jobs start; checked on the database's own timestamps.
+	var n int64
+	var span float64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), extract(epoch FROM max(started_at) - min(started_at))
+		FROM jobs WHERE tenant_id = 'slow' AND started_at IS NOT NULL`).Scan(&n, &span))
+	t.Logf("slow tenant: %d jobs started in %.2fs at rate %.0f/s", n, span, rate)
+	require.LessOrEqual(t, float64(n), rate*span+rate+1, "started %d jobs in %.2fs at rate %.0f/s", n, span, rate)
 }

@@ -50,12 +50,13 @@ func Fairness(ctx context.Context, cfg Config) (Report, error) {
 	shared := queueName("tenants")
 	defer deleteQueue(cfg, shared)
 	cfg.logf("fairness: tenant big enqueues %d jobs, then %d tenants %d each", cfg.Jobs, fairTenants, fairSmall)
-	if err := fillTenant(ctx, cfg, shared, "big", cfg.Jobs); err != nil {
-		return r, err
+	if _, err := fillTenant(ctx, cfg, shared, "big", cfg.Jobs, []byte("{}")); err != nil {
+		return r, fmt.Errorf("enqueue for big: %w", err)
 	}
 	for i := range fairTenants {
-		if err := fillTenant(ctx, cfg, shared, fmt.Sprintf("small-%02d", i), fairSmall); err != nil {
-			return r, err
+		tenant := fmt.Sprintf("small-%02d", i)
+		if _, err := fillTenant(ctx, cfg, shared, tenant, fairSmall, []byte("{}")); err != nil {
+			return r, fmt.Errorf("enqueue for %s: %w", tenant, err)
 		}
 	}
 	if err := analyzeJobs(ctx, cfg); err != nil {
@@ -93,22 +94,6 @@ func analyzeJobs(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// fillTenant COPYs n no-op jobs of tenant into queue.
-func fillTenant(ctx context.Context, cfg Config, queue, tenant string, n int) error {
-	for done := 0; done < n; {
-		k := min(copyChunk, n-done)
-		ps := make([]queues.EnqueueParams, k)
-		for i := range ps {
-			ps[i] = queues.EnqueueParams{Queue: queue, Kind: "noop", Payload: []byte("{}"), TenantID: tenant}
-		}
-		if _, err := queues.EnqueueCopy(ctx, cfg.Pool, ps); err != nil {
-			return fmt.Errorf("enqueue for %s: %w", tenant, err)
-		}
-		done += k
-	}
-	return nil
-}
-
 // smallDone is when the small tenants' last job was handled: after how
 // many handled jobs, and how long after the start.
 type smallDone struct {
@@ -140,28 +125,8 @@ func burnTenants(ctx context.Context, cfg Config, queue string, n int) (time.Dur
 		return 0, small, err
 	}
 	defer stopClient(c)
-	deadline := time.NewTimer(burnTimeout(n))
-	defer deadline.Stop()
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return 0, small, ctx.Err()
-		case <-deadline.C:
-			return 0, small, fmt.Errorf("gave up after %s with %d of %d jobs handled", burnTimeout(n), handled.Load(), n)
-		case <-tick.C:
-		}
-		if handled.Load() < int64(n) {
-			continue
-		}
-		left, err := unfinished(ctx, cfg, queue)
-		if err != nil {
-			return 0, small, err
-		}
-		if left == 0 {
-			break
-		}
+	if err := awaitBurnt(ctx, cfg, queue, n, &handled); err != nil {
+		return 0, small, err
 	}
 	took := time.Since(start)
 	stopClient(c)
