@@ -8,7 +8,7 @@ import "slices"
 var registry = []definition{
 	deadLettersRequeue,
 	jobCancel, jobRetryNow, leaseExpire, jobsRetryNow, jobsCancel,
-	queuePause, queueResume, queueThrottle,
+	queuePause, queueResume, queueThrottle, tenantThrottle,
 	relayPause, relayResume, relayThrottle,
 	outboxRequeue,
 	backendCancel, backendTerminate, preparedXactRollback,

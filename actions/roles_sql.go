@@ -66,12 +66,14 @@ GRANT pg_monitor TO console_monitor;
 GRANT SELECT ON jobs, jobs_archive, queue_settings, workers, outbox_events, relay_settings,
     consumer_inbox, idempotency_requests, schedules, maintenance_runs,
     incidents, incident_evidence, audit_events, audit_chain_head TO console_monitor;
+GRANT SELECT ON tenant_limits, tenant_rate_tokens TO console_monitor;
 
 -- Operator actions: queue and relay settings, job and outbox state changes,
 -- schedules, enqueueing scheduled runs, incidents and the audit trail.
 GRANT console_monitor TO console_operator;
 GRANT pg_signal_backend TO console_operator;
 GRANT INSERT, UPDATE ON queue_settings, relay_settings, schedules TO console_operator;
+GRANT INSERT, UPDATE, DELETE ON tenant_limits TO console_operator;
 GRANT INSERT, UPDATE ON jobs, outbox_events TO console_operator;
 GRANT UPDATE (stop_requested) ON maintenance_runs TO console_operator;
 GRANT INSERT, UPDATE ON incidents TO console_operator;
@@ -84,7 +86,8 @@ GRANT EXECUTE ON FUNCTION audit_chain_lock() TO console_operator;
 GRANT pg_read_all_stats TO console_worker;
 GRANT SELECT, INSERT, UPDATE, DELETE ON jobs, jobs_archive, workers, outbox_events,
     consumer_inbox, idempotency_requests, maintenance_runs TO console_worker;
-GRANT SELECT ON queue_settings, relay_settings TO console_worker;
+GRANT SELECT ON queue_settings, relay_settings, tenant_limits TO console_worker;
+GRANT SELECT, INSERT, UPDATE ON tenant_rate_tokens TO console_worker;
 GRANT SELECT, UPDATE ON schedules TO console_worker;
 
 -- The console server: operator rights, the engine it runs (scheduler,

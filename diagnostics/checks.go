@@ -26,6 +26,7 @@ const (
 	CheckCopyProgress      = "copy_progress"
 	CheckQueueHealth       = "queue_health"
 	CheckDeadLetters       = "dead_letters"
+	CheckTenantBacklog     = "tenant_backlog"
 	CheckWorkers           = "workers"
 	CheckOutboxHealth      = "outbox_health"
 	CheckReplication       = "replication"
@@ -391,6 +392,24 @@ func init() {
 				intCol("dead", AsCount, func(r DeadLetterGroup) int64 { return r.Dead }),
 				intCol("dead_recent", AsCount, func(r DeadLetterGroup) int64 { return r.DeadRecent }),
 				optTimeCol("last_finished_at", func(r DeadLetterGroup) *time.Time { return r.LastFinishedAt }),
+			},
+		},
+		{
+			Name: CheckTenantBacklog, Title: "Tenants by oldest ready job", Step: StepQueues,
+			statement:  queues.TenantReadySQL,
+			EmptyTitle: "No ready job has a tenant.",
+			EmptyWhy:   " Queues whose jobs carry a tenant show each tenant's backlog here, the longest wait first.",
+			tables:     []string{"jobs"},
+			panel:      typed((*Diagnostics).TenantBacklog),
+			round:      section(func(r *Round) *[]TenantBacklog { return &r.Tenants }, readTenantBacklogs),
+			metrics:    true,
+			Columns: []Column{
+				textCol("queue", AsText, func(r TenantBacklog) string { return r.Queue }),
+				textCol("tenant", AsText, func(r TenantBacklog) string { return tenantLabel(r) }),
+				floatCol("oldest_ready_seconds", AsSeconds, func(r TenantBacklog) float64 { return r.OldestReadySeconds }),
+				intCol("ready", AsCount, func(r TenantBacklog) int64 { return r.Ready }),
+				intCol("running", AsCount, func(r TenantBacklog) int64 { return r.Running }),
+				intCol("tenants", AsCount, func(r TenantBacklog) int64 { return r.Tenants }),
 			},
 		},
 		{

@@ -15,7 +15,7 @@ var rowTypes = map[string]any{
 	CheckBlockingTree: BlockingNode{}, CheckActivity: Backend{}, CheckIdleInTransaction: IdleTx{},
 	CheckLockWaits: LockWait{}, CheckWALStats: WALStat{}, CheckIOStats: IOStat{},
 	CheckCheckpointer: CheckpointerStat{}, CheckCopyProgress: CopyRun{}, CheckQueueHealth: QueueStat{},
-	CheckDeadLetters: DeadLetterGroup{}, CheckWorkers: Worker{}, CheckOutboxHealth: OutboxStat{},
+	CheckDeadLetters: DeadLetterGroup{}, CheckTenantBacklog: TenantBacklog{}, CheckWorkers: Worker{}, CheckOutboxHealth: OutboxStat{},
 	CheckReplication: Standby{}, CheckStandbyStatus: StandbyState{}, CheckReplicationSlots: Slot{},
 	CheckArchiver: ArchiverStat{}, CheckStatementsTop: Statement{}, CheckPreparedXacts: PreparedXact{},
 	CheckXminHorizon: XminHolder{}, CheckTableVacuum: TableStat{}, CheckInvalidIndexes: InvalidIndex{},

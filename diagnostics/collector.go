@@ -138,6 +138,10 @@ var (
 		"Time the oldest due ready job of a queue has waited (0 when none).", "queue")
 	cdQueuePaused = gaugeDesc("console_diagnostics_queue_paused",
 		"1 when an operator paused the queue (queue_settings).", "queue")
+	cdTenantOldest = gaugeDesc("console_diagnostics_queue_tenant_oldest_ready_seconds",
+		"Time the oldest due ready job of a tenant has waited, for the 10 tenants per queue that waited longest; tenant \"other\" is the rest.", "queue", "tenant")
+	cdTenantReady = gaugeDesc("console_diagnostics_queue_tenant_ready_jobs",
+		"Ready jobs of a tenant, for the same tenants as the oldest ready gauge; tenant \"other\" is the rest.", "queue", "tenant")
 	cdQueueWorkers = gaugeDesc("console_diagnostics_queue_workers_alive",
 		"Worker processes serving a queue that heartbeated recently.", "queue")
 	cdOutboxPending = gaugeDesc("console_diagnostics_outbox_pending_events",
@@ -171,7 +175,7 @@ var collectorDescs = []*prometheus.Desc{
 	cdSlotRetained, cdSlotActive, cdSlotSafe, cdSlotExhaustion, cdWALRate, cdPrepared, cdPreparedAge,
 	cdArchiverFailed, cdArchiverArchived, cdArchiverFailing, cdDeadTuples,
 	cdQueueReady, cdQueueScheduled, cdQueueRunning, cdQueueDead, cdQueueDeadRecent, cdQueueExpired,
-	cdQueueOldest, cdQueuePaused, cdQueueWorkers,
+	cdQueueOldest, cdQueuePaused, cdQueueWorkers, cdTenantOldest, cdTenantReady,
 	cdOutboxPending, cdOutboxOldest, cdOutboxInflight, cdOutboxExpired, cdOutboxDead, cdOutboxPaused,
 	cdRoundOK, cdRoundAge, cdRoundTook, cdRounds, cdCheckFailures, cdFindings,
 }
@@ -316,6 +320,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			}
 			gauge(cdQueueWorkers, float64(alive), q.Queue)
 		}
+	}
+	for _, b := range r.Tenants {
+		gauge(cdTenantOldest, b.OldestReadySeconds, b.Queue, tenantLabel(b))
+		gauge(cdTenantReady, float64(b.Ready), b.Queue, tenantLabel(b))
 	}
 	if o := r.Outbox; o != nil {
 		gauge(cdOutboxPending, float64(o.Pending))

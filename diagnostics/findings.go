@@ -52,6 +52,7 @@ const (
 	CodeIdleInTransaction = "tx.idle_in_transaction"
 	CodeLongRunning       = "tx.long_running"
 	CodeQueueBacklog      = "queue.backlog"
+	CodeTenantStarvation  = "queue.tenant_starvation"
 	CodeExpiredLeases     = "queue.expired_leases"
 	CodeDeadLetters       = "queue.dead_letters"
 	CodeQueuePaused       = "queue.paused"
@@ -118,6 +119,7 @@ type Round struct {
 	// StandbyConflicts is, for each standby read twice or more, what replay
 	// canceled there over the window.
 	StandbyConflicts []ConflictWindow
+	Tenants          []TenantBacklog
 	Unavailable      []Unavailable
 	// Timings is how long each check took, by check name.
 	Timings map[string]time.Duration

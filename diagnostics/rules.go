@@ -16,6 +16,7 @@ const (
 	ActionBackendTerminate   = "backend.terminate"
 	ActionQueueResume        = "queue.resume"
 	ActionQueueThrottle      = "queue.throttle"
+	ActionTenantThrottle     = "tenant.throttle"
 	ActionLeaseExpire        = "lease.expire"
 	ActionDeadLettersRequeue = "deadletters.requeue"
 	ActionRelayResume        = "relay.resume"
@@ -60,6 +61,7 @@ var rules = []Rule{
 	{Code: CodeLongRunning, Runbook: StepActivity, Actions: []string{ActionBackendCancel, ActionBackendTerminate}, eval: longRunningFindings},
 	{Code: CodeQueuePaused, Runbook: StepQueues, Actions: []string{ActionQueueResume}, perQueue: queuePausedFinding},
 	{Code: CodeQueueBacklog, Runbook: StepQueues, Actions: []string{ActionQueueThrottle, ActionQueueResume}, perQueue: queueBacklogFinding},
+	{Code: CodeTenantStarvation, Runbook: RunbookTenantStarvation, Actions: []string{ActionTenantThrottle}, eval: tenantStarvationFindings},
 	{Code: CodeExpiredLeases, Runbook: RunbookExpiredLeases, Actions: []string{ActionLeaseExpire}, perQueue: expiredLeasesFinding},
 	{Code: CodeDeadLetters, Runbook: RunbookDeadLetters, Actions: []string{ActionDeadLettersRequeue}, perQueue: deadLettersFinding},
 	{Code: CodeWorkersNoneAlive, Runbook: StepQueues, perQueue: workersNoneAliveFinding},

@@ -18,6 +18,7 @@ func everyCodeRound() diagnostics.Round {
 	now := time.Date(2026, 6, 20, 14, 3, 12, 0, time.UTC)
 	ago := now.Add(-2 * time.Hour)
 	parent := int32(100)
+	starved := "acme"
 	return diagnostics.Round{
 		At: now,
 		Blocking: []diagnostics.BlockingNode{
@@ -52,7 +53,7 @@ func everyCodeRound() diagnostics.Round {
 		Connections: []diagnostics.ConnectionGroup{{Database: "app", User: "app", State: "idle", Connections: 90, Used: 95, MaxConnections: 100, Reserved: 3}},
 		Sequences:   []diagnostics.SequenceUse{{Sequence: "public.orders_id_seq", Table: "orders", Column: "id", Limit: 100, LastValue: 99, UsedFraction: 0.99}},
 		Queues: []diagnostics.QueueStat{
-			{Queue: "emails", Ready: 10, OldestReadySeconds: 900, ExpiredLeases: 2, DeadRecent: 20},
+			{Queue: "emails", Ready: 10, OldestReadySeconds: 900, ExpiredLeases: 2, DeadRecent: 20, Running: 3},
 			{Queue: "paused", Ready: 5, Paused: true, OldestReadySeconds: 900},
 		},
 		DeadLetters: []diagnostics.DeadLetterGroup{{Queue: "emails", ErrorClass: "smtp", DeadRecent: 20}},
@@ -66,7 +67,8 @@ func everyCodeRound() diagnostics.Round {
 			End: diagnostics.CheckpointerStat{CheckpointsRequested: 10, CheckpointsTimed: 1, MaxWALSize: 1 << 30, CheckpointTimeout: 300}},
 		StandbyConflicts: []diagnostics.ConflictWindow{{Standby: "10.0.0.2:5432", From: ago, To: now,
 			Canceled: diagnostics.StandbyConflict{Snapshot: 3, Total: 3}}},
-		WALDir: &diagnostics.WALDirStat{Readable: true, Bytes: ptr[int64](5 << 30), MaxWALSize: 1 << 30},
+		WALDir:  &diagnostics.WALDirStat{Readable: true, Bytes: ptr[int64](5 << 30), MaxWALSize: 1 << 30},
+		Tenants: []diagnostics.TenantBacklog{{Queue: "emails", TenantID: &starved, Ready: 4, OldestReadySeconds: 900}},
 		Unavailable: []diagnostics.Unavailable{
 			{Check: diagnostics.CheckXminHorizon, Status: "timed out", Err: errors.New("canceling statement")},
 			{Check: "connect", Status: "error: refused"},

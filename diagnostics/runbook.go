@@ -37,6 +37,8 @@ const (
 	RunbookPreparedXact = "rb-l"
 	// RunbookNotify: LISTEN/NOTIFY problems.
 	RunbookNotify = "rb-p"
+	// RunbookTenantStarvation: one tenant's jobs wait while others flow.
+	RunbookTenantStarvation = "rb-r"
 )
 
 // RunbookURL is the console's page of a runbook step or targeted runbook.

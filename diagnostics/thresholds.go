@@ -193,6 +193,7 @@ var thresholdSettings = map[string][]thresholdSetting{
 	CodeIdleInTransaction: {durSetting(func(t *Thresholds) *time.Duration { return &t.IdleInTransaction })},
 	CodeLongRunning:       {durSetting(func(t *Thresholds) *time.Duration { return &t.LongRunningTx })},
 	CodeQueueBacklog:      {durSetting(func(t *Thresholds) *time.Duration { return &t.QueueBacklogAge }), countSetting(func(t *Thresholds) *int64 { return &t.QueueBacklogReady })},
+	CodeTenantStarvation:  {durSetting(func(t *Thresholds) *time.Duration { return &t.QueueBacklogAge })},
 	CodeExpiredLeases:     {countSetting(func(t *Thresholds) *int64 { return &t.ExpiredLeases })},
 	CodeDeadLetters:       {countSetting(func(t *Thresholds) *int64 { return &t.DeadLetters }), durSetting(func(t *Thresholds) *time.Duration { return &t.DeadLetterWindow })},
 	CodeOutboxBacklog:     {durSetting(func(t *Thresholds) *time.Duration { return &t.OutboxBacklogAge }), countSetting(func(t *Thresholds) *int64 { return &t.OutboxBacklogPending })},

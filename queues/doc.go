@@ -72,6 +72,47 @@
 // among the live processes serving the queue (workers rows seen recently),
 // each running a token bucket.
 //
+// # Tenant fairness
+//
+// FOR UPDATE SKIP LOCKED with an ORDER BY favours throughput, not fairness:
+// one tenant's burst of 100,000 jobs at the head of a queue is claimed
+// before anything enqueued after it. A queue whose jobs carry a tenant
+// (EnqueueParams.TenantID) is therefore claimed by a layered claim
+// (sql/job_claim_fair.sql): a skip scan of jobs_ready_tenant_idx lists the
+// tenants with ready work (up to one claim's size of them, resuming after
+// the tenant the last claim served, so claims go round when there are more
+// tenants than slots); each tenant's allowance is computed from its
+// tenant_limits (max in flight against its running jobs, a rate as a token
+// bucket in tenant_rate_tokens); the claim is split evenly between the
+// tenants that may take any, and the slots a small tenant cannot fill go to
+// the others. Every tenant with work thus gets an equal part of every claim
+// whatever its backlog, and the claim stays work-conserving.
+//
+// Why layered rather than the alternatives: per-tenant virtual time (each
+// job stamped with its tenant's next finish time at enqueue) makes the
+// claim as cheap as the plain one, but needs per-tenant state updated in
+// every enqueue transaction (a hot row per tenant, serialising a tenant's
+// enqueuers) and cannot skip a tenant at its max in flight without walking
+// its whole backlog. Token buckets alone limit a tenant but do not share
+// what is left fairly. The layered claim reads a few index entries per
+// tenant, keeps enqueue untouched, and enforces limits where the jobs are
+// picked.
+//
+// Queues without tenants pay nothing: the tenant indexes are partial (only
+// rows with a tenant enter them), and a fetcher runs the plain claim until
+// it claims a job that has a tenant or the queue gets tenant limits; it
+// returns to the plain claim after a fair claim that took no job with a
+// tenant (and no limits are set). Jobs without a tenant in a queue shared
+// by tenants are only seen within the queue's first claim-size of jobs in
+// claim order: give every job of such a queue a tenant. The fair claim
+// runs its cached generic plan (sql/job_claim_generic.sql): planning it per
+// call cost more than running it. Tenant limits are fleet-wide: when a
+// queue has any, its claims take the queue's claim lock like max_workers,
+// so running counts and rate buckets are read and spent one claim at a
+// time. tenant_limits' row with tenant "" is the queue's default, a
+// tenant's own row overrides it field by field; operators set both with
+// the console's tenant.throttle action.
+//
 // # Identifying a job's backend
 //
 // Engine connections are named "console-worker" (PoolConfig sets

@@ -37,6 +37,14 @@ type queueRunner struct {
 	// head); cursorSince is when the claims stopped starting from the head.
 	cursor      *ClaimKey
 	cursorSince time.Time
+	// fair: claims share the queue between its tenants (JobClaimFair),
+	// switched on when a claim takes a job with a tenant or the queue has
+	// tenant limits, and off when a fair claim takes none and there are no
+	// limits, so a queue without tenants runs the plain claim.
+	// tenantCursor is the tenant the next fair claim starts after.
+	fair          bool
+	tenantLimited bool // tenant_limits has rows for the queue
+	tenantCursor  string
 }
 
 func newQueueRunner(name string, cfg QueueConfig, maxClaim int) *queueRunner {
@@ -164,6 +172,33 @@ func (q *queueRunner) advance(now time.Time, jobs []Job, short bool) {
 	q.cursor = NextClaimKey(q.cursor, jobs)
 }
 
+// claimMode is how the next claim runs: fair or not, where a fair one
+// starts, and whether it takes the queue's claim lock (max_workers or
+// tenant limits set).
+func (q *queueRunner) claimMode() (fair bool, tenantFrom string, locked bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	fair = q.fair || q.tenantLimited
+	return fair, q.tenantCursor, q.throttled || (fair && q.tenantLimited)
+}
+
+// observeTenants switches fair claims on or off after a claim (fair or not,
+// started after tenant cursor from) took jobs, and moves the tenant cursor.
+func (q *queueRunner) observeTenants(jobs []Job, fair bool, from string) {
+	tenants := slices.ContainsFunc(jobs, func(j Job) bool { return j.TenantID != nil })
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case fair:
+		q.fair = tenants || q.tenantLimited
+		if q.tenantCursor == from {
+			q.tenantCursor = NextTenant(from, jobs)
+		}
+	case tenants:
+		q.fair = true
+	}
+}
+
 // parallel reports whether a claim may start while another is in flight:
 // only when the last claim came back full (a backlog) and enough slots are
 // free for a batch.
@@ -206,10 +241,12 @@ func (q *queueRunner) snapshot() (inFlight, limit int, throttled bool) {
 
 // claimResult is the outcome of one claim statement run by fetchLoop.
 type claimResult struct {
-	reserved int
-	jobs     []Job
-	slow     bool
-	err      error
+	reserved   int
+	jobs       []Job
+	slow       bool
+	err        error
+	fair       bool
+	tenantFrom string
 }
 
 // fetchLoop claims jobs of q whenever it is woken (NOTIFY, a freed slot
@@ -260,6 +297,7 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 			}
 			q.settle(r.reserved, len(r.jobs), r.slow, false)
 			q.advance(time.Now(), r.jobs, len(r.jobs) < r.reserved)
+			q.observeTenants(r.jobs, r.fair, r.tenantFrom)
 			for i := range r.jobs {
 				c.startJob(q, r.jobs[i])
 			}
@@ -365,10 +403,11 @@ func (q *queueRunner) batchLocked() int {
 func (c *Client) claim(q *queueRunner, n int, from *ClaimKey) claimResult {
 	ctx, cancel := context.WithTimeout(context.Background(), c.claimTimeout())
 	defer cancel()
-	_, _, throttled := q.snapshot()
+	fair, tenantFrom, locked := q.claimMode()
 	start := time.Now()
 	jobs, err := JobClaim(ctx, c.pool, JobClaimParams{
-		Queue: q.name, Limit: n, Owner: c.cfg.ID, Lease: c.cfg.LeaseDuration, Throttled: throttled, After: from,
+		Queue: q.name, Limit: n, Owner: c.cfg.ID, Lease: c.cfg.LeaseDuration, Throttled: locked, After: from,
+		Fair: fair, TenantAfter: tenantFrom,
 	})
 	took := time.Since(start)
 	c.metrics.claimSeconds.WithLabelValues(q.name).Observe(took.Seconds())
@@ -385,7 +424,7 @@ func (c *Client) claim(q *queueRunner, n int, from *ClaimKey) claimResult {
 			}
 		}
 	}
-	return claimResult{reserved: n, jobs: jobs, slow: slow}
+	return claimResult{reserved: n, jobs: jobs, slow: slow, fair: fair, tenantFrom: tenantFrom}
 }
 
 // startReconcile makes the maintenance loop look for orphan claims until

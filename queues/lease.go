@@ -31,6 +31,13 @@ type JobClaimParams struct {
 	// must restart from the head now and then (the Client does after every
 	// short claim and at least once a second).
 	After *ClaimKey
+	// Fair shares the claim between the queue's tenants and enforces their
+	// tenant_limits (JobClaimFair's statement); After is then ignored.
+	Fair bool
+	// TenantAfter is the tenant a fair claim starts after ("" from the
+	// first): the last tenant the previous claim served (see NextTenant), so
+	// that claims go round the tenants when one claim cannot serve them all.
+	TenantAfter string
 }
 
 // ClaimKey is a ready job's position in claim order: priority descending,
@@ -67,6 +74,30 @@ func NextClaimKey(prev *ClaimKey, jobs []Job) *ClaimKey {
 	return next
 }
 
+// NextTenant is the tenant cursor after a fair claim that started after
+// prev and took jobs: the last tenant it served in visit order (tenants
+// after prev, then from the first again), or prev when it served none.
+func NextTenant(prev string, jobs []Job) string {
+	var after, wrapped string
+	for i := range jobs {
+		t := jobs[i].TenantID
+		switch {
+		case t == nil:
+		case *t > prev:
+			after = max(after, *t)
+		default:
+			wrapped = max(wrapped, *t)
+		}
+	}
+	switch {
+	case wrapped != "":
+		return wrapped
+	case after != "":
+		return after
+	}
+	return prev
+}
+
 // Batcher is implemented by pools, conns and transactions.
 type Batcher interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
@@ -75,37 +106,85 @@ type Batcher interface {
 // JobClaim leases up to p.Limit due jobs of p.Queue to p.Owner for p.Lease,
 // bumping attempts and lease_generation. queue_settings caps the claim: none
 // while paused, and never beyond max_workers running jobs in the queue
-// across the fleet (exact when Throttled).
+// across the fleet (exact when Throttled). With p.Fair the claim is shared
+// between the queue's tenants within their tenant_limits (see the package
+// doc, "Tenant fairness").
 func JobClaim(ctx context.Context, db DBTX, p JobClaimParams) ([]Job, error) {
 	if p.Limit <= 0 {
 		return nil, nil
 	}
+	query := "job_claim"
 	args := []any{p.Queue, p.Limit, p.Owner, p.Lease.Milliseconds(), nil, nil, nil}
-	if p.After != nil {
+	if p.Fair {
+		query = "job_claim_fair"
+		args = []any{p.Queue, p.Limit, p.Owner, p.Lease.Milliseconds(), p.TenantAfter, p.Limit}
+	} else if p.After != nil {
 		args[4], args[5], args[6] = p.After.Priority, p.After.AvailableAt, p.After.ID
 	}
-	var rows pgx.Rows
-	if bd, ok := db.(Batcher); ok && p.Throttled {
-		b := &pgx.Batch{}
-		b.Queue(sqlText("job_claim_lock"), p.Queue)
-		b.Queue(sqlText("job_claim"), args...)
-		br := bd.SendBatch(ctx, b)
-		defer br.Close()
-		if _, err := br.Exec(); err != nil {
-			return nil, fmt.Errorf("lock claims of %q: %w", p.Queue, err)
-		}
-		r, err := br.Query()
-		if err != nil {
-			return nil, fmt.Errorf("claim jobs in %q: %w", p.Queue, err)
-		}
-		rows = r
-	} else {
-		r, err := db.Query(ctx, sqlText("job_claim"), args...)
-		if err != nil {
-			return nil, fmt.Errorf("claim jobs in %q: %w", p.Queue, err)
-		}
-		rows = r
+	bd, batcher := db.(Batcher)
+	if batcher && (p.Throttled || p.Fair) {
+		return jobClaimBatch(ctx, db, bd, p, query, args)
 	}
+	rows, err := db.Query(ctx, sqlText(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("claim jobs in %q: %w", p.Queue, err)
+	}
+	return collectClaimed(rows, p)
+}
+
+// jobClaimBatch runs a claim that needs statements before it in its
+// transaction, in one round trip: the queue's claim lock when Throttled,
+// and for a fair claim the generic plan (JobClaimGeneric), in a transaction
+// of its own unless db is one already.
+func jobClaimBatch(ctx context.Context, db DBTX, bd Batcher, p JobClaimParams, query string, args []any) ([]Job, error) {
+	_, inTx := db.(pgx.Tx)
+	explicit := p.Fair && !inTx
+	b := &pgx.Batch{}
+	if explicit {
+		b.Queue("BEGIN")
+	}
+	if p.Fair {
+		b.Queue(sqlText("job_claim_generic"))
+	}
+	if p.Throttled {
+		b.Queue(sqlText("job_claim_lock"), p.Queue)
+	}
+	b.Queue(sqlText(query), args...)
+	if explicit {
+		b.Queue("COMMIT")
+	}
+	br := bd.SendBatch(ctx, b)
+	defer br.Close()
+	for range b.Len() - 1 - btoi(explicit) {
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("start the claim in %q (lock, plan mode): %w", p.Queue, err)
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("claim jobs in %q: %w", p.Queue, err)
+	}
+	jobs, err := collectClaimed(rows, p)
+	if err != nil {
+		return nil, err
+	}
+	if explicit {
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("commit the claim in %q: %w", p.Queue, err)
+		}
+	}
+	return jobs, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// collectClaimed reads a claim's rows.
+func collectClaimed(rows pgx.Rows, p JobClaimParams) ([]Job, error) {
 	// Sized for a full claim up front: growing a slice of 1,000 jobs by
 	// doubling copied them several times per claim.
 	jobs, err := pgx.AppendRows(make([]Job, 0, p.Limit), rows, scanJob)

@@ -70,6 +70,7 @@ type liveSettings struct {
 	MaxWorkers    *int     `db:"max_workers"`
 	RatePerSecond *float64 `db:"rate_per_second"`
 	LiveWorkers   int64    `db:"live_workers"`
+	TenantLimited bool     `db:"tenant_limited"`
 }
 
 func queueSettingsList(ctx context.Context, db DBTX, queues []string, liveWithin time.Duration) ([]liveSettings, error) {

@@ -11,7 +11,8 @@ import (
 // refreshSettings re-reads queue_settings for the client's queues and the
 // number of live processes serving each, and applies them to the fetchers:
 // paused stops claims, max_workers switches claims to the locked (exact)
-// path, rate_per_second is shared equally among the live processes.
+// path, rate_per_second is shared equally among the live processes, and
+// tenant limits switch the queue to fair, locked claims.
 func (c *Client) refreshSettings(ctx context.Context) error {
 	ls, err := queueSettingsList(ctx, c.pool, c.names, c.liveness)
 	if err != nil {
@@ -26,6 +27,10 @@ func (c *Client) refreshSettings(ctx context.Context) error {
 		wake := (q.paused && !s.Paused)
 		q.paused = s.Paused
 		q.throttled = s.MaxWorkers != nil
+		if s.TenantLimited != q.tenantLimited {
+			wake = true
+			q.tenantLimited = s.TenantLimited
+		}
 		rate := 0.0
 		if s.RatePerSecond != nil {
 			rate = *s.RatePerSecond / float64(max(s.LiveWorkers, 1))

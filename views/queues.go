@@ -35,7 +35,10 @@ type QueueDetail struct {
 	Actions     []ActionLink `json:"actions"`
 	DeadLetters Panel        `json:"dead_letters"`
 	Workers     Panel        `json:"workers"`
-	JobsHref    string       `json:"jobs_href"`
+	// Tenants is the backlog per tenant: oldest ready age, ready, running
+	// and limits, the top tenants then "other".
+	Tenants  Panel  `json:"tenants"`
+	JobsHref string `json:"jobs_href"`
 	// RefreshURL is polled by htmx to keep the numbers live.
 	RefreshURL string `json:"-"`
 }

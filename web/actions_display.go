@@ -33,6 +33,8 @@ func previewView(p actions.Preview, now time.Time) *views.Value {
 	case actions.QueueSettingsPreview:
 		return pairs(kv("before", queueSettingsView(x.Before)), kv("after", queueSettingsView(x.After)),
 			kv("fleet", fleetView(x.Fleet)), kv("note", text(x.Note)))
+	case actions.TenantLimitsPreview:
+		return tenantLimitsPreviewView(x)
 	case actions.RelaySettingsPreview:
 		return pairs(kv("before", relaySettingsView(x.Before)), kv("after", relaySettingsView(x.After)),
 			kv("outbox", outboxBacklogView(x.Outbox)), kv("note", text(x.Note)))
@@ -90,6 +92,8 @@ func resultView(r actions.Result, now time.Time) *views.Value {
 		return pairs(kv("requeued", integer(x.Requeued)), kv("ids", idList(x.IDs)), kv("batches", integer(x.Batches)))
 	case actions.QueueSettingsResult:
 		return pairs(kv("settings", queueSettingsView(x.Settings)), kv("fleet", fleetView(x.Fleet)), kv("note", text(x.Note)))
+	case actions.TenantLimitsResult:
+		return pairs(kv("limits", tenantLimitsView(x.Limits)), kv("note", text(x.Note)))
 	case actions.RelaySettingsResult:
 		return pairs(kv("settings", relaySettingsView(x.Settings)), kv("outbox", outboxBacklogView(x.Outbox)),
 			kv("note", text(x.Note)))

@@ -148,6 +148,15 @@ func TestActionOutcomeViews(t *testing.T) {
 		"job.cancel": jobOutcome, "job.retry_now": jobOutcome, "lease.expire": jobOutcome,
 		"jobs.cancel": bulkOutcome, "jobs.retry_now": bulkOutcome,
 		"queue.pause": queueOutcome, "queue.resume": queueOutcome, "queue.throttle": queueOutcome,
+		"tenant.throttle": {
+			preview: actions.TenantLimitsPreview{Before: actions.TenantLimitsView{Queue: "emails", Tenant: "acme"},
+				After:   actions.TenantLimitsView{Queue: "emails", Tenant: "acme", MaxInFlight: &two},
+				Default: actions.TenantLimitsView{Queue: "emails", RatePerSecond: &rate}, Overrides: 1, Note: "falls back"},
+			result: actions.TenantLimitsResult{Limits: actions.TenantLimitsView{Queue: "emails", Tenant: "acme", MaxInFlight: &two, UpdatedBy: "olga"}},
+			wantPreview: []string{"before/max in flight=—", "after/max in flight=2", "queue default/tenant=every tenant (default)",
+				"queue default/rate per second=5.5", "tenants with their own limits=1"},
+			wantResult: []string{"limits/tenant=acme", "limits/max in flight=2", "limits/updated by=olga"},
+		},
 		"relay.pause": relayOutcome, "relay.resume": relayOutcome, "relay.throttle": relayOutcome,
 		"outbox.requeue": {
 			preview: actions.OutboxRequeuePreview{Count: 1, Cap: 10000,

@@ -70,9 +70,9 @@ func (s *Server) queuesList(c echo.Context) error {
 // queueActions are the row actions of a queue: pause or resume (whichever
 // applies) and throttle.
 func queueActions(q queues.QueueStat, role string) []views.ActionLink {
-	names := []string{"queue.pause", "queue.throttle"}
+	names := []string{"queue.pause", "queue.throttle", "tenant.throttle"}
 	if q.Paused {
-		names = []string{"queue.resume", "queue.throttle"}
+		names = []string{"queue.resume", "queue.throttle", "tenant.throttle"}
 	}
 	return actionLinks(names, role, map[string]string{"queue": q.Queue})
 }
@@ -196,6 +196,12 @@ func (s *Server) queueDetail(c echo.Context) error {
 	m.Workers = workerPanel(workersOf(workers, name), name, time.Now())
 	if werr != nil {
 		m.Workers = panelError(m.Workers, werr)
+	}
+	tenants, terr := queues.TenantReadyList(ctx, s.cfg.Pool, name, queueTenantsTop)
+	limits, lerr := queues.TenantLimitsList(ctx, s.cfg.Pool, name)
+	m.Tenants = tenantPanel(tenants, limits, name, readRole(c))
+	if err := errors.Join(terr, lerr); err != nil {
+		m.Tenants = panelError(m.Tenants, err)
 	}
 	return s.render(c, page{Title: "Queue " + name, Nav: "queues", Model: m, Body: views.QueueDetailBody(m)})
 }

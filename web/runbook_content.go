@@ -336,11 +336,19 @@ var runbookTargets = []runbookTarget{
 	},
 	{
 		Slug: "rb-r", Title: "Tenant starvation",
-		Symptoms:  "One tenant's jobs wait long while others flow.",
-		Diagnosis: []string{"Oldest ready age per tenant."},
-		Mitigate:  []string{"Per-tenant quotas or a layered scheduler; split worker capacity into guaranteed and shared parts."},
-		Dont:      []string{"Give each tenant its own pool."},
-		Steps:     []string{diagnostics.StepQueues}, Actions: []string{"queue.throttle"},
+		Symptoms: "One tenant's jobs wait long while others flow.",
+		Diagnosis: []string{
+			"Oldest ready age per tenant: the queue page's tenants table and the tenant_backlog panel (finding queue.tenant_starvation: a tenant waited the backlog age with none of its jobs running while others run).",
+			"The tenant's limits on the queue page: a max in flight of 0 or a tiny rate stops its claims by design.",
+			"Whether the workers run fair claims: the engine switches a queue to them after its first claim of a job with a tenant, or when the queue has tenant limits.",
+		},
+		Mitigate: []string{
+			"Cap the tenant that floods the queue with tenant.throttle (max in flight, rate); fair claims then give the freed slots to the others.",
+			"Set a queue default with tenant.throttle and no tenant, and raise it for the tenants that pay for more.",
+			"Give every job of a shared queue a tenant: jobs without one are only claimed when they reach the head of the queue.",
+		},
+		Dont:  []string{"Give each tenant its own pool.", "Raise the queue's concurrency to drown the burst: the burst grows into it."},
+		Steps: []string{diagnostics.StepQueues}, Actions: []string{"tenant.throttle", "queue.throttle"},
 	},
 }
 

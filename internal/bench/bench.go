@@ -96,7 +96,7 @@ var queries = sqlset.New("bench", sqlFiles)
 func sqlText(name string) string { return queries.Text(name) }
 
 // Modes lists the modes Run knows, in the order `console help` shows them.
-var Modes = []string{"burn", "continuous", "enqueue", "relay", "floor", "scale", "bloat"}
+var Modes = []string{"burn", "continuous", "enqueue", "relay", "floor", "scale", "bloat", "fairness"}
 
 // ErrUnknownMode is returned by Run for a mode not in Modes.
 var ErrUnknownMode = errors.New("unknown bench mode")
@@ -124,6 +124,8 @@ func Run(ctx context.Context, mode string, cfg Config) (Report, error) {
 		r, err = Scale(ctx, cfg)
 	case "bloat":
 		r, err = Bloat(ctx, cfg)
+	case "fairness":
+		r, err = Fairness(ctx, cfg)
 	default:
 		return Report{}, fmt.Errorf("%w %q (one of %s)", ErrUnknownMode, mode, strings.Join(Modes, ", "))
 	}

@@ -16,12 +16,17 @@ const copyChunk = 10_000
 // fill COPYs n no-op jobs into queue with payload, in chunks of copyChunk,
 // and returns how long it took.
 func fill(ctx context.Context, cfg Config, queue string, n int, payload []byte) (time.Duration, error) {
+	return fillTenant(ctx, cfg, queue, "", n, payload)
+}
+
+// fillTenant is fill with every job's tenant set ("" for none).
+func fillTenant(ctx context.Context, cfg Config, queue, tenant string, n int, payload []byte) (time.Duration, error) {
 	start := time.Now()
 	for done := 0; done < n; {
 		k := min(copyChunk, n-done)
 		ps := make([]queues.EnqueueParams, k)
 		for i := range ps {
-			ps[i] = queues.EnqueueParams{Queue: queue, Kind: "noop", Payload: payload}
+			ps[i] = queues.EnqueueParams{Queue: queue, Kind: "noop", Payload: payload, TenantID: tenant}
 		}
 		if _, err := queues.EnqueueCopy(ctx, cfg.Pool, ps); err != nil {
 			return 0, err
@@ -106,28 +111,8 @@ func Burn(ctx context.Context, cfg Config) (Report, error) {
 		return r, err
 	}
 	defer stopClient(c)
-	deadline := time.NewTimer(burnTimeout(n))
-	defer deadline.Stop()
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return r, ctx.Err()
-		case <-deadline.C:
-			return r, fmt.Errorf("gave up after %s with %d of %d jobs handled", burnTimeout(n), handled.Load(), n)
-		case <-tick.C:
-		}
-		if handled.Load() < int64(n) {
-			continue
-		}
-		left, err := unfinished(ctx, cfg, queue)
-		if err != nil {
-			return r, err
-		}
-		if left == 0 {
-			break
-		}
+	if err := awaitBurnt(ctx, cfg, queue, n, &handled); err != nil {
+		return r, err
 	}
 	work := time.Since(start)
 	after, err := readCounters(ctx, cfg)
@@ -166,6 +151,35 @@ func readCounters(ctx context.Context, cfg Config) (counters, error) {
 		return c, fmt.Errorf("read WAL and commit counters: %w", err)
 	}
 	return c, nil
+}
+
+// awaitBurnt waits until the handler counted n jobs (handled) and the
+// database holds no ready or running job of queue (every ack written),
+// bounded by burnTimeout(n).
+func awaitBurnt(ctx context.Context, cfg Config, queue string, n int, handled *atomic.Int64) error {
+	deadline := time.NewTimer(burnTimeout(n))
+	defer deadline.Stop()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("gave up after %s with %d of %d jobs handled", burnTimeout(n), handled.Load(), n)
+		case <-tick.C:
+		}
+		if handled.Load() < int64(n) {
+			continue
+		}
+		left, err := unfinished(ctx, cfg, queue)
+		if err != nil {
+			return err
+		}
+		if left == 0 {
+			return nil
+		}
+	}
 }
 
 // burnTimeout bounds a burn-down: generous for a loaded 2-core box (500
