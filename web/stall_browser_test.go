@@ -3,7 +3,6 @@ package web
 import (
 	"bufio"
 	"context"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -36,14 +35,22 @@ import (
 // and checks the pages recover by themselves, without a reload.
 func TestBrowserDatabaseStall(t *testing.T) {
 	srv := testdb.NewServer(t, map[string]string{"max_connections": "80"})
-	reg := prometheus.NewRegistry()
-	e := setupWith(t, setupOpts{url: stallDatabase(t, srv), configure: func(c *Config) { c.Registerer, c.Gatherer = reg, reg }})
-	_, err := diagnostics.NewCollector(e.srv.cfg.Diagnostics, diagnostics.CollectorConfig{Registerer: reg, Refresh: time.Second, Wait: time.Second})
+	dbURL := stallDatabase(t, srv)
+	e := setupWith(t, setupOpts{url: dbURL})
+	// The collector's rounds get a long budget, so a round hung on the
+	// frozen server does not end (and fail) by itself within the test: the
+	// gauge must drop because scrapes get no round.
+	cd, err := diagnostics.Open(context.Background(), dbURL, diagnostics.Config{Budget: 3 * time.Minute})
+	require.NoError(t, err)
+	t.Cleanup(cd.Close)
+	creg := prometheus.NewRegistry()
+	_, err = diagnostics.NewCollector(cd, diagnostics.CollectorConfig{Registerer: creg, Refresh: time.Second, Wait: time.Second})
 	require.NoError(t, err)
 	_, err = e.srv.cfg.Pool.Exec(context.Background(), `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, attempts)
 		SELECT 'stall-q', 'send', 'dead', 'stall.witness', 'seeded before the freeze', now(), 3 FROM generate_series(1, 12)`)
 	require.NoError(t, err)
-	waitUntil(t, 30*time.Second, "the diagnostics round to succeed", func() bool { return roundSuccess(t, e) == "1" })
+	roundSuccess := func() float64 { return gaugeValue(t, creg, "console_diagnostics_last_round_success") }
+	waitUntil(t, 30*time.Second, "the diagnostics round to succeed", func() bool { return roundSuccess() == 1 })
 
 	// A second client, for the write during the stall.
 	api := e.client(t)
@@ -61,6 +68,19 @@ func TestBrowserDatabaseStall(t *testing.T) {
 	const livePanels = `[...document.querySelectorAll('[data-refresh-url]')]`
 
 	freezeServer(t, srv)
+
+	// The first scrape that waits out its Wait without getting a round
+	// (the round is hung on the frozen server) must already say the round
+	// did not succeed; scrapes before it may be served the last round.
+	waitUntil(t, 30*time.Second, "a scrape that waited for a round", func() bool {
+		start := time.Now()
+		v := roundSuccess()
+		if time.Since(start) < time.Second {
+			return false
+		}
+		require.Equal(t, 0.0, v, "a scrape that got no round within its wait must not keep the last success")
+		return true
+	})
 
 	t.Run("ReadyzAnswers", func(t *testing.T) {
 		start := time.Now()
@@ -105,7 +125,7 @@ func TestBrowserDatabaseStall(t *testing.T) {
 	browser.Screenshot(t, b, "stall-overview")
 	browser.Screenshot(t, step, "stall-runbook-step")
 	browser.Screenshot(t, fresh, "stall-fresh-load")
-	waitUntil(t, 30*time.Second, "console_diagnostics_last_round_success to drop to 0", func() bool { return roundSuccess(t, e) == "0" })
+	waitUntil(t, 30*time.Second, "console_diagnostics_last_round_success to drop to 0", func() bool { return roundSuccess() == 0 })
 
 	resumeServer(t, srv)
 
@@ -115,7 +135,7 @@ func TestBrowserDatabaseStall(t *testing.T) {
 		document.querySelector('#panel-dead_letters').textContent.includes('stall.witness')`, 60*time.Second)
 	waitPage(t, fresh, "the page loaded during the stall to fill its panels", recovered+` && `+livePanels+`.every(p => p.dataset.status === 'ok') &&
 		document.querySelector('#panel-dead_letters').textContent.includes('stall.witness')`, 60*time.Second)
-	waitUntil(t, 30*time.Second, "console_diagnostics_last_round_success to come back to 1", func() bool { return roundSuccess(t, e) == "1" })
+	waitUntil(t, 30*time.Second, "console_diagnostics_last_round_success to come back to 1", func() bool { return roundSuccess() == 1 })
 }
 
 // stallBrowser starts a browser signed in as an operator, on the overview.
@@ -197,22 +217,18 @@ func signalServer(t *testing.T, srv *pgserver.Server, sig syscall.Signal) {
 	require.Positive(t, children, "the postmaster %d has no children to signal", pm)
 }
 
-// roundSuccess scrapes /metrics and returns the value of
-// console_diagnostics_last_round_success ("" when absent).
-func roundSuccess(t *testing.T, e *env) string {
+// gaugeValue gathers g and returns the unlabelled gauge name.
+func gaugeValue(t *testing.T, g prometheus.Gatherer, name string) float64 {
 	t.Helper()
-	hc := http.Client{Timeout: 10 * time.Second}
-	resp, err := hc.Get(e.http.URL + "/metrics")
+	mfs, err := g.Gather()
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, "console_diagnostics_last_round_success "); ok {
-			return strings.TrimSpace(v)
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
 		}
 	}
-	return ""
+	t.Fatalf("no gauge %s", name)
+	return 0
 }
 
 // waitUntil polls cond until it holds, failing the test after within.
