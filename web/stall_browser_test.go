@@ -54,6 +54,7 @@ func TestBrowserDatabaseStall(t *testing.T) {
 
 	// A second client, for the write during the stall.
 	api := e.client(t)
+	api.hc.Timeout = 10 * time.Second // a write that hangs fails the test instead of hanging it
 	api.login(auth.RoleOperator)
 	api.get("/runbook") // a CSRF token of the signed-in session
 
