@@ -93,6 +93,8 @@ func TestBrowserDatabaseStall(t *testing.T) {
 		require.Less(t, time.Since(start), 3*time.Second, "/readyz must answer within its one-second bound")
 	})
 	t.Run("WritesFailFast", func(t *testing.T) {
+		api := *api
+		api.t = t
 		start := time.Now()
 		resp, body := api.post("/incidents", url.Values{"_csrf": {api.csrf}, "title": {"written during the stall"}})
 		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, body)
@@ -105,6 +107,8 @@ func TestBrowserDatabaseStall(t *testing.T) {
 	// browser's own time to draw it is not the server's to bound (this
 	// machine may be busy), so it is only logged.
 	t.Run("PagesAnswerFast", func(t *testing.T) {
+		api := *api
+		api.t = t
 		for _, path := range []string{"/", "/runbook/queues"} {
 			start := time.Now()
 			resp, body := api.get(path)
