@@ -44,7 +44,8 @@ func (c CollectorConfig) withDefaults() CollectorConfig {
 // scrape never runs the catalog when that round is younger than
 // CollectorConfig.Refresh, and never waits longer than
 // CollectorConfig.Wait: a check that fails or times out keeps its last good
-// values, and console_diagnostics_last_round_success and
+// values, a scrape that gets no round within Wait counts as a failed round,
+// and console_diagnostics_last_round_success and
 // console_diagnostics_last_success_age_seconds say how fresh they are.
 type Collector struct {
 	d       *Diagnostics
@@ -343,7 +344,14 @@ func (c *Collector) refresh() {
 	defer cancel()
 	r, err := c.d.LatestRound(ctx, c.cfg.Refresh)
 	if err != nil {
-		return // the round lands in the shared cache for a later scrape
+		// No round within Wait: the database is stalled or overloaded.
+		// The last good values are still served, but the round did not
+		// succeed, so last_round_success says 0 until one does. The round
+		// lands in the shared cache for a later scrape.
+		c.mu.Lock()
+		c.lastOK = false
+		c.mu.Unlock()
+		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

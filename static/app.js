@@ -37,11 +37,190 @@
     if (clock) clock.dataset.at = String(Date.now());
     setInterval(tick, 1000);
   });
-  document.addEventListener("htmx:afterSwap", function () {
+  function refreshed() {
     var clock = document.getElementById("refreshed");
     if (clock) clock.dataset.at = String(Date.now());
     tick();
+  }
+  document.addEventListener("htmx:afterSwap", refreshed);
+
+  // Live blocks (panels, the overview's findings): an element with
+  // data-refresh-url reloads itself every data-refresh-seconds (10 by
+  // default), or at once with data-refresh-load (a panel's placeholder).
+  // The answer replaces it: the element of the same id, or the one
+  // data-refresh-select names. A refresh fails when no answer comes within
+  // FETCH_TIMEOUT, its status is an error, or its element's data-status is
+  // not "ok"; the element then keeps its last good content, marked "stale
+  // since 06:57:26 UTC, retrying", and retries after 2, 4, 8, 16, then every
+  // 30 seconds, until a good answer replaces it. An element that never had
+  // good content shows the failed answer instead (the panel's title and
+  // what went wrong) when it is one.
+  var FETCH_TIMEOUT = 12000, BACKOFF_MAX = 30;
+  function liveState(el) {
+    if (!el._live) el._live = { failures: 0, goodAt: 0, timer: 0, started: false };
+    return el._live;
+  }
+  function liveEvery(el) {
+    var n = Number(el.getAttribute("data-refresh-seconds"));
+    return n > 0 ? n : 10;
+  }
+  function backoff(failures) { return Math.min(BACKOFF_MAX, Math.pow(2, Math.max(1, failures))); }
+  function schedule(el, seconds) {
+    var st = liveState(el);
+    clearTimeout(st.timer);
+    st.timer = setTimeout(function () { refreshLive(el); }, seconds * 1000);
+  }
+  function startLive(root) {
+    if (!root || !root.querySelectorAll) return;
+    var els = Array.prototype.slice.call(root.querySelectorAll("[data-refresh-url]"));
+    if (root.hasAttribute && root.hasAttribute("data-refresh-url")) els.push(root);
+    els.forEach(function (el) {
+      var st = liveState(el);
+      if (st.started) return;
+      st.started = true;
+      if (el.hasAttribute("data-refresh-load")) { refreshLive(el); return; }
+      if ((el.getAttribute("data-status") || "ok") === "ok") {
+        st.goodAt = Date.now() + skew;
+        schedule(el, liveEvery(el));
+      } else {
+        st.failures = 1;
+        schedule(el, backoff(st.failures));
+      }
+    });
+  }
+  // pickLive finds, in an answer's HTML, the element that replaces el.
+  function pickLive(body, el) {
+    var t = document.createElement("template");
+    t.innerHTML = body;
+    var sel = el.getAttribute("data-refresh-select");
+    if (sel) return t.content.querySelector(sel);
+    if (el.id) {
+      var same = t.content.getElementById(el.id);
+      if (same) return same;
+    }
+    return null;
+  }
+  function refreshLive(el) {
+    if (!el.isConnected) return;
+    var ctrl = new AbortController();
+    var timer = setTimeout(function () { ctrl.abort(); }, FETCH_TIMEOUT);
+    fetch(el.getAttribute("data-refresh-url"), {
+      headers: { "HX-Request": "true" }, credentials: "same-origin", cache: "no-store", signal: ctrl.signal
+    }).then(function (resp) {
+      if (resp.status === 401) {
+        window.location.assign("/login?next=" + encodeURIComponent(location.pathname + location.search));
+        return null;
+      }
+      return resp.text().then(function (body) { return { resp: resp, body: body }; });
+    }).then(function (r) {
+      clearTimeout(timer);
+      if (!r) return;
+      var fresh = pickLive(r.body, el);
+      var status = fresh ? (fresh.getAttribute("data-status") || "ok") : "";
+      if (r.resp.ok && status === "ok") { liveGood(el, fresh); return; }
+      var alert = fresh && fresh.querySelector("[role=alert]");
+      liveFailed(el, fresh, alert ? alert.textContent.trim() : "the console answered " + r.resp.status);
+    }).catch(function () {
+      clearTimeout(timer);
+      liveFailed(el, null, "no answer within " + FETCH_TIMEOUT / 1000 + "s");
+    });
+  }
+  function swapLive(el, fresh, st) {
+    st.started = true;
+    fresh._live = st;
+    el.replaceWith(fresh);
+    if (window.htmx) window.htmx.process(fresh);
+    refreshed();
+  }
+  function liveGood(el, fresh) {
+    var st = liveState(el);
+    clearTimeout(st.timer);
+    st.failures = 0;
+    st.goodAt = Date.now() + skew;
+    swapLive(el, fresh, st);
+    schedule(fresh, liveEvery(fresh));
+  }
+  function liveFailed(el, fresh, reason) {
+    var st = liveState(el);
+    clearTimeout(st.timer);
+    st.failures++;
+    var target = el;
+    if (!st.goodAt && fresh) {
+      swapLive(el, fresh, st);
+      target = fresh;
+    }
+    markStale(target, st, reason);
+    schedule(target, backoff(st.failures));
+    checkDatabaseSoon();
+  }
+  function hhmmss(ms) { return new Date(ms).toISOString().substring(11, 19); }
+  function markStale(el, st, reason) {
+    var host = el.querySelector("header") || el;
+    var mark = host.querySelector(".stale-mark");
+    if (!mark) {
+      mark = document.createElement("span");
+      mark.className = "stale-mark";
+      mark.setAttribute("data-testid", "stale");
+      mark.setAttribute("role", "status");
+      var h = host.querySelector("h2");
+      if (h) h.insertAdjacentElement("afterend", mark); else host.prepend(mark);
+    }
+    mark.textContent = st.goodAt ? "stale since " + hhmmss(st.goodAt) + " UTC, retrying" : "no data yet, retrying";
+    mark.title = reason + "; next try in " + backoff(st.failures) + "s";
+    el.setAttribute("data-stale", "");
+  }
+
+  // The banner under the top bar: shown while GET /status/database says
+  // the database does not answer ("Database not answering for 12s", counted
+  // from when it stopped), cleared when it answers. Pages poll it every 10
+  // seconds, every 2 while the database is down, and at once when a live
+  // block fails.
+  var statusTimer = 0, statusDue = 0, downSince = 0;
+  function banner() { return document.getElementById("db-banner"); }
+  function scheduleStatus(seconds) {
+    clearTimeout(statusTimer);
+    statusDue = Date.now() + seconds * 1000;
+    statusTimer = setTimeout(checkDatabase, seconds * 1000);
+  }
+  function checkDatabaseSoon() {
+    if (banner() && statusDue - Date.now() > 500) scheduleStatus(0);
+  }
+  function showBanner() {
+    var b = banner();
+    if (!b) return;
+    if (downSince) {
+      b.textContent = "Database not answering for " + fmtAge((Date.now() + skew - downSince) / 1000);
+      b.hidden = false;
+    } else {
+      b.hidden = true;
+    }
+  }
+  function checkDatabase() {
+    statusDue = 0;
+    var ctrl = new AbortController();
+    var timer = setTimeout(function () { ctrl.abort(); }, 5000);
+    fetch("/status/database", { headers: { Accept: "application/json" }, credentials: "same-origin", cache: "no-store", signal: ctrl.signal })
+      .then(function (resp) { return resp.ok ? resp.json() : null; })
+      .then(function (st) {
+        clearTimeout(timer);
+        if (st) {
+          downSince = st.answering ? 0 : (Date.parse(st.since) || Date.now() + skew);
+          showBanner();
+        }
+        scheduleStatus(downSince ? 2 : 10);
+      })
+      .catch(function () { clearTimeout(timer); scheduleStatus(2); });
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    var b = banner();
+    if (!b) return;
+    var since = Date.parse(b.getAttribute("data-since") || "");
+    if (!isNaN(since) && !b.hidden) downSince = since;
+    setInterval(showBanner, 1000);
+    scheduleStatus(downSince ? 2 : 10);
   });
+  document.addEventListener("DOMContentLoaded", function () { startLive(document.body); });
+  document.addEventListener("htmx:load", function (ev) { startLive(ev.detail && ev.detail.elt); });
 
   // Copy buttons next to SQL and ids.
   document.addEventListener("click", function (ev) {

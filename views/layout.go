@@ -14,11 +14,17 @@ type Chrome struct {
 	CSRF     string
 	Nav      []NavGroup
 	Incident *IncidentPill
-	CSS      string // asset URLs with content hashes
-	JS       string
-	HTMX     string
-	Favicon  string
-	Theme    string // the script that applies the saved theme before the page paints
+	// DBDown, when set, is the banner saying the database does not answer
+	// ("Database not answering for 12 s"); DBDownSince is when it stopped,
+	// RFC 3339, so the page keeps the count going. app.js shows and clears
+	// the banner from then on.
+	DBDown      string
+	DBDownSince string
+	CSS         string // asset URLs with content hashes
+	JS          string
+	HTMX        string
+	Favicon     string
+	Theme       string // the script that applies the saved theme before the page paints
 }
 
 // NavGroup is one heading of the left navigation.

@@ -34,3 +34,12 @@ type Tile struct {
 	Href      string `json:"href,omitempty"`
 	Spark     Spark  `json:"-"`
 }
+
+// Status is "ok", or "error" when the round failed: app.js then keeps the
+// findings it showed last, marked stale, instead of the error.
+func (m Overview) Status() string {
+	if m.Error != "" {
+		return "error"
+	}
+	return "ok"
+}

@@ -19,7 +19,8 @@ type Panel struct {
 	EmptyWhy   string `json:"-"`
 	Took       string `json:"took,omitempty"`
 	// RefreshURL, when set, makes the panel refresh itself every
-	// RefreshSeconds through htmx.
+	// RefreshSeconds (app.js polls it; a refresh that fails keeps the last
+	// good rows, marked stale, and retries with backoff).
 	RefreshURL     string `json:"-"`
 	RefreshSeconds int    `json:"-"`
 	// CaptureURL, when set, offers "capture into the open incident".

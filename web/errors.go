@@ -56,6 +56,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusNotFound, err.Error()
 	case errors.Is(err, audit.ErrInvalid):
 		return http.StatusUnprocessableEntity, err.Error()
+	case errors.Is(err, errDatabaseNotAnswering):
+		return http.StatusServiceUnavailable, "the database is not answering; nothing was changed. Try again once it answers"
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, "the database did not answer in time; the page's panels load separately, try them again"
 	}

@@ -65,6 +65,7 @@ func (s *Server) login(c echo.Context) error {
 		if err := auth.SessionDelete(c.Request().Context(), s.cfg.Pool, ck.Value); err != nil {
 			return err
 		}
+		s.sessions.forget(ck.Value)
 	}
 	s.setCookie(c, "console_session", secret, int(s.cfg.SessionTTL.Seconds()))
 	s.rotatePreSession(c)
@@ -77,6 +78,7 @@ func (s *Server) logout(c echo.Context) error {
 		if err := auth.SessionDelete(c.Request().Context(), s.cfg.Pool, secret); err != nil {
 			return err
 		}
+		s.sessions.forget(secret)
 	}
 	s.setCookie(c, "console_session", "", -1)
 	s.rotatePreSession(c)

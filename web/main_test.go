@@ -42,13 +42,19 @@ type setupOpts struct {
 	configure func(*Config)
 	// tls serves over https (httptest's own certificate).
 	tls bool
+	// url is a migrated database to use instead of a fresh one on the
+	// shared test server (a test that freezes its server brings its own).
+	url string
 }
 
 func setup(t testing.TB) *env { return setupWith(t, setupOpts{}) }
 
 func setupWith(t testing.TB, o setupOpts) *env {
 	t.Helper()
-	url := testdb.URL(t)
+	url := o.url
+	if url == "" {
+		url = testdb.URL(t)
+	}
 	pool := testdb.Pool(t, url)
 	diag, err := diagnostics.Open(context.Background(), url, diagnostics.Config{Thresholds: o.thresholds})
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -170,7 +171,7 @@ func refusedStatus(status int) bool {
 // error handling so the logged status is the one the client got. A refused
 // request (401, 403, 409, 422, 429) is logged at warn as "request refused"
 // with the reason, whatever the route; other requests at info, except the
-// probes and static assets.
+// probes, the pages' database status polls and static assets.
 func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -196,7 +197,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 				attrs = append(append(attrs, "reason", r.reason), r.attrs...)
 			}
 			s.log.Warn("request refused", attrs...)
-		case route != "/healthz" && route != "/readyz" && !strings.HasPrefix(route, "/static"):
+		case route != "/healthz" && route != "/readyz" && route != "/status/database" && !strings.HasPrefix(route, "/static"):
 			s.log.Info("request", attrs...)
 		}
 		return nil
@@ -412,12 +413,15 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx := c.Request().Context()
 		if tok := bearer(c); tok != "" {
-			p, err := auth.TokenLookup(ctx, s.cfg.Pool, tok)
+			tctx, cancel := context.WithTimeout(ctx, sessionLookupTimeout)
+			p, err := auth.TokenLookup(tctx, s.cfg.Pool, tok)
+			cancel()
 			if err != nil {
 				if errors.Is(err, auth.ErrNoSession) {
 					return echo.NewHTTPError(http.StatusUnauthorized, "API token not recognised or revoked")
 				}
-				return err
+				return echo.NewHTTPError(http.StatusServiceUnavailable,
+					"the API token could not be checked: the database did not answer within "+sessionLookupTimeout.String()+"; retry later").SetInternal(err)
 			}
 			if p.Scope == auth.ScopeAlerts && !(c.Request().Method == http.MethodPost && c.Path() == alertsPath) {
 				return fmt.Errorf("%w: token %s may only post Alertmanager notifications to %s (it was created with --scope alerts)", errForbidden, p.Name, alertsPath)
@@ -434,12 +438,14 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		if ck, err := c.Cookie(sessionCookieName(s.secureCookies(c.Request()))); err == nil && len(ck.Value) <= 64 {
-			p, err := auth.SessionLookup(ctx, s.cfg.Pool, ck.Value)
+			_, down := s.db.down()
+			p, err := s.sessions.lookup(ctx, s.cfg.Pool, ck.Value, time.Now(), down)
 			if err == nil {
 				c.Set(principalKey, p)
 				c.Set(sessionSecretKey, ck.Value)
 			} else if !errors.Is(err, auth.ErrNoSession) {
-				return err
+				return echo.NewHTTPError(http.StatusServiceUnavailable,
+					"Your sign-in could not be checked: the database did not answer within "+sessionLookupTimeout.String()+". Reload the page in a moment.").SetInternal(err)
 			}
 		}
 		return next(c)

@@ -26,7 +26,13 @@ func (s *Server) overview(c echo.Context) error {
 	defer cancel()
 	p, _ := principalFrom(c)
 	var m views.Overview
-	if round, err := s.cfg.Diagnostics.LatestRound(ctx, 0); err != nil {
+	if err := s.db.check(ctx); err != nil {
+		m.Error = "Database not answering"
+		if since, down := s.db.down(); down {
+			m.Error += notAnsweringFor(since, time.Now())
+		}
+		m.Error += ": no findings until it answers. This panel retries by itself."
+	} else if round, err := s.cfg.Diagnostics.LatestRound(ctx, 0); err != nil {
 		m.Error = "No diagnostics round finished within " + overviewWait.String() + "; the next refresh tries again."
 	} else {
 		th := s.cfg.Diagnostics.Thresholds()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -233,6 +234,12 @@ func (s *Server) panel(c echo.Context) error {
 	if !ok {
 		return fmt.Errorf("%w: no diagnostics panel named %q", errNotFound, name)
 	}
+	if err := s.db.check(c.Request().Context()); err != nil {
+		if wantsJSON(c) {
+			return err
+		}
+		return s.render(c, page{Title: check.Title, Status: http.StatusServiceUnavailable, Body: views.PanelView(notAnsweringPanel(check, s.db))})
+	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 10*time.Second)
 	defer cancel()
 	res, ok := s.cfg.Diagnostics.Panel(ctx, name)
@@ -249,10 +256,26 @@ func (s *Server) panel(c echo.Context) error {
 	}
 	p, _ := principalFrom(c)
 	v := panelView(check, res, p.Role, time.Now())
-	v.RefreshURL, v.RefreshSeconds = "/panels/"+name, 10
+	v.RefreshURL, v.RefreshSeconds = "/panels/"+name, panelRefreshSeconds
 	if inc := s.openIncident(ctx); inc != nil && auth.RoleRank(p.Role) >= auth.RoleRank(auth.RoleOperator) {
 		v.CaptureURL = fmt.Sprintf("/incidents/%d/capture", inc.ID)
 		v.CSRF = csrfToken(c)
 	}
 	return s.render(c, page{Title: check.Title, Model: v, Body: views.PanelView(v)})
 }
+
+// notAnsweringPanel is a panel whose query was not even sent: the
+// database does not answer. It keeps its title and refresh address, so
+// app.js keeps the rows it showed (marked stale) and goes on retrying.
+func notAnsweringPanel(ck diagnostics.Check, w *dbWatch) views.Panel {
+	msg := "Database not answering"
+	if since, down := w.down(); down {
+		msg += notAnsweringFor(since, time.Now())
+	}
+	return views.Panel{ID: ck.Name, Title: ck.Title, Status: "error", RefreshURL: "/panels/" + ck.Name, RefreshSeconds: panelRefreshSeconds,
+		Message: msg + "; this panel retries by itself and shows its rows again once the database answers."}
+}
+
+// panelRefreshSeconds is how often a panel refreshes while its queries
+// succeed.
+const panelRefreshSeconds = 10

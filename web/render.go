@@ -88,9 +88,16 @@ func (s *Server) chrome(c echo.Context, title, active string) views.Chrome {
 	if p, ok := principalFrom(c); ok {
 		ch.User, ch.UserRole = p.Name, p.Role
 		ch.Nav = navFor(active, p.Role)
-		info := s.databaseInfo(c.Request().Context())
-		ch.DBServer, ch.DBRole = info.server, info.role
-		ch.Incident = s.incidentPill(c.Request().Context())
+		// While the database does not answer, the frame is drawn from
+		// what is known, with the banner, instead of waiting for it.
+		if since, down := s.db.down(); down {
+			ch.DBDown = "Database not answering" + notAnsweringFor(since, time.Now())
+			ch.DBDownSince = since.UTC().Format(time.RFC3339)
+		} else {
+			info := s.databaseInfo(c.Request().Context())
+			ch.DBServer, ch.DBRole = info.server, info.role
+			ch.Incident = s.incidentPill(c.Request().Context())
+		}
 	}
 	return ch
 }

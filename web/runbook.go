@@ -25,8 +25,12 @@ func (s *Server) runbookPage(c echo.Context) error {
 	p, _ := principalFrom(c)
 	if i, ok := runbookStepBySlug(slug); ok {
 		m := runbookStepModel(i, p.Role)
-		if inc := s.openIncident(c.Request().Context()); inc != nil {
-			m.Incident = &views.IncidentRef{ID: inc.ID, Title: inc.Title, Href: fmt.Sprintf("/incidents/%d", inc.ID)}
+		// While the database does not answer, the step is drawn without
+		// the incident link rather than wait for it.
+		if _, down := s.db.down(); !down {
+			if inc := s.openIncident(c.Request().Context()); inc != nil {
+				m.Incident = &views.IncidentRef{ID: inc.ID, Title: inc.Title, Href: fmt.Sprintf("/incidents/%d", inc.ID)}
+			}
 		}
 		return s.render(c, page{Title: fmt.Sprintf("Step %d: %s", m.Number, m.Title), Nav: "runbook", Model: m, Body: views.RunbookStepBody(m)})
 	}

@@ -95,6 +95,12 @@ type Server struct {
 	csrfKey []byte
 	ready   readiness
 
+	// db knows whether the database answers; sessions caches session
+	// lookups so a stalled database neither hangs pages nor signs
+	// everyone out.
+	db       *dbWatch
+	sessions *sessionCache
+
 	// openIncidents caches openIncident's lookup, which every panel
 	// refresh makes; the handlers that open or close an incident
 	// invalidate it.
@@ -142,13 +148,15 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:     cfg,
-		e:       echo.New(),
-		log:     cfg.Logger,
-		limiter: auth.NewLoginLimiter(loginLimits),
-		proxies: proxies,
-		metrics: m,
-		csrfKey: cfg.CSRFKey,
+		cfg:      cfg,
+		e:        echo.New(),
+		log:      cfg.Logger,
+		limiter:  auth.NewLoginLimiter(loginLimits),
+		proxies:  proxies,
+		metrics:  m,
+		csrfKey:  cfg.CSRFKey,
+		db:       newDBWatch(cfg.Pool),
+		sessions: newSessionCache(),
 	}
 	if len(s.csrfKey) == 0 {
 		s.csrfKey = make([]byte, 32)
