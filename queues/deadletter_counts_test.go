@@ -159,6 +159,20 @@ func scalePool(t *testing.T) *pgxpool.Pool {
 	return pool
 }
 
+// explainPrepared prepares the statement sql/<name>.sql as stmt on conn and
+// returns the lines of EXPLAIN options EXECUTE stmt args.
+func explainPrepared(t *testing.T, conn *pgxpool.Conn, stmt, name, options, args string) []string {
+	t.Helper()
+	ctx := context.Background()
+	_, err := conn.Exec(ctx, "PREPARE "+stmt+" AS "+sqlText(name))
+	require.NoError(t, err, name)
+	rows, err := conn.Query(ctx, "EXPLAIN "+options+" EXECUTE "+stmt+args)
+	require.NoError(t, err, name)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err, name)
+	return lines
+}
+
 // planNodes flattens an EXPLAIN (FORMAT JSON) plan into its nodes.
 func planNodes(t *testing.T, raw []byte) []map[string]any {
 	t.Helper()
@@ -225,11 +239,7 @@ func TestScaleStatementPlans(t *testing.T) {
 				continue
 			}
 			stmt := fmt.Sprintf("scale_plan_%d_%s", i, strings.TrimPrefix(mode, "force_"))
-			_, err := conn.Exec(ctx, "PREPARE "+stmt+" AS "+sqlText(c.name))
-			require.NoError(t, err, c.name)
-			var raw []byte
-			require.NoError(t, conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE "+stmt+c.args,
-				pgx.QueryExecModeSimpleProtocol).Scan(&raw), c.name)
+			raw := []byte(strings.Join(explainPrepared(t, conn, stmt, c.name, "(FORMAT JSON)", c.args), "\n"))
 			used := map[string]bool{}
 			for _, n := range planNodes(t, raw) {
 				require.False(t, n["Node Type"] == "Seq Scan" && n["Relation Name"] == "jobs",
