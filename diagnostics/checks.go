@@ -356,9 +356,10 @@ func init() {
 		{
 			Name: CheckQueueHealth, Title: "Queues, leases and dead letters", Step: StepQueues,
 			AlsoSteps:  []string{StepEntry, StepMitigations, StepVerification},
+			statement:  queueHealthSQL,
 			EmptyTitle: "No queue has jobs yet.",
 			EmptyWhy:   " Each queue's ready, running and dead counts appear here once jobs are enqueued.",
-			tables:     []string{"jobs", "queue_settings"},
+			tables:     []string{"jobs", "queue_settings", "dead_letter_counts"},
 			panel:      typed((*Diagnostics).QueueHealth),
 			round:      section(func(r *Round) *[]QueueStat { return &r.Queues }, readQueues),
 			metrics:    true,
@@ -383,7 +384,7 @@ func init() {
 			statement:  queues.DeadLetterClassStatsSQL,
 			EmptyTitle: "No dead letters.",
 			EmptyWhy:   " Jobs that used up their attempts or failed permanently would be grouped here by error class.",
-			tables:     []string{"jobs"},
+			tables:     []string{"jobs", "dead_letter_counts"},
 			panel:      typed((*Diagnostics).DeadLetters),
 			round:      section(func(r *Round) *[]DeadLetterGroup { return &r.DeadLetters }, readDeadLetters),
 			Columns: []Column{

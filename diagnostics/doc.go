@@ -27,10 +27,12 @@
 // it against Thresholds. A check that fails or times out becomes a
 // diagnostics.unavailable finding naming the check, never a silent gap.
 //
-// Queue and outbox counts never scan finished history: queues, priorities
-// and error classes are found with loose scans of the partial indexes and
-// every count stops at a cap (QueueParams.CountCap), so one round costs tens
-// of milliseconds on a table of millions of jobs.
+// Queue and outbox counts never scan finished history: queues and
+// priorities are found with loose scans of the partial indexes, backlog
+// counts stop at a cap (QueueParams.CountCap), and dead letters are read
+// through the queues package from its per-class counters, so a round's cost
+// follows the queues, the classes and the ready backlog (up to the cap),
+// not the history or the dead-letter pile.
 //
 // Pages that many engineers keep open share one round: LatestRound serves
 // the round of the last few seconds (Config.RoundMaxAge) to the overview,

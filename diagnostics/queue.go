@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgconsole/console/queues"
 )
 
@@ -20,9 +22,10 @@ type QueueStat struct {
 	Running            int64      `db:"running" json:"running"`
 	ExpiredLeases      int64      `db:"expired_leases" json:"expired_leases"`
 	OldestExpiredLease *time.Time `db:"oldest_expired_lease" json:"oldest_expired_lease"`
-	Dead               int64      `db:"dead" json:"dead"`
+	// Dead is exact.
+	Dead int64 `db:"dead" json:"dead"`
 	// DeadRecent counts jobs that died within QueueParams.DeadWindow.
-	// Ready, Scheduled, Dead and DeadRecent stop at QueueParams.CountCap.
+	// Ready, Scheduled and DeadRecent stop at QueueParams.CountCap.
 	DeadRecent        int64      `db:"dead_recent" json:"dead_recent"`
 	Paused            bool       `db:"paused" json:"paused"`
 	MaxWorkers        *int32     `db:"max_workers" json:"max_workers"`
@@ -48,11 +51,6 @@ type QueueParams struct {
 	CountCap int64
 }
 
-func (p QueueParams) args() []any {
-	p = p.withDefaults()
-	return []any{p.DeadWindow.Seconds(), p.CountCap}
-}
-
 func (p QueueParams) withDefaults() QueueParams {
 	if p.DeadWindow <= 0 {
 		p.DeadWindow = defaultDeadWindow
@@ -63,10 +61,61 @@ func (p QueueParams) withDefaults() QueueParams {
 	return p
 }
 
-// QueueHealth reads every queue's counts through loose scans of the partial
-// indexes (queue_health.sql).
+// QueueHealth reads every queue's backlog and leases through loose scans of
+// the partial indexes (queue_health.sql), and its dead letters from the
+// queues package (queues.DeadLetterQueueCounts: exact totals, recent counts
+// capped), so the dead-letter walk has one owner. Queues with only dead
+// letters are listed too, in name order with the rest.
 func QueueHealth(ctx context.Context, db DBTX, p QueueParams) ([]QueueStat, error) {
-	return collect[QueueStat](ctx, db, CheckQueueHealth, 0, p.args()...)
+	p = p.withDefaults()
+	q, err := sqlText(CheckQueueHealth, 0)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.Query(ctx, q, p.CountCap)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", CheckQueueHealth, err)
+	}
+	// Lax: dead and dead_recent come from the second read.
+	stats, err := pgx.CollectRows(rows, pgx.RowToStructByNameLax[QueueStat])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", CheckQueueHealth, err)
+	}
+	dead, err := queues.DeadLetterQueueCounts(ctx, db, queues.DeadLetterStatsParams{Window: p.DeadWindow, CountCap: p.CountCap})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", CheckQueueHealth, err)
+	}
+	return mergeDeadCounts(stats, dead), nil
+}
+
+// mergeDeadCounts sets each queue's dead counts, adding the queues that have
+// nothing but dead letters; both inputs and the result are in queue order.
+func mergeDeadCounts(stats []QueueStat, dead []queues.DeadLetterQueueCount) []QueueStat {
+	out := make([]QueueStat, 0, len(stats)+len(dead))
+	i, k := 0, 0
+	for i < len(stats) || k < len(dead) {
+		switch {
+		case k == len(dead) || (i < len(stats) && stats[i].Queue < dead[k].Queue):
+			out = append(out, stats[i])
+			i++
+		case i == len(stats) || dead[k].Queue < stats[i].Queue:
+			out = append(out, QueueStat{Queue: dead[k].Queue, Dead: dead[k].Dead, DeadRecent: dead[k].DeadRecent})
+			k++
+		default:
+			s := stats[i]
+			s.Dead, s.DeadRecent = dead[k].Dead, dead[k].DeadRecent
+			out = append(out, s)
+			i, k = i+1, k+1
+		}
+	}
+	return out
+}
+
+// queueHealthSQL is what QueueHealth runs, both statements, for the panel
+// that shows operators its SQL.
+func queueHealthSQL() string {
+	q, _ := sqlText(CheckQueueHealth, 0)
+	return q + "\n-- then the dead letters of every queue, summed by queue:\n" + queues.DeadLetterClassStatsSQL()
 }
 
 // QueueHealth runs queue_health.sql as a panel, with a 15-minute window for

@@ -3,6 +3,7 @@ package queues
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -13,8 +14,8 @@ type DeadLetterStatsParams struct {
 	// Window is how far back a dead letter counts as recent (default 15
 	// minutes).
 	Window time.Duration
-	// CountCap is where every count stops (default 10,000): a count equal
-	// to the cap means "at least that many".
+	// CountCap is where the recent counts stop (default 10,000): a count
+	// equal to the cap means "at least that many". Dead counts are exact.
 	CountCap int64
 	// MaxGroups bounds how many (queue, error class) groups
 	// DeadLetterClassStats returns (default 200).
@@ -39,7 +40,8 @@ func (p DeadLetterStatsParams) withDefaults() DeadLetterStatsParams {
 type DeadLetterClassStat struct {
 	Queue      string `db:"queue" json:"queue"`
 	ErrorClass string `db:"error_class" json:"error_class"`
-	// Dead and DeadRecent (died within the window) stop at the count cap.
+	// Dead is exact; DeadRecent (died within the window) stops at the
+	// count cap.
 	Dead           int64      `db:"dead" json:"dead"`
 	DeadRecent     int64      `db:"dead_recent" json:"dead_recent"`
 	LastFinishedAt *time.Time `db:"last_finished_at" json:"last_finished_at"`
@@ -47,8 +49,9 @@ type DeadLetterClassStat struct {
 
 // DeadLetterClassStats groups dead jobs by queue and error class, the most
 // recent burst first (then the largest), at most p.MaxGroups groups: what an
-// operator classifies before any requeue. It reads the dead-jobs index by
-// loose scans, so its cost follows the number of groups, not of dead jobs.
+// operator classifies before any requeue. The groups and their counts come
+// from dead_letter_counts, then a few probes of the dead-jobs index per
+// group, so its cost follows the number of groups, not of dead jobs.
 func DeadLetterClassStats(ctx context.Context, db DBTX, p DeadLetterStatsParams) ([]DeadLetterClassStat, error) {
 	p = p.withDefaults()
 	return collectRows[DeadLetterClassStat](ctx, db, "dead_letter_class_stats", "group dead letters by class",
@@ -58,17 +61,18 @@ func DeadLetterClassStats(ctx context.Context, db DBTX, p DeadLetterStatsParams)
 // DeadLetterQueueCount is how many jobs of one queue are dead.
 type DeadLetterQueueCount struct {
 	Queue string `db:"queue" json:"queue"`
-	// Dead and DeadRecent (died within the window) stop at the count cap.
+	// Dead is exact; DeadRecent (died within the window) stops at the
+	// count cap.
 	Dead       int64 `db:"dead" json:"dead"`
 	DeadRecent int64 `db:"dead_recent" json:"dead_recent"`
 }
 
 // DeadLetterQueueCounts counts the dead jobs of every queue that has any,
-// by queue name, each count stopping at p.CountCap (p.MaxGroups does not
-// apply). It adds up DeadLetterClassStats over every group of the queue:
-// a sum of counts each capped at CountCap, capped again, is the queue's
-// count capped at CountCap. Its cost follows the number of groups, not of
-// dead jobs.
+// by queue name: Dead exact, DeadRecent stopping at p.CountCap (p.MaxGroups
+// does not apply). It adds up DeadLetterClassStats over every group of the
+// queue (a sum of recent counts each capped at CountCap, capped again, is
+// the queue's recent count capped at CountCap). Its cost follows the number
+// of groups, not of dead jobs.
 func DeadLetterQueueCounts(ctx context.Context, db DBTX, p DeadLetterStatsParams) ([]DeadLetterQueueCount, error) {
 	p = p.withDefaults()
 	var everyGroup *int // LIMIT NULL: no limit
@@ -84,7 +88,7 @@ func DeadLetterQueueCounts(ctx context.Context, db DBTX, p DeadLetterStatsParams
 			out = append(out, DeadLetterQueueCount{Queue: g.Queue})
 		}
 		q := &out[len(out)-1]
-		q.Dead = min(q.Dead+g.Dead, p.CountCap)
+		q.Dead += g.Dead
 		q.DeadRecent = min(q.DeadRecent+g.DeadRecent, p.CountCap)
 	}
 	return out, nil
@@ -111,3 +115,21 @@ func DeadLetterClassList(ctx context.Context, db DBTX, f DeadLetterFilter, limit
 // DeadLetterClassStatsSQL returns the statement DeadLetterClassStats runs,
 // for pages that show operators the exact SQL behind what they see.
 func DeadLetterClassStatsSQL() string { return sqlText("dead_letter_class_stats") }
+
+// DeadLetterTotal is how many jobs are dead, exactly, and in how many
+// (queue, error class) groups.
+type DeadLetterTotal struct {
+	Dead   int64 `db:"dead" json:"dead"`
+	Groups int64 `db:"groups" json:"groups"`
+}
+
+// DeadLetterTotals counts the dead jobs of queue ("" for every queue) and
+// their groups from dead_letter_counts: exact, at the cost of one row per
+// group.
+func DeadLetterTotals(ctx context.Context, db DBTX, queue string) (DeadLetterTotal, error) {
+	var t DeadLetterTotal
+	if err := db.QueryRow(ctx, sqlText("dead_letter_totals"), queue).Scan(&t.Dead, &t.Groups); err != nil {
+		return t, fmt.Errorf("count dead letters: %w", err)
+	}
+	return t, nil
+}

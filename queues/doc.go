@@ -59,6 +59,35 @@
 // Every failed attempt is appended to the job's bounded errors history and
 // sets error_class, a fingerprint (ErrorClass) that groups dead letters.
 //
+// # Dead letters at scale
+//
+// The console is opened during a dead-letter storm, so its dead-letter views
+// must not cost one index entry per dead job. The table dead_letter_counts
+// holds one row per (queue, error class) with its exact count, kept by row
+// triggers on jobs in the same transaction as the change (a job dying, being
+// requeued, retried, cancelled, re-classed, archived or deleted; TRUNCATE
+// empties it). DeadLetterGroups, DeadLetterTotals, DeadLetterClassStats,
+// DeadLetterQueueCounts and QueueStats read their counts there and the dead
+// jobs only through a few index probes per group shown, so their cost
+// follows the number of groups, not of dead jobs.
+//
+// Two other designs were measured first, on 10 million jobs with a million
+// dead in 1,000 classes: grouping the dead jobs (the old DeadLetterGroups)
+// took over five seconds; a loose index scan over (queue, error_class) with
+// per-class counts capped at 10,000 (the old DeadLetterClassStats) took
+// 0.6-0.8 s, because a cap that keeps counts useful still reads almost every
+// entry when a storm spreads over many classes, and a cap low enough to be
+// cheap ranks nothing. The counters give exact ranks at any size. Their cost
+// is on the dying side only: the triggers' WHEN clauses skip claims, acks
+// and renewals without a function call; a transaction that kills or requeues
+// jobs of a class holds that class's counter row until it commits, so deaths
+// within one class commit one at a time, and two bulk statements moving the
+// same classes in opposite orders can deadlock (PostgreSQL fails one; the
+// reaper retries on its next tick, an operator's requeue can be run again).
+// The whole-class requeue preview (DeadLetterCount and friends) stays an
+// exact count over jobs_dead_idx, bounded by the size of the class: it is
+// what the operator signs.
+//
 // # Fleet-wide settings
 //
 // queue_settings is re-read by every process once per poll interval, and the

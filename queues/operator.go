@@ -99,10 +99,14 @@ type DeadLetterGroup struct {
 	SampleJobID int64     `db:"sample_job_id"`
 }
 
+// DeadLetterGroupLimit is how many groups DeadLetterGroups returns at most.
+const DeadLetterGroupLimit = 200
+
 // DeadLetterGroups groups dead jobs by queue and error class, largest group
-// first, at most 200 groups; queue "" means every queue. It counts every
-// dead job of the queue: for a bounded read on a large pile, use
-// DeadLetterClassStats.
+// first, at most DeadLetterGroupLimit groups; queue "" means every queue.
+// Counts are exact and read from dead_letter_counts, so the cost follows
+// the number of groups, not of dead jobs (DeadLetterTotals gives the total
+// beyond the groups shown).
 func DeadLetterGroups(ctx context.Context, db DBTX, queue string) ([]DeadLetterGroup, error) {
-	return collectRows[DeadLetterGroup](ctx, db, "dead_letter_groups", "group dead letters", queue)
+	return collectRows[DeadLetterGroup](ctx, db, "dead_letter_groups", "group dead letters", queue, DeadLetterGroupLimit)
 }

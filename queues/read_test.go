@@ -136,8 +136,8 @@ func TestDeadLetterStats(t *testing.T) {
 		{Queue: "ds1", ErrorClass: "bad payload", Dead: 1, DeadRecent: 1},
 		{Queue: "ds2", ErrorClass: "bad payload", Dead: 1, DeadRecent: 0},
 	}, stats(DeadLetterStatsParams{}))
-	require.Equal(t, DeadLetterClassStat{Queue: "ds1", ErrorClass: "upstream refused", Dead: 2, DeadRecent: 2},
-		stats(DeadLetterStatsParams{CountCap: 2})[0], "counts stop at the cap")
+	require.Equal(t, DeadLetterClassStat{Queue: "ds1", ErrorClass: "upstream refused", Dead: 3, DeadRecent: 2},
+		stats(DeadLetterStatsParams{CountCap: 2})[0], "recent counts stop at the cap, dead counts are exact")
 	require.Equal(t, int64(3), stats(DeadLetterStatsParams{Window: 2 * time.Hour})[0].DeadRecent, "a wider window")
 	limited, err := DeadLetterClassStats(ctx, tx, DeadLetterStatsParams{MaxGroups: 2})
 	require.NoError(t, err)
@@ -155,7 +155,7 @@ func TestDeadLetterStats(t *testing.T) {
 		return out
 	}
 	require.Equal(t, []DeadLetterQueueCount{{Queue: "ds1", Dead: 5, DeadRecent: 4}, {Queue: "ds2", Dead: 1}}, counts(DeadLetterStatsParams{}))
-	require.Equal(t, []DeadLetterQueueCount{{Queue: "ds1", Dead: 3, DeadRecent: 3}, {Queue: "ds2", Dead: 1}}, counts(DeadLetterStatsParams{CountCap: 3}))
+	require.Equal(t, []DeadLetterQueueCount{{Queue: "ds1", Dead: 5, DeadRecent: 3}, {Queue: "ds2", Dead: 1}}, counts(DeadLetterStatsParams{CountCap: 3}))
 
 	classes, err := DeadLetterClassList(ctx, tx, DeadLetterFilter{Queue: "ds1"}, 0)
 	require.NoError(t, err)
@@ -305,20 +305,16 @@ func TestHotStatementPlans(t *testing.T) {
 			{name: "job_reap", args: "(100, 20)"},
 			{name: "dead_letter_requeue", args: "('{}', 'p1', '', NULL, NULL, 10, false)"},
 			{name: "dead_letter_class_list", args: "('{}', 'p1', '', NULL, NULL, 50)"},
-			{name: "dead_letter_class_stats", args: "(900, 10000, 200)", want: []string{"jobs_dead_idx"}},
+			// No dead job here: any dead-only index will do (TestScaleStatementPlans
+			// checks the choice on a dead-letter storm).
+			{name: "dead_letter_class_stats", args: "(900, 10000, 200)", want: []string{"using jobs_dead_"}},
 			{name: "job_ack_many", args: "(" + idArray + ", " + idArray + ", 'w')",
 				want: []string{"Index Scan using jobs_pkey"}, not: []string{"jobs_running_lease_idx"}},
 			{name: "job_renew_many", args: "(" + idArray + ", " + idArray + ", 'w', 1000)",
 				want: []string{"Index Scan using jobs_pkey"}, not: []string{"jobs_running_lease_idx"}},
 		} {
 			stmt := fmt.Sprintf("plan_%s_%s_%d", c.name, mode, len(c.args))
-			_, err := conn.Exec(ctx, "PREPARE "+stmt+" AS "+sqlText(c.name))
-			require.NoError(t, err, c.name)
-			rows, err := conn.Query(ctx, "EXPLAIN EXECUTE "+stmt+c.args)
-			require.NoError(t, err, c.name)
-			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			require.NoError(t, err, c.name)
-			plan := strings.Join(lines, "\n")
+			plan := strings.Join(explainPrepared(t, conn, stmt, c.name, "", c.args), "\n")
 			require.NotContains(t, plan, "Seq Scan on jobs", "%s %s:\n%s", c.name, mode, plan)
 			for _, w := range c.want {
 				require.Contains(t, plan, w, "%s %s:\n%s", c.name, mode, plan)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"net/url"
 	"time"
 
@@ -23,22 +24,27 @@ func (s *Server) deadLetters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m := deadLettersModel(groups, queue, readRole(c), time.Now())
+	total, err := queues.DeadLetterTotals(ctx, s.cfg.Pool, queue)
+	if err != nil {
+		return err
+	}
+	m := deadLettersModel(groups, total, queue, readRole(c), time.Now())
 	return s.render(c, page{Title: "Dead letters", Nav: "deadletters", Model: m, Body: views.DeadLettersBody(m)})
 }
 
-// deadLettersModel maps the groups to the /deadletters page.
-func deadLettersModel(groups []queues.DeadLetterGroup, queue, role string, now time.Time) views.DeadLettersPage {
-	var total int64
-	for _, g := range groups {
-		total += g.Count
-	}
+// deadLettersModel maps the groups and the exact total to the /deadletters
+// page.
+func deadLettersModel(groups []queues.DeadLetterGroup, total queues.DeadLetterTotal, queue, role string, now time.Time) views.DeadLettersPage {
 	p := deadLetterPanel(groups, role, true, now)
 	if queue != "" {
-		p.Note = "Only queue " + queue + "."
+		p.Note = "Only queue " + queue + ". "
 		p.EmptyTitle = "No dead jobs in queue " + queue + "."
 	}
-	m := views.DeadLettersPage{GeneratedAt: now.UTC().Format(time.RFC3339), Total: humanInt(total), Groups: p, RefreshURL: "/deadletters"}
+	if total.Groups > int64(len(groups)) {
+		p.Note += fmt.Sprintf("The %d largest of %s groups. ", len(groups), humanInt(total.Groups))
+	}
+	p.Note += "Counts and the total are exact: the engine counts dead jobs per group as they die and are requeued."
+	m := views.DeadLettersPage{GeneratedAt: now.UTC().Format(time.RFC3339), Total: humanInt(total.Dead), Groups: p, RefreshURL: "/deadletters"}
 	if queue != "" {
 		m.RefreshURL = deadLettersHref(queue)
 	}

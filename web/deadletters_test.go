@@ -17,8 +17,12 @@ func TestDeadLettersModel(t *testing.T) {
 			SampleError: "context deadline exceeded", SampleJobID: 77},
 		{Queue: "email", ErrorClass: "", Count: 3, FirstSeen: now, LastSeen: now},
 	}
-	m := deadLettersModel(groups, "", "operator", now)
+	m := deadLettersModel(groups, queues.DeadLetterTotal{Dead: 1203, Groups: 2}, "", "operator", now)
 	require.Equal(t, "1,203", m.Total)
+	require.Contains(t, m.Groups.Note, "exact")
+	require.NotContains(t, m.Groups.Note, "largest", "every group is shown")
+	require.Contains(t, deadLettersModel(groups, queues.DeadLetterTotal{Dead: 5000, Groups: 300}, "", "operator", now).Groups.Note,
+		"The 2 largest of 300 groups.")
 	require.Len(t, m.Groups.Rows, 2)
 	row := m.Groups.Rows[0]
 	require.Equal(t, "email", row[0].Text)
@@ -34,8 +38,8 @@ func TestDeadLettersModel(t *testing.T) {
 	require.Empty(t, noClass[5].Href, "no sample job")
 	require.Empty(t, noClass[6].Actions, "an empty class would mean every class: no class-wide requeue")
 
-	require.Empty(t, deadLettersModel(groups, "", "viewer", now).Groups.Rows[0][6].Actions)
-	narrowed := deadLettersModel(nil, "billing", "viewer", now)
+	require.Empty(t, deadLettersModel(groups, queues.DeadLetterTotal{}, "", "viewer", now).Groups.Rows[0][6].Actions)
+	narrowed := deadLettersModel(nil, queues.DeadLetterTotal{}, "billing", "viewer", now)
 	require.Equal(t, "No dead jobs in queue billing.", narrowed.Groups.EmptyTitle)
 	require.Equal(t, "/deadletters?queue=billing", narrowed.RefreshURL)
 	require.Len(t, deadLetterPanel(groups, "viewer", false, now).Columns, 6, "the queue page leaves out the queue column")

@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,9 +20,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/bench"
 	"github.com/pgconsole/console/internal/pgserver"
 	"github.com/pgconsole/console/queues"
+	"github.com/pgconsole/console/web"
 )
 
 // benchConfig is `console bench MODE` with its flags.
@@ -57,8 +65,8 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	fs.IntVar(&bc.workers, "workers", 2000, "jobs in flight (the engine's concurrency, as River's bench); publishes in flight for relay")
 	fs.IntVar(&bc.batch, "batch", 1000, "largest claim: the engine's, the floor's and the relay's")
 	fs.DurationVar(&bc.duration, "duration", 20*time.Second, "measured window of continuous and of each bloat phase")
-	fs.IntVar(&bc.small, "small", 10000, "small table of scale, in job rows")
-	fs.IntVar(&bc.large, "large", 1000000, "large table of scale, in job rows")
+	fs.IntVar(&bc.small, "small", 100_000, "small table of scale, in job rows")
+	fs.IntVar(&bc.large, "large", 10_000_000, "large table of scale, in job rows (at most 50,000,000)")
 	fs.BoolVar(&bc.asJSON, "json", false, "print one JSON object")
 	fs.BoolVar(&bc.force, "force", false, "run in DATABASE_URL's database itself instead of a scratch one")
 	fs.BoolVar(&bc.keep, "keep", false, "keep the scratch database")
@@ -69,8 +77,8 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if bc.jobs < 1 || bc.pool < 1 || bc.batch < 1 || bc.workers < 1 || bc.duration <= 0 {
 		return usageError{"--jobs, --pool, --workers, --batch and --duration must be positive"}
 	}
-	if bc.duration > time.Hour || bc.jobs > 10_000_000 || bc.large > 10_000_000 {
-		return usageError{"bench is bounded: --duration at most 1h, --jobs and --large at most 10,000,000"}
+	if bc.duration > time.Hour || bc.jobs > 10_000_000 || bc.large > bench.ScaleMaxRows {
+		return usageError{"bench is bounded: --duration at most 1h, --jobs at most 10,000,000, --large at most 50,000,000"}
 	}
 	raw, err := databaseURL(getenv)
 	if err != nil {
@@ -82,7 +90,8 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			return err
 		}
 		defer os.RemoveAll(dir)
-		srv, err := pgserver.Start(ctx, pgserver.Config{Dir: filepath.Join(dir, "pg"), BinDir: getenv("CONSOLE_PG_BIN"), Trust: true})
+		srv, err := pgserver.Start(ctx, pgserver.Config{Dir: filepath.Join(dir, "pg"), BinDir: getenv("CONSOLE_PG_BIN"), Trust: true,
+			Settings: benchSettings(bc.mode)})
 		if err != nil {
 			return err
 		}
@@ -123,10 +132,19 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		defer pprof.StopCPUProfile()
 	}
+	var console *bench.Console
+	if bc.mode == "scale" {
+		c, stop, err := benchConsole(ctx, database)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		console = c
+	}
 	rep, err := bench.Run(ctx, bc.mode, bench.Config{
 		Pool: pool, URL: database, PoolSize: bc.pool,
 		Jobs: bc.jobs, Workers: bc.workers, Batch: bc.batch, Duration: bc.duration,
-		Small: bc.small, Large: bc.large, Scratch: !bc.force, Progress: stderr,
+		Small: bc.small, Large: bc.large, Scratch: !bc.force, Progress: stderr, Console: console,
 	})
 	if err != nil {
 		return err
@@ -166,4 +184,79 @@ func scratchDatabase(ctx context.Context, raw string, keep bool) (string, func()
 		}
 	}
 	return u.String(), drop, nil
+}
+
+// benchSettings are the throwaway server's settings for a mode: scale's
+// tables reach tens of millions of rows, so it gets the buffers and the WAL
+// room a server holding them would have (and its bulk load no checkpoint
+// storm).
+func benchSettings(mode string) map[string]string {
+	if mode != "scale" {
+		return nil
+	}
+	return map[string]string{"shared_buffers": "1GB", "max_wal_size": "8GB", "checkpoint_timeout": "30min"}
+}
+
+// benchConsole serves the console over database on 127.0.0.1 (its own
+// pool and diagnostics, as `console serve` has, without the sampler or the
+// engine) and signs an operator in, so scale times every page end to end.
+// stop shuts the server down and closes what it opened.
+func benchConsole(ctx context.Context, database string) (c *bench.Console, stop func(), err error) {
+	var closers []func()
+	stop = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	pool, err := openPool(ctx, database, "console", 10, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, pool.Close)
+	// Every request of the overview and the findings API runs a round of
+	// its own: the bench times the round, not the cache in front of it.
+	diag, err := diagnostics.Open(ctx, database, diagnostics.Config{RoundMaxAge: time.Nanosecond})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the diagnostics pool: %w", err)
+	}
+	closers = append(closers, diag.Close)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	runner, err := actions.NewRunner(pool, actions.RunnerConfig{Diagnostics: diag, Logger: quiet})
+	if err != nil {
+		return nil, nil, err
+	}
+	ws, err := web.New(web.Config{Pool: pool, Diagnostics: diag, Actions: runner, Database: target(database),
+		Version: version, Logger: quiet})
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen for the bench console: %w", err)
+	}
+	hs := ws.HTTPServer(web.HTTPTimeouts{})
+	go func() { _ = hs.Serve(ln) }()
+	closers = append(closers, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	})
+	password := auth.NewSecret()
+	if _, err := auth.OperatorAdd(ctx, pool, "bench", auth.RoleOperator, password); err != nil {
+		return nil, nil, fmt.Errorf("add the bench operator: %w", err)
+	}
+	jar, _ := cookiejar.New(nil)
+	c = &bench.Console{URL: "http://" + ln.Addr().String(), Client: &http.Client{
+		Jar: jar, Timeout: 2 * time.Minute,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+	if err := c.SignIn(ctx, "bench", password); err != nil {
+		return nil, nil, err
+	}
+	return c, stop, nil
 }

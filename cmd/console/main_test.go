@@ -287,8 +287,8 @@ func TestBenchSmoke(t *testing.T) {
 		positive(t, res, "events_per_second")
 	})
 	t.Run("Scale", func(t *testing.T) {
-		res := bench(t, "scale", "--small", "200", "--large", "1000")
-		for _, op := range []string{"claim", "findings_round", "jobs_list", "jobs_list_dead", "dead_letter_groups"} {
+		res := bench(t, "scale", "--small", "10000", "--large", "20000")
+		for _, op := range []string{"claim", "findings", "queues", "queue_detail", "deadletters", "requeue_preview", "jobs_dead", "panel_queue_health"} {
 			positive(t, res, op+"_small_ms", op+"_large_ms", op+"_ratio")
 		}
 	})
@@ -299,7 +299,7 @@ func TestBenchSmoke(t *testing.T) {
 	t.Run("Refusals", func(t *testing.T) {
 		_, err := runCmd(t, envMap(), "bench", "sideways")
 		require.ErrorAs(t, err, new(usageError))
-		_, err = runCmd(t, envMap("DATABASE_URL", testdb.URL(t)), "bench", "scale", "--force", "--small", "200", "--large", "1000")
+		_, err = runCmd(t, envMap("DATABASE_URL", testdb.URL(t)), "bench", "scale", "--force", "--small", "1000", "--large", "2000")
 		require.ErrorContains(t, err, "scratch database")
 	})
 }

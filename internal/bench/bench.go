@@ -42,9 +42,12 @@ type Config struct {
 	// Duration is the measured window of continuous and of each bloat
 	// phase (default 20s).
 	Duration time.Duration
-	// Small and Large are the table sizes of scale (defaults 10,000 and
-	// 1,000,000 job rows).
+	// Small and Large are the table sizes of scale (defaults 100,000 and
+	// 10,000,000 job rows; Large at most ScaleMaxRows).
 	Small, Large int
+	// Console is a signed-in session on a console serving this database:
+	// scale times every page through it. Nil times only the claim.
+	Console *Console
 	// Scratch says the database is a scratch one the benchmark owns: scale
 	// refuses to fill a database that is not.
 	Scratch bool
@@ -66,10 +69,10 @@ func (c Config) withDefaults() Config {
 		c.Duration = 20 * time.Second
 	}
 	if c.Small <= 0 {
-		c.Small = 10_000
+		c.Small = 100_000
 	}
 	if c.Large <= 0 {
-		c.Large = 1_000_000
+		c.Large = 10_000_000
 	}
 	if c.PoolSize <= 0 && c.Pool != nil {
 		c.PoolSize = int(c.Pool.Config().MaxConns)
@@ -257,7 +260,7 @@ func deleteQueue(cfg Config, queue string) {
 // vacuumJobs lets the next phase start from a table without the previous
 // phase's dead tuples.
 func vacuumJobs(ctx context.Context, cfg Config) error {
-	if _, err := cfg.Pool.Exec(ctx, "VACUUM (ANALYZE) jobs"); err != nil {
+	if _, err := cfg.Pool.Exec(ctx, "VACUUM (ANALYZE) jobs, dead_letter_counts"); err != nil {
 		return fmt.Errorf("vacuum jobs: %w", err)
 	}
 	return nil

@@ -58,14 +58,14 @@ func TestPercentile(t *testing.T) {
 	require.True(t, math.IsNaN(ratio(1, 0)))
 }
 
-func TestScaleLayoutKeepsTheLiveSet(t *testing.T) {
+func TestScaleLayoutGrowsEveryPart(t *testing.T) {
 	t.Parallel()
-	small, large := layoutFor(10_000, 10_000), layoutFor(10_000, 1_000_000)
-	require.Equal(t, small.ready, large.ready)
-	require.Equal(t, small.running, large.running)
-	require.Equal(t, small.dead, large.dead)
-	require.Equal(t, 10_000, small.ready+small.running+small.dead+small.done)
-	require.Equal(t, 1_000_000, large.ready+large.running+large.dead+large.done)
-	tiny := layoutFor(200, 200)
-	require.Positive(t, tiny.done)
+	small, large := layoutFor(100_000), layoutFor(10_000_000)
+	require.Equal(t, 100_000, small.ready+small.running+small.dead+small.done)
+	require.Equal(t, 10_000_000, large.ready+large.running+large.dead+large.done)
+	require.Equal(t, 1_000_000, large.dead, "a dead-letter storm: a million dead letters at 10M rows")
+	require.Equal(t, 100*small.dead, large.dead)
+	require.Equal(t, 100*small.ready, large.ready)
+	require.Equal(t, small.running, large.running, "running jobs follow the fleet's concurrency, not history")
+	require.Positive(t, layoutFor(1000).done)
 }

@@ -4,7 +4,9 @@
 -- with last_error cut to 1,000 characters: payloads and error histories can
 -- be megabytes each, and a page of them must not be loaded for a table.
 -- No locks; walks the primary key backwards (ids grow with time), or
--- jobs_dead_idx / jobs_ready_pick_idx when the status filter lets the planner.
+-- jobs_dead_id_idx / jobs_dead_class_id_idx / jobs_ready_pick_idx when the
+-- status filter lets the planner (a dead job is among the oldest rows, so a
+-- walk of the primary key would read the whole history to reach one).
 SELECT id, queue, kind, status, available_at, attempts, max_attempts,
        left(last_error, 1000) AS last_error, error_class, created_at
 FROM jobs

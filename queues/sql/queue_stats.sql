@@ -1,6 +1,7 @@
 -- QueueStats: per queue counts for the overview, cheap on millions of rows:
 -- ready (and its oldest due age) from jobs_ready_pick_idx, running and expired
--- leases from jobs_running_lease_idx, dead from jobs_dead_idx, done
+-- leases from jobs_running_lease_idx, dead (exact) from dead_letter_counts
+-- (one row per error class, kept by triggers on jobs), done
 -- approximated from pg_class.reltuples times the queue's share in pg_stats
 -- minus the others (never a full scan),
 -- plus the queue's settings. Queues with only settings rows appear too. No
@@ -15,7 +16,7 @@ WITH ready AS (
            count(*) FILTER (WHERE lease_until < clock_timestamp()) AS expired
     FROM jobs WHERE status = 'running' GROUP BY queue
 ), dead AS (
-    SELECT queue, count(*) AS dead FROM jobs WHERE status = 'dead' GROUP BY queue
+    SELECT queue, sum(dead)::int8 AS dead FROM dead_letter_counts GROUP BY queue
 ), queues AS (
     SELECT queue FROM ready UNION SELECT queue FROM running
     UNION SELECT queue FROM dead UNION SELECT queue FROM queue_settings
