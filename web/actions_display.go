@@ -62,6 +62,8 @@ func previewView(p actions.Preview, now time.Time) *views.Value {
 		return pairs(kv("incident", incidentView(x.Incident)), kv("summary", text(x.Summary)))
 	case actions.CapturePreview:
 		return pairs(kv("incident", integer(x.Incident)), kv("panel", text(x.Panel)), kv("effect", text(x.Effect)))
+	case actions.NoteView:
+		return noteView(x)
 	case actions.PreparedXactPreview:
 		return pairs(kv("target", preparedXactView(x.Target)), kv("effect", text(x.Effect)),
 			kv("is root", yesNo(x.IsRoot)), kv("backends behind", integer(x.BlockedCount)),
@@ -108,6 +110,8 @@ func resultView(r actions.Result, now time.Time) *views.Value {
 		return pairs(kv("schedule", storedScheduleView(x.Schedule)))
 	case actions.IncidentView:
 		return incidentView(x)
+	case actions.NoteView:
+		return noteView(x)
 	case actions.CaptureResult:
 		return pairs(kv("evidence id", integer(x.EvidenceID)), kv("incident", integer(x.Incident)),
 			kv("panel", text(x.Panel)), kv("rows", integer(x.Rows)), kv("status", text(x.Status)))
@@ -393,4 +397,8 @@ func optTime(t *time.Time) *views.Value {
 		return text("")
 	}
 	return timeText(*t)
+}
+
+func noteView(x actions.NoteView) *views.Value {
+	return pairs(kv("incident", integer(x.Incident)), kv("text", text(x.Text)))
 }

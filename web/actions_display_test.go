@@ -193,6 +193,12 @@ func TestActionOutcomeViews(t *testing.T) {
 			wantPreview: []string{"target/gid=tx-42", "target/owner=app", "target/database=shop", "backends behind=3", "effect=rolls back tx-42"},
 			wantResult:  []string{"outcome=rolled back", "rolled back=yes", "chain cleared=yes"},
 		},
+		"incident.note": {
+			preview:     actions.NoteView{Incident: 3, Text: "paused mail"},
+			result:      actions.NoteView{Incident: 3, Text: "paused mail"},
+			wantPreview: []string{"incident=3", "text=paused mail"},
+			wantResult:  []string{"incident=3", "text=paused mail"},
+		},
 		"incident.capture": {
 			preview:     actions.CapturePreview{Incident: 3, Panel: "queue_health", Effect: "runs the panel"},
 			result:      actions.CaptureResult{EvidenceID: 11, Incident: 3, Panel: "queue_health", Rows: 4, Status: "ok"},

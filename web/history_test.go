@@ -179,9 +179,10 @@ func TestHistoryShowsALockChainAfterItCleared(t *testing.T) {
 	require.Contains(t, body, `data-testid="timeline-history"`)
 	resp, md := op.get(incident + "/export.md")
 	require.Equal(t, http.StatusOK, resp.StatusCode, md)
-	require.Contains(t, md, fmt.Sprintf("recorded: recorded lock chain: pid %d", rootPID))
-	require.Contains(t, md, fmt.Sprintf(`"job_id": %d`, jobID))
-	require.Contains(t, md, "recorded finding appeared: critical pid")
+	require.Contains(t, md, fmt.Sprintf(`recorded: recorded lock chain\: pid %d`, rootPID))
+	require.Contains(t, md, `job\_id`, "the recorded tree as a table, with the job behind each backend")
+	require.Contains(t, md, fmt.Sprintf("| %d |", jobID))
+	require.Contains(t, md, `recorded finding appeared\: critical pid`)
 
 	b := browser.New(t, 120*time.Second)
 	browser.Do(t, b,
