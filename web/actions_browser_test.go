@@ -36,13 +36,7 @@ func TestBrowserOperatorFlows(t *testing.T) {
 	}
 	b := browser.New(t, 180*time.Second)
 	shot := func(name string) { browser.Screenshot(t, b, "ops-"+name) }
-	browser.Do(t, b,
-		chromedp.Navigate(e.http.URL+"/login"),
-		chromedp.SendKeys(css(`#name`), "operator"),
-		chromedp.SendKeys(css(`#password`), testPassword),
-		chromedp.Click(css(`[data-testid="login-submit"]`)),
-		chromedp.WaitVisible(css(`[data-testid="findings"]`)),
-	)
+	signIn(t, b, e.http.URL, "operator")
 	// confirm previews the open action form, gives the reason and executes.
 	confirm := func(reason string) {
 		browser.Do(t, b,

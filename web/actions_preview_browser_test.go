@@ -41,13 +41,7 @@ func TestBrowserPreviewThenExecute(t *testing.T) {
 	b := browser.New(t, 240*time.Second)
 	shot := func(name string) { browser.Screenshot(t, b, "preview-"+name) }
 	text := func(sel string) string { return browser.Get(t, b, chromedp.Text(css(sel))) }
-	browser.Do(t, b,
-		chromedp.Navigate(e.http.URL+"/login"),
-		chromedp.SendKeys(css(`#name`), "operator"),
-		chromedp.SendKeys(css(`#password`), testPassword),
-		chromedp.Click(css(`[data-testid="login-submit"]`)),
-		chromedp.WaitVisible(css(`[data-testid="findings"]`)),
-	)
+	signIn(t, b, e.http.URL, "operator")
 
 	t.Run("RequeueOneClass", func(t *testing.T) {
 		browser.Do(t, b,

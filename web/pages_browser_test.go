@@ -68,13 +68,7 @@ func TestBrowserMainPages(t *testing.T) {
 	t.Cleanup(func() { db.Exec(context.Background(), "ROLLBACK PREPARED 'pages-test-gid'") })
 
 	b := browser.New(t, 180*time.Second)
-	browser.Do(t, b,
-		chromedp.Navigate(e.http.URL+"/login"),
-		chromedp.SendKeys(css(`#name`), "admin"),
-		chromedp.SendKeys(css(`#password`), testPassword),
-		chromedp.Click(css(`[data-testid="login-submit"]`)),
-		chromedp.WaitVisible(css(`[data-testid="findings"]`)),
-	)
+	signIn(t, b, e.http.URL, "admin")
 	for _, p := range []struct {
 		path, testid string
 		// texts must all appear in the page's main text.

@@ -27,12 +27,8 @@ func TestBrowserTenantThrottle(t *testing.T) {
 	require.NoError(t, err)
 
 	b := browser.New(t, 120*time.Second)
+	signIn(t, b, e.http.URL, "operator")
 	browser.Do(t, b,
-		chromedp.Navigate(e.http.URL+"/login"),
-		chromedp.SendKeys(css(`#name`), "operator"),
-		chromedp.SendKeys(css(`#password`), testPassword),
-		chromedp.Click(css(`[data-testid="login-submit"]`)),
-		chromedp.WaitVisible(css(`[data-testid="findings"]`)),
 		chromedp.Navigate(e.http.URL+"/queues/shared"),
 		chromedp.WaitVisible(css(`[data-testid="panel-tenants"]`)),
 	)

@@ -158,13 +158,7 @@ func TestBrowserDatabaseStall(t *testing.T) {
 func stallBrowser(t *testing.T, e *env) context.Context {
 	t.Helper()
 	b := browser.New(t, 6*time.Minute)
-	browser.Do(t, b,
-		chromedp.Navigate(e.http.URL+"/login"),
-		chromedp.SendKeys(css(`#name`), "operator"),
-		chromedp.SendKeys(css(`#password`), testPassword),
-		chromedp.Click(css(`[data-testid="login-submit"]`)),
-		chromedp.WaitVisible(css(`[data-testid="findings"]`)),
-	)
+	signIn(t, b, e.http.URL, "operator")
 	return b
 }
 
