@@ -2,9 +2,11 @@ package web
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -171,4 +173,52 @@ func TestEveryPostRouteRefusesAbuse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOversizedBodiesAreNotRead streams a 32 MiB body to every POST route,
+// anonymously and as a signed-in operator, and checks how much the whole
+// process allocated meanwhile: a route that read such a body, or parsed it
+// as a form, would allocate at least its size. Not parallel, so no other
+// test allocates meanwhile.
+func TestOversizedBodiesAreNotRead(t *testing.T) {
+	e := setup(t)
+	operator := e.signedIn(t, auth.RoleOperator)
+	operator.page("/incidents")
+	const size = 32 << 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	sent := 0
+	for pattern, rt := range postRoutes {
+		path := strings.ReplaceAll(rt.path, "{incident}", "1")
+		for _, c := range []*client{e.client(t), operator} {
+			ctype := "application/x-www-form-urlencoded"
+			if rt.api {
+				ctype = "application/json"
+			}
+			req, err := http.NewRequest(http.MethodPost, c.base+path, io.LimitReader(zeros{}, size))
+			require.NoError(t, err)
+			req.ContentLength = size
+			req.Header.Set("Content-Type", ctype)
+			req.Header.Set("X-CSRF-Token", operator.csrf)
+			resp, err := c.hc.Do(req)
+			if err == nil { // the server may close the connection before the client has sent it all
+				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+				resp.Body.Close()
+				require.NotEqual(t, http.StatusOK, resp.StatusCode, "POST %s took a 32 MiB body", pattern)
+			}
+			sent++
+		}
+	}
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	require.Less(t, allocated, uint64(64<<20), "%d oversized posts allocated %d MiB: some route reads the body", sent, allocated>>20)
+}
+
+// zeros is an endless body.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
