@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/pgconsole/console/internal/pgserver"
 	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/migrations"
 )
@@ -155,10 +156,23 @@ func TestCrashKillNine(t *testing.T) {
 	}
 }
 
-// TestPostgresRestart restarts PostgreSQL under load: the workers recover
-// by themselves and no job is lost.
+// TestPostgresRestart restarts PostgreSQL under load, with a fast shutdown
+// and with an immediate one (crash recovery at the next start): the
+// workers recover by themselves and no job is lost.
 func TestPostgresRestart(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []struct {
+		name    string
+		restart func(*pgserver.Server, context.Context) error
+	}{{"Fast", (*pgserver.Server).Restart}, {"Immediate", (*pgserver.Server).Crash}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			postgresRestart(t, mode.restart)
+		})
+	}
+}
+
+func postgresRestart(t *testing.T, restart func(*pgserver.Server, context.Context) error) {
 	ctx := context.Background()
 	srv := testdb.NewServer(t, map[string]string{"max_connections": "50", "shared_buffers": "32MB"})
 	url := srv.URL("postgres")
@@ -200,7 +214,7 @@ func TestPostgresRestart(t *testing.T) {
 	waitFor(t, 30*time.Second, "work under way", func() bool { return done() >= 200 })
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	require.NoError(t, srv.Restart(rctx))
+	require.NoError(t, restart(srv, rctx))
 	before := done()
 	t.Logf("restarted PostgreSQL with %d of %d jobs done", before, n)
 	waitFor(t, 60*time.Second, "every job done after the restart", func() bool { return done() == n })

@@ -332,17 +332,25 @@ func (s *Server) Exited() <-chan struct{} { return s.exited }
 // Stop shuts the server down (fast shutdown: open transactions roll back) and
 // waits for it to exit, escalating to immediate shutdown and then SIGKILL if
 // it takes too long. It is safe to call more than once.
-func (s *Server) Stop() error {
+func (s *Server) Stop() error { return s.stop(syscall.SIGINT) }
+
+// stop sends first (SIGINT: fast shutdown, SIGQUIT: immediate) and
+// escalates from there until the server exits.
+func (s *Server) stop(first syscall.Signal) error {
 	var err error
 	s.stopOnce.Do(func() {
 		if s.cmd == nil || s.cmd.Process == nil {
 			return
 		}
 		defer s.logFile.Close()
-		for _, step := range []struct {
+		steps := []struct {
 			sig  syscall.Signal
 			wait time.Duration
-		}{{syscall.SIGINT, 30 * time.Second}, {syscall.SIGQUIT, 10 * time.Second}, {syscall.SIGKILL, 10 * time.Second}} {
+		}{{syscall.SIGINT, 30 * time.Second}, {syscall.SIGQUIT, 10 * time.Second}, {syscall.SIGKILL, 10 * time.Second}}
+		for steps[0].sig != first {
+			steps = steps[1:]
+		}
+		for _, step := range steps {
 			_ = s.cmd.Process.Signal(step.sig)
 			select {
 			case <-s.exited:
@@ -355,10 +363,17 @@ func (s *Server) Stop() error {
 	return err
 }
 
-// Restart stops the server and starts it again on the same port, for tests
-// that check recovery from a database restart.
-func (s *Server) Restart(ctx context.Context) error {
-	if err := s.Stop(); err != nil {
+// Restart stops the server (fast shutdown) and starts it again on the same
+// port, for tests that check recovery from a database restart.
+func (s *Server) Restart(ctx context.Context) error { return s.restart(ctx, syscall.SIGINT) }
+
+// Crash stops the server with an immediate shutdown (no shutdown
+// checkpoint: the next start runs crash recovery, as after a power loss)
+// and starts it again on the same port.
+func (s *Server) Crash(ctx context.Context) error { return s.restart(ctx, syscall.SIGQUIT) }
+
+func (s *Server) restart(ctx context.Context, first syscall.Signal) error {
+	if err := s.stop(first); err != nil {
 		return err
 	}
 	s.stopOnce = sync.Once{}
