@@ -273,6 +273,11 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 	var errDelay time.Duration
 	var holdUntil time.Time
 	var busyUntil time.Time // claims found jobs lately: poll every BusyRepoll
+	// woken is a wake-up that came while a claim was in flight: that claim
+	// may have read the queue before what woke us committed, so when it
+	// comes back empty-handed the queue is claimed again at once rather
+	// than at the next poll.
+	woken := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -310,6 +315,10 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 				if len(r.jobs) > 0 {
 					busyUntil = now.Add(NotifyInterval + BusyRepoll)
 				}
+				if woken && claiming == 0 {
+					woken = false
+					break // claim again now
+				}
 				if now.Before(busyUntil) {
 					timer.Reset(min(c.cfg.PollInterval, BusyRepoll))
 				} else {
@@ -318,7 +327,12 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 				continue
 			}
 		case <-q.wake:
-			if claiming == 0 && !c.cooldown(ctx, q) {
+			if claiming > 0 {
+				woken = true
+				continue
+			}
+			woken = false
+			if !c.cooldown(ctx, q) {
 				return
 			}
 		case <-timer.C:
