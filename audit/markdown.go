@@ -47,12 +47,12 @@ type timelineEntry struct {
 	text string
 }
 
-// Actions the timeline shows in their own way: a capture's audit event is
-// the evidence it stored (listed once, as evidence), and a note's is the
-// note.
+// Actions every incident timeline (this export and the console's page)
+// shows in its own way: a capture's audit event is the evidence it stored
+// (listed once, as evidence), and a note's is the note.
 const (
-	actionCapture = "incident.capture"
-	actionNote    = "incident.note"
+	ActionCapture = "incident.capture"
+	ActionNote    = "incident.note"
 )
 
 // markdownRows is how many rows of one capture the post-mortem shows as a
@@ -94,11 +94,11 @@ func renderIncident(inc *Incident, evidence []Evidence, events []Event, recorded
 		entries = append(entries, timelineEntry{e.CapturedAt, evidenceEntry(e, why[e.ID])})
 	}
 	for _, e := range events {
-		if e.Action == actionCapture && e.Outcome == OutcomeSucceeded {
+		if e.Action == ActionCapture && e.Outcome == OutcomeSucceeded {
 			continue
 		}
 		var t strings.Builder
-		if e.Action == actionNote {
+		if e.Action == ActionNote {
 			fmt.Fprintf(&t, "### %s note by %s (audit #%d)\n\n%s", stamp(e.At), mdInline(e.Actor), e.ID, mdFence("text", e.Reason))
 			entries = append(entries, timelineEntry{e.At, t.String()})
 			continue
@@ -141,7 +141,7 @@ func renderIncident(inc *Incident, evidence []Evidence, events []Event, recorded
 func CaptureReasons(events []Event) map[int64]string {
 	out := map[int64]string{}
 	for _, e := range events {
-		if e.Action != actionCapture || e.Outcome != OutcomeSucceeded {
+		if e.Action != ActionCapture || e.Outcome != OutcomeSucceeded {
 			continue
 		}
 		var r struct {
@@ -164,9 +164,9 @@ func timelineCounts(evidence []Evidence, events []Event, recorded []RecordedEvid
 	actions, notes := 0, 0
 	for _, e := range events {
 		switch {
-		case e.Action == actionNote:
+		case e.Action == ActionNote:
 			notes++
-		case e.Action == actionCapture && e.Outcome == OutcomeSucceeded:
+		case e.Action == ActionCapture && e.Outcome == OutcomeSucceeded:
 		default:
 			actions++
 			outcomes[e.Outcome]++

@@ -149,9 +149,9 @@ func incidentModel(inc *audit.Incident, evidence []audit.Evidence, events []audi
 	}
 	for _, e := range events {
 		switch {
-		case e.Action == "incident.capture" && e.Outcome == audit.OutcomeSucceeded:
+		case e.Action == audit.ActionCapture && e.Outcome == audit.OutcomeSucceeded:
 			continue // the evidence it stored is the entry
-		case e.Action == "incident.note":
+		case e.Action == audit.ActionNote:
 			all = append(all, stamped{e.At, views.TimelineEntry{At: age(e.At, now), Kind: "note", Title: e.Reason, Who: e.Actor}})
 			continue
 		}
@@ -209,7 +209,7 @@ func (s *Server) incidentNote(c echo.Context) error {
 	if text == "" {
 		return errBadRequest("the note is empty: write what was seen, tried or decided")
 	}
-	if _, err := s.runAction(c, "incident.note", map[string]any{"incident_id": id, "text": text}, text); err != nil {
+	if _, err := s.runAction(c, audit.ActionNote, map[string]any{"incident_id": id, "text": text}, text); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/incidents/%d#timeline", id))
@@ -240,7 +240,7 @@ func (s *Server) incidentCapture(c echo.Context) error {
 	if _, ok := catalogCheck(panel); !ok {
 		return errBadRequest("there is no diagnostics panel named %q to capture", panel)
 	}
-	if _, err := s.runAction(c, "incident.capture", map[string]any{"incident_id": id, "panel": panel},
+	if _, err := s.runAction(c, audit.ActionCapture, map[string]any{"incident_id": id, "panel": panel},
 		"captured "+panel+" into incident "+strconv.FormatInt(id, 10)); err != nil {
 		if isHTMX(c) {
 			_, msg := statusOf(err)
