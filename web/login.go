@@ -38,7 +38,7 @@ func (s *Server) login(c echo.Context) error {
 	next := cleanNext(c.FormValue("next"))
 	form := views.LoginPage{Next: next, Name: shown, CSRF: csrfToken(c), Notice: s.cfg.LoginNotice}
 	account := auth.LimiterKey{Kind: "account", Value: shown}
-	res, ok, wait := s.limiter.Reserve(time.Now(), auth.LimiterKey{Kind: "addr", Value: c.RealIP()}, account)
+	res, ok, wait := s.limiter.Reserve(s.limiterNow(), auth.LimiterKey{Kind: "addr", Value: c.RealIP()}, account)
 	if !ok {
 		setRefusal(c, "too many failed sign-ins", "name", shown)
 		form.Error = fmt.Sprintf("Too many failed attempts. Wait %s and try again.", wait.Round(time.Second))

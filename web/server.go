@@ -90,10 +90,13 @@ type Server struct {
 	e       *echo.Echo
 	log     *slog.Logger
 	limiter *auth.LoginLimiter
-	proxies *proxyList
-	metrics *httpMetrics
-	csrfKey []byte
-	ready   readiness
+	// limiterNow is the sign-in limiter's clock (time.Now; a test holds
+	// it still so slow sign-ins on a loaded machine do not refill slots).
+	limiterNow func() time.Time
+	proxies    *proxyList
+	metrics    *httpMetrics
+	csrfKey    []byte
+	ready      readiness
 
 	// db knows whether the database answers; sessions caches session
 	// lookups so a stalled database neither hangs pages nor signs
@@ -148,15 +151,16 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:      cfg,
-		e:        echo.New(),
-		log:      cfg.Logger,
-		limiter:  auth.NewLoginLimiter(loginLimits),
-		proxies:  proxies,
-		metrics:  m,
-		csrfKey:  cfg.CSRFKey,
-		db:       newDBWatch(cfg.Pool),
-		sessions: newSessionCache(),
+		cfg:        cfg,
+		e:          echo.New(),
+		log:        cfg.Logger,
+		limiter:    auth.NewLoginLimiter(loginLimits),
+		limiterNow: time.Now,
+		proxies:    proxies,
+		metrics:    m,
+		csrfKey:    cfg.CSRFKey,
+		db:         newDBWatch(cfg.Pool),
+		sessions:   newSessionCache(),
 	}
 	if len(s.csrfKey) == 0 {
 		s.csrfKey = make([]byte, 32)
