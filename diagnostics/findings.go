@@ -191,7 +191,7 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Budget)
 	defer cancel()
-	r := Round{At: start.UTC(), Timings: map[string]time.Duration{}}
+	r := Round{At: d.now().UTC(), Timings: map[string]time.Duration{}}
 	t := d.Thresholds()
 	info, err := d.ServerInfo(ctx)
 	if err != nil {
@@ -342,6 +342,7 @@ func (d *Diagnostics) ageXmin(at time.Time, holders []XminHolder) {
 		seen[k] = first
 		age := at.Sub(first).Seconds()
 		holders[i].AgeSeconds = &age
+		holders[i].FirstSeen = &first
 	}
 	d.xminSeen = seen
 }

@@ -632,7 +632,10 @@ func preparedXactFindings(r Round, t Thresholds) []Finding {
 
 // xminHorizonFindings: a holder of the xmin horizon whose transaction is
 // XminHorizonAge old or XminHorizonXIDs transactions behind; a backend can
-// be terminated.
+// be terminated. A slot or a standby (hot_standby_feedback) has no
+// transaction: its age is how long rounds have seen it hold the same xmin
+// (XminHolder.FirstSeen), so a standby's long report query is found by age
+// too, not only once it is XminHorizonXIDs behind.
 func xminHorizonFindings(r Round, t Thresholds) []Finding {
 	var out []Finding
 	for _, h := range r.Xmin {
@@ -644,15 +647,23 @@ func xminHorizonFindings(r Round, t Thresholds) []Finding {
 		if h.AgeSeconds != nil {
 			subj["age_seconds"] = round1(*h.AgeSeconds)
 		}
+		age, held := ageText(h.AgeSeconds), ""
+		if h.FirstSeen != nil && h.AgeSeconds != nil {
+			// A slot or a standby's feedback carries no time: its age
+			// counts from the round that first saw this xmin.
+			subj["first_seen"] = h.FirstSeen.UTC()
+			age = fmt.Sprintf(", held since first seen at %s (age at least %.0f s)", h.FirstSeen.UTC().Format(time.TimeOnly), *h.AgeSeconds)
+			held = ", held at least " + seconds(*h.AgeSeconds)
+		}
 		var actions []string
 		if h.Kind == "backend" {
 			actions = []string{ActionBackendTerminate}
 		}
 		out = append(out, Finding{Severity: SeverityWarning,
-			Title:   fmt.Sprintf("%s %s holds the xmin horizon (%d transactions)", h.Kind, h.Holder, h.XIDAge),
+			Title:   fmt.Sprintf("%s %s holds the xmin horizon (%d transactions%s)", h.Kind, h.Holder, h.XIDAge, held),
 			Subject: subj,
 			Evidence: fmt.Sprintf("%s: %s %s holds xmin %s, %d transactions old%s; VACUUM cannot remove rows deleted since: %s",
-				CheckXminHorizon, h.Kind, h.Holder, h.Xmin, h.XIDAge, ageText(h.AgeSeconds), short(h.Detail)),
+				CheckXminHorizon, h.Kind, h.Holder, h.Xmin, h.XIDAge, age, short(h.Detail)),
 			Actions: actions})
 	}
 	return out
