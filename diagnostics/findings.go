@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -483,6 +484,19 @@ func timeText(t *time.Time) string {
 		return "never"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// idList renders the first ids of a set of count, "17, 18 and 3 more".
+func idList(ids []int64, count int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	out := strings.Join(parts, ", ")
+	if more := count - int64(len(ids)); more > 0 {
+		out += fmt.Sprintf(" and %d more", more)
+	}
+	return out
 }
 
 func activeText(a bool) string {

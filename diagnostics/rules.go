@@ -376,16 +376,17 @@ func workersNoneAliveFinding(r Round, t Thresholds, q QueueStat) (Finding, bool)
 			CheckWorkers, q.Queue, t.WorkerHeartbeat, len(r.Workers), q.Ready)}, true
 }
 
-// outboxBacklogFindings: the oldest undelivered event (ready now or waiting
-// in retry backoff) was created OutboxBacklogAge ago, or
+// outboxBacklogFindings: the oldest undelivered event (ready now, waiting
+// in retry backoff or in flight) was created OutboxBacklogAge ago, or
 // OutboxBacklogPending events are undelivered. A paused relay is resumed,
-// not throttled.
+// not throttled. Events the broker accepted that the relay did not mark
+// are named in the evidence: they will be delivered twice.
 func outboxBacklogFindings(r Round, t Thresholds) []Finding {
 	o := r.Outbox
 	if o == nil {
 		return nil
 	}
-	undelivered := o.Pending + o.PendingLater
+	undelivered := o.Pending + o.PendingLater + o.Inflight
 	if undelivered <= 0 {
 		return nil
 	}
@@ -396,11 +397,19 @@ func outboxBacklogFindings(r Round, t Thresholds) []Finding {
 	if o.RelayPaused {
 		actions = []string{ActionRelayResume}
 	}
+	subj := map[string]any{"pending": o.Pending, "pending_later": o.PendingLater, "inflight": o.Inflight,
+		"oldest_pending_seconds": round1(o.OldestPendingSeconds), "relay_paused": o.RelayPaused, "accepted_unmarked": o.AcceptedUnmarked}
+	accepted := ""
+	if o.AcceptedUnmarked > 0 {
+		subj["accepted_unmarked_ids"] = o.AcceptedUnmarkedIDs
+		accepted = fmt.Sprintf("; %d accepted by the broker but not marked published (the oldest accepted at %s; ids %s): their relay's mark failed or it died before marking, and they will be published again, so consumers see them twice unless they dedupe on the event id",
+			o.AcceptedUnmarked, timeText(o.OldestAcceptedAt), idList(o.AcceptedUnmarkedIDs, o.AcceptedUnmarked))
+	}
 	return []Finding{{Severity: SeverityWarning,
 		Title:   fmt.Sprintf("Outbox: %d undelivered, oldest %s", undelivered, seconds(o.OldestPendingSeconds)),
-		Subject: map[string]any{"pending": o.Pending, "pending_later": o.PendingLater, "oldest_pending_seconds": round1(o.OldestPendingSeconds), "relay_paused": o.RelayPaused},
-		Evidence: fmt.Sprintf("%s: %d events ready and %d waiting in retry backoff, the oldest created %s ago; %d in flight (%d expired leases); relay paused: %t",
-			CheckOutboxHealth, o.Pending, o.PendingLater, seconds(o.OldestPendingSeconds), o.Inflight, o.ExpiredLeases, o.RelayPaused),
+		Subject: subj,
+		Evidence: fmt.Sprintf("%s: %d events ready and %d waiting in retry backoff, the oldest created %s ago; %d in flight (%d expired leases); relay paused: %t%s",
+			CheckOutboxHealth, o.Pending, o.PendingLater, seconds(o.OldestPendingSeconds), o.Inflight, o.ExpiredLeases, o.RelayPaused, accepted),
 		Actions: actions}}
 }
 
