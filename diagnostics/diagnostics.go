@@ -104,6 +104,9 @@ type Diagnostics struct {
 	// xminSeen is when a round first saw each xmin holder without an age
 	// of its own (slots, standbys) holding its current xmin.
 	xminSeen map[xminKey]time.Time
+	// slotWindows keep, by slot name, the retained WAL reads its growth is
+	// measured between.
+	slotWindows map[string]*counterWindow[int64]
 	// checkpoints and conflicts (by standby) keep the counter reads that
 	// rounds measure checkpoint pressure and standby conflicts against.
 	checkpoints counterWindow[CheckpointerStat]

@@ -83,6 +83,7 @@ const (
 	CodeStandbyConflicts  = "replication.standby_conflicts"
 	CodeEngineErrors      = "engine.errors"
 	CodeWALDir            = "wal.dir_size"
+	CodeSlotDiskForecast  = "replication.slot_disk_forecast"
 )
 
 // Round is the evidence of one Findings round: what each check returned.
@@ -275,12 +276,11 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 			r.WALRate = &rate
 		}
 	}
-	xminRead := true
-	for _, u := range r.Unavailable {
-		xminRead = xminRead && u.Check != CheckXminHorizon
-	}
-	if xminRead {
+	if !failed(r, CheckXminHorizon) {
 		d.ageXmin(r.At, r.Xmin)
+	}
+	if !failed(r, CheckReplicationSlots) {
+		d.slotGrowth(r.At, r.Slots)
 	}
 	if r.Checkpointer != nil {
 		r.Checkpoints = d.checkpointWindow(r.At, *r.Checkpointer, t.CheckpointWindow)
@@ -318,6 +318,36 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 	}
 	r.Took = time.Since(start)
 	return r
+}
+
+// slotGrowthSpan is the window a slot's retained WAL growth is measured
+// over: from the last span to twice the span, so one burst of WAL between
+// two rounds a few seconds apart is not taken for the trend.
+const slotGrowthSpan = 5 * time.Minute
+
+// slotGrowth records each slot's retained WAL read at now and sets
+// RetainedGrowth from the start of its window. A slot whose retained WAL
+// shrank (its consumer caught up) starts a new window; slots no longer
+// seen are forgotten.
+func (d *Diagnostics) slotGrowth(now time.Time, slots []Slot) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	windows := make(map[string]*counterWindow[int64], len(slots))
+	for i, s := range slots {
+		w := d.slotWindows[s.SlotName]
+		if w == nil {
+			w = &counterWindow[int64]{}
+		}
+		windows[s.SlotName] = w
+		from, ok := w.advance(now, s.RetainedBytes, slotGrowthSpan, func(a, b int64) bool { return b < a })
+		if !ok || !now.After(from.at) {
+			continue
+		}
+		span := now.Sub(from.at).Seconds()
+		rate := float64(s.RetainedBytes-from.v) / span
+		slots[i].RetainedGrowth, slots[i].GrowthSeconds = &rate, &span
+	}
+	d.slotWindows = windows
 }
 
 // xminKey identifies a holder of the xmin horizon and the xmin it holds.

@@ -72,6 +72,7 @@ var rules = []Rule{
 	{Code: CodeReplayPaused, Runbook: RunbookReplication, eval: replayPausedFindings},
 	{Code: CodeSlotRetention, Runbook: RunbookSlotRetention, perSlot: slotRetentionFinding},
 	{Code: CodeSlotInactive, Runbook: RunbookSlotRetention, perSlot: slotInactiveFinding},
+	{Code: CodeSlotDiskForecast, Runbook: RunbookSlotRetention, perSlot: slotDiskForecastFinding},
 	{Code: CodeWALRateHigh, Runbook: RunbookWALStorm, Actions: []string{ActionQueueThrottle}, eval: walRateFindings},
 	{Code: CodeArchiverFailing, Runbook: RunbookReplication, eval: archiverFindings},
 	{Code: CodeArchiverBacklog, Runbook: RunbookReplication, eval: archiverBacklogFindings},
