@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
@@ -25,16 +26,11 @@ func TestOutboxAcceptedButNotMarkedIsEvidence(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	pool := testdb.Pool(t, url)
-	var ids []int64
 	rows, err := pool.Query(ctx, `INSERT INTO outbox_events (topic, event_type, payload)
 		SELECT 'orders', 'created', '{}' FROM generate_series(1, 3) RETURNING id`)
 	require.NoError(t, err)
-	for rows.Next() {
-		var id int64
-		require.NoError(t, rows.Scan(&id))
-		ids = append(ids, id)
-	}
-	require.NoError(t, rows.Err())
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `CREATE FUNCTION refuse_mark() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN RAISE EXCEPTION 'staged: the mark cannot be written'; END $$;
 		CREATE TRIGGER refuse_mark BEFORE UPDATE ON outbox_events
@@ -88,14 +84,10 @@ func TestOutboxAcceptedButNotMarkedIsEvidence(t *testing.T) {
 	defer tx.Rollback(ctx)
 	_, err = tx.Exec(ctx, "SET LOCAL enable_seqscan = off")
 	require.NoError(t, err)
-	var plan strings.Builder
 	prows, err := tx.Query(ctx, "EXPLAIN (COSTS OFF) SELECT id FROM outbox_events WHERE state IN ('pending', 'inflight') AND accepted_at IS NOT NULL ORDER BY accepted_at, id LIMIT 10")
 	require.NoError(t, err)
-	for prows.Next() {
-		var line string
-		require.NoError(t, prows.Scan(&line))
-		plan.WriteString(line + "\n")
-	}
-	require.NoError(t, prows.Err())
-	require.Contains(t, plan.String(), "outbox_accepted_unmarked_idx", plan.String())
+	lines, err := pgx.CollectRows(prows, pgx.RowTo[string])
+	require.NoError(t, err)
+	plan := strings.Join(lines, "\n")
+	require.Contains(t, plan, "outbox_accepted_unmarked_idx", plan)
 }
