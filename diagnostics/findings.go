@@ -321,12 +321,16 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 }
 
 // slotGrowthSpan is the window a slot's retained WAL growth is measured
-// over: from the last span to twice the span, so one burst of WAL between
-// two rounds a few seconds apart is not taken for the trend.
-const slotGrowthSpan = 5 * time.Minute
+// over: from the last span to twice the span, and at least slotGrowthMin,
+// so one burst of WAL between two rounds a few seconds apart is not taken
+// for the trend.
+const (
+	slotGrowthSpan = 5 * time.Minute
+	slotGrowthMin  = time.Minute
+)
 
 // slotGrowth records each slot's retained WAL read at now and sets
-// RetainedGrowth from the start of its window. A slot whose retained WAL
+// RetainedGrowth from the start of its window, once that is a minute old. A slot whose retained WAL
 // shrank (its consumer caught up) starts a new window; slots no longer
 // seen are forgotten.
 func (d *Diagnostics) slotGrowth(now time.Time, slots []Slot) {
@@ -340,7 +344,7 @@ func (d *Diagnostics) slotGrowth(now time.Time, slots []Slot) {
 		}
 		windows[s.SlotName] = w
 		from, ok := w.advance(now, s.RetainedBytes, slotGrowthSpan, func(a, b int64) bool { return b < a })
-		if !ok || !now.After(from.at) {
+		if !ok || now.Sub(from.at) < slotGrowthMin {
 			continue
 		}
 		span := now.Sub(from.at).Seconds()

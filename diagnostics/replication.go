@@ -137,8 +137,9 @@ type Slot struct {
 	// unlimited or the rate unknown. Set by Diagnostics.
 	SecondsToExhaustion *float64 `db:"-" json:"seconds_to_exhaustion"`
 	// RetainedGrowth is how fast RetainedBytes grew, in bytes per second,
-	// over the last GrowthSeconds of findings rounds; nil on a slot's first
-	// round and after its retained WAL shrank. Set by Diagnostics.
+	// over the last GrowthSeconds of findings rounds; nil until rounds have
+	// read the slot for a minute, and again after its retained WAL shrank.
+	// Set by Diagnostics.
 	RetainedGrowth *float64 `db:"-" json:"retained_growth,omitempty"`
 	GrowthSeconds  *float64 `db:"-" json:"growth_seconds,omitempty"`
 }
