@@ -457,6 +457,9 @@ func init() {
 				intCol("dead", AsCount, func(r OutboxStat) int64 { return r.Dead }),
 				optTimeCol("last_dead_at", func(r OutboxStat) *time.Time { return r.LastDeadAt }),
 				boolCol("relay_paused", func(r OutboxStat) bool { return r.RelayPaused }),
+				intCol("accepted_unmarked", AsCount, func(r OutboxStat) int64 { return r.AcceptedUnmarked }),
+				optTimeCol("oldest_accepted_at", func(r OutboxStat) *time.Time { return r.OldestAcceptedAt }),
+				idsCol("accepted_unmarked_ids", func(r OutboxStat) []int64 { return r.AcceptedUnmarkedIDs }),
 			},
 		},
 		{

@@ -37,7 +37,13 @@ func checksDoc() string {
 		"SQL cannot read free disk space: a full disk shows as `engine.errors` (SQLSTATE 53100 in " +
 		"the workers' heartbeats, critical) and WAL piling up as `wal.dir_size`. " +
 		"`checkpoint.pressure` and `replication.standby_conflicts` count increases between rounds, " +
-		"so the first round after a start has no window yet.\n")
+		"so the first round after a start has no window yet. " +
+		"Slots and standby feedback hold an xmin but carry no time: `vacuum.xmin_horizon` ages them " +
+		"from the round that first saw that xmin, a lower bound that starts again when the console restarts. " +
+		"With `max_slot_wal_keep_size = -1` a slot has no `safe_wal_size`: `replication.slot_disk_forecast` " +
+		"measures its retained WAL's growth between rounds and forecasts when pg_wal reaches its budget, " +
+		"`wal.dir_size=<size>` (the WAL disk's size, which SQL cannot read; by default the size at which " +
+		"`wal.dir_size` fires). Without `pg_monitor` it counts the slot's WAL alone, a lower bound, and says so.\n")
 	b.WriteString("\n## Findings\n\nOverride a threshold with `console findings --threshold CODE=VALUE` (or the serve settings).\n\n")
 	b.WriteString("| Code | Default threshold | Runbook | Actions |\n|---|---|---|---|\n")
 	def := DefaultThresholds()

@@ -148,8 +148,9 @@ func optTimeCol[T any](name string, get func(T) *time.Time) Column {
 	return column(name, AsAge, nullable(get, timeValue))
 }
 
-// idsCol shows a list of pids; a nil list is NULL.
-func idsCol[T any](name string, get func(T) []int32) Column {
+// idsCol shows a list of identifiers (pids, event ids); a nil list is
+// NULL.
+func idsCol[T any, N integer](name string, get func(T) []N) Column {
 	return column(name, AsIDList, func(r T) Value {
 		ids := get(r)
 		if ids == nil {
@@ -157,7 +158,7 @@ func idsCol[T any](name string, get func(T) []int32) Column {
 		}
 		list := make([]string, len(ids))
 		for i, id := range ids {
-			list[i] = strconv.Itoa(int(id))
+			list[i] = strconv.FormatInt(int64(id), 10)
 		}
 		return Value{List: list}
 	})

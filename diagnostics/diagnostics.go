@@ -56,7 +56,10 @@ type Config struct {
 	// version an upgrade) within that time.
 	ServerInfoMaxAge time.Duration
 	// NowFunc is the clock the ages of those cached reads are measured
-	// with; nil means time.Now. Tests inject one.
+	// with, and the one a findings round is dated with (Round.At), so what
+	// rounds measure between them (how long a slot or a standby has held
+	// its xmin, how fast a slot's WAL grows) follows it; nil means
+	// time.Now. Tests inject one.
 	NowFunc func() time.Time
 }
 
@@ -101,6 +104,9 @@ type Diagnostics struct {
 	// xminSeen is when a round first saw each xmin holder without an age
 	// of its own (slots, standbys) holding its current xmin.
 	xminSeen map[xminKey]time.Time
+	// slotWindows keep, by slot name, the retained WAL reads its growth is
+	// measured between.
+	slotWindows map[string]*counterWindow[int64]
 	// checkpoints and conflicts (by standby) keep the counter reads that
 	// rounds measure checkpoint pressure and standby conflicts against.
 	checkpoints counterWindow[CheckpointerStat]
@@ -187,6 +193,14 @@ func standbyName(raw string, taken []standbyPool) string {
 		unique = fmt.Sprintf("%s #%d", name, n)
 	}
 	return unique
+}
+
+// now is Config.NowFunc, or time.Now.
+func (d *Diagnostics) now() time.Time {
+	if d.cfg.NowFunc != nil {
+		return d.cfg.NowFunc()
+	}
+	return time.Now()
 }
 
 // Close closes the pools. Results already returned stay valid.

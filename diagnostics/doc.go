@@ -41,6 +41,22 @@
 // page makes. ServerInfo is cached the same way for Config.ServerInfoMaxAge,
 // so the role follows a failover.
 //
+// Some evidence is only measurable between rounds, so the Diagnostics
+// keeps a little state from one round to the next (rounds are dated with
+// Config.NowFunc): the WAL position for the WAL rate, the checkpointer's
+// and each standby's conflict counters, when each slot or standby was
+// first seen holding its xmin (they carry no time of their own, so that
+// first sight dates them), and each slot's retained WAL, whose growth
+// forecasts when pg_wal reaches its budget for slots that
+// max_slot_wal_keep_size does not cap.
+//
+// The outbox relay records the broker's acceptance of an event
+// (accepted_at) before it marks it published. An undelivered event with
+// accepted_at set is the relay's crash window made visible: the broker has
+// it, the mark failed or its relay died, and it will be published again.
+// OutboxHealth counts those events through their own partial index and the
+// outbox backlog finding names them.
+//
 // A Sampler (Diagnostics.NewSampler) keeps a ring of samples for rates and
 // sparklines (Series); NewCollector exposes a findings round as Prometheus
 // gauges.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,6 +83,7 @@ const (
 	CodeStandbyConflicts  = "replication.standby_conflicts"
 	CodeEngineErrors      = "engine.errors"
 	CodeWALDir            = "wal.dir_size"
+	CodeSlotDiskForecast  = "replication.slot_disk_forecast"
 )
 
 // Round is the evidence of one Findings round: what each check returned.
@@ -191,7 +193,7 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Budget)
 	defer cancel()
-	r := Round{At: start.UTC(), Timings: map[string]time.Duration{}}
+	r := Round{At: d.now().UTC(), Timings: map[string]time.Duration{}}
 	t := d.Thresholds()
 	info, err := d.ServerInfo(ctx)
 	if err != nil {
@@ -274,12 +276,11 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 			r.WALRate = &rate
 		}
 	}
-	xminRead := true
-	for _, u := range r.Unavailable {
-		xminRead = xminRead && u.Check != CheckXminHorizon
-	}
-	if xminRead {
+	if !failed(r, CheckXminHorizon) {
 		d.ageXmin(r.At, r.Xmin)
+	}
+	if !failed(r, CheckReplicationSlots) {
+		d.slotGrowth(r.At, r.Slots)
 	}
 	if r.Checkpointer != nil {
 		r.Checkpoints = d.checkpointWindow(r.At, *r.Checkpointer, t.CheckpointWindow)
@@ -319,6 +320,40 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 	return r
 }
 
+// slotGrowthSpan is the window a slot's retained WAL growth is measured
+// over: from the last span to twice the span, and at least slotGrowthMin,
+// so one burst of WAL between two rounds a few seconds apart is not taken
+// for the trend.
+const (
+	slotGrowthSpan = 5 * time.Minute
+	slotGrowthMin  = time.Minute
+)
+
+// slotGrowth records each slot's retained WAL read at now and sets
+// RetainedGrowth from the start of its window, once that is a minute old. A slot whose retained WAL
+// shrank (its consumer caught up) starts a new window; slots no longer
+// seen are forgotten.
+func (d *Diagnostics) slotGrowth(now time.Time, slots []Slot) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	windows := make(map[string]*counterWindow[int64], len(slots))
+	for i, s := range slots {
+		w := d.slotWindows[s.SlotName]
+		if w == nil {
+			w = &counterWindow[int64]{}
+		}
+		windows[s.SlotName] = w
+		from, ok := w.advance(now, s.RetainedBytes, slotGrowthSpan, func(a, b int64) bool { return b < a })
+		if !ok || now.Sub(from.at) < slotGrowthMin {
+			continue
+		}
+		span := now.Sub(from.at).Seconds()
+		rate := float64(s.RetainedBytes-from.v) / span
+		slots[i].RetainedGrowth, slots[i].GrowthSeconds = &rate, &span
+	}
+	d.slotWindows = windows
+}
+
 // xminKey identifies a holder of the xmin horizon and the xmin it holds.
 type xminKey struct{ kind, holder, xmin string }
 
@@ -342,6 +377,7 @@ func (d *Diagnostics) ageXmin(at time.Time, holders []XminHolder) {
 		seen[k] = first
 		age := at.Sub(first).Seconds()
 		holders[i].AgeSeconds = &age
+		holders[i].FirstSeen = &first
 	}
 	d.xminSeen = seen
 }
@@ -482,6 +518,19 @@ func timeText(t *time.Time) string {
 		return "never"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// idList renders the first ids of a set of count, "17, 18 and 3 more".
+func idList(ids []int64, count int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	out := strings.Join(parts, ", ")
+	if more := count - int64(len(ids)); more > 0 {
+		out += fmt.Sprintf(" and %d more", more)
+	}
+	return out
 }
 
 func activeText(a bool) string {

@@ -252,3 +252,56 @@ func walDirFindings(r Round, t Thresholds) []Finding {
 			CheckWALDir, FormatBytes(float64(*w.Bytes)), countText(w.Segments), FormatBytes(float64(w.MaxWALSize)), FormatBytes(float64(w.WALKeepSize)),
 			nonEmpty(strings.Join(holders, "; "), "no slot or archive backlog: look at checkpoints (checkpointer panel)"))}}
 }
+
+// walBudget is how large pg_wal may grow: WALDirBudget when set (the WAL
+// disk), else WALDirFactor times what the server keeps there (where
+// wal.dir_size fires); zero when neither is known. text says which.
+func walBudget(r Round, t Thresholds) (budget int64, text string) {
+	if t.WALDirBudget > 0 {
+		return t.WALDirBudget, fmt.Sprintf("the WAL budget %s (threshold %s)", FormatBytes(float64(t.WALDirBudget)), CodeWALDir)
+	}
+	if r.WALDir == nil || t.WALDirFactor <= 0 || r.WALDir.Expected() <= 0 {
+		return 0, ""
+	}
+	b := t.WALDirFactor * r.WALDir.Expected()
+	return b, fmt.Sprintf("%s, %d times max_wal_size, where %s fires (set --threshold %s=<size of the WAL disk> to forecast to the disk itself)",
+		FormatBytes(float64(b)), t.WALDirFactor, CodeWALDir, CodeWALDir)
+}
+
+// slotDiskForecastFinding: a slot that nothing caps (max_slot_wal_keep_size
+// = -1, so it has no safe_wal_size to forecast against) keeps more WAL
+// round after round, and at that rate pg_wal reaches its budget (walBudget)
+// within SlotDiskForecast. The forecast counts from the size of pg_wal; a
+// role that may not list pg_wal (pg_monitor) gets it from the slot's
+// retained WAL alone, a lower bound, and the evidence says so.
+func slotDiskForecastFinding(r Round, t Thresholds, s Slot) (Finding, bool) {
+	if s.MaxSlotWALKeepBytes >= 0 || s.RetainedGrowth == nil || *s.RetainedGrowth <= 0 || t.SlotDiskForecast <= 0 {
+		return Finding{}, false
+	}
+	budget, budgetText := walBudget(r, t)
+	if budget <= 0 {
+		return Finding{}, false
+	}
+	used := s.RetainedBytes
+	usedText := fmt.Sprintf("pg_wal's size is not readable (the console's role needs pg_monitor, or superuser, for pg_ls_waldir()), so the forecast counts the slot's %s alone, a lower bound", FormatBytes(float64(used)))
+	if s.PGWALBytes != nil {
+		used = max(*s.PGWALBytes, s.RetainedBytes)
+		usedText = "pg_wal is " + FormatBytes(float64(*s.PGWALBytes))
+	}
+	rate := *s.RetainedGrowth
+	secs := max(float64(budget-used), 0) / rate
+	if secs >= t.SlotDiskForecast.Seconds() {
+		return Finding{}, false
+	}
+	subj := map[string]any{"slot_name": s.SlotName, "slot_type": s.SlotType, "active": s.Active, "retained_bytes": s.RetainedBytes,
+		"growth_bytes_per_second": round1(rate), "budget_bytes": budget, "seconds_to_budget": round1(secs)}
+	if s.PGWALBytes != nil {
+		subj["pg_wal_bytes"] = *s.PGWALBytes
+	}
+	return Finding{Severity: SeverityCritical,
+		Title:   fmt.Sprintf("Slot %s fills pg_wal to its budget in %s", s.SlotName, seconds(secs)),
+		Subject: subj,
+		Evidence: fmt.Sprintf("%s: %s (%s, %s) keeps %s of WAL, growing %s/s over the last %s; max_slot_wal_keep_size is unlimited, so nothing invalidates it before the WAL disk is full; %s, and at this rate it reaches %s in %s",
+			CheckReplicationSlots, s.SlotName, s.SlotType, activeText(s.Active), FormatBytes(float64(s.RetainedBytes)), FormatBytes(rate), lagText(s.GrowthSeconds),
+			usedText, budgetText, seconds(secs))}, true
+}

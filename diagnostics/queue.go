@@ -151,6 +151,14 @@ type OutboxStat struct {
 	Dead                 int64      `db:"dead" json:"dead"`
 	LastDeadAt           *time.Time `db:"last_dead_at" json:"last_dead_at"`
 	RelayPaused          bool       `db:"relay_paused" json:"relay_paused"`
+	// AcceptedUnmarked counts the undelivered events the broker accepted
+	// (accepted_at set) that the relay has not marked published: its mark
+	// failed, or it died between recording the acceptance and the mark.
+	// Each will be published again. OldestAcceptedAt is the earliest
+	// acceptance among them, AcceptedUnmarkedIDs the ten oldest ids.
+	AcceptedUnmarked    int64      `db:"accepted_unmarked" json:"accepted_unmarked"`
+	OldestAcceptedAt    *time.Time `db:"oldest_accepted_at" json:"oldest_accepted_at"`
+	AcceptedUnmarkedIDs []int64    `db:"accepted_unmarked_ids" json:"accepted_unmarked_ids"`
 }
 
 // OutboxHealth reads the outbox backlog through its partial indexes

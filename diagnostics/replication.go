@@ -136,6 +136,12 @@ type Slot struct {
 	// the current WAL rate (SafeWALSize / rate); nil when SafeWALSize is
 	// unlimited or the rate unknown. Set by Diagnostics.
 	SecondsToExhaustion *float64 `db:"-" json:"seconds_to_exhaustion"`
+	// RetainedGrowth is how fast RetainedBytes grew, in bytes per second,
+	// over the last GrowthSeconds of findings rounds; nil until rounds have
+	// read the slot for a minute, and again after its retained WAL shrank.
+	// Set by Diagnostics.
+	RetainedGrowth *float64 `db:"-" json:"retained_growth,omitempty"`
+	GrowthSeconds  *float64 `db:"-" json:"growth_seconds,omitempty"`
 }
 
 // ReplicationSlots lists every slot, most retained WAL first

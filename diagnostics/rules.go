@@ -72,6 +72,7 @@ var rules = []Rule{
 	{Code: CodeReplayPaused, Runbook: RunbookReplication, eval: replayPausedFindings},
 	{Code: CodeSlotRetention, Runbook: RunbookSlotRetention, perSlot: slotRetentionFinding},
 	{Code: CodeSlotInactive, Runbook: RunbookSlotRetention, perSlot: slotInactiveFinding},
+	{Code: CodeSlotDiskForecast, Runbook: RunbookSlotRetention, perSlot: slotDiskForecastFinding},
 	{Code: CodeWALRateHigh, Runbook: RunbookWALStorm, Actions: []string{ActionQueueThrottle}, eval: walRateFindings},
 	{Code: CodeArchiverFailing, Runbook: RunbookReplication, eval: archiverFindings},
 	{Code: CodeArchiverBacklog, Runbook: RunbookReplication, eval: archiverBacklogFindings},
@@ -376,16 +377,17 @@ func workersNoneAliveFinding(r Round, t Thresholds, q QueueStat) (Finding, bool)
 			CheckWorkers, q.Queue, t.WorkerHeartbeat, len(r.Workers), q.Ready)}, true
 }
 
-// outboxBacklogFindings: the oldest undelivered event (ready now or waiting
-// in retry backoff) was created OutboxBacklogAge ago, or
+// outboxBacklogFindings: the oldest undelivered event (ready now, waiting
+// in retry backoff or in flight) was created OutboxBacklogAge ago, or
 // OutboxBacklogPending events are undelivered. A paused relay is resumed,
-// not throttled.
+// not throttled. Events the broker accepted that the relay did not mark
+// are named in the evidence: they will be delivered twice.
 func outboxBacklogFindings(r Round, t Thresholds) []Finding {
 	o := r.Outbox
 	if o == nil {
 		return nil
 	}
-	undelivered := o.Pending + o.PendingLater
+	undelivered := o.Pending + o.PendingLater + o.Inflight
 	if undelivered <= 0 {
 		return nil
 	}
@@ -396,11 +398,19 @@ func outboxBacklogFindings(r Round, t Thresholds) []Finding {
 	if o.RelayPaused {
 		actions = []string{ActionRelayResume}
 	}
+	subj := map[string]any{"pending": o.Pending, "pending_later": o.PendingLater, "inflight": o.Inflight,
+		"oldest_pending_seconds": round1(o.OldestPendingSeconds), "relay_paused": o.RelayPaused, "accepted_unmarked": o.AcceptedUnmarked}
+	accepted := ""
+	if o.AcceptedUnmarked > 0 {
+		subj["accepted_unmarked_ids"] = o.AcceptedUnmarkedIDs
+		accepted = fmt.Sprintf("; %d accepted by the broker but not marked published (the oldest accepted at %s; ids %s): their relay's mark failed or it died before marking, and they will be published again, so consumers see them twice unless they dedupe on the event id",
+			o.AcceptedUnmarked, timeText(o.OldestAcceptedAt), idList(o.AcceptedUnmarkedIDs, o.AcceptedUnmarked))
+	}
 	return []Finding{{Severity: SeverityWarning,
 		Title:   fmt.Sprintf("Outbox: %d undelivered, oldest %s", undelivered, seconds(o.OldestPendingSeconds)),
-		Subject: map[string]any{"pending": o.Pending, "pending_later": o.PendingLater, "oldest_pending_seconds": round1(o.OldestPendingSeconds), "relay_paused": o.RelayPaused},
-		Evidence: fmt.Sprintf("%s: %d events ready and %d waiting in retry backoff, the oldest created %s ago; %d in flight (%d expired leases); relay paused: %t",
-			CheckOutboxHealth, o.Pending, o.PendingLater, seconds(o.OldestPendingSeconds), o.Inflight, o.ExpiredLeases, o.RelayPaused),
+		Subject: subj,
+		Evidence: fmt.Sprintf("%s: %d events ready and %d waiting in retry backoff, the oldest created %s ago; %d in flight (%d expired leases); relay paused: %t%s",
+			CheckOutboxHealth, o.Pending, o.PendingLater, seconds(o.OldestPendingSeconds), o.Inflight, o.ExpiredLeases, o.RelayPaused, accepted),
 		Actions: actions}}
 }
 
@@ -632,7 +642,10 @@ func preparedXactFindings(r Round, t Thresholds) []Finding {
 
 // xminHorizonFindings: a holder of the xmin horizon whose transaction is
 // XminHorizonAge old or XminHorizonXIDs transactions behind; a backend can
-// be terminated.
+// be terminated. A slot or a standby (hot_standby_feedback) has no
+// transaction: its age is how long rounds have seen it hold the same xmin
+// (XminHolder.FirstSeen), so a standby's long report query is found by age
+// too, not only once it is XminHorizonXIDs behind.
 func xminHorizonFindings(r Round, t Thresholds) []Finding {
 	var out []Finding
 	for _, h := range r.Xmin {
@@ -644,15 +657,23 @@ func xminHorizonFindings(r Round, t Thresholds) []Finding {
 		if h.AgeSeconds != nil {
 			subj["age_seconds"] = round1(*h.AgeSeconds)
 		}
+		age, held := ageText(h.AgeSeconds), ""
+		if h.FirstSeen != nil && h.AgeSeconds != nil {
+			// A slot or a standby's feedback carries no time: its age
+			// counts from the round that first saw this xmin.
+			subj["first_seen"] = h.FirstSeen.UTC()
+			age = fmt.Sprintf(", held since first seen at %s (age at least %.0f s)", h.FirstSeen.UTC().Format(time.TimeOnly), *h.AgeSeconds)
+			held = ", held at least " + seconds(*h.AgeSeconds)
+		}
 		var actions []string
 		if h.Kind == "backend" {
 			actions = []string{ActionBackendTerminate}
 		}
 		out = append(out, Finding{Severity: SeverityWarning,
-			Title:   fmt.Sprintf("%s %s holds the xmin horizon (%d transactions)", h.Kind, h.Holder, h.XIDAge),
+			Title:   fmt.Sprintf("%s %s holds the xmin horizon (%d transactions%s)", h.Kind, h.Holder, h.XIDAge, held),
 			Subject: subj,
 			Evidence: fmt.Sprintf("%s: %s %s holds xmin %s, %d transactions old%s; VACUUM cannot remove rows deleted since: %s",
-				CheckXminHorizon, h.Kind, h.Holder, h.Xmin, h.XIDAge, ageText(h.AgeSeconds), short(h.Detail)),
+				CheckXminHorizon, h.Kind, h.Holder, h.Xmin, h.XIDAge, age, short(h.Detail)),
 			Actions: actions})
 	}
 	return out

@@ -185,36 +185,3 @@ func TestRoundHoldsNoTransactionWhileItWaits(t *testing.T) {
 		seen = now
 	}
 }
-
-// A logical slot holds catalog_xmin with no transaction behind it: its age
-// is how long the console has seen it hold that xmin, so it is found by
-// age once it has held it past the threshold.
-func TestXminHolderWithoutTransactionGetsAnAge(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	c := connect(t, url, "slot-maker")
-	slot := fmt.Sprintf("xmin_age_%d", time.Now().UnixNano())
-	_, err := c.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", slot)
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Exec(context.Background(), "SELECT pg_drop_replication_slot($1)", slot) })
-	th := diagnostics.DefaultThresholds()
-	th.XminHorizonXIDs = 1 << 40
-	th.XminHorizonAge = 300 * time.Millisecond
-	d := open(t, url, diagnostics.Config{Thresholds: &th})
-	first := d.Round(ctx)
-	var holder *diagnostics.XminHolder
-	for i, h := range first.Xmin {
-		if h.Holder == slot {
-			holder = &first.Xmin[i]
-		}
-	}
-	require.NotNil(t, holder, "%+v", first.Xmin)
-	require.NotNil(t, holder.AgeSeconds)
-	eventually(t, 15*time.Second, func() (bool, string) {
-		rep, err := d.Findings(ctx)
-		require.NoError(t, err)
-		_, ok := findingFor(rep, diagnostics.CodeXminHorizon, "holder_id", slot)
-		return ok, strings.Join(codes(rep), "; ")
-	})
-}

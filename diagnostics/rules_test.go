@@ -40,6 +40,8 @@ func everyCodeRound() diagnostics.Round {
 		Slots: []diagnostics.Slot{
 			{SlotName: "cdc", Active: true, WALStatus: "lost"},
 			{SlotName: "old", Active: false, InactiveSince: &ago},
+			{SlotName: "unbounded", MaxSlotWALKeepBytes: -1, RetainedBytes: 1 << 30, PGWALBytes: ptr[int64](5 << 30),
+				RetainedGrowth: ptr(10.0 * (1 << 20)), GrowthSeconds: ptr(300.0)},
 		},
 		Archiver: &diagnostics.ArchiverStat{Failing: true, ReadySegments: ptr[int64](40)},
 		Prepared: []diagnostics.PreparedXact{{GID: "g1", Prepared: ago, AgeSeconds: 7200}},

@@ -111,6 +111,16 @@ type Thresholds struct {
 	// the server keeps there by its settings (the larger of max_wal_size
 	// and wal_keep_size).
 	WALDirFactor int64
+	// WALDirBudget is how large pg_wal may grow: the WAL disk's size, which
+	// SQL cannot read ("wal.dir_size=50GB"). Zero means WALDirFactor times
+	// what the server keeps, the size wal.dir_size fires at.
+	// replication.slot_disk_forecast forecasts against it.
+	WALDirBudget int64
+	// SlotDiskForecast: replication.slot_disk_forecast when a slot under
+	// max_slot_wal_keep_size = -1 (nothing caps what it retains) grows its
+	// retained WAL at a rate that brings pg_wal to WALDirBudget within
+	// this time.
+	SlotDiskForecast time.Duration
 }
 
 // DefaultThresholds returns the thresholds used when none are configured.
@@ -152,6 +162,8 @@ func DefaultThresholds() Thresholds {
 		StandbyConflictWindow: 15 * time.Minute,
 		EngineErrorWindow:     2 * time.Minute,
 		WALDirFactor:          2,
+		WALDirBudget:          0,
+		SlotDiskForecast:      time.Hour,
 	}
 }
 
@@ -216,7 +228,8 @@ var thresholdSettings = map[string][]thresholdSetting{
 	CodeCheckpoints:       {{kind: kindFraction, flt: func(t *Thresholds) *float64 { return &t.CheckpointRequested }}, durSetting(func(t *Thresholds) *time.Duration { return &t.CheckpointWindow })},
 	CodeStandbyConflicts:  {countSetting(func(t *Thresholds) *int64 { return &t.StandbyConflicts }), durSetting(func(t *Thresholds) *time.Duration { return &t.StandbyConflictWindow })},
 	CodeEngineErrors:      {durSetting(func(t *Thresholds) *time.Duration { return &t.EngineErrorWindow })},
-	CodeWALDir:            {countSetting(func(t *Thresholds) *int64 { return &t.WALDirFactor })},
+	CodeWALDir:            {countSetting(func(t *Thresholds) *int64 { return &t.WALDirFactor }), sizeSetting(func(t *Thresholds) *int64 { return &t.WALDirBudget })},
+	CodeSlotDiskForecast:  {durSetting(func(t *Thresholds) *time.Duration { return &t.SlotDiskForecast })},
 }
 
 // ThresholdCodes lists the codes Set accepts, sorted.

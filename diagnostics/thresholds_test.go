@@ -28,6 +28,9 @@ func TestThresholdsSet(t *testing.T) {
 		{"notify.queue_usage", "25%", func(t *testing.T, th diagnostics.Thresholds) { require.InDelta(t, 0.25, th.NotifyQueueUsage, 1e-9) }},
 		{"notify.queue_usage", "0.8", func(t *testing.T, th diagnostics.Thresholds) { require.InDelta(t, 0.8, th.NotifyQueueUsage, 1e-9) }},
 		{"vacuum.xmin_horizon", "1h", func(t *testing.T, th diagnostics.Thresholds) { require.Equal(t, time.Hour, th.XminHorizonAge) }},
+		{"wal.dir_size", "3", func(t *testing.T, th diagnostics.Thresholds) { require.EqualValues(t, 3, th.WALDirFactor) }},
+		{"wal.dir_size", "50GB", func(t *testing.T, th diagnostics.Thresholds) { require.EqualValues(t, 50<<30, th.WALDirBudget) }},
+		{"replication.slot_disk_forecast", "30m", func(t *testing.T, th diagnostics.Thresholds) { require.Equal(t, 30*time.Minute, th.SlotDiskForecast) }},
 	} {
 		t.Run(tc.code+"="+tc.value, func(t *testing.T) {
 			th := diagnostics.DefaultThresholds()

@@ -45,7 +45,12 @@ type XminHolder struct {
 	// round sets it to how long the console has seen the holder hold this
 	// xmin; nil outside a round.
 	AgeSeconds *float64 `db:"age_seconds" json:"age_seconds"`
-	Detail     string   `db:"detail" json:"detail"`
+	// FirstSeen is, for slots and standbys in a findings round, when the
+	// console first saw the holder hold this xmin: AgeSeconds counts from
+	// it, so it is a lower bound. Nil for backends and prepared
+	// transactions, and outside a round.
+	FirstSeen *time.Time `db:"-" json:"first_seen,omitempty"`
+	Detail    string     `db:"detail" json:"detail"`
 }
 
 // XminHorizon lists what holds back the xmin horizon, oldest first

@@ -1,14 +1,18 @@
 -- OutboxHealth: the outbox relay's backlog (runbook step 8, RB-H): pending
 -- events available now, pending events scheduled for a retry, in-flight
 -- events and expired relay leases, dead events, and whether the relay is
--- paused. The backlog's age is that of the oldest undelivered event by its
+-- paused, and the events the broker accepted that the relay has not marked
+-- published (its mark failed or it died between the two steps: they will be
+-- published again). The backlog's age is that of the oldest undelivered event by its
 -- created_at, including events waiting in retry backoff and in flight: an
 -- event failing for 30 minutes is 30 minutes old, whatever its next retry.
 -- Each count walks one partial index (outbox_pending_pick_idx,
 -- outbox_inflight_lease_idx, outbox_dead_idx) and stops at $1 (a count
 -- equal to $1 means "at least"); the oldest undelivered event
 -- (outbox_undelivered_created_idx) and the last dead one are single index
--- probes. Never reads published history. Takes ACCESS SHARE on
+-- probes; the accepted-but-unmarked events are read through
+-- outbox_accepted_unmarked_idx (count capped at $1, the oldest ten ids).
+-- Never reads published history. Takes ACCESS SHARE on
 -- outbox_events and relay_settings.
 SELECT (SELECT count(*) FROM (SELECT 1 FROM outbox_events
         WHERE state = 'pending' AND available_at <= now() LIMIT $1) AS s)::int8     AS pending,
@@ -23,7 +27,14 @@ SELECT (SELECT count(*) FROM (SELECT 1 FROM outbox_events
        (SELECT count(*) FROM (SELECT 1 FROM outbox_events
         WHERE state = 'dead' LIMIT $1) AS s)::int8                                  AS dead,
        (SELECT max(dead_at) FROM outbox_events WHERE state = 'dead')                AS last_dead_at,
-       coalesce((SELECT paused FROM relay_settings WHERE singleton), false)         AS relay_paused
+       coalesce((SELECT paused FROM relay_settings WHERE singleton), false)         AS relay_paused,
+       (SELECT count(*) FROM (SELECT 1 FROM outbox_events
+        WHERE state IN ('pending', 'inflight') AND accepted_at IS NOT NULL LIMIT $1) AS s)::int8 AS accepted_unmarked,
+       (SELECT min(accepted_at) FROM outbox_events
+        WHERE state IN ('pending', 'inflight') AND accepted_at IS NOT NULL)         AS oldest_accepted_at,
+       ARRAY(SELECT id FROM outbox_events
+             WHERE state IN ('pending', 'inflight') AND accepted_at IS NOT NULL
+             ORDER BY accepted_at, id LIMIT 10)                                     AS accepted_unmarked_ids
 FROM (SELECT min(created_at) AS oldest_pending_at
       FROM outbox_events
       WHERE state IN ('pending', 'inflight') AND attempts >= 0) AS o
