@@ -86,10 +86,10 @@ func TestBlockingTreeHotRowScales(t *testing.T) {
 	require.Len(t, res.Rows, waiters+1)
 	require.Equal(t, holder, res.Rows[0].PID)
 	require.True(t, res.Rows[0].IsRoot)
-	require.Equal(t, waiters, res.Rows[0].BlockedCount)
 	for _, n := range res.Rows[1:] {
-		require.False(t, n.IsRoot, "pid %d is not a root", n.PID)
+		require.False(t, n.IsRoot, "pid %d (blocked by %v) is not a root", n.PID, n.BlockedBy)
 	}
+	require.Equal(t, waiters, res.Rows[0].BlockedCount)
 }
 
 // BenchmarkBlockingTreeHotRow reads the blocking tree with 50, 300 and
