@@ -365,10 +365,11 @@ func plainMessage(msg, action string) string {
 	return msg
 }
 
-// sentence makes msg a sentence to show on its own: a capital first, a full
-// stop last.
+// sentence makes msg a sentence to show on its own: a capital first (unless
+// it starts with a name such as queue.pause), a full stop last.
 func sentence(msg string) string {
-	if r, size := utf8.DecodeRuneInString(msg); unicode.IsLower(r) {
+	first, _, _ := strings.Cut(msg, " ")
+	if r, size := utf8.DecodeRuneInString(msg); unicode.IsLower(r) && !strings.ContainsAny(first, "._") {
 		msg = string(unicode.ToUpper(r)) + msg[size:]
 	}
 	if msg != "" && !strings.ContainsAny(msg[len(msg)-1:], ".!?") {
