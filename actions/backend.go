@@ -45,7 +45,7 @@ func backendFingerprint(ctx context.Context, db DBTX, pid int32) (*Fingerprint, 
 		&f.BackendType, &f.User, &f.Database, &f.ClientAddr, &f.WaitEventType, &f.WaitEvent,
 		&f.Query, &f.BlockedBy, &f.isSelf, &f.ownDatabase)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("no backend has pid %d: %w", pid, ErrNotFound)
+		return nil, fmt.Errorf("no session has pid %d any more; it may have finished. Refresh the blocking tree: %w", pid, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("fingerprint backend %d: %w", pid, err)
@@ -137,7 +137,7 @@ func (a *backendSignal) target() string { return "backend:" + strconv.Itoa(int(a
 func (a *backendSignal) preview(ctx context.Context, rc *runContext) (BackendPreview, error) {
 	f, err := backendFingerprint(ctx, rc.r.pool, a.pid)
 	if errors.Is(err, ErrNotFound) && a.backendStart != nil {
-		return BackendPreview{}, fmt.Errorf("backend %d has exited since it was previewed: %w", a.pid, ErrGuard)
+		return BackendPreview{}, fmt.Errorf("the session with pid %d has ended since the preview; it may have finished. Refresh the blocking tree: %w", a.pid, ErrGuard)
 	}
 	if err != nil {
 		return BackendPreview{}, err
@@ -151,7 +151,7 @@ func (a *backendSignal) preview(ctx context.Context, rc *runContext) (BackendPre
 			want.XactStart = a.xactStart
 		}
 		if d := fingerprintDiff(want, *f, a.queryStart); d != "" {
-			return BackendPreview{}, fmt.Errorf("backend %d is not the one previewed (%s): the pid was reused or its transaction ended: %w", a.pid, d, ErrGuard)
+			return BackendPreview{}, fmt.Errorf("the session with pid %d is not the one previewed (%s): its transaction ended or the pid was reused. Refresh the blocking tree: %w", a.pid, d, ErrGuard)
 		}
 	}
 	if err := rc.r.refuseTarget(f); err != nil {
@@ -201,13 +201,13 @@ func (a *backendSignal) execute(ctx context.Context, rc *runContext, tx pgx.Tx, 
 	// it read pg_stat_activity.
 	cur, err := backendFingerprint(ctx, tx, a.pid)
 	if errors.Is(err, ErrNotFound) {
-		return BackendResult{}, fmt.Errorf("backend %d has exited since the preview: %w", a.pid, ErrGuard)
+		return BackendResult{}, fmt.Errorf("the session with pid %d has ended since the preview; it may have finished. Refresh the blocking tree: %w", a.pid, ErrGuard)
 	}
 	if err != nil {
 		return BackendResult{}, err
 	}
 	if d := fingerprintDiff(want, *cur, a.queryStart); d != "" {
-		return BackendResult{}, fmt.Errorf("backend %d is not the one previewed (%s): the pid was reused or its transaction ended: %w", a.pid, d, ErrGuard)
+		return BackendResult{}, fmt.Errorf("the session with pid %d is not the one previewed (%s): its transaction ended or the pid was reused. Refresh the blocking tree: %w", a.pid, d, ErrGuard)
 	}
 	if err := rc.r.refuseTarget(cur); err != nil {
 		return BackendResult{}, err
@@ -234,7 +234,7 @@ func (a *backendSignal) execute(ctx context.Context, rc *runContext, tx pgx.Tx, 
 		return BackendResult{}, fmt.Errorf("signal backend %d: %w", a.pid, err)
 	}
 	if !res.Signalled {
-		return BackendResult{}, fmt.Errorf("PostgreSQL refused to signal backend %d (it exited, or the console's role lacks pg_signal_backend)", a.pid)
+		return BackendResult{}, fmt.Errorf("PostgreSQL did not signal the session with pid %d: it ended meanwhile (refresh the blocking tree), or the console's role lacks pg_signal_backend", a.pid)
 	}
 	// The signal is sent and cannot be taken back: the run is recorded as
 	// done even if the caller goes away while the tree settles, and a

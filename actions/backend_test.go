@@ -348,7 +348,7 @@ func TestBackendGuards(t *testing.T) {
 			"xact_start": fp.XactStart.Format(time.RFC3339Nano)}
 		_, err := r.Run(ctx, operator, "backend.cancel", actions.Request{Params: stale, Reason: reason})
 		require.ErrorIs(t, err, actions.ErrGuard)
-		require.ErrorContains(t, err, "exited")
+		require.ErrorContains(t, err, "has ended since the preview")
 
 		fresh := sleeper(t, pool)
 		stale["pid"] = fresh.pid

@@ -97,7 +97,7 @@ func (a *deadLetterRequeue) preview(ctx context.Context, rc *runContext) (Requeu
 		return RequeuePreview{}, err
 	}
 	if n == 0 {
-		return RequeuePreview{}, fmt.Errorf("no dead jobs match %s: %w", a.target(), ErrNotFound)
+		return RequeuePreview{}, fmt.Errorf("no dead jobs match %s; they may have been requeued already. Refresh the dead letters: %w", a.target(), ErrNotFound)
 	}
 	classes, err := queues.DeadLetterClassList(ctx, db, a.f, 50)
 	if err != nil {

@@ -79,7 +79,7 @@ func (a *outboxEventRequeue) preview(ctx context.Context, rc *runContext) (Outbo
 		return OutboxRequeuePreview{}, err
 	}
 	if n == 0 {
-		return OutboxRequeuePreview{}, fmt.Errorf("no dead outbox events match %s: %w", a.target(), ErrNotFound)
+		return OutboxRequeuePreview{}, fmt.Errorf("no dead outbox events match %s; they may have been requeued already. Refresh the outbox page: %w", a.target(), ErrNotFound)
 	}
 	p := OutboxRequeuePreview{Count: n, Cap: rc.r.cfg.RequeueCap, OverCap: n > int64(rc.r.cfg.RequeueCap), Sample: []OutboxEventSummary{}}
 	var recs []queues.OutboxRecord

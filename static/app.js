@@ -345,4 +345,11 @@
       b.disabled = ev.target.value.trim() !== want;
     });
   });
+
+  // The runbook's step navigation scrolls sideways on a phone: bring the
+  // current step into it.
+  var currentStep = document.querySelector('.steps [aria-current="step"]');
+  if (currentStep && currentStep.parentElement.scrollWidth > currentStep.parentElement.clientWidth) {
+    currentStep.parentElement.scrollLeft = currentStep.offsetLeft - currentStep.parentElement.offsetLeft - 8;
+  }
 })();

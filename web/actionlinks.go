@@ -11,14 +11,20 @@ import (
 )
 
 // actionLink is the button that opens an action's preview with its
-// parameters filled in. Actions the role may not run are left out, so a
+// parameters filled in (those of params the action takes). Actions the role may not run are left out, so a
 // viewer sees no buttons it cannot use.
 func actionLink(name, role string, params map[string]string) (views.ActionLink, bool) {
 	spec, ok := actions.Lookup(name)
 	if !ok || !auth.RoleAtLeast(role, spec.Role) {
 		return views.ActionLink{}, false
 	}
-	return views.ActionLink{Name: name, Label: spec.Title, Href: actionHref(name, params), Risk: riskWord(spec.Risk)}, true
+	taken := map[string]string{}
+	for _, p := range spec.Params {
+		if v, ok := params[p.Name]; ok {
+			taken[p.Name] = v
+		}
+	}
+	return views.ActionLink{Name: name, Label: spec.Title, Href: actionHref(name, taken), Risk: riskWord(spec.Risk)}, true
 }
 
 // actionHref is the address of an action's form with params filled in.

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -133,13 +135,16 @@ func (s *Server) previewAgain(c echo.Context, m views.ActionPage, spec actions.S
 	}
 	if !errors.Is(cause, actions.ErrStale) {
 		_, why := statusOf(cause)
-		msg += ": " + why
+		msg += ": " + strings.TrimSuffix(plainMessage(why, spec.Name), ".")
 	}
 	fresh := withoutGuards(spec, values)
 	out, err := s.runActionRequest(c, spec.Name, actions.Request{Params: stringParams(fresh), DryRun: true})
 	if err != nil {
 		_, why := statusOf(err)
-		m.Stage, m.Error = "edit", msg+". A new preview was refused too: "+why
+		m.Stage, m.Error = "edit", msg+". A new preview was refused too: "+plainMessage(why, spec.Name)
+		if !errors.Is(cause, actions.ErrStale) && errors.Is(err, actions.ErrNotFound) {
+			m.Error = msg + "." // the target is gone, which the cause in msg says already
+		}
 		m.Fields = s.formFields(c.Request().Context(), spec, fresh)
 		setRefusal(c, m.Error)
 		return s.renderActionStatus(c, http.StatusConflict, m)
@@ -338,8 +343,39 @@ func (s *Server) actionFailed(c echo.Context, m views.ActionPage, stage string, 
 		setRefusal(c, msg)
 	}
 	m.Stage = stage
-	m.Error = msg
+	m.Error = sentence(plainMessage(msg, m.Name))
 	return s.renderActionStatus(c, status, m)
+}
+
+// actionSentinels are the actions package's error kinds, whose names end
+// the wrapped messages ("...: target changed"): the JSON API keeps them for
+// clients to match, a form shows the sentence before them.
+var actionSentinels = []error{actions.ErrNotFound, actions.ErrGuard, actions.ErrInvalid, actions.ErrForbidden}
+
+// plainMessage is an action's refusal as a form shows it: the sentence that
+// says what happened and what to do, without the runner's "preview <action>:"
+// before it (the form names the action) or the error kind's name after it.
+func plainMessage(msg, action string) string {
+	msg = strings.TrimPrefix(msg, "preview "+action+": ")
+	for _, e := range actionSentinels {
+		if m, ok := strings.CutSuffix(msg, ": "+e.Error()); ok && m != "" {
+			return m
+		}
+	}
+	return msg
+}
+
+// sentence makes msg a sentence to show on its own: a capital first (unless
+// it starts with a name such as queue.pause), a full stop last.
+func sentence(msg string) string {
+	first, _, _ := strings.Cut(msg, " ")
+	if r, size := utf8.DecodeRuneInString(msg); unicode.IsLower(r) && !strings.ContainsAny(first, "._") {
+		msg = string(unicode.ToUpper(r)) + msg[size:]
+	}
+	if msg != "" && !strings.ContainsAny(msg[len(msg)-1:], ".!?") {
+		msg += "."
+	}
+	return msg
 }
 
 func (s *Server) renderAction(c echo.Context, m views.ActionPage) error {

@@ -133,7 +133,7 @@ func TestActionExecuteNeedsItsPreview(t *testing.T) {
 		resp, body := op.post("/actions/deadletters.requeue", form)
 		require.Equal(t, http.StatusConflict, resp.StatusCode, body)
 		require.Contains(t, body, "Nothing was done")
-		require.Contains(t, body, "A new preview was refused too: preview deadletters.requeue: no dead jobs match queue:gone")
+		require.Contains(t, body, "A new preview was refused too: no dead jobs match queue:gone; they may have been requeued already. Refresh the dead letters")
 		require.Contains(t, body, `data-testid="action-form-edit"`, "back to the form")
 		require.Equal(t, 0, count(`SELECT count(*) FROM audit_events WHERE action = 'deadletters.requeue' AND outcome = 'succeeded' AND target = 'queue:gone'`))
 	})

@@ -221,7 +221,7 @@ func TestActionsUI(t *testing.T) {
 	_, _ = viewer.get("/actions/queue.pause?queue=emails")
 	resp, body = viewer.post("/actions/queue.pause", url.Values{"_csrf": {viewer.csrf}, "p.queue": {"emails"}, "reason": {"x"}})
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
-	require.Contains(t, body, "forbidden")
+	require.Contains(t, body, "queue.pause needs the operator role")
 
 	resp, _ = op.get("/actions/nope")
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)

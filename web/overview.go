@@ -60,13 +60,7 @@ func (s *Server) findingsAPI(c echo.Context) error {
 // overviewModel maps a diagnostics round to the overview's view model.
 func overviewModel(r diagnostics.Round, findings []diagnostics.Finding, th diagnostics.Thresholds, role string, now time.Time) views.Overview {
 	m := views.Overview{GeneratedAt: r.At.UTC().Format(time.RFC3339), AsOf: "as of " + r.At.UTC().Format("15:04:05") + " UTC"}
-	for _, f := range findings {
-		m.Findings = append(m.Findings, views.FindingRow{
-			Code: f.Code, Severity: f.Severity, Title: f.Title, Evidence: f.Evidence,
-			RunbookHref: f.Runbook,
-			Actions:     actionLinks(f.Actions, role, subjectParams(f.Subject)),
-		})
-	}
+	m.Findings = findingRows(findings, role)
 	m.Tiles = overviewTiles(r, findings, th)
 	return m
 }

@@ -103,7 +103,7 @@ func TestQueuesPage(t *testing.T) {
 		require.Contains(t, body, "paused · max 4 workers · max 2.5/s")
 		require.Contains(t, body, `data-testid="queue-trends"`)
 		require.Contains(t, body, `data-testid="tile-queue-email"`)
-		require.Contains(t, body, `hx-get="/queues" hx-trigger="every 10s"`, "the numbers refresh themselves")
+		require.Contains(t, body, `data-refresh-url="/queues" data-refresh-select="#queues-live"`, "the numbers refresh themselves")
 	})
 
 	t.Run("JSON", func(t *testing.T) {

@@ -1,17 +1,29 @@
 package web
 
 import (
+	"context"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/views"
 )
 
-// runbookIndex lists the twelve steps and the targeted runbooks.
+// runbookWait bounds how long a runbook page waits for the diagnostics
+// round its findings and filled-in actions come from; past it the page is
+// drawn without them (its panels load on their own).
+const runbookWait = 3 * time.Second
+
+// runbookIndex lists the twelve steps, each marked when current findings
+// point at it, and the targeted runbooks.
 func (s *Server) runbookIndex(c echo.Context) error {
-	m := views.RunbookIndex{Steps: stepLinks("")}
+	ev := s.runbookEvidence(c.Request().Context())
+	m := views.RunbookIndex{Steps: stepLinks("", ev.findings)}
 	for _, t := range runbookTargets {
 		m.Targets = append(m.Targets, views.TargetLink{Slug: t.Slug, Title: t.Title, Href: diagnostics.RunbookURL(t.Slug), Symptoms: t.Symptoms})
 	}
@@ -23,43 +35,194 @@ func (s *Server) runbookIndex(c echo.Context) error {
 func (s *Server) runbookPage(c echo.Context) error {
 	slug := c.Param("slug")
 	p, _ := principalFrom(c)
+	ctx := c.Request().Context()
 	if i, ok := runbookStepBySlug(slug); ok {
-		m := runbookStepModel(i, p.Role)
+		ev := s.runbookEvidence(ctx)
+		m := runbookStepModel(i, p.Role, ev)
 		// While the database does not answer, the step is drawn without
 		// the incident link rather than wait for it.
 		if _, down := s.db.down(); !down {
-			if inc := s.openIncident(c.Request().Context()); inc != nil {
+			if inc := s.openIncident(ctx); inc != nil {
 				m.Incident = &views.IncidentRef{ID: inc.ID, Title: inc.Title, Href: fmt.Sprintf("/incidents/%d", inc.ID)}
 			}
 		}
 		return s.render(c, page{Title: fmt.Sprintf("Step %d: %s", m.Number, m.Title), Nav: "runbook", Model: m, Body: views.RunbookStepBody(m)})
 	}
 	if t, ok := runbookTargetBySlug(slug); ok {
-		m := runbookTargetModel(t, p.Role)
+		m := runbookTargetModel(t, p.Role, s.runbookEvidence(ctx))
 		return s.render(c, page{Title: t.Title, Nav: "runbook", Model: m, Body: views.RunbookTargetBody(m)})
 	}
 	return fmt.Errorf("%w: no runbook step or targeted runbook named %q", errNotFound, slug)
 }
 
-func stepLinks(current string) []views.StepLink {
-	out := make([]views.StepLink, len(runbookSteps))
-	for i, st := range runbookSteps {
-		out[i] = views.StepLink{Number: st.Number, Slug: st.Slug, Title: st.Title, Href: diagnostics.RunbookURL(st.Slug), Current: st.Slug == current}
+// runbookEvidence is what a runbook page fills itself in from: the shared
+// diagnostics round and its findings. It is empty while the database does
+// not answer or when no round comes within runbookWait.
+type runbookEvidence struct {
+	round    diagnostics.Round
+	findings []diagnostics.Finding
+}
+
+func (s *Server) runbookEvidence(ctx context.Context) runbookEvidence {
+	if _, down := s.db.down(); down {
+		return runbookEvidence{}
+	}
+	ctx, cancel := context.WithTimeout(ctx, runbookWait)
+	defer cancel()
+	round, err := s.cfg.Diagnostics.LatestRound(ctx, 0)
+	if err != nil {
+		return runbookEvidence{}
+	}
+	return runbookEvidence{round: round, findings: diagnostics.Evaluate(round, s.cfg.Diagnostics.Thresholds())}
+}
+
+// pointsAt returns the findings whose runbook page is slug.
+func pointsAt(findings []diagnostics.Finding, slug string) []diagnostics.Finding {
+	var out []diagnostics.Finding
+	for _, f := range findings {
+		if f.Runbook == diagnostics.RunbookURL(slug) {
+			out = append(out, f)
+		}
 	}
 	return out
 }
 
-// runbookStepModel maps step i to its page: content, panel slots that load on
-// their own, the actions the role may run, and its neighbours.
-func runbookStepModel(i int, role string) views.RunbookStep {
+// stepFindings returns the findings that point at a step: at the step's
+// page, or at a targeted runbook whose evidence starts with the step.
+func stepFindings(findings []diagnostics.Finding, step string) []diagnostics.Finding {
+	out := pointsAt(findings, step)
+	for _, t := range runbookTargets {
+		if len(t.Steps) > 0 && t.Steps[0] == step {
+			out = append(out, pointsAt(findings, t.Slug)...)
+		}
+	}
+	return out
+}
+
+// findingMark counts findings for a step's mark: "1 finding", "3 findings",
+// or "" for none.
+func findingMark(n int) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return "1 finding"
+	}
+	return strconv.Itoa(n) + " findings"
+}
+
+// worstSeverity is the most severe of findings' severities.
+func worstSeverity(findings []diagnostics.Finding) string {
+	worst := ""
+	for _, f := range findings {
+		switch {
+		case f.Severity == diagnostics.SeverityCritical:
+			return f.Severity
+		case f.Severity == diagnostics.SeverityWarning || worst == "":
+			worst = f.Severity
+		}
+	}
+	return worst
+}
+
+func stepLinks(current string, findings []diagnostics.Finding) []views.StepLink {
+	out := make([]views.StepLink, len(runbookSteps))
+	for i, st := range runbookSteps {
+		out[i] = views.StepLink{Number: st.Number, Slug: st.Slug, Title: st.Title, Short: st.Short, Href: diagnostics.RunbookURL(st.Slug),
+			Mark: findingMark(len(stepFindings(findings, st.Slug))), Current: st.Slug == current}
+	}
+	return out
+}
+
+// findingRows maps findings to the rows a runbook page lists them in.
+func findingRows(findings []diagnostics.Finding, role string) []views.FindingRow {
+	var out []views.FindingRow
+	for _, f := range findings {
+		out = append(out, views.FindingRow{Code: f.Code, Severity: f.Severity, Title: f.Title, Evidence: f.Evidence,
+			RunbookHref: f.Runbook, Actions: actionLinks(f.Actions, role, subjectParams(f.Subject))})
+	}
+	return out
+}
+
+// evidenceParams fills a page's actions in from its evidence: the subjects
+// of its findings first, then the root blocker that blocks the most
+// backends (its pid) and the largest dead-letter group (its queue and
+// error class) of the round. from says, for the page, what was filled in
+// that one of the named actions takes.
+func evidenceParams(r diagnostics.Round, findings []diagnostics.Finding, names []string) (params map[string]string, from string) {
+	params = map[string]string{}
+	for _, f := range findings {
+		for k, v := range subjectParams(f.Subject) {
+			if _, ok := params[k]; !ok {
+				params[k] = v
+			}
+		}
+	}
+	if _, ok := params["pid"]; !ok {
+		var root *diagnostics.BlockingNode
+		for i, n := range r.Blocking {
+			if n.IsRoot && n.PID != 0 && (root == nil || n.BlockedCount > root.BlockedCount) {
+				root = &r.Blocking[i]
+			}
+		}
+		if root != nil {
+			params["pid"] = strconv.Itoa(int(root.PID))
+		}
+	}
+	if _, ok := params["queue"]; !ok {
+		var top *diagnostics.DeadLetterGroup
+		for i, g := range r.DeadLetters {
+			if top == nil || g.Dead > top.Dead {
+				top = &r.DeadLetters[i]
+			}
+		}
+		if top != nil {
+			params["queue"], params["error_class"] = top.Queue, top.ErrorClass
+		}
+	}
+	var said []string
+	for _, p := range []struct{ key, label string }{{"pid", "pid %s"}, {"queue", "queue %s"}, {"error_class", "error class %s"}} {
+		if v := params[p.key]; v != "" && takes(names, p.key) {
+			said = append(said, fmt.Sprintf(p.label, v))
+		}
+	}
+	if len(said) > 0 {
+		from = "filled in from the evidence: " + strings.Join(said, ", ")
+	}
+	return params, from
+}
+
+// takes reports whether one of the named actions has the parameter.
+func takes(names []string, param string) bool {
+	for _, n := range names {
+		spec, _ := actions.Lookup(n)
+		for _, p := range spec.Params {
+			if p.Name == param {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// runbookStepModel maps step i to its page: content, the findings that
+// point at it, panel slots that load on their own, the actions the role may
+// run filled in from the evidence, and its neighbours.
+func runbookStepModel(i int, role string, ev runbookEvidence) views.RunbookStep {
 	st := runbookSteps[i]
+	found := stepFindings(ev.findings, st.Slug)
+	params, from := evidenceParams(ev.round, found, st.Actions)
+	links := stepLinks(st.Slug, ev.findings)
 	m := views.RunbookStep{
 		Number: st.Number, Slug: st.Slug, Title: st.Title, Purpose: st.Purpose, Safety: st.Safety,
-		LookFor: st.LookFor, Traps: st.Traps, Steps: stepLinks(st.Slug),
-		Actions: actionLinks(st.Actions, role, nil),
+		LookFor: st.LookFor, Traps: st.Traps, Steps: links,
+		Mark: findingMark(len(found)), MarkSev: worstSeverity(found), Findings: findingRows(found, role),
+		Actions: actionLinks(st.Actions, role, params),
+	}
+	if len(m.Actions) > 0 {
+		m.ActionsFrom = from
 	}
 	m.Panels = panelSlots(diagnostics.StepPanels(st.Slug))
-	links := stepLinks(st.Slug)
 	if i > 0 {
 		m.Prev = &links[i-1]
 	}
@@ -69,14 +232,25 @@ func runbookStepModel(i int, role string) views.RunbookStep {
 	return m
 }
 
-func runbookTargetModel(t runbookTarget, role string) views.RunbookTarget {
+// targetPanels is how many panels a targeted runbook shows of the steps it
+// refers to: the first ones of its first step, enough to see the evidence
+// without the page becoming the step.
+const targetPanels = 3
+
+func runbookTargetModel(t runbookTarget, role string, ev runbookEvidence) views.RunbookTarget {
+	found := pointsAt(ev.findings, t.Slug)
+	params, _ := evidenceParams(ev.round, found, t.Actions)
 	m := views.RunbookTarget{Slug: t.Slug, Title: t.Title, Symptoms: t.Symptoms, Diagnosis: t.Diagnosis,
-		Mitigate: t.Mitigate, Dont: t.Dont, Actions: actionLinks(t.Actions, role, nil)}
+		Mitigate: t.Mitigate, Dont: t.Dont, Actions: actionLinks(t.Actions, role, params), Findings: findingRows(found, role)}
 	for _, slug := range t.Steps {
 		if i, ok := runbookStepBySlug(slug); ok {
 			st := runbookSteps[i]
 			m.Steps = append(m.Steps, views.StepLink{Number: st.Number, Slug: st.Slug, Title: st.Title, Href: diagnostics.RunbookURL(st.Slug)})
 		}
+	}
+	if len(t.Steps) > 0 {
+		panels := diagnostics.StepPanels(t.Steps[0])
+		m.Panels = panelSlots(panels[:min(len(panels), targetPanels)])
 	}
 	return m
 }

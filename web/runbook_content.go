@@ -15,6 +15,7 @@ type runbookStep struct {
 	Slug    string
 	Number  int
 	Title   string
+	Short   string // the title in a word or two, for the step navigation
 	Purpose string
 	LookFor []string
 	Traps   []string
@@ -37,7 +38,7 @@ type runbookTarget struct {
 
 var runbookSteps = []runbookStep{
 	{
-		Slug: diagnostics.StepWindow, Number: 1, Title: "Fix the time window, blast radius and SLO", Safety: "safe",
+		Slug: diagnostics.StepWindow, Number: 1, Short: "Time window", Title: "Fix the time window, blast radius and SLO", Safety: "safe",
 		Purpose: "Write down when it started, what is affected and how badly, before touching anything. Without a time window you cannot line up application, database, OS and broker evidence.",
 		LookFor: []string{
 			"The absolute start time and timezone, the release or change that preceded it.",
@@ -51,7 +52,7 @@ var runbookSteps = []runbookStep{
 		Actions: nil,
 	},
 	{
-		Slug: diagnostics.StepEntry, Number: 2, Title: "Application entry, backpressure and the connection pool", Safety: "safe",
+		Slug: diagnostics.StepEntry, Number: 2, Short: "Entry and pool", Title: "Application entry, backpressure and the connection pool", Safety: "safe",
 		Purpose: "Look at the entry and the pools before any SQL: if pool acquire time rises before query time, the application holds connections or has more concurrency than the pool.",
 		LookFor: []string{
 			"Pool acquired, idle and total connections; empty-acquire count and wait, as increments over the window.",
@@ -66,7 +67,7 @@ var runbookSteps = []runbookStep{
 		Actions: []string{"queue.throttle", "queue.pause"},
 	},
 	{
-		Slug: diagnostics.StepActivity, Number: 3, Title: "Current activity and the oldest transactions", Safety: "safe",
+		Slug: diagnostics.StepActivity, Number: 3, Short: "Activity", Title: "Current activity and the oldest transactions", Safety: "safe",
 		Purpose: "Find transactions that run far past the SLO, sessions idle in transaction, and many backends waiting on the same lock.",
 		LookFor: []string{
 			"idle in transaction sessions and their transaction age.",
@@ -82,7 +83,7 @@ var runbookSteps = []runbookStep{
 		Actions: []string{"backend.cancel"},
 	},
 	{
-		Slug: diagnostics.StepBlocking, Number: 4, Title: "Build the blocking chain and find the root blocker", Safety: "safe",
+		Slug: diagnostics.StepBlocking, Number: 4, Short: "Blocking chain", Title: "Build the blocking chain and find the root blocker", Safety: "safe",
 		Purpose: "Follow pg_blocking_pids to the root. Handle the root blocker first; never terminate the leaf waiters one by one.",
 		LookFor: []string{
 			"The root blocker: its state, transaction age, application and query.",
@@ -97,7 +98,7 @@ var runbookSteps = []runbookStep{
 		Actions: []string{"backend.cancel", "backend.terminate"},
 	},
 	{
-		Slug: diagnostics.StepResources, Number: 5, Title: "Separate CPU, I/O and WAL", Safety: "safe",
+		Slug: diagnostics.StepResources, Number: 5, Short: "CPU, I/O, WAL", Title: "Separate CPU, I/O and WAL", Safety: "safe",
 		Purpose: "Cumulative statistics only mean something as deltas: compare two samples to see WAL bytes per second, I/O by context and checkpoint pressure now, not since boot.",
 		LookFor: []string{
 			"WAL bytes per second and full-page images against the usual rate.",
@@ -112,7 +113,7 @@ var runbookSteps = []runbookStep{
 		Actions: []string{"queue.throttle"},
 	},
 	{
-		Slug: diagnostics.StepCopy, Number: 6, Title: "COPY, long batches and transaction boundaries", Safety: "safe",
+		Slug: diagnostics.StepCopy, Number: 6, Short: "Batches", Title: "COPY, long batches and transaction boundaries", Safety: "safe",
 		Purpose: "Big transactions look fast to execute and slow to commit; they stretch lock holding, replication catch-up and crash recovery.",
 		LookFor: []string{
 			"Running COPY commands and their progress.",
@@ -124,7 +125,7 @@ var runbookSteps = []runbookStep{
 		Actions: []string{"queue.throttle", "queue.pause"},
 	},
 	{
-		Slug: diagnostics.StepQueues, Number: 7, Title: "Queues, leases and dead letters", Safety: "safe",
+		Slug: diagnostics.StepQueues, Number: 7, Short: "Queues", Title: "Queues, leases and dead letters", Safety: "safe",
 		Purpose: "Tell a stuck claim path from crashed workers from poison messages: ready growth with idle workers, expired leases, or a dead-letter spike.",
 		LookFor: []string{
 			"Ready growing while workers are idle: the claim path, the pool, a rate limit or a downstream dependency.",
@@ -140,7 +141,7 @@ var runbookSteps = []runbookStep{
 		Actions: []string{"deadletters.requeue", "lease.expire", "queue.pause", "queue.resume", "queue.throttle"},
 	},
 	{
-		Slug: diagnostics.StepOutbox, Number: 8, Title: "Outbox, relay and the broker boundary", Safety: "safe",
+		Slug: diagnostics.StepOutbox, Number: 8, Short: "Outbox", Title: "Outbox, relay and the broker boundary", Safety: "safe",
 		Purpose: "Separate the four timestamps: business commit, relay claim, broker accept, mark published. They tell apart \"not produced\", \"not claimed\", \"broker slow\" and \"published but mark failed\" (duplicates possible).",
 		LookFor: []string{
 			"Pending count and oldest pending age.",
@@ -154,7 +155,7 @@ var runbookSteps = []runbookStep{
 		Actions: []string{"relay.throttle", "relay.pause", "relay.resume", "outbox.requeue"},
 	},
 	{
-		Slug: diagnostics.StepReplication, Number: 9, Title: "Replication, archiving and WAL headroom", Safety: "safe",
+		Slug: diagnostics.StepReplication, Number: 9, Short: "Replication", Title: "Replication, archiving and WAL headroom", Safety: "safe",
 		Purpose: "A slow synchronous standby shows up directly as commit latency; an inactive slot keeps WAL until the disk fills. Report the RPO exposure.",
 		LookFor: []string{
 			"Per standby: sent, write, flush and replay lag in bytes and time.",
@@ -170,7 +171,7 @@ var runbookSteps = []runbookStep{
 		Actions: []string{"queue.throttle", "relay.throttle"},
 	},
 	{
-		Slug: diagnostics.StepPlans, Number: 10, Title: "Find the earliest plan mis-estimate", Safety: "safe for reads",
+		Slug: diagnostics.StepPlans, Number: 10, Short: "Plans", Title: "Find the earliest plan mis-estimate", Safety: "safe for reads",
 		Purpose: "Look for the statements whose time changed, then for the earliest node where actual rows differ from estimated rows by an order of magnitude.",
 		LookFor: []string{
 			"Top statements by total and mean time (pg_stat_statements).",
@@ -183,7 +184,7 @@ var runbookSteps = []runbookStep{
 		Actions: nil,
 	},
 	{
-		Slug: diagnostics.StepMitigations, Number: 11, Title: "Safe mitigations and dangerous actions", Safety: "decide",
+		Slug: diagnostics.StepMitigations, Number: 11, Short: "Mitigations", Title: "Safe mitigations and dangerous actions", Safety: "decide",
 		Purpose: "Prefer the lowest-risk action that restores backpressure. Every action here is previewed, guarded, given a reason and audited.",
 		LookFor: []string{
 			"Lower entry concurrency, batch size or worker count: low risk, usually first.",
@@ -199,7 +200,7 @@ var runbookSteps = []runbookStep{
 		Actions: []string{"queue.throttle", "queue.pause", "relay.throttle", "relay.pause", "backend.cancel", "backend.terminate"},
 	},
 	{
-		Slug: diagnostics.StepVerification, Number: 12, Title: "Verify for two full cycles, then write it down", Safety: "safe",
+		Slug: diagnostics.StepVerification, Number: 12, Short: "Verify", Title: "Verify for two full cycles, then write it down", Safety: "safe",
 		Purpose: "Recovery is when the oldest ages fall, not when counts dip. Verify for at least two business cycles, then separate trigger, amplifiers, detection gaps, mitigations and the permanent fix.",
 		LookFor: []string{
 			"Oldest ready and oldest pending ages falling.",

@@ -30,7 +30,8 @@ import (
 // postmaster and every backend) while the overview and a runbook step are
 // open in Chromium, and checks what an operator sees: a fresh page load
 // answers with the frame, the open panels keep their rows marked stale, the
-// banner says the database is not answering, /readyz and writes answer at
+// banner says the database is not answering, the live blocks of /queues,
+// /workers and /deadletters keep their rows marked stale, /readyz and writes answer at
 // once, and the diagnostics gauge drops to 0. Then it resumes the server
 // and checks the pages recover by themselves, without a reload.
 func TestBrowserDatabaseStall(t *testing.T) {
@@ -67,6 +68,19 @@ func TestBrowserDatabaseStall(t *testing.T) {
 	waitPage(t, step, "the step's panels to load", `document.querySelectorAll('[data-testid^="slot-"]').length === 0 &&
 		document.querySelector('#panel-dead_letters').textContent.includes('stall.witness')`, 30*time.Second)
 	const livePanels = `[...document.querySelectorAll('[data-refresh-url]')]`
+	// The live blocks of the lists, each in a tab of one more browser.
+	lists := stallBrowser(t, e)
+	listTabs := map[string]context.Context{}
+	for _, l := range stallLists {
+		tab, cancel := chromedp.NewContext(lists)
+		t.Cleanup(cancel)
+		// Open the tab under its own context: one opened by a step would
+		// close when that step's deadline context ends.
+		require.NoError(t, chromedp.Do(tab))
+		browser.Do(t, tab, chromedp.Navigate(e.http.URL+l.path), chromedp.WaitVisible(css("#"+l.live)))
+		require.Contains(t, browser.Get(t, tab, chromedp.Text(css("#"+l.live))), l.keeps)
+		listTabs[l.path] = tab
+	}
 
 	freezeServer(t, srv)
 
@@ -135,6 +149,14 @@ func TestBrowserDatabaseStall(t *testing.T) {
 	waitPage(t, step, "every panel of the step to keep its rows, marked stale", livePanels+`.every(p =>
 		p.querySelector('h2') && /^stale since \d\d:\d\d:\d\d UTC, retrying$/.test((p.querySelector('[data-testid="stale"]') || {}).textContent)) &&
 		document.querySelector('#panel-dead_letters').textContent.includes('stall.witness')`, 40*time.Second)
+	for _, l := range stallLists {
+		waitPage(t, listTabs[l.path], "the live block of "+l.path+" to keep its rows, marked stale", `(() => {
+			const live = document.querySelector('#`+l.live+`');
+			const mark = live.querySelector('[data-testid="stale"]');
+			return mark && /^stale since \d\d:\d\d:\d\d UTC, retrying$/.test(mark.textContent) && live.textContent.includes('`+l.keeps+`');
+		})()`, 40*time.Second)
+	}
+	browser.Screenshot(t, listTabs["/deadletters"], "stall-deadletters")
 	for name, tab := range map[string]context.Context{"overview": b, "step": step, "fresh": fresh} {
 		waitPage(t, tab, "the banner on the "+name+" page", banner, 30*time.Second)
 	}
@@ -151,7 +173,19 @@ func TestBrowserDatabaseStall(t *testing.T) {
 		document.querySelector('#panel-dead_letters').textContent.includes('stall.witness')`, 60*time.Second)
 	waitPage(t, fresh, "the page loaded during the stall to fill its panels", recovered+` && `+livePanels+`.every(p => p.dataset.status === 'ok') &&
 		document.querySelector('#panel-dead_letters').textContent.includes('stall.witness')`, 60*time.Second)
+	for _, l := range stallLists {
+		waitPage(t, listTabs[l.path], "the live block of "+l.path+" to recover", recovered+
+			` && document.querySelector('#`+l.live+`').textContent.includes('`+l.keeps+`')`, 60*time.Second)
+	}
 	waitUntil(t, 30*time.Second, "console_diagnostics_last_round_success to come back to 1", func() bool { return roundSuccess() == 1 })
+}
+
+// stallLists are the list pages whose live blocks the stall test watches:
+// the block's id and a text it must keep while the database is frozen.
+var stallLists = []struct{ path, live, keeps string }{
+	{"/queues", "queues-live", "stall-q"},
+	{"/workers", "workers-live", "Worker processes"},
+	{"/deadletters", "deadletters-live", "stall.witness"},
 }
 
 // stallBrowser starts a browser signed in as an operator, on the overview.

@@ -1,0 +1,54 @@
+package web
+
+import (
+	"context"
+	"html"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/diagnostics"
+)
+
+// TestWALStatsShowRates: with WAL written between two samples, the WAL
+// statistics panel shows WAL bytes, records and full-page images per
+// second, the totals since the reset after them; before a second sample it
+// says the numbers are totals and when rates appear.
+func TestWALStatsShowRates(t *testing.T) {
+	t.Parallel()
+	var smp *diagnostics.Sampler
+	e := setupWith(t, setupOpts{configure: func(c *Config) {
+		smp = c.Diagnostics.NewSampler(diagnostics.SamplerConfig{Interval: time.Hour}) // sampled by hand below
+		c.Sampler = smp
+	}})
+	ctx := context.Background()
+	viewer := e.signedIn(t, "viewer")
+	walPanel := func() string { return viewer.page("/panels/wal_stats", "HX-Request", "true") }
+
+	smp.SampleNow(ctx)
+	body := walPanel()
+	require.Contains(t, body, "These are totals since the counters were last reset, not rates")
+	require.NotContains(t, body, "WAL per second")
+
+	_, err := e.srv.cfg.Pool.Exec(ctx, `CREATE TABLE wal_witness AS SELECT g, repeat('x', 200) AS pad FROM generate_series(1, 20000) g`)
+	require.NoError(t, err)
+	smp.SampleNow(ctx)
+	body = walPanel()
+	require.NotContains(t, body, "not rates")
+	cells := map[string]string{}
+	for _, m := range regexp.MustCompile(`data-label="([^"]+)"[^>]*><div class="cv">([^<]*)<`).FindAllStringSubmatch(body, -1) {
+		cells[html.UnescapeString(m[1])] = strings.TrimSpace(html.UnescapeString(m[2]))
+	}
+	require.Regexp(t, `^[1-9][0-9.]* (KiB|MiB|GiB)/s$`, cells["WAL per second"], "20,000 rows of 200 bytes make at least a KiB of WAL per second: %v", cells)
+	// pg_stat_wal lags the WAL position by up to a second (backends flush
+	// their counters at most once a second), so these may still be 0.
+	require.Regexp(t, `^[0-9][0-9,.]*/s$`, cells["Records per second"])
+	require.Regexp(t, `^[0-9][0-9,.]*/s$`, cells["Full-page images per second"])
+	require.Regexp(t, `^over \S+, \S+ ago$`, cells["Measured"])
+	require.Regexp(t, `(KiB|MiB|GiB)$`, cells["WAL since reset"], "the total comes after the rates")
+	require.Less(t, regexp.MustCompile(`<th[^>]*>WAL per second<`).FindStringIndex(body)[0],
+		regexp.MustCompile(`<th[^>]*>WAL since reset<`).FindStringIndex(body)[0], "rates first, the total after them")
+}
