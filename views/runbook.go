@@ -25,15 +25,18 @@ type TargetLink struct {
 
 // RunbookStep is one step with its live evidence.
 type RunbookStep struct {
-	Number   int          `json:"number"`
-	Slug     string       `json:"slug"`
-	Title    string       `json:"title"`
-	Purpose  string       `json:"purpose"`
-	Safety   string       `json:"safety"`
-	LookFor  []string     `json:"look_for"`
-	Traps    []string     `json:"traps"`
-	Actions  []ActionLink `json:"actions"`
-	Panels   []PanelSlot  `json:"-"`
+	Number  int          `json:"number"`
+	Slug    string       `json:"slug"`
+	Title   string       `json:"title"`
+	Purpose string       `json:"purpose"`
+	Safety  string       `json:"safety"`
+	LookFor []string     `json:"look_for"`
+	Traps   []string     `json:"traps"`
+	Actions []ActionLink `json:"actions"`
+	Panels  []PanelSlot  `json:"-"`
+	// Evidence heads the panels: "Live evidence", or "Recorded evidence"
+	// when the time picker shows the past.
+	Evidence string       `json:"-"`
 	Steps    []StepLink   `json:"-"`
 	Prev     *StepLink    `json:"prev,omitempty"`
 	Next     *StepLink    `json:"next,omitempty"`

@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -11,11 +12,15 @@ import (
 
 // runbookIndex lists the twelve steps and the targeted runbooks.
 func (s *Server) runbookIndex(c echo.Context) error {
+	t, err := parseTravel(c, time.Now().UTC())
+	if err != nil {
+		return err
+	}
 	m := views.RunbookIndex{Steps: stepLinks("")}
 	for _, t := range runbookTargets {
 		m.Targets = append(m.Targets, views.TargetLink{Slug: t.Slug, Title: t.Title, Href: diagnostics.RunbookURL(t.Slug), Symptoms: t.Symptoms})
 	}
-	return s.render(c, page{Title: "Runbook", Nav: "runbook", Model: m, Body: views.RunbookIndexBody(m)})
+	return s.render(c, page{Title: "Runbook", Nav: "runbook", Model: m, Body: views.RunbookIndexBody(m), Travel: &t})
 }
 
 // runbookPage serves /runbook/:slug, a step of the chain or a targeted
@@ -24,7 +29,15 @@ func (s *Server) runbookPage(c echo.Context) error {
 	slug := c.Param("slug")
 	p, _ := principalFrom(c)
 	if i, ok := runbookStepBySlug(slug); ok {
-		m := runbookStepModel(i, p.Role)
+		t, err := parseTravel(c, time.Now().UTC())
+		if err != nil {
+			return err
+		}
+		role := p.Role
+		if t.history {
+			role = historyRole
+		}
+		m := runbookStepModel(i, role, t)
 		// While the database does not answer, the step is drawn without
 		// the incident link rather than wait for it.
 		if _, down := s.db.down(); !down {
@@ -32,7 +45,7 @@ func (s *Server) runbookPage(c echo.Context) error {
 				m.Incident = &views.IncidentRef{ID: inc.ID, Title: inc.Title, Href: fmt.Sprintf("/incidents/%d", inc.ID)}
 			}
 		}
-		return s.render(c, page{Title: fmt.Sprintf("Step %d: %s", m.Number, m.Title), Nav: "runbook", Model: m, Body: views.RunbookStepBody(m)})
+		return s.render(c, page{Title: fmt.Sprintf("Step %d: %s", m.Number, m.Title), Nav: "runbook", Model: m, Body: views.RunbookStepBody(m), Travel: &t})
 	}
 	if t, ok := runbookTargetBySlug(slug); ok {
 		m := runbookTargetModel(t, p.Role)
@@ -50,15 +63,20 @@ func stepLinks(current string) []views.StepLink {
 }
 
 // runbookStepModel maps step i to its page: content, panel slots that load on
-// their own, the actions the role may run, and its neighbours.
-func runbookStepModel(i int, role string) views.RunbookStep {
+// their own (at the moment t picks), the actions the role may run, and its
+// neighbours.
+func runbookStepModel(i int, role string, t travel) views.RunbookStep {
 	st := runbookSteps[i]
 	m := views.RunbookStep{
 		Number: st.Number, Slug: st.Slug, Title: st.Title, Purpose: st.Purpose, Safety: st.Safety,
 		LookFor: st.LookFor, Traps: st.Traps, Steps: stepLinks(st.Slug),
 		Actions: actionLinks(st.Actions, role, nil),
 	}
-	m.Panels = panelSlots(diagnostics.StepPanels(st.Slug))
+	m.Panels = panelSlots(diagnostics.StepPanels(st.Slug), t)
+	m.Evidence = "Live evidence"
+	if t.history {
+		m.Evidence = "Recorded evidence"
+	}
 	links := stepLinks(st.Slug)
 	if i > 0 {
 		m.Prev = &links[i-1]

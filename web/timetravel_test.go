@@ -1,0 +1,235 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/browser"
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// pastMoment stages a lock chain (root pid returned) and a queue "travel"
+// with jobs, waits for the recorder to keep a sample of both, then clears
+// them, so the past and the present differ. It returns the sample's time.
+// An idle-in-transaction session "travel-idle-<db>" stays open: live
+// evidence of a check history does not keep.
+func pastMoment(t *testing.T, e *env) (at time.Time, rootPID int32) {
+	t.Helper()
+	ctx := context.Background()
+	db := testDatabase(t, e.url)
+	e.exec(t, `CREATE TABLE travel_accounts (id int PRIMARY KEY, n int NOT NULL DEFAULT 0); INSERT INTO travel_accounts (id) VALUES (1)`)
+	e.exec(t, `INSERT INTO jobs (queue, kind) SELECT 'travel', 'k' FROM generate_series(1, 4)`)
+	root := testdb.Connect(t, e.url, "travel-root-"+db)
+	leaf := testdb.Connect(t, e.url, "travel-leaf-"+db)
+	require.NoError(t, root.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&rootPID))
+	_, err := root.Exec(ctx, "BEGIN; UPDATE travel_accounts SET n = n + 1 WHERE id = 1")
+	require.NoError(t, err)
+	leafDone := make(chan error, 1)
+	go func() {
+		_, err := leaf.Exec(ctx, "UPDATE travel_accounts SET n = n + 1 WHERE id = 1")
+		leafDone <- err
+	}()
+	testdb.WaitBackend(t, e.srv.cfg.Pool, "travel-leaf-"+db, "wait_event_type = 'Lock'")
+
+	withRecorder(t, e, time.Second)
+	deadline := time.Now().Add(30 * time.Second)
+	for at.IsZero() {
+		require.False(t, time.Now().After(deadline), "no recorded sample held the chain within 30s")
+		res, entry, err := diagnostics.PanelAt(ctx, e.srv.cfg.Pool, diagnostics.CheckBlockingTree, time.Now())
+		if err == nil {
+			for _, row := range res.Rows {
+				if n := row.(diagnostics.BlockingNode); n.PID == rootPID && n.IsRoot {
+					at = entry.At
+				}
+			}
+		} else if !errors.Is(err, diagnostics.ErrNoHistory) {
+			require.NoError(t, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	_, err = root.Exec(ctx, "ROLLBACK")
+	require.NoError(t, err)
+	require.NoError(t, <-leafDone)
+	e.exec(t, `DELETE FROM jobs WHERE queue = 'travel'`)
+	idle := testdb.Connect(t, e.url, "travel-idle-"+db)
+	_, err = idle.Exec(ctx, "BEGIN; SELECT 1")
+	require.NoError(t, err)
+	testdb.WaitBackend(t, e.srv.cfg.Pool, "travel-idle-"+db, "state = 'idle in transaction'")
+	return at, rootPID
+}
+
+// TestPanelsAtAMoment: at ?at=, every panel whose check history keeps
+// shows the recorded sample under a history marker, without refreshing or
+// actions; a panel history does not keep says so instead of showing live
+// rows; pages that hold panels and the overview follow the moment.
+func TestPanelsAtAMoment(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.signedIn(t, "operator")
+	moment, rootPID := pastMoment(t, e)
+	at := url.Values{"at": {moment.Add(300 * time.Millisecond).Format(time.RFC3339Nano)}}.Encode()
+	pid := fmt.Sprintf(`<div class="cv"><span class="indent" aria-hidden="true"></span>%d</div>`, rootPID)
+	rootCell := regexp.MustCompile(`>\s*` + strconv.Itoa(int(rootPID)) + `\s*<`)
+	marker := fmt.Sprintf("History · at %s (sample %s)", clock(moment), clock(moment))
+
+	t.Run("RecordedPanels", func(t *testing.T) {
+		recorded := 0
+		for _, ck := range diagnostics.Catalog() {
+			if ck.History == "" {
+				continue
+			}
+			recorded++
+			body := c.page("/panels/" + ck.Name + "?" + at)
+			require.Contains(t, body, `data-testid="history-mark"`, ck.Name)
+			require.Contains(t, body, marker, ck.Name)
+			require.NotContains(t, body, "data-refresh-url", "%s: a panel in the past never refreshes", ck.Name)
+			require.NotContains(t, body, `data-testid="action-`, "%s: no action on the past", ck.Name)
+			require.NotContains(t, body, "panel-not-recorded", ck.Name)
+		}
+		require.Equal(t, 7, recorded, "blocking tree, activity, WAL position, queues, outbox, replication, slots")
+	})
+
+	t.Run("BlockingTreeAsItWas", func(t *testing.T) {
+		past := c.page("/panels/blocking_tree?" + at)
+		require.Regexp(t, rootCell, past, "the chain's root, as recorded")
+		require.Contains(t, past, "root blocker")
+		live := c.page("/panels/blocking_tree")
+		require.NotRegexp(t, rootCell, live, "the chain cleared: the live tree does not have it")
+		require.NotContains(t, live, pid)
+		require.Contains(t, live, "data-refresh-url")
+		require.NotContains(t, live, "history-mark")
+
+		queue := regexp.MustCompile(`>\s*travel\s*<`)
+		require.Regexp(t, queue, c.page("/panels/queue_health?"+at), "the queue as recorded")
+		require.NotRegexp(t, queue, c.page("/panels/queue_health"), "its jobs are gone now")
+	})
+
+	t.Run("NotRecorded", func(t *testing.T) {
+		idle := "travel-idle-" + testDatabase(t, e.url)
+		require.Contains(t, c.page("/panels/idle_in_transaction"), idle, "live, the idle session shows")
+		past := c.page("/panels/idle_in_transaction?" + at)
+		require.Contains(t, past, `data-testid="panel-not-recorded"`)
+		require.Contains(t, past, "Not recorded: history keeps the blocking tree")
+		require.Contains(t, past, `data-testid="history-mark"`)
+		require.NotContains(t, past, idle, "never live rows under a history marker")
+		require.NotContains(t, past, "data-refresh-url")
+	})
+
+	t.Run("NoSampleThen", func(t *testing.T) {
+		body := c.page("/panels/activity?" + url.Values{"at": {moment.Add(-2 * time.Hour).Format(time.RFC3339)}}.Encode())
+		require.Contains(t, body, `data-testid="panel-not-recorded"`)
+		require.Contains(t, body, "No sample was recorded in the 30 seconds before")
+	})
+
+	t.Run("RunbookStep", func(t *testing.T) {
+		live := c.page("/runbook/blocking")
+		require.Contains(t, live, `data-testid="action-`, "an operator may act on the present")
+		require.NotContains(t, live, `data-testid="timebar-marker"`)
+		past := c.page("/runbook/blocking?" + at)
+		require.Contains(t, past, `data-testid="timebar-marker"`)
+		require.Contains(t, past, "History · at "+clock(moment.Add(300*time.Millisecond))+" UTC")
+		require.Contains(t, past, `data-refresh-url="/panels/blocking_tree?`+at+`"`, "the step's panels load at the moment")
+		require.NotContains(t, past, `data-testid="action-`, "nobody acts on the past")
+		require.Contains(t, c.page("/database/activity?"+at), `data-refresh-url="/panels/activity?`+at+`"`)
+	})
+
+	t.Run("Overview", func(t *testing.T) {
+		// A chart needs two samples: wait for the recorder's next ones.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			entries, err := diagnostics.HistoryRange(context.Background(), e.srv.cfg.Pool, diagnostics.HistoryBlockingTree, moment, time.Now(), 0)
+			require.NoError(t, err)
+			if len(entries) >= 3 {
+				break
+			}
+			require.False(t, time.Now().After(deadline), "fewer than 3 samples recorded within 30s")
+			time.Sleep(100 * time.Millisecond)
+		}
+		past := c.page("/?" + at)
+		require.Contains(t, past, `data-testid="history-mark"`)
+		require.Contains(t, past, marker)
+		require.Contains(t, past, `data-testid="timebar-marker"`)
+		require.NotContains(t, past, "data-refresh-url", "the overview in the past does not refresh")
+		require.NotContains(t, past, `data-testid="action-`)
+		blocked := regexp.MustCompile(`data-testid="tile-blocked"[^>]*>\s*<div class="label">[^<]*</div>\s*<div class="value">(\d+)</div>`).FindStringSubmatch(past)
+		require.NotNil(t, blocked, "the blocked tile")
+		n, _ := strconv.Atoi(blocked[1])
+		require.GreaterOrEqual(t, n, 1, "the recorded tree had a backend waiting")
+		require.NotContains(t, past, `data-testid="spark-readout"`, "one sample in each slice of an hour's chart is not a trend yet")
+		// Over a range the samples fill, the tiles chart them, marking the
+		// moment.
+		ranged := c.page("/?" + url.Values{"from": {moment.Add(-10 * time.Second).Format(time.RFC3339Nano)},
+			"to": {time.Now().UTC().Format(time.RFC3339Nano)}, "at": {moment.Format(time.RFC3339Nano)}}.Encode())
+		require.Contains(t, ranged, marker)
+		require.Regexp(t, `data-testid="tile-blocked"[\s\S]*?data-testid="spark-readout"`, ranged, "charts of the recorded samples")
+		require.Contains(t, ranged, `class="moment"`, "the moment marked on them")
+		require.Contains(t, ranged, "blocked backends, ", "each chart says what it draws")
+
+		require.Contains(t, c.page("/?window=15m"), "History · last 15 m")
+		resp, body := c.get("/?at=yesterday")
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+		require.Contains(t, body, `at=&#34;yesterday&#34; is not a time; use UTC like 2026-12-03T03:12:40Z`)
+	})
+
+	t.Run("Browser", func(t *testing.T) {
+		b := browser.New(t, 150*time.Second)
+		signIn(t, b, e.http.URL, "operator")
+		// "1 h" in the time picker: the step's panels are history.
+		browser.Do(t, b,
+			chromedp.Navigate(e.http.URL+"/runbook/blocking"),
+			chromedp.Click(css(`[data-testid="pick-1 h"]`)),
+			chromedp.WaitVisible(css(`[data-testid="timebar-marker"]`)),
+			chromedp.WaitVisible(css(`#panel-blocking_tree [data-testid="history-mark"]`)),
+		)
+		require.Contains(t, browser.Get(t, b, chromedp.Location()), "window=1h")
+		// A moment typed into the picker: the chain as it was.
+		browser.Do(t, b,
+			chromedp.Click(css(`[data-testid="pick-custom"]`)),
+			chromedp.Clear(css(`[data-testid="timebar-from"]`)),
+			chromedp.Clear(css(`[data-testid="timebar-to"]`)),
+			chromedp.SetValue(css(`[data-testid="timebar-at"]`), moment.Add(300*time.Millisecond).Format(time.RFC3339Nano)),
+			chromedp.Click(css(`[data-testid="timebar-show"]`)),
+			chromedp.WaitVisible(css(`#panel-blocking_tree [data-testid="history-mark"]`)),
+		)
+		require.Contains(t, browser.Get(t, b, chromedp.Text(css(`#panel-blocking_tree`))), strconv.Itoa(int(rootPID)))
+		require.Contains(t, browser.Get(t, b, chromedp.Text(css(`#panel-blocking_tree [data-testid="history-mark"]`))), "sample "+clock(moment))
+		browser.Screenshot(t, b, "history-step-1440")
+		// Moving to another evidence page keeps the moment.
+		browser.Do(t, b,
+			chromedp.Click(css(`nav.side a[href^="/database/activity"]`)),
+			chromedp.WaitVisible(css(`#panel-activity [data-testid="history-mark"]`)),
+		)
+		require.Contains(t, browser.Get(t, b, chromedp.Location()), "at=")
+		// The overview in the past, and a chart's value under the pointer.
+		browser.Do(t, b,
+			chromedp.Click(css(`nav.side a[href^="/?"]`)),
+			chromedp.WaitVisible(css(`[data-testid="tile-blocked"] [data-testid="spark-readout"]`)),
+		)
+		browser.Screenshot(t, b, "history-overview-1440")
+		box := browser.Get(t, b, chromedp.Evaluate[[]float64](`(() => {
+			const r = document.querySelector('[data-testid="tile-blocked"] rect.hit').getBoundingClientRect();
+			return [r.left + r.width / 2, r.top + r.height / 2];
+		})()`))
+		latest := browser.Get(t, b, chromedp.Text(css(`[data-testid="tile-blocked"] [data-testid="spark-readout"]`)))
+		browser.Do(t, b, chromedp.MouseEvent(chromedp.MouseMoved, box[0], box[1]))
+		hovered := browser.Get(t, b, chromedp.Text(css(`[data-testid="tile-blocked"] [data-testid="spark-readout"]`)))
+		first := browser.Get(t, b, chromedp.Evaluate[string](`document.querySelector('[data-testid="tile-blocked"] rect.hit').dataset.value`))
+		require.Equal(t, first, hovered, "the readout shows the hovered point's value")
+		require.NotEqual(t, latest, hovered, "not the latest point's")
+		require.Regexp(t, `^\d\d:\d\d:\d\d UTC · \d+ blocked backends$`, hovered)
+		require.NotEmpty(t, browser.Get(t, b, chromedp.Text(css(`[data-testid="tile-blocked"] [data-testid="spark-max"]`))))
+		require.NotEmpty(t, browser.Get(t, b, chromedp.Text(css(`[data-testid="tile-blocked"] [data-testid="spark-from"]`))))
+	})
+}
