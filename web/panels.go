@@ -292,8 +292,7 @@ func pastPanelView(ck diagnostics.Check, res diagnostics.PanelResult, e diagnost
 	marker := "History · at " + clock(at)
 	switch {
 	case errors.Is(err, diagnostics.ErrNotRecorded):
-		return views.Panel{ID: ck.Name, Title: ck.Title, Status: "ok", History: marker,
-			Missing: "Not recorded: history keeps " + diagnostics.HistoryKept + ". This panel is live only; go back to live to see it now."}
+		return notRecordedPanel(ck.Name, at)
 	case errors.Is(err, diagnostics.ErrNoHistory):
 		return views.Panel{ID: ck.Name, Title: ck.Title, Status: "ok", History: marker,
 			Missing: "No sample was recorded in the 30 seconds before " + clock(at) + " UTC. " + recording}
@@ -305,6 +304,14 @@ func pastPanelView(ck diagnostics.Check, res diagnostics.PanelResult, e diagnost
 		v.Status, v.Message, v.Missing = "ok", "", "This check failed when the sample of "+clock(e.At)+" UTC was recorded; nothing of it was kept."
 	}
 	return v
+}
+
+// notRecordedPanel is check name's panel at a moment history does not
+// keep it for: a note that says so and what history keeps, never live rows.
+func notRecordedPanel(name string, at time.Time) views.Panel {
+	ck, _ := diagnostics.CheckNamed(name)
+	return views.Panel{ID: ck.Name, Title: ck.Title, Status: "ok", History: "History · at " + clock(at),
+		Missing: "Not recorded: history keeps " + diagnostics.HistoryKept + ". This panel is live only; go back to live to see it now."}
 }
 
 // notAnsweringPanel is a panel whose query was not even sent: the

@@ -52,6 +52,13 @@ func errorsIsTimeout(err error) bool {
 
 // queuesList serves GET /queues.
 func (s *Server) queuesList(c echo.Context) error {
+	t, err := parseTravel(c, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	if t.history {
+		return s.pastQueuesList(c, t)
+	}
 	ctx, cancel := readContext(c)
 	defer cancel()
 	stats, err := queues.QueueStats(ctx, s.cfg.Pool)
@@ -64,7 +71,7 @@ func (s *Server) queuesList(c echo.Context) error {
 	for _, q := range stats {
 		m.Trends = append(m.Trends, queueTrendTile(q, queueSeries(s.cfg.Sampler, q.Queue, now), th))
 	}
-	return s.render(c, page{Title: "Queues", Nav: "queues", Model: m, Body: views.QueuesBody(m)})
+	return s.render(c, page{Title: "Queues", Nav: "queues", Model: m, Body: views.QueuesBody(m), Travel: &t})
 }
 
 // queueActions are the row actions of a queue: pause or resume (whichever
@@ -165,6 +172,13 @@ func (s *Server) queueDetail(c echo.Context) error {
 	if err != nil || name == "" || len(name) > maxFilterText {
 		return errBadRequest("%q is not a queue name", truncate(c.Param("name"), 40))
 	}
+	t, err := parseTravel(c, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	if t.history {
+		return s.pastQueueDetail(c, name, t)
+	}
 	ctx, cancel := readContext(c)
 	defer cancel()
 	stats, err := queues.QueueStats(ctx, s.cfg.Pool)
@@ -203,7 +217,7 @@ func (s *Server) queueDetail(c echo.Context) error {
 	if err := errors.Join(terr, lerr); err != nil {
 		m.Tenants = panelError(m.Tenants, err)
 	}
-	return s.render(c, page{Title: "Queue " + name, Nav: "queues", Model: m, Body: views.QueueDetailBody(m)})
+	return s.render(c, page{Title: "Queue " + name, Nav: "queues", Model: m, Body: views.QueueDetailBody(m), Travel: &t})
 }
 
 // queueDetailModel maps one queue's counts and settings.
