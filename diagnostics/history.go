@@ -780,11 +780,12 @@ func (doc HistoryDoc) Round(at time.Time) Round {
 // for a chart, few enough to read seven days quickly.
 const HistorySeriesPoints = 240
 
-// HistorySeries returns check's evidence over from..to for a chart: at
-// most points samples (zero or more than HistorySeriesPoints means
-// HistorySeriesPoints), the newest of each equal slice of the range,
-// oldest first (history_series.sql).
-func HistorySeries(ctx context.Context, db DBTX, check string, from, to time.Time, points int) ([]HistoryEntry, error) {
+// HistorySeries returns check's evidence over from..to for a chart: the
+// newest sample of each of points equal slices of the range (zero or more
+// than HistorySeriesPoints means HistorySeriesPoints), and the sample a
+// page shows at mark (the newest at or before it; zero for none), oldest
+// first (history_series.sql).
+func HistorySeries(ctx context.Context, db DBTX, check string, from, to, mark time.Time, points int) ([]HistoryEntry, error) {
 	if !IsHistoryCheck(check) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownCheck, check)
 	}
@@ -795,7 +796,11 @@ func HistorySeries(ctx context.Context, db DBTX, check string, from, to time.Tim
 	if bucket < time.Second {
 		bucket = time.Second
 	}
-	rows, err := db.Query(ctx, mustSQL("history_series"), from, to, check, bucket.Seconds())
+	var markArg *time.Time
+	if !mark.IsZero() {
+		markArg = &mark
+	}
+	rows, err := db.Query(ctx, mustSQL("history_series"), from, to, check, bucket.Seconds(), markArg)
 	if err != nil {
 		return nil, fmt.Errorf("history series from %s to %s: %w", from.Format(time.RFC3339), to.Format(time.RFC3339), err)
 	}

@@ -25,7 +25,7 @@ func (s *Server) pastQueues(ctx context.Context, t travel) ([]diagnostics.QueueS
 	if err := decodeInto(e, &now); err != nil {
 		return nil, e, nil, err
 	}
-	entries, err := diagnostics.HistorySeries(ctx, s.cfg.Pool, diagnostics.HistoryQueues, t.q.from, t.q.to, 0)
+	entries, err := diagnostics.HistorySeries(ctx, s.cfg.Pool, diagnostics.HistoryQueues, t.q.from, t.q.to, t.q.at, 0)
 	if err != nil {
 		return nil, e, nil, err
 	}

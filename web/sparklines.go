@@ -180,7 +180,7 @@ func bytesPerSecond(v float64) string { return humanBytes(v) + "/s" }
 // from recorded samples, with the picked moment marked.
 func pastTileTrends(ctx context.Context, db diagnostics.DBTX, t travel) (map[string]trend, error) {
 	read := func(check string) ([]diagnostics.HistoryEntry, error) {
-		return diagnostics.HistorySeries(ctx, db, check, t.q.from, t.q.to, 0)
+		return diagnostics.HistorySeries(ctx, db, check, t.q.from, t.q.to, t.q.at, 0)
 	}
 	out := map[string]trend{}
 	qs, err := read(diagnostics.HistoryQueues)

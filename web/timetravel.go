@@ -133,6 +133,6 @@ func timeBar(path string, t travel) views.TimeBar {
 	if t.atGiven {
 		b.At = inputTime(t.q.at)
 	}
-	b.Custom = t.atOnly || t.q.window == "custom"
+	b.Custom = !t.atOnly && t.q.window == "custom"
 	return b
 }
