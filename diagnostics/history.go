@@ -800,13 +800,9 @@ func HistorySeries(ctx context.Context, db DBTX, check string, from, to, mark ti
 	if !mark.IsZero() {
 		markArg = &mark
 	}
-	rows, err := db.Query(ctx, mustSQL("history_series"), from, to, check, bucket.Seconds(), markArg)
+	out, err := collect[HistoryEntry](ctx, db, "history_series", 0, from, to, check, bucket.Seconds(), markArg)
 	if err != nil {
-		return nil, fmt.Errorf("history series from %s to %s: %w", from.Format(time.RFC3339), to.Format(time.RFC3339), err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[HistoryEntry])
-	if err != nil {
-		return nil, fmt.Errorf("history series from %s to %s: %w", from.Format(time.RFC3339), to.Format(time.RFC3339), err)
+		return nil, fmt.Errorf("read the %s recorded from %s to %s: %w", check, from.Format(time.RFC3339), to.Format(time.RFC3339), err)
 	}
 	return out, nil
 }

@@ -226,7 +226,7 @@ func TimeBarView(b TimeBar) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "\" placeholder=\"2026-12-03 02:00\" inputmode=\"numeric\" size=\"19\" data-testid=\"timebar-from\"></label> <label>to <input name=\"to\" value=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "\" placeholder=\"YYYY-MM-DD hh:mm\" inputmode=\"numeric\" size=\"19\" data-testid=\"timebar-from\"></label> <label>to <input name=\"to\" value=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -239,7 +239,7 @@ func TimeBarView(b TimeBar) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "\" placeholder=\"2026-12-03 04:00\" inputmode=\"numeric\" size=\"19\" data-testid=\"timebar-to\"></label> <label>at <input name=\"at\" value=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "\" placeholder=\"YYYY-MM-DD hh:mm\" inputmode=\"numeric\" size=\"19\" data-testid=\"timebar-to\"></label> <label>at <input name=\"at\" value=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -252,7 +252,7 @@ func TimeBarView(b TimeBar) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "\" placeholder=\"2026-12-03 03:12:40\" inputmode=\"numeric\" size=\"19\" data-testid=\"timebar-at\"></label> <button class=\"btn small\" type=\"submit\" data-testid=\"timebar-show\">Show</button> <span class=\"muted\">UTC; a moment alone is enough</span></form></details> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "\" placeholder=\"YYYY-MM-DD hh:mm:ss\" inputmode=\"numeric\" size=\"19\" data-testid=\"timebar-at\"></label> <button class=\"btn small\" type=\"submit\" data-testid=\"timebar-show\">Show</button> <span class=\"muted\">UTC; a moment alone is enough</span></form></details> ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
