@@ -33,8 +33,9 @@ type Spark struct {
 	Label     string // accessible description, e.g. "ready jobs, last 30 minutes"
 	Max, Min  string // the y scale's ends, formatted
 	From, To  string // the x scale's ends ("14:10")
-	// Dots are the points' hover areas, left to right; Latest is the last
-	// point's value, shown until one is hovered.
+	// Dots are the points' hover areas, left to right; Latest is the value
+	// shown until one is hovered: the last point's, or in the past the
+	// moment's.
 	Dots   []SparkDot
 	Latest string
 	// Mark is the x of the moment a page in the past shows; empty for none.

@@ -46,6 +46,7 @@ func TestFormat(t *testing.T) {
 	past := trendOf(0, 5, 10)
 	past.mark = past.points[1].at
 	require.Equal(t, "50.0", spark(past, 0, "jobs", count).Mark)
+	require.Equal(t, "11:59:00 UTC · 5 jobs", spark(past, 0, "jobs", count).Latest, "the readout rests on the moment")
 	require.Equal(t, "jobs, 11:58 to 12:00 UTC", spark(past, 0, "jobs", count).Label)
 }
 

@@ -111,8 +111,9 @@ func axisTime(t time.Time, tr trend) string {
 // the trend's span, y from the lower of zero and the least value up to the
 // larger of the greatest value and threshold (no line when threshold is 0),
 // with the y scale, the x labels and one hover value per point; show
-// formats a value. noun names what is drawn ("ready jobs"). Fewer than two
-// points draw nothing.
+// formats a value. noun names what is drawn ("ready jobs"). The readout
+// rests on the last point, or in the past on the moment shown. Fewer than
+// two points draw nothing.
 func spark(tr trend, threshold float64, noun string, show func(float64) string) views.Spark {
 	values := tr.points
 	if len(values) < 2 {
@@ -166,6 +167,12 @@ func spark(tr trend, threshold float64, noun string, show func(float64) string) 
 	}
 	if !tr.mark.IsZero() && !tr.mark.Before(from) && !tr.mark.After(to) {
 		s.Mark = fmt.Sprintf("%.1f", x(tr.mark))
+		// In the past the readout rests on the moment shown.
+		for i, p := range values {
+			if !p.at.After(tr.mark) {
+				s.Latest = s.Dots[i].Text
+			}
+		}
 	}
 	return s
 }

@@ -246,16 +246,19 @@ func TestPanelsAtAMoment(t *testing.T) {
 			chromedp.WaitVisible(css(`[data-testid="tile-blocked"] [data-testid="spark-readout"]`)),
 		)
 		browser.Screenshot(t, b, "history-overview-1440")
+		// The readout rests on the moment; the pointer on the newest point
+		// reads that one.
 		box := browser.Get(t, b, chromedp.Evaluate[[]float64](`(() => {
-			const r = document.querySelector('[data-testid="tile-blocked"] rect.hit').getBoundingClientRect();
+			const r = [...document.querySelectorAll('[data-testid="tile-blocked"] rect.hit')].pop().getBoundingClientRect();
 			return [r.left + r.width / 2, r.top + r.height / 2];
 		})()`))
-		latest := browser.Get(t, b, chromedp.Text(css(`[data-testid="tile-blocked"] [data-testid="spark-readout"]`)))
+		resting := browser.Get(t, b, chromedp.Text(css(`[data-testid="tile-blocked"] [data-testid="spark-readout"]`)))
+		require.Contains(t, resting, clock(moment)+" UTC · ", "at rest, the moment's value")
 		browser.Do(t, b, chromedp.MouseEvent(chromedp.MouseMoved, box[0], box[1]))
 		hovered := browser.Get(t, b, chromedp.Text(css(`[data-testid="tile-blocked"] [data-testid="spark-readout"]`)))
-		first := browser.Get(t, b, chromedp.Evaluate[string](`document.querySelector('[data-testid="tile-blocked"] rect.hit').dataset.value`))
-		require.Equal(t, first, hovered, "the readout shows the hovered point's value")
-		require.NotEqual(t, latest, hovered, "not the latest point's")
+		newest := browser.Get(t, b, chromedp.Evaluate[string](`[...document.querySelectorAll('[data-testid="tile-blocked"] rect.hit')].pop().dataset.value`))
+		require.Equal(t, newest, hovered, "the readout shows the hovered point's value")
+		require.NotEqual(t, resting, hovered, "not the moment's")
 		require.Regexp(t, `^\d\d:\d\d:\d\d UTC · \d+ blocked backends$`, hovered)
 		require.NotEmpty(t, browser.Get(t, b, chromedp.Text(css(`[data-testid="tile-blocked"] [data-testid="spark-max"]`))))
 		require.NotEmpty(t, browser.Get(t, b, chromedp.Text(css(`[data-testid="tile-blocked"] [data-testid="spark-from"]`))))
