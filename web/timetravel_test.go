@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
@@ -280,4 +282,75 @@ func TestPanelsAtAMoment(t *testing.T) {
 		require.Empty(t, browser.Get(t, b, chromedp.Evaluate[string](overflowJS)), "nothing wider than the phone")
 		browser.Screenshot(t, b, "history-overview-390")
 	})
+}
+
+// TestParseTravel: what the time picker's URLs mean, and the picker they
+// draw.
+func TestParseTravel(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 3, 4, 0, 0, 0, time.UTC)
+	parse := func(query string) (travel, error) {
+		req := httptest.NewRequest(http.MethodGet, "/runbook/blocking?"+query, nil)
+		return parseTravel(echo.New().NewContext(req, httptest.NewRecorder()), now)
+	}
+	for _, live := range []string{"", "window=live", "q=1"} {
+		tr, err := parse(live)
+		require.NoError(t, err)
+		require.False(t, tr.history, live)
+		require.Empty(t, tr.query(), live)
+	}
+
+	tr, err := parse("at=2026-12-03+03:12:40")
+	require.NoError(t, err, "a moment as people type it")
+	require.True(t, tr.history)
+	require.Equal(t, time.Date(2026, 12, 3, 3, 12, 40, 0, time.UTC), tr.q.at)
+	require.Equal(t, tr.q.at.Add(-30*time.Minute), tr.q.from, "charts reach half an hour back")
+	require.Equal(t, tr.q.at.Add(30*time.Minute), tr.q.to, "and half an hour on")
+	require.Equal(t, "at=2026-12-03T03%3A12%3A40Z", tr.query().Encode())
+	require.Equal(t, "/panels/activity?at=2026-12-03T03%3A12%3A40Z", tr.with("/panels/activity"))
+	require.Equal(t, "History · at 03:12:40 UTC, 3 Dec", tr.marker())
+
+	tr, err = parse("at=2026-12-03T03:50:00Z")
+	require.NoError(t, err)
+	require.Equal(t, now, tr.q.to, "never past now")
+
+	tr, err = parse("window=1h")
+	require.NoError(t, err)
+	require.Equal(t, now.Add(-time.Hour), tr.q.from)
+	require.Equal(t, now, tr.q.at, "the window's end")
+	require.Equal(t, "window=1h", tr.query().Encode())
+	require.Equal(t, "History · last 1 h (03:00:00 to 04:00:00 UTC), evidence as of 04:00:00", tr.marker())
+	bar := timeBar("/runbook/blocking", tr)
+	require.True(t, bar.History)
+	var active []string
+	for _, ch := range bar.Choices {
+		if ch.Active {
+			active = append(active, ch.Label+" "+ch.Href)
+		}
+	}
+	require.Equal(t, []string{"1 h /runbook/blocking?window=1h"}, active)
+	require.Equal(t, "/runbook/blocking", bar.LiveHref)
+	require.False(t, bar.Custom)
+
+	tr, err = parse("from=2026-12-03+02:00&to=2026-12-03+03:00&at=2026-12-03+02:30")
+	require.NoError(t, err)
+	require.Equal(t, "custom", tr.q.window)
+	bar = timeBar("/", tr)
+	require.True(t, bar.Custom, "a typed range keeps its form open")
+	require.Equal(t, []string{"2026-12-03 02:00:00", "2026-12-03 03:00:00", "2026-12-03 02:30:00"}, []string{bar.From, bar.To, bar.At})
+
+	live := timeBar("/", travel{})
+	require.False(t, live.History)
+	require.True(t, live.Choices[0].Active, "Live")
+	require.Empty(t, live.Query)
+
+	for query, msg := range map[string]string{
+		"at=yesterday":                  `at="yesterday" is not a time`,
+		"window=2h":                     `window="2h": use 15m, 1h, 24h, 7d or custom`,
+		"from=2026-12-03&to=2026-12-02": `to="2026-12-02" is not a time`,
+		"from=2026-12-03+05:00&to=2026-12-03+04:00": "must be before",
+	} {
+		_, err := parse(query)
+		require.ErrorContains(t, err, msg, query)
+	}
 }
