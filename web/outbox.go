@@ -53,6 +53,13 @@ func (s *Server) outboxPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	t, err := parseTravel(c, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	if t.history {
+		return s.pastOutbox(c, t)
+	}
 	ctx, cancel := readContext(c)
 	defer cancel()
 	stats, err := queues.OutboxStats(ctx, s.cfg.Pool)
@@ -113,7 +120,7 @@ func (s *Server) outboxPage(c echo.Context) error {
 		}
 		m.Lookup.Idempotency, m.Lookup.Response, m.Lookup.Missing = idempotencyFacts(rec, lq.Scope, lq.Key, now)
 	}
-	return s.render(c, page{Title: "Outbox", Nav: "outbox", Model: m, Body: views.OutboxBody(m)})
+	return s.render(c, page{Title: "Outbox", Nav: "outbox", Model: m, Body: views.OutboxBody(m), Travel: &t})
 }
 
 // outboxModel maps the backlog, its trend from the sampler and the relay

@@ -292,7 +292,7 @@ func pastPanelView(ck diagnostics.Check, res diagnostics.PanelResult, e diagnost
 	marker := "History · at " + clock(at)
 	switch {
 	case errors.Is(err, diagnostics.ErrNotRecorded):
-		return notRecordedPanel(ck.Name, at)
+		return notRecordedPanel(ck.Name, ck.Title, at)
 	case errors.Is(err, diagnostics.ErrNoHistory):
 		return views.Panel{ID: ck.Name, Title: ck.Title, Status: "ok", History: marker,
 			Missing: "No sample was recorded in the 30 seconds before " + clock(at) + " UTC. " + recording}
@@ -306,11 +306,11 @@ func pastPanelView(ck diagnostics.Check, res diagnostics.PanelResult, e diagnost
 	return v
 }
 
-// notRecordedPanel is check name's panel at a moment history does not
-// keep it for: a note that says so and what history keeps, never live rows.
-func notRecordedPanel(name string, at time.Time) views.Panel {
-	ck, _ := diagnostics.CheckNamed(name)
-	return views.Panel{ID: ck.Name, Title: ck.Title, Status: "ok", History: "History · at " + clock(at),
+// notRecordedPanel is the panel id, titled title, at a moment history does
+// not keep it for: a note that says so and what history keeps, never live
+// rows.
+func notRecordedPanel(id, title string, at time.Time) views.Panel {
+	return views.Panel{ID: id, Title: title, Status: "ok", History: "History · at " + clock(at),
 		Missing: "Not recorded: history keeps " + diagnostics.HistoryKept + ". This panel is live only; go back to live to see it now."}
 }
 

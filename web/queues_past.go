@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -60,6 +61,12 @@ func decodeInto(e diagnostics.HistoryEntry, v any) error {
 		return fmt.Errorf("read the queues recorded at %s: %w", clock(e.At), err)
 	}
 	return nil
+}
+
+// checkNotRecorded is notRecordedPanel for a check of the catalog.
+func checkNotRecorded(name string, at time.Time) views.Panel {
+	ck, _ := diagnostics.CheckNamed(name)
+	return notRecordedPanel(ck.Name, ck.Title, at)
 }
 
 // recordedQueue is a recorded queue as the queue pages' models take it.
@@ -139,8 +146,52 @@ func (s *Server) pastQueueDetail(c echo.Context, name string, t travel) error {
 		m.History += " (sample " + clock(e.At) + ")"
 	}
 	m.RefreshURL = ""
-	m.Tenants = notRecordedPanel(diagnostics.CheckTenantBacklog, t.q.at)
-	m.DeadLetters = notRecordedPanel(diagnostics.CheckDeadLetters, t.q.at)
-	m.Workers = notRecordedPanel(diagnostics.CheckWorkers, t.q.at)
+	m.Tenants = checkNotRecorded(diagnostics.CheckTenantBacklog, t.q.at)
+	m.DeadLetters = checkNotRecorded(diagnostics.CheckDeadLetters, t.q.at)
+	m.Workers = checkNotRecorded(diagnostics.CheckWorkers, t.q.at)
 	return s.render(c, page{Title: "Queue " + name, Nav: "queues", Model: m, Body: views.QueueDetailBody(m), Travel: &t})
+}
+
+// pastOutbox is /outbox?at=...: the recorded backlog and relay state with
+// their trends; the event lists and lookups, which history does not keep,
+// say so or are left out.
+func (s *Server) pastOutbox(c echo.Context, t travel) error {
+	ctx, cancel := readContext(c)
+	defer cancel()
+	var m views.OutboxPage
+	e, err := diagnostics.HistoryAt(ctx, s.cfg.Pool, diagnostics.HistoryOutbox, t.q.at, 0)
+	switch {
+	case errors.Is(err, diagnostics.ErrNoHistory):
+		m.Missing = "No sample was recorded in the 30 seconds before " + clock(t.q.at) + " UTC. " + s.historyStatus().Reason
+	case err != nil:
+		return err
+	default:
+		var o diagnostics.OutboxStat
+		if err := decodeInto(e, &o); err != nil {
+			m.Missing = err.Error()
+			break
+		}
+		entries, err := diagnostics.HistorySeries(ctx, s.cfg.Pool, diagnostics.HistoryOutbox, t.q.from, t.q.to, t.q.at, 0)
+		if err != nil {
+			return err
+		}
+		trends := map[string]trend{
+			"outbox.pending": pastTrend(entries, t, func(o *diagnostics.OutboxStat) float64 { return float64(o.Pending) }),
+			"outbox.dead":    pastTrend(entries, t, func(o *diagnostics.OutboxStat) float64 { return float64(o.Dead) }),
+		}
+		st := queues.OutboxStatsResult{Pending: o.Pending, Due: max(o.Pending-o.PendingLater, 0), Inflight: o.Inflight,
+			ExpiredLeases: o.ExpiredLeases, Dead: o.Dead, OldestPendingSeconds: o.OldestPendingSeconds}
+		m = outboxModel(st, queues.RelaySettings{Paused: o.RelayPaused}, trends, s.cfg.Diagnostics.Thresholds(), historyRole, e.At)
+		// Only what was recorded: the published estimate and the relay's
+		// limits were not.
+		m.States, m.Relay = m.States[:3], m.Relay[:1]
+		m.History = "History · at " + clock(t.q.at) + " (sample " + clock(e.At) + ")"
+	}
+	if m.History == "" {
+		m.History = "History · at " + clock(t.q.at)
+	}
+	m.Stuck = notRecordedPanel("outbox-stuck", "Oldest undelivered events", t.q.at)
+	m.Dead = notRecordedPanel("outbox-dead", "Dead events", t.q.at)
+	m.Recent = notRecordedPanel("outbox-recent", "Recent events", t.q.at)
+	return s.render(c, page{Title: "Outbox", Nav: "outbox", Model: m, Body: views.OutboxBody(m), Travel: &t})
 }

@@ -21,8 +21,8 @@ import (
 	"github.com/pgconsole/console/internal/testdb"
 )
 
-// pastMoment stages a lock chain (root pid returned) and a queue "travel"
-// with jobs, waits for the recorder to keep a sample of both, then clears
+// pastMoment stages a lock chain (root pid returned), a queue "travel"
+// with four jobs and two pending outbox events, waits for the recorder to keep a sample of both, then clears
 // them, so the past and the present differ. It returns the sample's time.
 // An idle-in-transaction session "travel-idle-<db>" stays open: live
 // evidence of a check history does not keep.
@@ -32,6 +32,7 @@ func pastMoment(t *testing.T, e *env) (at time.Time, rootPID int32) {
 	db := testDatabase(t, e.url)
 	e.exec(t, `CREATE TABLE travel_accounts (id int PRIMARY KEY, n int NOT NULL DEFAULT 0); INSERT INTO travel_accounts (id) VALUES (1)`)
 	e.exec(t, `INSERT INTO jobs (queue, kind) SELECT 'travel', 'k' FROM generate_series(1, 4)`)
+	e.exec(t, `INSERT INTO outbox_events (topic, event_type, payload) SELECT 'travel', 'created', '{}' FROM generate_series(1, 2)`)
 	root := testdb.Connect(t, e.url, "travel-root-"+db)
 	leaf := testdb.Connect(t, e.url, "travel-leaf-"+db)
 	require.NoError(t, root.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&rootPID))
@@ -65,6 +66,7 @@ func pastMoment(t *testing.T, e *env) (at time.Time, rootPID int32) {
 	require.NoError(t, err)
 	require.NoError(t, <-leafDone)
 	e.exec(t, `DELETE FROM jobs WHERE queue = 'travel'`)
+	e.exec(t, `DELETE FROM outbox_events WHERE topic = 'travel'`)
 	idle := testdb.Connect(t, e.url, "travel-idle-"+db)
 	_, err = idle.Exec(ctx, "BEGIN; SELECT 1")
 	require.NoError(t, err)
@@ -165,6 +167,18 @@ func TestPanelsAtAMoment(t *testing.T) {
 		require.NotContains(t, detail, `hx-trigger="every 10s"`)
 		resp, _ := c.get("/queues/travel")
 		require.Equal(t, http.StatusNotFound, resp.StatusCode, "live, the queue is gone")
+	})
+
+	t.Run("Outbox", func(t *testing.T) {
+		pending := regexp.MustCompile(`data-testid="tile-pending"[^>]*>\s*<div class="label">Pending</div>\s*<div class="value">(\d+)</div>`)
+		past := c.page("/outbox?" + at)
+		require.Contains(t, past, marker)
+		require.Equal(t, "2", pending.FindStringSubmatch(past)[1], "two events pending then")
+		require.Contains(t, past, "Not recorded: history keeps", "the event lists are live only")
+		require.NotContains(t, past, `hx-trigger="every 10s"`)
+		require.NotContains(t, past, `data-testid="action-`)
+		require.NotContains(t, past, `data-testid="inbox-lookup"`, "lookups are about now")
+		require.Equal(t, "0", pending.FindStringSubmatch(c.page("/outbox"))[1], "none now")
 	})
 
 	t.Run("Overview", func(t *testing.T) {
