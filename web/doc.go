@@ -40,9 +40,10 @@
 //
 // # Time travel
 //
-// Evidence pages (the overview, runbook steps, Database pages, queue pages)
-// take the time picker's choice from ?at=, ?window= or ?from=&to=
-// (parseTravel, timetravel.go) and show the time bar. In the past, a panel
+// Evidence pages (the overview, runbook steps, Database pages, queue pages,
+// the outbox) take the time picker's choice from ?at=, ?window= or
+// ?from=&to= (parseTravel, timetravel.go) and show the time bar. In the
+// past, a panel
 // is drawn from the recorded sample at or before the moment under a
 // "History · at …" marker (pastPanel), with no refresh and no action (the
 // page acts as historyRole); a check history does not keep shows a "Not
