@@ -673,7 +673,7 @@ var ErrNotRecorded = errors.New("not recorded by the flight recorder")
 
 // HistoryKept says, in a few words, what the flight recorder keeps: for
 // the note a panel shows in place of a check it does not keep.
-const HistoryKept = "the blocking tree, activity and wait events, the WAL position and rate, replication, replication slots, queues, the outbox and findings, one sample every 10 seconds"
+const HistoryKept = "the blocking tree, activity and wait events, the WAL position and rate, replication, replication slots, queues, the outbox and findings, one sample per history interval (10 seconds by default)"
 
 // PanelAt returns the panel of the check called name as the newest sample
 // at or before at recorded it (within 30s), with the sample it came from.
