@@ -2,6 +2,7 @@ package diagnostics
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"time"
 
@@ -92,6 +93,13 @@ type Check struct {
 	// sample reads the query into a Sampler sample; nil when the sampler
 	// skips it.
 	sample func(ctx context.Context, db DBTX, s *sampleState) error
+	// History is the key of the flight recorder's document (HistoryChecks)
+	// that keeps this check's rows, so its panel can be shown as it was;
+	// empty when history does not keep them.
+	History string `json:"history,omitempty"`
+	// historyRows decodes the recorded value of History, sampled at at,
+	// into the panel's rows; set exactly when History is.
+	historyRows func(data json.RawMessage, at time.Time) ([]any, error)
 }
 
 // variant is a version-specific file of a query: used from its MinVersion
@@ -192,7 +200,8 @@ func init() {
 		},
 		{
 			Name: CheckWALPosition, Title: "WAL position", Step: StepResources,
-			panel:  typed((*Diagnostics).WALPosition),
+			panel:   typed((*Diagnostics).WALPosition),
+			History: HistoryWAL, historyRows: recordedWAL,
 			round:  &roundPart{read: readWALAnchor},
 			sample: sampleWALPosition,
 			Columns: []Column{
@@ -208,9 +217,10 @@ func init() {
 			EmptyTitle: "Nobody is waiting on a lock.",
 			EmptyWhy:   " When a backend waits on another, the chain up to its root blocker appears here.",
 			panel:      typed((*Diagnostics).BlockingTree),
-			round:      section(func(r *Round) *[]BlockingNode { return &r.Blocking }, ignoreRound(BlockingTree)),
-			metrics:    true,
-			sample:     sampleBlocked,
+			History:    HistoryBlockingTree, historyRows: recorded[BlockingNode],
+			round:   section(func(r *Round) *[]BlockingNode { return &r.Blocking }, ignoreRound(BlockingTree)),
+			metrics: true,
+			sample:  sampleBlocked,
 		},
 		{
 			Name: CheckActivity, Title: "Activity and oldest transactions", Step: StepActivity,
@@ -218,9 +228,10 @@ func init() {
 			EmptyTitle: "No client backends besides the console.",
 			EmptyWhy:   " Sessions of applications and workers would be listed here, oldest transaction first.",
 			panel:      typed((*Diagnostics).Activity),
-			round:      section(func(r *Round) *[]Backend { return &r.Activity }, ignoreRound(Activity)),
-			metrics:    true,
-			sample:     sampleOldestXact,
+			History:    HistoryActivity, historyRows: recorded[Backend],
+			round:   section(func(r *Round) *[]Backend { return &r.Activity }, ignoreRound(Activity)),
+			metrics: true,
+			sample:  sampleOldestXact,
 			Columns: []Column{
 				intCol("pid", AsID, func(r Backend) int32 { return r.PID }),
 				textCol("application_name", AsText, func(r Backend) string { return r.ApplicationName }),
@@ -361,9 +372,10 @@ func init() {
 			EmptyWhy:   " Each queue's ready, running and dead counts appear here once jobs are enqueued.",
 			tables:     []string{"jobs", "queue_settings", "dead_letter_counts"},
 			panel:      typed((*Diagnostics).QueueHealth),
-			round:      section(func(r *Round) *[]QueueStat { return &r.Queues }, readQueues),
-			metrics:    true,
-			sample:     sampleQueues,
+			History:    HistoryQueues, historyRows: recorded[QueueStat],
+			round:   section(func(r *Round) *[]QueueStat { return &r.Queues }, readQueues),
+			metrics: true,
+			sample:  sampleQueues,
 			Columns: []Column{
 				textCol("queue", AsText, func(r QueueStat) string { return r.Queue }),
 				intCol("ready", AsCount, func(r QueueStat) int64 { return r.Ready }),
@@ -444,9 +456,10 @@ func init() {
 			EmptyTitle: "No outbox activity.",
 			tables:     []string{"outbox_events", "relay_settings"},
 			panel:      typed((*Diagnostics).OutboxHealth),
-			round:      section(func(r *Round) **OutboxStat { return &r.Outbox }, readOutbox),
-			metrics:    true,
-			sample:     sampleOutbox,
+			History:    HistoryOutbox, historyRows: recordedOne[OutboxStat],
+			round:   section(func(r *Round) **OutboxStat { return &r.Outbox }, readOutbox),
+			metrics: true,
+			sample:  sampleOutbox,
 			Columns: []Column{
 				intCol("pending", AsCount, func(r OutboxStat) int64 { return r.Pending }),
 				intCol("pending_later", AsCount, func(r OutboxStat) int64 { return r.PendingLater }),
@@ -467,9 +480,10 @@ func init() {
 			EmptyTitle: "No standby is attached.",
 			EmptyWhy:   " Streaming standbys connected to this server would be listed with their lag here.",
 			panel:      typed((*Diagnostics).Replication),
-			round:      section(func(r *Round) *[]Standby { return &r.Replication }, ignoreRound(Replication)),
-			metrics:    true,
-			sample:     sampleReplication,
+			History:    HistoryReplication, historyRows: recorded[Standby],
+			round:   section(func(r *Round) *[]Standby { return &r.Replication }, ignoreRound(Replication)),
+			metrics: true,
+			sample:  sampleReplication,
 			Columns: []Column{
 				intCol("pid", AsID, func(r Standby) int32 { return r.PID }),
 				textCol("application_name", AsText, func(r Standby) string { return r.ApplicationName }),
@@ -517,9 +531,10 @@ func init() {
 			EmptyWhy:   " Physical and logical slots, with the WAL they retain, would be listed here.",
 			variants:   []variant{{MinVersion: 0, File: "replication_slots"}, {MinVersion: 170000, File: "replication_slots_v17"}},
 			panel:      typed((*Diagnostics).ReplicationSlots),
-			round:      section(func(r *Round) *[]Slot { return &r.Slots }, readSlots),
-			metrics:    true,
-			sample:     sampleSlots,
+			History:    HistorySlots, historyRows: recorded[Slot],
+			round:   section(func(r *Round) *[]Slot { return &r.Slots }, readSlots),
+			metrics: true,
+			sample:  sampleSlots,
 			Columns: []Column{
 				textCol("slot_name", AsText, func(r Slot) string { return r.SlotName }),
 				textCol("plugin", AsText, func(r Slot) string { return r.Plugin }),

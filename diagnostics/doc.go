@@ -59,7 +59,9 @@
 //
 // A Sampler (Diagnostics.NewSampler) keeps a ring of samples for rates and
 // sparklines (Series); NewCollector exposes a findings round as Prometheus
-// gauges.
+// gauges. A Recorder keeps samples in history_samples; a check whose rows it
+// keeps names the document key in Check.History, so PanelAt can show its
+// panel as it was, and HistorySeries reads a range for charts.
 //
 // The package imports only the standard library, pgx and prometheus: it
 // knows the queue tables' schema, not the queues package, so the engine and

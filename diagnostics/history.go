@@ -666,3 +666,143 @@ func findingKey(f Finding) string {
 	}
 	return k
 }
+
+// ErrNotRecorded is returned by PanelAt for a check the flight recorder
+// does not keep (Check.History is empty).
+var ErrNotRecorded = errors.New("not recorded by the flight recorder")
+
+// HistoryKept says, in a few words, what the flight recorder keeps: for
+// the note a panel shows in place of a check it does not keep.
+const HistoryKept = "the blocking tree, activity and wait events, the WAL position and rate, replication, replication slots, queues, the outbox and findings, one sample per history interval (10 seconds by default)"
+
+// PanelAt returns the panel of the check called name as the newest sample
+// at or before at recorded it (within 30s), with the sample it came from.
+// ErrNotRecorded for a check history does not keep, ErrNoHistory when no
+// sample is near enough, ErrUnknownCheck for a name not in the catalog.
+func PanelAt(ctx context.Context, db DBTX, name string, at time.Time) (PanelResult, HistoryEntry, error) {
+	c, ok := CheckNamed(name)
+	if !ok {
+		return PanelResult{}, HistoryEntry{}, fmt.Errorf("%w %q", ErrUnknownCheck, name)
+	}
+	if c.History == "" {
+		return PanelResult{}, HistoryEntry{}, fmt.Errorf("%s: %w", c.Title, ErrNotRecorded)
+	}
+	e, err := HistoryAt(ctx, db, c.History, at, 0)
+	if err != nil {
+		return PanelResult{}, HistoryEntry{}, err
+	}
+	res := PanelResult{Name: c.Name}
+	if string(e.Data) == "null" {
+		res.Err = fmt.Errorf("the check failed when this sample was recorded")
+		return res, e, nil
+	}
+	if res.Rows, err = c.historyRows(e.Data, e.At); err != nil {
+		return PanelResult{}, e, fmt.Errorf("read the recorded %s of %s: %w", c.History, e.At.UTC().Format(time.RFC3339), err)
+	}
+	return res, e, nil
+}
+
+// recorded decodes a recorded list into panel rows.
+func recorded[T any](data json.RawMessage, _ time.Time) ([]any, error) {
+	var rows []T
+	if err := json.Unmarshal(data, &rows); err != nil {
+		return nil, err
+	}
+	out := make([]any, len(rows))
+	for i, r := range rows {
+		out[i] = r
+	}
+	return out, nil
+}
+
+// recordedOne decodes a recorded single row (the outbox) into panel rows.
+func recordedOne[T any](data json.RawMessage, _ time.Time) ([]any, error) {
+	var row T
+	if err := json.Unmarshal(data, &row); err != nil {
+		return nil, err
+	}
+	return []any{row}, nil
+}
+
+// recordedWAL shows a recorded WAL position as the wal_position panel's
+// row, sampled at the sample's time.
+func recordedWAL(data json.RawMessage, at time.Time) ([]any, error) {
+	var w HistoryWALPoint
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, err
+	}
+	return []any{WALPoint{LSN: w.LSN, LSNBytes: w.LSNBytes, SampledAt: at}}, nil
+}
+
+// HistoryDocAt returns the whole document of the newest sample at or
+// before at, within 30s (history_doc_at.sql): what the overview showed
+// then. ErrNoHistory when there is none.
+func HistoryDocAt(ctx context.Context, db DBTX, at time.Time) (HistoryDoc, HistoryEntry, error) {
+	rows, err := db.Query(ctx, mustSQL("history_doc_at"), at, (30 * time.Second).Seconds())
+	if err != nil {
+		return HistoryDoc{}, HistoryEntry{}, fmt.Errorf("history at %s: %w", at.Format(time.RFC3339), err)
+	}
+	e, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[HistoryEntry])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return HistoryDoc{}, HistoryEntry{}, fmt.Errorf("%w: %s (none in the 30s before it)", ErrNoHistory, at.UTC().Format(time.RFC3339))
+	}
+	if err != nil {
+		return HistoryDoc{}, HistoryEntry{}, fmt.Errorf("history at %s: %w", at.Format(time.RFC3339), err)
+	}
+	var doc HistoryDoc
+	if err := json.Unmarshal(e.Data, &doc); err != nil {
+		return HistoryDoc{}, e, fmt.Errorf("read the sample of %s: %w", e.At.UTC().Format(time.RFC3339), err)
+	}
+	return doc, e, nil
+}
+
+// Round is the findings round a recorded sample stands for, at at: the
+// checks the sample failed to record are Unavailable, the ones it never
+// records are left empty.
+func (doc HistoryDoc) Round(at time.Time) Round {
+	r := Round{At: at, Blocking: doc.BlockingTree, Activity: doc.Activity, Replication: doc.Replication,
+		Slots: doc.Slots, Queues: doc.Queues, Outbox: doc.Outbox}
+	if doc.WAL != nil {
+		r.WALRate = doc.WAL.BytesPerSecond
+	}
+	for _, m := range []struct {
+		check   string
+		missing bool
+	}{{CheckBlockingTree, doc.BlockingTree == nil}, {CheckActivity, doc.Activity == nil}, {CheckQueueHealth, doc.Queues == nil}} {
+		if m.missing {
+			r.Unavailable = append(r.Unavailable, Unavailable{Check: m.check, Status: "error", Err: errors.New("not recorded in this sample")})
+		}
+	}
+	return r
+}
+
+// HistorySeriesPoints is the most samples HistorySeries returns: enough
+// for a chart, few enough to read seven days quickly.
+const HistorySeriesPoints = 240
+
+// HistorySeries returns check's evidence over from..to for a chart: the
+// newest sample of each of points equal slices of the range (zero or more
+// than HistorySeriesPoints means HistorySeriesPoints), and the sample a
+// page shows at mark (the newest at or before it; zero for none), oldest
+// first (history_series.sql).
+func HistorySeries(ctx context.Context, db DBTX, check string, from, to, mark time.Time, points int) ([]HistoryEntry, error) {
+	if !IsHistoryCheck(check) {
+		return nil, fmt.Errorf("%w %q", ErrUnknownCheck, check)
+	}
+	if points <= 0 || points > HistorySeriesPoints {
+		points = HistorySeriesPoints
+	}
+	bucket := to.Sub(from) / time.Duration(points)
+	if bucket < time.Second {
+		bucket = time.Second
+	}
+	var markArg *time.Time
+	if !mark.IsZero() {
+		markArg = &mark
+	}
+	out, err := collect[HistoryEntry](ctx, db, "history_series", 0, from, to, check, bucket.Seconds(), markArg)
+	if err != nil {
+		return nil, fmt.Errorf("read the %s recorded from %s to %s: %w", check, from.Format(time.RFC3339), to.Format(time.RFC3339), err)
+	}
+	return out, nil
+}

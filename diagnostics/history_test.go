@@ -318,3 +318,45 @@ func TestHistoryChainsKeepsOverlappingChainsApart(t *testing.T) {
 		{`prepared transaction "tx-1"`, 3, 1, at(5), at(5)},
 	}, out)
 }
+
+// TestHistorySeriesSlicesTheRangeAndKeepsTheMoment: a chart's series is the
+// newest sample of each slice, plus the sample shown at the moment even
+// when a newer one shares its slice; a check history does not keep is
+// ErrNotRecorded for PanelAt.
+func TestHistorySeriesSlicesTheRangeAndKeepsTheMoment(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.Pool(t, testdb.URL(t))
+	t0 := time.Date(2026, 12, 3, 3, 0, 0, 0, time.UTC)
+	for i := range 20 {
+		doc := fmt.Sprintf(`{"queues": [{"queue": "q", "ready": %d}]}`, i)
+		_, err := pool.Exec(ctx, "INSERT INTO history_samples (sampled_at, recorded_by, bytes, doc) VALUES ($1, 't', 0, $2)", t0.Add(time.Duration(i)*time.Second), doc)
+		require.NoError(t, err)
+	}
+	ready := func(es []diagnostics.HistoryEntry) []int {
+		var out []int
+		for _, e := range es {
+			var qs []diagnostics.QueueStat
+			require.NoError(t, json.Unmarshal(e.Data, &qs))
+			out = append(out, int(qs[0].Ready))
+		}
+		return out
+	}
+	end := t0.Add(19 * time.Second)
+	es, err := diagnostics.HistorySeries(ctx, pool, diagnostics.HistoryQueues, t0, end, time.Time{}, 4)
+	require.NoError(t, err)
+	require.Equal(t, []int{4, 9, 14, 18, 19}, ready(es), "the newest of each 4.75s slice (the range's end starts a fifth)")
+
+	es, err = diagnostics.HistorySeries(ctx, pool, diagnostics.HistoryQueues, t0, end, t0.Add(6500*time.Millisecond), 4)
+	require.NoError(t, err)
+	require.Equal(t, []int{4, 6, 9, 14, 18, 19}, ready(es), "the sample shown at 03:00:06.5 is kept")
+
+	res, e, err := diagnostics.PanelAt(ctx, pool, diagnostics.CheckQueueHealth, t0.Add(6500*time.Millisecond))
+	require.NoError(t, err)
+	require.Equal(t, t0.Add(6*time.Second), e.At.UTC())
+	require.Equal(t, int64(6), res.Rows[0].(diagnostics.QueueStat).Ready)
+	_, _, err = diagnostics.PanelAt(ctx, pool, diagnostics.CheckLockWaits, t0)
+	require.ErrorIs(t, err, diagnostics.ErrNotRecorded)
+	_, _, err = diagnostics.PanelAt(ctx, pool, diagnostics.CheckQueueHealth, t0.Add(-time.Hour))
+	require.ErrorIs(t, err, diagnostics.ErrNoHistory)
+}

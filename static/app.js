@@ -101,7 +101,7 @@
     return null;
   }
   function refreshLive(el) {
-    if (!el.isConnected) return;
+    if (!el.isConnected || !el.hasAttribute("data-refresh-url")) return;
     var ctrl = new AbortController();
     var timer = setTimeout(function () { ctrl.abort(); }, FETCH_TIMEOUT);
     fetch(el.getAttribute("data-refresh-url"), {
@@ -221,6 +221,65 @@
   });
   document.addEventListener("DOMContentLoaded", function () { startLive(document.body); });
   document.addEventListener("htmx:load", function (ev) { startLive(ev.detail && ev.detail.elt); });
+
+  // Time travel: on a page in the past, the time bar's data-travel holds
+  // the choice (at=..., window=...); links to the other pages that honour
+  // it (data-travel-paths, "/" alone being the overview) carry it, so
+  // moving between evidence pages stays in the past. The time bar's own
+  // links (Live, the quick picks) and links that pick a time keep theirs.
+  function travel() { return document.querySelector("[data-travel]"); }
+  function carries(a, bar) {
+    if (!a.getAttribute("href") || a.closest(".timebar") || a.origin !== location.origin) return false;
+    var p = a.pathname;
+    var ok = (bar.getAttribute("data-travel-paths") || "").split(" ").some(function (pre) {
+      if (!pre) return false;
+      if (pre === "/") return p === "/";
+      if (pre.charAt(pre.length - 1) === "/") return p.indexOf(pre) === 0;
+      return p === pre || p.indexOf(pre + "/") === 0;
+    });
+    if (!ok) return false;
+    var q = new URLSearchParams(a.search);
+    return !q.has("at") && !q.has("window") && !q.has("from") && !q.has("to");
+  }
+  function carryTravel(root) {
+    var bar = travel();
+    if (!bar || !root || !root.querySelectorAll) return;
+    var extra = new URLSearchParams(bar.getAttribute("data-travel"));
+    root.querySelectorAll("a[href]").forEach(function (a) {
+      if (!carries(a, bar)) return;
+      var q = new URLSearchParams(a.search);
+      extra.forEach(function (v, k) { q.set(k, v); });
+      a.setAttribute("href", a.pathname + "?" + q.toString() + a.hash);
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () { carryTravel(document.body); });
+  document.addEventListener("htmx:load", function (ev) { carryTravel(ev.detail && ev.detail.elt); });
+  document.addEventListener("click", function (ev) {
+    var a = ev.target.closest && ev.target.closest("a[href]");
+    if (a) carryTravel(a.parentNode || a);
+  }, true);
+
+  // Charts: the readout under a sparkline shows the value of the point
+  // under the pointer (each point's slice, rect.hit, carries it), and the
+  // latest value otherwise.
+  function readout(el) {
+    var fig = el.closest && el.closest("figure.chart");
+    return fig && fig.querySelector(".readout");
+  }
+  document.addEventListener("mouseover", function (ev) {
+    var hit = ev.target.closest && ev.target.closest("rect.hit");
+    var out = hit && readout(hit);
+    if (!out) return;
+    out.textContent = hit.getAttribute("data-value");
+    out.classList.add("hovered");
+  });
+  document.addEventListener("mouseout", function (ev) {
+    var hit = ev.target.closest && ev.target.closest("rect.hit");
+    var out = hit && readout(hit);
+    if (!out || (ev.relatedTarget && ev.relatedTarget.closest && ev.relatedTarget.closest("rect.hit") && readout(ev.relatedTarget) === out)) return;
+    out.textContent = out.getAttribute("data-latest");
+    out.classList.remove("hovered");
+  });
 
   // Copy buttons next to SQL and ids.
   document.addEventListener("click", function (ev) {

@@ -24,12 +24,30 @@ type LoginPage struct {
 	Notice string
 }
 
-// Spark is a sparkline: points scaled to a 100x28 box, and an optional
-// threshold line, computed by the web layer.
+// Spark is a sparkline: points scaled to a 100x28 box, an optional
+// threshold line, its scale (Min and Max on y, From and To on x) and a
+// value per point to read on hover, computed by the web layer.
 type Spark struct {
 	Points    string // "x,y x,y ..." for an SVG polyline
 	Threshold string // y of the threshold line; empty for none
-	Label     string // accessible description, e.g. "ready jobs, last 10 minutes"
+	Label     string // accessible description, e.g. "ready jobs, last 30 minutes"
+	Max, Min  string // the y scale's ends, formatted
+	From, To  string // the x scale's ends ("14:10")
+	// Dots are the points' hover areas, left to right; Latest is the value
+	// shown until one is hovered: the last point's, or in the past the
+	// moment's.
+	Dots   []SparkDot
+	Latest string
+	// Mark is the x of the moment a page in the past shows; empty for none.
+	Mark string
+}
+
+// SparkDot is the slice of a sparkline nearest to one point (X and Width
+// in the 100-wide box) and the point's value ("14:12:30 UTC · 12 ready
+// jobs").
+type SparkDot struct {
+	X, Width string
+	Text     string
 }
 
 // Age is a time shown as an age with the absolute UTC time on hover.

@@ -14,6 +14,8 @@ type Chrome struct {
 	CSRF     string
 	Nav      []NavGroup
 	Incident *IncidentPill
+	// Time, when set, is the time picker of an evidence page.
+	Time *TimeBar
 	// DBDown, when set, is the banner saying the database does not answer
 	// ("Database not answering for 12 s"); DBDownSince is when it stopped,
 	// RFC 3339, so the page keeps the count going. app.js shows and clears

@@ -12,6 +12,11 @@ type OutboxPage struct {
 	Stuck  Panel        `json:"stuck"`
 	Recent Panel        `json:"recent"`
 	Lookup OutboxLookup `json:"lookup"`
+	// History, when set, marks a page drawn from a recorded sample; it
+	// does not refresh and has no lookups. Missing says why there is
+	// nothing to show for that moment.
+	History string `json:"history,omitempty"`
+	Missing string `json:"missing,omitempty"`
 }
 
 // OutboxLookup is the lookup forms and, when asked, their answers: which

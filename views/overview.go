@@ -11,6 +11,11 @@ type Overview struct {
 	// Error is set when the findings round itself failed.
 	Error      string `json:"error,omitempty"`
 	RefreshURL string `json:"-"`
+	// History, when set, marks an overview drawn from a recorded sample
+	// ("History · at 03:12:40 (sample 03:12:35)"); it never refreshes and
+	// offers no action. Missing says why there is no sample to show.
+	History string `json:"history,omitempty"`
+	Missing string `json:"missing,omitempty"`
 }
 
 // FindingRow is one finding as the overview shows it.

@@ -27,6 +27,12 @@ type Panel struct {
 	CaptureURL string `json:"-"`
 	CSRF       string `json:"-"`
 	Note       string `json:"note,omitempty"`
+	// History, when set, marks a panel drawn from a recorded sample
+	// ("History · at 03:12:40 (sample 03:12:35)"); such a panel never
+	// refreshes and offers no action. Missing, when set, is shown instead
+	// of rows: the past cannot be shown ("Not recorded: history keeps …").
+	History string `json:"history,omitempty"`
+	Missing string `json:"missing,omitempty"`
 }
 
 // Column is a table heading; Num right-aligns it.

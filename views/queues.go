@@ -20,6 +20,9 @@ type QueuesPage struct {
 	// sparkline and its state against the backlog thresholds.
 	Trends []Tile `json:"trends"`
 	Queues Panel  `json:"queues"`
+	// History is true when the page shows a recorded moment: it does not
+	// refresh (its panel carries the marker).
+	History bool `json:"history,omitempty"`
 }
 
 // QueueDetail is /queues/{name}: counts, settings, dead-letter groups and
@@ -41,6 +44,11 @@ type QueueDetail struct {
 	JobsHref string `json:"jobs_href"`
 	// RefreshURL is polled by htmx to keep the numbers live.
 	RefreshURL string `json:"-"`
+	// History, when set, marks a page drawn from a recorded sample
+	// ("History · at 03:12:40 (sample 03:12:35)"); Missing says why there
+	// is nothing to show for that moment.
+	History string `json:"history,omitempty"`
+	Missing string `json:"missing,omitempty"`
 }
 
 // DeadLettersPage is /deadletters: dead jobs grouped by queue and error

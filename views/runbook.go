@@ -44,10 +44,13 @@ type RunbookStep struct {
 	Traps       []string     `json:"traps"`
 	Actions     []ActionLink `json:"actions"`
 	Panels      []PanelSlot  `json:"-"`
-	Steps       []StepLink   `json:"-"`
-	Prev        *StepLink    `json:"prev,omitempty"`
-	Next        *StepLink    `json:"next,omitempty"`
-	Incident    *IncidentRef `json:"incident,omitempty"`
+	// Evidence heads the panels: "Live evidence", or "Recorded evidence"
+	// when the time picker shows the past.
+	Evidence string       `json:"-"`
+	Steps    []StepLink   `json:"-"`
+	Prev     *StepLink    `json:"prev,omitempty"`
+	Next     *StepLink    `json:"next,omitempty"`
+	Incident *IncidentRef `json:"incident,omitempty"`
 }
 
 // IncidentRef points at the open incident evidence is captured into.

@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -33,19 +34,23 @@ func (s *Server) databasePage(c echo.Context) error {
 	slug := c.Param("page")
 	for _, dp := range databasePages {
 		if dp.slug == slug {
-			m := views.DatabasePage{Slug: dp.slug, Title: dp.title, Intro: dp.intro, Runbook: dp.runbook, Panels: panelSlots(dp.panels)}
-			return s.render(c, page{Title: dp.title, Nav: "db-" + dp.slug, Model: m, Body: views.DatabaseBody(m)})
+			t, err := parseTravel(c, time.Now().UTC())
+			if err != nil {
+				return err
+			}
+			m := views.DatabasePage{Slug: dp.slug, Title: dp.title, Intro: dp.intro, Runbook: dp.runbook, Panels: panelSlots(dp.panels, t)}
+			return s.render(c, page{Title: dp.title, Nav: "db-" + dp.slug, Model: m, Body: views.DatabaseBody(m), Travel: &t})
 		}
 	}
 	return fmt.Errorf("%w: no database page %q", errNotFound, slug)
 }
 
 // panelSlots are the placeholders that load the named checks' panels.
-func panelSlots(names []string) []views.PanelSlot {
+func panelSlots(names []string, t travel) []views.PanelSlot {
 	var out []views.PanelSlot
 	for _, name := range names {
 		ck, _ := diagnostics.CheckNamed(name)
-		out = append(out, views.PanelSlot{ID: name, Title: ck.Title, URL: "/panels/" + name})
+		out = append(out, views.PanelSlot{ID: name, Title: ck.Title, URL: t.with("/panels/" + name)})
 	}
 	return out
 }

@@ -37,4 +37,17 @@
 // and is the same in every tab), and pages without panels show the banner
 // too. app.js polls it every 10 seconds, every 2 while the database is down,
 // and at once when a panel's refresh fails.
+//
+// # Time travel
+//
+// Evidence pages (the overview, runbook steps, Database pages, queue pages,
+// the outbox) take the time picker's choice from ?at=, ?window= or
+// ?from=&to= (parseTravel, timetravel.go) and show the time bar. In the
+// past, a panel
+// is drawn from the recorded sample at or before the moment under a
+// "History · at …" marker (pastPanel), with no refresh and no action (the
+// page acts as historyRole); a check history does not keep shows a "Not
+// recorded" note, never live rows. Charts then span the picked range from
+// recorded samples (pastTileTrends). app.js carries the choice to links
+// between these pages.
 package web

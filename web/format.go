@@ -144,36 +144,3 @@ func truncate(s string, n int) string {
 	}
 	return string(r[:n-1]) + "…"
 }
-
-// spark scales a series into the 100x28 box of views.Sparkline; threshold
-// draws a line when it falls inside the range.
-func spark(values []float64, threshold float64, label string) views.Spark {
-	if len(values) < 2 {
-		return views.Spark{}
-	}
-	lo, hi := values[0], values[0]
-	for _, v := range values {
-		lo, hi = math.Min(lo, v), math.Max(hi, v)
-	}
-	if threshold > 0 {
-		hi = math.Max(hi, threshold)
-	}
-	lo = math.Min(lo, 0)
-	span := hi - lo
-	if span == 0 {
-		span = 1
-	}
-	y := func(v float64) float64 { return 27 - (v-lo)/span*26 }
-	var b strings.Builder
-	for i, v := range values {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%.1f,%.1f", float64(i)*100/float64(len(values)-1), y(v))
-	}
-	s := views.Spark{Points: b.String(), Label: label}
-	if threshold > 0 {
-		s.Threshold = fmt.Sprintf("%.1f", y(threshold))
-	}
-	return s
-}

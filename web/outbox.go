@@ -53,6 +53,13 @@ func (s *Server) outboxPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	t, err := parseTravel(c, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	if t.history {
+		return s.pastOutbox(c, t)
+	}
 	ctx, cancel := readContext(c)
 	defer cancel()
 	stats, err := queues.OutboxStats(ctx, s.cfg.Pool)
@@ -65,7 +72,7 @@ func (s *Server) outboxPage(c echo.Context) error {
 	}
 	now := time.Now()
 	role := readRole(c)
-	trend := map[string][]float64{}
+	trend := map[string]trend{}
 	for _, name := range []string{"outbox.pending", "outbox.oldest_pending_seconds", "outbox.dead"} {
 		trend[name] = series(s.cfg.Sampler, name, now)
 	}
@@ -113,17 +120,17 @@ func (s *Server) outboxPage(c echo.Context) error {
 		}
 		m.Lookup.Idempotency, m.Lookup.Response, m.Lookup.Missing = idempotencyFacts(rec, lq.Scope, lq.Key, now)
 	}
-	return s.render(c, page{Title: "Outbox", Nav: "outbox", Model: m, Body: views.OutboxBody(m)})
+	return s.render(c, page{Title: "Outbox", Nav: "outbox", Model: m, Body: views.OutboxBody(m), Travel: &t})
 }
 
 // outboxModel maps the backlog, its trend from the sampler and the relay
 // settings.
-func outboxModel(st queues.OutboxStatsResult, relay queues.RelaySettings, trend map[string][]float64, th diagnostics.Thresholds, role string, now time.Time) views.OutboxPage {
+func outboxModel(st queues.OutboxStatsResult, relay queues.RelaySettings, trend map[string]trend, th diagnostics.Thresholds, role string, now time.Time) views.OutboxPage {
 	published := max(st.RowsEstimate-st.Pending-st.Inflight-st.Dead, 0)
 	pending := views.Tile{ID: "pending", Label: "Pending", Value: humanInt(st.Pending), State: "ok",
 		Meta:      fmt.Sprintf("%s due · %s", humanInt(st.Due), oldestText(st.Pending, st.OldestPendingSeconds)),
 		Threshold: "alert at " + humanSeconds(th.OutboxBacklogAge.Seconds()) + " waited",
-		Spark:     spark(trend["outbox.pending"], 0, "pending outbox events, last 30 minutes")}
+		Spark:     spark(trend["outbox.pending"], 0, "pending outbox events", count)}
 	if (relay.Paused && st.Pending > 0) || (th.OutboxBacklogAge > 0 && st.Pending > 0 && st.OldestPendingSeconds >= th.OutboxBacklogAge.Seconds()) {
 		pending.State = "warning"
 	}
@@ -134,7 +141,7 @@ func outboxModel(st queues.OutboxStatsResult, relay queues.RelaySettings, trend 
 	}
 	dead := views.Tile{ID: "dead", Label: "Dead", Value: humanInt(st.Dead), State: "ok", Meta: "out of attempts; requeue below",
 		Threshold: fmt.Sprintf("alert at %d", th.OutboxDead),
-		Spark:     spark(trend["outbox.dead"], float64(th.OutboxDead), "dead outbox events, last 30 minutes")}
+		Spark:     spark(trend["outbox.dead"], float64(th.OutboxDead), "dead outbox events", count)}
 	if st.Dead > 0 {
 		dead.State = "critical"
 	}

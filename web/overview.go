@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -25,6 +26,13 @@ func (s *Server) overview(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), overviewWait)
 	defer cancel()
 	p, _ := principalFrom(c)
+	t, err := parseTravel(c, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	if t.history {
+		return s.pastOverview(c, t)
+	}
 	var m views.Overview
 	if err := s.db.check(ctx); err != nil {
 		m.Error = "Database not answering"
@@ -38,10 +46,45 @@ func (s *Server) overview(c echo.Context) error {
 		th := s.cfg.Diagnostics.Thresholds()
 		now := time.Now()
 		m = overviewModel(round, diagnostics.Evaluate(round, th), th, p.Role, now)
-		addSparklines(m.Tiles, s.cfg.Sampler, th, now)
+		addSparklines(m.Tiles, liveTileTrends(s.cfg.Sampler, now), th)
 	}
 	m.RefreshURL = "/"
-	return s.render(c, page{Title: "Overview", Nav: "overview", Model: m, Body: views.OverviewBody(m)})
+	return s.render(c, page{Title: "Overview", Nav: "overview", Model: m, Body: views.OverviewBody(m), Travel: &t})
+}
+
+// pastOverview is the overview at ?at=: the findings and tiles of the
+// newest recorded sample at or before the moment, and the tiles' charts
+// over the picked range, from recorded samples. It never refreshes and
+// offers no action.
+func (s *Server) pastOverview(c echo.Context, t travel) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), overviewWait)
+	defer cancel()
+	th := s.cfg.Diagnostics.Thresholds()
+	doc, e, err := diagnostics.HistoryDocAt(ctx, s.cfg.Pool, t.q.at)
+	if err != nil && !errors.Is(err, diagnostics.ErrNoHistory) {
+		return err
+	}
+	m := pastOverviewModel(doc, e, err, t.q.at, th, s.historyStatus().Reason)
+	trends, err := pastTileTrends(ctx, s.cfg.Pool, t)
+	if err != nil {
+		return err
+	}
+	addSparklines(m.Tiles, trends, th)
+	return s.render(c, page{Title: "Overview", Nav: "overview", Model: m, Body: views.OverviewBody(m), Travel: &t})
+}
+
+// pastOverviewModel maps a recorded sample (or why there is none: err is
+// ErrNoHistory) to the overview; no I/O. Ages are counted from the
+// sample's time.
+func pastOverviewModel(doc diagnostics.HistoryDoc, e diagnostics.HistoryEntry, err error, at time.Time, th diagnostics.Thresholds, recording string) views.Overview {
+	if err != nil {
+		return views.Overview{History: "History · at " + clock(at),
+			Missing: "No sample was recorded in the 30 seconds before " + clock(at) + " UTC, so there is nothing to show for that moment. " + recording}
+	}
+	m := overviewModel(doc.Round(e.At), doc.Findings, th, historyRole, e.At)
+	m.History = "History · at " + clock(at) + " (sample " + clock(e.At) + ")"
+	m.AsOf = "recorded " + clock(e.At) + " UTC"
+	return m
 }
 
 // findingsAPI serves GET /api/v1/findings: the same findings as the
@@ -194,35 +237,57 @@ func oldestText(n int64, seconds float64) string {
 	return "oldest waited " + humanSeconds(seconds)
 }
 
-// addSparklines puts each tile's trend from the sampler beside its number,
-// with the threshold line where the tile has one.
-func addSparklines(tiles []views.Tile, smp *diagnostics.Sampler, th diagnostics.Thresholds, now time.Time) {
+// tileCharts says, for each tile with a chart, what it draws: the noun,
+// the threshold line and the value format.
+var tileCharts = map[string]struct {
+	noun      string
+	threshold func(diagnostics.Thresholds) float64
+	show      func(float64) string
+}{
+	"queue-ready":   {"ready jobs", nil, count},
+	"queue-running": {"running jobs", nil, count},
+	"queue-dead":    {"dead letters", nil, count},
+	"outbox":        {"pending outbox events", nil, count},
+	"blocked":       {"blocked backends", nil, count},
+	"replication":   {"worst replay lag", func(th diagnostics.Thresholds) float64 { return float64(th.ReplicationLagBytes) }, humanBytes},
+	"slots":         {"largest slot retention", func(th diagnostics.Thresholds) float64 { return float64(th.SlotRetentionBytes) }, humanBytes},
+	"wal":           {"WAL bytes per second", func(th diagnostics.Thresholds) float64 { return th.WALRate }, bytesPerSecond},
+}
+
+// addSparklines puts each tile's trend beside its number, with its scale
+// and the threshold line where the tile has one.
+func addSparklines(tiles []views.Tile, trends map[string]trend, th diagnostics.Thresholds) {
+	for i := range tiles {
+		t := &tiles[i]
+		ch, ok := tileCharts[t.ID]
+		if !ok {
+			continue
+		}
+		var threshold float64
+		if ch.threshold != nil {
+			threshold = ch.threshold(th)
+		}
+		t.Spark = spark(trends[t.ID], threshold, ch.noun, ch.show)
+	}
+}
+
+// liveTileTrends are the tiles' trends from the sampler's memory.
+func liveTileTrends(smp *diagnostics.Sampler, now time.Time) map[string]trend {
 	queueField := func(field string) func(string) bool {
 		return func(n string) bool { return strings.HasPrefix(n, "queue.") && strings.HasSuffix(n, "."+field) }
 	}
-	for i := range tiles {
-		t := &tiles[i]
-		switch t.ID {
-		case "queue-ready":
-			t.Spark = spark(combined(smp, queueField("ready"), false, now), 0, "ready jobs, last 30 minutes")
-		case "queue-running":
-			t.Spark = spark(combined(smp, queueField("running"), false, now), 0, "running jobs, last 30 minutes")
-		case "queue-dead":
-			t.Spark = spark(combined(smp, queueField("dead"), false, now), 0, "dead letters, last 30 minutes")
-		case "outbox":
-			t.Spark = spark(series(smp, "outbox.pending", now), 0, "pending outbox events, last 30 minutes")
-		case "blocked":
-			t.Spark = spark(series(smp, "blocked_backends", now), 0, "blocked backends, last 30 minutes")
-		case "replication":
-			t.Spark = spark(combined(smp, func(n string) bool {
-				return strings.HasPrefix(n, "replication.") && strings.HasSuffix(n, ".replay_lag_bytes")
-			}, true, now), float64(th.ReplicationLagBytes), "worst replay lag, last 30 minutes")
-		case "slots":
-			t.Spark = spark(combined(smp, func(n string) bool {
-				return strings.HasPrefix(n, "slot.") && strings.HasSuffix(n, ".retained_bytes")
-			}, true, now), float64(th.SlotRetentionBytes), "largest slot retention, last 30 minutes")
-		case "wal":
-			t.Spark = spark(series(smp, "wal.bytes_per_second", now), th.WALRate, "WAL bytes per second, last 30 minutes")
-		}
+	return map[string]trend{
+		"queue-ready":   combined(smp, queueField("ready"), false, now),
+		"queue-running": combined(smp, queueField("running"), false, now),
+		"queue-dead":    combined(smp, queueField("dead"), false, now),
+		"outbox":        series(smp, "outbox.pending", now),
+		"blocked":       series(smp, "blocked_backends", now),
+		"replication": combined(smp, func(n string) bool {
+			return strings.HasPrefix(n, "replication.") && strings.HasSuffix(n, ".replay_lag_bytes")
+		}, true, now),
+		"slots": combined(smp, func(n string) bool {
+			return strings.HasPrefix(n, "slot.") && strings.HasSuffix(n, ".retained_bytes")
+		}, true, now),
+		"wal": series(smp, "wal.bytes_per_second", now),
 	}
 }

@@ -234,6 +234,13 @@ func (s *Server) panel(c echo.Context) error {
 	if !ok {
 		return fmt.Errorf("%w: no diagnostics panel named %q", errNotFound, name)
 	}
+	t, err := parseTravel(c, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	if t.history {
+		return s.pastPanel(c, check, t)
+	}
 	if err := s.db.check(c.Request().Context()); err != nil {
 		if wantsJSON(c) {
 			return err
@@ -265,6 +272,49 @@ func (s *Server) panel(c echo.Context) error {
 		v.CSRF = csrfToken(c)
 	}
 	return s.render(c, page{Title: check.Title, Model: v, Body: views.PanelView(v)})
+}
+
+// pastPanel serves GET /panels/:name?at=...: the panel as the newest
+// recorded sample at or before the moment holds it, or a note that says
+// why the past cannot be shown. It never refreshes and offers no action.
+func (s *Server) pastPanel(c echo.Context, check diagnostics.Check, t travel) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
+	defer cancel()
+	res, e, err := diagnostics.PanelAt(ctx, s.cfg.Pool, check.Name, t.q.at)
+	if err != nil && !errors.Is(err, diagnostics.ErrNotRecorded) && !errors.Is(err, diagnostics.ErrNoHistory) {
+		return err
+	}
+	v := pastPanelView(check, res, e, err, t.q.at, s.historyStatus().Reason)
+	return s.render(c, page{Title: check.Title, Model: v, Body: views.PanelView(v)})
+}
+
+// pastPanelView maps a recorded panel (or why there is none: err is
+// ErrNotRecorded or ErrNoHistory) to its view; no I/O. Ages are counted
+// from the sample's time, as they were then.
+func pastPanelView(ck diagnostics.Check, res diagnostics.PanelResult, e diagnostics.HistoryEntry, err error, at time.Time, recording string) views.Panel {
+	marker := "History · at " + clock(at)
+	switch {
+	case errors.Is(err, diagnostics.ErrNotRecorded):
+		return notRecordedPanel(ck.Name, ck.Title, at)
+	case errors.Is(err, diagnostics.ErrNoHistory):
+		return views.Panel{ID: ck.Name, Title: ck.Title, Status: "ok", History: marker,
+			Missing: "No sample was recorded in the 30 seconds before " + clock(at) + " UTC. " + recording}
+	}
+	v := panelView(ck, res, historyRole, e.At)
+	v.SQL, v.Took = "", ""
+	v.History = marker + " (sample " + clock(e.At) + ")"
+	if v.Status == "error" {
+		v.Status, v.Message, v.Missing = "ok", "", "This check failed when the sample of "+clock(e.At)+" UTC was recorded; nothing of it was kept."
+	}
+	return v
+}
+
+// notRecordedPanel is the panel id, titled title, at a moment history does
+// not keep it for: a note that says so and what history keeps, never live
+// rows.
+func notRecordedPanel(id, title string, at time.Time) views.Panel {
+	return views.Panel{ID: id, Title: title, Status: "ok", History: "History · at " + clock(at),
+		Missing: "Not recorded: history keeps " + diagnostics.HistoryKept + ". This panel is live only; go back to live to see it now."}
 }
 
 // notAnsweringPanel is a panel whose query was not even sent: the

@@ -52,6 +52,13 @@ func errorsIsTimeout(err error) bool {
 
 // queuesList serves GET /queues.
 func (s *Server) queuesList(c echo.Context) error {
+	t, err := parseTravel(c, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	if t.history {
+		return s.pastQueuesList(c, t)
+	}
 	ctx, cancel := readContext(c)
 	defer cancel()
 	stats, err := queues.QueueStats(ctx, s.cfg.Pool)
@@ -64,7 +71,7 @@ func (s *Server) queuesList(c echo.Context) error {
 	for _, q := range stats {
 		m.Trends = append(m.Trends, queueTrendTile(q, queueSeries(s.cfg.Sampler, q.Queue, now), th))
 	}
-	return s.render(c, page{Title: "Queues", Nav: "queues", Model: m, Body: views.QueuesBody(m)})
+	return s.render(c, page{Title: "Queues", Nav: "queues", Model: m, Body: views.QueuesBody(m), Travel: &t})
 }
 
 // queueActions are the row actions of a queue: pause or resume (whichever
@@ -165,6 +172,13 @@ func (s *Server) queueDetail(c echo.Context) error {
 	if err != nil || name == "" || len(name) > maxFilterText {
 		return errBadRequest("%q is not a queue name", truncate(c.Param("name"), 40))
 	}
+	t, err := parseTravel(c, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	if t.history {
+		return s.pastQueueDetail(c, name, t)
+	}
 	ctx, cancel := readContext(c)
 	defer cancel()
 	stats, err := queues.QueueStats(ctx, s.cfg.Pool)
@@ -203,7 +217,7 @@ func (s *Server) queueDetail(c echo.Context) error {
 	if err := errors.Join(terr, lerr); err != nil {
 		m.Tenants = panelError(m.Tenants, err)
 	}
-	return s.render(c, page{Title: "Queue " + name, Nav: "queues", Model: m, Body: views.QueueDetailBody(m)})
+	return s.render(c, page{Title: "Queue " + name, Nav: "queues", Model: m, Body: views.QueueDetailBody(m), Travel: &t})
 }
 
 // queueDetailModel maps one queue's counts and settings.
@@ -280,8 +294,8 @@ var queueSeriesFields = []string{"ready", "running", "dead", "expired_leases", "
 
 // queueSeries reads a queue's recent samples for its sparklines (nil
 // sampler: none).
-func queueSeries(smp *diagnostics.Sampler, queue string, now time.Time) map[string][]float64 {
-	out := map[string][]float64{}
+func queueSeries(smp *diagnostics.Sampler, queue string, now time.Time) map[string]trend {
+	out := map[string]trend{}
 	for _, f := range queueSeriesFields {
 		out[f] = series(smp, "queue."+queue+"."+f, now)
 	}
@@ -313,7 +327,7 @@ func queueBacklogThreshold(th diagnostics.Thresholds) string {
 }
 
 // queueTrendTile is a queue's tile on /queues: ready jobs and their trend.
-func queueTrendTile(q queues.QueueStat, trend map[string][]float64, th diagnostics.Thresholds) views.Tile {
+func queueTrendTile(q queues.QueueStat, trend map[string]trend, th diagnostics.Thresholds) views.Tile {
 	meta := oldestText(q.Due, q.OldestReadySeconds)
 	if q.Paused {
 		meta = "paused · " + meta
@@ -321,12 +335,12 @@ func queueTrendTile(q queues.QueueStat, trend map[string][]float64, th diagnosti
 	return views.Tile{
 		ID: "queue-" + q.Queue, Label: q.Queue + " · ready", Value: humanInt(q.Ready), Meta: meta,
 		State: queueBacklogState(q, th), Threshold: queueBacklogThreshold(th), Href: queueHref(q.Queue),
-		Spark: spark(trend["ready"], float64(th.QueueBacklogReady), "ready jobs of "+q.Queue+", last 30 minutes"),
+		Spark: spark(trend["ready"], float64(th.QueueBacklogReady), "ready jobs of "+q.Queue, count),
 	}
 }
 
 // queueDetailTrends are the tiles of /queues/{name}.
-func queueDetailTrends(q queues.QueueStat, trend map[string][]float64, th diagnostics.Thresholds) []views.Tile {
+func queueDetailTrends(q queues.QueueStat, trend map[string]trend, th diagnostics.Thresholds) []views.Tile {
 	state := queueBacklogState(q, th)
 	expiredState := "ok"
 	if th.ExpiredLeases > 0 && q.ExpiredLeases >= th.ExpiredLeases {
@@ -343,15 +357,15 @@ func queueDetailTrends(q queues.QueueStat, trend map[string][]float64, th diagno
 	return []views.Tile{
 		{ID: "ready", Label: "Ready", Value: humanInt(q.Ready), Meta: humanInt(q.Due) + " due now", State: state,
 			Href: jobsHref("queue", q.Queue, "status", queues.StatusReady), Threshold: queueBacklogThreshold(th),
-			Spark: spark(trend["ready"], float64(th.QueueBacklogReady), "ready jobs, last 30 minutes")},
+			Spark: spark(trend["ready"], float64(th.QueueBacklogReady), "ready jobs", count)},
 		{ID: "oldest", Label: "Oldest due ready", Value: oldest, State: state,
 			Threshold: "alert at " + humanSeconds(th.QueueBacklogAge.Seconds()),
-			Spark:     spark(trend["oldest_ready_seconds"], th.QueueBacklogAge.Seconds(), "oldest ready age, last 30 minutes")},
+			Spark:     spark(trend["oldest_ready_seconds"], th.QueueBacklogAge.Seconds(), "oldest ready age", humanSeconds)},
 		{ID: "running", Label: "Running", Value: humanInt(q.Running), Meta: humanInt(q.ExpiredLeases) + " expired leases", State: expiredState,
 			Href: jobsHref("queue", q.Queue, "status", queues.StatusRunning), Threshold: fmt.Sprintf("alert at %d expired", th.ExpiredLeases),
-			Spark: spark(trend["running"], 0, "running jobs, last 30 minutes")},
+			Spark: spark(trend["running"], 0, "running jobs", count)},
 		{ID: "dead", Label: "Dead", Value: humanInt(q.Dead), State: deadState, Href: deadLettersHref(q.Queue),
 			Threshold: fmt.Sprintf("alert at %d in %s", th.DeadLetters, humanSeconds(th.DeadLetterWindow.Seconds())),
-			Spark:     spark(trend["dead"], 0, "dead jobs, last 30 minutes")},
+			Spark:     spark(trend["dead"], 0, "dead jobs", count)},
 	}
 }

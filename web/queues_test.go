@@ -316,7 +316,7 @@ func TestQueueTrends(t *testing.T) {
 		})
 	}
 
-	trend := map[string][]float64{"ready": {1, 5, 9}, "oldest_ready_seconds": {10, 200, 400}}
+	trend := map[string]trend{"ready": trendOf(1, 5, 9), "oldest_ready_seconds": trendOf(10, 200, 400)}
 	q := queues.QueueStat{Queue: "email", Ready: 9, Due: 9, OldestReadySeconds: 400, Running: 2, ExpiredLeases: 1, Dead: 3}
 	tile := queueTrendTile(q, trend, th)
 	require.Equal(t, "queue-email", tile.ID)

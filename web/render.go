@@ -24,6 +24,9 @@ type page struct {
 	Model  any
 	Body   templ.Component
 	Status int // default 200
+	// Travel, when set, shows the time picker: the page honours ?at=,
+	// ?window= and ?from=&to=.
+	Travel *travel
 }
 
 // render is the one way a page reaches the client. For `Accept:
@@ -43,7 +46,12 @@ func (s *Server) render(c echo.Context, p page) error {
 	if isHTMX(c) {
 		comp = p.Body
 	} else {
-		comp = views.Page(s.chrome(c, p.Title, p.Nav), p.Body)
+		ch := s.chrome(c, p.Title, p.Nav)
+		if p.Travel != nil {
+			bar := timeBar(c.Request().URL.Path, *p.Travel)
+			ch.Time = &bar
+		}
+		comp = views.Page(ch, p.Body)
 	}
 	return s.writeComponent(c, status, comp)
 }

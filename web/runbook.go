@@ -22,7 +22,11 @@ const runbookWait = 3 * time.Second
 // runbookIndex lists the twelve steps, each marked when current findings
 // point at it, and the targeted runbooks.
 func (s *Server) runbookIndex(c echo.Context) error {
-	ev := s.runbookEvidence(c.Request().Context())
+	t, err := parseTravel(c, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	ev := s.runbookEvidence(c.Request().Context(), t)
 	m := views.RunbookIndex{Steps: stepLinks("", ev.findings)}
 	for _, t := range runbookTargets {
 		m.Targets = append(m.Targets, views.TargetLink{Slug: t.Slug, Title: t.Title, Href: diagnostics.RunbookURL(t.Slug), Symptoms: t.Symptoms})
@@ -37,8 +41,15 @@ func (s *Server) runbookPage(c echo.Context) error {
 	p, _ := principalFrom(c)
 	ctx := c.Request().Context()
 	if i, ok := runbookStepBySlug(slug); ok {
-		ev := s.runbookEvidence(ctx)
-		m := runbookStepModel(i, p.Role, ev)
+		t, err := parseTravel(c, time.Now().UTC())
+		if err != nil {
+			return err
+		}
+		role := p.Role
+		if t.history {
+			role = historyRole
+		}
+		m := runbookStepModel(i, role, s.runbookEvidence(ctx, t), t)
 		// While the database does not answer, the step is drawn without
 		// the incident link rather than wait for it.
 		if _, down := s.db.down(); !down {
@@ -46,10 +57,10 @@ func (s *Server) runbookPage(c echo.Context) error {
 				m.Incident = &views.IncidentRef{ID: inc.ID, Title: inc.Title, Href: fmt.Sprintf("/incidents/%d", inc.ID)}
 			}
 		}
-		return s.render(c, page{Title: fmt.Sprintf("Step %d: %s", m.Number, m.Title), Nav: "runbook", Model: m, Body: views.RunbookStepBody(m)})
+		return s.render(c, page{Title: fmt.Sprintf("Step %d: %s", m.Number, m.Title), Nav: "runbook", Model: m, Body: views.RunbookStepBody(m), Travel: &t})
 	}
 	if t, ok := runbookTargetBySlug(slug); ok {
-		m := runbookTargetModel(t, p.Role, s.runbookEvidence(ctx))
+		m := runbookTargetModel(t, p.Role, s.runbookEvidence(ctx, travel{}))
 		return s.render(c, page{Title: t.Title, Nav: "runbook", Model: m, Body: views.RunbookTargetBody(m)})
 	}
 	return fmt.Errorf("%w: no runbook step or targeted runbook named %q", errNotFound, slug)
@@ -57,14 +68,16 @@ func (s *Server) runbookPage(c echo.Context) error {
 
 // runbookEvidence is what a runbook page fills itself in from: the shared
 // diagnostics round and its findings. It is empty while the database does
-// not answer or when no round comes within runbookWait.
+// not answer, when no round comes within runbookWait, and when the time
+// picker shows the past (the live round says nothing about then, and
+// nobody acts on the past).
 type runbookEvidence struct {
 	round    diagnostics.Round
 	findings []diagnostics.Finding
 }
 
-func (s *Server) runbookEvidence(ctx context.Context) runbookEvidence {
-	if _, down := s.db.down(); down {
+func (s *Server) runbookEvidence(ctx context.Context, t travel) runbookEvidence {
+	if _, down := s.db.down(); down || t.history {
 		return runbookEvidence{}
 	}
 	ctx, cancel := context.WithTimeout(ctx, runbookWait)
@@ -208,7 +221,7 @@ func takes(names []string, param string) bool {
 // runbookStepModel maps step i to its page: content, the findings that
 // point at it, panel slots that load on their own, the actions the role may
 // run filled in from the evidence, and its neighbours.
-func runbookStepModel(i int, role string, ev runbookEvidence) views.RunbookStep {
+func runbookStepModel(i int, role string, ev runbookEvidence, t travel) views.RunbookStep {
 	st := runbookSteps[i]
 	found := stepFindings(ev.findings, st.Slug)
 	params, from := evidenceParams(ev.round, found, st.Actions)
@@ -222,7 +235,11 @@ func runbookStepModel(i int, role string, ev runbookEvidence) views.RunbookStep 
 	if len(m.Actions) > 0 {
 		m.ActionsFrom = from
 	}
-	m.Panels = panelSlots(diagnostics.StepPanels(st.Slug))
+	m.Panels = panelSlots(diagnostics.StepPanels(st.Slug), t)
+	m.Evidence = "Live evidence"
+	if t.history {
+		m.Evidence = "Recorded evidence"
+	}
 	if i > 0 {
 		m.Prev = &links[i-1]
 	}
@@ -250,7 +267,7 @@ func runbookTargetModel(t runbookTarget, role string, ev runbookEvidence) views.
 	}
 	if len(t.Steps) > 0 {
 		panels := diagnostics.StepPanels(t.Steps[0])
-		m.Panels = panelSlots(panels[:min(len(panels), targetPanels)])
+		m.Panels = panelSlots(panels[:min(len(panels), targetPanels)], travel{})
 	}
 	return m
 }
