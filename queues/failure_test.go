@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -434,4 +436,61 @@ func TestOrphanClaimReleased(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the orphan claim was not released and run")
 	}
+}
+
+// TestAckReplyLost: an ack statement commits but its reply never arrives
+// (a proxy cuts the connection right after forwarding it). The worker
+// retries, the retry matches nothing, and the worker recognises the job as
+// done by its own lost ack: counted done, not logged or counted as a stale
+// ack.
+func TestAckReplyLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := testdb.URL(t)
+	admin := testdb.Pool(t, dbURL)
+	u, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	proxy := obStartProxy(t, u.Host)
+	proxy.match = "jobackmany:"
+	u.Host = proxy.addr()
+	pool := testdb.Pool(t, u.String())
+
+	var logs syncBuffer
+	reg := prometheus.NewRegistry()
+	ccfg := testConfig(map[string]QueueConfig{"lost": {Concurrency: 1}})
+	ccfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	ccfg.Registerer = reg
+	startClient(t, pool, ccfg, func(c *Client) { registerTestKinds(c) })
+	proxy.armed.Store(true)
+	j, err := EnqueueTx(ctx, admin, EnqueueParams{Queue: "lost", Kind: "noop"})
+	require.NoError(t, err)
+	waitFor(t, 20*time.Second, "the worker to write the ack's outcome", func() bool {
+		l := logs.String()
+		return strings.Contains(l, "acks whose reply was lost") || strings.Contains(l, "stale ack refused") ||
+			strings.Contains(l, "ack failed")
+	})
+	require.EqualValues(t, 1, proxy.cuts.Load(), "the ack's reply was cut")
+	got, err := JobGet(ctx, admin, j.ID)
+	require.NoError(t, err)
+	require.Equal(t, StatusDone, got.Status)
+	require.NotContains(t, logs.String(), "stale ack refused")
+	require.Contains(t, logs.String(), "acks whose reply was lost were committed")
+	finished := map[string]float64{}
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			switch mf.GetName() {
+			case "queues_stale_acks_total":
+				finished["stale_ack"] += m.GetCounter().GetValue()
+			case "queues_jobs_finished_total":
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "result" {
+						finished[l.GetValue()] += m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+	}
+	require.Equal(t, map[string]float64{"done": 1}, finished, "counted done, not as a stale ack")
 }
