@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -251,7 +252,7 @@ func (a *deadLetterRequeue) filterWords() string {
 }
 
 func (a *deadLetterRequeue) sentence(p RequeuePreview) string {
-	s := "Requeue " + counted(p.Count, "dead job", "dead jobs") + a.filterWords() + "; cap " + thousands(p.Cap)
+	s := "Requeue " + counted(p.Count, "dead job", "dead jobs") + a.filterWords() + "; cap " + humanize.Int(p.Cap)
 	if p.OverCap {
 		s += ": over the cap, so execution is refused; narrow the filter"
 	} else if n := len(p.ErrorClasses); n > 1 {
@@ -273,7 +274,7 @@ func (a *deadLetterRequeue) done(r RequeueResult) string {
 func requeueDone(moved string, skipped int64, why string) string {
 	s := "Requeued " + moved
 	if skipped > 0 {
-		s += "; " + thousands(skipped) + " skipped (" + why + ")"
+		s += "; " + humanize.Int(skipped) + " skipped (" + why + ")"
 	}
 	return s
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -148,7 +149,7 @@ func (a *outboxEventRequeue) filterWords() string {
 }
 
 func (a *outboxEventRequeue) sentence(p OutboxRequeuePreview) string {
-	s := "Requeue " + counted(p.Count, "dead outbox event", "dead outbox events") + a.filterWords() + "; cap " + thousands(p.Cap)
+	s := "Requeue " + counted(p.Count, "dead outbox event", "dead outbox events") + a.filterWords() + "; cap " + humanize.Int(p.Cap)
 	if p.OverCap {
 		s += ": over the cap, so execution is refused; requeue by ids or topic in steps"
 	}
