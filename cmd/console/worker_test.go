@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -23,9 +26,17 @@ import (
 // re-executed as main) against url.
 func startWorker(t *testing.T, url string, args string) *exec.Cmd {
 	t.Helper()
+	cmd, _ := startWorkerOutput(t, url, args)
+	return cmd
+}
+
+// startWorkerOutput is startWorker that also returns the worker's stdout
+// and stderr, to read once the process has been waited for.
+func startWorkerOutput(t *testing.T, url string, args string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0])
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = append(os.Environ(), "CONSOLE_TEST_MAIN=1", "CONSOLE_TEST_ARGS=worker "+args, "DATABASE_URL="+url)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
@@ -35,7 +46,76 @@ func startWorker(t *testing.T, url string, args string) *exec.Cmd {
 			t.Logf("worker output:\n%s", out.String())
 		}
 	})
-	return cmd
+	return cmd, out
+}
+
+// TestWorkerSIGTERMDrain: on SIGTERM `console worker` lets its running jobs
+// finish within --drain. When they all do, it exits 0. When the deadline
+// cuts them short, it releases them (ready again, the attempt counted),
+// writes one log line saying how many and which ids, and exits 1 so the
+// supervisor knows the drain was incomplete.
+func TestWorkerSIGTERMDrain(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		ms       int
+		drain    string
+		complete bool
+	}{{"Complete", 300, "60s", true}, {"DeadlineCut", 600_000, "1s", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			url := testdb.URL(t)
+			pool := testdb.Pool(t, url)
+			const n = 3
+			ps := make([]queues.EnqueueParams, n)
+			for i := range ps {
+				ps[i] = queues.EnqueueParams{Queue: "term", Kind: "sleep", Payload: map[string]int{"ms": tc.ms}}
+			}
+			ids, err := queues.EnqueueManyTx(ctx, pool, ps)
+			require.NoError(t, err)
+			slices.Sort(ids)
+			w, out := startWorkerOutput(t, url, "--queues term --concurrency 4 --poll 100ms --drain "+tc.drain)
+			require.Eventually(t, func() bool {
+				return countRows(t, pool, "SELECT count(*) FROM jobs WHERE status = 'running'") == n
+			}, 60*time.Second, 10*time.Millisecond, "the worker never ran the jobs")
+
+			require.NoError(t, w.Process.Signal(syscall.SIGTERM))
+			exited := make(chan error, 1)
+			go func() { exited <- w.Wait() }()
+			var werr error
+			select {
+			case werr = <-exited:
+			case <-time.After(60 * time.Second):
+				t.Fatal("the worker did not exit within 60s of SIGTERM")
+			}
+			var lines []string
+			for _, l := range strings.Split(out.String(), "\n") {
+				if strings.Contains(l, `"drain deadline interrupted jobs"`) {
+					lines = append(lines, l)
+				}
+			}
+			if tc.complete {
+				require.NoError(t, werr, "a complete drain exits 0")
+				require.Empty(t, lines)
+				require.Equal(t, n, countRows(t, pool, "SELECT count(*) FROM jobs WHERE status = 'done'"))
+				return
+			}
+			var ee *exec.ExitError
+			require.ErrorAs(t, werr, &ee, "an incomplete drain exits non-zero")
+			require.Equal(t, 1, ee.ExitCode())
+			require.Contains(t, out.String(), "worker stopped before its jobs finished")
+			require.Len(t, lines, 1, "one log line says what the deadline interrupted")
+			var line struct {
+				Released    int     `json:"released"`
+				ReleasedIDs []int64 `json:"released_ids"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(lines[0]), &line), lines[0])
+			require.Equal(t, n, line.Released)
+			require.Equal(t, ids, line.ReleasedIDs)
+			require.Equal(t, n, countRows(t, pool,
+				"SELECT count(*) FROM jobs WHERE status = 'ready' AND attempts = 1 AND lease_owner IS NULL"),
+				"the interrupted jobs are released with their attempt counted")
+		})
+	}
 }
 
 // TestWorkerKilledMidJob: a `console worker` process is killed with SIGKILL
