@@ -135,6 +135,13 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	}
 	_, err := queues.EnqueueManyTx(ctx, pool, ps)
 	require.NoError(t, err)
+	// done_log gets a row in the very transaction of every completion.
+	_, err = pool.Exec(ctx, `CREATE TABLE done_log (job_id bigint NOT NULL, attempts integer NOT NULL);
+		CREATE FUNCTION done_log() RETURNS trigger LANGUAGE plpgsql AS
+			$$BEGIN INSERT INTO done_log VALUES (NEW.id, NEW.attempts); RETURN NULL; END$$;
+		CREATE TRIGGER done_log AFTER UPDATE OF status ON jobs
+			FOR EACH ROW WHEN (NEW.status = 'done') EXECUTE FUNCTION done_log();`)
+	require.NoError(t, err)
 
 	first := startWorker(t, url, "--queues crash --concurrency 6 --lease 2s --poll 100ms")
 	count := func(q string) int {
@@ -150,8 +157,16 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	}, 60*time.Second, 20*time.Millisecond, "the first worker never got going")
 	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
 	_ = first.Wait()
+	// A statement the worker sent just before it died still runs to its
+	// end: look once its sessions are gone.
+	require.Eventually(t, func() bool {
+		return count(`SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name LIKE 'console-worker%'`) == 0
+	}, 30*time.Second, 20*time.Millisecond, "the killed worker's sessions never ended")
 	orphaned := count("SELECT count(*) FROM jobs WHERE status = 'running'")
 	require.Positive(t, orphaned, "the kill must leave jobs mid-run")
+	_, err = pool.Exec(ctx, `CREATE TABLE at_kill AS SELECT id, status, finished_at FROM jobs`)
+	require.NoError(t, err)
 
 	startWorker(t, url, "--queues crash --concurrency 6 --lease 2s --poll 100ms")
 	require.Eventually(t, func() bool {
@@ -162,6 +177,19 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	require.GreaterOrEqual(t, retried, orphaned, "the killed attempts are counted")
 	require.Zero(t, count(`SELECT count(*) FROM jobs WHERE attempts > 1
 		AND NOT errors::text LIKE '%lease%'`), "a retried job's history says its lease expired")
+
+	// Nothing ran twice: every completion committed once; a job done at
+	// the kill never ran or finished again; a job ran a second time only
+	// when the kill cut its first attempt short.
+	require.Equal(t, n, count("SELECT count(DISTINCT job_id) FROM done_log"))
+	require.Zero(t, count("SELECT count(*) FROM (SELECT job_id FROM done_log GROUP BY job_id HAVING count(*) > 1) x"),
+		"jobs whose completion committed twice")
+	require.Zero(t, count(`SELECT count(*) FROM at_kill k JOIN jobs j USING (id)
+		WHERE k.status = 'done' AND (j.finished_at IS DISTINCT FROM k.finished_at OR j.attempts > 1)`),
+		"jobs done before the kill that ran again")
+	require.Zero(t, count(`SELECT count(*) FROM at_kill k JOIN jobs j USING (id)
+		WHERE j.attempts > 2 OR (j.attempts = 2 AND k.status <> 'running')`),
+		"jobs claimed twice that the killed worker was not running")
 }
 
 // TestThrottleAcrossWorkerProcesses: two `console worker` processes run a
