@@ -134,7 +134,7 @@ func (a *outboxEventRequeue) execute(ctx context.Context, rc *runContext, tx pgx
 	res := OutboxRequeueResult{IDs: ids, Batches: batches}
 	res.Requeued = len(res.IDs)
 	res.Skipped = n - int64(res.Requeued)
-	res.Effect = requeueEffect(res.Requeued, res.Skipped)
+	res.Effect = requeueEffect(res.Requeued, res.Skipped, deadEventsSkipped)
 	return res, nil
 }
 
@@ -157,7 +157,7 @@ func (a *outboxEventRequeue) sentence(p OutboxRequeuePreview) string {
 }
 
 func (a *outboxEventRequeue) done(r OutboxRequeueResult) string {
-	return requeueDone(counted(r.Requeued, "dead outbox event", "dead outbox events")+a.filterWords(), r.Skipped, "moved meanwhile")
+	return requeueDone(counted(r.Requeued, "dead outbox event", "dead outbox events")+a.filterWords(), r.Skipped, deadEventsSkipped)
 }
 
 func (a *outboxEventRequeue) state(p OutboxRequeuePreview) any { return p.Count }
