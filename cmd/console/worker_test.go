@@ -49,6 +49,23 @@ func startWorkerOutput(t *testing.T, url string, args string) (*exec.Cmd, *bytes
 	return cmd, out
 }
 
+// sleepJobs creates a fresh database and enqueues n sleep jobs in queue
+// there, job i sleeping ms(i) milliseconds. It returns the database's URL,
+// a pool on it and the jobs' ids in order.
+func sleepJobs(t *testing.T, queue string, n int, ms func(i int) int) (string, *pgxpool.Pool, []int64) {
+	t.Helper()
+	url := testdb.URL(t)
+	pool := testdb.Pool(t, url)
+	ps := make([]queues.EnqueueParams, n)
+	for i := range ps {
+		ps[i] = queues.EnqueueParams{Queue: queue, Kind: "sleep", Payload: map[string]int{"ms": ms(i)}}
+	}
+	ids, err := queues.EnqueueManyTx(context.Background(), pool, ps)
+	require.NoError(t, err)
+	slices.Sort(ids)
+	return url, pool, ids
+}
+
 // TestWorkerSIGTERMDrain: on SIGTERM `console worker` lets its running jobs
 // finish within --drain. When they all do, it exits 0. When the deadline
 // cuts them short, it releases them (ready again, the attempt counted),
@@ -62,17 +79,8 @@ func TestWorkerSIGTERMDrain(t *testing.T) {
 		complete bool
 	}{{"Complete", 300, "60s", true}, {"DeadlineCut", 600_000, "1s", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			url := testdb.URL(t)
-			pool := testdb.Pool(t, url)
 			const n = 3
-			ps := make([]queues.EnqueueParams, n)
-			for i := range ps {
-				ps[i] = queues.EnqueueParams{Queue: "term", Kind: "sleep", Payload: map[string]int{"ms": tc.ms}}
-			}
-			ids, err := queues.EnqueueManyTx(ctx, pool, ps)
-			require.NoError(t, err)
-			slices.Sort(ids)
+			url, pool, ids := sleepJobs(t, "term", n, func(int) int { return tc.ms })
 			w, out := startWorkerOutput(t, url, "--queues term --concurrency 4 --poll 100ms --drain "+tc.drain)
 			require.Eventually(t, func() bool {
 				return countRows(t, pool, "SELECT count(*) FROM jobs WHERE status = 'running'") == n
@@ -124,19 +132,12 @@ func TestWorkerSIGTERMDrain(t *testing.T) {
 // attempt counted.
 func TestWorkerKilledMidJob(t *testing.T) {
 	ctx := context.Background()
-	url := testdb.URL(t)
-	pool := testdb.Pool(t, url)
 	const n = 60
-	ps := make([]queues.EnqueueParams, n)
-	for i := range ps {
-		// Staggered run times, so the running jobs never all end at once
-		// and leave a moment with none running.
-		ps[i] = queues.EnqueueParams{Queue: "crash", Kind: "sleep", Payload: map[string]int{"ms": 200 + 100*(i%6)}}
-	}
-	_, err := queues.EnqueueManyTx(ctx, pool, ps)
-	require.NoError(t, err)
+	// Staggered run times, so the running jobs never all end at once and
+	// leave a moment with none running.
+	url, pool, _ := sleepJobs(t, "crash", n, func(i int) int { return 200 + 100*(i%6) })
 	// done_log gets a row in the very transaction of every completion.
-	_, err = pool.Exec(ctx, `CREATE TABLE done_log (job_id bigint NOT NULL, attempts integer NOT NULL);
+	_, err := pool.Exec(ctx, `CREATE TABLE done_log (job_id bigint NOT NULL, attempts integer NOT NULL);
 		CREATE FUNCTION done_log() RETURNS trigger LANGUAGE plpgsql AS
 			$$BEGIN INSERT INTO done_log VALUES (NEW.id, NEW.attempts); RETURN NULL; END$$;
 		CREATE TRIGGER done_log AFTER UPDATE OF status ON jobs
@@ -198,15 +199,8 @@ func TestWorkerKilledMidJob(t *testing.T) {
 // at once never exceed 2.
 func TestThrottleAcrossWorkerProcesses(t *testing.T) {
 	ctx := context.Background()
-	url := testdb.URL(t)
-	pool := testdb.Pool(t, url)
 	const n = 400
-	ps := make([]queues.EnqueueParams, n)
-	for i := range ps {
-		ps[i] = queues.EnqueueParams{Queue: "throttled", Kind: "sleep", Payload: map[string]int{"ms": 150}}
-	}
-	_, err := queues.EnqueueManyTx(ctx, pool, ps)
-	require.NoError(t, err)
+	url, pool, _ := sleepJobs(t, "throttled", n, func(int) int { return 150 })
 	running := func() int {
 		var c int
 		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE queue = 'throttled' AND status = 'running'").Scan(&c))
@@ -245,15 +239,7 @@ func TestThrottleAcrossWorkerProcesses(t *testing.T) {
 // worker's process.
 func startWorkerPair(t *testing.T, queue string, n int, lease string) (*pgxpool.Pool, *exec.Cmd) {
 	t.Helper()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	pool := testdb.Pool(t, url)
-	ps := make([]queues.EnqueueParams, n)
-	for i := range ps {
-		ps[i] = queues.EnqueueParams{Queue: queue, Kind: "sleep", Payload: map[string]int{"ms": 600_000}}
-	}
-	_, err := queues.EnqueueManyTx(ctx, pool, ps)
-	require.NoError(t, err)
+	url, pool, _ := sleepJobs(t, queue, n, func(int) int { return 600_000 })
 	args := fmt.Sprintf("--queues %s --concurrency %d --lease %s --poll 100ms", queue, n, lease)
 	first := startWorker(t, url, args)
 	require.Eventually(t, func() bool {
