@@ -464,12 +464,15 @@ func TestAckReplyLost(t *testing.T) {
 	proxy.armed.Store(true)
 	j, err := EnqueueTx(ctx, admin, EnqueueParams{Queue: "lost", Kind: "noop"})
 	require.NoError(t, err)
-	waitFor(t, 20*time.Second, "the worker to write the ack's outcome", func() bool {
+	waitFor(t, 60*time.Second, "the job done", func() bool {
+		return countJobs(t, admin, "id = $1 AND status = 'done'", j.ID) == 1
+	})
+	require.EqualValues(t, 1, proxy.cuts.Load(), "the ack's reply was cut")
+	waitFor(t, 60*time.Second, "the worker to write the ack's outcome", func() bool {
 		l := logs.String()
 		return strings.Contains(l, "acks whose reply was lost") || strings.Contains(l, "stale ack refused") ||
 			strings.Contains(l, "ack failed")
 	})
-	require.EqualValues(t, 1, proxy.cuts.Load(), "the ack's reply was cut")
 	got, err := JobGet(ctx, admin, j.ID)
 	require.NoError(t, err)
 	require.Equal(t, StatusDone, got.Status)
