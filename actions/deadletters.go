@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -144,19 +145,25 @@ func (a *deadLetterRequeue) execute(ctx context.Context, rc *runContext, tx pgx.
 	res := RequeueResult{IDs: ids, Batches: batches}
 	res.Requeued = len(res.IDs)
 	res.Skipped = n - int64(res.Requeued)
-	res.Effect = requeueEffect(res.Requeued, res.Skipped)
+	res.Effect = requeueEffect(res.Requeued, res.Skipped, deadJobsSkipped)
 	return res, nil
 }
 
-// requeueEffect says what a requeue did: how many rows it moved and how
-// many matched at the start but were no longer its to move.
-func requeueEffect(moved int, skipped int64) string {
-	if moved == 0 {
-		return fmt.Sprintf("changed nothing: 0 moved, %d skipped (another operator moved them meanwhile, "+
-			"or an unfinished job holds their dedupe key)", skipped)
-	}
-	if skipped > 0 {
-		return fmt.Sprintf("%d moved, %d skipped (moved meanwhile by someone else, or dedupe key held)", moved, skipped)
+// Why a requeue skips rows that matched when it started.
+const (
+	deadJobsSkipped   = "another operator moved them meanwhile, or an unfinished job holds their dedupe key"
+	deadEventsSkipped = "another operator moved them meanwhile"
+)
+
+// requeueEffect says what a requeue did, for the audit trail: how many
+// rows it moved and how many matched at the start but were no longer its
+// to move, and why (one of the skipped reasons above).
+func requeueEffect(moved int, skipped int64, why string) string {
+	switch {
+	case moved == 0:
+		return fmt.Sprintf("changed nothing: 0 moved, %d skipped (%s)", skipped, why)
+	case skipped > 0:
+		return fmt.Sprintf("%d moved, %d skipped (%s)", moved, skipped, why)
 	}
 	return fmt.Sprintf("%d moved", moved)
 }
@@ -251,7 +258,7 @@ func (a *deadLetterRequeue) filterWords() string {
 }
 
 func (a *deadLetterRequeue) sentence(p RequeuePreview) string {
-	s := "Requeue " + counted(p.Count, "dead job", "dead jobs") + a.filterWords() + "; cap " + thousands(p.Cap)
+	s := "Requeue " + counted(p.Count, "dead job", "dead jobs") + a.filterWords() + "; cap " + humanize.Int(p.Cap)
 	if p.OverCap {
 		s += ": over the cap, so execution is refused; narrow the filter"
 	} else if n := len(p.ErrorClasses); n > 1 {
@@ -264,8 +271,7 @@ func (a *deadLetterRequeue) sentence(p RequeuePreview) string {
 }
 
 func (a *deadLetterRequeue) done(r RequeueResult) string {
-	return requeueDone(counted(r.Requeued, "dead job", "dead jobs")+a.filterWords(), r.Skipped,
-		"moved meanwhile, or an unfinished job holds their dedupe key")
+	return requeueDone(counted(r.Requeued, "dead job", "dead jobs")+a.filterWords(), r.Skipped, deadJobsSkipped)
 }
 
 // requeueDone says what a requeue moved, and how many matches it skipped
@@ -273,7 +279,7 @@ func (a *deadLetterRequeue) done(r RequeueResult) string {
 func requeueDone(moved string, skipped int64, why string) string {
 	s := "Requeued " + moved
 	if skipped > 0 {
-		s += "; " + thousands(skipped) + " skipped (" + why + ")"
+		s += "; " + humanize.Int(skipped) + " skipped (" + why + ")"
 	}
 	return s
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -133,7 +134,7 @@ func (a *outboxEventRequeue) execute(ctx context.Context, rc *runContext, tx pgx
 	res := OutboxRequeueResult{IDs: ids, Batches: batches}
 	res.Requeued = len(res.IDs)
 	res.Skipped = n - int64(res.Requeued)
-	res.Effect = requeueEffect(res.Requeued, res.Skipped)
+	res.Effect = requeueEffect(res.Requeued, res.Skipped, deadEventsSkipped)
 	return res, nil
 }
 
@@ -148,7 +149,7 @@ func (a *outboxEventRequeue) filterWords() string {
 }
 
 func (a *outboxEventRequeue) sentence(p OutboxRequeuePreview) string {
-	s := "Requeue " + counted(p.Count, "dead outbox event", "dead outbox events") + a.filterWords() + "; cap " + thousands(p.Cap)
+	s := "Requeue " + counted(p.Count, "dead outbox event", "dead outbox events") + a.filterWords() + "; cap " + humanize.Int(p.Cap)
 	if p.OverCap {
 		s += ": over the cap, so execution is refused; requeue by ids or topic in steps"
 	}
@@ -156,7 +157,7 @@ func (a *outboxEventRequeue) sentence(p OutboxRequeuePreview) string {
 }
 
 func (a *outboxEventRequeue) done(r OutboxRequeueResult) string {
-	return requeueDone(counted(r.Requeued, "dead outbox event", "dead outbox events")+a.filterWords(), r.Skipped, "moved meanwhile")
+	return requeueDone(counted(r.Requeued, "dead outbox event", "dead outbox events")+a.filterWords(), r.Skipped, deadEventsSkipped)
 }
 
 func (a *outboxEventRequeue) state(p OutboxRequeuePreview) any { return p.Count }

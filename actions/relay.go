@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -49,7 +50,7 @@ func (a *relaySettingsChange) sentence(p RelaySettingsPreview) string {
 		change = "no change: it is already " + relayText(p.After)
 	}
 	return fmt.Sprintf("%s the outbox relay: %s; %s pending, %s dead", a.verb, change,
-		counted(p.Outbox.Pending, "event", "events"), thousands(p.Outbox.Dead))
+		counted(p.Outbox.Pending, "event", "events"), humanize.Int(p.Outbox.Dead))
 }
 
 func (a *relaySettingsChange) done(r RelaySettingsResult) string {

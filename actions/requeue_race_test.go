@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/actions"
@@ -14,55 +16,72 @@ import (
 )
 
 // TestRacingRequeuesAuditWhatTheyDid races two requeues of the same dead
-// jobs: between them the jobs move once, and each audit row says what its
-// requeue moved and skipped (the loser "changed nothing"), matching the
-// counts in its result.
+// jobs, and of the same dead outbox events: between them the rows move
+// once, and each audit row says what its requeue moved and skipped (the
+// loser "changed nothing"), matching the counts in its result.
 func TestRacingRequeuesAuditWhatTheyDid(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	pool := testdb.New(t)
 	r := newRunner(t, pool, actions.RunnerConfig{})
-	const trials, jobs = 8, 5
-	for i := range trials {
-		queue := fmt.Sprintf("race%d", i)
-		for range jobs {
-			insertJob(t, pool, queue, "dead", "smtp")
-		}
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				_, err := r.Run(ctx, operator, "deadletters.requeue", actions.Request{
-					Params: map[string]any{"queue": queue}, Reason: reason})
-				if err != nil && !errors.Is(err, actions.ErrGuard) {
-					require.ErrorIs(t, err, actions.ErrNotFound, "the loser is refused or changes nothing")
+	const trials, rows = 8, 5
+	for _, c := range []struct {
+		name, action, param, why string
+		insert                   func(target string)
+		dead                     string
+	}{{
+		name: "DeadJobs", action: "deadletters.requeue", param: "queue",
+		why:    "another operator moved them meanwhile, or an unfinished job holds their dedupe key",
+		insert: func(queue string) { insertJob(t, pool, queue, "dead", "smtp") },
+		dead:   "SELECT count(*) FROM jobs WHERE queue = $1 AND status = 'dead'",
+	}, {
+		name: "DeadOutboxEvents", action: "outbox.requeue", param: "topic",
+		why:    "another operator moved them meanwhile",
+		insert: func(topic string) { insertDeadOutbox(t, pool, topic) },
+		dead:   "SELECT count(*) FROM outbox_events WHERE topic = $1 AND state = 'dead'",
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			for i := range trials {
+				target := fmt.Sprintf("%s%d", strings.ToLower(c.name), i)
+				for range rows {
+					c.insert(target)
 				}
-			}()
-		}
-		close(start)
-		wg.Wait()
-		require.Zero(t, queryInt(t, pool, "SELECT count(*) FROM jobs WHERE queue = $1 AND status = 'dead'", queue))
-		rows, err := pool.Query(ctx, `SELECT (result ->> 'requeued')::int, (result ->> 'skipped')::int, result ->> 'effect'
-			FROM audit_events WHERE target LIKE '%' || $1 || '%' AND outcome = 'succeeded'`, queue)
-		require.NoError(t, err)
-		moved := 0
-		for rows.Next() {
-			var n, skipped int
-			var effect *string
-			require.NoError(t, rows.Scan(&n, &skipped, &effect))
-			require.NotNil(t, effect, "trial %d: the audit row says what the requeue did", i)
-			if n == 0 {
-				require.Equal(t, fmt.Sprintf("changed nothing: 0 moved, %d skipped (another operator moved them meanwhile, "+
-					"or an unfinished job holds their dedupe key)", skipped), *effect)
-			} else {
-				require.Contains(t, *effect, fmt.Sprintf("%d moved", n))
+				start := make(chan struct{})
+				var wg sync.WaitGroup
+				for range 2 {
+					wg.Go(func() {
+						<-start
+						_, err := r.Run(ctx, operator, c.action, actions.Request{
+							Params: map[string]any{c.param: target}, Reason: reason})
+						if err != nil && !errors.Is(err, actions.ErrGuard) {
+							require.ErrorIs(t, err, actions.ErrNotFound, "the loser is refused or changes nothing")
+						}
+					})
+				}
+				close(start)
+				wg.Wait()
+				require.Zero(t, queryInt(t, pool, c.dead, target))
+				res, err := pool.Query(ctx, `SELECT (result ->> 'requeued')::int, (result ->> 'skipped')::int, result ->> 'effect'
+					FROM audit_events WHERE action = $1 AND target LIKE '%' || $2 || '%' AND outcome = 'succeeded'`, c.action, target)
+				require.NoError(t, err)
+				type outcome struct {
+					Moved, Skipped int
+					Effect         *string
+				}
+				outcomes, err := pgx.CollectRows(res, pgx.RowToStructByPos[outcome])
+				require.NoError(t, err)
+				moved := 0
+				for _, o := range outcomes {
+					require.NotNil(t, o.Effect, "trial %d: the audit row says what the requeue did", i)
+					if o.Moved == 0 {
+						require.Equal(t, fmt.Sprintf("changed nothing: 0 moved, %d skipped (%s)", o.Skipped, c.why), *o.Effect)
+					} else {
+						require.Contains(t, *o.Effect, fmt.Sprintf("%d moved", o.Moved))
+					}
+					moved += o.Moved
+				}
+				require.Equal(t, rows, moved, "trial %d: the rows moved once", i)
 			}
-			moved += n
-		}
-		require.NoError(t, rows.Err())
-		require.Equal(t, jobs, moved, "trial %d: the jobs moved once", i)
+		})
 	}
 }

@@ -2,31 +2,14 @@ package actions
 
 import (
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/pgconsole/console/internal/humanize"
 )
 
 // The helpers below write the one-sentence summaries of previews and
 // results (each plan's sentence and done methods): numbers with thousands
 // separators, nouns that agree with them, names in backquotes.
-
-// thousands writes n with comma separators: 10000 is "10,000".
-func thousands[T int | int32 | int64](n T) string {
-	s := strconv.FormatInt(int64(n), 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
 
 // counted is n and the noun that agrees with it: "1 dead job", "27 dead
 // jobs".
@@ -34,7 +17,7 @@ func counted[T int | int32 | int64](n T, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
-	return thousands(n) + " " + many
+	return humanize.Int(n) + " " + many
 }
 
 // code puts a name in backquotes, which the console shows as code.
@@ -49,7 +32,7 @@ func limitText[T int | float64](v *T) string {
 	case float64:
 		return strconv.FormatFloat(x, 'f', -1, 64) + "/s"
 	case int:
-		return thousands(x)
+		return humanize.Int(x)
 	}
 	return ""
 }

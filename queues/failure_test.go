@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -30,18 +32,6 @@ const (
 	helperDBEnv    = "QUEUES_HELPER_DATABASE_URL"
 	helperLeaseEnv = "QUEUES_HELPER_LEASE"
 )
-
-// crashHandler records every attempt in crash_log, then sleeps for the
-// payload's ms: a job that is killed mid-run leaves a log row behind.
-func crashHandler(pool *pgxpool.Pool) HandlerFunc {
-	return func(ctx context.Context, j *Job) error {
-		if _, err := pool.Exec(ctx, "INSERT INTO crash_log (job_id, attempt, pid) VALUES ($1, $2, $3)",
-			j.ID, j.Attempts, os.Getpid()); err != nil {
-			return err
-		}
-		return testSleep(ctx, j)
-	}
-}
 
 // TestHelperWorkerProcess is not a test of its own: run as a child process
 // with QUEUES_HELPER_DATABASE_URL set, it is a worker process (like
@@ -68,7 +58,7 @@ func TestHelperWorkerProcess(t *testing.T) {
 		ID:            fmt.Sprintf("child-%d", os.Getpid()),
 	})
 	require.NoError(t, err)
-	c.Handle("slow", crashHandler(pool))
+	c.Handle("slow", startLogHandler(pool))
 	require.NoError(t, c.Start(ctx))
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -91,20 +81,20 @@ func startChild(t *testing.T, url string, lease time.Duration) *exec.Cmd {
 
 // TestCrashKillNine kills a worker process with SIGKILL mid-job, starts a
 // new one, and checks that after lease expiry every job completes, none is
-// lost, and the killed attempts are counted.
+// lost, the killed attempts are counted, and nothing ran twice: a job ran
+// again only when the killed worker was running it and had not acked it.
 func TestCrashKillNine(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := testdb.URL(t)
 	pool := testdb.Pool(t, url)
-	_, err := pool.Exec(ctx, "CREATE TABLE crash_log (job_id bigint, attempt int, pid int, at timestamptz DEFAULT clock_timestamp())")
-	require.NoError(t, err)
+	createRunLog(t, pool)
 	const n = 30
 	ps := make([]EnqueueParams, n)
 	for i := range ps {
 		ps[i] = EnqueueParams{Queue: "crash", Kind: "slow", Payload: map[string]int{"ms": 150}}
 	}
-	_, err = EnqueueManyTx(ctx, pool, ps)
+	_, err := EnqueueManyTx(ctx, pool, ps)
 	require.NoError(t, err)
 	const lease = 1500 * time.Millisecond
 
@@ -114,9 +104,19 @@ func TestCrashKillNine(t *testing.T) {
 	})
 	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
 	_ = first.Wait()
+	killedOwner := fmt.Sprintf("child-%d", first.Process.Pid)
+	// A statement the worker sent just before it died still runs to its
+	// end (a claim may still commit): count once its sessions are gone.
+	waitFor(t, 30*time.Second, "the killed worker's sessions to end", func() bool {
+		var sessions int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name LIKE $1`, ApplicationName+"%").Scan(&sessions))
+		return sessions == 0
+	})
+	snapshotDurable(t, pool)
 	var killed int64
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE status = 'running' AND lease_owner = $1",
-		fmt.Sprintf("child-%d", first.Process.Pid)).Scan(&killed))
+		killedOwner).Scan(&killed))
 	require.Positive(t, killed, "jobs were running when the worker was killed")
 	t.Logf("killed the worker with %d jobs running", killed)
 
@@ -126,6 +126,8 @@ func TestCrashKillNine(t *testing.T) {
 	})
 	require.NoError(t, second.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, second.Wait(), "graceful stop of the second worker")
+	twice := requireRanOnce(t, pool, n, "(f).owner = $1 AND (s).owner <> $1", killedOwner)
+	t.Logf("%d jobs started twice, each interrupted by the kill", twice)
 
 	// Every job is done and ran at least once; the attempts column counts
 	// every claim, including the killed ones (a job claimed just before the
@@ -133,7 +135,7 @@ func TestCrashKillNine(t *testing.T) {
 	// the errors history as an expired lease.
 	var bad, reaped int64
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM jobs j,
-		LATERAL (SELECT count(*) AS runs FROM crash_log c WHERE c.job_id = j.id) r
+		LATERAL (SELECT count(*) AS runs FROM start_log s WHERE s.job_id = j.id) r
 		WHERE r.runs = 0 OR j.attempts NOT IN (r.runs, r.runs + 1)
 		   OR (j.attempts = r.runs + 1 AND NOT (j.errors @> '[{"class": "lease_expired"}]'
 		                                     OR j.errors @> '[{"class": "worker_died"}]'))`).Scan(&bad))
@@ -158,7 +160,10 @@ func TestCrashKillNine(t *testing.T) {
 
 // TestPostgresRestart restarts PostgreSQL under load, with a fast shutdown
 // and with an immediate one (crash recovery at the next start): the
-// workers recover by themselves and no job is lost.
+// workers recover by themselves, no job is lost and nothing ran twice: a
+// job whose completion had committed never starts again, and a job starts
+// a second time only when the restart cut its first attempt short before
+// its ack committed. An ack that committed is never logged as stale.
 func TestPostgresRestart(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []struct {
@@ -184,15 +189,19 @@ func postgresRestart(t *testing.T, restart func(*pgserver.Server, context.Contex
 
 	const n = 3000
 	admin := testdb.Pool(t, url)
+	createRunLog(t, admin)
 	ps := make([]EnqueueParams, n)
 	for i := range ps {
-		ps[i] = EnqueueParams{Queue: "rs", Kind: "sleep", Payload: map[string]int{"ms": 2}}
+		ps[i] = EnqueueParams{Queue: "rs", Kind: "logged", Payload: map[string]int{"ms": 2}}
 	}
 	_, err = EnqueueCopy(ctx, admin, ps)
 	require.NoError(t, err)
+	var logs syncBuffer
 	for range 2 {
 		cfg := testConfig(map[string]QueueConfig{"rs": {Concurrency: 4}})
-		startClient(t, testdb.Pool(t, url), cfg, func(c *Client) { registerTestKinds(c) })
+		cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+		pool := testdb.Pool(t, url)
+		startClient(t, pool, cfg, func(c *Client) { c.Handle("logged", startLogHandler(pool)) })
 	}
 	// ghost is a worker whose session was recorded before the restart and
 	// whose heartbeat will be stale after it, like every worker's right
@@ -215,9 +224,21 @@ func postgresRestart(t *testing.T, restart func(*pgserver.Server, context.Contex
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	require.NoError(t, restart(srv, rctx))
-	before := done()
-	t.Logf("restarted PostgreSQL with %d of %d jobs done", before, n)
+	// The first statements on the admin pool may meet its broken
+	// connections; the snapshot is taken as soon as the server answers.
+	var durable int64
+	waitFor(t, 30*time.Second, "the done jobs snapshot after the restart", func() bool {
+		tag, err := admin.Exec(ctx, snapshotDurableSQL)
+		durable = tag.RowsAffected()
+		return err == nil
+	})
+	var back time.Time
+	require.NoError(t, admin.QueryRow(ctx, "SELECT pg_postmaster_start_time()").Scan(&back))
+	t.Logf("restarted PostgreSQL with %d of %d jobs done", durable, n)
 	waitFor(t, 60*time.Second, "every job done after the restart", func() bool { return done() == n })
+	twice := requireRanOnce(t, admin, n, "(f).at < $1 AND (s).at > $1", back)
+	t.Logf("%d jobs started twice, each cut short by the restart", twice)
+	requireNoStaleAckOfDone(t, admin, logs.String())
 	var total int64
 	require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM jobs").Scan(&total))
 	require.EqualValues(t, n, total)
@@ -415,4 +436,64 @@ func TestOrphanClaimReleased(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the orphan claim was not released and run")
 	}
+}
+
+// TestAckReplyLost: an ack statement commits but its reply never arrives
+// (a proxy cuts the connection right after forwarding it). The worker
+// retries, the retry matches nothing, and the worker recognises the job as
+// done by its own lost ack: counted done, not logged or counted as a stale
+// ack.
+func TestAckReplyLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := testdb.URL(t)
+	admin := testdb.Pool(t, dbURL)
+	u, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	proxy := obStartProxy(t, u.Host)
+	proxy.match = "jobackmany:"
+	u.Host = proxy.addr()
+	pool := testdb.Pool(t, u.String())
+
+	var logs syncBuffer
+	reg := prometheus.NewRegistry()
+	ccfg := testConfig(map[string]QueueConfig{"lost": {Concurrency: 1}})
+	ccfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	ccfg.Registerer = reg
+	startClient(t, pool, ccfg, func(c *Client) { registerTestKinds(c) })
+	proxy.armed.Store(true)
+	j, err := EnqueueTx(ctx, admin, EnqueueParams{Queue: "lost", Kind: "noop"})
+	require.NoError(t, err)
+	waitFor(t, 60*time.Second, "the job done", func() bool {
+		return countJobs(t, admin, "id = $1 AND status = 'done'", j.ID) == 1
+	})
+	require.EqualValues(t, 1, proxy.cuts.Load(), "the ack's reply was cut")
+	waitFor(t, 60*time.Second, "the worker to write the ack's outcome", func() bool {
+		l := logs.String()
+		return strings.Contains(l, "acks whose reply was lost") || strings.Contains(l, "stale ack refused") ||
+			strings.Contains(l, "ack failed")
+	})
+	got, err := JobGet(ctx, admin, j.ID)
+	require.NoError(t, err)
+	require.Equal(t, StatusDone, got.Status)
+	require.NotContains(t, logs.String(), "stale ack refused")
+	require.Contains(t, logs.String(), "acks whose reply was lost were committed")
+	finished := map[string]float64{}
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			switch mf.GetName() {
+			case "queues_stale_acks_total":
+				finished["stale_ack"] += m.GetCounter().GetValue()
+			case "queues_jobs_finished_total":
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "result" {
+						finished[l.GetValue()] += m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+	}
+	require.Equal(t, map[string]float64{"done": 1}, finished, "counted done, not as a stale ack")
 }

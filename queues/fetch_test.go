@@ -46,6 +46,38 @@ func TestReserveExtremeRates(t *testing.T) {
 	}
 }
 
+// TestReserveNonPositiveLimit: a concurrency of zero or below (SetConcurrency
+// clamps it; the gate must hold anyway) gives no slots and takes no tokens,
+// so raising it again claims no more than the new limit.
+func TestReserveNonPositiveLimit(t *testing.T) {
+	t.Parallel()
+	for _, limit := range []int{0, -1, -1 << 40} {
+		q := newQueueRunner("r", QueueConfig{Concurrency: 10}, 100)
+		q.rate = 1000
+		q.tokens = 5
+		q.limit = limit
+		now := time.Now()
+		for i := range 3 {
+			n, _ := q.reserve(now.Add(time.Duration(i) * time.Millisecond))
+			require.Zero(t, n, "limit %d: no slots", limit)
+		}
+		require.Zero(t, q.inFlight, "limit %d", limit)
+		require.LessOrEqual(t, q.tokens, 10.0, "limit %d: tokens stay within one claim's worth", limit)
+		q.limit = 2
+		n, _ := q.reserve(now.Add(time.Second))
+		require.LessOrEqual(t, n, 2, "limit %d then 2", limit)
+		require.LessOrEqual(t, q.inFlight, 2)
+	}
+
+	pool := testdb.New(t)
+	c, err := NewClient(pool, ClientConfig{Queues: map[string]QueueConfig{"r": {Concurrency: 4}}})
+	require.NoError(t, err)
+	require.NoError(t, c.SetConcurrency("r", -3))
+	n, _ := c.queues["r"].reserve(time.Now())
+	require.Zero(t, n)
+	require.Zero(t, c.queues["r"].limit, "a negative concurrency is stored as zero")
+}
+
 // TestTokenWaitBounds: the wait for a token is finite and positive whatever
 // the rate.
 func TestTokenWaitBounds(t *testing.T) {

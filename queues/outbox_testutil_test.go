@@ -186,11 +186,14 @@ func obCountState(t testing.TB, pool *pgxpool.Pool, state string) int {
 }
 
 // obProxy is a TCP proxy in front of PostgreSQL. When armed, it forwards the
-// client's COMMIT and then cuts both directions before the answer can come
-// back: the client sees a broken connection, the server commits.
+// client's COMMIT (with match set: the execution of a prepared statement
+// whose text contains match) and then cuts both directions before the
+// answer can come back: the client sees a broken connection, the server
+// commits.
 type obProxy struct {
 	ln     net.Listener
 	target string
+	match  string // lower case; set before arming
 	armed  atomic.Bool
 	cuts   atomic.Int64
 	mu     sync.Mutex
@@ -253,6 +256,7 @@ func (p *obProxy) serve() {
 
 func (p *obProxy) clientToServer(c, s net.Conn, cut *atomic.Bool) {
 	buf := make([]byte, 64<<10)
+	matched := map[string]bool{} // names of statements prepared with match
 	for {
 		n, err := c.Read(buf)
 		if n > 0 {
@@ -261,8 +265,25 @@ func (p *obProxy) clientToServer(c, s net.Conn, cut *atomic.Bool) {
 				c.Close()
 				return
 			}
-			// A simple-protocol Query message ('Q') whose text is COMMIT.
-			if p.armed.Load() && chunk[0] == 'Q' && strings.Contains(strings.ToLower(string(chunk)), "commit") {
+			// A simple-protocol Query message ('Q') whose text is COMMIT;
+			// with match, a Bind ('B': portal, then statement name) of a
+			// statement whose Parse ('P': name, then text) held match. The
+			// client writes Bind, Execute and Sync at once, and the server
+			// commits the statement at the Sync.
+			var hit bool
+			text := strings.ToLower(string(chunk))
+			switch {
+			case p.match == "":
+				hit = chunk[0] == 'Q' && strings.Contains(text, "commit")
+			case chunk[0] == 'P' && len(chunk) > 5 && strings.Contains(text, p.match):
+				name, _, _ := strings.Cut(string(chunk[5:]), "\x00")
+				matched[name] = true
+			case chunk[0] == 'B' && len(chunk) > 5:
+				_, rest, _ := strings.Cut(string(chunk[5:]), "\x00")
+				name, _, _ := strings.Cut(rest, "\x00")
+				hit = matched[name]
+			}
+			if p.armed.Load() && hit {
 				p.armed.Store(false)
 				p.cuts.Add(1)
 				cut.Store(true)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/views"
 )
 
@@ -14,24 +15,7 @@ import (
 // table-tested in format_test.go.
 
 // humanInt groups digits: 1234567 -> "1,234,567".
-func humanInt(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-	}
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+var humanInt = humanize.Int[int64]
 
 // humanBytes: 1536 -> "1.5 KiB".
 func humanBytes(n float64) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -31,12 +32,19 @@ type engineConfig struct {
 	// Lease and Poll override the engine's lease duration and poll
 	// interval (zero keeps its defaults, 30s and 1s).
 	Lease, Poll time.Duration
+	// Drain is how long stop lets running jobs finish before it releases
+	// them (zero: defaultDrain).
+	Drain time.Duration
 	// Own, when set, gets the pids of the engine's connections.
 	Own *ownpid.Set
 }
 
+// defaultDrain is how long a stopping engine lets running jobs finish.
+const defaultDrain = 15 * time.Second
+
 // engine is the queue engine of one process: workers, scheduler, relay.
 type engine struct {
+	drain     time.Duration
 	pool      *pgxpool.Pool
 	client    *queues.Client
 	scheduler *queues.Scheduler
@@ -58,7 +66,7 @@ func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg promet
 	if err != nil {
 		return nil, connectError(dbURL, err)
 	}
-	e := &engine{pool: pool}
+	e := &engine{pool: pool, drain: cmp.Or(cfg.Drain, defaultDrain)}
 	if err := reg.Register(diagnostics.NewPoolCollector("engine", pool)); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("register the engine pool metrics: %w", err)
@@ -104,7 +112,8 @@ func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg promet
 }
 
 // stop shuts the engine down in order: stop claiming, drain running jobs
-// for up to 15 seconds, release what did not start, close the pool last.
+// for up to the engine's drain time, release what did not start, close the
+// pool last.
 // It returns the client's *queues.DrainError when the drain was cut short.
 func (e *engine) stop() error {
 	if e.relay != nil {
@@ -115,7 +124,7 @@ func (e *engine) stop() error {
 	}
 	var err error
 	if e.client != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), e.drain)
 		err = e.client.Stop(ctx)
 		cancel()
 	}
@@ -133,11 +142,16 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 	metricsAddr := fs.String("metrics-addr", getenv("CONSOLE_METRICS_ADDR"), "serve the engine's /metrics here")
 	lease := fs.Duration("lease", envDuration(getenv, "CONSOLE_LEASE", 30*time.Second), "how long a claim holds a job before others may take it over")
 	poll := fs.Duration("poll", envDuration(getenv, "CONSOLE_POLL", time.Second), "poll interval: how soon settings changes and new jobs are seen")
+	drain := fs.Duration("drain", envDuration(getenv, "CONSOLE_DRAIN", defaultDrain),
+		"on SIGTERM, how long running jobs may finish before they are released to run again elsewhere")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *lease < time.Second || *poll < 10*time.Millisecond || *poll > time.Minute {
 		return usageError{"--lease must be at least 1s and --poll between 10ms and 1m"}
+	}
+	if *drain < 100*time.Millisecond || *drain > time.Hour {
+		return usageError{fmt.Sprintf("--drain %s: use 100ms to 1h (keep it below the supervisor's kill timeout)", *drain)}
 	}
 	if *concurrency < 1 || *concurrency > 10000 {
 		return usageError{fmt.Sprintf("--concurrency %d: use 1 to 10000", *concurrency)}
@@ -182,7 +196,7 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 		fmt.Fprintf(stdout, "engine metrics on http://%s/metrics\n", ln.Addr())
 	}
 	e, err := startEngine(ctx, raw, engineConfig{Queues: qs, Concurrency: *concurrency, AllowSQL: *allowSQL, Scheduler: true, Relay: pub,
-		Lease: *lease, Poll: *poll}, reg, logger)
+		Lease: *lease, Poll: *poll, Drain: *drain}, reg, logger)
 	if err != nil {
 		return err
 	}

@@ -84,9 +84,10 @@ Usage:
   console [serve] [flags]        serve the console (default). Without DATABASE_URL it
                                  starts a private PostgreSQL in --data-dir with a demo workload.
   console worker [--queues a,b] [--concurrency N] [--lease 30s] [--poll 1s]
-                 [--allow-sql-jobs] [--metrics-addr ADDR]
+                 [--drain 15s] [--allow-sql-jobs] [--metrics-addr ADDR]
                                  run only the engine (workers, scheduler, relay with --relay-*),
-                                 no web; --metrics-addr serves its /metrics
+                                 no web; --metrics-addr serves its /metrics. On SIGTERM running
+                                 jobs get --drain to finish; exit 1 if some had to be released
   console demo [--lock-every 3m] generate demo load and lock incidents on a scratch database
   console findings [--json] [--threshold CODE=VALUE ...]
                                  print the findings (as GET /api/v1/findings with --json)

@@ -74,6 +74,11 @@ func TestHelpAndUsage(t *testing.T) {
 	require.ErrorContains(t, err, "use open, token or off")
 	_, err = runCmd(t, envMap(), "migrate")
 	require.ErrorAs(t, err, new(usageError))
+	for _, d := range []string{"0s", "-1s", "2h"} {
+		_, err = runCmd(t, envMap(), "worker", "--drain", d)
+		require.ErrorAs(t, err, new(usageError), "--drain %s", d)
+		require.ErrorContains(t, err, "--drain "+d)
+	}
 	_, err = runCmd(t, envMap(), "serve", "--tls-cert", "cert.pem")
 	require.ErrorContains(t, err, "--tls-cert and --tls-key go together")
 	missing := filepath.Join(t.TempDir(), "missing.pem")

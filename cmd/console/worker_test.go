@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -23,9 +26,17 @@ import (
 // re-executed as main) against url.
 func startWorker(t *testing.T, url string, args string) *exec.Cmd {
 	t.Helper()
+	cmd, _ := startWorkerOutput(t, url, args)
+	return cmd
+}
+
+// startWorkerOutput is startWorker that also returns the worker's stdout
+// and stderr, to read once the process has been waited for.
+func startWorkerOutput(t *testing.T, url string, args string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0])
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = append(os.Environ(), "CONSOLE_TEST_MAIN=1", "CONSOLE_TEST_ARGS=worker "+args, "DATABASE_URL="+url)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
@@ -35,7 +46,84 @@ func startWorker(t *testing.T, url string, args string) *exec.Cmd {
 			t.Logf("worker output:\n%s", out.String())
 		}
 	})
-	return cmd
+	return cmd, out
+}
+
+// sleepJobs creates a fresh database and enqueues n sleep jobs in queue
+// there, job i sleeping ms(i) milliseconds. It returns the database's URL,
+// a pool on it and the jobs' ids in order.
+func sleepJobs(t *testing.T, queue string, n int, ms func(i int) int) (string, *pgxpool.Pool, []int64) {
+	t.Helper()
+	url := testdb.URL(t)
+	pool := testdb.Pool(t, url)
+	ps := make([]queues.EnqueueParams, n)
+	for i := range ps {
+		ps[i] = queues.EnqueueParams{Queue: queue, Kind: "sleep", Payload: map[string]int{"ms": ms(i)}}
+	}
+	ids, err := queues.EnqueueManyTx(context.Background(), pool, ps)
+	require.NoError(t, err)
+	slices.Sort(ids)
+	return url, pool, ids
+}
+
+// TestWorkerSIGTERMDrain: on SIGTERM `console worker` lets its running jobs
+// finish within --drain. When they all do, it exits 0. When the deadline
+// cuts them short, it releases them (ready again, the attempt counted),
+// writes one log line saying how many and which ids, and exits 1 so the
+// supervisor knows the drain was incomplete.
+func TestWorkerSIGTERMDrain(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		ms       int
+		drain    string
+		complete bool
+	}{{"Complete", 300, "60s", true}, {"DeadlineCut", 600_000, "1s", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 3
+			url, pool, ids := sleepJobs(t, "term", n, func(int) int { return tc.ms })
+			w, out := startWorkerOutput(t, url, "--queues term --concurrency 4 --poll 100ms --drain "+tc.drain)
+			require.Eventually(t, func() bool {
+				return countRows(t, pool, "SELECT count(*) FROM jobs WHERE status = 'running'") == n
+			}, 60*time.Second, 10*time.Millisecond, "the worker never ran the jobs")
+
+			require.NoError(t, w.Process.Signal(syscall.SIGTERM))
+			exited := make(chan error, 1)
+			go func() { exited <- w.Wait() }()
+			var werr error
+			select {
+			case werr = <-exited:
+			case <-time.After(60 * time.Second):
+				t.Fatal("the worker did not exit within 60s of SIGTERM")
+			}
+			var lines []string
+			for _, l := range strings.Split(out.String(), "\n") {
+				if strings.Contains(l, `"drain deadline interrupted jobs"`) {
+					lines = append(lines, l)
+				}
+			}
+			if tc.complete {
+				require.NoError(t, werr, "a complete drain exits 0")
+				require.Empty(t, lines)
+				require.Equal(t, n, countRows(t, pool, "SELECT count(*) FROM jobs WHERE status = 'done'"))
+				return
+			}
+			var ee *exec.ExitError
+			require.ErrorAs(t, werr, &ee, "an incomplete drain exits non-zero")
+			require.Equal(t, 1, ee.ExitCode())
+			require.Contains(t, out.String(), "worker stopped before its jobs finished")
+			require.Len(t, lines, 1, "one log line says what the deadline interrupted")
+			var line struct {
+				Released    int     `json:"released"`
+				ReleasedIDs []int64 `json:"released_ids"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(lines[0]), &line), lines[0])
+			require.Equal(t, n, line.Released)
+			require.Equal(t, ids, line.ReleasedIDs)
+			require.Equal(t, n, countRows(t, pool,
+				"SELECT count(*) FROM jobs WHERE status = 'ready' AND attempts = 1 AND lease_owner IS NULL"),
+				"the interrupted jobs are released with their attempt counted")
+		})
+	}
 }
 
 // TestWorkerKilledMidJob: a `console worker` process is killed with SIGKILL
@@ -44,16 +132,16 @@ func startWorker(t *testing.T, url string, args string) *exec.Cmd {
 // attempt counted.
 func TestWorkerKilledMidJob(t *testing.T) {
 	ctx := context.Background()
-	url := testdb.URL(t)
-	pool := testdb.Pool(t, url)
 	const n = 60
-	ps := make([]queues.EnqueueParams, n)
-	for i := range ps {
-		// Staggered run times, so the running jobs never all end at once
-		// and leave a moment with none running.
-		ps[i] = queues.EnqueueParams{Queue: "crash", Kind: "sleep", Payload: map[string]int{"ms": 200 + 100*(i%6)}}
-	}
-	_, err := queues.EnqueueManyTx(ctx, pool, ps)
+	// Staggered run times, so the running jobs never all end at once and
+	// leave a moment with none running.
+	url, pool, _ := sleepJobs(t, "crash", n, func(i int) int { return 200 + 100*(i%6) })
+	// done_log gets a row in the very transaction of every completion.
+	_, err := pool.Exec(ctx, `CREATE TABLE done_log (job_id bigint NOT NULL, attempts integer NOT NULL);
+		CREATE FUNCTION done_log() RETURNS trigger LANGUAGE plpgsql AS
+			$$BEGIN INSERT INTO done_log VALUES (NEW.id, NEW.attempts); RETURN NULL; END$$;
+		CREATE TRIGGER done_log AFTER UPDATE OF status ON jobs
+			FOR EACH ROW WHEN (NEW.status = 'done') EXECUTE FUNCTION done_log();`)
 	require.NoError(t, err)
 
 	first := startWorker(t, url, "--queues crash --concurrency 6 --lease 2s --poll 100ms")
@@ -70,8 +158,16 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	}, 60*time.Second, 20*time.Millisecond, "the first worker never got going")
 	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
 	_ = first.Wait()
+	// A statement the worker sent just before it died still runs to its
+	// end: look once its sessions are gone.
+	require.Eventually(t, func() bool {
+		return count(`SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name LIKE 'console-worker%'`) == 0
+	}, 30*time.Second, 20*time.Millisecond, "the killed worker's sessions never ended")
 	orphaned := count("SELECT count(*) FROM jobs WHERE status = 'running'")
 	require.Positive(t, orphaned, "the kill must leave jobs mid-run")
+	_, err = pool.Exec(ctx, `CREATE TABLE at_kill AS SELECT id, status, finished_at FROM jobs`)
+	require.NoError(t, err)
 
 	startWorker(t, url, "--queues crash --concurrency 6 --lease 2s --poll 100ms")
 	require.Eventually(t, func() bool {
@@ -82,6 +178,19 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	require.GreaterOrEqual(t, retried, orphaned, "the killed attempts are counted")
 	require.Zero(t, count(`SELECT count(*) FROM jobs WHERE attempts > 1
 		AND NOT errors::text LIKE '%lease%'`), "a retried job's history says its lease expired")
+
+	// Nothing ran twice: every completion committed once; a job done at
+	// the kill never ran or finished again; a job ran a second time only
+	// when the kill cut its first attempt short.
+	require.Equal(t, n, count("SELECT count(DISTINCT job_id) FROM done_log"))
+	require.Zero(t, count("SELECT count(*) FROM (SELECT job_id FROM done_log GROUP BY job_id HAVING count(*) > 1) x"),
+		"jobs whose completion committed twice")
+	require.Zero(t, count(`SELECT count(*) FROM at_kill k JOIN jobs j USING (id)
+		WHERE k.status = 'done' AND (j.finished_at IS DISTINCT FROM k.finished_at OR j.attempts > 1)`),
+		"jobs done before the kill that ran again")
+	require.Zero(t, count(`SELECT count(*) FROM at_kill k JOIN jobs j USING (id)
+		WHERE j.attempts > 2 OR (j.attempts = 2 AND k.status <> 'running')`),
+		"jobs claimed twice that the killed worker was not running")
 }
 
 // TestThrottleAcrossWorkerProcesses: two `console worker` processes run a
@@ -90,15 +199,8 @@ func TestWorkerKilledMidJob(t *testing.T) {
 // at once never exceed 2.
 func TestThrottleAcrossWorkerProcesses(t *testing.T) {
 	ctx := context.Background()
-	url := testdb.URL(t)
-	pool := testdb.Pool(t, url)
 	const n = 400
-	ps := make([]queues.EnqueueParams, n)
-	for i := range ps {
-		ps[i] = queues.EnqueueParams{Queue: "throttled", Kind: "sleep", Payload: map[string]int{"ms": 150}}
-	}
-	_, err := queues.EnqueueManyTx(ctx, pool, ps)
-	require.NoError(t, err)
+	url, pool, _ := sleepJobs(t, "throttled", n, func(int) int { return 150 })
 	running := func() int {
 		var c int
 		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE queue = 'throttled' AND status = 'running'").Scan(&c))
@@ -137,15 +239,7 @@ func TestThrottleAcrossWorkerProcesses(t *testing.T) {
 // worker's process.
 func startWorkerPair(t *testing.T, queue string, n int, lease string) (*pgxpool.Pool, *exec.Cmd) {
 	t.Helper()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	pool := testdb.Pool(t, url)
-	ps := make([]queues.EnqueueParams, n)
-	for i := range ps {
-		ps[i] = queues.EnqueueParams{Queue: queue, Kind: "sleep", Payload: map[string]int{"ms": 600_000}}
-	}
-	_, err := queues.EnqueueManyTx(ctx, pool, ps)
-	require.NoError(t, err)
+	url, pool, _ := sleepJobs(t, queue, n, func(int) int { return 600_000 })
 	args := fmt.Sprintf("--queues %s --concurrency %d --lease %s --poll 100ms", queue, n, lease)
 	first := startWorker(t, url, args)
 	require.Eventually(t, func() bool {

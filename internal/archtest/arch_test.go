@@ -40,17 +40,18 @@ var (
 		"views":             {external: []string{"github.com/a-h/templ"}},
 		"static":            {},
 		"actions": {
-			internal: append([]string{"queues", "diagnostics", "audit", "internal/auth"}, shared...),
+			internal: append([]string{"queues", "diagnostics", "audit", "internal/auth", "internal/humanize"}, shared...),
 			// x/time's token bucket limits how many refusals one actor
 			// can have audited.
 			external: append(engineDeps, "golang.org/x/time"),
 		},
 		"web": {
-			internal: append([]string{"views", "actions", "diagnostics", "queues", "audit", "static", "migrations", "internal/auth"}, shared...),
+			internal: append([]string{"views", "actions", "diagnostics", "queues", "audit", "static", "migrations", "internal/auth", "internal/humanize"}, shared...),
 			external: append(engineDeps, "github.com/labstack/echo/v4", "github.com/a-h/templ", "golang.org/x/"),
 		},
 		"internal/sqlset":    {external: []string{"github.com/jackc/pgx/v5"}},
 		"internal/lifecycle": {},
+		"internal/humanize":  {},
 		"internal/ownpid":    {external: []string{"github.com/jackc/pgx/v5"}},
 	}
 )
