@@ -25,7 +25,10 @@ type QueueStat struct {
 	// Dead is exact.
 	Dead int64 `db:"dead" json:"dead"`
 	// DeadRecent counts jobs that died within QueueParams.DeadWindow.
-	// Ready, Scheduled and DeadRecent stop at QueueParams.CountCap.
+	// Scheduled and DeadRecent stop at QueueParams.CountCap. Running is
+	// exact; Ready is exact while Scheduled is below the cap (it is the
+	// queue's exact ready total minus Scheduled), an upper bound when
+	// Scheduled reached it.
 	DeadRecent        int64      `db:"dead_recent" json:"dead_recent"`
 	Paused            bool       `db:"paused" json:"paused"`
 	MaxWorkers        *int32     `db:"max_workers" json:"max_workers"`
@@ -61,8 +64,10 @@ func (p QueueParams) withDefaults() QueueParams {
 	return p
 }
 
-// QueueHealth reads every queue's backlog and leases through loose scans of
-// the partial indexes (queue_health.sql), and its dead letters from the
+// QueueHealth reads every queue's ready and running totals from the
+// engine's counters and its oldest ready job, scheduled jobs and expired
+// leases through probes of the partial indexes (queue_health.sql), and its
+// dead letters from the
 // queues package (queues.DeadLetterQueueCounts: exact totals, recent counts
 // capped), so the dead-letter walk has one owner. Queues with only dead
 // letters are listed too, in name order with the rest.

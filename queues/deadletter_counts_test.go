@@ -230,7 +230,7 @@ func TestScaleStatementPlans(t *testing.T) {
 			{"dead_letter_count", "('{}', 'sq3', 'class 3', NULL, NULL)", []string{"jobs_dead_idx"}, false},
 			{"dead_letter_class_list", "('{}', 'sq3', 'class 3', NULL, NULL, 50)", []string{"jobs_dead_idx"}, false},
 			{"dead_letter_sample", "('{}', 'sq3', 'class 3', NULL, NULL, 10)", []string{"jobs_dead_idx"}, false},
-			{"queue_stats", "", []string{"jobs_ready_pick_idx"}, false},
+			{"queue_stats", "(10000)", []string{"jobs_ready_pick_idx"}, false},
 			{"job_list", "('', '', 'dead', '', NULL, NULL, 0, 50)", []string{"jobs_dead_id_idx"}, true},
 			{"job_list", "('sq3', '', 'dead', 'class 3', NULL, NULL, 0, 50)", nil, true},
 			{"job_list", "('', '', 'dead', 'class 3', NULL, NULL, 0, 50)", []string{"jobs_dead_class_id_idx"}, true},
