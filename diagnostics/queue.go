@@ -72,25 +72,39 @@ func (p QueueParams) withDefaults() QueueParams {
 // capped), so the dead-letter walk has one owner. Queues with only dead
 // letters are listed too, in name order with the rest.
 func QueueHealth(ctx context.Context, db DBTX, p QueueParams) ([]QueueStat, error) {
+	stats, _, err := queueHealth(ctx, db, p)
+	return stats, err
+}
+
+// queueHealth is QueueHealth, also returning every dead-letter group it
+// summed (queues.DeadLetterClassStatsAll), so a findings round answers the
+// dead-letter check from the same read.
+func queueHealth(ctx context.Context, db DBTX, p QueueParams) ([]QueueStat, []DeadLetterGroup, error) {
 	p = p.withDefaults()
 	q, err := sqlText(CheckQueueHealth, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rows, err := db.Query(ctx, q, p.CountCap)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", CheckQueueHealth, err)
+		return nil, nil, fmt.Errorf("%s: %w", CheckQueueHealth, err)
 	}
 	// Lax: dead and dead_recent come from the second read.
 	stats, err := pgx.CollectRows(rows, pgx.RowToStructByNameLax[QueueStat])
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", CheckQueueHealth, err)
+		return nil, nil, fmt.Errorf("%s: %w", CheckQueueHealth, err)
 	}
-	dead, err := queues.DeadLetterQueueCounts(ctx, db, queues.DeadLetterStatsParams{Window: p.DeadWindow, CountCap: p.CountCap})
+	groups, dead, err := queues.DeadLetterClassStatsAll(ctx, db, p.deadLetterStats())
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", CheckQueueHealth, err)
+		return nil, nil, fmt.Errorf("%s: %w", CheckQueueHealth, err)
 	}
-	return mergeDeadCounts(stats, dead), nil
+	return mergeDeadCounts(stats, dead), groups, nil
+}
+
+// deadLetterStats are the queues package's parameters for p (the default
+// of at most 200 groups).
+func (p QueueParams) deadLetterStats() queues.DeadLetterStatsParams {
+	return queues.DeadLetterStatsParams{Window: p.DeadWindow, CountCap: p.CountCap}
 }
 
 // mergeDeadCounts sets each queue's dead counts, adding the queues that have
@@ -137,7 +151,7 @@ type DeadLetterGroup = queues.DeadLetterClassStat
 // (queues.DeadLetterClassStats): at most 200 groups, counts capped.
 func DeadLetters(ctx context.Context, db DBTX, p QueueParams) ([]DeadLetterGroup, error) {
 	p = p.withDefaults()
-	return queues.DeadLetterClassStats(ctx, db, queues.DeadLetterStatsParams{Window: p.DeadWindow, CountCap: p.CountCap})
+	return queues.DeadLetterClassStats(ctx, db, p.deadLetterStats())
 }
 
 // DeadLetters runs the dead-letter grouping as a panel.

@@ -1,5 +1,6 @@
--- 014: ready and running jobs counted per queue as jobs move, and an index
--- for the job list's error-class filter.
+-- 014: ready and running jobs counted per queue as jobs move, and indexes
+-- for the job list's error-class and done filters and the dead-letter
+-- views' recent deaths.
 --
 -- The queue pages and the queue health check show each queue's ready and
 -- running jobs. Counting them from jobs costs one index entry per ready job
@@ -125,10 +126,31 @@ FROM jobs
 WHERE status IN ('ready', 'running')
 GROUP BY queue;
 
--- The job list's error-class filter without a status (every job of a
--- class, failing now or done after retries): the class of every job that
--- ever failed, in id order, walked newest first. Jobs that never failed
--- have no class and never enter it. Built here without CONCURRENTLY, as
--- migrations run in a transaction: on a large table, create it by hand
--- with CONCURRENTLY first (the same name), and this statement is skipped.
+-- The job list's filters, each a walk of an index in id order, newest
+-- first, that stops after one page. Built here without CONCURRENTLY, as
+-- migrations run in a transaction: on a large table, create them by hand
+-- with CONCURRENTLY first (the same names), and these statements are
+-- skipped.
+--
+-- An error class without a status (every job of a class, failing now or
+-- done after retries): the class of every job that ever failed. Jobs that
+-- never failed have no class and never enter it.
 CREATE INDEX IF NOT EXISTS jobs_error_class_id_idx ON jobs (error_class, id) WHERE error_class IS NOT NULL;
+-- A queue's dead jobs of one class: jobs_dead_idx holds them in death
+-- order and the planner, misjudging a class that lives in one queue as
+-- rare, sorted the whole class (32,000 jobs) for one page. Dead jobs only.
+CREATE INDEX IF NOT EXISTS jobs_dead_queue_class_id_idx ON jobs (queue, error_class, id) WHERE status = 'dead';
+-- Done jobs: the newest rows are the ready backlog, so a walk of the
+-- primary key read the whole backlog before the first done job. Every ack
+-- adds one entry (BENCHMARKS.md has the cost).
+CREATE INDEX IF NOT EXISTS jobs_done_id_idx ON jobs (id) WHERE status = 'done';
+
+-- The dead-letter views' recent deaths: every job that died within a window
+-- (of any class) is one range of this index, queue and class included, so
+-- counting a storm's last minutes costs the deaths in the window, not a
+-- probe per class. Dead jobs only: a row pays for it once, when it dies.
+-- "attempts >= 0" is always true; it is in the predicate so that only a
+-- statement that repeats it (the recent-deaths scan) uses the index, never
+-- a probe for one class's last death, which must walk jobs_dead_idx.
+CREATE INDEX IF NOT EXISTS jobs_dead_finished_idx ON jobs (finished_at) INCLUDE (queue, error_class)
+    WHERE status = 'dead' AND attempts >= 0;

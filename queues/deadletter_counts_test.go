@@ -225,15 +225,17 @@ func TestScaleStatementPlans(t *testing.T) {
 		}{
 			{"dead_letter_groups", "('', 200)", []string{"jobs_dead_idx"}, false},
 			{"dead_letter_groups", "('sq3', 200)", []string{"jobs_dead_idx"}, false},
-			{"dead_letter_class_stats", "(900, 10000, 200)", []string{"jobs_dead_idx"}, false},
+			{"dead_letter_class_stats", "(900, 10000, 200)", []string{"jobs_dead_finished_idx", "jobs_dead_idx"}, false},
 			{"dead_letter_totals", "('')", nil, false},
-			{"dead_letter_count", "('{}', 'sq3', 'class 3', NULL, NULL)", []string{"jobs_dead_idx"}, false},
-			{"dead_letter_class_list", "('{}', 'sq3', 'class 3', NULL, NULL, 50)", []string{"jobs_dead_idx"}, false},
-			{"dead_letter_sample", "('{}', 'sq3', 'class 3', NULL, NULL, 10)", []string{"jobs_dead_idx"}, false},
+			{"dead_letter_count", "('{}', 'sq3', 'class 3', NULL, NULL)", nil, false},          // jobs_dead_idx or jobs_dead_queue_class_id_idx: either holds the class alone
+			{"dead_letter_class_list", "('{}', 'sq3', 'class 3', NULL, NULL, 50)", nil, false}, // jobs_dead_idx or jobs_dead_queue_class_id_idx
+			{"dead_letter_sample", "('{}', 'sq3', 'class 3', NULL, NULL, 10)", nil, false},     // jobs_dead_idx or jobs_dead_queue_class_id_idx
 			{"queue_stats", "(10000)", []string{"jobs_ready_pick_idx"}, false},
 			{"job_list", "('', '', 'dead', '', NULL, NULL, 0, 50)", []string{"jobs_dead_id_idx"}, true},
-			{"job_list", "('sq3', '', 'dead', 'class 3', NULL, NULL, 0, 50)", nil, true},
 			{"job_list", "('', '', 'dead', 'class 3', NULL, NULL, 0, 50)", []string{"jobs_dead_class_id_idx"}, true},
+			{"job_list", "('sq3', '', 'dead', 'class 3', NULL, NULL, 0, 50)", []string{"jobs_dead_queue_class_id_idx"}, true},
+			{"job_list", "('', '', '', 'class 3', NULL, NULL, 0, 50)", []string{"jobs_error_class_id_idx"}, true},
+			{"job_list", "('', '', 'done', '', NULL, NULL, 0, 50)", []string{"jobs_done_id_idx"}, true},
 		} {
 			if c.customOnly && mode != "force_custom_plan" {
 				continue
