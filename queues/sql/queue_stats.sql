@@ -11,13 +11,13 @@
 -- jobs_running_lease_idx (bounded by the fleet's concurrency); done is
 -- approximated from pg_class.reltuples times the queue's share in pg_stats
 -- minus the others (never a scan). Queues with only settings rows appear
--- too. Comparisons use the clock read once at the start of the statement
--- (an InitPlan, so it can bound index scans; now() would be the start of
--- a caller's transaction, which may precede the jobs it enqueued). No
--- locks.
-WITH RECURSIVE clock AS MATERIALIZED (
-    SELECT clock_timestamp() AS at
-), counts AS (
+-- too. Due and expired are decided against clock_timestamp() (now() is
+-- the start of a caller's transaction, which may precede the jobs it
+-- enqueued); index scans are bounded with now() as well, which the planner
+-- can estimate from statistics (a bound it cannot see, such as a clock read
+-- in an InitPlan, is costed at a third of the index for every probe, and a
+-- plan costed that high is JIT-compiled for longer than it runs). No locks.
+WITH RECURSIVE counts AS (
     SELECT queue, sum(ready)::int8 AS ready, sum(running)::int8 AS running
     FROM queue_job_counts GROUP BY queue
 ), prio (queue, priority) AS (
@@ -36,7 +36,7 @@ WITH RECURSIVE clock AS MATERIALIZED (
     WHERE p.priority IS NOT NULL
 ), ready AS (
     SELECT p.queue,
-           min(o.available_at) FILTER (WHERE o.available_at <= (SELECT at FROM clock)) AS oldest_due,
+           min(o.available_at) FILTER (WHERE o.available_at <= clock_timestamp()) AS oldest_due,
            sum(l.n)::int8 AS scheduled,
            bool_and(l.n < $1) AS scheduled_exact
     FROM prio AS p
@@ -49,14 +49,14 @@ WITH RECURSIVE clock AS MATERIALIZED (
         SELECT count(*) AS n FROM (
             SELECT 1 FROM jobs AS j
             WHERE j.status = 'ready' AND j.queue = p.queue AND j.priority = p.priority
-              AND j.available_at > (SELECT at FROM clock)
+              AND j.available_at > now() AND j.available_at > clock_timestamp()
             LIMIT $1) AS s
     ) AS l
     WHERE p.priority IS NOT NULL
     GROUP BY p.queue
 ), expired AS (
     SELECT queue, count(*) AS expired
-    FROM jobs WHERE status = 'running' AND lease_until < (SELECT at FROM clock) GROUP BY queue
+    FROM jobs WHERE status = 'running' AND lease_until < clock_timestamp() GROUP BY queue
 ), dead AS (
     SELECT queue, sum(dead)::int8 AS dead FROM dead_letter_counts GROUP BY queue
 ), queues AS (
@@ -78,7 +78,7 @@ SELECT q.queue,
        coalesce(c.running, 0) AS running,
        coalesce(x.expired, 0) AS expired_leases,
        coalesce(d.dead, 0) AS dead,
-       coalesce(extract(epoch FROM (SELECT at FROM clock) - r.oldest_due), 0)::float8 AS oldest_ready_seconds,
+       coalesce(extract(epoch FROM clock_timestamp() - r.oldest_due), 0)::float8 AS oldest_ready_seconds,
        greatest(0, coalesce(round((SELECT n FROM total) * sh.freq)::bigint, 0)
            - coalesce(c.ready, 0) - coalesce(c.running, 0) - coalesce(d.dead, 0)) AS done_approx,
        coalesce(s.paused, false) AS paused, s.max_workers, s.rate_per_second
