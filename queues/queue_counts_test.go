@@ -17,25 +17,11 @@ import (
 // the ready and running jobs themselves, queue by queue.
 func queueCountsMatch(t *testing.T, db DBTX, step string) {
 	t.Helper()
-	ctx := context.Background()
-	read := func(q string) map[string][2]int64 {
-		rows, err := db.Query(ctx, q)
-		require.NoError(t, err, step)
-		out := map[string][2]int64{}
-		for rows.Next() {
-			var queue string
-			var ready, running int64
-			require.NoError(t, rows.Scan(&queue, &ready, &running), step)
-			out[queue] = [2]int64{ready, running}
-		}
-		require.NoError(t, rows.Err(), step)
-		return out
-	}
-	want := read(`SELECT queue, count(*) FILTER (WHERE status = 'ready'), count(*) FILTER (WHERE status = 'running')
-		FROM jobs WHERE status IN ('ready', 'running') GROUP BY queue`)
-	got := read(`SELECT queue, sum(ready), sum(running) FROM queue_job_counts
-		GROUP BY queue HAVING sum(ready) <> 0 OR sum(running) <> 0`)
-	require.Equal(t, want, got, "after %s", step)
+	countsMatch(t, db, step,
+		`SELECT queue, count(*) FILTER (WHERE status = 'ready') || '/' || count(*) FILTER (WHERE status = 'running')
+		 FROM jobs WHERE status IN ('ready', 'running') GROUP BY queue`,
+		`SELECT queue, sum(ready) || '/' || sum(running) FROM queue_job_counts
+		 GROUP BY queue HAVING sum(ready) <> 0 OR sum(running) <> 0`)
 }
 
 // compactQueueCounts folds queue_job_counts, as the triggers do about once
