@@ -142,7 +142,7 @@ CREATE INDEX IF NOT EXISTS jobs_error_class_id_idx ON jobs (error_class, id) WHE
 CREATE INDEX IF NOT EXISTS jobs_dead_queue_class_id_idx ON jobs (queue, error_class, id) WHERE status = 'dead';
 -- Done jobs: the newest rows are the ready backlog, so a walk of the
 -- primary key read the whole backlog before the first done job. Every ack
--- adds one entry (BENCHMARKS.md has the cost).
+-- adds one entry to it.
 CREATE INDEX IF NOT EXISTS jobs_done_id_idx ON jobs (id) WHERE status = 'done';
 
 -- The dead-letter views' recent deaths: every job that died within a window
