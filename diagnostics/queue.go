@@ -67,10 +67,10 @@ func (p QueueParams) withDefaults() QueueParams {
 // QueueHealth reads every queue's ready and running totals from the
 // engine's counters and its oldest ready job, scheduled jobs and expired
 // leases through probes of the partial indexes (queue_health.sql), and its
-// dead letters from the
-// queues package (queues.DeadLetterQueueCounts: exact totals, recent counts
-// capped), so the dead-letter walk has one owner. Queues with only dead
-// letters are listed too, in name order with the rest.
+// dead letters from the queues package (queues.DeadLetterClassStatsAll:
+// exact totals, recent counts capped), so the dead-letter walk has one
+// owner. Queues with only dead letters are listed too, in name order with
+// the rest.
 func QueueHealth(ctx context.Context, db DBTX, p QueueParams) ([]QueueStat, error) {
 	stats, _, err := queueHealth(ctx, db, p)
 	return stats, err
