@@ -117,6 +117,9 @@ type roundState struct {
 	// walFrom is the WAL position read first, from which the round measures
 	// the WAL rate; nil when it could not be read.
 	walFrom *WALPoint
+	// deadGroups are every dead-letter group, read with the queue health
+	// (in the round's one snapshot); nil when that read failed.
+	deadGroups []DeadLetterGroup
 }
 
 // roundPart is how a check takes part in a findings round: read stores its
@@ -370,7 +373,7 @@ func init() {
 			statement:  queueHealthSQL,
 			EmptyTitle: "No queue has jobs yet.",
 			EmptyWhy:   " Each queue's ready, running and dead counts appear here once jobs are enqueued.",
-			tables:     []string{"jobs", "queue_settings", "dead_letter_counts"},
+			tables:     []string{"jobs", "queue_settings", "dead_letter_counts", "queue_job_counts"},
 			panel:      typed((*Diagnostics).QueueHealth),
 			History:    HistoryQueues, historyRows: recorded[QueueStat],
 			round:   section(func(r *Round) *[]QueueStat { return &r.Queues }, readQueues),
@@ -841,10 +844,20 @@ func readWALAnchor(ctx context.Context, db DBTX, s *roundState) error {
 }
 
 func readQueues(ctx context.Context, db DBTX, s *roundState) ([]QueueStat, error) {
-	return QueueHealth(ctx, db, s.queueParams)
+	stats, groups, err := queueHealth(ctx, db, s.queueParams)
+	if err == nil {
+		s.deadGroups = groups
+	}
+	return stats, err
 }
 
+// readDeadLetters takes the groups the queue health read, in the same
+// snapshot and order, when it succeeded: the per-group probes run once a
+// round.
 func readDeadLetters(ctx context.Context, db DBTX, s *roundState) ([]DeadLetterGroup, error) {
+	if s.deadGroups != nil {
+		return s.deadGroups[:min(len(s.deadGroups), queues.DefaultDeadLetterGroups)], nil
+	}
 	return DeadLetters(ctx, db, s.queueParams)
 }
 

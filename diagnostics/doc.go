@@ -27,12 +27,14 @@
 // it against Thresholds. A check that fails or times out becomes a
 // diagnostics.unavailable finding naming the check, never a silent gap.
 //
-// Queue and outbox counts never scan finished history: queues and
-// priorities are found with loose scans of the partial indexes, backlog
-// counts stop at a cap (QueueParams.CountCap), and dead letters are read
-// through the queues package from its per-class counters, so a round's cost
-// follows the queues, the classes and the ready backlog (up to the cap),
-// not the history or the dead-letter pile.
+// Queue and outbox counts never scan finished history or the backlog: each
+// queue's ready and running totals are summed from the engine's counters
+// (queue_job_counts, kept exact by triggers on jobs), its priorities are
+// found with loose scans of the partial indexes and its oldest ready job is
+// one probe per priority, the jobs scheduled for later stop at a cap
+// (QueueParams.CountCap), and dead letters are read through the queues
+// package from its per-class counters, so a round's cost follows the queues
+// and the classes, not the history, the backlog or the dead-letter pile.
 //
 // Pages that many engineers keep open share one round: LatestRound serves
 // the round of the last few seconds (Config.RoundMaxAge) to the overview,

@@ -434,3 +434,37 @@ func TestLongRunningJobsUsesItsIndex(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, fmt.Sprint(plan), "jobs_done_kind_idx", "%s", strings.Join(plan, "\n"))
 }
+
+// A kind's usual run time is read once per kind, not once per running job:
+// with 300 jobs of one kind running (a fleet stuck on one handler), the
+// statement descends jobs_done_kind_idx once.
+func TestLongRunningJobsReadsEachKindOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Pool(t, testdb.URL(t))
+	_, err := db.Exec(ctx, `INSERT INTO jobs (queue, kind, status, started_at, finished_at)
+		SELECT 'q', 'k', 'done', now() - interval '2 seconds', now() FROM generate_series(1, 20000);
+		INSERT INTO jobs (queue, kind, status, lease_owner, lease_until, started_at)
+		SELECT 'q', 'k', 'running', 'w', now() + interval '1 minute', now() - interval '1 hour' FROM generate_series(1, 300);
+		ANALYZE jobs`)
+	require.NoError(t, err)
+	q, ok := diagnostics.SQLFor(diagnostics.CheckLongRunningJobs, 0)
+	require.True(t, ok)
+	var raw []byte
+	require.NoError(t, db.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+q, 300.0, 20, 5.0).Scan(&raw))
+	var doc []struct{ Plan map[string]any }
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	loops := -1.0
+	var walk func(n map[string]any)
+	walk = func(n map[string]any) {
+		if n["Index Name"] == "jobs_done_kind_idx" {
+			loops = n["Actual Loops"].(float64)
+		}
+		children, _ := n["Plans"].([]any)
+		for _, c := range children {
+			walk(c.(map[string]any))
+		}
+	}
+	walk(doc[0].Plan)
+	require.Equal(t, 1.0, loops, "jobs_done_kind_idx is descended once per running job, not per kind:\n%s", raw)
+}

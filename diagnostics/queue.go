@@ -25,7 +25,10 @@ type QueueStat struct {
 	// Dead is exact.
 	Dead int64 `db:"dead" json:"dead"`
 	// DeadRecent counts jobs that died within QueueParams.DeadWindow.
-	// Ready, Scheduled and DeadRecent stop at QueueParams.CountCap.
+	// Scheduled and DeadRecent stop at QueueParams.CountCap. Running is
+	// exact; Ready is exact while Scheduled is below the cap (it is the
+	// queue's exact ready total minus Scheduled), an upper bound when
+	// Scheduled reached it.
 	DeadRecent        int64      `db:"dead_recent" json:"dead_recent"`
 	Paused            bool       `db:"paused" json:"paused"`
 	MaxWorkers        *int32     `db:"max_workers" json:"max_workers"`
@@ -61,31 +64,47 @@ func (p QueueParams) withDefaults() QueueParams {
 	return p
 }
 
-// QueueHealth reads every queue's backlog and leases through loose scans of
-// the partial indexes (queue_health.sql), and its dead letters from the
-// queues package (queues.DeadLetterQueueCounts: exact totals, recent counts
-// capped), so the dead-letter walk has one owner. Queues with only dead
-// letters are listed too, in name order with the rest.
+// QueueHealth reads every queue's ready and running totals from the
+// engine's counters and its oldest ready job, scheduled jobs and expired
+// leases through probes of the partial indexes (queue_health.sql), and its
+// dead letters from the queues package (queues.DeadLetterClassStatsAll:
+// exact totals, recent counts capped), so the dead-letter walk has one
+// owner. Queues with only dead letters are listed too, in name order with
+// the rest.
 func QueueHealth(ctx context.Context, db DBTX, p QueueParams) ([]QueueStat, error) {
+	stats, _, err := queueHealth(ctx, db, p)
+	return stats, err
+}
+
+// queueHealth is QueueHealth, also returning every dead-letter group it
+// summed (queues.DeadLetterClassStatsAll), so a findings round answers the
+// dead-letter check from the same read.
+func queueHealth(ctx context.Context, db DBTX, p QueueParams) ([]QueueStat, []DeadLetterGroup, error) {
 	p = p.withDefaults()
 	q, err := sqlText(CheckQueueHealth, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rows, err := db.Query(ctx, q, p.CountCap)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", CheckQueueHealth, err)
+		return nil, nil, fmt.Errorf("%s: %w", CheckQueueHealth, err)
 	}
 	// Lax: dead and dead_recent come from the second read.
 	stats, err := pgx.CollectRows(rows, pgx.RowToStructByNameLax[QueueStat])
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", CheckQueueHealth, err)
+		return nil, nil, fmt.Errorf("%s: %w", CheckQueueHealth, err)
 	}
-	dead, err := queues.DeadLetterQueueCounts(ctx, db, queues.DeadLetterStatsParams{Window: p.DeadWindow, CountCap: p.CountCap})
+	groups, dead, err := queues.DeadLetterClassStatsAll(ctx, db, p.deadLetterStats())
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", CheckQueueHealth, err)
+		return nil, nil, fmt.Errorf("%s: %w", CheckQueueHealth, err)
 	}
-	return mergeDeadCounts(stats, dead), nil
+	return mergeDeadCounts(stats, dead), groups, nil
+}
+
+// deadLetterStats are the queues package's parameters for p (the default
+// of at most 200 groups).
+func (p QueueParams) deadLetterStats() queues.DeadLetterStatsParams {
+	return queues.DeadLetterStatsParams{Window: p.DeadWindow, CountCap: p.CountCap}
 }
 
 // mergeDeadCounts sets each queue's dead counts, adding the queues that have
@@ -132,7 +151,7 @@ type DeadLetterGroup = queues.DeadLetterClassStat
 // (queues.DeadLetterClassStats): at most 200 groups, counts capped.
 func DeadLetters(ctx context.Context, db DBTX, p QueueParams) ([]DeadLetterGroup, error) {
 	p = p.withDefaults()
-	return queues.DeadLetterClassStats(ctx, db, queues.DeadLetterStatsParams{Window: p.DeadWindow, CountCap: p.CountCap})
+	return queues.DeadLetterClassStats(ctx, db, p.deadLetterStats())
 }
 
 // DeadLetters runs the dead-letter grouping as a panel.

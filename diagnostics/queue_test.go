@@ -138,12 +138,16 @@ func TestQueueAndOutboxFindings(t *testing.T) {
 	}
 	require.True(t, found, "the unclassified group is listed")
 
-	// Counts stop at the cap; dead totals are exact (the engine's counters).
-	capped, err := diagnostics.QueueHealth(ctx, db, diagnostics.QueueParams{CountCap: 5})
+	// Jobs scheduled for later are counted up to the cap; ready and dead
+	// totals are exact whatever the cap (the engine's counters).
+	capped, err := diagnostics.QueueHealth(ctx, db, diagnostics.QueueParams{CountCap: 3})
 	require.NoError(t, err)
 	for _, q := range capped {
 		if q.Queue == "backlog-q" {
-			require.EqualValues(t, 5, q.Ready, "20 ready, counted up to 5")
+			require.EqualValues(t, 20, q.Ready, "ready totals are exact")
+		}
+		if q.Queue == "later-q" {
+			require.EqualValues(t, 3, q.Scheduled, "5 scheduled, counted up to 3")
 		}
 		if q.Queue == "old-dead-q" {
 			require.EqualValues(t, 50, q.Dead, "dead totals are exact")
@@ -158,4 +162,40 @@ func TestQueueAndOutboxFindings(t *testing.T) {
 	for i := 1; i < len(rep.Findings); i++ {
 		require.LessOrEqual(t, rank[rep.Findings[i-1].Severity], rank[rep.Findings[i].Severity])
 	}
+}
+
+// TestRoundDeadLettersShared: a findings round reads the dead-letter groups
+// once, with the queue health, and its dead-letter section is what the
+// dead-letter panel's own statement returns: the same groups in the same
+// order (most recent burst first, not queue order), and the per-queue sums
+// in the queue section.
+func TestRoundDeadLettersShared(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	for _, q := range []string{
+		`INSERT INTO jobs (queue, kind, status, error_class, finished_at, attempts)
+		 SELECT 'a-q', 'k', 'dead', 'E' || (g % 2), now() - interval '1 minute', 8 FROM generate_series(1, 3) AS g`,
+		`INSERT INTO jobs (queue, kind, status, error_class, finished_at, attempts)
+		 SELECT 'z-q', 'k', 'dead', 'Burst', now() - interval '10 seconds', 8 FROM generate_series(1, 9)`,
+		`INSERT INTO jobs (queue, kind, status, error_class, finished_at, attempts)
+		 SELECT 'm-q', 'k', 'dead', 'Old', now() - interval '3 days', 8 FROM generate_series(1, 40)`,
+	} {
+		_, err := db.Exec(ctx, q)
+		require.NoError(t, err)
+	}
+	th := diagnostics.DefaultThresholds()
+	d := open(t, url, diagnostics.Config{Thresholds: &th})
+	r := d.Round(ctx)
+	require.Empty(t, r.Unavailable)
+	want, err := diagnostics.DeadLetters(ctx, db, diagnostics.QueueParams{DeadWindow: th.DeadLetterWindow})
+	require.NoError(t, err)
+	require.Equal(t, "z-q", want[0].Queue, "the burst comes first")
+	require.Equal(t, want, r.DeadLetters)
+	dead := map[string]int64{}
+	for _, q := range r.Queues {
+		dead[q.Queue] = q.Dead
+	}
+	require.Equal(t, map[string]int64{"a-q": 3, "z-q": 9, "m-q": 40}, dead)
 }

@@ -18,9 +18,13 @@ type DeadLetterStatsParams struct {
 	// equal to the cap means "at least that many". Dead counts are exact.
 	CountCap int64
 	// MaxGroups bounds how many (queue, error class) groups
-	// DeadLetterClassStats returns (default 200).
+	// DeadLetterClassStats returns (default DefaultDeadLetterGroups).
 	MaxGroups int
 }
+
+// DefaultDeadLetterGroups is how many groups DeadLetterClassStats returns
+// when DeadLetterStatsParams.MaxGroups is zero.
+const DefaultDeadLetterGroups = 200
 
 func (p DeadLetterStatsParams) withDefaults() DeadLetterStatsParams {
 	if p.Window <= 0 {
@@ -30,7 +34,7 @@ func (p DeadLetterStatsParams) withDefaults() DeadLetterStatsParams {
 		p.CountCap = 10_000
 	}
 	if p.MaxGroups <= 0 {
-		p.MaxGroups = 200
+		p.MaxGroups = DefaultDeadLetterGroups
 	}
 	return p
 }
@@ -74,16 +78,27 @@ type DeadLetterQueueCount struct {
 // the queue's recent count capped at CountCap). Its cost follows the number
 // of groups, not of dead jobs.
 func DeadLetterQueueCounts(ctx context.Context, db DBTX, p DeadLetterStatsParams) ([]DeadLetterQueueCount, error) {
+	_, counts, err := DeadLetterClassStatsAll(ctx, db, p)
+	return counts, err
+}
+
+// DeadLetterClassStatsAll is one statement answering both
+// DeadLetterClassStats without its MaxGroups bound (every group, in the
+// same order, so its first p.MaxGroups are DeadLetterClassStats' answer)
+// and DeadLetterQueueCounts: a caller that shows both pays for the
+// per-group probes once.
+func DeadLetterClassStatsAll(ctx context.Context, db DBTX, p DeadLetterStatsParams) ([]DeadLetterClassStat, []DeadLetterQueueCount, error) {
 	p = p.withDefaults()
 	var everyGroup *int // LIMIT NULL: no limit
 	groups, err := collectRows[DeadLetterClassStat](ctx, db, "dead_letter_class_stats", "count dead letters by queue",
 		p.Window.Seconds(), p.CountCap, everyGroup)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	slices.SortFunc(groups, func(a, b DeadLetterClassStat) int { return cmp.Compare(a.Queue, b.Queue) })
+	byQueue := slices.Clone(groups)
+	slices.SortFunc(byQueue, func(a, b DeadLetterClassStat) int { return cmp.Compare(a.Queue, b.Queue) })
 	var out []DeadLetterQueueCount
-	for _, g := range groups {
+	for _, g := range byQueue {
 		if len(out) == 0 || out[len(out)-1].Queue != g.Queue {
 			out = append(out, DeadLetterQueueCount{Queue: g.Queue})
 		}
@@ -91,7 +106,7 @@ func DeadLetterQueueCounts(ctx context.Context, db DBTX, p DeadLetterStatsParams
 		q.Dead += g.Dead
 		q.DeadRecent = min(q.DeadRecent+g.DeadRecent, p.CountCap)
 	}
-	return out, nil
+	return groups, out, nil
 }
 
 // DeadLetterClassCount is one error class among the dead jobs a filter

@@ -68,8 +68,10 @@
 // requeued, retried, cancelled, re-classed, archived or deleted; TRUNCATE
 // empties it). DeadLetterGroups, DeadLetterTotals, DeadLetterClassStats,
 // DeadLetterQueueCounts and QueueStats read their counts there and the dead
-// jobs only through a few index probes per group shown, so their cost
-// follows the number of groups, not of dead jobs.
+// jobs only through a few index probes per group shown (the recent deaths
+// of every group are one range scan of the window over
+// jobs_dead_finished_idx), so their cost follows the number of groups and
+// of recent deaths, not of dead jobs.
 //
 // Two other designs were measured first, on 10 million jobs with a million
 // dead in 1,000 classes: grouping the dead jobs (the old DeadLetterGroups)
@@ -87,6 +89,33 @@
 // The whole-class requeue preview (DeadLetterCount and friends) stays an
 // exact count over jobs_dead_idx, bounded by the size of the class: it is
 // what the operator signs.
+//
+// # Queue counts at scale
+//
+// QueueStats (the /queues pages, the queue health check, the per-queue
+// gauges) must not cost one index entry per ready job either: a backlog of
+// 200,000 took 0.2-0.3 s to count on a loaded machine. Three designs were
+// weighed. Counting up to a cap keeps the cost at the cap times the
+// queues (a million entries at 10,000 a queue over 100 queues) and turns
+// the figure operators compare into "10,000+"; the sampler's latest
+// snapshot is cheap to read but up to its interval old, and is only as
+// fast as the count it runs. The counters were chosen: queue_job_counts
+// holds each queue's ready and running counts, exact and in the same
+// transaction as the jobs' change, written by statement triggers with
+// transition tables (one call per INSERT, UPDATE or DELETE on jobs,
+// aggregating the rows it changed; a lease renewal writes nothing). A
+// single row per queue would be a hot row that every claim and ack holds
+// until commit, so claims of a queue would commit one at a time; the table
+// is instead append-only for writers (one row per statement and queue, its
+// net change), summed by readers, and folded into one row per queue by
+// about one statement in 64 under a non-blocking advisory lock (the fold
+// deletes the rows it sees and inserts their sums in one statement, so a
+// reader sees before or after it, and a fold that loses the lock just
+// skips). The oldest due job stays one index probe per queue and priority;
+// only the jobs scheduled for later are counted from jobs, up to
+// QueueStatsScheduledCap, and QueueStat.DueExact says when Due is an upper
+// bound. The write cost, measured with `console bench floor` and `burn`
+// against the previous schema, is in BENCHMARKS.md.
 //
 // # Fleet-wide settings
 //

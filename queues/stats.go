@@ -7,11 +7,17 @@ import (
 // QueueStat is one queue's line on the overview.
 type QueueStat struct {
 	Queue string `db:"queue"`
-	// Ready counts every ready job, Due those whose available_at has come.
-	Ready int64 `db:"ready"`
-	Due   int64 `db:"due"`
-	// Running counts leased jobs; ExpiredLeases those whose lease is past
-	// (a dead or stalled worker the reaper has not handled yet).
+	// Ready counts every ready job, exactly (queue_job_counts). Due counts
+	// those whose available_at has come: Ready minus the jobs scheduled for
+	// later, which are counted up to QueueStatsScheduledCap per queue and
+	// priority; DueExact is false when that count reached the cap, and Due
+	// is then an upper bound.
+	Ready    int64 `db:"ready"`
+	Due      int64 `db:"due"`
+	DueExact bool  `db:"due_exact"`
+	// Running counts leased jobs, exactly (queue_job_counts); ExpiredLeases
+	// those whose lease is past (a dead or stalled worker the reaper has not
+	// handled yet).
 	Running       int64 `db:"running"`
 	ExpiredLeases int64 `db:"expired_leases"`
 	Dead          int64 `db:"dead"`
@@ -25,8 +31,17 @@ type QueueStat struct {
 	RatePerSecond      *float64 `db:"rate_per_second"`
 }
 
-// QueueStats returns per-queue counts from the partial indexes only, so it
-// stays cheap with millions of finished rows.
+// QueueStatsScheduledCap is where QueueStats stops counting a queue's jobs
+// scheduled for later, per priority: it bounds the only count QueueStats
+// takes from the jobs themselves.
+const QueueStatsScheduledCap = 10_000
+
+// QueueStats returns per-queue counts whose cost follows the number of
+// queues, not the backlog or the history: ready, running and dead are exact
+// counters kept by triggers on jobs (queue_job_counts, dead_letter_counts),
+// the oldest due job is an index probe per queue and priority, and only the
+// jobs scheduled for later are counted from jobs, up to
+// QueueStatsScheduledCap (QueueStat.DueExact).
 func QueueStats(ctx context.Context, db DBTX) ([]QueueStat, error) {
-	return collectRows[QueueStat](ctx, db, "queue_stats", "queue stats")
+	return collectRows[QueueStat](ctx, db, "queue_stats", "queue stats", QueueStatsScheduledCap)
 }

@@ -124,13 +124,27 @@ func oldestReadyCell(due int64, seconds float64) views.Cell {
 	return views.Cell{Text: humanSeconds(seconds)}
 }
 
+// exactCount is the hint of the counts kept exact as jobs move.
+const exactCount = "exact: counted as jobs move"
+
+// dueCell is a queue's due count: exact, or an upper bound ("≤ n") when
+// its jobs scheduled for later were counted only up to the cap.
+func dueCell(q queues.QueueStat) views.Cell {
+	if q.DueExact {
+		return views.Cell{Text: humanInt(q.Due)}
+	}
+	return views.Cell{Text: "≤ " + humanInt(q.Due),
+		Title: fmt.Sprintf("estimated: over %s jobs are scheduled for later, counted no further", humanInt(queues.QueueStatsScheduledCap))}
+}
+
 // queuesModel maps the queue stats to the /queues table.
 func queuesModel(stats []queues.QueueStat, role string, now time.Time) views.QueuesPage {
 	p := views.Panel{
 		ID: "queues", Title: "Queues", Status: "ok",
-		Columns: []views.Column{{Label: "Queue"}, {Label: "Ready", Num: true}, {Label: "Due", Num: true, Hint: "ready jobs whose available_at has come"},
-			{Label: "Running", Num: true}, {Label: "Expired leases", Num: true, Hint: "running past lease_until: a dead or stalled worker the reaper has not handled"},
-			{Label: "Dead", Num: true}, {Label: "Done (approx)", Num: true, Hint: "estimated from planner statistics"},
+		Columns: []views.Column{{Label: "Queue"}, {Label: "Ready", Num: true, Hint: exactCount},
+			{Label: "Due", Num: true, Hint: "ready jobs whose available_at has come: exact, or ≤ when many are scheduled for later"},
+			{Label: "Running", Num: true, Hint: exactCount}, {Label: "Expired leases", Num: true, Hint: "running past lease_until: a dead or stalled worker the reaper has not handled"},
+			{Label: "Dead", Num: true, Hint: exactCount}, {Label: "Done (approx)", Num: true, Hint: "estimated from planner statistics"},
 			{Label: "Oldest ready", Num: true}, {Label: "Settings"}, {Label: "Actions"}},
 		EmptyTitle: "No queues yet.",
 		EmptyWhy:   " A queue appears here once a job is enqueued into it or an operator changes its settings.",
@@ -152,7 +166,7 @@ func queuesModel(stats []queues.QueueStat, role string, now time.Time) views.Que
 		p.Rows = append(p.Rows, []views.Cell{
 			{Text: q.Queue, Href: queueHref(q.Queue), Mono: true},
 			{Text: humanInt(q.Ready), Href: jobsHref("queue", q.Queue, "status", queues.StatusReady)},
-			{Text: humanInt(q.Due)},
+			dueCell(q),
 			{Text: humanInt(q.Running), Href: jobsHref("queue", q.Queue, "status", queues.StatusRunning)},
 			expired,
 			dead,
@@ -230,12 +244,12 @@ func queueDetailModel(q queues.QueueStat, st queues.QueueSettings, role string, 
 		Name:        q.Queue,
 		GeneratedAt: now.UTC().Format(time.RFC3339),
 		Counts: []views.Fact{
-			{Label: "Ready", Value: humanInt(q.Ready), Href: jobsHref("queue", q.Queue, "status", queues.StatusReady)},
-			{Label: "Due now", Value: humanInt(q.Due)},
+			{Label: "Ready", Value: humanInt(q.Ready), Href: jobsHref("queue", q.Queue, "status", queues.StatusReady), Title: exactCount},
+			{Label: "Due now", Value: dueCell(q).Text, Title: dueCell(q).Title},
 			{Label: "Oldest due ready", Value: oldest},
-			{Label: "Running", Value: humanInt(q.Running), Href: jobsHref("queue", q.Queue, "status", queues.StatusRunning)},
+			{Label: "Running", Value: humanInt(q.Running), Href: jobsHref("queue", q.Queue, "status", queues.StatusRunning), Title: exactCount},
 			{Label: "Expired leases", Value: humanInt(q.ExpiredLeases)},
-			{Label: "Dead", Value: humanInt(q.Dead), Href: jobsHref("queue", q.Queue, "status", queues.StatusDead)},
+			{Label: "Dead", Value: humanInt(q.Dead), Href: jobsHref("queue", q.Queue, "status", queues.StatusDead), Title: exactCount},
 			{Label: "Done (approx)", Value: "~" + humanInt(q.DoneApprox), Title: "estimated from planner statistics"},
 		},
 		Settings: []views.Fact{

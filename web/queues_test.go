@@ -255,13 +255,17 @@ func TestQueuesModel(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	stats := []queues.QueueStat{
-		{Queue: "a", Ready: 1234, Due: 10, OldestReadySeconds: 252, Dead: 2, DoneApprox: 1e6},
-		{Queue: "b", Paused: true},
+		{Queue: "a", Ready: 1234, Due: 10, DueExact: true, OldestReadySeconds: 252, Dead: 2, DoneApprox: 1e6},
+		{Queue: "b", Paused: true, DueExact: true},
+		{Queue: "c", Ready: 20000, Due: 5000, DueExact: false},
 	}
 	m := queuesModel(stats, "operator", now)
-	require.Len(t, m.Queues.Rows, 2)
+	require.Len(t, m.Queues.Rows, 3)
 	a := m.Queues.Rows[0]
 	require.Equal(t, "1,234", a[1].Text)
+	require.Equal(t, "10", a[2].Text, "an exact due count")
+	require.Equal(t, "≤ 5,000", m.Queues.Rows[2][2].Text, "scheduled jobs past the cap: due is an upper bound")
+	require.Contains(t, m.Queues.Rows[2][2].Title, "estimated")
 	require.Equal(t, "/jobs?queue=a&status=ready", a[1].Href)
 	require.Equal(t, "/deadletters?queue=a", a[5].Href)
 	require.Equal(t, "~1,000,000", a[6].Text)

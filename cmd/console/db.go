@@ -25,6 +25,11 @@ func openPool(ctx context.Context, raw, appName string, maxConns int32, own *own
 			redactErr(err, raw))
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = appName
+	// The console's and the engine's statements are short index probes: JIT
+	// never pays off for them, and a plan whose estimate crosses
+	// jit_above_cost (a per-queue loop on a 10-million-row table) spends
+	// hundreds of milliseconds compiling a query that runs in ten.
+	cfg.ConnConfig.RuntimeParams["jit"] = "off"
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}

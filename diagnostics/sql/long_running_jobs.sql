@@ -5,7 +5,9 @@
 -- once at least $2 of them exist; a job is listed when it has run $3 times
 -- that and at least $1 seconds. The worst 20 first. Walks
 -- jobs_running_lease_idx for running jobs and jobs_done_kind_idx once per
--- kind; ACCESS SHARE on jobs.
+-- kind (usual is MATERIALIZED so that it stays once per kind: inlined, the
+-- planner may join it per running job, 200 done jobs read for each);
+-- ACCESS SHARE on jobs.
 WITH running AS (
     SELECT id, queue, kind, coalesce(lease_owner, '') AS lease_owner, started_at, attempts,
            extract(epoch FROM clock_timestamp() - started_at)::float8 AS running_seconds
@@ -13,7 +15,7 @@ WITH running AS (
     WHERE status = 'running'
       AND started_at < clock_timestamp() - make_interval(secs => $1)
     LIMIT 10000
-), usual AS (
+), usual AS MATERIALIZED (
     SELECT k.kind, u.usual_seconds, u.samples
     FROM (SELECT DISTINCT kind FROM running) AS k
     CROSS JOIN LATERAL (

@@ -2,27 +2,32 @@
 -- how many died within the last $1 seconds and the last death, most recent
 -- burst first, at most $3 groups: what to classify before any requeue.
 -- The groups and their exact counts come from dead_letter_counts (one row
--- per class, kept by triggers on jobs); each group then costs index range
--- scans of jobs_dead_idx (queue, error_class, finished_at) over the window,
--- stopping at $2 (a recent count equal to $2 means "at least"), and one
--- probe for its last death. The cost follows the number of classes, not of
--- dead jobs. Takes ACCESS SHARE on jobs and dead_letter_counts.
+-- per class, kept by triggers on jobs). The recent deaths of every class
+-- are one range scan of jobs_dead_finished_idx over the window (its
+-- predicate repeats the index's "attempts >= 0"), grouped; each count stops
+-- at $2 (a recent count equal to $2 means "at least"). A class with no
+-- recent death costs one probe of jobs_dead_idx for its last death; the
+-- others take it from the window. The cost follows the number of classes
+-- and of recent deaths, not of dead jobs. Takes ACCESS SHARE on jobs and
+-- dead_letter_counts.
+WITH recent AS (
+    SELECT j.queue, coalesce(j.error_class, '') AS error_class,
+           count(*) AS dead_recent, max(j.finished_at) AS last_finished_at
+    FROM jobs AS j
+    WHERE j.status = 'dead' AND j.attempts >= 0
+      AND j.finished_at > now() - make_interval(secs => $1)
+    GROUP BY 1, 2
+)
 SELECT c.queue, c.error_class, c.dead,
-       (SELECT count(*) FROM (
-            SELECT 1 FROM jobs AS j
-            WHERE j.status = 'dead' AND j.queue = c.queue AND j.error_class = c.error_class
-              AND j.finished_at > now() - make_interval(secs => $1)
-            UNION ALL
-            SELECT 1 FROM jobs AS j
-            WHERE c.error_class = ''
-              AND j.status = 'dead' AND j.queue = c.queue AND j.error_class IS NULL
-              AND j.finished_at > now() - make_interval(secs => $1)
-            LIMIT $2) AS s)::int8 AS dead_recent,
-       greatest((SELECT max(j.finished_at) FROM jobs AS j
-                 WHERE j.status = 'dead' AND j.queue = c.queue AND j.error_class = c.error_class),
-                (SELECT max(j.finished_at) FROM jobs AS j
-                 WHERE c.error_class = ''
-                   AND j.status = 'dead' AND j.queue = c.queue AND j.error_class IS NULL)) AS last_finished_at
+       least(coalesce(r.dead_recent, 0), $2)::int8 AS dead_recent,
+       -- COALESCE evaluates the probes only for classes with no recent death.
+       coalesce(r.last_finished_at,
+                greatest((SELECT max(j.finished_at) FROM jobs AS j
+                          WHERE j.status = 'dead' AND j.queue = c.queue AND j.error_class = c.error_class),
+                         (SELECT max(j.finished_at) FROM jobs AS j
+                          WHERE c.error_class = ''
+                            AND j.status = 'dead' AND j.queue = c.queue AND j.error_class IS NULL))) AS last_finished_at
 FROM dead_letter_counts AS c
+LEFT JOIN recent AS r USING (queue, error_class)
 ORDER BY dead_recent DESC, c.dead DESC, c.queue, c.error_class
 LIMIT $3
