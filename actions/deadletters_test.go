@@ -107,7 +107,7 @@ func TestOutboxRequeueInBatches(t *testing.T) {
 	insertDeadOutbox(t, pool, "coupons")
 	out, err := r.Run(ctx, operator, "outbox.requeue", actions.Request{Params: map[string]any{"topic": "orders"}, Reason: reason})
 	require.NoError(t, err)
-	res := out.Result.(actions.OutboxRequeueResult)
+	res := out.Result.(actions.RequeueResult)
 	require.Equal(t, 5, res.Requeued)
 	require.Len(t, res.IDs, 5)
 	require.Equal(t, 3, res.Batches, "2 + 2 + 1")
