@@ -182,16 +182,6 @@ func IdempotencyDo(ctx context.Context, db interface {
 // ErrNotFound, so an operator can tell a client whether a commit-unknown
 // request took effect (RB-M).
 func IdempotencyLookup(ctx context.Context, db DBTX, scope, key string) (*IdempotencyRecord, error) {
-	rows, err := db.Query(ctx, sqlText("idempotency_lookup"), scope, key)
-	if err != nil {
-		return nil, fmt.Errorf("look up idempotency key %q: %w", key, err)
-	}
-	rec, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[IdempotencyRecord])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("idempotency key %q: %w", key, ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("look up idempotency key %q: %w", key, err)
-	}
-	return rec, nil
+	return collectOne[IdempotencyRecord](ctx, db, "idempotency_lookup",
+		fmt.Sprintf("look up idempotency key %q", key), fmt.Sprintf("idempotency key %q", key), scope, key)
 }

@@ -159,18 +159,8 @@ type OutboxRecord struct {
 
 // OutboxEventGet returns one outbox event, or ErrNotFound.
 func OutboxEventGet(ctx context.Context, db DBTX, id int64) (*OutboxRecord, error) {
-	rows, err := db.Query(ctx, sqlText("outbox_get"), id)
-	if err != nil {
-		return nil, fmt.Errorf("get outbox event %d: %w", id, err)
-	}
-	rec, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[OutboxRecord])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("outbox event %d: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get outbox event %d: %w", id, err)
-	}
-	return rec, nil
+	return collectOne[OutboxRecord](ctx, db, "outbox_get",
+		fmt.Sprintf("get outbox event %d", id), fmt.Sprintf("outbox event %d", id), id)
 }
 
 // OutboxListParams filters and pages OutboxList. BeforeID is the keyset
