@@ -30,11 +30,6 @@ func TestActionExecuteNeedsItsPreview(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	db := e.srv.cfg.Pool
-	count := func(q string) int {
-		var n int
-		require.NoError(t, db.QueryRow(ctx, q).Scan(&n))
-		return n
-	}
 	paused := func(queue string) int {
 		var n int
 		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM queue_settings WHERE queue = $1 AND paused`, queue).Scan(&n))
@@ -112,15 +107,15 @@ func TestActionExecuteNeedsItsPreview(t *testing.T) {
 		require.Contains(t, body, "Nothing was done: what this action would act on changed since your preview")
 		require.Contains(t, body, "Requeue 4 dead jobs", "the new preview is shown")
 		require.Contains(t, body, `data-testid="action-execute"`, "and asks again")
-		require.Equal(t, 4, count(`SELECT count(*) FROM jobs WHERE queue = 'stale' AND status = 'dead'`), "nothing moved")
-		require.Equal(t, 1, count(`SELECT count(*) FROM audit_events WHERE action = 'deadletters.requeue' AND outcome = 'refused'`),
+		require.Equal(t, 4, e.queryInt(t, `SELECT count(*) FROM jobs WHERE queue = 'stale' AND status = 'dead'`), "nothing moved")
+		require.Equal(t, 1, e.queryInt(t, `SELECT count(*) FROM audit_events WHERE action = 'deadletters.requeue' AND outcome = 'refused'`),
 			"the refusal is audited")
 
 		form.Set("preview", sealOf(t, body))
 		resp, body = op.post("/actions/deadletters.requeue", form)
 		require.Equal(t, http.StatusOK, resp.StatusCode, body)
 		require.Contains(t, body, "Requeued 4 dead jobs of class <code>smtp.timeout</code>")
-		require.Equal(t, 4, count(`SELECT count(*) FROM jobs WHERE queue = 'stale' AND status = 'ready'`))
+		require.Equal(t, 4, e.queryInt(t, `SELECT count(*) FROM jobs WHERE queue = 'stale' AND status = 'ready'`))
 	})
 	t.Run("GoneMeanwhile", func(t *testing.T) {
 		_, err := db.Exec(ctx, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at)
@@ -135,6 +130,6 @@ func TestActionExecuteNeedsItsPreview(t *testing.T) {
 		require.Contains(t, body, "Nothing was done")
 		require.Contains(t, body, "A new preview was refused too: preview deadletters.requeue: no dead jobs match queue:gone")
 		require.Contains(t, body, `data-testid="action-form-edit"`, "back to the form")
-		require.Equal(t, 0, count(`SELECT count(*) FROM audit_events WHERE action = 'deadletters.requeue' AND outcome = 'succeeded' AND target = 'queue:gone'`))
+		require.Equal(t, 0, e.queryInt(t, `SELECT count(*) FROM audit_events WHERE action = 'deadletters.requeue' AND outcome = 'succeeded' AND target = 'queue:gone'`))
 	})
 }
