@@ -38,30 +38,32 @@ func startWorker(t *testing.T, url string, args string) *exec.Cmd {
 	return cmd
 }
 
+// enqueueSleeps enqueues n jobs of the demo kind sleep in queue, job i
+// sleeping ms(i) milliseconds.
+func enqueueSleeps(t *testing.T, pool *pgxpool.Pool, queue string, n int, ms func(i int) int) {
+	t.Helper()
+	ps := make([]queues.EnqueueParams, n)
+	for i := range ps {
+		ps[i] = queues.EnqueueParams{Queue: queue, Kind: "sleep", Payload: map[string]int{"ms": ms(i)}}
+	}
+	_, err := queues.EnqueueManyTx(context.Background(), pool, ps)
+	require.NoError(t, err)
+}
+
 // TestWorkerKilledMidJob: a `console worker` process is killed with SIGKILL
 // while it runs jobs; a second worker takes the jobs over once their leases
 // expire, and every job completes exactly once, none lost, with the killed
 // attempt counted.
 func TestWorkerKilledMidJob(t *testing.T) {
-	ctx := context.Background()
 	url := testdb.URL(t)
 	pool := testdb.Pool(t, url)
 	const n = 60
-	ps := make([]queues.EnqueueParams, n)
-	for i := range ps {
-		// Staggered run times, so the running jobs never all end at once
-		// and leave a moment with none running.
-		ps[i] = queues.EnqueueParams{Queue: "crash", Kind: "sleep", Payload: map[string]int{"ms": 200 + 100*(i%6)}}
-	}
-	_, err := queues.EnqueueManyTx(ctx, pool, ps)
-	require.NoError(t, err)
+	// Staggered run times, so the running jobs never all end at once and
+	// leave a moment with none running.
+	enqueueSleeps(t, pool, "crash", n, func(i int) int { return 200 + 100*(i%6) })
 
 	first := startWorker(t, url, "--queues crash --concurrency 6 --lease 2s --poll 100ms")
-	count := func(q string) int {
-		var c int
-		require.NoError(t, pool.QueryRow(ctx, q).Scan(&c))
-		return c
-	}
+	count := func(q string) int { return countRows(t, pool, q) }
 	require.Eventually(t, func() bool {
 		// Kill it early, while most jobs are still to run: a worker that
 		// has claimed its last jobs may finish them before the signal.
@@ -92,17 +94,9 @@ func TestThrottleAcrossWorkerProcesses(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	pool := testdb.Pool(t, url)
-	const n = 400
-	ps := make([]queues.EnqueueParams, n)
-	for i := range ps {
-		ps[i] = queues.EnqueueParams{Queue: "throttled", Kind: "sleep", Payload: map[string]int{"ms": 150}}
-	}
-	_, err := queues.EnqueueManyTx(ctx, pool, ps)
-	require.NoError(t, err)
+	enqueueSleeps(t, pool, "throttled", 400, func(int) int { return 150 })
 	running := func() int {
-		var c int
-		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE queue = 'throttled' AND status = 'running'").Scan(&c))
-		return c
+		return countRows(t, pool, "SELECT count(*) FROM jobs WHERE queue = 'throttled' AND status = 'running'")
 	}
 	for i := 0; i < 2; i++ {
 		startWorker(t, url, "--queues throttled --concurrency 8 --poll 100ms")
@@ -119,15 +113,15 @@ func TestThrottleAcrossWorkerProcesses(t *testing.T) {
 	// Running jobs finish (they are not killed); within one poll interval
 	// plus the longest job the fleet is at the limit, and stays there.
 	require.Eventually(t, func() bool { return running() <= 2 }, 10*time.Second, 10*time.Millisecond)
-	var done0 int
-	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE queue = 'throttled' AND status = 'done'").Scan(&done0))
+	done := func() int {
+		return countRows(t, pool, "SELECT count(*) FROM jobs WHERE queue = 'throttled' AND status = 'done'")
+	}
+	done0 := done()
 	for samples := 0; samples < 300; samples++ {
 		require.LessOrEqual(t, running(), 2, "in-flight above the fleet-wide limit")
 		time.Sleep(10 * time.Millisecond)
 	}
-	var done1 int
-	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE queue = 'throttled' AND status = 'done'").Scan(&done1))
-	require.Greater(t, done1, done0, "the throttled queue keeps moving")
+	require.Greater(t, done(), done0, "the throttled queue keeps moving")
 }
 
 // startWorkerPair enqueues n ten-minute jobs in queue on a fresh database,
@@ -137,15 +131,9 @@ func TestThrottleAcrossWorkerProcesses(t *testing.T) {
 // worker's process.
 func startWorkerPair(t *testing.T, queue string, n int, lease string) (*pgxpool.Pool, *exec.Cmd) {
 	t.Helper()
-	ctx := context.Background()
 	url := testdb.URL(t)
 	pool := testdb.Pool(t, url)
-	ps := make([]queues.EnqueueParams, n)
-	for i := range ps {
-		ps[i] = queues.EnqueueParams{Queue: queue, Kind: "sleep", Payload: map[string]int{"ms": 600_000}}
-	}
-	_, err := queues.EnqueueManyTx(ctx, pool, ps)
-	require.NoError(t, err)
+	enqueueSleeps(t, pool, queue, n, func(int) int { return 600_000 })
 	args := fmt.Sprintf("--queues %s --concurrency %d --lease %s --poll 100ms", queue, n, lease)
 	first := startWorker(t, url, args)
 	require.Eventually(t, func() bool {
