@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/browser"
@@ -105,16 +106,11 @@ func TestBrowserPreviewThenExecute(t *testing.T) {
 	})
 
 	t.Run("BulkRetryFromJobs", func(t *testing.T) {
-		var ids []int64
 		rows, err := db.Query(ctx, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, attempts)
 			SELECT 'bulk', 'resize', 'dead', 'oom', 'killed', now(), 3 FROM generate_series(1, 3) RETURNING id`)
 		require.NoError(t, err)
-		for rows.Next() {
-			var id int64
-			require.NoError(t, rows.Scan(&id))
-			ids = append(ids, id)
-		}
-		require.NoError(t, rows.Err())
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		require.NoError(t, err)
 		e.exec(t, `INSERT INTO jobs (queue, kind, status, finished_at) VALUES ('bulk', 'resize', 'done', now())`)
 
 		browser.Do(t, b,
