@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // OutboxChannel is the LISTEN/NOTIFY channel that wakes relays. A
@@ -210,11 +210,7 @@ type OutboxStatsResult struct {
 
 // OutboxStats reads the outbox backlog from the partial indexes.
 func OutboxStats(ctx context.Context, db DBTX) (OutboxStatsResult, error) {
-	rows, err := db.Query(ctx, sqlText("outbox_stats"))
-	if err != nil {
-		return OutboxStatsResult{}, fmt.Errorf("outbox stats: %w", err)
-	}
-	s, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[OutboxStatsResult])
+	s, err := sqlset.One[OutboxStatsResult](ctx, db, sqlText("outbox_stats"))
 	if err != nil {
 		return OutboxStatsResult{}, fmt.Errorf("outbox stats: %w", err)
 	}
@@ -258,11 +254,7 @@ type RelaySettings struct {
 
 // RelaySettingsGet reads the relay settings.
 func RelaySettingsGet(ctx context.Context, db DBTX) (RelaySettings, error) {
-	rows, err := db.Query(ctx, sqlText("relay_settings_get"))
-	if err != nil {
-		return RelaySettings{}, fmt.Errorf("read relay settings: %w", err)
-	}
-	s, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RelaySettings])
+	s, err := sqlset.One[RelaySettings](ctx, db, sqlText("relay_settings_get"))
 	if err != nil {
 		return RelaySettings{}, fmt.Errorf("read relay settings: %w", err)
 	}
@@ -279,11 +271,7 @@ func RelaySettingsSetTx(ctx context.Context, db DBTX, s RelaySettings) (RelaySet
 	if s.RatePerSecond != nil && *s.RatePerSecond <= 0 {
 		return RelaySettings{}, fmt.Errorf("relay rate %v/s: must be positive", *s.RatePerSecond)
 	}
-	rows, err := db.Query(ctx, sqlText("relay_settings_set"), s.Paused, s.BatchSize, s.RatePerSecond, s.UpdatedBy)
-	if err != nil {
-		return RelaySettings{}, fmt.Errorf("set relay settings: %w", err)
-	}
-	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RelaySettings])
+	out, err := sqlset.One[RelaySettings](ctx, db, sqlText("relay_settings_set"), s.Paused, s.BatchSize, s.RatePerSecond, s.UpdatedBy)
 	if err != nil {
 		return RelaySettings{}, fmt.Errorf("set relay settings: %w", err)
 	}
