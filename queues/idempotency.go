@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 var (
@@ -99,11 +101,7 @@ func IdempotencyBeginTx(ctx context.Context, tx DBTX, scope, key string, request
 	if inserted {
 		return nil, nil
 	}
-	rows, err := tx.Query(ctx, sqlText("idempotency_get"), scope, key)
-	if err != nil {
-		return nil, fmt.Errorf("read idempotency key %q: %w", key, err)
-	}
-	rec, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[IdempotencyRecord])
+	rec, err := sqlset.One[IdempotencyRecord](ctx, tx, sqlText("idempotency_get"), scope, key)
 	if err != nil {
 		return nil, fmt.Errorf("read idempotency key %q: %w", key, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/pgconsole/console/internal/lifecycle"
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // ErrInvalidSpec reports a cron spec the parser refuses; the wrapped message
@@ -344,11 +345,7 @@ func (s *Scheduler) tick(ctx context.Context) error {
 		return fmt.Errorf("begin tick: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	rows, err := tx.Query(ctx, sqlText("schedule_due"), 100)
-	if err != nil {
-		return fmt.Errorf("read due schedules: %w", err)
-	}
-	due, err := pgx.CollectRows(rows, pgx.RowToStructByName[dueSchedule])
+	due, err := sqlset.All[dueSchedule](ctx, tx, sqlText("schedule_due"), 100)
 	if err != nil {
 		return fmt.Errorf("read due schedules: %w", err)
 	}
