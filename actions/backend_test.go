@@ -380,12 +380,8 @@ func TestBackendGuards(t *testing.T) {
 	t.Run("ConsoleOwnConnection", func(t *testing.T) {
 		// A name proves nothing: a client calling itself console-web is
 		// an ordinary backend.
-		cfg := pool.Config().ConnConfig.Copy()
-		cfg.RuntimeParams["application_name"] = "console-web"
-		conn, err := pgx.ConnectConfig(ctx, cfg)
-		require.NoError(t, err)
-		defer conn.Close(ctx)
-		_, err = r.Run(ctx, operator, "backend.cancel", actions.Request{Params: map[string]any{"pid": conn.PgConn().PID()}, DryRun: true})
+		conn := testdb.Connect(t, pool.Config().ConnString(), "console-web")
+		_, err := r.Run(ctx, operator, "backend.cancel", actions.Request{Params: map[string]any{"pid": conn.PgConn().PID()}, DryRun: true})
 		require.NoError(t, err, "a client named console-... is not the console")
 
 		// The console's own connections are known by pid.

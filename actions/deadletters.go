@@ -33,9 +33,11 @@ type RequeuePreview struct {
 	Warning       string            `json:"warning,omitempty"`
 }
 
-// RequeueResult lists the ids moved back to ready. Skipped counts matched
-// jobs left dead (their dedupe key is held by an unfinished job, or another
-// operator moved them meanwhile).
+// RequeueResult is what a requeue did, for deadletters.requeue (dead jobs
+// back to ready) and outbox.requeue (dead outbox events back to pending):
+// the ids it moved, and Skipped, the rows that matched at the start but
+// were left dead (another operator moved them meanwhile, or an unfinished
+// job holds a dead job's dedupe key).
 type RequeueResult struct {
 	Requeued int     `json:"requeued"`
 	IDs      []int64 `json:"ids"`
@@ -136,17 +138,9 @@ func (a *deadLetterRequeue) execute(ctx context.Context, rc *runContext, tx pgx.
 	if n == 0 {
 		return RequeueResult{}, fmt.Errorf("no dead jobs match %s any more: %w", a.target(), ErrGuard)
 	}
-	ids, batches, err := rc.r.inBatches(n, func(limit int) ([]int64, error) {
+	return rc.r.requeueInBatches(n, deadJobsSkipped, func(limit int) ([]int64, error) {
 		return queues.DeadLetterRequeueTx(ctx, tx, a.f, limit, a.reset)
 	})
-	if err != nil {
-		return RequeueResult{}, err
-	}
-	res := RequeueResult{IDs: ids, Batches: batches}
-	res.Requeued = len(res.IDs)
-	res.Skipped = n - int64(res.Requeued)
-	res.Effect = requeueEffect(res.Requeued, res.Skipped, deadJobsSkipped)
-	return res, nil
 }
 
 // Why a requeue skips rows that matched when it started.
@@ -168,25 +162,29 @@ func requeueEffect(moved int, skipped int64, why string) string {
 	return fmt.Sprintf("%d moved", moved)
 }
 
-// inBatches moves up to n rows (at most the cap) with move, one batch of
-// at most RequeueBatch rows at a time, in the caller's transaction. Each
-// batch moves rows out of the state it selects, so the next one picks the
-// next rows; a short batch means nothing more can move.
-func (r *Runner) inBatches(n int64, move func(limit int) ([]int64, error)) (ids []int64, batches int, err error) {
-	ids = []int64{}
-	for len(ids) < r.cfg.RequeueCap && int64(len(ids)) < n {
-		limit := min(r.cfg.RequeueBatch, r.cfg.RequeueCap-len(ids))
+// requeueInBatches moves up to n matched rows (at most the cap) with move,
+// one batch of at most RequeueBatch rows at a time, in the caller's
+// transaction, and says what it did. Each batch moves rows out of the state
+// it selects, so the next one picks the next rows; a short batch means
+// nothing more can move.
+func (r *Runner) requeueInBatches(n int64, why string, move func(limit int) ([]int64, error)) (RequeueResult, error) {
+	res := RequeueResult{IDs: []int64{}}
+	for len(res.IDs) < r.cfg.RequeueCap && int64(len(res.IDs)) < n {
+		limit := min(r.cfg.RequeueBatch, r.cfg.RequeueCap-len(res.IDs))
 		moved, err := move(limit)
 		if err != nil {
-			return nil, batches, err
+			return RequeueResult{}, err
 		}
-		batches++
-		ids = append(ids, moved...)
+		res.Batches++
+		res.IDs = append(res.IDs, moved...)
 		if len(moved) < limit {
 			break
 		}
 	}
-	return ids, batches, nil
+	res.Requeued = len(res.IDs)
+	res.Skipped = n - int64(res.Requeued)
+	res.Effect = requeueEffect(res.Requeued, res.Skipped, why)
+	return res, nil
 }
 
 func idsArg(ids []int64) []int64 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -78,15 +79,10 @@ func TestRequeueCapAndErrorClassFilter(t *testing.T) {
 			AND j.error_class = 'template.missing'`, out.AuditID))
 	})
 	t.Run("ByIDs", func(t *testing.T) {
-		var ids []int64
 		rows, err := pool.Query(ctx, "SELECT id FROM jobs WHERE queue = 'reports' ORDER BY id LIMIT 3")
 		require.NoError(t, err)
-		for rows.Next() {
-			var id int64
-			require.NoError(t, rows.Scan(&id))
-			ids = append(ids, id)
-		}
-		require.NoError(t, rows.Err())
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		require.NoError(t, err)
 		out, err := r.Run(ctx, operator, "deadletters.requeue", actions.Request{Params: map[string]any{"ids": ids}, Reason: reason})
 		require.NoError(t, err)
 		require.Equal(t, ids, out.Result.(actions.RequeueResult).IDs)
@@ -107,7 +103,7 @@ func TestOutboxRequeueInBatches(t *testing.T) {
 	insertDeadOutbox(t, pool, "coupons")
 	out, err := r.Run(ctx, operator, "outbox.requeue", actions.Request{Params: map[string]any{"topic": "orders"}, Reason: reason})
 	require.NoError(t, err)
-	res := out.Result.(actions.OutboxRequeueResult)
+	res := out.Result.(actions.RequeueResult)
 	require.Equal(t, 5, res.Requeued)
 	require.Len(t, res.IDs, 5)
 	require.Equal(t, 3, res.Batches, "2 + 2 + 1")

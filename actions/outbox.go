@@ -31,18 +31,7 @@ type OutboxRequeuePreview struct {
 	Warning string               `json:"warning,omitempty"`
 }
 
-// OutboxRequeueResult lists the event ids moved back to pending.
-type OutboxRequeueResult struct {
-	Requeued int     `json:"requeued"`
-	IDs      []int64 `json:"ids"`
-	Skipped  int64   `json:"skipped"`
-	Batches  int     `json:"batches"`
-	// Effect says what the requeue did in words, for the audit trail.
-	Effect string `json:"effect"`
-}
-
 func (OutboxRequeuePreview) actionPreview() {}
-func (OutboxRequeueResult) actionResult()   {}
 
 type outboxEventRequeue struct {
 	ids   []int64
@@ -113,29 +102,21 @@ func (a *outboxEventRequeue) preview(ctx context.Context, rc *runContext) (Outbo
 	return p, nil
 }
 
-func (a *outboxEventRequeue) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ OutboxRequeuePreview) (OutboxRequeueResult, error) {
+func (a *outboxEventRequeue) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ OutboxRequeuePreview) (RequeueResult, error) {
 	limit := rc.r.cfg.RequeueCap
 	n, err := a.count(ctx, tx)
 	if err != nil {
-		return OutboxRequeueResult{}, err
+		return RequeueResult{}, err
 	}
 	if n > int64(limit) {
-		return OutboxRequeueResult{}, a.overCap(rc, n)
+		return RequeueResult{}, a.overCap(rc, n)
 	}
 	if n == 0 {
-		return OutboxRequeueResult{}, fmt.Errorf("no dead outbox events match %s any more: %w", a.target(), ErrGuard)
+		return RequeueResult{}, fmt.Errorf("no dead outbox events match %s any more: %w", a.target(), ErrGuard)
 	}
-	ids, batches, err := rc.r.inBatches(n, func(limit int) ([]int64, error) {
+	return rc.r.requeueInBatches(n, deadEventsSkipped, func(limit int) ([]int64, error) {
 		return queues.OutboxRequeueTx(ctx, tx, queues.OutboxRequeueParams{IDs: a.ids, Topic: a.topic, Limit: limit})
 	})
-	if err != nil {
-		return OutboxRequeueResult{}, err
-	}
-	res := OutboxRequeueResult{IDs: ids, Batches: batches}
-	res.Requeued = len(res.IDs)
-	res.Skipped = n - int64(res.Requeued)
-	res.Effect = requeueEffect(res.Requeued, res.Skipped, deadEventsSkipped)
-	return res, nil
 }
 
 func (a *outboxEventRequeue) filterWords() string {
@@ -156,7 +137,7 @@ func (a *outboxEventRequeue) sentence(p OutboxRequeuePreview) string {
 	return s
 }
 
-func (a *outboxEventRequeue) done(r OutboxRequeueResult) string {
+func (a *outboxEventRequeue) done(r RequeueResult) string {
 	return requeueDone(counted(r.Requeued, "dead outbox event", "dead outbox events")+a.filterWords(), r.Skipped, deadEventsSkipped)
 }
 
@@ -181,7 +162,7 @@ var outboxRequeue = action(Spec{
 	Description: "Moves dead outbox events (listed ids, or every dead event of a topic) back to pending " +
 		"with a fresh attempt budget, so the relay publishes them again. Never delete outbox rows instead " +
 		"(extremely high risk). At most the configured cap move in one action.",
-}, func(p *outboxRequeueParams) (plan[OutboxRequeuePreview, OutboxRequeueResult], error) {
+}, func(p *outboxRequeueParams) (plan[OutboxRequeuePreview, RequeueResult], error) {
 	if len(p.IDs) == 0 && p.Topic == "" {
 		return nil, fmt.Errorf("give ids or a topic: %w", ErrInvalid)
 	}

@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/jackc/pgx/v5/pgconn"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // PreparedXact is a prepared transaction as the prepared_xact actions show
@@ -29,11 +30,7 @@ type PreparedXact struct {
 }
 
 func preparedXactFingerprint(ctx context.Context, db DBTX, gid string) (*PreparedXact, error) {
-	rows, err := db.Query(ctx, sqlText("prepared_xact_fingerprint"), gid)
-	if err != nil {
-		return nil, fmt.Errorf("read prepared transaction %q: %w", gid, err)
-	}
-	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[PreparedXact])
+	p, err := sqlset.One[PreparedXact](ctx, db, sqlText("prepared_xact_fingerprint"), gid)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("no prepared transaction has gid %q: %w", gid, ErrNotFound)
 	}

@@ -31,6 +31,14 @@ func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
 	return out
 }
 
+// onlyLine is the one JSON line in buf, which it empties.
+func onlyLine(t *testing.T, buf *bytes.Buffer) map[string]any {
+	t.Helper()
+	lines := logLines(t, buf)
+	require.Len(t, lines, 1)
+	return lines[0]
+}
+
 // Every run, executed, refused or dry, writes one line with the action,
 // the actor, the outcome and the audit event's id, and the job or queue
 // when the action has one.
@@ -45,9 +53,7 @@ func TestRunLogsEveryAction(t *testing.T) {
 		out, err := r.Run(ctx, operator, "queue.pause", actions.Request{
 			Params: map[string]any{"queue": "emails"}, Reason: reason, RequestID: "req-1"})
 		require.NoError(t, err)
-		lines := logLines(t, &buf)
-		require.Len(t, lines, 1)
-		l := lines[0]
+		l := onlyLine(t, &buf)
 		require.Equal(t, "action", l["msg"])
 		require.Equal(t, "INFO", l["level"])
 		require.Equal(t, "queue.pause", l["action"])
@@ -69,9 +75,7 @@ func TestRunLogsEveryAction(t *testing.T) {
 		require.ErrorIs(t, err, actions.ErrForbidden)
 		ev := lastAudit(t, pool)
 		require.Equal(t, audit.OutcomeRefused, ev.Outcome)
-		lines := logLines(t, &buf)
-		require.Len(t, lines, 1)
-		l := lines[0]
+		l := onlyLine(t, &buf)
 		require.Equal(t, "WARN", l["level"])
 		require.Equal(t, "queue.resume", l["action"])
 		require.Equal(t, "refused", l["outcome"])
@@ -84,11 +88,10 @@ func TestRunLogsEveryAction(t *testing.T) {
 		out, err := r.Run(ctx, operator, "job.cancel", actions.Request{Params: map[string]any{"id": id}, DryRun: true})
 		require.NoError(t, err)
 		require.Zero(t, out.AuditID)
-		lines := logLines(t, &buf)
-		require.Len(t, lines, 1)
-		require.Equal(t, "dry_run", lines[0]["outcome"])
-		require.EqualValues(t, id, lines[0]["job_id"])
-		require.EqualValues(t, 0, lines[0]["audit_id"])
+		l := onlyLine(t, &buf)
+		require.Equal(t, "dry_run", l["outcome"])
+		require.EqualValues(t, id, l["job_id"])
+		require.EqualValues(t, 0, l["audit_id"])
 	})
 }
 

@@ -45,6 +45,18 @@ func verified(t *testing.T, db audit.DBTX) audit.VerifyResult {
 	return res
 }
 
+// verifiedChain records n events on a fresh database and returns them
+// with the result of verifying the untouched chain, which must pass.
+func verifiedChain(t *testing.T, n int) (*pgxpool.Pool, []int64, audit.VerifyResult) {
+	t.Helper()
+	pool := testdb.New(t)
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = record(t, pool, event("job.cancel", fmt.Sprintf("job:%d", i)))
+	}
+	return pool, ids, verified(t, pool)
+}
+
 // broken runs Verify on db and returns its result, failing the test unless
 // the chain is reported broken for a reason containing reason.
 func broken(t *testing.T, db audit.DBTX, reason string) audit.VerifyResult {
@@ -166,12 +178,7 @@ func TestVerify(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	setup := func(t *testing.T) (*pgxpool.Pool, []int64) {
-		pool := testdb.New(t)
-		var ids []int64
-		for i := range 5 {
-			ids = append(ids, record(t, pool, event("job.cancel", fmt.Sprintf("job:%d", i))))
-		}
-		res := verified(t, pool)
+		pool, ids, res := verifiedChain(t, 5)
 		require.Equal(t, 5, res.Checked)
 		return pool, ids
 	}

@@ -48,12 +48,7 @@ func rehashChainInGo(t *testing.T, pool *pgxpool.Pool, alg string, key []byte) {
 func TestVerifyExpectHead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.New(t)
-	var ids []int64
-	for i := range 4 {
-		ids = append(ids, record(t, pool, event("job.cancel", fmt.Sprintf("job:%d", i))))
-	}
-	res := verified(t, pool)
+	pool, ids, res := verifiedChain(t, 4)
 	require.EqualValues(t, 4, res.Head.Seq)
 	head, err := audit.HeadGet(ctx, pool)
 	require.NoError(t, err)
@@ -111,12 +106,7 @@ func TestVerifyKeyed(t *testing.T) {
 	defer audit.SetKey(nil)
 
 	setup := func(t *testing.T) (*pgxpool.Pool, []int64) {
-		pool := testdb.New(t)
-		var ids []int64
-		for i := range 4 {
-			ids = append(ids, record(t, pool, event("queue.pause", fmt.Sprintf("queue:q%d", i))))
-		}
-		res := verified(t, pool)
+		pool, ids, res := verifiedChain(t, 4)
 		require.Equal(t, 4, res.Keyed)
 		e, err := audit.Get(ctx, pool, ids[0])
 		require.NoError(t, err)

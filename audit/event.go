@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // Outcome is how an audited attempt ended.
@@ -172,12 +174,8 @@ func List(ctx context.Context, db DBTX, p ListParams) ([]Event, error) {
 	if limit > 500 {
 		limit = 500
 	}
-	rows, err := db.Query(ctx, sqlText("list"),
+	events, err := sqlset.All[Event](ctx, db, sqlText("list"),
 		p.Actor, p.Action, p.Target, p.Outcome, p.IncidentID, p.BeforeID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list audit events: %w", err)
-	}
-	events, err := pgx.CollectRows(rows, pgx.RowToStructByName[Event])
 	if err != nil {
 		return nil, fmt.Errorf("list audit events: %w", err)
 	}
@@ -186,13 +184,9 @@ func List(ctx context.Context, db DBTX, p ListParams) ([]Event, error) {
 
 // Get returns one event by id, or ErrNotFound.
 func Get(ctx context.Context, db DBTX, id int64) (*Event, error) {
-	rows, err := db.Query(ctx, sqlText("get"), id)
-	if err != nil {
-		return nil, fmt.Errorf("get audit event %d: %w", id, err)
-	}
-	e, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Event])
+	e, err := sqlset.One[Event](ctx, db, sqlText("get"), id)
 	if err != nil {
 		return nil, fmt.Errorf("get audit event %d: %w", id, notFound(err, "audit event"))
 	}
-	return e, nil
+	return &e, nil
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // Incident is an operator-declared incident: the window the post-mortem
@@ -76,28 +78,20 @@ func IncidentOpen(ctx context.Context, db DBTX, p IncidentOpenParams) (*Incident
 	if p.OpenedBy == "" {
 		return nil, fmt.Errorf("an incident needs the operator who opened it: %w", ErrInvalid)
 	}
-	rows, err := db.Query(ctx, sqlText("incident_open"), p.Title, p.Impact, p.SLO, p.WindowStart, p.OpenedBy)
+	inc, err := sqlset.One[Incident](ctx, db, sqlText("incident_open"), p.Title, p.Impact, p.SLO, p.WindowStart, p.OpenedBy)
 	if err != nil {
 		return nil, fmt.Errorf("open incident: %w", err)
 	}
-	inc, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Incident])
-	if err != nil {
-		return nil, fmt.Errorf("open incident: %w", err)
-	}
-	return inc, nil
+	return &inc, nil
 }
 
 // IncidentGet returns one incident, or ErrNotFound.
 func IncidentGet(ctx context.Context, db DBTX, id int64) (*Incident, error) {
-	rows, err := db.Query(ctx, sqlText("incident_get"), id)
-	if err != nil {
-		return nil, fmt.Errorf("get incident %d: %w", id, err)
-	}
-	inc, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Incident])
+	inc, err := sqlset.One[Incident](ctx, db, sqlText("incident_get"), id)
 	if err != nil {
 		return nil, fmt.Errorf("get incident %d: %w", id, notFound(err, "incident"))
 	}
-	return inc, nil
+	return &inc, nil
 }
 
 // IncidentListParams filters IncidentList: Status "" lists both; Limit
@@ -115,11 +109,7 @@ func IncidentList(ctx context.Context, db DBTX, p IncidentListParams) ([]Inciden
 	if p.Limit <= 0 || p.Limit > 500 {
 		p.Limit = 50
 	}
-	rows, err := db.Query(ctx, sqlText("incident_list"), p.Status, p.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("list incidents: %w", err)
-	}
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Incident])
+	list, err := sqlset.All[Incident](ctx, db, sqlText("incident_list"), p.Status, p.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list incidents: %w", err)
 	}
@@ -208,11 +198,7 @@ func EvidenceCaptureTx(ctx context.Context, db DBTX, e Evidence) (*Evidence, err
 
 // EvidenceList returns an incident's evidence in capture order.
 func EvidenceList(ctx context.Context, db DBTX, incidentID int64) ([]Evidence, error) {
-	rows, err := db.Query(ctx, sqlText("evidence_list"), incidentID)
-	if err != nil {
-		return nil, fmt.Errorf("list evidence of incident %d: %w", incidentID, err)
-	}
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Evidence])
+	list, err := sqlset.All[Evidence](ctx, db, sqlText("evidence_list"), incidentID)
 	if err != nil {
 		return nil, fmt.Errorf("list evidence of incident %d: %w", incidentID, err)
 	}

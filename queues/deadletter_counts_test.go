@@ -165,6 +165,22 @@ func scalePool(t *testing.T) *pgxpool.Pool {
 	return pool
 }
 
+// inEachPlanMode runs check on one connection of pool twice: as a custom
+// plan (what pgx's first executions get) and as a generic one (what a
+// prepared statement may switch to).
+func inEachPlanMode(t *testing.T, pool *pgxpool.Pool, check func(conn *pgxpool.Conn, mode string)) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		_, err = conn.Exec(ctx, "SET plan_cache_mode = "+mode)
+		require.NoError(t, err)
+		check(conn, mode)
+	}
+}
+
 // explainPrepared prepares the statement sql/<name>.sql as stmt on conn and
 // returns the lines of EXPLAIN options EXECUTE stmt args.
 func explainPrepared(t *testing.T, conn *pgxpool.Conn, stmt, name, options, args string) []string {
@@ -210,14 +226,8 @@ func planNodes(t *testing.T, raw []byte) []map[string]any {
 // switch to).
 func TestScaleStatementPlans(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	pool := scalePool(t)
-	conn, err := pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-		_, err = conn.Exec(ctx, "SET plan_cache_mode = "+mode)
-		require.NoError(t, err)
+	inEachPlanMode(t, pool, func(conn *pgxpool.Conn, mode string) {
 		for i, c := range []struct {
 			name, args string
 			// want are indexes the plan must use; generic plans may use
@@ -262,5 +272,5 @@ func TestScaleStatementPlans(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 }

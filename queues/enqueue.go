@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // NotifyChannel is the LISTEN/NOTIFY channel enqueues signal on, with the
@@ -131,12 +133,8 @@ func EnqueueTx(ctx context.Context, db DBTX, p EnqueueParams) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.Query(ctx, sqlText("job_insert"), p.Queue, p.Kind, payload, p.Priority,
+	got, err := sqlset.All[insertedJob](ctx, db, sqlText("job_insert"), p.Queue, p.Kind, payload, p.Priority,
 		p.runAt(), p.MaxAttempts, p.DedupeKey, p.TenantID, notifyDue(p.Queue))
-	if err != nil {
-		return nil, fmt.Errorf("enqueue %s on %q: %w", p.Kind, p.Queue, err)
-	}
-	got, err := pgx.CollectRows(rows, pgx.RowToStructByName[insertedJob])
 	if err != nil {
 		return nil, fmt.Errorf("enqueue %s on %q: %w", p.Kind, p.Queue, err)
 	}
@@ -172,17 +170,13 @@ func EnqueueManyTx(ctx context.Context, db DBTX, ps []EnqueueParams) ([]int64, e
 		queues[i], kinds[i], keys[i], tenants[i] = p.Queue, p.Kind, p.DedupeKey, p.TenantID
 		payloads[i], prios[i], runAts[i], maxes[i] = b, p.Priority, p.runAt(), int32(p.MaxAttempts)
 	}
-	rows, err := db.Query(ctx, sqlText("job_insert_many"), queues, kinds, payloads, prios, runAts, maxes, keys, tenants)
-	if err != nil {
-		return nil, fmt.Errorf("enqueue %d jobs: %w", n, err)
-	}
 	type inserted struct {
 		ID        int64  `db:"id"`
 		Queue     string `db:"queue"`
 		DedupeKey string `db:"dedupe_key"`
 		Notified  int64  `db:"notified"`
 	}
-	got, err := pgx.CollectRows(rows, pgx.RowToStructByName[inserted])
+	got, err := sqlset.All[inserted](ctx, db, sqlText("job_insert_many"), queues, kinds, payloads, prios, runAts, maxes, keys, tenants)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue %d jobs: %w", n, err)
 	}

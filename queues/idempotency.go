@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 var (
@@ -99,11 +101,7 @@ func IdempotencyBeginTx(ctx context.Context, tx DBTX, scope, key string, request
 	if inserted {
 		return nil, nil
 	}
-	rows, err := tx.Query(ctx, sqlText("idempotency_get"), scope, key)
-	if err != nil {
-		return nil, fmt.Errorf("read idempotency key %q: %w", key, err)
-	}
-	rec, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[IdempotencyRecord])
+	rec, err := sqlset.One[IdempotencyRecord](ctx, tx, sqlText("idempotency_get"), scope, key)
 	if err != nil {
 		return nil, fmt.Errorf("read idempotency key %q: %w", key, err)
 	}
@@ -182,16 +180,6 @@ func IdempotencyDo(ctx context.Context, db interface {
 // ErrNotFound, so an operator can tell a client whether a commit-unknown
 // request took effect (RB-M).
 func IdempotencyLookup(ctx context.Context, db DBTX, scope, key string) (*IdempotencyRecord, error) {
-	rows, err := db.Query(ctx, sqlText("idempotency_lookup"), scope, key)
-	if err != nil {
-		return nil, fmt.Errorf("look up idempotency key %q: %w", key, err)
-	}
-	rec, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[IdempotencyRecord])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("idempotency key %q: %w", key, ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("look up idempotency key %q: %w", key, err)
-	}
-	return rec, nil
+	return collectOne[IdempotencyRecord](ctx, db, "idempotency_lookup",
+		fmt.Sprintf("look up idempotency key %q", key), fmt.Sprintf("idempotency key %q", key), scope, key)
 }

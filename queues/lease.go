@@ -214,15 +214,7 @@ func JobAck(ctx context.Context, db DBTX, id int64, owner string, generation int
 // returns the ids acked; the others lost their lease. ids and generations
 // are parallel.
 func JobAckMany(ctx context.Context, db DBTX, owner string, ids, generations []int64) ([]int64, error) {
-	rows, err := db.Query(ctx, sqlText("job_ack_many"), ids, generations, owner)
-	if err != nil {
-		return nil, fmt.Errorf("ack %d jobs: %w", len(ids), err)
-	}
-	done, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("ack %d jobs: %w", len(ids), err)
-	}
-	return done, nil
+	return collectIDs(ctx, db, "job_ack_many", fmt.Sprintf("ack %d jobs", len(ids)), ids, generations, owner)
 }
 
 // JobAckConfirm returns the ids among ids (with parallel generations) that
@@ -230,15 +222,7 @@ func JobAckMany(ctx context.Context, db DBTX, owner string, ids, generations []i
 // (the connection broke after the commit) its retry matches nothing; this
 // tells such jobs, which are done, from jobs whose lease was lost.
 func JobAckConfirm(ctx context.Context, db DBTX, ids, generations []int64) ([]int64, error) {
-	rows, err := db.Query(ctx, sqlText("job_ack_confirm"), ids, generations)
-	if err != nil {
-		return nil, fmt.Errorf("confirm %d acks: %w", len(ids), err)
-	}
-	done, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("confirm %d acks: %w", len(ids), err)
-	}
-	return done, nil
+	return collectIDs(ctx, db, "job_ack_confirm", fmt.Sprintf("confirm %d acks", len(ids)), ids, generations)
 }
 
 // JobFailParams are the arguments of JobFail.
@@ -293,15 +277,7 @@ func JobRenew(ctx context.Context, db DBTX, id int64, owner string, generation i
 // JobRenewMany extends the leases of the jobs owner holds and returns the
 // ids still held.
 func JobRenewMany(ctx context.Context, db DBTX, owner string, ids, generations []int64, lease time.Duration) ([]int64, error) {
-	rows, err := db.Query(ctx, sqlText("job_renew_many"), ids, generations, owner, lease.Milliseconds())
-	if err != nil {
-		return nil, fmt.Errorf("renew %d leases: %w", len(ids), err)
-	}
-	held, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("renew %d leases: %w", len(ids), err)
-	}
-	return held, nil
+	return collectIDs(ctx, db, "job_renew_many", fmt.Sprintf("renew %d leases", len(ids)), ids, generations, owner, lease.Milliseconds())
 }
 
 // JobRelease hands a running job back to ready now without recording a

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // OutboxChannel is the LISTEN/NOTIFY channel that wakes relays. A
@@ -159,18 +159,8 @@ type OutboxRecord struct {
 
 // OutboxEventGet returns one outbox event, or ErrNotFound.
 func OutboxEventGet(ctx context.Context, db DBTX, id int64) (*OutboxRecord, error) {
-	rows, err := db.Query(ctx, sqlText("outbox_get"), id)
-	if err != nil {
-		return nil, fmt.Errorf("get outbox event %d: %w", id, err)
-	}
-	rec, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[OutboxRecord])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("outbox event %d: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get outbox event %d: %w", id, err)
-	}
-	return rec, nil
+	return collectOne[OutboxRecord](ctx, db, "outbox_get",
+		fmt.Sprintf("get outbox event %d", id), fmt.Sprintf("outbox event %d", id), id)
 }
 
 // OutboxListParams filters and pages OutboxList. BeforeID is the keyset
@@ -220,11 +210,7 @@ type OutboxStatsResult struct {
 
 // OutboxStats reads the outbox backlog from the partial indexes.
 func OutboxStats(ctx context.Context, db DBTX) (OutboxStatsResult, error) {
-	rows, err := db.Query(ctx, sqlText("outbox_stats"))
-	if err != nil {
-		return OutboxStatsResult{}, fmt.Errorf("outbox stats: %w", err)
-	}
-	s, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[OutboxStatsResult])
+	s, err := sqlset.One[OutboxStatsResult](ctx, db, sqlText("outbox_stats"))
 	if err != nil {
 		return OutboxStatsResult{}, fmt.Errorf("outbox stats: %w", err)
 	}
@@ -268,11 +254,7 @@ type RelaySettings struct {
 
 // RelaySettingsGet reads the relay settings.
 func RelaySettingsGet(ctx context.Context, db DBTX) (RelaySettings, error) {
-	rows, err := db.Query(ctx, sqlText("relay_settings_get"))
-	if err != nil {
-		return RelaySettings{}, fmt.Errorf("read relay settings: %w", err)
-	}
-	s, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RelaySettings])
+	s, err := sqlset.One[RelaySettings](ctx, db, sqlText("relay_settings_get"))
 	if err != nil {
 		return RelaySettings{}, fmt.Errorf("read relay settings: %w", err)
 	}
@@ -289,11 +271,7 @@ func RelaySettingsSetTx(ctx context.Context, db DBTX, s RelaySettings) (RelaySet
 	if s.RatePerSecond != nil && *s.RatePerSecond <= 0 {
 		return RelaySettings{}, fmt.Errorf("relay rate %v/s: must be positive", *s.RatePerSecond)
 	}
-	rows, err := db.Query(ctx, sqlText("relay_settings_set"), s.Paused, s.BatchSize, s.RatePerSecond, s.UpdatedBy)
-	if err != nil {
-		return RelaySettings{}, fmt.Errorf("set relay settings: %w", err)
-	}
-	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RelaySettings])
+	out, err := sqlset.One[RelaySettings](ctx, db, sqlText("relay_settings_set"), s.Paused, s.BatchSize, s.RatePerSecond, s.UpdatedBy)
 	if err != nil {
 		return RelaySettings{}, fmt.Errorf("set relay settings: %w", err)
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -296,19 +295,13 @@ func TestQueueStatsPlan(t *testing.T) {
 // and a claim with a cursor starts its index scan at the cursor.
 func TestHotStatementPlans(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	pool := historyPool(t)
 	ids := make([]string, 200)
 	for i := range ids {
 		ids[i] = strconv.Itoa(i + 1)
 	}
 	idArray := "'{" + strings.Join(ids, ",") + "}'"
-	conn, err := pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-		_, err = conn.Exec(ctx, "SET plan_cache_mode = "+mode)
-		require.NoError(t, err)
+	inEachPlanMode(t, pool, func(conn *pgxpool.Conn, mode string) {
 		for _, c := range []struct {
 			name, args string
 			want, not  []string
@@ -336,7 +329,7 @@ func TestHotStatementPlans(t *testing.T) {
 				require.NotContains(t, plan, n, "%s %s:\n%s", c.name, mode, plan)
 			}
 		}
-	}
+	})
 }
 
 func TestStatsCollector(t *testing.T) {
@@ -369,26 +362,14 @@ func TestClaimPlanLargeBacklog(t *testing.T) {
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, "VACUUM (ANALYZE) jobs")
 	require.NoError(t, err)
-	conn, err := pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-		_, err = conn.Exec(ctx, "SET plan_cache_mode = "+mode)
-		require.NoError(t, err)
+	inEachPlanMode(t, pool, func(conn *pgxpool.Conn, mode string) {
 		for _, name := range []string{"job_claim", "job_reap"} {
 			args := "('big', 10, 'w', 60000, NULL, NULL, NULL)"
 			if name == "job_reap" {
 				args = "(100, 20)"
 			}
-			stmt := "big_" + name + "_" + mode
-			_, err = conn.Exec(ctx, "PREPARE "+stmt+" AS "+sqlText(name))
-			require.NoError(t, err)
-			rows, err := conn.Query(ctx, "EXPLAIN EXECUTE "+stmt+args)
-			require.NoError(t, err)
-			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			require.NoError(t, err)
-			plan := strings.Join(lines, "\n")
+			plan := strings.Join(explainPrepared(t, conn, "big_"+name+"_"+mode, name, "", args), "\n")
 			require.NotContains(t, plan, "Seq Scan on jobs", "%s %s:\n%s", name, mode, plan)
 		}
-	}
+	})
 }

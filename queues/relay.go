@@ -16,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/pgconsole/console/internal/lifecycle"
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // Publisher delivers one outbox event to a broker. A nil error means the
@@ -348,18 +349,11 @@ func (r *Relay) loop(ctx context.Context) {
 }
 
 func (r *Relay) reclaimExpired(ctx context.Context) {
-	rows, err := r.pool.Query(ctx, sqlText("outbox_reclaim_expired"), 1000)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.log.Warn("reclaim expired relay leases", "error", err)
-		}
-		return
-	}
 	type reclaimed struct {
 		ID    int64  `db:"id"`
 		State string `db:"state"`
 	}
-	got, err := pgx.CollectRows(rows, pgx.RowToStructByName[reclaimed])
+	got, err := sqlset.All[reclaimed](ctx, r.pool, sqlText("outbox_reclaim_expired"), 1000)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("reclaim expired relay leases", "error", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/pgconsole/console/internal/lifecycle"
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // ErrInvalidSpec reports a cron spec the parser refuses; the wrapped message
@@ -132,58 +133,29 @@ func (p ScheduleParams) queue() string {
 // ScheduleCreate validates the spec and adds a schedule whose first run is
 // the spec's next time after now (database clock).
 func ScheduleCreate(ctx context.Context, db DBTX, p ScheduleParams) (*Schedule, error) {
-	payload, next, err := p.prepare(ctx, db)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := db.Query(ctx, sqlText("schedule_insert"), p.Name, strings.TrimSpace(p.Spec), p.Kind, p.queue(),
-		payload, !p.Disabled, next, nullString(p.By))
-	if err != nil {
-		return nil, fmt.Errorf("create schedule %q: %w", p.Name, err)
-	}
-	s, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Schedule])
-	if err != nil {
-		return nil, fmt.Errorf("create schedule %q: %w", p.Name, err)
-	}
-	return s, nil
+	return p.write(ctx, db, "schedule_insert", "create")
 }
 
 // ScheduleUpdate replaces a schedule's spec, target and enabled flag and
 // recomputes its next run from now; ErrNotFound when there is no such name.
 func ScheduleUpdate(ctx context.Context, db DBTX, p ScheduleParams) (*Schedule, error) {
+	return p.write(ctx, db, "schedule_update", "update")
+}
+
+// write runs stmt, the insert or the update of p's schedule, once p's spec
+// and payload check out; verb says which in errors.
+func (p ScheduleParams) write(ctx context.Context, db DBTX, stmt, verb string) (*Schedule, error) {
 	payload, next, err := p.prepare(ctx, db)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.Query(ctx, sqlText("schedule_update"), p.Name, strings.TrimSpace(p.Spec), p.Kind, p.queue(),
-		payload, !p.Disabled, next, nullString(p.By))
-	if err != nil {
-		return nil, fmt.Errorf("update schedule %q: %w", p.Name, err)
-	}
-	s, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Schedule])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("schedule %q: %w", p.Name, ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("update schedule %q: %w", p.Name, err)
-	}
-	return s, nil
+	return collectOne[Schedule](ctx, db, stmt, fmt.Sprintf("%s schedule %q", verb, p.Name), fmt.Sprintf("schedule %q", p.Name),
+		p.Name, strings.TrimSpace(p.Spec), p.Kind, p.queue(), payload, !p.Disabled, next, nullString(p.By))
 }
 
 // ScheduleGet returns one schedule, or ErrNotFound.
 func ScheduleGet(ctx context.Context, db DBTX, name string) (*Schedule, error) {
-	rows, err := db.Query(ctx, sqlText("schedule_get"), name)
-	if err != nil {
-		return nil, fmt.Errorf("get schedule %q: %w", name, err)
-	}
-	s, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Schedule])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("schedule %q: %w", name, ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get schedule %q: %w", name, err)
-	}
-	return s, nil
+	return collectOne[Schedule](ctx, db, "schedule_get", fmt.Sprintf("get schedule %q", name), fmt.Sprintf("schedule %q", name), name)
 }
 
 // ScheduleList returns every schedule, by name.
@@ -373,11 +345,7 @@ func (s *Scheduler) tick(ctx context.Context) error {
 		return fmt.Errorf("begin tick: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	rows, err := tx.Query(ctx, sqlText("schedule_due"), 100)
-	if err != nil {
-		return fmt.Errorf("read due schedules: %w", err)
-	}
-	due, err := pgx.CollectRows(rows, pgx.RowToStructByName[dueSchedule])
+	due, err := sqlset.All[dueSchedule](ctx, tx, sqlText("schedule_due"), 100)
 	if err != nil {
 		return fmt.Errorf("read due schedules: %w", err)
 	}

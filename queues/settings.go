@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // QueueSettings are an operator's fleet-wide controls for one queue, stored
@@ -27,15 +27,11 @@ type QueueSettings struct {
 // QueueSettingsGet returns the settings of queue, or the defaults (not
 // paused, no limits, zero UpdatedAt) when it has none.
 func QueueSettingsGet(ctx context.Context, db DBTX, queue string) (QueueSettings, error) {
-	rows, err := db.Query(ctx, sqlText("queue_settings_get"), queue)
-	if err != nil {
-		return QueueSettings{}, fmt.Errorf("get settings of %q: %w", queue, err)
-	}
 	type row struct {
 		QueueSettings
 		UpdatedAt *time.Time `db:"updated_at"`
 	}
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[row])
+	r, err := sqlset.One[row](ctx, db, sqlText("queue_settings_get"), queue)
 	if err != nil {
 		return QueueSettings{}, fmt.Errorf("get settings of %q: %w", queue, err)
 	}
@@ -52,11 +48,7 @@ func QueueSettingsSetTx(ctx context.Context, db DBTX, s QueueSettings) (QueueSet
 	if s.Queue == "" {
 		return QueueSettings{}, fmt.Errorf("set queue settings: queue is required")
 	}
-	rows, err := db.Query(ctx, sqlText("queue_settings_set"), s.Queue, s.Paused, s.MaxWorkers, s.RatePerSecond, s.UpdatedBy)
-	if err != nil {
-		return QueueSettings{}, fmt.Errorf("set settings of %q: %w", s.Queue, err)
-	}
-	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[QueueSettings])
+	out, err := sqlset.One[QueueSettings](ctx, db, sqlText("queue_settings_set"), s.Queue, s.Paused, s.MaxWorkers, s.RatePerSecond, s.UpdatedBy)
 	if err != nil {
 		return QueueSettings{}, fmt.Errorf("set settings of %q: %w", s.Queue, err)
 	}

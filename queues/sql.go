@@ -3,6 +3,7 @@ package queues
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -26,15 +27,25 @@ func sqlText(name string) string { return queries.Text(name) }
 // collectRows runs query name and collects its rows into T by column name;
 // what says what failed in the error.
 func collectRows[T any](ctx context.Context, db DBTX, name, what string, args ...any) ([]T, error) {
-	rows, err := db.Query(ctx, sqlText(name), args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
+	out, err := sqlset.All[T](ctx, db, sqlText(name), args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
+}
+
+// collectOne runs query name and collects its one row into a *T by column
+// name. No row is ErrNotFound, said as missing ("schedule \"nightly\""); any
+// other failure is wrapped with what.
+func collectOne[T any](ctx context.Context, db DBTX, name, what, missing string, args ...any) (*T, error) {
+	out, err := sqlset.One[T](ctx, db, sqlText(name), args...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%s: %w", missing, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return &out, nil
 }
 
 // collectIDs runs query name and collects its one bigint column (ids).

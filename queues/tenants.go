@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // TenantLimits are an operator's fleet-wide caps on one tenant of a queue,
@@ -47,11 +47,7 @@ func TenantLimitsSetTx(ctx context.Context, db DBTX, l TenantLimits) (TenantLimi
 		}
 		return TenantLimits{Queue: l.Queue, TenantID: l.TenantID, UpdatedBy: l.UpdatedBy}, nil
 	}
-	rows, err := db.Query(ctx, sqlText("tenant_limits_set"), l.Queue, l.TenantID, l.MaxInFlight, l.RatePerSecond, l.UpdatedBy)
-	if err != nil {
-		return TenantLimits{}, fmt.Errorf("set limits of tenant %q of %q: %w", l.TenantID, l.Queue, err)
-	}
-	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[TenantLimits])
+	out, err := sqlset.One[TenantLimits](ctx, db, sqlText("tenant_limits_set"), l.Queue, l.TenantID, l.MaxInFlight, l.RatePerSecond, l.UpdatedBy)
 	if err != nil {
 		return TenantLimits{}, fmt.Errorf("set limits of tenant %q of %q: %w", l.TenantID, l.Queue, err)
 	}

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -18,21 +17,13 @@ import (
 // now.
 func TestBrowserOperatorFlows(t *testing.T) {
 	e := setup(t)
-	ctx := context.Background()
-	db := e.srv.cfg.Pool
 	for _, q := range []string{
 		`INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, attempts)
 		 SELECT 'emails', 'send', 'dead', 'smtp.timeout', 'dial tcp: i/o timeout', now(), 8 FROM generate_series(1, 7)`,
 		`INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, attempts)
 		 SELECT 'emails', 'send', 'dead', 'template.missing', 'no template welcome', now(), 8 FROM generate_series(1, 4)`,
 	} {
-		_, err := db.Exec(ctx, q)
-		require.NoError(t, err)
-	}
-	count := func(q string, args ...any) int {
-		var n int
-		require.NoError(t, db.QueryRow(ctx, q, args...).Scan(&n))
-		return n
+		e.exec(t, q)
 	}
 	b := browser.New(t, 180*time.Second)
 	shot := func(name string) { browser.Screenshot(t, b, "ops-"+name) }
@@ -56,8 +47,8 @@ func TestBrowserOperatorFlows(t *testing.T) {
 	)
 	confirm("SMTP relay fixed at 14:02; requeue the timeouts only")
 	shot("requeue-done")
-	require.Equal(t, 7, count(`SELECT count(*) FROM jobs WHERE error_class = 'smtp.timeout' AND status = 'ready'`))
-	require.Equal(t, 4, count(`SELECT count(*) FROM jobs WHERE error_class = 'template.missing' AND status = 'dead'`),
+	require.Equal(t, 7, e.queryInt(t, `SELECT count(*) FROM jobs WHERE error_class = 'smtp.timeout' AND status = 'ready'`))
+	require.Equal(t, 4, e.queryInt(t, `SELECT count(*) FROM jobs WHERE error_class = 'template.missing' AND status = 'dead'`),
 		"the other class stays dead")
 	browser.Do(t, b, chromedp.Click(css(`[data-testid="audit-link"]`)), chromedp.WaitVisible(css(`main`)))
 	require.Contains(t, browser.Get(t, b, chromedp.Text(css(`main`))), "deadletters.requeue")
@@ -68,7 +59,7 @@ func TestBrowserOperatorFlows(t *testing.T) {
 		chromedp.Click(css(`a[data-testid="action-queue.pause"][href*="queue=emails"]`)),
 	)
 	confirm("downstream SMTP overloaded")
-	require.Equal(t, 1, count(`SELECT count(*) FROM queue_settings WHERE queue = 'emails' AND paused`))
+	require.Equal(t, 1, e.queryInt(t, `SELECT count(*) FROM queue_settings WHERE queue = 'emails' AND paused`))
 	browser.Do(t, b,
 		chromedp.Navigate(e.http.URL+"/queues"),
 		chromedp.Click(css(`a[data-testid="action-queue.throttle"][href*="queue=emails"]`)),
@@ -79,7 +70,7 @@ func TestBrowserOperatorFlows(t *testing.T) {
 	// The result keeps measuring the fleet: the workers panel loads live.
 	browser.Do(t, b, chromedp.WaitVisible(css(`[data-testid="panel-workers"]`)))
 	shot("throttle-done")
-	require.Equal(t, 1, count(`SELECT count(*) FROM queue_settings WHERE queue = 'emails' AND max_workers = 2`))
+	require.Equal(t, 1, e.queryInt(t, `SELECT count(*) FROM queue_settings WHERE queue = 'emails' AND max_workers = 2`))
 
 	// Create an archive schedule, then run it now from the schedules page.
 	browser.Do(t, b,
@@ -90,14 +81,14 @@ func TestBrowserOperatorFlows(t *testing.T) {
 		chromedp.SetValue(css(`#p-kind`), "archive_jobs"),
 	)
 	confirm("keep the jobs table small")
-	require.Equal(t, 1, count(`SELECT count(*) FROM schedules WHERE name = 'archive-nightly' AND kind = 'archive_jobs' AND enabled`))
+	require.Equal(t, 1, e.queryInt(t, `SELECT count(*) FROM schedules WHERE name = 'archive-nightly' AND kind = 'archive_jobs' AND enabled`))
 	browser.Do(t, b,
 		chromedp.Navigate(e.http.URL+"/schedules"),
 		chromedp.Click(css(`a[data-testid="action-schedule.run_now"][href*="archive-nightly"]`)),
 	)
 	confirm("archive before the migration tonight")
 	shot("run-now-done")
-	require.Equal(t, 1, count(`SELECT count(*) FROM jobs WHERE kind = 'archive_jobs'`), "run now enqueued one archive job")
-	require.Equal(t, 5, count(`SELECT count(*) FROM audit_events WHERE outcome = 'succeeded' AND action IN
+	require.Equal(t, 1, e.queryInt(t, `SELECT count(*) FROM jobs WHERE kind = 'archive_jobs'`), "run now enqueued one archive job")
+	require.Equal(t, 5, e.queryInt(t, `SELECT count(*) FROM audit_events WHERE outcome = 'succeeded' AND action IN
 		('deadletters.requeue', 'queue.pause', 'queue.throttle', 'schedule.create', 'schedule.run_now')`))
 }

@@ -90,8 +90,6 @@ func resultView(r actions.Result, now time.Time) *views.Value {
 	case actions.RequeueResult:
 		return pairs(kv("requeued", integer(x.Requeued)), kv("ids", idList(x.IDs)),
 			kv("skipped", integer(x.Skipped)), kv("batches", integer(x.Batches)))
-	case actions.OutboxRequeueResult:
-		return pairs(kv("requeued", integer(x.Requeued)), kv("ids", idList(x.IDs)), kv("batches", integer(x.Batches)))
 	case actions.QueueSettingsResult:
 		return pairs(kv("settings", queueSettingsView(x.Settings)), kv("fleet", fleetView(x.Fleet)), kv("note", text(x.Note)))
 	case actions.TenantLimitsResult:

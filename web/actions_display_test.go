@@ -161,7 +161,7 @@ func TestActionOutcomeViews(t *testing.T) {
 		"outbox.requeue": {
 			preview: actions.OutboxRequeuePreview{Count: 1, Cap: 10000,
 				Sample: []actions.OutboxEventSummary{{ID: 5, Topic: "orders", EventType: "order.created", Attempts: 16, DeadAt: &at}}},
-			result:      actions.OutboxRequeueResult{Requeued: 0, IDs: []int64{}, Batches: 1},
+			result:      actions.RequeueResult{Requeued: 0, IDs: []int64{}, Batches: 1},
 			wantPreview: []string{"count=1", "sample[0]/topic=orders", "sample[0]/last error=—", "sample[0]/dead at=2026-03-01T11:58:30Z"},
 			wantResult:  []string{"requeued=0", "ids=none", "batches=1"},
 		},

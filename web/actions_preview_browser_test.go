@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/browser"
@@ -24,18 +25,9 @@ func TestBrowserPreviewThenExecute(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	db := e.srv.cfg.Pool
-	exec := func(q string, args ...any) {
-		_, err := db.Exec(ctx, q, args...)
-		require.NoError(t, err)
-	}
-	count := func(q string, args ...any) int {
-		var n int
-		require.NoError(t, db.QueryRow(ctx, q, args...).Scan(&n))
-		return n
-	}
-	exec(`INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, attempts)
+	e.exec(t, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, attempts)
 		SELECT 'email', 'send', 'dead', 'timeout', 'dial tcp: i/o timeout', now(), 8 FROM generate_series(1, 27)`)
-	exec(`INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, attempts)
+	e.exec(t, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, attempts)
 		SELECT 'email', 'send', 'dead', 'template.missing', 'no template', now(), 8 FROM generate_series(1, 3)`)
 
 	b := browser.New(t, 240*time.Second)
@@ -72,8 +64,8 @@ func TestBrowserPreviewThenExecute(t *testing.T) {
 		)
 		require.Equal(t, "Requeued 27 dead jobs of class timeout in queue email", text(`[data-testid="result-summary"]`))
 		shot("requeue-done")
-		require.Equal(t, 27, count(`SELECT count(*) FROM jobs WHERE error_class = 'timeout' AND status = 'ready'`))
-		require.Equal(t, 3, count(`SELECT count(*) FROM jobs WHERE error_class = 'template.missing' AND status = 'dead'`))
+		require.Equal(t, 27, e.queryInt(t, `SELECT count(*) FROM jobs WHERE error_class = 'timeout' AND status = 'ready'`))
+		require.Equal(t, 3, e.queryInt(t, `SELECT count(*) FROM jobs WHERE error_class = 'template.missing' AND status = 'dead'`))
 	})
 
 	t.Run("StateChangedInAnotherSession", func(t *testing.T) {
@@ -106,7 +98,7 @@ func TestBrowserPreviewThenExecute(t *testing.T) {
 		require.Contains(t, text(`[data-testid="preview-summary"]`), "no change: it is already paused", "the new preview")
 		browser.Do(t, b, chromedp.WaitVisible(css(`[data-testid="action-execute"]`)))
 		shot("stale")
-		require.Equal(t, 1, count(`SELECT count(*) FROM audit_events WHERE action = 'queue.pause' AND outcome = 'succeeded'`),
+		require.Equal(t, 1, e.queryInt(t, `SELECT count(*) FROM audit_events WHERE action = 'queue.pause' AND outcome = 'succeeded'`),
 			"only the other session's pause ran")
 		var by string
 		require.NoError(t, db.QueryRow(ctx, `SELECT updated_by FROM queue_settings WHERE queue = 'email'`).Scan(&by))
@@ -114,17 +106,12 @@ func TestBrowserPreviewThenExecute(t *testing.T) {
 	})
 
 	t.Run("BulkRetryFromJobs", func(t *testing.T) {
-		var ids []int64
 		rows, err := db.Query(ctx, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, attempts)
 			SELECT 'bulk', 'resize', 'dead', 'oom', 'killed', now(), 3 FROM generate_series(1, 3) RETURNING id`)
 		require.NoError(t, err)
-		for rows.Next() {
-			var id int64
-			require.NoError(t, rows.Scan(&id))
-			ids = append(ids, id)
-		}
-		require.NoError(t, rows.Err())
-		exec(`INSERT INTO jobs (queue, kind, status, finished_at) VALUES ('bulk', 'resize', 'done', now())`)
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		require.NoError(t, err)
+		e.exec(t, `INSERT INTO jobs (queue, kind, status, finished_at) VALUES ('bulk', 'resize', 'done', now())`)
 
 		browser.Do(t, b,
 			chromedp.Navigate(e.http.URL+"/jobs?queue=bulk"),
@@ -152,8 +139,8 @@ func TestBrowserPreviewThenExecute(t *testing.T) {
 			chromedp.WaitVisible(css(`[data-testid="result-summary"]`)),
 		)
 		require.Equal(t, "2 jobs are now ready", text(`[data-testid="result-summary"]`))
-		require.Equal(t, 2, count(`SELECT count(*) FROM jobs WHERE id = ANY($1) AND status = 'ready'`, []int64{ids[0], ids[2]}))
-		require.Equal(t, 1, count(`SELECT count(*) FROM jobs WHERE id = $1 AND status = 'dead'`, ids[1]), "the unselected job stays dead")
+		require.Equal(t, 2, e.queryInt(t, `SELECT count(*) FROM jobs WHERE id = ANY($1) AND status = 'ready'`, []int64{ids[0], ids[2]}))
+		require.Equal(t, 1, e.queryInt(t, `SELECT count(*) FROM jobs WHERE id = $1 AND status = 'dead'`, ids[1]), "the unselected job stays dead")
 	})
 
 	t.Run("BadFilterKeepsTheForm", func(t *testing.T) {
@@ -168,7 +155,7 @@ func TestBrowserPreviewThenExecute(t *testing.T) {
 		browser.Do(t, b,
 			chromedp.SetValue(css(`#f-from`), "10m ago"),
 			chromedp.Click(css(`[data-testid="job-filter-submit"]`)),
-			chromedp.WaitVisible(css(`[data-testid="select-`+fmt.Sprint(count(`SELECT max(id) FROM jobs WHERE queue = 'bulk'`))+`"]`)),
+			chromedp.WaitVisible(css(`[data-testid="select-`+fmt.Sprint(e.queryInt(t, `SELECT max(id) FROM jobs WHERE queue = 'bulk'`))+`"]`)),
 		)
 		require.Zero(t, browser.Get(t, b, chromedp.Evaluate[int](`document.querySelectorAll('.field-error').length`)))
 	})
@@ -199,7 +186,7 @@ func TestBrowserPreviewThenExecute(t *testing.T) {
 			chromedp.Click(css(`[data-testid="action-execute"]`)),
 			chromedp.WaitVisible(css(`[data-testid="result-follow"]`)),
 		)
-		jobID := count(`SELECT id FROM jobs WHERE kind = 'archive_jobs'`)
+		jobID := e.queryInt(t, `SELECT id FROM jobs WHERE kind = 'archive_jobs'`)
 		shot("run-now-done")
 		browser.Do(t, b,
 			chromedp.Click(css(`[data-testid="result-follow"]`)),

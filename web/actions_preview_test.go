@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"encoding/base64"
 	"net/http"
 	"net/url"
@@ -28,20 +27,10 @@ func sealOf(t *testing.T, body string) string {
 func TestActionExecuteNeedsItsPreview(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
-	db := e.srv.cfg.Pool
-	count := func(q string) int {
-		var n int
-		require.NoError(t, db.QueryRow(ctx, q).Scan(&n))
-		return n
-	}
 	paused := func(queue string) int {
-		var n int
-		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM queue_settings WHERE queue = $1 AND paused`, queue).Scan(&n))
-		return n
+		return e.queryInt(t, `SELECT count(*) FROM queue_settings WHERE queue = $1 AND paused`, queue)
 	}
-	op := e.client(t)
-	op.login("operator")
+	op := e.signedIn(t, "operator")
 	preview := func(c *client, name string, params url.Values) (url.Values, string) {
 		t.Helper()
 		_, _ = c.get("/actions/" + name)
@@ -56,13 +45,22 @@ func TestActionExecuteNeedsItsPreview(t *testing.T) {
 		return form, body
 	}
 
+	// refused executes queue.pause with form as c and checks it was refused
+	// for the reason want, pausing nothing.
+	refused := func(t *testing.T, c *client, form url.Values, want string) string {
+		t.Helper()
+		resp, body := c.post("/actions/queue.pause", form)
+		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+		require.Contains(t, body, want)
+		require.Equal(t, 0, paused("billing")+paused("emails"))
+		return body
+	}
+
 	t.Run("NoPreview", func(t *testing.T) {
 		_, _ = op.get("/actions/queue.pause")
-		resp, body := op.post("/actions/queue.pause", url.Values{"_csrf": {op.csrf}, "p.queue": {"emails"}, "reason": {"x"}})
-		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
-		require.Contains(t, body, "Execute needs a preview first: nothing was done")
+		body := refused(t, op, url.Values{"_csrf": {op.csrf}, "p.queue": {"emails"}, "reason": {"x"}},
+			"Execute needs a preview first: nothing was done")
 		require.Contains(t, body, `data-testid="action-form-edit"`, "the form is kept")
-		require.Equal(t, 0, paused("emails"))
 	})
 	t.Run("Tampered", func(t *testing.T) {
 		form, _ := preview(op, "queue.pause", url.Values{"queue": {"emails"}})
@@ -73,68 +71,54 @@ func TestActionExecuteNeedsItsPreview(t *testing.T) {
 		require.NotEqual(t, string(payload), forged)
 		form.Set("preview", base64.RawURLEncoding.EncodeToString([]byte(forged))+"."+mac)
 		form.Set("p.queue", "billing")
-		resp, body := op.post("/actions/queue.pause", form)
-		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
-		require.Contains(t, body, "signature does not match")
-		require.Equal(t, 0, paused("billing")+paused("emails"))
+		refused(t, op, form, "signature does not match")
 	})
 	t.Run("OtherParameters", func(t *testing.T) {
 		form, _ := preview(op, "queue.pause", url.Values{"queue": {"emails"}})
 		form.Set("p.queue", "billing")
-		resp, body := op.post("/actions/queue.pause", form)
-		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
-		require.Contains(t, body, "parameters differ from the ones previewed")
-		require.Equal(t, 0, paused("billing")+paused("emails"))
+		refused(t, op, form, "parameters differ from the ones previewed")
 	})
 	t.Run("OtherSession", func(t *testing.T) {
 		form, _ := preview(op, "queue.pause", url.Values{"queue": {"emails"}})
-		other := e.client(t)
-		other.login("admin")
+		other := e.signedIn(t, "admin")
 		_, _ = other.get("/actions/queue.pause")
 		form.Set("_csrf", other.csrf)
-		resp, body := other.post("/actions/queue.pause", form)
-		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
-		require.Contains(t, body, "signature does not match")
-		require.Equal(t, 0, paused("emails"))
+		refused(t, other, form, "signature does not match")
 	})
 	t.Run("StateChanged", func(t *testing.T) {
-		_, err := db.Exec(ctx, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at)
+		e.exec(t, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at)
 			SELECT 'stale', 'send', 'dead', 'smtp.timeout', 'timeout', now() FROM generate_series(1, 3)`)
-		require.NoError(t, err)
 		form, body := preview(op, "deadletters.requeue", url.Values{"queue": {"stale"}, "error_class": {"smtp.timeout"}})
 		require.Contains(t, body, "Requeue 3 dead jobs of class <code>smtp.timeout</code> in queue <code>stale</code>; cap 10,000")
 		// Meanwhile, another job of the class dies.
-		_, err = db.Exec(ctx, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at)
+		e.exec(t, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at)
 			VALUES ('stale', 'send', 'dead', 'smtp.timeout', 'timeout', now())`)
-		require.NoError(t, err)
 		resp, body := op.post("/actions/deadletters.requeue", form)
 		require.Equal(t, http.StatusConflict, resp.StatusCode, body)
 		require.Contains(t, body, "Nothing was done: what this action would act on changed since your preview")
 		require.Contains(t, body, "Requeue 4 dead jobs", "the new preview is shown")
 		require.Contains(t, body, `data-testid="action-execute"`, "and asks again")
-		require.Equal(t, 4, count(`SELECT count(*) FROM jobs WHERE queue = 'stale' AND status = 'dead'`), "nothing moved")
-		require.Equal(t, 1, count(`SELECT count(*) FROM audit_events WHERE action = 'deadletters.requeue' AND outcome = 'refused'`),
+		require.Equal(t, 4, e.queryInt(t, `SELECT count(*) FROM jobs WHERE queue = 'stale' AND status = 'dead'`), "nothing moved")
+		require.Equal(t, 1, e.queryInt(t, `SELECT count(*) FROM audit_events WHERE action = 'deadletters.requeue' AND outcome = 'refused'`),
 			"the refusal is audited")
 
 		form.Set("preview", sealOf(t, body))
 		resp, body = op.post("/actions/deadletters.requeue", form)
 		require.Equal(t, http.StatusOK, resp.StatusCode, body)
 		require.Contains(t, body, "Requeued 4 dead jobs of class <code>smtp.timeout</code>")
-		require.Equal(t, 4, count(`SELECT count(*) FROM jobs WHERE queue = 'stale' AND status = 'ready'`))
+		require.Equal(t, 4, e.queryInt(t, `SELECT count(*) FROM jobs WHERE queue = 'stale' AND status = 'ready'`))
 	})
 	t.Run("GoneMeanwhile", func(t *testing.T) {
-		_, err := db.Exec(ctx, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at)
+		e.exec(t, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at)
 			SELECT 'gone', 'send', 'dead', 'smtp.timeout', 'timeout', now() FROM generate_series(1, 2)`)
-		require.NoError(t, err)
 		form, _ := preview(op, "deadletters.requeue", url.Values{"queue": {"gone"}})
 		// Meanwhile someone else puts them back to ready.
-		_, err = db.Exec(ctx, `UPDATE jobs SET status = 'ready', finished_at = NULL WHERE queue = 'gone'`)
-		require.NoError(t, err)
+		e.exec(t, `UPDATE jobs SET status = 'ready', finished_at = NULL WHERE queue = 'gone'`)
 		resp, body := op.post("/actions/deadletters.requeue", form)
 		require.Equal(t, http.StatusConflict, resp.StatusCode, body)
 		require.Contains(t, body, "Nothing was done")
 		require.Contains(t, body, "A new preview was refused too: no dead jobs match queue:gone; they may have been requeued already. Refresh the dead letters")
 		require.Contains(t, body, `data-testid="action-form-edit"`, "back to the form")
-		require.Equal(t, 0, count(`SELECT count(*) FROM audit_events WHERE action = 'deadletters.requeue' AND outcome = 'succeeded' AND target = 'queue:gone'`))
+		require.Equal(t, 0, e.queryInt(t, `SELECT count(*) FROM audit_events WHERE action = 'deadletters.requeue' AND outcome = 'succeeded' AND target = 'queue:gone'`))
 	})
 }

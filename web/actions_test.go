@@ -119,11 +119,6 @@ func TestActionsAPIIdempotencyKey(t *testing.T) {
 	c := e.client(t)
 	const path = "/api/v1/actions/incident.open"
 	const body = `{"params": {"title": "Checkout errors"}, "reason": "pager: 5xx on checkout"}`
-	count := func(sql string) int {
-		var n int
-		require.NoError(t, pool.QueryRow(ctx, sql).Scan(&n))
-		return n
-	}
 	outcome := func(o string) float64 { return testutil.ToFloat64(e.srv.metrics.idempotency.WithLabelValues(o)) }
 
 	first, firstBody := c.apiPost(path, ciToken, body, IdempotencyKeyHeader, "open-checkout-1")
@@ -139,8 +134,8 @@ func TestActionsAPIIdempotencyKey(t *testing.T) {
 	require.Equal(t, http.StatusOK, again.StatusCode, againBody)
 	require.Equal(t, "true", again.Header.Get(IdempotencyReplayedHeader))
 	require.JSONEq(t, firstBody, againBody)
-	require.Equal(t, 1, count("SELECT count(*) FROM audit_events WHERE action = 'incident.open'"), "the action ran once")
-	require.Equal(t, 1, count("SELECT count(*) FROM incidents"))
+	require.Equal(t, 1, e.queryInt(t, "SELECT count(*) FROM audit_events WHERE action = 'incident.open'"), "the action ran once")
+	require.Equal(t, 1, e.queryInt(t, "SELECT count(*) FROM incidents"))
 	require.Equal(t, 1.0, outcome("new"))
 	require.Equal(t, 1.0, outcome("replayed"))
 
@@ -150,14 +145,14 @@ func TestActionsAPIIdempotencyKey(t *testing.T) {
 		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, got)
 		require.Contains(t, got, "different request")
 		require.Equal(t, 1.0, outcome("mismatch"))
-		require.Equal(t, 1, count("SELECT count(*) FROM audit_events WHERE action = 'incident.open'"))
+		require.Equal(t, 1, e.queryInt(t, "SELECT count(*) FROM audit_events WHERE action = 'incident.open'"))
 	})
 	t.Run("KeysArePerCaller", func(t *testing.T) {
 		resp, got := c.apiPost(path, cdToken, body, IdempotencyKeyHeader, "open-checkout-1")
 		require.Equal(t, http.StatusOK, resp.StatusCode, got)
 		require.Empty(t, resp.Header.Get(IdempotencyReplayedHeader))
-		require.Equal(t, 2, count("SELECT count(*) FROM incidents"))
-		require.Equal(t, 1, count("SELECT count(*) FROM idempotency_requests WHERE scope = 'console:token:cd' AND state = 'completed'"))
+		require.Equal(t, 2, e.queryInt(t, "SELECT count(*) FROM incidents"))
+		require.Equal(t, 1, e.queryInt(t, "SELECT count(*) FROM idempotency_requests WHERE scope = 'console:token:cd' AND state = 'completed'"))
 	})
 	t.Run("RefusalIsNotStored", func(t *testing.T) {
 		// A refused attempt is audited but its answer is not kept: the
@@ -167,8 +162,8 @@ func TestActionsAPIIdempotencyKey(t *testing.T) {
 			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, got)
 			require.Contains(t, got, "say why")
 		}
-		require.Equal(t, 2, count("SELECT count(*) FROM audit_events WHERE outcome = 'refused'"))
-		require.Equal(t, 0, count("SELECT count(*) FROM idempotency_requests WHERE idempotency_key = 'no-reason'"))
+		require.Equal(t, 2, e.queryInt(t, "SELECT count(*) FROM audit_events WHERE outcome = 'refused'"))
+		require.Equal(t, 0, e.queryInt(t, "SELECT count(*) FROM idempotency_requests WHERE idempotency_key = 'no-reason'"))
 	})
 }
 

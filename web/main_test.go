@@ -147,6 +147,15 @@ func (e *env) signedIn(t *testing.T, role string) *client {
 	return c
 }
 
+// queryInt runs a query returning one integer (a count, a limit) on the
+// test database.
+func (e *env) queryInt(t testing.TB, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, e.srv.cfg.Pool.QueryRow(t.Context(), sql, args...).Scan(&n), sql)
+	return n
+}
+
 // page GETs path and returns its body, failing the test unless the answer
 // is 200.
 func (c *client) page(path string, header ...string) string {

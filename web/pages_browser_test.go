@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/internal/browser"
+	"github.com/pgconsole/console/internal/testdb"
 )
 
 // TestBrowserMainPages opens every main page in headless Chromium as an
@@ -52,12 +52,7 @@ func TestBrowserMainPages(t *testing.T) {
 	// a prepared transaction, for the database pages. The slot and the
 	// prepared transaction outlive connections: they are removed at
 	// cleanup, before the database is dropped.
-	cfg, err := pgx.ParseConfig(e.url)
-	require.NoError(t, err)
-	cfg.RuntimeParams["application_name"] = "nightly-report"
-	app, err := pgx.ConnectConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { app.Close(context.Background()) })
+	app := testdb.Connect(t, e.url, "nightly-report")
 	_, err = app.Exec(ctx, "BEGIN; SELECT count(*) FROM jobs")
 	require.NoError(t, err)
 	_, err = db.Exec(ctx, "SELECT pg_create_physical_replication_slot('pages_test_slot')")

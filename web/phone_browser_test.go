@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/browser"
+	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/views"
 )
 
@@ -186,12 +186,7 @@ func TestBrowserFinish(t *testing.T) {
 	inc, err := audit.IncidentOpen(ctx, db, audit.IncidentOpenParams{Title: "replica lag after the deploy", OpenedBy: "admin"})
 	require.NoError(t, err)
 	// A session idle in a transaction: the jump box finds it by pid.
-	cfg, err := pgx.ParseConfig(e.url)
-	require.NoError(t, err)
-	cfg.RuntimeParams["application_name"] = "nightly-report"
-	app, err := pgx.ConnectConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { app.Close(context.Background()) })
+	app := testdb.Connect(t, e.url, "nightly-report")
 	var appPID int
 	require.NoError(t, app.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&appPID))
 	_, err = app.Exec(ctx, "BEGIN; SELECT count(*) FROM jobs")

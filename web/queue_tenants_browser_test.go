@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -16,15 +15,12 @@ import (
 // queue and tenant filled in, and the limit lands in tenant_limits.
 func TestBrowserTenantThrottle(t *testing.T) {
 	e := setup(t)
-	ctx := context.Background()
-	db := e.srv.cfg.Pool
-	_, err := db.Exec(ctx, `
+	e.exec(t, `
 		INSERT INTO jobs (queue, kind, tenant_id, available_at)
 		SELECT 'shared', 'k', 'big', clock_timestamp() - interval '2 minutes' FROM generate_series(1, 500);
 		INSERT INTO jobs (queue, kind, tenant_id, available_at)
 		SELECT 'shared', 'k', 'small-' || g, clock_timestamp() - g * interval '1 minute' FROM generate_series(1, 4) g;
 		INSERT INTO tenant_limits (queue, tenant_id, max_in_flight) VALUES ('shared', '', 20)`)
-	require.NoError(t, err)
 
 	b := browser.New(t, 120*time.Second)
 	signIn(t, b, e.http.URL, "operator")
@@ -46,7 +42,5 @@ func TestBrowserTenantThrottle(t *testing.T) {
 		chromedp.Click(css(`[data-testid="action-execute"]`)),
 		chromedp.WaitVisible(css(`[data-testid="action-done"]`)),
 	)
-	var n int
-	require.NoError(t, db.QueryRow(ctx, "SELECT max_in_flight FROM tenant_limits WHERE queue = 'shared' AND tenant_id = 'small-4'").Scan(&n))
-	require.Equal(t, 5, n)
+	require.Equal(t, 5, e.queryInt(t, "SELECT max_in_flight FROM tenant_limits WHERE queue = 'shared' AND tenant_id = 'small-4'"))
 }

@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/logbuf"
 	"github.com/pgconsole/console/static"
 )
 
@@ -190,16 +190,7 @@ func TestRenderAnswersJSONAndFragments(t *testing.T) {
 
 // logBuffer collects a server's JSON log lines; safe for the server's
 // goroutines and the test.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+type logBuffer struct{ logbuf.Buffer }
 
 // lines returns the log lines with message msg whose request_id is id. The
 // request's line is written after its answer, so it waits up to 10s for one.
@@ -207,9 +198,7 @@ func (b *logBuffer) lines(t *testing.T, msg, id string) []map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		b.mu.Lock()
-		text := b.buf.String()
-		b.mu.Unlock()
+		text := b.String()
 		var out []map[string]any
 		sc := bufio.NewScanner(strings.NewReader(text))
 		for sc.Scan() {

@@ -24,26 +24,35 @@ func runOperator(ctx context.Context, args []string, getenv env, stdin io.Reader
 	case "add":
 		return operatorAdd(ctx, args[1:], getenv, stdin, stdout)
 	case "disable":
-		fs := flagSet("operator disable")
-		name := fs.String("name", "", "operator name")
-		if err := parseFlags(fs, args[1:]); err != nil {
-			return err
-		}
-		if *name == "" {
-			return usageError{"operator disable needs --name"}
-		}
-		pool, err := attach(ctx, getenv, "console-cli")
+		name, err := applyToNamed(ctx, args[1:], getenv, "operator", "disable", "", auth.OperatorDisable)
 		if err != nil {
 			return err
 		}
-		defer pool.Close()
-		if err := auth.OperatorDisable(ctx, pool, *name); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "operator %s disabled and signed out; `console operator add --name %s` with a new password enables it again\n", *name, *name)
+		fmt.Fprintf(stdout, "operator %s disabled and signed out; `console operator add --name %s` with a new password enables it again\n", name, name)
 		return nil
 	}
 	return usageError{usage}
+}
+
+// applyToNamed runs `console <noun> <verb> --name N`: it parses --name
+// (missing, it is a usage error, with hint after it), attaches to the
+// database and applies change to N, whose name it returns.
+func applyToNamed(ctx context.Context, args []string, getenv env, noun, verb, hint string,
+	change func(ctx context.Context, db auth.DBTX, name string) error) (string, error) {
+	fs := flagSet(noun + " " + verb)
+	name := fs.String("name", "", noun+" name")
+	if err := parseFlags(fs, args); err != nil {
+		return "", err
+	}
+	if *name == "" {
+		return "", usageError{noun + " " + verb + " needs --name" + hint}
+	}
+	pool, err := attach(ctx, getenv, "console-cli")
+	if err != nil {
+		return "", err
+	}
+	defer pool.Close()
+	return *name, change(ctx, pool, *name)
 }
 
 func operatorAdd(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout io.Writer) error {
@@ -110,23 +119,11 @@ func runToken(ctx context.Context, args []string, getenv env, stdout io.Writer) 
 		}
 		return tw.Flush()
 	case "revoke":
-		fs := flagSet("token revoke")
-		name := fs.String("name", "", "token name")
-		if err := parseFlags(fs, args[1:]); err != nil {
-			return err
-		}
-		if *name == "" {
-			return usageError{"token revoke needs --name (see `console token list`)"}
-		}
-		pool, err := attach(ctx, getenv, "console-cli")
+		name, err := applyToNamed(ctx, args[1:], getenv, "token", "revoke", " (see `console token list`)", auth.TokenRevoke)
 		if err != nil {
 			return err
 		}
-		defer pool.Close()
-		if err := auth.TokenRevoke(ctx, pool, *name); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "token %s revoked: it is refused from now on\n", *name)
+		fmt.Fprintf(stdout, "token %s revoked: it is refused from now on\n", name)
 		return nil
 	}
 	return usageError{usage}

@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,27 +25,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/logbuf"
 	"github.com/pgconsole/console/internal/testdb"
 )
-
-// lineBuffer is an io.Writer safe for the goroutine that writes and the
-// test that reads.
-type lineBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lineBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lineBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 var serveURLRE = regexp.MustCompile(`console is serving on (http://\S+)`)
 
@@ -56,7 +37,7 @@ var serveURLRE = regexp.MustCompile(`console is serving on (http://\S+)`)
 func serveAttached(t *testing.T, dbURL string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr lineBuffer
+	var stdout, stderr logbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- runServe(ctx, []string{"--addr", "127.0.0.1:0", "--metrics", "token"}, envMap("DATABASE_URL", dbURL), &stdout, &stderr)

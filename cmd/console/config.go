@@ -144,6 +144,16 @@ func databaseURL(getenv env) (string, error) {
 	return checkURL("DATABASE_URL", u)
 }
 
+// requiredDatabaseURL is databaseURL for a command that cannot run without
+// a database: unset is a usage error saying missing.
+func requiredDatabaseURL(getenv env, missing string) (string, error) {
+	u, err := databaseURL(getenv)
+	if err == nil && u == "" {
+		err = usageError{missing}
+	}
+	return u, err
+}
+
 // checkURL rejects what is clearly not a PostgreSQL URL, with a message that
 // shows the expected shape; key=value connection strings pass through.
 func checkURL(name, raw string) (string, error) {

@@ -112,12 +112,9 @@ func runDemo(ctx context.Context, args []string, getenv env, stdout, stderr io.W
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	raw, err := databaseURL(getenv)
+	raw, err := requiredDatabaseURL(getenv, "demo needs DATABASE_URL (a scratch database: it adds demo jobs and a demo_accounts table)")
 	if err != nil {
 		return err
-	}
-	if raw == "" {
-		return usageError{"demo needs DATABASE_URL (a scratch database: it adds demo jobs and a demo_accounts table)"}
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
 	pool, err := attach(ctx, getenv, "console-demo")

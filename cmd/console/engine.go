@@ -160,12 +160,9 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 	if len(qs) == 0 {
 		return usageError{"--queues needs at least one queue name"}
 	}
-	raw, err := databaseURL(getenv)
+	raw, err := requiredDatabaseURL(getenv, "worker needs DATABASE_URL (or DATABASE_URL_FILE)")
 	if err != nil {
 		return err
-	}
-	if raw == "" {
-		return usageError{"worker needs DATABASE_URL (or DATABASE_URL_FILE)"}
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
 	check, err := attach(ctx, getenv, "console-cli")

@@ -45,12 +45,9 @@ func runFindings(ctx context.Context, args []string, getenv env, stdout io.Write
 	if err != nil {
 		return err
 	}
-	raw, err := databaseURL(getenv)
+	raw, err := requiredDatabaseURL(getenv, "findings needs DATABASE_URL (or DATABASE_URL_FILE)")
 	if err != nil {
 		return err
-	}
-	if raw == "" {
-		return usageError{"findings needs DATABASE_URL (or DATABASE_URL_FILE)"}
 	}
 	// Check the connection first for a clear message.
 	pool, err := openPool(ctx, raw, "console-cli", 1, nil)

@@ -128,6 +128,22 @@ func TestClearFailures(t *testing.T) {
 		_, err := runCmd(t, envMap(), "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--pg-bin", t.TempDir())
 		require.ErrorContains(t, err, "no postgres in")
 	})
+	t.Run("CommandNeedsDatabaseURL", func(t *testing.T) {
+		for cmd, want := range map[string]string{
+			"migrate status": "migrate needs DATABASE_URL",
+			"findings":       "findings needs DATABASE_URL",
+			"token list":     "this command needs DATABASE_URL",
+		} {
+			_, err := runCmd(t, envMap(), strings.Fields(cmd)...)
+			require.ErrorContains(t, err, want, cmd)
+		}
+	})
+	t.Run("AccountCommandNeedsName", func(t *testing.T) {
+		_, err := runCmd(t, envMap(), "token", "revoke")
+		require.ErrorContains(t, err, "token revoke needs --name (see `console token list`)")
+		_, err = runCmd(t, envMap(), "operator", "disable", "--name", "")
+		require.ErrorContains(t, err, "operator disable needs --name")
+	})
 	t.Run("ImageNeedsDatabaseURL", func(t *testing.T) {
 		_, err := runCmd(t, envMap("CONSOLE_REQUIRE_DATABASE_URL", "1"), "serve")
 		require.ErrorContains(t, err, "DATABASE_URL is required here")

@@ -20,12 +20,9 @@ func runMigrate(ctx context.Context, args []string, getenv env, stdout io.Writer
 	if err := parseFlags(flagSet("migrate"), args[1:]); err != nil {
 		return err
 	}
-	raw, err := databaseURL(getenv)
+	raw, err := requiredDatabaseURL(getenv, "migrate needs DATABASE_URL (or DATABASE_URL_FILE); the embedded default migrates by itself")
 	if err != nil {
 		return err
-	}
-	if raw == "" {
-		return usageError{"migrate needs DATABASE_URL (or DATABASE_URL_FILE); the embedded default migrates by itself"}
 	}
 	pool, err := openPool(ctx, raw, "console-migrate", 2, nil)
 	if err != nil {

@@ -31,12 +31,9 @@ const embeddedDatabase = "console"
 // attach opens the DATABASE_URL pool for the command-line subcommands and
 // checks the schema is current.
 func attach(ctx context.Context, getenv env, appName string) (*pgxpool.Pool, error) {
-	raw, err := databaseURL(getenv)
+	raw, err := requiredDatabaseURL(getenv, "this command needs DATABASE_URL (or DATABASE_URL_FILE); `console serve` prints the embedded server's URL at start")
 	if err != nil {
 		return nil, err
-	}
-	if raw == "" {
-		return nil, usageError{"this command needs DATABASE_URL (or DATABASE_URL_FILE); `console serve` prints the embedded server's URL at start"}
 	}
 	pool, err := openPool(ctx, raw, appName, 4, nil)
 	if err != nil {

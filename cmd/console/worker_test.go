@@ -145,11 +145,7 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	require.NoError(t, err)
 
 	first := startWorker(t, url, "--queues crash --concurrency 6 --lease 2s --poll 100ms")
-	count := func(q string) int {
-		var c int
-		require.NoError(t, pool.QueryRow(ctx, q).Scan(&c))
-		return c
-	}
+	count := func(q string) int { return countRows(t, pool, q) }
 	require.Eventually(t, func() bool {
 		// Kill it early, while most jobs are still to run: a worker that
 		// has claimed its last jobs may finish them before the signal.
@@ -202,9 +198,7 @@ func TestThrottleAcrossWorkerProcesses(t *testing.T) {
 	const n = 400
 	url, pool, _ := sleepJobs(t, "throttled", n, func(int) int { return 150 })
 	running := func() int {
-		var c int
-		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE queue = 'throttled' AND status = 'running'").Scan(&c))
-		return c
+		return countRows(t, pool, "SELECT count(*) FROM jobs WHERE queue = 'throttled' AND status = 'running'")
 	}
 	for i := 0; i < 2; i++ {
 		startWorker(t, url, "--queues throttled --concurrency 8 --poll 100ms")
@@ -221,15 +215,15 @@ func TestThrottleAcrossWorkerProcesses(t *testing.T) {
 	// Running jobs finish (they are not killed); within one poll interval
 	// plus the longest job the fleet is at the limit, and stays there.
 	require.Eventually(t, func() bool { return running() <= 2 }, 10*time.Second, 10*time.Millisecond)
-	var done0 int
-	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE queue = 'throttled' AND status = 'done'").Scan(&done0))
+	done := func() int {
+		return countRows(t, pool, "SELECT count(*) FROM jobs WHERE queue = 'throttled' AND status = 'done'")
+	}
+	done0 := done()
 	for samples := 0; samples < 300; samples++ {
 		require.LessOrEqual(t, running(), 2, "in-flight above the fleet-wide limit")
 		time.Sleep(10 * time.Millisecond)
 	}
-	var done1 int
-	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE queue = 'throttled' AND status = 'done'").Scan(&done1))
-	require.Greater(t, done1, done0, "the throttled queue keeps moving")
+	require.Greater(t, done(), done0, "the throttled queue keeps moving")
 }
 
 // startWorkerPair enqueues n ten-minute jobs in queue on a fresh database,

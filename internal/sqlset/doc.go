@@ -16,4 +16,8 @@
 //
 // A query whose text differs by server version has one file per variant,
 // chosen by server_version_num (WithVariants, For).
+//
+// One and All run a statement and collect its rows into structs by column
+// name, leaving each package to say in its own words what failed and to
+// turn pgx.ErrNoRows into its own ErrNotFound.
 package sqlset
