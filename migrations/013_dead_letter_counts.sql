@@ -1,4 +1,4 @@
--- 010: dead letters counted per (queue, error class) as jobs die and leave.
+-- 013: dead letters counted per (queue, error class) as jobs die and leave.
 --
 -- The dead-letter pages rank classes by size. Counting them from jobs costs
 -- one index entry per dead job (a million in a storm); this table holds the

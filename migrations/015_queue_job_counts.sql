@@ -1,4 +1,4 @@
--- 014: ready and running jobs counted per queue as jobs move, and indexes
+-- 015: ready and running jobs counted per queue as jobs move, and indexes
 -- for the job list's error-class and done filters and the dead-letter
 -- views' recent deaths.
 --

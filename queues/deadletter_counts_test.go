@@ -243,7 +243,7 @@ func TestScaleStatementPlans(t *testing.T) {
 			{"dead_letter_groups", "('sq3', 200)", []string{"jobs_dead_idx"}, false},
 			{"dead_letter_class_stats", "(900, 10000, 200)", []string{"jobs_dead_finished_idx", "jobs_dead_idx"}, false},
 			{"dead_letter_totals", "('')", nil, false},
-			{"dead_letter_count", "('{}', 'sq3', 'class 3', NULL, NULL)", nil, false},          // jobs_dead_idx or jobs_dead_queue_class_id_idx: either holds the class alone
+			{"dead_letter_count", "('{}', 'sq3', 'class 3', NULL, NULL)", nil, false},          // dead_letter_counts; the jobs branch (never run here) may use either dead index
 			{"dead_letter_class_list", "('{}', 'sq3', 'class 3', NULL, NULL, 50)", nil, false}, // jobs_dead_idx or jobs_dead_queue_class_id_idx
 			{"dead_letter_sample", "('{}', 'sq3', 'class 3', NULL, NULL, 10)", nil, false},     // jobs_dead_idx or jobs_dead_queue_class_id_idx
 			{"queue_stats", "(10000)", []string{"jobs_ready_pick_idx"}, false},
@@ -271,6 +271,51 @@ func TestScaleStatementPlans(t *testing.T) {
 					require.True(t, used[w], "%s%s (%s) does not use %s:\n%s", c.name, c.args, mode, w, raw)
 				}
 			}
+		}
+	})
+}
+
+// TestDeadLetterCountOfAWholeClassReadsTheCounters: the requeue's count of
+// a queue and class alone (what an operator signs in a storm) equals the
+// dead jobs it would move and reads dead_letter_counts without touching
+// jobs, so it costs the same for a class of ten or of a million; a filter
+// the counters cannot answer (ids, a time range) counts the jobs.
+func TestDeadLetterCountOfAWholeClassReadsTheCounters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := scalePool(t)
+	since := time.Now().Add(-time.Hour)
+	for _, f := range []DeadLetterFilter{
+		{Queue: "sq3", ErrorClass: "class 3"}, {Queue: "sq3"}, {ErrorClass: "class 3"}, {},
+		{Queue: "sq3", ErrorClass: "class 3", Since: &since}, {Queue: "sq4", ErrorClass: "class 3"},
+	} {
+		var want int64
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE status = 'dead'
+			AND ($1 = '' OR queue = $1) AND ($2 = '' OR error_class = $2) AND ($3::timestamptz IS NULL OR finished_at >= $3)`,
+			f.Queue, f.ErrorClass, f.Since).Scan(&want))
+		got, err := DeadLetterCount(ctx, pool, f)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "%+v", f)
+	}
+
+	inEachPlanMode(t, pool, func(conn *pgxpool.Conn, mode string) {
+		for i, c := range []struct {
+			args      string
+			readsJobs bool
+		}{
+			{"('{}', 'sq3', 'class 3', NULL, NULL)", false},
+			{"('{}', '', '', NULL, NULL)", false},
+			{"('{}', 'sq3', 'class 3', now() - interval '1 hour', NULL)", true},
+		} {
+			stmt := fmt.Sprintf("whole_class_%d_%s", i, strings.TrimPrefix(mode, "force_"))
+			raw := []byte(strings.Join(explainPrepared(t, conn, stmt, "dead_letter_count", "(ANALYZE, FORMAT JSON)", c.args), "\n"))
+			readJobs := false
+			for _, n := range planNodes(t, raw) {
+				if n["Relation Name"] == "jobs" && n["Actual Loops"].(float64) > 0 {
+					readJobs = true
+				}
+			}
+			require.Equal(t, c.readsJobs, readJobs, "dead_letter_count%s (%s) read jobs: %v\n%s", c.args, mode, readJobs, raw)
 		}
 	})
 }
