@@ -63,9 +63,11 @@ type IncidentRef struct {
 // RunbookTarget is one targeted runbook page: the current findings that
 // point at it and the panels of its evidence come first.
 type RunbookTarget struct {
-	Slug      string       `json:"slug"`
-	Findings  []FindingRow `json:"findings"`
-	Panels    []PanelSlot  `json:"-"`
+	Slug     string       `json:"slug"`
+	Findings []FindingRow `json:"findings"`
+	Panels   []PanelSlot  `json:"-"`
+	// Evidence heads the panels, as on a step.
+	Evidence  string       `json:"-"`
 	Title     string       `json:"title"`
 	Symptoms  string       `json:"symptoms"`
 	Diagnosis []string     `json:"diagnosis"`

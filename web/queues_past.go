@@ -70,9 +70,11 @@ func checkNotRecorded(name string, at time.Time) views.Panel {
 }
 
 // recordedQueue is a recorded queue as the queue pages' models take it.
-// Done is not recorded; it shows as 0.
+// Done is not recorded; it shows as 0. Due is exact when the recorded
+// count of scheduled jobs stayed below the default count cap (a raised
+// threshold may have counted further; below the default it is certain).
 func recordedQueue(r diagnostics.QueueStat) queues.QueueStat {
-	q := queues.QueueStat{Queue: r.Queue, Ready: r.Ready, Due: max(r.Ready-r.Scheduled, 0), Running: r.Running,
+	q := queues.QueueStat{Queue: r.Queue, Ready: r.Ready, Due: max(r.Ready-r.Scheduled, 0), DueExact: r.Scheduled < diagnostics.DefaultCountCap, Running: r.Running,
 		ExpiredLeases: r.ExpiredLeases, Dead: r.Dead, OldestReadySeconds: r.OldestReadySeconds, Paused: r.Paused, RatePerSecond: r.RatePerSecond}
 	if r.MaxWorkers != nil {
 		n := int(*r.MaxWorkers)

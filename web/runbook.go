@@ -59,9 +59,17 @@ func (s *Server) runbookPage(c echo.Context) error {
 		}
 		return s.render(c, page{Title: fmt.Sprintf("Step %d: %s", m.Number, m.Title), Nav: "runbook", Model: m, Body: views.RunbookStepBody(m), Travel: &t})
 	}
-	if t, ok := runbookTargetBySlug(slug); ok {
-		m := runbookTargetModel(t, p.Role, s.runbookEvidence(ctx, travel{}))
-		return s.render(c, page{Title: t.Title, Nav: "runbook", Model: m, Body: views.RunbookTargetBody(m)})
+	if rt, ok := runbookTargetBySlug(slug); ok {
+		t, err := parseTravel(c, time.Now().UTC())
+		if err != nil {
+			return err
+		}
+		role := p.Role
+		if t.history {
+			role = historyRole
+		}
+		m := runbookTargetModel(rt, role, s.runbookEvidence(ctx, t), t)
+		return s.render(c, page{Title: rt.Title, Nav: "runbook", Model: m, Body: views.RunbookTargetBody(m), Travel: &t})
 	}
 	return fmt.Errorf("%w: no runbook step or targeted runbook named %q", errNotFound, slug)
 }
@@ -236,10 +244,7 @@ func runbookStepModel(i int, role string, ev runbookEvidence, t travel) views.Ru
 		m.ActionsFrom = from
 	}
 	m.Panels = panelSlots(diagnostics.StepPanels(st.Slug), t)
-	m.Evidence = "Live evidence"
-	if t.history {
-		m.Evidence = "Recorded evidence"
-	}
+	m.Evidence = evidenceHeading(t)
 	if i > 0 {
 		m.Prev = &links[i-1]
 	}
@@ -249,12 +254,21 @@ func runbookStepModel(i int, role string, ev runbookEvidence, t travel) views.Ru
 	return m
 }
 
+// evidenceHeading heads a runbook page's panels: live, or recorded when the
+// time picker shows the past.
+func evidenceHeading(t travel) string {
+	if t.history {
+		return "Recorded evidence"
+	}
+	return "Live evidence"
+}
+
 // targetPanels is how many panels a targeted runbook shows of the steps it
 // refers to: the first ones of its first step, enough to see the evidence
 // without the page becoming the step.
 const targetPanels = 3
 
-func runbookTargetModel(t runbookTarget, role string, ev runbookEvidence) views.RunbookTarget {
+func runbookTargetModel(t runbookTarget, role string, ev runbookEvidence, at travel) views.RunbookTarget {
 	found := pointsAt(ev.findings, t.Slug)
 	params, _ := evidenceParams(ev.round, found, t.Actions)
 	m := views.RunbookTarget{Slug: t.Slug, Title: t.Title, Symptoms: t.Symptoms, Diagnosis: t.Diagnosis,
@@ -267,7 +281,8 @@ func runbookTargetModel(t runbookTarget, role string, ev runbookEvidence) views.
 	}
 	if len(t.Steps) > 0 {
 		panels := diagnostics.StepPanels(t.Steps[0])
-		m.Panels = panelSlots(panels[:min(len(panels), targetPanels)], travel{})
+		m.Panels = panelSlots(panels[:min(len(panels), targetPanels)], at)
 	}
+	m.Evidence = evidenceHeading(at)
 	return m
 }

@@ -147,6 +147,18 @@ func TestPanelsAtAMoment(t *testing.T) {
 		require.Contains(t, past, `data-refresh-url="/panels/blocking_tree?`+at+`"`, "the step's panels load at the moment")
 		require.NotContains(t, past, `data-testid="action-`, "nobody acts on the past")
 		require.Contains(t, c.page("/database/activity?"+at), `data-refresh-url="/panels/activity?`+at+`"`)
+
+		// A targeted runbook's evidence travels too: its panels load at
+		// the moment, under the recorded heading, with no actions.
+		target := "/runbook/" + diagnostics.RunbookSlotRetention
+		live = c.page(target)
+		require.Contains(t, live, "Live evidence")
+		require.Contains(t, live, `data-testid="action-`)
+		past = c.page(target + "?" + at)
+		require.Contains(t, past, `data-testid="timebar-marker"`)
+		require.Contains(t, past, "Recorded evidence")
+		require.Regexp(t, `data-refresh-url="/panels/[a-z_]+\?`+regexp.QuoteMeta(at)+`"`, past)
+		require.NotContains(t, past, `data-testid="action-`, "nobody acts on the past")
 	})
 
 	t.Run("Queues", func(t *testing.T) {
@@ -161,7 +173,8 @@ func TestPanelsAtAMoment(t *testing.T) {
 
 		detail := c.page("/queues/travel?" + at)
 		require.Contains(t, detail, marker)
-		require.Regexp(t, `<dt>Ready</dt>\s*<dd><a href="[^"]*">4</a></dd>`, detail, "four ready jobs then")
+		require.Regexp(t, `<dt>Ready</dt>\s*<dd[^>]*><a href="[^"]*">4</a></dd>`, detail, "four ready jobs then")
+		require.Regexp(t, `<dt>Due now</dt>\s*<dd[^>]*>4</dd>`, detail, "four due then, counted exactly")
 		require.Contains(t, detail, `data-testid="panel-workers"`)
 		require.Contains(t, detail, "Not recorded: history keeps", "workers, tenants and dead-letter groups are live only")
 		require.NotContains(t, detail, `hx-trigger="every 10s"`)
