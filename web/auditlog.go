@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/pgconsole/console/audit"
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/views"
 )
 
@@ -38,7 +39,7 @@ func (s *Server) auditLog(c echo.Context) error {
 
 // auditChainModel says whether the chain verified.
 func auditChainModel(r audit.VerifyResult, err error) views.AuditChain {
-	ch := views.AuditChain{OK: err == nil && r.OK, Checked: humanInt(int64(r.Checked))}
+	ch := views.AuditChain{OK: err == nil && r.OK, Checked: humanize.Int(int64(r.Checked))}
 	switch {
 	case err != nil:
 		ch.Sev = "warning"

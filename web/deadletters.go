@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/views"
 )
@@ -41,10 +42,10 @@ func deadLettersModel(groups []queues.DeadLetterGroup, total queues.DeadLetterTo
 		p.EmptyTitle = "No dead jobs in queue " + queue + "."
 	}
 	if total.Groups > int64(len(groups)) {
-		p.Note += fmt.Sprintf("The %d largest of %s groups. ", len(groups), humanInt(total.Groups))
+		p.Note += fmt.Sprintf("The %d largest of %s groups. ", len(groups), humanize.Int(total.Groups))
 	}
 	p.Note += "Counts and the total are exact: the engine counts dead jobs per group as they die and are requeued."
-	m := views.DeadLettersPage{GeneratedAt: now.UTC().Format(time.RFC3339), Total: humanInt(total.Dead), Groups: p, RefreshURL: "/deadletters"}
+	m := views.DeadLettersPage{GeneratedAt: now.UTC().Format(time.RFC3339), Total: humanize.Int(total.Dead), Groups: p, RefreshURL: "/deadletters"}
 	if queue != "" {
 		m.RefreshURL = deadLettersHref(queue)
 	}
@@ -79,7 +80,7 @@ func deadLetterPanel(groups []queues.DeadLetterGroup, role string, withQueue boo
 		if withQueue {
 			row = append(row, views.Cell{Text: g.Queue, Href: queueHref(g.Queue), Mono: true})
 		}
-		row = append(row, class, views.Cell{Text: humanInt(g.Count)}, ageCell(&first, now), ageCell(&last, now), sample, deadLetterActions(g, role))
+		row = append(row, class, views.Cell{Text: humanize.Int(g.Count)}, ageCell(&first, now), ageCell(&last, now), sample, deadLetterActions(g, role))
 		p.Rows = append(p.Rows, row)
 	}
 	return p

@@ -14,9 +14,6 @@ import (
 // Plain formatting functions from domain values to display strings; no I/O,
 // table-tested in format_test.go.
 
-// humanInt groups digits: 1234567 -> "1,234,567".
-var humanInt = humanize.Int[int64]
-
 // humanBytes: 1536 -> "1.5 KiB".
 func humanBytes(n float64) string {
 	if math.IsNaN(n) {
@@ -69,7 +66,7 @@ func humanRate(perSecond float64) string {
 	if perSecond < 10 {
 		return strconv.FormatFloat(perSecond, 'f', 1, 64) + "/s"
 	}
-	return humanInt(int64(math.Round(perSecond))) + "/s"
+	return humanize.Int(int64(math.Round(perSecond))) + "/s"
 }
 
 // age shows a time as "4m12s ago" with its absolute UTC time for the

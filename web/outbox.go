@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/views"
 )
@@ -127,26 +128,26 @@ func (s *Server) outboxPage(c echo.Context) error {
 // settings.
 func outboxModel(st queues.OutboxStatsResult, relay queues.RelaySettings, trend map[string]trend, th diagnostics.Thresholds, role string, now time.Time) views.OutboxPage {
 	published := max(st.RowsEstimate-st.Pending-st.Inflight-st.Dead, 0)
-	pending := views.Tile{ID: "pending", Label: "Pending", Value: humanInt(st.Pending), State: "ok",
-		Meta:      fmt.Sprintf("%s due · %s", humanInt(st.Due), oldestText(st.Pending, st.OldestPendingSeconds)),
+	pending := views.Tile{ID: "pending", Label: "Pending", Value: humanize.Int(st.Pending), State: "ok",
+		Meta:      fmt.Sprintf("%s due · %s", humanize.Int(st.Due), oldestText(st.Pending, st.OldestPendingSeconds)),
 		Threshold: "alert at " + humanSeconds(th.OutboxBacklogAge.Seconds()) + " waited",
 		Spark:     spark(trend["outbox.pending"], 0, "pending outbox events", count)}
 	if (relay.Paused && st.Pending > 0) || (th.OutboxBacklogAge > 0 && st.Pending > 0 && st.OldestPendingSeconds >= th.OutboxBacklogAge.Seconds()) {
 		pending.State = "warning"
 	}
-	inflight := views.Tile{ID: "inflight", Label: "In flight", Value: humanInt(st.Inflight), State: "ok",
-		Meta: humanInt(st.ExpiredLeases) + " expired leases"}
+	inflight := views.Tile{ID: "inflight", Label: "In flight", Value: humanize.Int(st.Inflight), State: "ok",
+		Meta: humanize.Int(st.ExpiredLeases) + " expired leases"}
 	if st.ExpiredLeases > 0 {
 		inflight.State = "warning"
 	}
-	dead := views.Tile{ID: "dead", Label: "Dead", Value: humanInt(st.Dead), State: "ok", Meta: "out of attempts; requeue below",
+	dead := views.Tile{ID: "dead", Label: "Dead", Value: humanize.Int(st.Dead), State: "ok", Meta: "out of attempts; requeue below",
 		Threshold: fmt.Sprintf("alert at %d", th.OutboxDead),
 		Spark:     spark(trend["outbox.dead"], float64(th.OutboxDead), "dead outbox events", count)}
 	if st.Dead > 0 {
 		dead.State = "critical"
 	}
-	pub := views.Tile{ID: "published", Label: "Published (approx)", Value: "~" + humanInt(published), State: "ok",
-		Meta: humanInt(st.AcceptedUnmarked) + " accepted, not yet marked"}
+	pub := views.Tile{ID: "published", Label: "Published (approx)", Value: "~" + humanize.Int(published), State: "ok",
+		Meta: humanize.Int(st.AcceptedUnmarked) + " accepted, not yet marked"}
 	if st.AcceptedUnmarked > 0 {
 		pub.State = "warning"
 		pub.Meta += " (may be delivered twice)"

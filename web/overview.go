@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/views"
 )
 
@@ -148,12 +149,12 @@ func overviewTiles(r diagnostics.Round, findings []diagnostics.Finding, th diagn
 		}
 	}
 	tiles := []views.Tile{
-		{ID: "queue-ready", Label: "Ready jobs", Value: humanInt(ready), Meta: oldestText(ready, oldest),
+		{ID: "queue-ready", Label: "Ready jobs", Value: humanize.Int(ready), Meta: oldestText(ready, oldest),
 			State: worst(diagnostics.CodeQueueBacklog, diagnostics.CodeQueuePaused, diagnostics.CodeWorkersNoneAlive), Href: "/queues",
 			Threshold: "alert at " + humanSeconds(th.QueueBacklogAge.Seconds())},
-		{ID: "queue-running", Label: "Running jobs", Value: humanInt(running), Meta: humanInt(expired) + " expired leases",
+		{ID: "queue-running", Label: "Running jobs", Value: humanize.Int(running), Meta: humanize.Int(expired) + " expired leases",
 			State: worst(diagnostics.CodeExpiredLeases), Href: "/queues", Threshold: fmt.Sprintf("alert at %d expired", th.ExpiredLeases)},
-		{ID: "queue-dead", Label: "Dead letters", Value: humanInt(dead),
+		{ID: "queue-dead", Label: "Dead letters", Value: humanize.Int(dead),
 			State: worst(diagnostics.CodeDeadLetters), Href: "/deadletters",
 			Threshold: fmt.Sprintf("alert at %d in %s", th.DeadLetters, humanSeconds(th.DeadLetterWindow.Seconds()))},
 	}
@@ -165,7 +166,7 @@ func overviewTiles(r diagnostics.Round, findings []diagnostics.Finding, th diagn
 
 	outbox := views.Tile{ID: "outbox", Label: "Outbox pending", Value: "?", State: "unknown", Href: "/outbox"}
 	if r.Outbox != nil {
-		outbox.Value = humanInt(r.Outbox.Pending)
+		outbox.Value = humanize.Int(r.Outbox.Pending)
 		outbox.Meta = oldestText(r.Outbox.Pending, r.Outbox.OldestPendingSeconds)
 		outbox.State = worst(diagnostics.CodeOutboxBacklog, diagnostics.CodeOutboxDead)
 		outbox.Threshold = "alert at " + humanSeconds(th.OutboxBacklogAge.Seconds())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/views"
 )
 
@@ -140,7 +141,7 @@ func formatValue(f diagnostics.Format, v diagnostics.Value, now time.Time) views
 	case diagnostics.AsNumber:
 		return views.Cell{Text: strconv.FormatFloat(v.Float, 'f', -1, 64)}
 	case diagnostics.AsCount:
-		return views.Cell{Text: humanInt(v.Int)}
+		return views.Cell{Text: humanize.Int(v.Int)}
 	case diagnostics.AsID:
 		return views.Cell{Text: strconv.FormatInt(v.Int, 10), Mono: true}
 	case diagnostics.AsYesNo:

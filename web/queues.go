@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/views"
 )
@@ -131,10 +132,10 @@ const exactCount = "exact: counted as jobs move"
 // its jobs scheduled for later were counted only up to the cap.
 func dueCell(q queues.QueueStat) views.Cell {
 	if q.DueExact {
-		return views.Cell{Text: humanInt(q.Due)}
+		return views.Cell{Text: humanize.Int(q.Due)}
 	}
-	return views.Cell{Text: "≤ " + humanInt(q.Due),
-		Title: fmt.Sprintf("estimated: over %s jobs are scheduled for later, counted no further", humanInt(queues.QueueStatsScheduledCap))}
+	return views.Cell{Text: "≤ " + humanize.Int(q.Due),
+		Title: fmt.Sprintf("estimated: over %s jobs are scheduled for later, counted no further", humanize.Int(queues.QueueStatsScheduledCap))}
 }
 
 // queuesModel maps the queue stats to the /queues table.
@@ -155,22 +156,22 @@ func queuesModel(stats []queues.QueueStat, role string, now time.Time) views.Que
 			settings.Text = "◆ " + settings.Text
 			settings.Title = "paused: no job of this queue is claimed"
 		}
-		expired := views.Cell{Text: humanInt(q.ExpiredLeases)}
+		expired := views.Cell{Text: humanize.Int(q.ExpiredLeases)}
 		if q.ExpiredLeases > 0 {
 			expired.Href = jobsHref("queue", q.Queue, "status", queues.StatusRunning)
 		}
-		dead := views.Cell{Text: humanInt(q.Dead)}
+		dead := views.Cell{Text: humanize.Int(q.Dead)}
 		if q.Dead > 0 {
 			dead.Href = "/deadletters?queue=" + url.QueryEscape(q.Queue)
 		}
 		p.Rows = append(p.Rows, []views.Cell{
 			{Text: q.Queue, Href: queueHref(q.Queue), Mono: true},
-			{Text: humanInt(q.Ready), Href: jobsHref("queue", q.Queue, "status", queues.StatusReady)},
+			{Text: humanize.Int(q.Ready), Href: jobsHref("queue", q.Queue, "status", queues.StatusReady)},
 			dueCell(q),
-			{Text: humanInt(q.Running), Href: jobsHref("queue", q.Queue, "status", queues.StatusRunning)},
+			{Text: humanize.Int(q.Running), Href: jobsHref("queue", q.Queue, "status", queues.StatusRunning)},
 			expired,
 			dead,
-			{Text: "~" + humanInt(q.DoneApprox)},
+			{Text: "~" + humanize.Int(q.DoneApprox)},
 			oldestReadyCell(q.Due, q.OldestReadySeconds),
 			settings,
 			{Actions: queueActions(q, role)},
@@ -244,13 +245,13 @@ func queueDetailModel(q queues.QueueStat, st queues.QueueSettings, role string, 
 		Name:        q.Queue,
 		GeneratedAt: now.UTC().Format(time.RFC3339),
 		Counts: []views.Fact{
-			{Label: "Ready", Value: humanInt(q.Ready), Href: jobsHref("queue", q.Queue, "status", queues.StatusReady), Title: exactCount},
+			{Label: "Ready", Value: humanize.Int(q.Ready), Href: jobsHref("queue", q.Queue, "status", queues.StatusReady), Title: exactCount},
 			{Label: "Due now", Value: dueCell(q).Text, Title: dueCell(q).Title},
 			{Label: "Oldest due ready", Value: oldest},
-			{Label: "Running", Value: humanInt(q.Running), Href: jobsHref("queue", q.Queue, "status", queues.StatusRunning), Title: exactCount},
-			{Label: "Expired leases", Value: humanInt(q.ExpiredLeases)},
-			{Label: "Dead", Value: humanInt(q.Dead), Href: jobsHref("queue", q.Queue, "status", queues.StatusDead), Title: exactCount},
-			{Label: "Done (approx)", Value: "~" + humanInt(q.DoneApprox), Title: "estimated from planner statistics"},
+			{Label: "Running", Value: humanize.Int(q.Running), Href: jobsHref("queue", q.Queue, "status", queues.StatusRunning), Title: exactCount},
+			{Label: "Expired leases", Value: humanize.Int(q.ExpiredLeases)},
+			{Label: "Dead", Value: humanize.Int(q.Dead), Href: jobsHref("queue", q.Queue, "status", queues.StatusDead), Title: exactCount},
+			{Label: "Done (approx)", Value: "~" + humanize.Int(q.DoneApprox), Title: "estimated from planner statistics"},
 		},
 		Settings: []views.Fact{
 			{Label: "State", Value: map[bool]string{true: "paused: no claims", false: "running"}[st.Paused]},
@@ -275,7 +276,7 @@ func optInt(n *int, none string) string {
 	if n == nil {
 		return none
 	}
-	return humanInt(int64(*n))
+	return humanize.Int(int64(*n))
 }
 
 // optRate formats an optional rate.
@@ -335,7 +336,7 @@ func queueBacklogState(q queues.QueueStat, th diagnostics.Thresholds) string {
 func queueBacklogThreshold(th diagnostics.Thresholds) string {
 	s := "alert at " + humanSeconds(th.QueueBacklogAge.Seconds()) + " waited"
 	if th.QueueBacklogReady > 0 {
-		s += " or " + humanInt(th.QueueBacklogReady) + " ready"
+		s += " or " + humanize.Int(th.QueueBacklogReady) + " ready"
 	}
 	return s
 }
@@ -347,7 +348,7 @@ func queueTrendTile(q queues.QueueStat, trend map[string]trend, th diagnostics.T
 		meta = "paused · " + meta
 	}
 	return views.Tile{
-		ID: "queue-" + q.Queue, Label: q.Queue + " · ready", Value: humanInt(q.Ready), Meta: meta,
+		ID: "queue-" + q.Queue, Label: q.Queue + " · ready", Value: humanize.Int(q.Ready), Meta: meta,
 		State: queueBacklogState(q, th), Threshold: queueBacklogThreshold(th), Href: queueHref(q.Queue),
 		Spark: spark(trend["ready"], float64(th.QueueBacklogReady), "ready jobs of "+q.Queue, count),
 	}
@@ -369,16 +370,16 @@ func queueDetailTrends(q queues.QueueStat, trend map[string]trend, th diagnostic
 		oldest = humanSeconds(q.OldestReadySeconds)
 	}
 	return []views.Tile{
-		{ID: "ready", Label: "Ready", Value: humanInt(q.Ready), Meta: humanInt(q.Due) + " due now", State: state,
+		{ID: "ready", Label: "Ready", Value: humanize.Int(q.Ready), Meta: humanize.Int(q.Due) + " due now", State: state,
 			Href: jobsHref("queue", q.Queue, "status", queues.StatusReady), Threshold: queueBacklogThreshold(th),
 			Spark: spark(trend["ready"], float64(th.QueueBacklogReady), "ready jobs", count)},
 		{ID: "oldest", Label: "Oldest due ready", Value: oldest, State: state,
 			Threshold: "alert at " + humanSeconds(th.QueueBacklogAge.Seconds()),
 			Spark:     spark(trend["oldest_ready_seconds"], th.QueueBacklogAge.Seconds(), "oldest ready age", humanSeconds)},
-		{ID: "running", Label: "Running", Value: humanInt(q.Running), Meta: humanInt(q.ExpiredLeases) + " expired leases", State: expiredState,
+		{ID: "running", Label: "Running", Value: humanize.Int(q.Running), Meta: humanize.Int(q.ExpiredLeases) + " expired leases", State: expiredState,
 			Href: jobsHref("queue", q.Queue, "status", queues.StatusRunning), Threshold: fmt.Sprintf("alert at %d expired", th.ExpiredLeases),
 			Spark: spark(trend["running"], 0, "running jobs", count)},
-		{ID: "dead", Label: "Dead", Value: humanInt(q.Dead), State: deadState, Href: deadLettersHref(q.Queue),
+		{ID: "dead", Label: "Dead", Value: humanize.Int(q.Dead), State: deadState, Href: deadLettersHref(q.Queue),
 			Threshold: fmt.Sprintf("alert at %d in %s", th.DeadLetters, humanSeconds(th.DeadLetterWindow.Seconds())),
 			Spark:     spark(trend["dead"], 0, "dead jobs", count)},
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/views"
 )
 
@@ -178,7 +179,7 @@ func spark(tr trend, threshold float64, noun string, show func(float64) string) 
 }
 
 // count shows a count on a chart's scale.
-func count(v float64) string { return humanInt(int64(math.Round(v))) }
+func count(v float64) string { return humanize.Int(int64(math.Round(v))) }
 
 // bytesPerSecond shows a rate of bytes on a chart's scale.
 func bytesPerSecond(v float64) string { return humanBytes(v) + "/s" }

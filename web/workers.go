@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/views"
 )
@@ -67,8 +68,8 @@ func workerPanel(ws []queues.Worker, queue string, now time.Time) views.Panel {
 			{Text: w.Host},
 			{Text: fmt.Sprint(w.PID), Mono: true},
 			{Text: workerQueues(w)},
-			{Text: humanInt(int64(w.Concurrency))},
-			{Text: humanInt(int64(inFlight))},
+			{Text: humanize.Int(int64(w.Concurrency))},
+			{Text: humanize.Int(int64(inFlight))},
 			ageCell(&seen, now),
 			ageCell(&started, now),
 			{Text: w.Version, Mono: true},
