@@ -62,11 +62,15 @@ func humanSeconds(sec float64) string {
 }
 
 // humanRate: 1234.5 -> "1,234/s"; small rates keep a decimal.
-func humanRate(perSecond float64) string {
-	if perSecond < 10 {
-		return strconv.FormatFloat(perSecond, 'f', 1, 64) + "/s"
+func humanRate(perSecond float64) string { return humanPer(perSecond, "/s") }
+
+// humanPer writes a rate with its unit ("/s", "/min"): one decimal below
+// ten, whole and grouped above.
+func humanPer(v float64, unit string) string {
+	if v < 10 {
+		return strconv.FormatFloat(v, 'f', 1, 64) + unit
 	}
-	return humanize.Int(int64(math.Round(perSecond))) + "/s"
+	return humanize.Int(int64(math.Round(v))) + unit
 }
 
 // age shows a time as "4m12s ago" with its absolute UTC time for the

@@ -264,9 +264,7 @@ func (s *Server) panel(c echo.Context) error {
 	}
 	p, _ := principalFrom(c)
 	v := panelView(check, res, p.Role, time.Now())
-	if name == diagnostics.CheckWALStats {
-		v = walRates(v, s.cfg.Sampler, time.Now())
-	}
+	v = withRates(name, v, s.cfg.Sampler, time.Now())
 	v.RefreshURL, v.RefreshSeconds = "/panels/"+name, panelRefreshSeconds
 	if inc := s.openIncident(ctx); inc != nil && auth.RoleRank(p.Role) >= auth.RoleRank(auth.RoleOperator) {
 		v.CaptureURL = fmt.Sprintf("/incidents/%d/capture", inc.ID)

@@ -38,17 +38,52 @@ func TestWALStatsShowRates(t *testing.T) {
 	smp.SampleNow(ctx)
 	body = walPanel()
 	require.NotContains(t, body, "not rates")
-	cells := map[string]string{}
-	for _, m := range regexp.MustCompile(`data-label="([^"]+)"[^>]*><div class="cv">([^<]*)<`).FindAllStringSubmatch(body, -1) {
-		cells[html.UnescapeString(m[1])] = strings.TrimSpace(html.UnescapeString(m[2]))
-	}
+	cells := panelCells(body)
 	require.Regexp(t, `^[1-9][0-9.]* (KiB|MiB|GiB)/s$`, cells["WAL per second"], "20,000 rows of 200 bytes make at least a KiB of WAL per second: %v", cells)
 	// pg_stat_wal lags the WAL position by up to a second (backends flush
 	// their counters at most once a second), so these may still be 0.
 	require.Regexp(t, `^[0-9][0-9,.]*/s$`, cells["Records per second"])
 	require.Regexp(t, `^[0-9][0-9,.]*/s$`, cells["Full-page images per second"])
 	require.Regexp(t, `^over \S+, \S+ ago$`, cells["Measured"])
-	require.Regexp(t, `(KiB|MiB|GiB)$`, cells["WAL since reset"], "the total comes after the rates")
+	require.Regexp(t, `(KiB|MiB|GiB)$`, cells["WAL written since reset"], "the total comes after the rates")
 	require.Less(t, regexp.MustCompile(`<th[^>]*>WAL per second<`).FindStringIndex(body)[0],
-		regexp.MustCompile(`<th[^>]*>WAL since reset<`).FindStringIndex(body)[0], "rates first, the total after them")
+		regexp.MustCompile(`<th[^>]*>WAL written since reset<`).FindStringIndex(body)[0], "rates first, the total after them")
+}
+
+// panelCells maps a one-row panel's column labels to its cell texts.
+func panelCells(body string) map[string]string {
+	cells := map[string]string{}
+	for _, m := range regexp.MustCompile(`data-label="([^"]+)"[^>]*><div class="cv">([^<]*)<`).FindAllStringSubmatch(body, -1) {
+		cells[html.UnescapeString(m[1])] = strings.TrimSpace(html.UnescapeString(m[2]))
+	}
+	return cells
+}
+
+// TestCheckpointerShowsRates: the checkpointer panel on the WAL page shows
+// checkpoints per minute (all, and requested) between the sampler's two
+// newest samples, then the counters since the reset, labelled so.
+func TestCheckpointerShowsRates(t *testing.T) {
+	t.Parallel()
+	var smp *diagnostics.Sampler
+	e := setupWith(t, setupOpts{configure: func(c *Config) {
+		smp = c.Diagnostics.NewSampler(diagnostics.SamplerConfig{Interval: time.Hour}) // sampled by hand below
+		c.Sampler = smp
+	}})
+	ctx := context.Background()
+	viewer := e.signedIn(t, "viewer")
+	panel := func() string { return viewer.page("/panels/checkpointer", "HX-Request", "true") }
+
+	smp.SampleNow(ctx)
+	require.Contains(t, panel(), "not rates")
+	_, err := e.srv.cfg.Pool.Exec(ctx, "CHECKPOINT")
+	require.NoError(t, err)
+	smp.SampleNow(ctx)
+	body := panel()
+	require.NotContains(t, body, "not rates")
+	cells := panelCells(body)
+	require.Regexp(t, `^[0-9][0-9,.]*/min$`, cells["Checkpoints per minute"], "%v", cells)
+	require.NotEqual(t, "0.0/min", cells["Requested per minute"], "the CHECKPOINT between the samples was requested: %v", cells)
+	require.Regexp(t, `^[0-9][0-9,.]*/s$`, cells["Buffers allocated per second"])
+	require.Regexp(t, `^[0-9][0-9,]*$`, cells["Requested checkpoints since reset"], "the totals come after the rates: %v", cells)
+	require.Regexp(t, `^over \S+, \S+ ago$`, cells["Measured"])
 }
