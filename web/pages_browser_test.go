@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/audit"
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/browser"
 	"github.com/pgconsole/console/internal/testdb"
 )
@@ -23,7 +24,11 @@ import (
 // and writes a screenshot of each to the test output folder. The runbook and
 // action catalogue pages show no data; they must show their own content.
 func TestBrowserMainPages(t *testing.T) {
-	e := setup(t)
+	var smp *diagnostics.Sampler
+	e := setupWith(t, setupOpts{configure: func(c *Config) {
+		smp = c.Diagnostics.NewSampler(diagnostics.SamplerConfig{Interval: time.Hour}) // sampled by hand below
+		c.Sampler = smp
+	}})
 	ctx := context.Background()
 	db := e.srv.cfg.Pool
 	for _, q := range []string{
@@ -62,6 +67,13 @@ func TestBrowserMainPages(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Exec(context.Background(), "ROLLBACK PREPARED 'pages-test-gid'") })
 
+	// Two samples with a checkpoint between them, so the WAL page shows
+	// rates.
+	smp.SampleNow(ctx)
+	_, err = db.Exec(ctx, "CHECKPOINT")
+	require.NoError(t, err)
+	smp.SampleNow(ctx)
+
 	b := browser.New(t, 180*time.Second)
 	signIn(t, b, e.http.URL, "admin")
 	for _, p := range []struct {
@@ -90,6 +102,7 @@ func TestBrowserMainPages(t *testing.T) {
 			js: `[...document.querySelectorAll('main input, main select')].some(i => i.value === 'emails-eu') &&
 				[...document.querySelectorAll('main input, main select')].some(i => i.value === 'smtp.timeout')`},
 		{path: "/database/activity", testid: "database-activity", texts: []string{"nightly-report"}},
+		{path: "/database/resources", testid: "database-resources", texts: []string{"WAL per second", "Checkpoints per minute"}},
 		{path: "/database/replication", testid: "database-replication", texts: []string{"pages_test_slot"}},
 		{path: "/database/maintenance", testid: "database-maintenance", texts: []string{"pages-test-gid"}},
 	} {

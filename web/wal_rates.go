@@ -83,6 +83,7 @@ func withRates(name string, p views.Panel, smp *diagnostics.Sampler, now time.Ti
 				}
 				cols = append(cols, c)
 				row = append(row, p.Rows[0][i])
+				break // before 17 both reset columns read "Counters reset": one is enough
 			}
 		}
 	}
