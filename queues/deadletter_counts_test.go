@@ -275,11 +275,12 @@ func TestScaleStatementPlans(t *testing.T) {
 	})
 }
 
-// TestDeadLetterCountOfAWholeClassReadsTheCounters: the requeue's count of
-// a queue and class alone (what an operator signs in a storm) equals the
-// dead jobs it would move and reads dead_letter_counts without touching
-// jobs, so it costs the same for a class of ten or of a million; a filter
-// the counters cannot answer (ids, a time range) counts the jobs.
+// TestDeadLetterCountOfAWholeClassReadsTheCounters: the requeue's count and
+// class list of a queue and class alone (what an operator signs in a
+// storm) equal the dead jobs it would move and read dead_letter_counts
+// without touching jobs, so they cost the same for a class of ten or of a
+// million; a filter the counters cannot answer (ids, a time range) counts
+// the jobs.
 func TestDeadLetterCountOfAWholeClassReadsTheCounters(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -296,6 +297,16 @@ func TestDeadLetterCountOfAWholeClassReadsTheCounters(t *testing.T) {
 		got, err := DeadLetterCount(ctx, pool, f)
 		require.NoError(t, err)
 		require.Equal(t, want, got, "%+v", f)
+
+		rows, err := pool.Query(ctx, `SELECT coalesce(error_class, ''), count(*) FROM jobs WHERE status = 'dead'
+			AND ($1 = '' OR queue = $1) AND ($2 = '' OR error_class = $2) AND ($3::timestamptz IS NULL OR finished_at >= $3)
+			GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 50`, f.Queue, f.ErrorClass, f.Since)
+		require.NoError(t, err)
+		wantClasses, err := pgx.CollectRows(rows, pgx.RowToStructByPos[DeadLetterClassCount])
+		require.NoError(t, err)
+		classes, err := DeadLetterClassList(ctx, pool, f, 50)
+		require.NoError(t, err)
+		require.Equal(t, wantClasses, classes, "%+v", f)
 	}
 
 	inEachPlanMode(t, pool, func(conn *pgxpool.Conn, mode string) {
@@ -308,14 +319,16 @@ func TestDeadLetterCountOfAWholeClassReadsTheCounters(t *testing.T) {
 			{"('{}', 'sq3', 'class 3', now() - interval '1 hour', NULL)", true},
 		} {
 			stmt := fmt.Sprintf("whole_class_%d_%s", i, strings.TrimPrefix(mode, "force_"))
-			raw := []byte(strings.Join(explainPrepared(t, conn, stmt, "dead_letter_count", "(ANALYZE, FORMAT JSON)", c.args), "\n"))
-			readJobs := false
-			for _, n := range planNodes(t, raw) {
-				if n["Relation Name"] == "jobs" && n["Actual Loops"].(float64) > 0 {
-					readJobs = true
+			for _, q := range []struct{ name, args string }{{"dead_letter_count", c.args}, {"dead_letter_class_list", strings.TrimSuffix(c.args, ")") + ", 50)"}} {
+				raw := []byte(strings.Join(explainPrepared(t, conn, stmt+"_"+q.name, q.name, "(ANALYZE, FORMAT JSON)", q.args), "\n"))
+				readJobs := false
+				for _, n := range planNodes(t, raw) {
+					if n["Relation Name"] == "jobs" && n["Actual Loops"].(float64) > 0 {
+						readJobs = true
+					}
 				}
+				require.Equal(t, c.readsJobs, readJobs, "%s%s (%s) read jobs: %v\n%s", q.name, q.args, mode, readJobs, raw)
 			}
-			require.Equal(t, c.readsJobs, readJobs, "dead_letter_count%s (%s) read jobs: %v\n%s", c.args, mode, readJobs, raw)
 		}
 	})
 }
