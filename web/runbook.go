@@ -40,15 +40,15 @@ func (s *Server) runbookPage(c echo.Context) error {
 	slug := c.Param("slug")
 	p, _ := principalFrom(c)
 	ctx := c.Request().Context()
+	t, err := parseTravel(c, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	role := p.Role
+	if t.history {
+		role = historyRole // nobody acts on the past
+	}
 	if i, ok := runbookStepBySlug(slug); ok {
-		t, err := parseTravel(c, time.Now().UTC())
-		if err != nil {
-			return err
-		}
-		role := p.Role
-		if t.history {
-			role = historyRole
-		}
 		m := runbookStepModel(i, role, s.runbookEvidence(ctx, t), t)
 		// While the database does not answer, the step is drawn without
 		// the incident link rather than wait for it.
@@ -60,14 +60,6 @@ func (s *Server) runbookPage(c echo.Context) error {
 		return s.render(c, page{Title: fmt.Sprintf("Step %d: %s", m.Number, m.Title), Nav: "runbook", Model: m, Body: views.RunbookStepBody(m), Travel: &t})
 	}
 	if rt, ok := runbookTargetBySlug(slug); ok {
-		t, err := parseTravel(c, time.Now().UTC())
-		if err != nil {
-			return err
-		}
-		role := p.Role
-		if t.history {
-			role = historyRole
-		}
 		m := runbookTargetModel(rt, role, s.runbookEvidence(ctx, t), t)
 		return s.render(c, page{Title: rt.Title, Nav: "runbook", Model: m, Body: views.RunbookTargetBody(m), Travel: &t})
 	}
