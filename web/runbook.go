@@ -28,10 +28,10 @@ func (s *Server) runbookIndex(c echo.Context) error {
 	}
 	ev := s.runbookEvidence(c.Request().Context(), t)
 	m := views.RunbookIndex{Steps: stepLinks("", ev.findings)}
-	for _, t := range runbookTargets {
-		m.Targets = append(m.Targets, views.TargetLink{Slug: t.Slug, Title: t.Title, Href: diagnostics.RunbookURL(t.Slug), Symptoms: t.Symptoms})
+	for _, rt := range runbookTargets {
+		m.Targets = append(m.Targets, views.TargetLink{Slug: rt.Slug, Title: rt.Title, Href: diagnostics.RunbookURL(rt.Slug), Symptoms: rt.Symptoms})
 	}
-	return s.render(c, page{Title: "Runbook", Nav: "runbook", Model: m, Body: views.RunbookIndexBody(m)})
+	return s.render(c, page{Title: "Runbook", Nav: "runbook", Model: m, Body: views.RunbookIndexBody(m), Travel: &t})
 }
 
 // runbookPage serves /runbook/:slug, a step of the chain or a targeted

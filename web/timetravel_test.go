@@ -148,6 +148,9 @@ func TestPanelsAtAMoment(t *testing.T) {
 		require.NotContains(t, past, `data-testid="action-`, "nobody acts on the past")
 		require.Contains(t, c.page("/database/activity?"+at), `data-refresh-url="/panels/activity?`+at+`"`)
 
+		// The index keeps the time bar, so the choice is carried on.
+		require.Contains(t, c.page("/runbook?"+at), `data-testid="timebar-marker"`)
+
 		// A targeted runbook's evidence travels too: its panels load at
 		// the moment, under the recorded heading, with no actions.
 		target := "/runbook/" + diagnostics.RunbookSlotRetention
