@@ -11,13 +11,17 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/pgserver"
 	"github.com/pgconsole/console/internal/testdb"
+	"github.com/pgconsole/console/migrations"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -45,6 +49,10 @@ type setupOpts struct {
 	// url is a migrated database to use instead of a fresh one on the
 	// shared test server (a test that freezes its server brings its own).
 	url string
+	// private gives the test a PostgreSQL server of its own: the blocking
+	// tree and its findings span every database of a server, so a test
+	// that reads them on the shared one can meet other tests' lock chains.
+	private bool
 }
 
 func setup(t testing.TB) *env { return setupWith(t, setupOpts{}) }
@@ -52,7 +60,10 @@ func setup(t testing.TB) *env { return setupWith(t, setupOpts{}) }
 func setupWith(t testing.TB, o setupOpts) *env {
 	t.Helper()
 	url := o.url
-	if url == "" {
+	switch {
+	case url == "" && o.private:
+		url = privateDatabase(t, testdb.NewServer(t, nil))
+	case url == "":
 		url = testdb.URL(t)
 	}
 	pool := testdb.Pool(t, url)
@@ -173,4 +184,23 @@ func (c *client) login(role string) {
 	resp, _ = c.post("/login", url.Values{"_csrf": {c.csrf}, "name": {role}, "password": {testPassword}, "next": {"/"}})
 	require.Equal(c.t, http.StatusSeeOther, resp.StatusCode, "login as %s", role)
 	require.Equal(c.t, "/", resp.Header.Get("Location"))
+}
+
+// privateDatabase creates a migrated database on srv, a server of the
+// test's own (which it may freeze, or where no other test runs).
+func privateDatabase(t testing.TB, srv *pgserver.Server) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, srv.URL("postgres"))
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	_, err = admin.Exec(ctx, "CREATE DATABASE console")
+	require.NoError(t, err)
+	conn, err := pgx.Connect(ctx, srv.URL("console"))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = migrations.Up(ctx, conn)
+	require.NoError(t, err)
+	return srv.URL("console")
 }

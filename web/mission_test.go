@@ -103,7 +103,7 @@ func newLockChain(t *testing.T, url string) *lockChain {
 func TestBrowserIncidentFlow(t *testing.T) {
 	th := diagnostics.DefaultThresholds()
 	th.RootBlockerWait = 200 * time.Millisecond
-	e := setupWith(t, setupOpts{thresholds: &th})
+	e := setupWith(t, setupOpts{thresholds: &th, private: true})
 	db := e.srv.cfg.Pool
 	// An older, closed incident takes id 1, so a page that assumed the new
 	// incident's id would land on the wrong one.

@@ -90,7 +90,7 @@ func requireInView(t *testing.T, b context.Context, sel, what string) {
 func TestBrowserPhone(t *testing.T) {
 	th := diagnostics.DefaultThresholds()
 	th.RootBlockerWait = 200 * time.Millisecond
-	e := setupWith(t, setupOpts{thresholds: &th})
+	e := setupWith(t, setupOpts{thresholds: &th, private: true})
 	ctx := context.Background()
 	db := e.srv.cfg.Pool
 	_, err := db.Exec(ctx, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, attempts)

@@ -28,7 +28,7 @@ func TestBrowserRunbookStepFromEvidence(t *testing.T) {
 	th := diagnostics.DefaultThresholds()
 	th.RootBlockerWait = 200 * time.Millisecond
 	th.DeadLetters = 3
-	e := setupWith(t, setupOpts{thresholds: &th})
+	e := setupWith(t, setupOpts{thresholds: &th, private: true})
 	ctx := context.Background()
 	_, err := e.srv.cfg.Pool.Exec(ctx, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, attempts)
 		SELECT 'emails', 'send', 'dead', 'smtp.timeout', 'timeout', now(), 3 FROM generate_series(1, 5)`)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -23,7 +22,6 @@ import (
 	"github.com/pgconsole/console/internal/browser"
 	"github.com/pgconsole/console/internal/pgserver"
 	"github.com/pgconsole/console/internal/testdb"
-	"github.com/pgconsole/console/migrations"
 )
 
 // TestBrowserDatabaseStall freezes a private PostgreSQL (SIGSTOP of the
@@ -36,7 +34,7 @@ import (
 // and checks the pages recover by themselves, without a reload.
 func TestBrowserDatabaseStall(t *testing.T) {
 	srv := testdb.NewServer(t, map[string]string{"max_connections": "80"})
-	dbURL := stallDatabase(t, srv)
+	dbURL := privateDatabase(t, srv)
 	e := setupWith(t, setupOpts{url: dbURL})
 	// The collector's rounds get a long budget, so a round hung on the
 	// frozen server does not end (and fail) by itself within the test: the
@@ -194,25 +192,6 @@ func stallBrowser(t *testing.T, e *env) context.Context {
 	b := browser.New(t, 6*time.Minute)
 	signIn(t, b, e.http.URL, "operator")
 	return b
-}
-
-// stallDatabase creates a migrated database on srv, a server of the test's
-// own that it may freeze.
-func stallDatabase(t *testing.T, srv *pgserver.Server) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, srv.URL("postgres"))
-	require.NoError(t, err)
-	defer admin.Close(ctx)
-	_, err = admin.Exec(ctx, "CREATE DATABASE console")
-	require.NoError(t, err)
-	conn, err := pgx.Connect(ctx, srv.URL("console"))
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = migrations.Up(ctx, conn)
-	require.NoError(t, err)
-	return srv.URL("console")
 }
 
 // freezeServer stops every process of srv with SIGSTOP, postmaster first
