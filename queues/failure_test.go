@@ -1,7 +1,6 @@
 package queues
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -10,7 +9,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -22,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/pgconsole/console/internal/logbuf"
 	"github.com/pgconsole/console/internal/pgserver"
 	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/migrations"
@@ -196,7 +195,7 @@ func postgresRestart(t *testing.T, restart func(*pgserver.Server, context.Contex
 	}
 	_, err = EnqueueCopy(ctx, admin, ps)
 	require.NoError(t, err)
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	for range 2 {
 		cfg := testConfig(map[string]QueueConfig{"rs": {Concurrency: 4}})
 		cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
@@ -282,7 +281,7 @@ func TestShutdownGraceful(t *testing.T) {
 	require.NoError(t, err)
 	var quickDone atomic.Int64
 	var started atomic.Int64
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	cfg := testConfig(map[string]QueueConfig{"sd": {Concurrency: 4}, "other": {Concurrency: 1}})
 	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	c, err := NewClient(pool, cfg)
@@ -354,24 +353,6 @@ func TestShutdownGraceful(t *testing.T) {
 	require.NoError(t, c.Stop(ctx), "second Stop is a no-op")
 	pool.Close()
 	goleak.VerifyNone(t, before)
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestWorkerReportsEngineErrors: the errors a worker meets talking to the
@@ -455,7 +436,7 @@ func TestAckReplyLost(t *testing.T) {
 	u.Host = proxy.addr()
 	pool := testdb.Pool(t, u.String())
 
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	reg := prometheus.NewRegistry()
 	ccfg := testConfig(map[string]QueueConfig{"lost": {Concurrency: 1}})
 	ccfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
