@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/audit"
-	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/browser"
 	"github.com/pgconsole/console/internal/testdb"
 )
@@ -24,11 +23,7 @@ import (
 // and writes a screenshot of each to the test output folder. The runbook and
 // action catalogue pages show no data; they must show their own content.
 func TestBrowserMainPages(t *testing.T) {
-	var smp *diagnostics.Sampler
-	e := setupWith(t, setupOpts{configure: func(c *Config) {
-		smp = c.Diagnostics.NewSampler(diagnostics.SamplerConfig{Interval: time.Hour}) // sampled by hand below
-		c.Sampler = smp
-	}})
+	e, smp := setupSampledByHand(t)
 	ctx := context.Background()
 	db := e.srv.cfg.Pool
 	for _, q := range []string{

@@ -19,11 +19,7 @@ import (
 // says the numbers are totals and when rates appear.
 func TestWALStatsShowRates(t *testing.T) {
 	t.Parallel()
-	var smp *diagnostics.Sampler
-	e := setupWith(t, setupOpts{configure: func(c *Config) {
-		smp = c.Diagnostics.NewSampler(diagnostics.SamplerConfig{Interval: time.Hour}) // sampled by hand below
-		c.Sampler = smp
-	}})
+	e, smp := setupSampledByHand(t)
 	ctx := context.Background()
 	viewer := e.signedIn(t, "viewer")
 	walPanel := func() string { return viewer.page("/panels/wal_stats", "HX-Request", "true") }
@@ -50,6 +46,18 @@ func TestWALStatsShowRates(t *testing.T) {
 		regexp.MustCompile(`<th[^>]*>WAL written since reset<`).FindStringIndex(body)[0], "rates first, the total after them")
 }
 
+// setupSampledByHand is setup with a sampler that never samples by
+// itself: the test calls SampleNow, so it knows what the samples hold.
+func setupSampledByHand(t *testing.T) (*env, *diagnostics.Sampler) {
+	t.Helper()
+	var smp *diagnostics.Sampler
+	e := setupWith(t, setupOpts{configure: func(c *Config) {
+		smp = c.Diagnostics.NewSampler(diagnostics.SamplerConfig{Interval: time.Hour})
+		c.Sampler = smp
+	}})
+	return e, smp
+}
+
 // panelCells maps a one-row panel's column labels to its cell texts.
 func panelCells(body string) map[string]string {
 	cells := map[string]string{}
@@ -64,11 +72,7 @@ func panelCells(body string) map[string]string {
 // newest samples, then the counters since the reset, labelled so.
 func TestCheckpointerShowsRates(t *testing.T) {
 	t.Parallel()
-	var smp *diagnostics.Sampler
-	e := setupWith(t, setupOpts{configure: func(c *Config) {
-		smp = c.Diagnostics.NewSampler(diagnostics.SamplerConfig{Interval: time.Hour}) // sampled by hand below
-		c.Sampler = smp
-	}})
+	e, smp := setupSampledByHand(t)
 	ctx := context.Background()
 	viewer := e.signedIn(t, "viewer")
 	panel := func() string { return viewer.page("/panels/checkpointer", "HX-Request", "true") }
