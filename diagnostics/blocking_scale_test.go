@@ -81,8 +81,19 @@ func TestBlockingTreeHotRowScales(t *testing.T) {
 	const waiters = 300
 	url, holder := hotRow(t, waiters)
 	d := open(t, url, diagnostics.Config{})
-	res := d.BlockingTree(context.Background())
-	require.NoError(t, res.Err, res.Status())
+	// pg_blocking_pids reads each waiter's lock at its own moment: a waiter
+	// caught while the lock manager rearranges the queue (the deadlock
+	// check every deadlock_timeout) can report no blocker for that instant
+	// and show as a second root. That is the server's view, not a walk
+	// error; read again, a few times, for a settled snapshot.
+	var res diagnostics.Result[diagnostics.BlockingNode]
+	for range 5 {
+		res = d.BlockingTree(context.Background())
+		require.NoError(t, res.Err, res.Status())
+		if roots(res.Rows) == 1 {
+			break
+		}
+	}
 	require.Len(t, res.Rows, waiters+1)
 	require.Equal(t, holder, res.Rows[0].PID)
 	require.True(t, res.Rows[0].IsRoot)
@@ -90,6 +101,17 @@ func TestBlockingTreeHotRowScales(t *testing.T) {
 		require.False(t, n.IsRoot, "pid %d (blocked by %v) is not a root", n.PID, n.BlockedBy)
 	}
 	require.Equal(t, waiters, res.Rows[0].BlockedCount)
+}
+
+// roots counts the roots of a tree.
+func roots(rows []diagnostics.BlockingNode) int {
+	n := 0
+	for _, r := range rows {
+		if r.IsRoot {
+			n++
+		}
+	}
+	return n
 }
 
 // BenchmarkBlockingTreeHotRow reads the blocking tree with 50, 300 and
