@@ -173,9 +173,11 @@ func (a *ackPipeline) write(batch []ackRequest) {
 		c.confirmAcks(ctx, ids, gens, held)
 	}
 	cancel()
+	now := time.Now()
 	for i := range batch {
-		c.acked(&batch[i], err, held[batch[i].id])
+		c.ackResult(&batch[i], err, held[batch[i].id], now)
 	}
+	c.finishAcked(batch)
 }
 
 // direct acks one job in a statement of its own.
@@ -229,6 +231,34 @@ func (c *Client) confirmAcks(ctx context.Context, ids, gens []int64, held map[in
 // acked records an ack's result (err: the statement failed; !held: the
 // lease was lost before the ack) and finishes the job.
 func (c *Client) acked(r *ackRequest, err error, held bool) {
+	c.ackResult(r, err, held, time.Now())
+	c.finishJob(r.q, r.id, r.cancel)
+}
+
+// finishAcked finishes the jobs of an ack batch whose results are recorded,
+// as finishJob does for each, but taking the client's and each queue's lock
+// once per batch rather than once per job.
+func (c *Client) finishAcked(batch []ackRequest) {
+	for i := range batch {
+		batch[i].cancel(nil)
+	}
+	c.mu.Lock()
+	for i := range batch {
+		delete(c.running, batch[i].id)
+	}
+	c.mu.Unlock()
+	for i := 0; i < len(batch); {
+		q, n := batch[i].q, 0
+		for ; i < len(batch) && batch[i].q == q; i++ {
+			n++
+		}
+		q.outcomesWritten(n)
+	}
+	c.jobsWG.Add(-len(batch))
+}
+
+// ackResult logs and counts an ack's result as of now.
+func (c *Client) ackResult(r *ackRequest, err error, held bool, now time.Time) {
 	q := r.q
 	log := func() jobLog { // only for the rare lines: a Job per ack would be garbage
 		return jobLog{log: c.log, job: &Job{ID: r.id, Queue: q.name, Kind: r.kind, Attempts: r.attempts}}
@@ -242,8 +272,7 @@ func (c *Client) acked(r *ackRequest, err error, held bool) {
 		c.metrics.finished.WithLabelValues(q.name, "lease_lost").Inc()
 		log().Warn("stale ack refused: lease lost before the ack")
 	default:
-		q.m.ackSeconds.Observe(time.Since(r.start).Seconds())
+		q.m.ackSeconds.Observe(now.Sub(r.start).Seconds())
 		q.m.done.Inc()
 	}
-	c.finishJob(q, r.id, r.cancel)
 }

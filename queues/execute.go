@@ -15,17 +15,39 @@ import (
 // more CPU.)
 func (c *Client) startJob(q *queueRunner, job Job) {
 	ctx, cancel := context.WithCancelCause(context.Background()) // cancelled by cancelRunning
+	jc := &jobContext{Context: ctx, job: job}
+	jc.session.pool, jc.session.jobID = c.pool, job.ID
 	c.mu.Lock()
 	c.running[job.ID] = runningJob{queue: q.name, generation: job.LeaseGeneration, cancel: cancel}
 	c.mu.Unlock()
 	q.m.inFlight.Inc()
 	c.jobsWG.Add(1)
 	go func() {
-		if c.runJob(ctx, q, &job, cancel) {
+		if c.runJob(jc, q, cancel) {
 			return // its ack is queued: the ack loop finishes it
 		}
-		c.finishJob(q, job.ID, cancel)
+		c.finishJob(q, jc.job.ID, cancel)
 	}()
+}
+
+// jobContext is a running job's context: its cancellable context, with the
+// job and its session (JobConn) beside it in one allocation rather than a
+// value context, a session and the job's copy each on their own. Contexts
+// derived from it attach to the embedded cancellable context directly
+// (Value passes the context package's own keys through), so they start no
+// goroutine of their own.
+type jobContext struct {
+	context.Context
+	job     Job
+	session jobSession
+}
+
+// Value answers the session key with the job's session.
+func (jc *jobContext) Value(key any) any {
+	if _, ok := key.(sessionKey); ok {
+		return &jc.session
+	}
+	return jc.Context.Value(key)
 }
 
 // finishJob ends an attempt whose outcome is written (or given up on): its
@@ -51,15 +73,15 @@ var errShutdown = errors.New("worker shutting down")
 // runJob runs one attempt and writes its outcome. It returns true when the
 // outcome is an ack it queued for the ack loops, which then finish the job;
 // otherwise the outcome is written when it returns.
-func (c *Client) runJob(ctx context.Context, q *queueRunner, job *Job, cancel context.CancelCauseFunc) bool {
+func (c *Client) runJob(jc *jobContext, q *queueRunner, cancel context.CancelCauseFunc) bool {
+	job, session := &jc.job, &jc.session
 	log := jobLog{log: c.log, job: job}
+	var ctx context.Context = jc
 	if q.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, q.cfg.Timeout, errTimeout)
 		defer cancel()
 	}
-	session := &jobSession{pool: c.pool, jobID: job.ID}
-	ctx = context.WithValue(ctx, sessionKey{}, session)
 
 	var err error
 	h := c.handler(job.Kind)

@@ -223,10 +223,16 @@ func (q *queueRunner) handlerReturned() {
 }
 
 // outcomeWritten ends an attempt's outcome write.
-func (q *queueRunner) outcomeWritten() {
+func (q *queueRunner) outcomeWritten() { q.outcomesWritten(1) }
+
+// outcomesWritten ends n attempts' outcome writes. It wakes the fetcher
+// when the queue had a backlog and the writes fall below the queue's limit
+// (reserve claims nothing while they are at it).
+func (q *queueRunner) outcomesWritten(n int) {
 	q.mu.Lock()
-	q.writing--
-	wake := q.backlog && q.writing == q.limit-1
+	before := q.writing
+	q.writing -= n
+	wake := q.backlog && before >= q.limit && q.writing < q.limit
 	q.mu.Unlock()
 	if wake {
 		q.signal()

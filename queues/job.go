@@ -57,26 +57,103 @@ type Job struct {
 	FinishedAt *time.Time      `db:"finished_at"`
 }
 
-// scanJob reads a row of the job columns in Job's field order (the
+// jobDecoder reads rows of the job columns in Job's field order (the
 // claim's RETURNING list) by position: the claim is the engine's hottest
 // decode. Matching 20 columns by name per row, json.Unmarshal into
 // json.RawMessage (pgx's plan for it) and reflection for the nullable
-// pointers all showed in its profile, so jsonb is taken as raw bytes and
-// the nullable columns through pgtype values.
-func scanJob(row pgx.CollectableRow) (Job, error) {
-	var j Job
-	var payload, errs []byte
-	var owner, lastErr, class, dedupe, tenant pgtype.Text
-	var leaseUntil, started, finished pgtype.Timestamptz
-	err := row.Scan(&j.ID, &j.Queue, &j.Kind, &payload, &j.Status, &j.Priority, &j.AvailableAt,
-		&owner, &leaseUntil, &j.LeaseGeneration, &j.Attempts, &j.MaxAttempts,
-		&lastErr, &class, &errs, &dedupe, &tenant,
-		&j.CreatedAt, &started, &finished)
-	j.Payload, j.Errors = payload, errs
-	j.LeaseOwner, j.LastError, j.ErrorClass = textPtr(owner), textPtr(lastErr), textPtr(class)
-	j.DedupeKey, j.TenantID = textPtr(dedupe), textPtr(tenant)
-	j.LeaseUntil, j.StartedAt, j.FinishedAt = timePtr(leaseUntil), timePtr(started), timePtr(finished)
-	return j, err
+// pointers all showed in its profile, so jsonb is taken as raw bytes and the
+// nullable columns through pgtype values. The scan targets live in the
+// decoder and are reused for every row (passed to Scan, a row's own locals
+// would each be a heap allocation per row), and the columns that repeat
+// from row to row (queue, kind, status, lease owner) are interned: a claim
+// of 1,000 jobs of one kind allocates each of those strings once. What a
+// job points to (lease owner, lease and start times) is carved from slabs
+// of one allocation per decoder. Allocated per row: the payload and the
+// error history, which the handler owns.
+type jobDecoder struct {
+	j                              Job
+	queue, kind, status, owner     internedText
+	payload, errs                  []byte
+	lastErr, class, dedupe, tenant pgtype.Text
+	leaseUntil, started, finished  pgtype.Timestamptz
+	dest                           []any
+	strings                        map[string]string
+	owners                         []string
+	times                          []time.Time
+}
+
+// maxInterned bounds the strings one decoder interns (distinct kinds in a
+// claim, say); past it each value is allocated as pgx would.
+const maxInterned = 64
+
+func newJobDecoder(rows int) *jobDecoder {
+	d := &jobDecoder{strings: make(map[string]string, 4),
+		owners: make([]string, 0, rows), times: make([]time.Time, 0, 2*rows)}
+	for _, t := range []*internedText{&d.queue, &d.kind, &d.status, &d.owner} {
+		t.strings = d.strings
+	}
+	d.dest = []any{&d.j.ID, &d.queue, &d.kind, &d.payload, &d.status, &d.j.Priority, &d.j.AvailableAt,
+		&d.owner, &d.leaseUntil, &d.j.LeaseGeneration, &d.j.Attempts, &d.j.MaxAttempts,
+		&d.lastErr, &d.class, &d.errs, &d.dedupe, &d.tenant,
+		&d.j.CreatedAt, &d.started, &d.finished}
+	return d
+}
+
+// scan reads one row into a new Job.
+func (d *jobDecoder) scan(row pgx.CollectableRow) (Job, error) {
+	d.j = Job{}
+	d.payload, d.errs = nil, nil
+	if err := row.Scan(d.dest...); err != nil {
+		return Job{}, err
+	}
+	j := d.j
+	j.Queue, j.Kind, j.Status = d.queue.s, d.kind.s, d.status.s
+	j.Payload, j.Errors = d.payload, d.errs
+	if d.owner.valid {
+		d.owners = append(d.owners, d.owner.s)
+		j.LeaseOwner = &d.owners[len(d.owners)-1]
+	}
+	j.LastError, j.ErrorClass = textPtr(d.lastErr), textPtr(d.class)
+	j.DedupeKey, j.TenantID = textPtr(d.dedupe), textPtr(d.tenant)
+	j.LeaseUntil, j.StartedAt, j.FinishedAt = d.timePtr(d.leaseUntil), d.timePtr(d.started), d.timePtr(d.finished)
+	return j, nil
+}
+
+// timePtr points into the decoder's slab of times (a new one when it is
+// full: earlier pointers keep the old one alive).
+func (d *jobDecoder) timePtr(t pgtype.Timestamptz) *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	d.times = append(d.times, t.Time)
+	return &d.times[len(d.times)-1]
+}
+
+// internedText is a text scan target that returns the same string for the
+// same bytes, up to maxInterned distinct values per map. NULL leaves valid
+// false and s empty.
+type internedText struct {
+	s       string
+	valid   bool
+	strings map[string]string
+}
+
+// ScanBytes implements pgtype.BytesScanner; src is only valid during the call.
+func (t *internedText) ScanBytes(src []byte) error {
+	t.valid = src != nil
+	if src == nil {
+		t.s = ""
+		return nil
+	}
+	if s, ok := t.strings[string(src)]; ok { // no allocation for the lookup
+		t.s = s
+		return nil
+	}
+	t.s = string(src)
+	if len(t.strings) < maxInterned {
+		t.strings[t.s] = t.s
+	}
+	return nil
 }
 
 func textPtr(t pgtype.Text) *string {
@@ -84,13 +161,6 @@ func textPtr(t pgtype.Text) *string {
 		return nil
 	}
 	return &t.String
-}
-
-func timePtr(t pgtype.Timestamptz) *time.Time {
-	if !t.Valid {
-		return nil
-	}
-	return &t.Time
 }
 
 // AttemptError is one entry of Job.Errors.
