@@ -8,16 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // A three-level chain with three real sessions: root updates row 1 and
 // sits idle in transaction; a queue worker running job 42 holds row 2 and
 // waits for row 1; a third session waits for row 2.
 func TestBlockingTreeThreeLevelChain(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	root := connect(t, url, "chain-root")
 	mid := connect(t, url, "console-worker job=42")
 	leaf := connect(t, url, "chain-leaf")
@@ -153,9 +150,7 @@ func nodesText(nodes []diagnostics.BlockingNode) string {
 // one node per backend, placed at its shortest distance from the root, and
 // the query answers within its timeout.
 func TestBlockingTreeLockQueue(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	root := connect(t, url, "queue-root")
 	var id int64
 	require.NoError(t, root.QueryRow(ctx, "INSERT INTO jobs (queue, kind) VALUES ('lq', 'k') RETURNING id").Scan(&id))

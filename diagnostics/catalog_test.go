@@ -1,7 +1,6 @@
 package diagnostics_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,9 +18,7 @@ import (
 // with results checked where the test set up a condition: a COPY in
 // progress, an invalid index, dead tuples, queue rows.
 func TestCatalogRunsOnThisServer(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	db := testdb.Pool(t, url)
 	for _, q := range []string{
 		`INSERT INTO jobs (queue, kind) SELECT 'cat-q', 'k' FROM generate_series(1, 100)`,

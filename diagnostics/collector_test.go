@@ -78,9 +78,7 @@ func collectorOn(t *testing.T, d *diagnostics.Diagnostics, cfg diagnostics.Colle
 // expired lease, outbox events, a live worker, a prepared transaction, a
 // session idle in transaction and a blocked one.
 func TestCollectorExposesTheRound(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	pool := testdb.Pool(t, url)
 	_, err := pool.Exec(ctx, `
 		INSERT INTO jobs (queue, kind, available_at) SELECT 'mail', 'send', now() - interval '90 seconds' FROM generate_series(1, 3);
@@ -157,9 +155,7 @@ func TestCollectorExposesTheRound(t *testing.T) {
 // A scrape never waits for a slow round longer than Wait: it is answered at
 // once, and the round's values appear in a later scrape.
 func TestCollectorScrapeIsBounded(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	pool := testdb.Pool(t, url)
 	_, err := pool.Exec(ctx, "INSERT INTO jobs (queue, kind) VALUES ('bounded', 'k')")
 	require.NoError(t, err)
@@ -186,9 +182,7 @@ func TestCollectorScrapeIsBounded(t *testing.T) {
 // When the database goes away, scrapes keep the last good values, say the
 // round failed and count the failed check.
 func TestCollectorKeepsLastGoodValues(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	pool := testdb.Pool(t, url)
 	_, err := pool.Exec(ctx, "INSERT INTO jobs (queue, kind) SELECT 'kept', 'k' FROM generate_series(1, 4)")
 	require.NoError(t, err)

@@ -15,6 +15,15 @@ import (
 
 func TestMain(m *testing.M) { testdb.Main(m) }
 
+// freshDB starts a test on a database of its own: it marks t parallel and
+// returns the context the test's statements run in and the URL of a fresh
+// database, dropped at cleanup.
+func freshDB(t *testing.T) (context.Context, string) {
+	t.Helper()
+	t.Parallel()
+	return context.Background(), testdb.URL(t)
+}
+
 // open returns a Diagnostics on url with t's thresholds, closed at cleanup.
 func open(t *testing.T, url string, cfg diagnostics.Config) *diagnostics.Diagnostics {
 	t.Helper()

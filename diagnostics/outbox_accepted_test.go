@@ -22,9 +22,7 @@ import (
 // full disk or a dropped connection would). The outbox backlog finding and
 // the outbox panel name those events, which will be delivered again.
 func TestOutboxAcceptedButNotMarkedIsEvidence(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	pool := testdb.Pool(t, url)
 	rows, err := pool.Query(ctx, `INSERT INTO outbox_events (topic, event_type, payload)
 		SELECT 'orders', 'created', '{}' FROM generate_series(1, 3) RETURNING id`)

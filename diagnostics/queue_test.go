@@ -1,7 +1,6 @@
 package diagnostics_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -12,9 +11,7 @@ import (
 )
 
 func TestQueueAndOutboxFindings(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	db := testdb.Pool(t, url)
 	seed := []string{
 		// Expired leases: three running jobs whose lease ran out a minute ago.
@@ -170,9 +167,7 @@ func TestQueueAndOutboxFindings(t *testing.T) {
 // order (most recent burst first, not queue order), and the per-queue sums
 // in the queue section.
 func TestRoundDeadLettersShared(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	db := testdb.Pool(t, url)
 	for _, q := range []string{
 		`INSERT INTO jobs (queue, kind, status, error_class, finished_at, attempts)

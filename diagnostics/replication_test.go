@@ -42,6 +42,34 @@ func primaryWithSchema(t *testing.T, extra map[string]string) *pgserver.Server {
 	return srv
 }
 
+// primaryWithSlot starts a primary with extra settings and a physical slot
+// named slot that keeps WAL from now on, with nothing consuming it; it
+// returns the primary and a session on it that writes WAL (writeWAL).
+func primaryWithSlot(t *testing.T, extra map[string]string, slot string) (*pgserver.Server, *pgx.Conn) {
+	t.Helper()
+	primary := primaryWithSchema(t, extra)
+	conn := connect(t, primary.URL("postgres"), "wal-writer")
+	_, err := conn.Exec(context.Background(), "SELECT pg_create_physical_replication_slot($1, true)", slot)
+	require.NoError(t, err)
+	return primary, conn
+}
+
+// primaryAndStandby starts a primary and a streaming standby named app, and
+// opens Diagnostics on the primary that also reads the standby, with
+// replication.lag firing on lagBytes of replay lag alone.
+func primaryAndStandby(t *testing.T, app string, lagBytes int64) (primary, standby *pgserver.Server, d *diagnostics.Diagnostics) {
+	t.Helper()
+	primary = primaryWithSchema(t, nil)
+	standby = startStandby(t, primary, testdb.ServerSettings, app)
+	th := diagnostics.DefaultThresholds()
+	th.ReplicationLagBytes = lagBytes
+	th.ReplicationLagTime = 0
+	d = open(t, primary.URL("postgres"), diagnostics.Config{
+		Thresholds: &th, StandbyURLs: []string{standby.URL("postgres")}, WALSampleWindow: 100 * time.Millisecond,
+	})
+	return primary, standby, d
+}
+
 // writeWAL inserts rows on the primary to generate roughly n bytes of WAL.
 func writeWAL(t *testing.T, conn *pgx.Conn, n int) {
 	t.Helper()
@@ -164,15 +192,8 @@ func copyFile(src, dst string) error {
 func TestStandbyReplayPausedLag(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	primary := primaryWithSchema(t, nil)
-	standby := startStandby(t, primary, testdb.ServerSettings, "standby1")
-
-	th := diagnostics.DefaultThresholds()
-	th.ReplicationLagBytes = 256 << 10
-	th.ReplicationLagTime = 0
-	d := open(t, primary.URL("postgres"), diagnostics.Config{
-		Thresholds: &th, StandbyURLs: []string{standby.URL("postgres")}, WALSampleWindow: 100 * time.Millisecond,
-	})
+	const lagBytes int64 = 256 << 10
+	primary, standby, d := primaryAndStandby(t, "standby1", lagBytes)
 	writer, err := pgx.Connect(ctx, primary.URL("postgres"))
 	require.NoError(t, err)
 	t.Cleanup(func() { writer.Close(context.Background()) })
@@ -225,7 +246,7 @@ func TestStandbyReplayPausedLag(t *testing.T) {
 		first, firstStandby = p, s
 		return p > 0 && s > 0 && paused, fmt.Sprint(codes(rep))
 	})
-	require.GreaterOrEqual(t, first, th.ReplicationLagBytes)
+	require.GreaterOrEqual(t, first, lagBytes)
 	rep, err := d.Findings(ctx)
 	require.NoError(t, err)
 	paused := findingsWith(rep, diagnostics.CodeReplayPaused)

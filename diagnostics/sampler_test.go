@@ -1,7 +1,6 @@
 package diagnostics_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -15,9 +14,7 @@ import (
 // Rates come from deltas; a stats reset between two samples gives no point
 // rather than a negative rate.
 func TestSamplerRatesAndStatsReset(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	db := testdb.Pool(t, url)
 	d := open(t, url, diagnostics.Config{})
 	s := d.NewSampler(diagnostics.SamplerConfig{Interval: time.Hour, Size: 10})
@@ -70,9 +67,7 @@ func TestSamplerRatesAndStatsReset(t *testing.T) {
 }
 
 func TestSamplerService(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	db := testdb.Pool(t, url)
 	d := open(t, url, diagnostics.Config{})
 	s := d.NewSampler(diagnostics.SamplerConfig{Interval: 50 * time.Millisecond, Size: 100})

@@ -37,9 +37,7 @@ func holderIn(r diagnostics.Round, kind, id string) (diagnostics.XminHolder, boo
 // hour apart on the console's clock find it by age, with the time it was
 // first seen as evidence.
 func TestXminHolderWithoutTransactionGetsAnAge(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	c := connect(t, url, "slot-maker")
 	slot := fmt.Sprintf("xmin_age_%d", time.Now().UnixNano())
 	_, err := c.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", slot)
