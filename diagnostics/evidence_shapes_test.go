@@ -3,7 +3,6 @@ package diagnostics_test
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -83,8 +82,7 @@ func TestInvalidIndexesSkipIndexesBeingBuilt(t *testing.T) {
 // events waiting in retry backoff: fifty events failing for half an hour
 // are half an hour old, not as old as their next retry.
 func TestOutboxBacklogAgeCountsRetryBackoff(t *testing.T) {
-	ctx, url := freshDB(t)
-	db := testdb.Pool(t, url)
+	ctx, url, db := freshPool(t)
 	_, err := db.Exec(ctx, `INSERT INTO outbox_events (topic, event_type, payload, attempts, available_at, created_at)
 		SELECT 't', 'e', '{}', 5, now() + interval '2 minutes', now() - interval '30 minutes'
 		FROM generate_series(1, 50)`)
@@ -194,10 +192,10 @@ func TestArchiverBacklogBeforeAnyFailure(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	hold := filepath.Join(dir, "hold")
 	require.NoError(t, os.WriteFile(hold, nil, 0o644))
-	settings := maps.Clone(testdb.ServerSettings)
-	settings["archive_mode"] = "on"
-	settings["archive_command"] = "while [ -f " + hold + " ]; do sleep 0.1; done; true"
-	srv := testdb.NewServer(t, settings)
+	srv := testdb.NewServer(t, withSettings(map[string]string{
+		"archive_mode":    "on",
+		"archive_command": "while [ -f " + hold + " ]; do sleep 0.1; done; true",
+	}))
 	// Let the archiver finish at cleanup, so the server stops quickly.
 	t.Cleanup(func() { os.Remove(hold) })
 	c := connect(t, srv.URL("postgres"), "wal-writer")

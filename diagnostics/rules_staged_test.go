@@ -56,11 +56,7 @@ func TestLongRunningCoversPausesBetweenStatements(t *testing.T) {
 func TestSlotNearExhaustionWhateverItRetains(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	primary, conn := primaryWithSlot(t, map[string]string{
-		"max_wal_size":           "32MB",
-		"min_wal_size":           "32MB",
-		"max_slot_wal_keep_size": "96MB",
-	}, "far_behind")
+	primary, conn := primaryWithSlot(t, map[string]string{"max_slot_wal_keep_size": "96MB"}, "far_behind")
 	th := diagnostics.DefaultThresholds()
 	d := open(t, primary.URL("postgres"), diagnostics.Config{Thresholds: &th})
 	var slot diagnostics.Slot

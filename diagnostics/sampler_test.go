@@ -8,14 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // Rates come from deltas; a stats reset between two samples gives no point
 // rather than a negative rate.
 func TestSamplerRatesAndStatsReset(t *testing.T) {
-	ctx, url := freshDB(t)
-	db := testdb.Pool(t, url)
+	ctx, url, db := freshPool(t)
 	d := open(t, url, diagnostics.Config{})
 	s := d.NewSampler(diagnostics.SamplerConfig{Interval: time.Hour, Size: 10})
 	write := func() {
@@ -67,8 +65,7 @@ func TestSamplerRatesAndStatsReset(t *testing.T) {
 }
 
 func TestSamplerService(t *testing.T) {
-	ctx, url := freshDB(t)
-	db := testdb.Pool(t, url)
+	ctx, url, db := freshPool(t)
 	d := open(t, url, diagnostics.Config{})
 	s := d.NewSampler(diagnostics.SamplerConfig{Interval: 50 * time.Millisecond, Size: 100})
 	require.NoError(t, s.Start(ctx))

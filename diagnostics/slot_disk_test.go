@@ -33,11 +33,7 @@ func slotIn(t *testing.T, r diagnostics.Round, name string) diagnostics.Slot {
 func TestSlotDiskForecastWithoutKeepLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	primary, conn := primaryWithSlot(t, map[string]string{
-		"max_slot_wal_keep_size": "-1",
-		"max_wal_size":           "32MB",
-		"min_wal_size":           "32MB",
-	}, "disk_filler")
+	primary, conn := primaryWithSlot(t, map[string]string{"max_slot_wal_keep_size": "-1"}, "disk_filler")
 	th := diagnostics.DefaultThresholds()
 	clock := &fakeClock{now: time.Now().UTC()}
 	d := open(t, primary.URL("postgres"), diagnostics.Config{Thresholds: &th, NowFunc: clock.Now})

@@ -3,14 +3,12 @@ package diagnostics_test
 import (
 	"context"
 	"fmt"
-	"maps"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // xminAgeThresholds find a holder by age only: no test consumes 2^40
@@ -75,10 +73,8 @@ func TestStandbyFeedbackHeldByLongQueryIsFoundByAge(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	primary := primaryWithSchema(t, nil)
-	settings := maps.Clone(testdb.ServerSettings)
-	settings["hot_standby_feedback"] = "on"
 	const app = "report-standby"
-	standby := startStandby(t, primary, settings, app)
+	standby := startStandby(t, primary, map[string]string{"hot_standby_feedback": "on"}, app)
 	writer := connect(t, primary.URL("postgres"), "writer")
 	report := connect(t, standby.URL("postgres"), "long-report")
 
