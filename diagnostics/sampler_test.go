@@ -69,6 +69,7 @@ func TestSamplerService(t *testing.T) {
 	d := open(t, url, diagnostics.Config{})
 	s := d.NewSampler(diagnostics.SamplerConfig{Interval: 50 * time.Millisecond, Size: 100})
 	require.NoError(t, s.Start(ctx))
+	require.NotEmpty(t, s.Samples(), "Start returns after a first sample")
 	require.Error(t, s.Start(ctx), "started once")
 	t.Cleanup(s.Stop)
 	eventually(t, 10*time.Second, func() (bool, string) {
