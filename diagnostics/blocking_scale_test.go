@@ -3,7 +3,6 @@ package diagnostics_test
 import (
 	"context"
 	"fmt"
-	"maps"
 	"testing"
 	"time"
 
@@ -19,9 +18,7 @@ import (
 // released at cleanup.
 func hotRow(tb testing.TB, waiters int) (string, int32) {
 	tb.Helper()
-	settings := maps.Clone(testdb.ServerSettings)
-	settings["max_connections"] = fmt.Sprint(waiters + 50)
-	srv := testdb.NewServer(tb, settings)
+	srv := testdb.NewServer(tb, withSettings(map[string]string{"max_connections": fmt.Sprint(waiters + 50)}))
 	url := srv.URL("postgres")
 	_, err := testdb.Connect(tb, url, "hot-setup").Exec(context.Background(),
 		"CREATE TABLE hot (id int PRIMARY KEY, n int); INSERT INTO hot VALUES (1, 0)")

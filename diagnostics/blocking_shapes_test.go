@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // begin starts a transaction on c with sql, failing the test on error.
@@ -71,9 +70,7 @@ func TestBlockingTreePreparedTransactionRoot(t *testing.T) {
 		{"Table", "LOCK TABLE jobs IN SHARE MODE", "LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			url := testdb.URL(t)
+			ctx, url := freshDB(t)
 			holder := connect(t, url, "px-holder")
 			_, err := holder.Exec(ctx, "INSERT INTO jobs (queue, kind) VALUES ('px', 'k')")
 			require.NoError(t, err)
@@ -149,9 +146,7 @@ func TestBlockingTreePreparedTransactionRoot(t *testing.T) {
 // both and queues two more readers behind it. Each reader is a root, and
 // each counts all three sessions it holds up.
 func TestBlockingTreeEveryRootReported(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	r1, r2 := connect(t, url, "reader-1"), connect(t, url, "reader-2")
 	begin(t, r1, "SELECT count(*) FROM jobs")
 	begin(t, r2, "SELECT count(*) FROM jobs")
@@ -210,9 +205,7 @@ func TestBlockingTreeEveryRootReported(t *testing.T) {
 // connections are left out, by pid: one that queues behind the lock while
 // the tree is read is not a node of it.
 func TestBlockingTreeHidesOnlyOwnConnections(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	impostor := connect(t, url, diagnostics.ApplicationName)
 	begin(t, impostor, "SELECT count(*) FROM jobs")
 	ddl := connect(t, url, "console-web")

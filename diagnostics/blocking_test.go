@@ -8,16 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // A three-level chain with three real sessions: root updates row 1 and
 // sits idle in transaction; a queue worker running job 42 holds row 2 and
 // waits for row 1; a third session waits for row 2.
 func TestBlockingTreeThreeLevelChain(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	root := connect(t, url, "chain-root")
 	mid := connect(t, url, "console-worker job=42")
 	leaf := connect(t, url, "chain-leaf")
@@ -55,20 +52,7 @@ func TestBlockingTreeThreeLevelChain(t *testing.T) {
 
 	d := open(t, url, diagnostics.Config{Thresholds: lowThresholds()})
 	rootPID, midPID, leafPID := pidOf(root), pidOf(mid), pidOf(leaf)
-	var chain []diagnostics.BlockingNode
-	eventually(t, 15*time.Second, func() (bool, string) {
-		res := d.BlockingTree(ctx)
-		if res.Err != nil {
-			return false, res.Status()
-		}
-		chain = nil
-		for _, n := range res.Rows {
-			if n.RootPID == rootPID {
-				chain = append(chain, n)
-			}
-		}
-		return len(chain) == 3, "chain so far: " + nodesText(chain)
-	})
+	chain := awaitTreeUnder(t, d, rootPID, 3, 15*time.Second)
 
 	require.Equal(t, rootPID, chain[0].PID)
 	require.True(t, chain[0].IsRoot)
@@ -140,6 +124,27 @@ func TestBlockingTreeThreeLevelChain(t *testing.T) {
 	})
 }
 
+// awaitTreeUnder waits until the blocking tree has want nodes under the
+// root rootPID (the root included) and returns them in the tree's order.
+func awaitTreeUnder(t *testing.T, d *diagnostics.Diagnostics, rootPID int32, want int, within time.Duration) []diagnostics.BlockingNode {
+	t.Helper()
+	var nodes []diagnostics.BlockingNode
+	eventually(t, within, func() (bool, string) {
+		res := d.BlockingTree(context.Background())
+		if res.Err != nil {
+			return false, res.Status()
+		}
+		nodes = nil
+		for _, n := range res.Rows {
+			if n.RootPID == rootPID {
+				nodes = append(nodes, n)
+			}
+		}
+		return len(nodes) == want, "tree so far:" + nodesText(nodes)
+	})
+	return nodes
+}
+
 func nodesText(nodes []diagnostics.BlockingNode) string {
 	s := ""
 	for _, n := range nodes {
@@ -153,9 +158,7 @@ func nodesText(nodes []diagnostics.BlockingNode) string {
 // one node per backend, placed at its shortest distance from the root, and
 // the query answers within its timeout.
 func TestBlockingTreeLockQueue(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	root := connect(t, url, "queue-root")
 	var id int64
 	require.NoError(t, root.QueryRow(ctx, "INSERT INTO jobs (queue, kind) VALUES ('lq', 'k') RETURNING id").Scan(&id))
@@ -180,20 +183,7 @@ func TestBlockingTreeLockQueue(t *testing.T) {
 	})
 
 	d := open(t, url, diagnostics.Config{})
-	var mine []diagnostics.BlockingNode
-	eventually(t, 20*time.Second, func() (bool, string) {
-		res := d.BlockingTree(ctx)
-		if res.Err != nil {
-			return false, res.Status()
-		}
-		mine = nil
-		for _, n := range res.Rows {
-			if n.RootPID == pidOf(root) {
-				mine = append(mine, n)
-			}
-		}
-		return len(mine) == waiters+1, nodesText(mine)
-	})
+	mine := awaitTreeUnder(t, d, pidOf(root), waiters+1, 20*time.Second)
 	seen := map[int32]bool{}
 	for _, n := range mine {
 		require.False(t, seen[n.PID], "pid %d placed twice", n.PID)

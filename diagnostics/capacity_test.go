@@ -17,9 +17,7 @@ import (
 // Client backends are counted by database, user and state against the
 // slots ordinary roles may use.
 func TestConnectionPressureGroupsByUser(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	admin := connect(t, url, "admin")
 	user := fmt.Sprintf("cp_user_%d", time.Now().UnixNano())
 	_, err := admin.Exec(ctx, "CREATE ROLE "+user+" LOGIN")
@@ -71,9 +69,7 @@ func TestConnectionPressureGroupsByUser(t *testing.T) {
 // ages; a table created before a burst of transactions is older than one
 // created after it.
 func TestWraparoundNamesOldestTables(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	c := connect(t, url, "wrap")
 	_, err := c.Exec(ctx, "CREATE TABLE wrap_old (id int)")
 	require.NoError(t, err)
@@ -105,9 +101,7 @@ func TestWraparoundNamesOldestTables(t *testing.T) {
 // column, and an identity column near the int4 limit are each measured
 // against the limit that will actually stop inserts, and name the column.
 func TestSequenceExhaustionUsesTheColumnLimit(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	c := connect(t, url, "seq")
 	for _, q := range []string{
 		"CREATE SEQUENCE tiny_seq AS smallint",

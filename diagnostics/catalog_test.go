@@ -1,7 +1,6 @@
 package diagnostics_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,17 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // Every query of the catalog runs on this server (15 or 18) without error,
 // with results checked where the test set up a condition: a COPY in
 // progress, an invalid index, dead tuples, queue rows.
 func TestCatalogRunsOnThisServer(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	db := testdb.Pool(t, url)
+	ctx, url, db := freshPool(t)
 	for _, q := range []string{
 		`INSERT INTO jobs (queue, kind) SELECT 'cat-q', 'k' FROM generate_series(1, 100)`,
 		`UPDATE jobs SET priority = 1 WHERE queue = 'cat-q'`,

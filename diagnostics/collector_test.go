@@ -78,10 +78,7 @@ func collectorOn(t *testing.T, d *diagnostics.Diagnostics, cfg diagnostics.Colle
 // expired lease, outbox events, a live worker, a prepared transaction, a
 // session idle in transaction and a blocked one.
 func TestCollectorExposesTheRound(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	pool := testdb.Pool(t, url)
+	ctx, url, pool := freshPool(t)
 	_, err := pool.Exec(ctx, `
 		INSERT INTO jobs (queue, kind, available_at) SELECT 'mail', 'send', now() - interval '90 seconds' FROM generate_series(1, 3);
 		INSERT INTO jobs (queue, kind, status, attempts, error_class, finished_at)
@@ -157,10 +154,7 @@ func TestCollectorExposesTheRound(t *testing.T) {
 // A scrape never waits for a slow round longer than Wait: it is answered at
 // once, and the round's values appear in a later scrape.
 func TestCollectorScrapeIsBounded(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	pool := testdb.Pool(t, url)
+	ctx, url, pool := freshPool(t)
 	_, err := pool.Exec(ctx, "INSERT INTO jobs (queue, kind) VALUES ('bounded', 'k')")
 	require.NoError(t, err)
 	d := open(t, url, diagnostics.Config{})
@@ -186,10 +180,7 @@ func TestCollectorScrapeIsBounded(t *testing.T) {
 // When the database goes away, scrapes keep the last good values, say the
 // round failed and count the failed check.
 func TestCollectorKeepsLastGoodValues(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	pool := testdb.Pool(t, url)
+	ctx, url, pool := freshPool(t)
 	_, err := pool.Exec(ctx, "INSERT INTO jobs (queue, kind) SELECT 'kept', 'k' FROM generate_series(1, 4)")
 	require.NoError(t, err)
 	d, err := diagnostics.Open(ctx, url, diagnostics.Config{})

@@ -116,11 +116,9 @@ func tmpfsDisk(t *testing.T, ctx context.Context, pool *pgxpool.Pool) (real bool
 // metrics, a findings round says the engine is failing, and once the disk
 // is freed every job finishes; none is lost.
 func TestEngineFailingOnAFullDisk(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, url, pool := freshPool(t)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	url := testdb.URL(t)
-	pool := testdb.Pool(t, url)
 	_, err := pool.Exec(ctx, "CREATE TABLE runs (job_id bigint NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())")
 	require.NoError(t, err)
 	const n = 400

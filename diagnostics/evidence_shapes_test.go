@@ -3,7 +3,6 @@ package diagnostics_test
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,9 +20,7 @@ import (
 // pg_index until the build ends; it is not reported while it is being
 // built. One that a failed build left behind is.
 func TestInvalidIndexesSkipIndexesBeingBuilt(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	writer := connect(t, url, "writer")
 	builder := connect(t, url, "builder")
 	d := open(t, url, diagnostics.Config{})
@@ -85,10 +82,7 @@ func TestInvalidIndexesSkipIndexesBeingBuilt(t *testing.T) {
 // events waiting in retry backoff: fifty events failing for half an hour
 // are half an hour old, not as old as their next retry.
 func TestOutboxBacklogAgeCountsRetryBackoff(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	db := testdb.Pool(t, url)
+	ctx, url, db := freshPool(t)
 	_, err := db.Exec(ctx, `INSERT INTO outbox_events (topic, event_type, payload, attempts, available_at, created_at)
 		SELECT 't', 'e', '{}', 5, now() + interval '2 minutes', now() - interval '30 minutes'
 		FROM generate_series(1, 50)`)
@@ -113,9 +107,7 @@ func TestOutboxBacklogAgeCountsRetryBackoff(t *testing.T) {
 // listed as holding the xmin horizon back (and so is never offered a
 // terminate). Holders carry their database.
 func TestXminHorizonLeavesLazyVacuumOut(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	vac := connect(t, url, "slow-vacuum")
 	holder := connect(t, url, "xmin-holder")
 	_, err := vac.Exec(ctx, `CREATE TABLE vac_me (id int, pad text);
@@ -158,9 +150,7 @@ func TestXminHorizonLeavesLazyVacuumOut(t *testing.T) {
 // Waiters are grouped by the exact thing they wait for: two advisory keys
 // are two groups, named by their keys, not one "advisory" group.
 func TestLockWaitsGroupByExactTarget(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	holder := connect(t, url, "adv-holder")
 	_, err := holder.Exec(ctx, "SELECT pg_advisory_lock(4242), pg_advisory_lock(4243)")
 	require.NoError(t, err)
@@ -202,10 +192,10 @@ func TestArchiverBacklogBeforeAnyFailure(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	hold := filepath.Join(dir, "hold")
 	require.NoError(t, os.WriteFile(hold, nil, 0o644))
-	settings := maps.Clone(testdb.ServerSettings)
-	settings["archive_mode"] = "on"
-	settings["archive_command"] = "while [ -f " + hold + " ]; do sleep 0.1; done; true"
-	srv := testdb.NewServer(t, settings)
+	srv := testdb.NewServer(t, withSettings(map[string]string{
+		"archive_mode":    "on",
+		"archive_command": "while [ -f " + hold + " ]; do sleep 0.1; done; true",
+	}))
 	// Let the archiver finish at cleanup, so the server stops quickly.
 	t.Cleanup(func() { os.Remove(hold) })
 	c := connect(t, srv.URL("postgres"), "wal-writer")

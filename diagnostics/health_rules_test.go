@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -47,15 +46,22 @@ func awaitFinding(t *testing.T, d *diagnostics.Diagnostics, code string, within 
 	return f
 }
 
+// requireNoFinding runs a findings round on d and fails the test if it has a
+// finding of code; why says why none is expected.
+func requireNoFinding(t *testing.T, d *diagnostics.Diagnostics, code, why string) {
+	t.Helper()
+	rep, err := d.Findings(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, findingsWith(rep, code), "%s: %v", why, codes(rep))
+}
+
 // A database whose oldest unfrozen transaction ID has gone the threshold's
 // fraction of the way to the wraparound limit is a finding naming the
 // database and its oldest tables, with autovacuum_freeze_max_age in the
 // evidence. The ages are real: 30,000 transactions are committed after the
 // database was created, and the threshold is set just below that.
 func TestWraparoundFindingNamesDatabaseAndOldestTables(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	c := connect(t, url, "xid-burner")
 	_, err := c.Exec(ctx, "CREATE TABLE wrap_victim (id int)")
 	require.NoError(t, err)
@@ -129,10 +135,7 @@ func TestWraparoundSeverityAndMultixact(t *testing.T) {
 // A key claimed and never completed is a finding naming the oldest key and
 // how many are stuck; keys claimed recently or completed are not counted.
 func TestIdempotencyStuckFinding(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	db := testdb.Pool(t, url)
+	ctx, url, db := freshPool(t)
 	_, err := db.Exec(ctx, `INSERT INTO idempotency_requests (scope, idempotency_key, request_hash, state, response_code, response_body, created_at, locked_until) VALUES
 		('api', 'oldest-claim', '\x00', 'processing', NULL, NULL, now() - interval '40 minutes', now() - interval '39 minutes'),
 		('api', 'old-claim', '\x00', 'processing', NULL, NULL, now() - interval '20 minutes', now() - interval '19 minutes'),
@@ -140,11 +143,7 @@ func TestIdempotencyStuckFinding(t *testing.T) {
 		('api', 'done', '\x00', 'completed', 200, '{}', now() - interval '50 minutes', NULL)`)
 	require.NoError(t, err)
 	d := open(t, url, diagnostics.Config{})
-	rep, err := d.Findings(ctx)
-	require.NoError(t, err)
-	fs := findingsWith(rep, diagnostics.CodeIdempotencyStuck)
-	require.Len(t, fs, 1, "%v", codes(rep))
-	f := fs[0]
+	f, _ := onlyFinding(t, d, diagnostics.CodeIdempotencyStuck, "the fresh claim and the completed key are not stuck")
 	require.EqualValues(t, 2, f.Subject["count"])
 	require.Equal(t, "oldest-claim", f.Subject["key"])
 	require.Equal(t, "api", f.Subject["scope"])
@@ -155,19 +154,14 @@ func TestIdempotencyStuckFinding(t *testing.T) {
 	th := diagnostics.DefaultThresholds()
 	require.NoError(t, th.SetFlag("idempotency.stuck=1h"))
 	d.SetThresholds(th)
-	rep, err = d.Findings(ctx)
-	require.NoError(t, err)
-	require.Empty(t, findingsWith(rep, diagnostics.CodeIdempotencyStuck), "nothing is an hour old")
+	requireNoFinding(t, d, diagnostics.CodeIdempotencyStuck, "nothing is an hour old")
 }
 
 // A running job whose lease is renewed but which has run far longer than
 // the latest done jobs of its kind is a finding naming the job; a job of a
 // kind with no history, and one running for a usual time, are not.
 func TestLongRunningJobPerKind(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	db := testdb.Pool(t, url)
+	ctx, url, db := freshPool(t)
 	_, err := db.Exec(ctx, `INSERT INTO jobs (queue, kind, status, started_at, finished_at)
 		SELECT 'media', 'resize', 'done', now() - interval '3 seconds' - g * interval '1 minute', now() - interval '1 second' - g * interval '1 minute'
 		FROM generate_series(1, 30) AS g`)
@@ -183,11 +177,7 @@ func TestLongRunningJobPerKind(t *testing.T) {
 	unknown := running("transcode", 20*time.Minute)
 
 	d := open(t, url, diagnostics.Config{})
-	rep, err := d.Findings(ctx)
-	require.NoError(t, err)
-	fs := findingsWith(rep, diagnostics.CodeLongRunningJob)
-	require.Len(t, fs, 1, "%v", codes(rep))
-	f := fs[0]
+	f, rep := onlyFinding(t, d, diagnostics.CodeLongRunningJob, "only the stuck resize")
 	require.Equal(t, stuck, f.Subject["job_id"])
 	require.Equal(t, "resize", f.Subject["kind"])
 	require.Equal(t, "worker-7", f.Subject["lease_owner"])
@@ -205,9 +195,7 @@ func TestLongRunningJobPerKind(t *testing.T) {
 	th := diagnostics.DefaultThresholds()
 	require.NoError(t, th.SetFlag("jobs.long_running=400"))
 	d.SetThresholds(th)
-	rep, err = d.Findings(ctx)
-	require.NoError(t, err)
-	require.Empty(t, findingsWith(rep, diagnostics.CodeLongRunningJob), "%v", codes(rep))
+	requireNoFinding(t, d, diagnostics.CodeLongRunningJob, "every job is under the raised factor")
 }
 
 // Checkpoints requested because WAL filled max_wal_size, not timed, are
@@ -217,19 +205,12 @@ func TestLongRunningJobPerKind(t *testing.T) {
 func TestCheckpointPressureFromRequestedCheckpoints(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	primary := primaryWithSchema(t, map[string]string{
-		"max_wal_size":       "32MB",
-		"min_wal_size":       "32MB",
-		"checkpoint_timeout": "1h",
-	})
-	conn := connect(t, primary.URL("postgres"), "wal-writer")
+	primary, conn := smallWALPrimary(t, map[string]string{"checkpoint_timeout": "1h"})
 	d := open(t, primary.URL("postgres"), diagnostics.Config{})
 	first := d.Round(ctx)
 	require.NotNil(t, first.Checkpointer, "%+v", first.Unavailable)
 	require.Nil(t, first.Checkpoints, "one read is no window")
-	rep, err := d.Findings(ctx)
-	require.NoError(t, err)
-	require.Empty(t, findingsWith(rep, diagnostics.CodeCheckpoints), "nothing written yet: %v", codes(rep))
+	requireNoFinding(t, d, diagnostics.CodeCheckpoints, "nothing written yet")
 
 	// Five times max_wal_size, in a bounded number of writes: the
 	// checkpointer is asked for a checkpoint every time WAL reaches it.
@@ -254,10 +235,10 @@ func TestStandbyConflictCanceledQuery(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	primary := primaryWithSchema(t, nil)
-	settings := maps.Clone(testdb.ServerSettings)
-	settings["max_standby_streaming_delay"] = "0"
-	settings["hot_standby_feedback"] = "off"
-	standby := startStandby(t, primary, settings, "standby-conflicts")
+	standby := startStandby(t, primary, map[string]string{
+		"max_standby_streaming_delay": "0",
+		"hot_standby_feedback":        "off",
+	}, "standby-conflicts")
 	writer := connect(t, primary.URL("postgres"), "writer")
 	_, err := writer.Exec(ctx, "CREATE TABLE conflicted (id int); INSERT INTO conflicted VALUES (1)")
 	require.NoError(t, err)
@@ -292,9 +273,7 @@ func TestStandbyConflictCanceledQuery(t *testing.T) {
 	d.SetThresholds(th)
 	d.Round(ctx)
 	d.Round(ctx)
-	rep, err := d.Findings(ctx)
-	require.NoError(t, err)
-	require.Empty(t, findingsWith(rep, diagnostics.CodeStandbyConflicts), "%v", codes(rep))
+	requireNoFinding(t, d, diagnostics.CodeStandbyConflicts, "no conflict since the last round")
 }
 
 // Engine errors a worker reported in its heartbeat within the window are a
@@ -302,10 +281,7 @@ func TestStandbyConflictCanceledQuery(t *testing.T) {
 // critical and names the workers and operations; an error older than the
 // window is not counted. The rows are what the engine's heartbeat writes.
 func TestEngineErrorsFromHeartbeats(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	db := testdb.Pool(t, url)
+	ctx, url, db := freshPool(t)
 	now := time.Now().UTC()
 	full := "ERROR: could not extend file \"base/16384/16390\": No space left on device (SQLSTATE 53100)"
 	errs := func(list ...queues.EngineError) string {
@@ -329,11 +305,7 @@ func TestEngineErrorsFromHeartbeats(t *testing.T) {
 		require.NoError(t, err)
 	}
 	d := open(t, url, diagnostics.Config{})
-	rep, err := d.Findings(ctx)
-	require.NoError(t, err)
-	fs := findingsWith(rep, diagnostics.CodeEngineErrors)
-	require.Len(t, fs, 1, "the serialization failure is older than the window: %v", codes(rep))
-	f := fs[0]
+	f, _ := onlyFinding(t, d, diagnostics.CodeEngineErrors, "the serialization failure is older than the window")
 	require.Equal(t, diagnostics.SeverityCritical, f.Severity)
 	require.Equal(t, "53100", f.Subject["sqlstate"])
 	require.Equal(t, 3, f.Subject["count"])
@@ -354,9 +326,9 @@ func TestEngineErrorsFromHeartbeats(t *testing.T) {
 	th := diagnostics.DefaultThresholds()
 	require.NoError(t, th.SetFlag("engine.errors=1h"))
 	d.SetThresholds(th)
-	rep, err = d.Findings(ctx)
+	rep, err := d.Findings(ctx)
 	require.NoError(t, err)
-	fs = findingsWith(rep, diagnostics.CodeEngineErrors)
+	fs := findingsWith(rep, diagnostics.CodeEngineErrors)
 	require.Len(t, fs, 2, "an hour's window takes the serialization failure in: %v", codes(rep))
 	require.Equal(t, "40001", fs[1].Subject["sqlstate"], "critical first")
 	require.Equal(t, diagnostics.SeverityWarning, fs[1].Severity)
@@ -368,17 +340,9 @@ func TestEngineErrorsFromHeartbeats(t *testing.T) {
 func TestWALDirSizeNamesTheSlotHoldingIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	primary := primaryWithSchema(t, map[string]string{
-		"max_wal_size": "32MB",
-		"min_wal_size": "32MB",
-	})
-	conn := connect(t, primary.URL("postgres"), "wal-writer")
-	_, err := conn.Exec(ctx, "SELECT pg_create_physical_replication_slot('wal_keeper', true)")
-	require.NoError(t, err)
+	primary, conn := primaryWithSlot(t, nil, "wal_keeper")
 	d := open(t, primary.URL("postgres"), diagnostics.Config{})
-	rep, err := d.Findings(ctx)
-	require.NoError(t, err)
-	require.Empty(t, findingsWith(rep, diagnostics.CodeWALDir), "%v", codes(rep))
+	requireNoFinding(t, d, diagnostics.CodeWALDir, "nothing retained yet")
 
 	// The slot keeps everything written from now on: three times
 	// max_wal_size, in a bounded number of writes.
@@ -391,7 +355,7 @@ func TestWALDirSizeNamesTheSlotHoldingIt(t *testing.T) {
 	require.Contains(t, f.Evidence, "slot wal_keeper (inactive) retains")
 	require.Equal(t, "/runbook/rb-b", f.Runbook)
 
-	_, err = conn.Exec(ctx, "CREATE ROLE wal_peeker LOGIN")
+	_, err := conn.Exec(ctx, "CREATE ROLE wal_peeker LOGIN")
 	require.NoError(t, err)
 	cfg, err := pgx.ParseConfig(primary.URL("postgres"))
 	require.NoError(t, err)

@@ -69,10 +69,9 @@ func stageChain(t *testing.T, url string, jobID int64) (rootPID, workerPID int32
 }
 
 func TestRecorderKeepsALockChainAfterItClears(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, url := freshDB(t)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	url := testdb.URL(t)
 	d := open(t, url, diagnostics.Config{Thresholds: lowThresholds()})
 	rec := d.NewRecorder(testdb.Pool(t, url), diagnostics.RecorderConfig{Interval: 200 * time.Millisecond, Name: "test"})
 	smp := d.NewSampler(diagnostics.SamplerConfig{Interval: 200 * time.Millisecond, OnSampleFunc: rec.Record})
@@ -165,10 +164,9 @@ func TestRecorderKeepsALockChainAfterItClears(t *testing.T) {
 }
 
 func TestRecorderRecordsOnceAcrossConsoles(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, url := freshDB(t)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	url := testdb.URL(t)
 	// An interval of an hour: after the first recorded sample, every other
 	// attempt of either console must be skipped.
 	var recs []*diagnostics.Recorder
@@ -200,11 +198,9 @@ func TestRecorderRecordsOnceAcrossConsoles(t *testing.T) {
 }
 
 func TestRecorderIsOffOnAReadOnlyDatabase(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, url, admin := freshPool(t)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	url := testdb.URL(t)
-	admin := testdb.Pool(t, url)
 	var db string
 	require.NoError(t, admin.QueryRow(ctx, "SELECT current_database()").Scan(&db))
 	_, err := admin.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET default_transaction_read_only = on")

@@ -10,16 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // With ACCESS EXCLUSIVE held on jobs, every query returns within its
 // timeout: the ones that read jobs say "locked by pid N", the rest answer,
 // and Findings reports the locked checks as diagnostics.unavailable.
 func TestQueriesUnderAccessExclusiveLockOnJobs(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	holder := lockJobs(t, url)
 	holderPID := pidOf(holder)
 
@@ -84,9 +81,7 @@ func itoa(p int32) string { return fmtInt(int64(p)) }
 // ends within a bounded time, locked or timed out, and the lock watcher's
 // own connection still names the holder.
 func TestConcurrentPanelsUnderLock(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	holder := lockJobs(t, url)
 
 	d := open(t, url, diagnostics.Config{StatementTimeout: time.Second, LockTimeout: 200 * time.Millisecond})

@@ -3,10 +3,12 @@ package diagnostics_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
@@ -15,6 +17,15 @@ import (
 
 func TestMain(m *testing.M) { testdb.Main(m) }
 
+// freshDB starts a test on a database of its own: it marks t parallel and
+// returns the context the test's statements run in and the URL of a fresh
+// database, dropped at cleanup.
+func freshDB(t *testing.T) (context.Context, string) {
+	t.Helper()
+	t.Parallel()
+	return context.Background(), testdb.URL(t)
+}
+
 // open returns a Diagnostics on url with t's thresholds, closed at cleanup.
 func open(t *testing.T, url string, cfg diagnostics.Config) *diagnostics.Diagnostics {
 	t.Helper()
@@ -22,6 +33,21 @@ func open(t *testing.T, url string, cfg diagnostics.Config) *diagnostics.Diagnos
 	require.NoError(t, err)
 	t.Cleanup(d.Close)
 	return d
+}
+
+// freshPool is freshDB with a pool on the fresh database, closed at cleanup.
+func freshPool(t *testing.T) (context.Context, string, *pgxpool.Pool) {
+	t.Helper()
+	ctx, url := freshDB(t)
+	return ctx, url, testdb.Pool(t, url)
+}
+
+// withSettings returns the settings of the test servers with extra set over
+// them, for a dedicated server (testdb.NewServer) or a standby.
+func withSettings(extra map[string]string) map[string]string {
+	settings := maps.Clone(testdb.ServerSettings)
+	maps.Copy(settings, extra)
+	return settings
 }
 
 // connect opens a plain session (not hidden by the console's filters) named
@@ -77,6 +103,17 @@ func findingsWith(rep diagnostics.Report, code string) []diagnostics.Finding {
 		}
 	}
 	return out
+}
+
+// onlyFinding runs a findings round on d and returns its one finding of
+// code, with the report; the test fails unless there is exactly one.
+func onlyFinding(t *testing.T, d *diagnostics.Diagnostics, code, why string) (diagnostics.Finding, diagnostics.Report) {
+	t.Helper()
+	rep, err := d.Findings(context.Background())
+	require.NoError(t, err)
+	fs := findingsWith(rep, code)
+	require.Len(t, fs, 1, "%s: %v", why, codes(rep))
+	return fs[0], rep
 }
 
 // findingFor returns the finding of code whose subject[key] prints as value.

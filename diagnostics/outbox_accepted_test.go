@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
-	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -22,10 +21,7 @@ import (
 // full disk or a dropped connection would). The outbox backlog finding and
 // the outbox panel name those events, which will be delivered again.
 func TestOutboxAcceptedButNotMarkedIsEvidence(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	pool := testdb.Pool(t, url)
+	ctx, url, pool := freshPool(t)
 	rows, err := pool.Query(ctx, `INSERT INTO outbox_events (topic, event_type, payload)
 		SELECT 'orders', 'created', '{}' FROM generate_series(1, 3) RETURNING id`)
 	require.NoError(t, err)
@@ -57,11 +53,7 @@ func TestOutboxAcceptedButNotMarkedIsEvidence(t *testing.T) {
 	th := diagnostics.DefaultThresholds()
 	th.OutboxBacklogPending = 1
 	d := open(t, url, diagnostics.Config{Thresholds: &th})
-	rep, err := d.Findings(ctx)
-	require.NoError(t, err)
-	fs := findingsWith(rep, diagnostics.CodeOutboxBacklog)
-	require.Len(t, fs, 1, "%v", codes(rep))
-	f := fs[0]
+	f, _ := onlyFinding(t, d, diagnostics.CodeOutboxBacklog, "one queue's backlog")
 	require.EqualValues(t, 3, f.Subject["accepted_unmarked"])
 	require.EqualValues(t, 3, f.Subject["inflight"], "in flight under the dead relay's lease")
 	require.Equal(t, ids, f.Subject["accepted_unmarked_ids"])

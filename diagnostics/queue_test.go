@@ -1,21 +1,16 @@
 package diagnostics_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 func TestQueueAndOutboxFindings(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	db := testdb.Pool(t, url)
+	ctx, url, db := freshPool(t)
 	seed := []string{
 		// Expired leases: three running jobs whose lease ran out a minute ago.
 		`INSERT INTO jobs (queue, kind, status, lease_owner, lease_until, started_at, attempts)
@@ -170,10 +165,7 @@ func TestQueueAndOutboxFindings(t *testing.T) {
 // order (most recent burst first, not queue order), and the per-queue sums
 // in the queue section.
 func TestRoundDeadLettersShared(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	db := testdb.Pool(t, url)
+	ctx, url, db := freshPool(t)
 	for _, q := range []string{
 		`INSERT INTO jobs (queue, kind, status, error_class, finished_at, attempts)
 		 SELECT 'a-q', 'k', 'dead', 'E' || (g % 2), now() - interval '1 minute', 8 FROM generate_series(1, 3) AS g`,

@@ -28,9 +28,7 @@ func primaryWithSchema(t *testing.T, extra map[string]string) *pgserver.Server {
 	// Start the shared server first: testdb's lazily created base folder is
 	// written without a lock, and setup must not race a dedicated server.
 	testdb.AdminURL(t)
-	settings := maps.Clone(testdb.ServerSettings)
-	maps.Copy(settings, extra)
-	srv := testdb.NewServer(t, settings)
+	srv := testdb.NewServer(t, withSettings(extra))
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, srv.URL("postgres"))
 	require.NoError(t, err)
@@ -40,6 +38,44 @@ func primaryWithSchema(t *testing.T, extra map[string]string) *pgserver.Server {
 	_, err = conn.Exec(ctx, "CREATE TABLE filler (id bigserial PRIMARY KEY, pad text)")
 	require.NoError(t, err)
 	return srv
+}
+
+// smallWALPrimary starts a primary whose max_wal_size and min_wal_size are
+// 32MB, so that a bounded number of writes outgrows them, with extra
+// settings over that; it returns the primary and a session on it that
+// writes WAL (writeWAL).
+func smallWALPrimary(t *testing.T, extra map[string]string) (*pgserver.Server, *pgx.Conn) {
+	t.Helper()
+	settings := map[string]string{"max_wal_size": "32MB", "min_wal_size": "32MB"}
+	maps.Copy(settings, extra)
+	primary := primaryWithSchema(t, settings)
+	return primary, connect(t, primary.URL("postgres"), "wal-writer")
+}
+
+// primaryWithSlot is smallWALPrimary with a physical slot named slot that
+// keeps WAL from now on, with nothing consuming it.
+func primaryWithSlot(t *testing.T, extra map[string]string, slot string) (*pgserver.Server, *pgx.Conn) {
+	t.Helper()
+	primary, conn := smallWALPrimary(t, extra)
+	_, err := conn.Exec(context.Background(), "SELECT pg_create_physical_replication_slot($1, true)", slot)
+	require.NoError(t, err)
+	return primary, conn
+}
+
+// primaryAndStandby starts a primary and a streaming standby named app, and
+// opens Diagnostics on the primary that also reads the standby, with
+// replication.lag firing on lagBytes of replay lag alone.
+func primaryAndStandby(t *testing.T, app string, lagBytes int64) (primary, standby *pgserver.Server, d *diagnostics.Diagnostics) {
+	t.Helper()
+	primary = primaryWithSchema(t, nil)
+	standby = startStandby(t, primary, nil, app)
+	th := diagnostics.DefaultThresholds()
+	th.ReplicationLagBytes = lagBytes
+	th.ReplicationLagTime = 0
+	d = open(t, primary.URL("postgres"), diagnostics.Config{
+		Thresholds: &th, StandbyURLs: []string{standby.URL("postgres")}, WALSampleWindow: 100 * time.Millisecond,
+	})
+	return primary, standby, d
 }
 
 // writeWAL inserts rows on the primary to generate roughly n bytes of WAL.
@@ -53,8 +89,9 @@ func writeWAL(t *testing.T, conn *pgx.Conn, n int) {
 
 // startStandby makes a base backup of primary (pg_basebackup when the bin
 // folder has it, else the low-level pg_backup_start/pg_backup_stop API and
-// a file copy) and starts a streaming standby on it, stopped at cleanup.
-func startStandby(t *testing.T, primary *pgserver.Server, settings map[string]string, appName string) *pgserver.Server {
+// a file copy) and starts a streaming standby on it with extra settings over
+// the test servers', stopped at cleanup.
+func startStandby(t *testing.T, primary *pgserver.Server, extra map[string]string, appName string) *pgserver.Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -75,7 +112,7 @@ func startStandby(t *testing.T, primary *pgserver.Server, settings map[string]st
 	require.NoError(t, os.WriteFile(filepath.Join(pgdata, "standby.signal"), nil, 0o600))
 	require.NoError(t, primary.ChownTree(pgdata))
 
-	st := maps.Clone(settings)
+	st := withSettings(extra)
 	st["primary_conninfo"] = fmt.Sprintf("host=127.0.0.1 port=%d user=%s application_name=%s",
 		primary.Port(), pgserver.Superuser, appName)
 	st["hot_standby"] = "on"
@@ -164,15 +201,8 @@ func copyFile(src, dst string) error {
 func TestStandbyReplayPausedLag(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	primary := primaryWithSchema(t, nil)
-	standby := startStandby(t, primary, testdb.ServerSettings, "standby1")
-
-	th := diagnostics.DefaultThresholds()
-	th.ReplicationLagBytes = 256 << 10
-	th.ReplicationLagTime = 0
-	d := open(t, primary.URL("postgres"), diagnostics.Config{
-		Thresholds: &th, StandbyURLs: []string{standby.URL("postgres")}, WALSampleWindow: 100 * time.Millisecond,
-	})
+	const lagBytes int64 = 256 << 10
+	primary, standby, d := primaryAndStandby(t, "standby1", lagBytes)
 	writer, err := pgx.Connect(ctx, primary.URL("postgres"))
 	require.NoError(t, err)
 	t.Cleanup(func() { writer.Close(context.Background()) })
@@ -225,7 +255,7 @@ func TestStandbyReplayPausedLag(t *testing.T) {
 		first, firstStandby = p, s
 		return p > 0 && s > 0 && paused, fmt.Sprint(codes(rep))
 	})
-	require.GreaterOrEqual(t, first, th.ReplicationLagBytes)
+	require.GreaterOrEqual(t, first, lagBytes)
 	rep, err := d.Findings(ctx)
 	require.NoError(t, err)
 	paused := findingsWith(rep, diagnostics.CodeReplayPaused)

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // A write transaction that pauses between its statements is old even while
@@ -20,9 +19,7 @@ import (
 // enough for tx.idle_in_transaction, that finding reports it instead, never
 // both.
 func TestLongRunningCoversPausesBetweenStatements(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	c := connect(t, url, "pausing-writer")
 	begin(t, c, "INSERT INTO jobs (queue, kind) VALUES ('pause', 'k')")
 	pid := pidOf(c)
@@ -59,14 +56,7 @@ func TestLongRunningCoversPausesBetweenStatements(t *testing.T) {
 func TestSlotNearExhaustionWhateverItRetains(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	primary := primaryWithSchema(t, map[string]string{
-		"max_wal_size":           "32MB",
-		"min_wal_size":           "32MB",
-		"max_slot_wal_keep_size": "96MB",
-	})
-	conn := connect(t, primary.URL("postgres"), "wal-writer")
-	_, err := conn.Exec(ctx, "SELECT pg_create_physical_replication_slot('far_behind', true)")
-	require.NoError(t, err)
+	primary, conn := primaryWithSlot(t, map[string]string{"max_slot_wal_keep_size": "96MB"}, "far_behind")
 	th := diagnostics.DefaultThresholds()
 	d := open(t, primary.URL("postgres"), diagnostics.Config{Thresholds: &th})
 	var slot diagnostics.Slot
@@ -99,22 +89,14 @@ func TestSlotNearExhaustionWhateverItRetains(t *testing.T) {
 func TestStandbyReceiverDownAndTrueLag(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	primary := primaryWithSchema(t, nil)
-	standby := startStandby(t, primary, testdb.ServerSettings, "standby-down")
-	th := diagnostics.DefaultThresholds()
-	th.ReplicationLagBytes = 512 << 10
-	th.ReplicationLagTime = 0
-	d := open(t, primary.URL("postgres"), diagnostics.Config{
-		Thresholds: &th, StandbyURLs: []string{standby.URL("postgres")}, WALSampleWindow: 100 * time.Millisecond,
-	})
+	const lagBytes int64 = 512 << 10
+	primary, _, d := primaryAndStandby(t, "standby-down", lagBytes)
 	writer := connect(t, primary.URL("postgres"), "writer")
 	eventually(t, 30*time.Second, func() (bool, string) {
 		st := d.StandbyStatus(ctx)
 		return len(st) == 1 && st[0].Err == nil && st[0].Rows[0].ReceiverStatus == "streaming", fmt.Sprint(st)
 	})
-	rep, err := d.Findings(ctx)
-	require.NoError(t, err)
-	require.Empty(t, findingsWith(rep, diagnostics.CodeStandbyReceiver), "streaming: %v", codes(rep))
+	requireNoFinding(t, d, diagnostics.CodeStandbyReceiver, "streaming")
 
 	// The primary refuses replication connections from now on; ending the
 	// standby's walsender stops its receiver for good.
@@ -131,6 +113,7 @@ func TestStandbyReceiverDownAndTrueLag(t *testing.T) {
 		return len(st) == 1 && st[0].Err == nil && st[0].Rows[0].ReceiverStatus != "streaming", fmt.Sprint(st)
 	})
 	writeWAL(t, writer, 2<<20)
+	var rep diagnostics.Report
 	eventually(t, 30*time.Second, func() (bool, string) {
 		rep, err = d.Findings(ctx)
 		require.NoError(t, err)
@@ -141,8 +124,8 @@ func TestStandbyReceiverDownAndTrueLag(t *testing.T) {
 	require.NotEqual(t, "streaming", down[0].Subject["receiver_status"])
 	require.Equal(t, diagnostics.SeverityCritical, down[0].Severity)
 	lag := findingsWith(rep, diagnostics.CodeReplicationLag)[0]
-	require.GreaterOrEqual(t, lag.Subject["replay_lag_bytes"].(int64), th.ReplicationLagBytes)
-	require.Less(t, lag.Subject["received_not_replayed_bytes"].(int64), th.ReplicationLagBytes, "nothing received to replay")
+	require.GreaterOrEqual(t, lag.Subject["replay_lag_bytes"].(int64), lagBytes)
+	require.Less(t, lag.Subject["received_not_replayed_bytes"].(int64), lagBytes, "nothing received to replay")
 	require.Empty(t, findingsWith(rep, diagnostics.CodeReplayPaused))
 }
 
@@ -150,9 +133,7 @@ func TestStandbyReceiverDownAndTrueLag(t *testing.T) {
 // no diagnostics backend stays idle in transaction, with its locks on the
 // queue tables, for the length of the sample window.
 func TestRoundHoldsNoTransactionWhileItWaits(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	watch := connect(t, url, "watcher")
 	d := open(t, url, diagnostics.Config{WALSampleWindow: 3 * time.Second})
 	done := make(chan diagnostics.Round, 1)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgconsole/console/internal/lifecycle"
 )
 
 // SamplerConfig configures a Sampler. Zero values are defaults.
@@ -70,13 +72,12 @@ type Sampler struct {
 	d   *Diagnostics
 	cfg SamplerConfig
 
-	mu      sync.Mutex
-	ring    []Sample
-	next    int
-	full    bool
-	started bool
-	cancel  context.CancelFunc
-	done    chan struct{}
+	life lifecycle.Runner
+
+	mu   sync.Mutex
+	ring []Sample
+	next int
+	full bool
 }
 
 // NewSampler creates a Sampler reading through d. d's Findings use its WAL
@@ -100,18 +101,10 @@ func (d *Diagnostics) NewSampler(cfg SamplerConfig) *Sampler {
 // database may be down; samples record what failed); calling Start twice
 // is.
 func (s *Sampler) Start(ctx context.Context) error {
-	s.mu.Lock()
-	if s.started {
-		s.mu.Unlock()
-		return errors.New("diagnostics: sampler already started")
-	}
-	s.started = true
-	ctx, s.cancel = context.WithCancel(ctx)
-	s.done = make(chan struct{})
-	s.mu.Unlock()
-	s.SampleNow(ctx)
-	go func() {
-		defer close(s.done)
+	first := make(chan struct{})
+	err := s.life.Start(ctx, func(ctx context.Context) {
+		s.SampleNow(ctx)
+		close(first)
 		t := time.NewTicker(s.cfg.Interval)
 		defer t.Stop()
 		for {
@@ -122,22 +115,17 @@ func (s *Sampler) Start(ctx context.Context) error {
 				s.SampleNow(ctx)
 			}
 		}
-	}()
+	})
+	if err != nil { // lifecycle.ErrStarted: a sampler runs once
+		return errors.New("diagnostics: sampler already started")
+	}
+	<-first
 	return nil
 }
 
 // Stop ends sampling and waits for the goroutine. It is safe to call more
 // than once, and before Start.
-func (s *Sampler) Stop() {
-	s.mu.Lock()
-	cancel, done := s.cancel, s.done
-	s.mu.Unlock()
-	if cancel == nil {
-		return
-	}
-	cancel()
-	<-done
-}
+func (s *Sampler) Stop() { s.life.Stop() }
 
 // SampleNow takes one sample and adds it to the ring; queries share one
 // read-only transaction, each bounded by the Diagnostics timeouts and all

@@ -1,7 +1,6 @@
 package diagnostics_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -9,16 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // Rates come from deltas; a stats reset between two samples gives no point
 // rather than a negative rate.
 func TestSamplerRatesAndStatsReset(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	db := testdb.Pool(t, url)
+	ctx, url, db := freshPool(t)
 	d := open(t, url, diagnostics.Config{})
 	s := d.NewSampler(diagnostics.SamplerConfig{Interval: time.Hour, Size: 10})
 	write := func() {
@@ -70,13 +65,11 @@ func TestSamplerRatesAndStatsReset(t *testing.T) {
 }
 
 func TestSamplerService(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	db := testdb.Pool(t, url)
+	ctx, url, db := freshPool(t)
 	d := open(t, url, diagnostics.Config{})
 	s := d.NewSampler(diagnostics.SamplerConfig{Interval: 50 * time.Millisecond, Size: 100})
 	require.NoError(t, s.Start(ctx))
+	require.NotEmpty(t, s.Samples(), "Start returns after a first sample")
 	require.Error(t, s.Start(ctx), "started once")
 	t.Cleanup(s.Stop)
 	eventually(t, 10*time.Second, func() (bool, string) {

@@ -33,14 +33,7 @@ func slotIn(t *testing.T, r diagnostics.Round, name string) diagnostics.Slot {
 func TestSlotDiskForecastWithoutKeepLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	primary := primaryWithSchema(t, map[string]string{
-		"max_slot_wal_keep_size": "-1",
-		"max_wal_size":           "32MB",
-		"min_wal_size":           "32MB",
-	})
-	conn := connect(t, primary.URL("postgres"), "wal-writer")
-	_, err := conn.Exec(ctx, "SELECT pg_create_physical_replication_slot('disk_filler', true)")
-	require.NoError(t, err)
+	primary, conn := primaryWithSlot(t, map[string]string{"max_slot_wal_keep_size": "-1"}, "disk_filler")
 	th := diagnostics.DefaultThresholds()
 	clock := &fakeClock{now: time.Now().UTC()}
 	d := open(t, primary.URL("postgres"), diagnostics.Config{Thresholds: &th, NowFunc: clock.Now})
@@ -53,7 +46,7 @@ func TestSlotDiskForecastWithoutKeepLimit(t *testing.T) {
 	require.NotNil(t, s1.PGWALBytes, "the test's role is a superuser")
 
 	writeWAL(t, conn, 16<<20)
-	_, err = conn.Exec(ctx, "SELECT pg_switch_wal()")
+	_, err := conn.Exec(ctx, "SELECT pg_switch_wal()")
 	require.NoError(t, err)
 	// A burst between rounds a few seconds apart is not a trend.
 	clock.Advance(10 * time.Second)

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgconsole/console/internal/sqlset"
 )
 
@@ -80,33 +78,24 @@ func SQLFor(name string, version int) (string, bool) {
 // collect runs query name with args and collects its rows into T by column
 // name.
 func collect[T any](ctx context.Context, db DBTX, name string, version int, args ...any) ([]T, error) {
-	q, err := sqlText(name, version)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := db.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return out, nil
+	return runNamed(ctx, db, name, version, sqlset.All[T], args...)
 }
 
 // collectOne is collect for queries that return exactly one row.
 func collectOne[T any](ctx context.Context, db DBTX, name string, version int, args ...any) (T, error) {
-	var zero T
+	return runNamed(ctx, db, name, version, sqlset.One[T], args...)
+}
+
+// runNamed runs the text of query name for the server version through run
+// (sqlset.All or sqlset.One) and names the query in any error of the server.
+func runNamed[R any](ctx context.Context, db DBTX, name string, version int,
+	run func(context.Context, DBTX, string, ...any) (R, error), args ...any) (R, error) {
+	var zero R
 	q, err := sqlText(name, version)
 	if err != nil {
 		return zero, err
 	}
-	rows, err := db.Query(ctx, q, args...)
-	if err != nil {
-		return zero, fmt.Errorf("%s: %w", name, err)
-	}
-	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[T])
+	out, err := run(ctx, db, q, args...)
 	if err != nil {
 		return zero, fmt.Errorf("%s: %w", name, err)
 	}

@@ -10,15 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // A real prepared transaction and a long repeatable-read transaction both
 // hold the xmin horizon.
 func TestPreparedTransactionAndXminHorizon(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	gid := prepareTransaction(t, url, "two-phase")
 
 	long := connect(t, url, "report-job")

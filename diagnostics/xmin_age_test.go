@@ -3,14 +3,12 @@ package diagnostics_test
 import (
 	"context"
 	"fmt"
-	"maps"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // xminAgeThresholds find a holder by age only: no test consumes 2^40
@@ -37,9 +35,7 @@ func holderIn(r diagnostics.Round, kind, id string) (diagnostics.XminHolder, boo
 // hour apart on the console's clock find it by age, with the time it was
 // first seen as evidence.
 func TestXminHolderWithoutTransactionGetsAnAge(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
+	ctx, url := freshDB(t)
 	c := connect(t, url, "slot-maker")
 	slot := fmt.Sprintf("xmin_age_%d", time.Now().UnixNano())
 	_, err := c.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", slot)
@@ -77,10 +73,8 @@ func TestStandbyFeedbackHeldByLongQueryIsFoundByAge(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	primary := primaryWithSchema(t, nil)
-	settings := maps.Clone(testdb.ServerSettings)
-	settings["hot_standby_feedback"] = "on"
 	const app = "report-standby"
-	standby := startStandby(t, primary, settings, app)
+	standby := startStandby(t, primary, map[string]string{"hot_standby_feedback": "on"}, app)
 	writer := connect(t, primary.URL("postgres"), "writer")
 	report := connect(t, standby.URL("postgres"), "long-report")
 
