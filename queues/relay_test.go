@@ -163,6 +163,7 @@ func TestRelayRetriesThenDeadThenRequeue(t *testing.T) {
 	failing.Store(false)
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(ctx) }) // a failed check must not leave the pool waiting on tx
 	got, err := OutboxRequeueTx(ctx, tx, OutboxRequeueParams{IDs: ids[:2]})
 	require.NoError(t, err)
 	require.Equal(t, ids[:2], got)
@@ -180,6 +181,9 @@ func TestRelayRetriesThenDeadThenRequeue(t *testing.T) {
 	page, err = OutboxList(ctx, pool, OutboxListParams{Limit: 10, BeforeID: page[1].ID, State: OutboxPublished})
 	require.NoError(t, err)
 	require.Len(t, page, 3)
+	page, err = OutboxList(ctx, pool, OutboxListParams{})
+	require.NoError(t, err)
+	require.Len(t, page, 5, "no limit given: the default page of 50")
 }
 
 func TestRelaySettingsPauseResumeThrottle(t *testing.T) {
