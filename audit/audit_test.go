@@ -190,51 +190,54 @@ func TestVerify(t *testing.T) {
 		require.True(t, res.OK)
 		require.Zero(t, res.Checked)
 	})
-	t.Run("EditedRow", func(t *testing.T) {
-		t.Parallel()
-		pool, ids := setup(t)
-		tamper(t, pool, "UPDATE audit_events SET reason = 'routine maintenance' WHERE id = $1", ids[2])
-		res := broken(t, pool, "changed after it was written")
-		require.Equal(t, ids[2], *res.BrokenAt)
-		_, err := audit.VerifyErr(ctx, pool, nil)
-		require.ErrorIs(t, err, audit.ErrChainBroken)
-	})
-	t.Run("EditedRowWithRecomputedHash", func(t *testing.T) {
-		t.Parallel()
-		pool, ids := setup(t)
+	// Each case tampers with row ids[row] of a five-row chain, lets a forger
+	// cover the edit up (cover, nil for none), and expects Verify to report
+	// the break with reason at ids[brokenAt] (-1: not at a row, the head).
+	cases := []struct {
+		name     string
+		tamper   string
+		row      int
+		cover    func(t *testing.T, pool *pgxpool.Pool, ids []int64)
+		reason   string
+		brokenAt int
+	}{
+		{name: "EditedRow", tamper: "UPDATE audit_events SET reason = 'routine maintenance' WHERE id = $1", row: 2,
+			reason: "changed after it was written", brokenAt: 2},
 		// A careful forger recomputes the edited row's own hash; the next row
 		// still names the old one.
-		tamper(t, pool, `UPDATE audit_events SET actor = 'mallory' WHERE id = $1`, ids[1])
-		rehashRow(t, pool, ids[1])
-		res := broken(t, pool, "prev_hash")
-		require.Equal(t, ids[2], *res.BrokenAt)
-	})
-	t.Run("RewrittenAndRehashedInSQL", func(t *testing.T) {
-		t.Parallel()
-		pool, ids := setup(t)
-		// The owner of the table rewrites a row and recomputes the whole
-		// chain and its head in SQL, as the database once hashed it. The
-		// console recomputes every hash itself, so the database's
-		// arithmetic proves nothing.
-		tamper(t, pool, `UPDATE audit_events SET actor = 'mallory' WHERE id = $1`, ids[1])
-		rehashChainInSQL(t, pool)
-		res := broken(t, pool, "changed after it was written")
-		require.Equal(t, ids[0], *res.BrokenAt)
-	})
-	t.Run("DeletedRow", func(t *testing.T) {
-		t.Parallel()
-		pool, ids := setup(t)
-		tamper(t, pool, "DELETE FROM audit_events WHERE id = $1", ids[3])
-		res := broken(t, pool, "missing")
-		require.Equal(t, ids[4], *res.BrokenAt)
-	})
-	t.Run("DeletedTail", func(t *testing.T) {
-		t.Parallel()
-		pool, ids := setup(t)
-		tamper(t, pool, "DELETE FROM audit_events WHERE id = $1", ids[4])
-		res := broken(t, pool, "head")
-		require.Nil(t, res.BrokenAt)
-	})
+		{name: "EditedRowWithRecomputedHash", tamper: "UPDATE audit_events SET actor = 'mallory' WHERE id = $1", row: 1,
+			cover:  func(t *testing.T, pool *pgxpool.Pool, ids []int64) { rehashRow(t, pool, ids[1]) },
+			reason: "prev_hash", brokenAt: 2},
+		// The owner of the table rewrites a row and recomputes the whole chain
+		// and its head in SQL, as the database once hashed it. The console
+		// recomputes every hash itself, so the database's arithmetic proves
+		// nothing.
+		{name: "RewrittenAndRehashedInSQL", tamper: "UPDATE audit_events SET actor = 'mallory' WHERE id = $1", row: 1,
+			cover:  func(t *testing.T, pool *pgxpool.Pool, _ []int64) { rehashChainInSQL(t, pool) },
+			reason: "changed after it was written", brokenAt: 0},
+		{name: "DeletedRow", tamper: "DELETE FROM audit_events WHERE id = $1", row: 3,
+			reason: "missing", brokenAt: 4},
+		{name: "DeletedTail", tamper: "DELETE FROM audit_events WHERE id = $1", row: 4,
+			reason: "head", brokenAt: -1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			pool, ids := setup(t)
+			tamper(t, pool, c.tamper, ids[c.row])
+			if c.cover != nil {
+				c.cover(t, pool, ids)
+			}
+			res := broken(t, pool, c.reason)
+			if c.brokenAt < 0 {
+				require.Nil(t, res.BrokenAt)
+			} else {
+				require.Equal(t, ids[c.brokenAt], *res.BrokenAt)
+			}
+			_, err := audit.VerifyErr(ctx, pool, nil)
+			require.ErrorIs(t, err, audit.ErrChainBroken)
+		})
+	}
 }
 
 func TestConcurrentWritersKeepOneChain(t *testing.T) {

@@ -134,20 +134,32 @@ func IncidentClose(ctx context.Context, db DBTX, p IncidentCloseParams) (*Incide
 	if err := checkLength("summary", p.Summary, MaxIncidentText); err != nil {
 		return nil, err
 	}
-	rows, err := db.Query(ctx, sqlText("incident_close"), p.ID, p.ClosedBy, p.Summary, p.WindowEnd)
+	return oneOnOpenIncident[Incident](ctx, db, p.ID, fmt.Sprintf("close incident %d", p.ID), "is already closed",
+		"incident_close", p.ID, p.ClosedBy, p.Summary, p.WindowEnd)
+}
+
+// oneOnOpenIncident runs the statement in sql/name.sql, which changes open
+// incident id and returns one row, and collects that row. When no row comes
+// back it says why: an unknown incident is ErrNotFound, a closed one
+// ErrInvalid ("incident 7 " + closed); what names the change in any other
+// error.
+func oneOnOpenIncident[T any](ctx context.Context, db DBTX, id int64, what, closed, name string, args ...any) (*T, error) {
+	rows, err := db.Query(ctx, sqlText(name), args...)
 	if err != nil {
-		return nil, fmt.Errorf("close incident %d: %w", p.ID, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	inc, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Incident])
+	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[T])
 	if err == nil {
-		return inc, nil
+		return out, nil
 	}
-	if cur, gerr := IncidentGet(ctx, db, p.ID); gerr != nil {
-		return nil, fmt.Errorf("close incident: %w", gerr)
-	} else if cur.Status == IncidentStatusClosed {
-		return nil, fmt.Errorf("incident %d is already closed: %w", p.ID, ErrInvalid)
+	cur, gerr := IncidentGet(ctx, db, id)
+	if gerr != nil {
+		return nil, fmt.Errorf("%s: %w", what, gerr)
 	}
-	return nil, fmt.Errorf("close incident %d: %w", p.ID, err)
+	if cur.Status == IncidentStatusClosed {
+		return nil, fmt.Errorf("incident %d %s: %w", id, closed, ErrInvalid)
+	}
+	return nil, fmt.Errorf("%s: %w", what, err)
 }
 
 // Evidence is one runbook step's output captured into an incident: the SQL
@@ -179,21 +191,8 @@ func EvidenceCaptureTx(ctx context.Context, db DBTX, e Evidence) (*Evidence, err
 	if len(e.Data) > 0 && !json.Valid(e.Data) {
 		return nil, fmt.Errorf("evidence data is not JSON: %w", ErrInvalid)
 	}
-	rows, err := db.Query(ctx, sqlText("evidence_capture"),
-		e.IncidentID, e.Step, e.Title, e.SQLText, jsonAny(e.Data), e.CapturedBy)
-	if err != nil {
-		return nil, fmt.Errorf("capture evidence: %w", err)
-	}
-	ev, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Evidence])
-	if err == nil {
-		return ev, nil
-	}
-	if cur, gerr := IncidentGet(ctx, db, e.IncidentID); gerr != nil {
-		return nil, fmt.Errorf("capture evidence: %w", gerr)
-	} else if cur.Status == IncidentStatusClosed {
-		return nil, fmt.Errorf("incident %d is closed and takes no more evidence: %w", e.IncidentID, ErrInvalid)
-	}
-	return nil, fmt.Errorf("capture evidence: %w", err)
+	return oneOnOpenIncident[Evidence](ctx, db, e.IncidentID, "capture evidence", "is closed and takes no more evidence",
+		"evidence_capture", e.IncidentID, e.Step, e.Title, e.SQLText, jsonAny(e.Data), e.CapturedBy)
 }
 
 // EvidenceList returns an incident's evidence in capture order.

@@ -46,25 +46,11 @@ func startClient(t *testing.T, pool *pgxpool.Pool, cfg ClientConfig, register fu
 	return c
 }
 
-// waitFor polls cond every 10ms until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		<-tick.C
-	}
-}
-
 // waitListening waits until the one client on pool has its listener
 // connected: the listener records its session right after LISTEN.
 func waitListening(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "listener connected", func() bool {
+	testdb.Eventually(t, 10*time.Second, "listener connected", func() bool {
 		var n int
 		require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM workers WHERE backend_pid IS NOT NULL").Scan(&n))
 		return n == 1
@@ -102,7 +88,7 @@ func TestClientOutcomes(t *testing.T) {
 	perm := enq("permanent", nil, 5)
 	unknown := enq("nobody-handles-this", nil, 1)
 
-	waitFor(t, 20*time.Second, "every job finished", func() bool {
+	testdb.Eventually(t, 20*time.Second, "every job finished", func() bool {
 		return countJobs(t, pool, "queue = 'b' AND status IN ('ready', 'running')") == 0
 	})
 	get := func(id int64) *Job {
@@ -239,14 +225,14 @@ func TestJobConnTaggedAndCancel(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("handler was not cancelled")
 	}
-	waitFor(t, 5*time.Second, "session untagged", func() bool {
+	testdb.Eventually(t, 5*time.Second, "session untagged", func() bool {
 		return countTagged(t, pool) == 0
 	})
 	got, err := JobGet(ctx, pool, j.ID)
 	require.NoError(t, err)
 	require.Equal(t, StatusDead, got.Status)
 	require.Equal(t, "cancelled", *got.ErrorClass)
-	waitFor(t, 5*time.Second, "the refused ack counted", func() bool {
+	testdb.Eventually(t, 5*time.Second, "the refused ack counted", func() bool {
 		return testutil.ToFloat64(testutilCounter(reg, "queues_stale_acks_total")) == 1
 	})
 }
@@ -290,7 +276,7 @@ func TestConcurrencyExactlyOnce(t *testing.T) {
 		cfg.LeaseDuration = 30 * time.Second
 		startClient(t, testdb.Pool(t, url), cfg, func(c *Client) { c.Handle("count", handler) })
 	}
-	waitFor(t, 60*time.Second, "all jobs done", func() bool {
+	testdb.Eventually(t, 60*time.Second, "all jobs done", func() bool {
 		return countJobs(t, setup, "status = 'done'") == n
 	})
 	t.Logf("%d jobs in %s with 2x4 workers (%.0f jobs/s)", n, time.Since(start), n/time.Since(start).Seconds())
@@ -347,13 +333,13 @@ func TestThrottleAndPause(t *testing.T) {
 		cfg.ID = fmt.Sprintf("th-%d", i)
 		startClient(t, testdb.Pool(t, url), cfg, func(c *Client) { c.Handle("work", handler) })
 	}
-	waitFor(t, 20*time.Second, "8 in flight", func() bool { return inFlight.Load() >= 8 })
+	testdb.Eventually(t, 20*time.Second, "8 in flight", func() bool { return inFlight.Load() >= 8 })
 	require.LessOrEqual(t, peak.Load(), int64(8), "max_workers 8 across two clients of 8")
 
 	_, err = QueueSettingsSetTx(ctx, admin, QueueSettings{Queue: "th", MaxWorkers: &two})
 	require.NoError(t, err)
 	lowered := time.Now()
-	waitFor(t, 10*time.Second, "in-flight down to 2", func() bool {
+	testdb.Eventually(t, 10*time.Second, "in-flight down to 2", func() bool {
 		return inFlight.Load() <= 2 && countJobs(t, admin, "queue = 'th' AND status = 'running'") <= 2
 	})
 	took := time.Since(lowered)
@@ -361,26 +347,26 @@ func TestThrottleAndPause(t *testing.T) {
 	require.Less(t, took, poll+jobTime+2*time.Second)
 	peak.Store(inFlight.Load())
 	base := finished.Load()
-	waitFor(t, 20*time.Second, "100 jobs under the new limit", func() bool { return finished.Load() >= base+100 })
+	testdb.Eventually(t, 20*time.Second, "100 jobs under the new limit", func() bool { return finished.Load() >= base+100 })
 	require.LessOrEqual(t, peak.Load(), int64(2), "in-flight exceeded max_workers after throttling")
 
 	// Raising the limit takes effect without a restart.
 	_, err = QueueSettingsSetTx(ctx, admin, QueueSettings{Queue: "th", MaxWorkers: &eight})
 	require.NoError(t, err)
-	waitFor(t, 10*time.Second, "more than 2 in flight again", func() bool { return inFlight.Load() > 2 })
+	testdb.Eventually(t, 10*time.Second, "more than 2 in flight again", func() bool { return inFlight.Load() > 2 })
 
 	// Pause: in-flight drains to 0 and the ready count stops moving for
 	// several poll intervals (seen through both workers' heartbeats).
 	_, err = QueueSettingsSetTx(ctx, admin, QueueSettings{Queue: "th", Paused: true})
 	require.NoError(t, err)
-	waitFor(t, 10*time.Second, "paused queue drained", func() bool {
+	testdb.Eventually(t, 10*time.Second, "paused queue drained", func() bool {
 		return countJobs(t, admin, "queue = 'th' AND status = 'running'") == 0
 	})
 	ready := countJobs(t, admin, "queue = 'th' AND status = 'ready'")
 	require.Positive(t, ready)
 	var since time.Time
 	require.NoError(t, admin.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&since))
-	waitFor(t, 10*time.Second, "both workers heartbeat 3 poll intervals later", func() bool {
+	testdb.Eventually(t, 10*time.Second, "both workers heartbeat 3 poll intervals later", func() bool {
 		var n int
 		require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM workers WHERE last_seen_at > $1::timestamptz + $2::interval",
 			since, (3*poll).String()).Scan(&n))
@@ -391,7 +377,7 @@ func TestThrottleAndPause(t *testing.T) {
 
 	_, err = QueueSettingsSetTx(ctx, admin, QueueSettings{Queue: "th", Paused: false})
 	require.NoError(t, err)
-	waitFor(t, 10*time.Second, "resumed", func() bool {
+	testdb.Eventually(t, 10*time.Second, "resumed", func() bool {
 		return countJobs(t, admin, "queue = 'th' AND status = 'ready'") < ready
 	})
 
@@ -421,10 +407,10 @@ func TestRateLimit(t *testing.T) {
 	startClient(t, pool, testConfig(map[string]QueueConfig{"rl": {Concurrency: 8}}), func(c *Client) {
 		registerTestKinds(c)
 	})
-	waitFor(t, 20*time.Second, "10 jobs done", func() bool { return countJobs(t, pool, "status = 'done'") >= 10 })
+	testdb.Eventually(t, 20*time.Second, "10 jobs done", func() bool { return countJobs(t, pool, "status = 'done'") >= 10 })
 	var first time.Time
 	require.NoError(t, pool.QueryRow(ctx, "SELECT min(started_at) FROM jobs").Scan(&first))
-	waitFor(t, 20*time.Second, "30 jobs done", func() bool { return countJobs(t, pool, "status = 'done'") >= 30 })
+	testdb.Eventually(t, 20*time.Second, "30 jobs done", func() bool { return countJobs(t, pool, "status = 'done'") >= 30 })
 	// Rate caps the claims: in any window of w seconds at most 20*w + burst
 	// jobs start. Checked on the database's own timestamps.
 	var n int64
@@ -511,7 +497,7 @@ func TestClaimRescan(t *testing.T) {
 					return nil
 				})
 			})
-			waitFor(t, 30*time.Second, "the first jobs", func() bool { return handled.Load() >= 100 })
+			testdb.Eventually(t, 30*time.Second, "the first jobs", func() bool { return handled.Load() >= 100 })
 			_, err = EnqueueTx(ctx, pool, EnqueueParams{Queue: "rs", Kind: "high", Priority: 9})
 			require.NoError(t, err)
 			select {

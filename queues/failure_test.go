@@ -98,7 +98,7 @@ func TestCrashKillNine(t *testing.T) {
 	const lease = 1500 * time.Millisecond
 
 	first := startChild(t, url, lease)
-	waitFor(t, 60*time.Second, "the first worker to be mid-way", func() bool {
+	testdb.Eventually(t, 60*time.Second, "the first worker to be mid-way", func() bool {
 		return countJobs(t, pool, "status = 'done'") >= 5 && countJobs(t, pool, "status = 'running'") > 0
 	})
 	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
@@ -106,7 +106,7 @@ func TestCrashKillNine(t *testing.T) {
 	killedOwner := fmt.Sprintf("child-%d", first.Process.Pid)
 	// A statement the worker sent just before it died still runs to its
 	// end (a claim may still commit): count once its sessions are gone.
-	waitFor(t, 30*time.Second, "the killed worker's sessions to end", func() bool {
+	testdb.Eventually(t, 30*time.Second, "the killed worker's sessions to end", func() bool {
 		var sessions int
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND application_name LIKE $1`, ApplicationName+"%").Scan(&sessions))
@@ -120,7 +120,7 @@ func TestCrashKillNine(t *testing.T) {
 	t.Logf("killed the worker with %d jobs running", killed)
 
 	second := startChild(t, url, lease)
-	waitFor(t, 60*time.Second, "every job done", func() bool {
+	testdb.Eventually(t, 60*time.Second, "every job done", func() bool {
 		return countJobs(t, pool, "status = 'done'") == n
 	})
 	require.NoError(t, second.Process.Signal(syscall.SIGTERM))
@@ -219,14 +219,14 @@ func postgresRestart(t *testing.T, restart func(*pgserver.Server, context.Contex
 		}
 		return d
 	}
-	waitFor(t, 30*time.Second, "work under way", func() bool { return done() >= 200 })
+	testdb.Eventually(t, 30*time.Second, "work under way", func() bool { return done() >= 200 })
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	require.NoError(t, restart(srv, rctx))
 	// The first statements on the admin pool may meet its broken
 	// connections; the snapshot is taken as soon as the server answers.
 	var durable int64
-	waitFor(t, 30*time.Second, "the done jobs snapshot after the restart", func() bool {
+	testdb.Eventually(t, 30*time.Second, "the done jobs snapshot after the restart", func() bool {
 		tag, err := admin.Exec(ctx, snapshotDurableSQL)
 		durable = tag.RowsAffected()
 		return err == nil
@@ -234,7 +234,7 @@ func postgresRestart(t *testing.T, restart func(*pgserver.Server, context.Contex
 	var back time.Time
 	require.NoError(t, admin.QueryRow(ctx, "SELECT pg_postmaster_start_time()").Scan(&back))
 	t.Logf("restarted PostgreSQL with %d of %d jobs done", durable, n)
-	waitFor(t, 60*time.Second, "every job done after the restart", func() bool { return done() == n })
+	testdb.Eventually(t, 60*time.Second, "every job done after the restart", func() bool { return done() == n })
 	twice := requireRanOnce(t, admin, n, "(f).at < $1 AND (s).at > $1", back)
 	t.Logf("%d jobs started twice, each cut short by the restart", twice)
 	requireNoStaleAckOfDone(t, admin, logs.String())
@@ -262,7 +262,7 @@ func postgresRestart(t *testing.T, restart func(*pgserver.Server, context.Contex
 	require.NoError(t, gone.Close(ctx))
 	_, err = admin.Exec(ctx, "UPDATE workers SET last_seen_at = now() - interval '1 hour' WHERE id = 'ghost'")
 	require.NoError(t, err)
-	waitFor(t, 10*time.Second, "the ghost found dead", func() bool {
+	testdb.Eventually(t, 10*time.Second, "the ghost found dead", func() bool {
 		var r *time.Time
 		return admin.QueryRow(ctx, "SELECT reclaimed_at FROM workers WHERE id = 'ghost'").Scan(&r) == nil && r != nil
 	})
@@ -315,7 +315,7 @@ func TestShutdownGraceful(t *testing.T) {
 		_, err := c.Enqueue(ctx, EnqueueParams{Queue: "sd", Kind: "noop", RunAt: time.Now().Add(time.Hour)})
 		require.NoError(t, err)
 	}
-	waitFor(t, 10*time.Second, "4 jobs started", func() bool { return started.Load() == 4 })
+	testdb.Eventually(t, 10*time.Second, "4 jobs started", func() bool { return started.Load() == 4 })
 
 	sctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	err = c.Stop(sctx)
@@ -367,7 +367,7 @@ func TestWorkerReportsEngineErrors(t *testing.T) {
 	_, err := pool.Exec(ctx, "ALTER TABLE queue_settings RENAME TO queue_settings_gone")
 	require.NoError(t, err)
 	var got []EngineError
-	waitFor(t, 20*time.Second, "the worker reports the failure", func() bool {
+	testdb.Eventually(t, 20*time.Second, "the worker reports the failure", func() bool {
 		ws, err := WorkerList(ctx, pool)
 		require.NoError(t, err)
 		for _, w := range ws {
@@ -445,11 +445,11 @@ func TestAckReplyLost(t *testing.T) {
 	proxy.armed.Store(true)
 	j, err := EnqueueTx(ctx, admin, EnqueueParams{Queue: "lost", Kind: "noop"})
 	require.NoError(t, err)
-	waitFor(t, 60*time.Second, "the job done", func() bool {
+	testdb.Eventually(t, 60*time.Second, "the job done", func() bool {
 		return countJobs(t, admin, "id = $1 AND status = 'done'", j.ID) == 1
 	})
 	require.EqualValues(t, 1, proxy.cuts.Load(), "the ack's reply was cut")
-	waitFor(t, 60*time.Second, "the worker to write the ack's outcome", func() bool {
+	testdb.Eventually(t, 60*time.Second, "the worker to write the ack's outcome", func() bool {
 		l := logs.String()
 		return strings.Contains(l, "acks whose reply was lost") || strings.Contains(l, "stale ack refused") ||
 			strings.Contains(l, "ack failed")

@@ -76,7 +76,7 @@ func TestClientFairAfterBurst(t *testing.T) {
 	require.NoError(t, err)
 
 	startClient(t, pool, testConfig(map[string]QueueConfig{"fair": {Concurrency: 10}}), registerTestKinds)
-	waitFor(t, 60*time.Second, "b's jobs done", func() bool {
+	testdb.Eventually(t, 60*time.Second, "b's jobs done", func() bool {
 		return countJobs(t, pool, "tenant_id = 'b' AND status = 'done'") == 50
 	})
 	// How many jobs had started when b's last one did: a fair share is
@@ -130,7 +130,7 @@ func TestTenantMaxInFlightAcrossWorkers(t *testing.T) {
 		cfg.ID = fmt.Sprintf("tl-%d", i)
 		startClient(t, testdb.Pool(t, url), cfg, func(c *Client) { c.Handle("work", handler) })
 	}
-	waitFor(t, 60*time.Second, "200 jobs done", func() bool { return done.Load() >= 200 })
+	testdb.Eventually(t, 60*time.Second, "200 jobs done", func() bool { return done.Load() >= 200 })
 	mu.Lock()
 	defer mu.Unlock()
 	t.Logf("peak in flight per tenant: %v", peak)
@@ -151,10 +151,10 @@ func TestTenantRateLimit(t *testing.T) {
 	_, err = EnqueueCopy(ctx, pool, append(tenantJobs("tr", "noop", "slow", 200), tenantJobs("tr", "noop", "free", 200)...))
 	require.NoError(t, err)
 	startClient(t, pool, testConfig(map[string]QueueConfig{"tr": {Concurrency: 8}}), registerTestKinds)
-	waitFor(t, 30*time.Second, "the free tenant done", func() bool {
+	testdb.Eventually(t, 30*time.Second, "the free tenant done", func() bool {
 		return countJobs(t, pool, "tenant_id = 'free' AND status = 'done'") == 200
 	})
-	waitFor(t, 30*time.Second, "30 of the slow tenant's jobs done", func() bool {
+	testdb.Eventually(t, 30*time.Second, "30 of the slow tenant's jobs done", func() bool {
 		return countJobs(t, pool, "tenant_id = 'slow' AND status = 'done'") >= 30
 	})
 	// In any window of w seconds at most rate*w + one bucket (rate) of the

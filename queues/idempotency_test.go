@@ -81,7 +81,7 @@ func TestIdempotencyCommitUnknownResolvedByRetry(t *testing.T) {
 	require.Equal(t, int64(1), proxy.cuts.Load())
 
 	// The server did commit (the client could not know).
-	obEventually(t, 10*time.Second, "the cut commit to be visible", func() bool {
+	testdb.Eventually(t, 10*time.Second, "the cut commit to be visible", func() bool {
 		rec, err := IdempotencyLookup(ctx, pool, p.Scope, p.Key)
 		return err == nil && rec.State == "completed"
 	})

@@ -75,7 +75,7 @@ func TestInboxSameEventDeliveredHundredTimes(t *testing.T) {
 		require.NoError(t, nc.PublishMsg(m))
 	}
 	require.NoError(t, nc.Flush())
-	obEventually(t, 20*time.Second, "100 deliveries handled", func() bool { return handled.Load() == 100 })
+	testdb.Eventually(t, 20*time.Second, "100 deliveries handled", func() bool { return handled.Load() == 100 })
 	close(msgs)
 	wg.Wait()
 	require.Empty(t, failures)

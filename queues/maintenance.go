@@ -330,8 +330,5 @@ type MaintenanceRun struct {
 // MaintenanceRunList returns the latest maintenance runs, newest first
 // (limit defaults to 50).
 func MaintenanceRunList(ctx context.Context, db DBTX, limit int) ([]MaintenanceRun, error) {
-	if limit <= 0 {
-		limit = 50
-	}
-	return collectRows[MaintenanceRun](ctx, db, "maintenance_run_list", "list maintenance runs", limit)
+	return collectRows[MaintenanceRun](ctx, db, "maintenance_run_list", "list maintenance runs", limitOr(limit, 50))
 }

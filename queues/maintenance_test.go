@@ -108,13 +108,13 @@ func TestMaintenanceArchiveUnderLoadDoesNotBlockWorkers(t *testing.T) {
 			}
 		}
 	}()
-	obEventually(t, 10*time.Second, "workers running", func() bool { return ops.Load() > 20 })
+	testdb.Eventually(t, 10*time.Second, "workers running", func() bool { return ops.Load() > 20 })
 
 	res, err := RunMaintenance(ctx, archivePool, KindArchiveJobs, MaintenanceParams{Retention: "24h"},
 		MaintenanceConfig{BatchSize: 500, MaxWALBytesPerSecond: -1}, nil)
 	require.NoError(t, err)
 	before := ops.Load()
-	obEventually(t, 10*time.Second, "workers still running after the archive", func() bool { return ops.Load() > before+20 })
+	testdb.Eventually(t, 10*time.Second, "workers still running after the archive", func() bool { return ops.Load() > before+20 })
 	close(stop)
 	wg.Wait()
 
@@ -157,7 +157,7 @@ func TestMaintenanceStopsEarly(t *testing.T) {
 			done <- out{res, err}
 		}()
 		var runID int64
-		obEventually(t, 10*time.Second, "the run to make progress", func() bool {
+		testdb.Eventually(t, 10*time.Second, "the run to make progress", func() bool {
 			runs, err := MaintenanceRunList(ctx, pool, 1)
 			if err != nil || len(runs) == 0 || runs[0].RowsMoved == 0 {
 				return false
@@ -273,12 +273,12 @@ func TestMaintenanceScheduledArchiveRunsOnWorker(t *testing.T) {
 	RegisterMaintenance(c, MaintenanceConfig{MaxWALBytesPerSecond: -1})
 	require.NoError(t, c.Start(ctx))
 	defer c.Stop(ctx)
-	obEventually(t, 30*time.Second, "history archived", func() bool {
+	testdb.Eventually(t, 30*time.Second, "history archived", func() bool {
 		var n int
 		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM jobs_archive WHERE queue = 'history'").Scan(&n))
 		return n == 2000
 	})
-	obEventually(t, 10*time.Second, "a recorded run with its job", func() bool {
+	testdb.Eventually(t, 10*time.Second, "a recorded run with its job", func() bool {
 		runs, err := MaintenanceRunList(ctx, pool, 10)
 		require.NoError(t, err)
 		for _, r := range runs {

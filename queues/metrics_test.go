@@ -32,7 +32,7 @@ func TestEnqueueAndQueueWaitMetrics(t *testing.T) {
 	_, err = pool.Exec(ctx, "INSERT INTO jobs (queue, kind, available_at) VALUES ('metered', 'noop', clock_timestamp() - interval '1 minute')")
 	require.NoError(t, err)
 
-	waitFor(t, 20*time.Second, "all jobs done", func() bool {
+	testdb.Eventually(t, 20*time.Second, "all jobs done", func() bool {
 		return countJobs(t, pool, "queue = 'metered' AND status = 'done'") == 4
 	})
 	require.Equal(t, 3.0, testutil.ToFloat64(testutilCounter(reg, "queues_jobs_enqueued_total")),

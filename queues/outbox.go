@@ -176,12 +176,7 @@ type OutboxListParams struct {
 // OutboxList returns a page of outbox events, newest first. The next page
 // passes the last returned id as BeforeID.
 func OutboxList(ctx context.Context, db DBTX, p OutboxListParams) ([]OutboxRecord, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 50
-	}
-	limit = min(limit, 1000)
-	return collectRows[OutboxRecord](ctx, db, "outbox_list", "list outbox events", p.BeforeID, p.State, p.Topic, limit)
+	return collectRows[OutboxRecord](ctx, db, "outbox_list", "list outbox events", p.BeforeID, p.State, p.Topic, min(limitOr(p.Limit, 50), 1000))
 }
 
 // OutboxStuck returns the oldest undelivered events (pending or in
@@ -230,15 +225,11 @@ type OutboxRequeueParams struct {
 // budget, in the caller's transaction (the action commits it with its audit
 // row), and returns the ids it requeued. Ids that are not dead are skipped.
 func OutboxRequeueTx(ctx context.Context, db DBTX, p OutboxRequeueParams) ([]int64, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 1000
-	}
 	ids := p.IDs
 	if ids == nil {
 		ids = []int64{}
 	}
-	return collectIDs(ctx, db, "outbox_requeue", "requeue dead outbox events", ids, p.Topic, limit)
+	return collectIDs(ctx, db, "outbox_requeue", "requeue dead outbox events", ids, p.Topic, limitOr(p.Limit, 1000))
 }
 
 // RelaySettings are the fleet-wide relay controls an operator changes from

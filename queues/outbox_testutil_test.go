@@ -15,19 +15,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
-)
 
-// obEventually polls cond every 20ms until it holds or the deadline passes.
-func obEventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+	"github.com/pgconsole/console/internal/testdb"
+)
 
 // obNATS is a real in-process NATS server with JetStream, restartable on the
 // same port and store folder.
@@ -177,12 +167,9 @@ func obEnqueue(t testing.TB, pool *pgxpool.Pool, topic string, n int) []int64 {
 	return ids
 }
 
+// obCountState counts the outbox events in state.
 func obCountState(t testing.TB, pool *pgxpool.Pool, state string) int {
-	t.Helper()
-	var n int
-	require.NoError(t, pool.QueryRow(context.Background(),
-		"SELECT count(*) FROM outbox_events WHERE state = $1", state).Scan(&n))
-	return n
+	return testdb.Count(t, pool, "SELECT count(*) FROM outbox_events WHERE state = $1", state)
 }
 
 // obProxy is a TCP proxy in front of PostgreSQL. When armed, it forwards the

@@ -34,7 +34,7 @@ func BenchmarkRelayJetStream(b *testing.B) {
 				for range bc.relays {
 					obRelay(b, pool, RelayConfig{Publisher: pub, BatchSize: bc.batch, Concurrency: bc.conc})
 				}
-				obEventually(b, 5*time.Minute, "drained", func() bool { return obCountState(b, pool, OutboxPublished) == events })
+				testdb.Eventually(b, 5*time.Minute, "drained", func() bool { return obCountState(b, pool, OutboxPublished) == events })
 				b.ReportMetric(events/time.Since(start).Seconds(), "events/s")
 			}
 		})

@@ -119,7 +119,7 @@ func TestRelayPublishesToJetStream(t *testing.T) {
 	obRelay(t, pool, RelayConfig{Publisher: pub, BatchSize: 50, Registerer: reg})
 
 	ids := obEnqueue(t, pool, "orders", 300)
-	obEventually(t, 20*time.Second, "all events published", func() bool {
+	testdb.Eventually(t, 20*time.Second, "all events published", func() bool {
 		return obCountState(t, pool, OutboxPublished) == len(ids)
 	})
 	obRequireOnceEach(t, stream, ids)
@@ -149,7 +149,7 @@ func TestRelayRetriesThenDeadThenRequeue(t *testing.T) {
 	})
 	obRelay(t, pool, RelayConfig{Publisher: pub, MaxAttempts: 3, BackoffBase: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
 	ids := obEnqueue(t, pool, "orders", 5)
-	obEventually(t, 20*time.Second, "events dead", func() bool { return obCountState(t, pool, OutboxDead) == 5 })
+	testdb.Eventually(t, 20*time.Second, "events dead", func() bool { return obCountState(t, pool, OutboxDead) == 5 })
 	require.Equal(t, int64(15), calls.Load())
 	ev, err := OutboxEventGet(ctx, pool, ids[0])
 	require.NoError(t, err)
@@ -163,15 +163,16 @@ func TestRelayRetriesThenDeadThenRequeue(t *testing.T) {
 	failing.Store(false)
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(ctx) }) // a failed check must not leave the pool waiting on tx
 	got, err := OutboxRequeueTx(ctx, tx, OutboxRequeueParams{IDs: ids[:2]})
 	require.NoError(t, err)
 	require.Equal(t, ids[:2], got)
 	require.NoError(t, tx.Commit(ctx))
-	obEventually(t, 10*time.Second, "requeued published", func() bool { return obCountState(t, pool, OutboxPublished) == 2 })
+	testdb.Eventually(t, 10*time.Second, "requeued published", func() bool { return obCountState(t, pool, OutboxPublished) == 2 })
 	got, err = OutboxRequeueTx(ctx, pool, OutboxRequeueParams{Topic: "orders"})
 	require.NoError(t, err)
 	require.Len(t, got, 3)
-	obEventually(t, 10*time.Second, "all published", func() bool { return obCountState(t, pool, OutboxPublished) == 5 })
+	testdb.Eventually(t, 10*time.Second, "all published", func() bool { return obCountState(t, pool, OutboxPublished) == 5 })
 
 	page, err := OutboxList(ctx, pool, OutboxListParams{Limit: 2})
 	require.NoError(t, err)
@@ -180,6 +181,9 @@ func TestRelayRetriesThenDeadThenRequeue(t *testing.T) {
 	page, err = OutboxList(ctx, pool, OutboxListParams{Limit: 10, BeforeID: page[1].ID, State: OutboxPublished})
 	require.NoError(t, err)
 	require.Len(t, page, 3)
+	page, err = OutboxList(ctx, pool, OutboxListParams{})
+	require.NoError(t, err)
+	require.Len(t, page, 5, "no limit given: the default page of 50")
 }
 
 func TestRelaySettingsPauseResumeThrottle(t *testing.T) {
@@ -208,7 +212,7 @@ func TestRelaySettingsPauseResumeThrottle(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, *got.BatchSize)
 	require.Equal(t, "alice", *got.UpdatedBy)
-	obEventually(t, 20*time.Second, "all published", func() bool { return obCountState(t, pool, OutboxPublished) == 20 })
+	testdb.Eventually(t, 20*time.Second, "all published", func() bool { return obCountState(t, pool, OutboxPublished) == 20 })
 	require.Equal(t, int64(20), published.Load())
 	bad := 0
 	_, err = RelaySettingsSetTx(ctx, pool, RelaySettings{BatchSize: &bad})
@@ -291,7 +295,7 @@ func TestRelayCrashWindows(t *testing.T) {
 
 			pub := obPublisher(t, nc)
 			r := obRelay(t, pool, RelayConfig{Publisher: pub, ID: "relay-fresh", BatchSize: 10, LeaseDuration: 2 * time.Second})
-			obEventually(t, 30*time.Second, "every event published", func() bool {
+			testdb.Eventually(t, 30*time.Second, "every event published", func() bool {
 				return obCountState(t, pool, OutboxPublished) == len(ids)
 			})
 			obRequireOnceEach(t, stream, ids)
@@ -433,7 +437,7 @@ func TestRelaySurvivesPostgresAndNATSRestart(t *testing.T) {
 	t.Cleanup(func() { gate.release() }) // before the relays stop
 
 	stop := obProduce(t, pool, "orders")
-	obEventually(t, 20*time.Second, "a steady stream being published", func() bool {
+	testdb.Eventually(t, 20*time.Second, "a steady stream being published", func() bool {
 		return obCountState(t, pool, OutboxPublished) >= 100
 	})
 
@@ -442,7 +446,7 @@ func TestRelaySurvivesPostgresAndNATSRestart(t *testing.T) {
 	// relay's next claim waits on the lock. The relay may reach another
 	// statement first; then unlock and try again.
 	gate.arm()
-	obEventually(t, 20*time.Second, "a publish held at the gate", func() bool { held, _ := gate.counts(); return held > 0 })
+	testdb.Eventually(t, 20*time.Second, "a publish held at the gate", func() bool { held, _ := gate.counts(); return held > 0 })
 	lockConn, err := pgx.Connect(ctx, srv.URL("postgres"))
 	require.NoError(t, err)
 	t.Cleanup(func() { lockConn.Close(context.Background()) })
@@ -473,8 +477,8 @@ func TestRelaySurvivesPostgresAndNATSRestart(t *testing.T) {
 	// The held publishes reach the broker while the database is down, so
 	// their marks fail and the events stay inflight until the lease expires.
 	held := gate.release()
-	obEventually(t, 20*time.Second, "the held publishes to finish", func() bool { _, r := gate.counts(); return r == held })
-	obEventually(t, 20*time.Second, "the gated relay's marks to fail", func() bool {
+	testdb.Eventually(t, 20*time.Second, "the held publishes to finish", func() bool { _, r := gate.counts(); return r == held })
+	testdb.Eventually(t, 20*time.Second, "the gated relay's marks to fail", func() bool {
 		return testutil.ToFloat64(gated.metrics.markFailures) > 0
 	})
 	require.NoError(t, srv.Restart(ctx))
@@ -483,18 +487,18 @@ func TestRelaySurvivesPostgresAndNATSRestart(t *testing.T) {
 	// (and whatever the other relay has in flight); the held publishes fail
 	// against the down broker and are retried once it is back.
 	gate.arm()
-	obEventually(t, 20*time.Second, "a publish held at the gate", func() bool { held, _ := gate.counts(); return held > 0 })
+	testdb.Eventually(t, 20*time.Second, "a publish held at the gate", func() bool { held, _ := gate.counts(); return held > 0 })
 	failures := testutil.ToFloat64(gated.metrics.failures)
 	ns.srv.Shutdown()
 	ns.srv.WaitForShutdown()
 	held = gate.release()
-	obEventually(t, 20*time.Second, "the held publishes to fail", func() bool { _, r := gate.counts(); return r == held })
-	obEventually(t, 20*time.Second, "the gated relay to record the failures", func() bool {
+	testdb.Eventually(t, 20*time.Second, "the held publishes to fail", func() bool { _, r := gate.counts(); return r == held })
+	testdb.Eventually(t, 20*time.Second, "the gated relay to record the failures", func() bool {
 		return testutil.ToFloat64(gated.metrics.failures) > failures
 	})
 	ns.start()
 	published := obCountState(t, pool, OutboxPublished)
-	obEventually(t, 30*time.Second, "publishing to resume after the NATS restart", func() bool {
+	testdb.Eventually(t, 30*time.Second, "publishing to resume after the NATS restart", func() bool {
 		return obCountState(t, pool, OutboxPublished) > published+100
 	})
 	stop()

@@ -230,9 +230,9 @@ func TestSchedulerThreeProcessesLeaderKilled(t *testing.T) {
 		return n
 	}
 	var first string
-	obEventually(t, 20*time.Second, "a scheduler process to hold the leader lock", func() bool { first = leader(); return first != "" })
+	testdb.Eventually(t, 20*time.Second, "a scheduler process to hold the leader lock", func() bool { first = leader(); return first != "" })
 	require.Contains(t, children, first)
-	obEventually(t, 20*time.Second, "three ticks", func() bool { return enqueuedBy("%") >= 3 })
+	testdb.Eventually(t, 20*time.Second, "three ticks", func() bool { return enqueuedBy("%") >= 3 })
 
 	// Hold the leader in the middle of its next tick: with jobs locked
 	// against writes, its enqueue waits inside the tick transaction.
@@ -241,7 +241,7 @@ func TestSchedulerThreeProcessesLeaderKilled(t *testing.T) {
 	defer block.Rollback(ctx)
 	_, err = block.Exec(ctx, "LOCK TABLE jobs IN SHARE MODE")
 	require.NoError(t, err)
-	obEventually(t, 20*time.Second, "the leader's enqueue waiting inside its tick", func() bool {
+	testdb.Eventually(t, 20*time.Second, "the leader's enqueue waiting inside its tick", func() bool {
 		var n int
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE application_name = $1 AND state = 'active' AND wait_event_type = 'Lock'`, first).Scan(&n))
@@ -259,11 +259,11 @@ func TestSchedulerThreeProcessesLeaderKilled(t *testing.T) {
 	require.NoError(t, block.Rollback(ctx))
 
 	var second string
-	obEventually(t, 20*time.Second, "another process to take the leader lock", func() bool {
+	testdb.Eventually(t, 20*time.Second, "another process to take the leader lock", func() bool {
 		second = leader()
 		return second != "" && second != first
 	})
-	obEventually(t, 20*time.Second, "five ticks from the new leader", func() bool { return enqueuedBy(second) >= 5 })
+	testdb.Eventually(t, 20*time.Second, "five ticks from the new leader", func() bool { return enqueuedBy(second) >= 5 })
 	for _, c := range children {
 		c.kill()
 	}

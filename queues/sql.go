@@ -60,3 +60,12 @@ func collectIDs(ctx context.Context, db DBTX, name, what string, args ...any) ([
 	}
 	return out, nil
 }
+
+// limitOr returns limit, or def when limit is zero or negative: the row
+// limit of a list function whose caller left it unset.
+func limitOr(limit, def int) int {
+	if limit <= 0 {
+		return def
+	}
+	return limit
+}

@@ -114,13 +114,21 @@ func OperatorAdd(ctx context.Context, db DBTX, name, role, password string) (int
 // OperatorDisable disables an operator account and ends its sessions: it
 // can no longer sign in until OperatorAdd sets a new password.
 func OperatorDisable(ctx context.Context, db DBTX, name string) error {
+	return changeNamed(ctx, db, "operator_disable", name,
+		fmt.Sprintf("no operator is named %q", name), "disable operator "+name)
+}
+
+// changeNamed runs the statement in sql/query.sql, which changes the row
+// called name and returns its id. No row is ErrNotFound said as missing; any
+// other failure is wrapped with what.
+func changeNamed(ctx context.Context, db DBTX, query, name, missing, what string) error {
 	var id int64
-	err := db.QueryRow(ctx, sqlText("operator_disable"), name).Scan(&id)
+	err := db.QueryRow(ctx, sqlText(query), name).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("no operator is named %q: %w", name, ErrNotFound)
+		return fmt.Errorf("%s: %w", missing, ErrNotFound)
 	}
 	if err != nil {
-		return fmt.Errorf("disable operator %s: %w", name, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
@@ -311,15 +319,8 @@ func TokenList(ctx context.Context, db DBTX) ([]Token, error) {
 // TokenRevoke revokes the live token called name: it is refused from the
 // next request on.
 func TokenRevoke(ctx context.Context, db DBTX, name string) error {
-	var id int64
-	err := db.QueryRow(ctx, sqlText("token_revoke"), name).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("no live token is named %q (see `console token list`): %w", name, ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("revoke token %s: %w", name, err)
-	}
-	return nil
+	return changeNamed(ctx, db, "token_revoke", name,
+		fmt.Sprintf("no live token is named %q (see `console token list`)", name), "revoke token "+name)
 }
 
 // NewSecret returns 32 random bytes, URL-safe base64.

@@ -98,44 +98,45 @@ var queries = sqlset.New("bench", sqlFiles)
 // with no file.
 func sqlText(name string) string { return queries.Text(name) }
 
+// mode is one way Run can load the database, and the function that runs it.
+type mode struct {
+	name string
+	run  func(context.Context, Config) (Report, error)
+}
+
+// modes are the modes Run knows, in the order `console help` shows them.
+var modes = []mode{
+	{"burn", Burn}, {"continuous", Continuous}, {"enqueue", Enqueue}, {"relay", Relay},
+	{"floor", Floor}, {"scale", Scale}, {"bloat", Bloat}, {"fairness", Fairness},
+}
+
 // Modes lists the modes Run knows, in the order `console help` shows them.
-var Modes = []string{"burn", "continuous", "enqueue", "relay", "floor", "scale", "bloat", "fairness"}
+var Modes = func() []string {
+	names := make([]string, len(modes))
+	for i, m := range modes {
+		names[i] = m.name
+	}
+	return names
+}()
 
 // ErrUnknownMode is returned by Run for a mode not in Modes.
 var ErrUnknownMode = errors.New("unknown bench mode")
 
 // Run runs one mode. ctx bounds it; every mode also bounds itself.
-func Run(ctx context.Context, mode string, cfg Config) (Report, error) {
+func Run(ctx context.Context, name string, cfg Config) (Report, error) {
 	if cfg.Pool == nil {
 		return Report{}, errors.New("bench: nil pool")
 	}
 	cfg = cfg.withDefaults()
-	var r Report
-	var err error
-	switch mode {
-	case "burn":
-		r, err = Burn(ctx, cfg)
-	case "continuous":
-		r, err = Continuous(ctx, cfg)
-	case "enqueue":
-		r, err = Enqueue(ctx, cfg)
-	case "relay":
-		r, err = Relay(ctx, cfg)
-	case "floor":
-		r, err = Floor(ctx, cfg)
-	case "scale":
-		r, err = Scale(ctx, cfg)
-	case "bloat":
-		r, err = Bloat(ctx, cfg)
-	case "fairness":
-		r, err = Fairness(ctx, cfg)
-	default:
-		return Report{}, fmt.Errorf("%w %q (one of %s)", ErrUnknownMode, mode, strings.Join(Modes, ", "))
+	i := slices.IndexFunc(modes, func(m mode) bool { return m.name == name })
+	if i < 0 {
+		return Report{}, fmt.Errorf("%w %q (one of %s)", ErrUnknownMode, name, strings.Join(Modes, ", "))
 	}
+	r, err := modes[i].run(ctx, cfg)
 	if err != nil {
-		return r, fmt.Errorf("bench %s: %w", mode, err)
+		return r, fmt.Errorf("bench %s: %w", name, err)
 	}
-	r.Mode = mode
+	r.Mode = name
 	var sync string
 	_ = cfg.Pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&sync)
 	r.Add("pool", "pool connections", cfg.PoolSize, "")

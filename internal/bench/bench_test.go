@@ -2,12 +2,15 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
 
@@ -68,4 +71,25 @@ func TestScaleLayoutGrowsEveryPart(t *testing.T) {
 	require.Equal(t, 100*small.ready, large.ready)
 	require.Equal(t, small.running, large.running, "running jobs follow the fleet's concurrency, not history")
 	require.Positive(t, layoutFor(1000).done)
+}
+
+// Each mode name runs its own function, Modes lists them in help order, and
+// an unknown name is refused before anything runs.
+func TestModes(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, []string{"burn", "continuous", "enqueue", "relay", "floor", "scale", "bloat", "fairness"}, Modes)
+	want := map[string]func(context.Context, Config) (Report, error){
+		"burn": Burn, "continuous": Continuous, "enqueue": Enqueue, "relay": Relay,
+		"floor": Floor, "scale": Scale, "bloat": Bloat, "fairness": Fairness,
+	}
+	for _, m := range modes {
+		require.Equal(t, reflect.ValueOf(want[m.name]).Pointer(), reflect.ValueOf(m.run).Pointer(), m.name)
+	}
+	// A pool that never connects: the name is checked first.
+	pool, err := pgxpool.New(context.Background(), "postgres://127.0.0.1:1/none")
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, err = Run(context.Background(), "nope", Config{Pool: pool})
+	require.ErrorIs(t, err, ErrUnknownMode)
+	require.ErrorContains(t, err, `"nope" (one of burn, continuous,`)
 }

@@ -65,12 +65,9 @@ func readAll(t *testing.T, s jetstream.Stream, want int) []jetstream.Msg {
 	return out
 }
 
-func countState(t *testing.T, pool *pgxpool.Pool, state string) int {
-	t.Helper()
-	var n int
-	require.NoError(t, pool.QueryRow(context.Background(),
-		"SELECT count(*) FROM outbox_events WHERE state = $1", state).Scan(&n))
-	return n
+// countState counts the outbox events in state.
+func countState(t testing.TB, pool *pgxpool.Pool, state string) int {
+	return testdb.Count(t, pool, "SELECT count(*) FROM outbox_events WHERE state = $1", state)
 }
 
 // Events committed to the outbox reach JetStream through a relay, once
@@ -96,11 +93,9 @@ func TestPublisherThroughRelay(t *testing.T) {
 	require.NoError(t, r.Start(ctx))
 	t.Cleanup(r.Stop)
 
-	deadline := time.Now().Add(20 * time.Second)
-	for countState(t, pool, queues.OutboxPublished) < len(ids) {
-		require.True(t, time.Now().Before(deadline), "events not published within 20s")
-		time.Sleep(20 * time.Millisecond)
-	}
+	testdb.Eventually(t, 20*time.Second, "events published", func() bool {
+		return countState(t, pool, queues.OutboxPublished) >= len(ids)
+	})
 	msgs := readAll(t, stream, len(ids))
 	seen := map[string]int{}
 	for _, m := range msgs {

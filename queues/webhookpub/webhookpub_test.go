@@ -47,24 +47,9 @@ func enqueue(t testing.TB, pool *pgxpool.Pool, n int) []int64 {
 	return ids
 }
 
+// countState counts the outbox events in state.
 func countState(t testing.TB, pool *pgxpool.Pool, state string) int {
-	t.Helper()
-	var n int
-	require.NoError(t, pool.QueryRow(context.Background(),
-		"SELECT count(*) FROM outbox_events WHERE state = $1", state).Scan(&n))
-	return n
-}
-
-// eventually polls cond every 20ms until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return testdb.Count(t, pool, "SELECT count(*) FROM outbox_events WHERE state = $1", state)
 }
 
 func TestPublisherThroughRelay(t *testing.T) {
@@ -108,7 +93,7 @@ func TestPublisherThroughRelay(t *testing.T) {
 	require.NoError(t, err)
 	startRelay(t, pool, queues.RelayConfig{Publisher: pub, BackoffBase: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
 	ids := enqueue(t, pool, 10)
-	eventually(t, 20*time.Second, "webhook events published", func() bool { return countState(t, pool, queues.OutboxPublished) == 10 })
+	testdb.Eventually(t, 20*time.Second, "webhook events published", func() bool { return countState(t, pool, queues.OutboxPublished) == 10 })
 	mu.Lock()
 	for _, id := range ids {
 		require.Equal(t, 2, keys[strconv.FormatInt(id, 10)])
@@ -146,7 +131,7 @@ func TestPermanentRefusalGoesDead(t *testing.T) {
 	require.NoError(t, err)
 	bad, err := queues.EnqueueEventTx(ctx, pool, queues.OutboxEvent{Topic: "orders", EventType: "order.invalid", Payload: map[string]int{"a": 2}})
 	require.NoError(t, err)
-	eventually(t, 20*time.Second, "both settled", func() bool {
+	testdb.Eventually(t, 20*time.Second, "both settled", func() bool {
 		return countState(t, pool, queues.OutboxPublished) == 1 && countState(t, pool, queues.OutboxDead) == 1
 	})
 	ev, err := queues.OutboxEventGet(ctx, pool, bad)
