@@ -105,7 +105,7 @@ func TestJobConnUnderTimeout(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("handler did not end")
 	}
-	waitFor(t, 10*time.Second, "the timed-out job dead", func() bool {
+	testdb.Eventually(t, 10*time.Second, "the timed-out job dead", func() bool {
 		got, err := JobGet(ctx, pool, j.ID)
 		require.NoError(t, err)
 		return got.Status == StatusDead
@@ -138,7 +138,7 @@ func TestAckBatchFreesSlots(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, c.Start(ctx))
-	waitFor(t, 60*time.Second, "every job done", func() bool {
+	testdb.Eventually(t, 60*time.Second, "every job done", func() bool {
 		return countJobs(t, pool, "queue = 'slots' AND status = 'done'") == n
 	})
 	stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
