@@ -82,8 +82,7 @@ func TestBrowserPreviewThenExecute(t *testing.T) {
 		require.Contains(t, text(`[data-testid="preview-summary"]`), "Pause queue email: paused")
 
 		// Meanwhile an admin pauses it from another session.
-		other := e.client(t)
-		other.login("admin")
+		other := e.signedIn(t, "admin")
 		_, _ = other.get("/actions/queue.pause")
 		_, body := other.post("/actions/queue.pause/preview", url.Values{"_csrf": {other.csrf}, "p.queue": {"email"}})
 		_, body = other.post("/actions/queue.pause", url.Values{"_csrf": {other.csrf}, "p.queue": {"email"},
