@@ -275,6 +275,14 @@ func caseRunner(t *testing.T, c actionCase, url string, pool *pgxpool.Pool) *act
 	return newRunner(t, pool, cfg)
 }
 
+// poolWithDiagnostics opens a pool on a fresh test database and
+// diagnostics on the same database.
+func poolWithDiagnostics(t *testing.T) (*pgxpool.Pool, *diagnostics.Diagnostics) {
+	t.Helper()
+	url := testdb.URL(t)
+	return testdb.Pool(t, url), openDiagnostics(t, url)
+}
+
 // openDiagnostics opens diagnostics on url, closed at cleanup.
 func openDiagnostics(t *testing.T, url string) *diagnostics.Diagnostics {
 	t.Helper()

@@ -298,9 +298,7 @@ func TestBackendCancelIdleInTransactionThenTerminate(t *testing.T) {
 func TestBackendRefusesDiagnosticsConnections(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := testdb.URL(t)
-	pool := testdb.Pool(t, url)
-	diag := openDiagnostics(t, url)
+	pool, diag := poolWithDiagnostics(t)
 	require.NoError(t, diag.Activity(ctx).Err, "a panel opens a diagnostics connection")
 	pids := diag.OwnPIDs()
 	require.NotEmpty(t, pids)
