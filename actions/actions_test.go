@@ -33,6 +33,13 @@ func newRunner(t *testing.T, pool *pgxpool.Pool, cfg actions.RunnerConfig) *acti
 	return r
 }
 
+// setupRunner opens a pool on a fresh test database and a runner on it.
+func setupRunner(t *testing.T, cfg actions.RunnerConfig) (*pgxpool.Pool, *actions.Runner) {
+	t.Helper()
+	pool := testdb.New(t)
+	return pool, newRunner(t, pool, cfg)
+}
+
 func exec(t *testing.T, db *pgxpool.Pool, sql string, args ...any) {
 	t.Helper()
 	_, err := db.Exec(context.Background(), sql, args...)
@@ -268,6 +275,14 @@ func caseRunner(t *testing.T, c actionCase, url string, pool *pgxpool.Pool) *act
 	return newRunner(t, pool, cfg)
 }
 
+// poolWithDiagnostics opens a pool on a fresh test database and
+// diagnostics on the same database.
+func poolWithDiagnostics(t *testing.T) (*pgxpool.Pool, *diagnostics.Diagnostics) {
+	t.Helper()
+	url := testdb.URL(t)
+	return testdb.Pool(t, url), openDiagnostics(t, url)
+}
+
 // openDiagnostics opens diagnostics on url, closed at cleanup.
 func openDiagnostics(t *testing.T, url string) *diagnostics.Diagnostics {
 	t.Helper()
@@ -351,8 +366,7 @@ func TestEveryActionKeepsTheContract(t *testing.T) {
 func TestChangeAndAuditCommitTogether(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.New(t)
-	r := newRunner(t, pool, actions.RunnerConfig{})
+	pool, r := setupRunner(t, actions.RunnerConfig{})
 	exec(t, pool, `CREATE FUNCTION fail_audit() RETURNS trigger LANGUAGE plpgsql AS
 		$$ BEGIN IF NEW.outcome = 'succeeded' THEN RAISE EXCEPTION 'audit disk full'; END IF; RETURN NEW; END $$`)
 	exec(t, pool, "CREATE TRIGGER zz_fail_audit BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION fail_audit()")
@@ -368,8 +382,7 @@ func TestChangeAndAuditCommitTogether(t *testing.T) {
 func TestValidation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.New(t)
-	r := newRunner(t, pool, actions.RunnerConfig{})
+	pool, r := setupRunner(t, actions.RunnerConfig{})
 	for _, c := range []struct {
 		action string
 		params any
@@ -445,8 +458,7 @@ func TestRegistry(t *testing.T) {
 func TestConcurrentActionsKeepOneChain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.New(t)
-	r := newRunner(t, pool, actions.RunnerConfig{})
+	pool, r := setupRunner(t, actions.RunnerConfig{})
 	errs := make(chan error, 20)
 	for i := range 20 {
 		go func() {
@@ -475,8 +487,7 @@ func TestConcurrentActionsKeepOneChain(t *testing.T) {
 func TestIncidentLink(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.New(t)
-	r := newRunner(t, pool, actions.RunnerConfig{})
+	pool, r := setupRunner(t, actions.RunnerConfig{})
 	inc, err := audit.IncidentOpen(ctx, pool, audit.IncidentOpenParams{Title: "Email backlog", OpenedBy: "olga"})
 	require.NoError(t, err)
 

@@ -134,24 +134,43 @@ type backendSignal struct {
 
 func (a *backendSignal) target() string { return "backend:" + strconv.Itoa(int(a.pid)) }
 
+// expected is the fingerprint the request confirms: the fields it
+// carried, the rest as in seen.
+func (a *backendSignal) expected(seen Fingerprint) Fingerprint {
+	if a.backendStart != nil {
+		seen.BackendStart = a.backendStart
+	}
+	if a.xactStart != nil {
+		seen.XactStart = a.xactStart
+	}
+	return seen
+}
+
+// same refuses a session other than the one the request confirms (want):
+// its transaction ended or its pid was reused.
+func (a *backendSignal) same(want, got Fingerprint) error {
+	if d := fingerprintDiff(want, got, a.queryStart); d != "" {
+		return fmt.Errorf("the session with pid %d is not the one previewed (%s): its transaction ended or the pid was reused. Refresh the blocking tree: %w", a.pid, d, ErrGuard)
+	}
+	return nil
+}
+
+// ended is the refusal when the previewed session is gone.
+func (a *backendSignal) ended() error {
+	return fmt.Errorf("the session with pid %d has ended since the preview; it may have finished. Refresh the blocking tree: %w", a.pid, ErrGuard)
+}
+
 func (a *backendSignal) preview(ctx context.Context, rc *runContext) (BackendPreview, error) {
 	f, err := backendFingerprint(ctx, rc.r.pool, a.pid)
 	if errors.Is(err, ErrNotFound) && a.backendStart != nil {
-		return BackendPreview{}, fmt.Errorf("the session with pid %d has ended since the preview; it may have finished. Refresh the blocking tree: %w", a.pid, ErrGuard)
+		return BackendPreview{}, a.ended()
 	}
 	if err != nil {
 		return BackendPreview{}, err
 	}
 	if a.backendStart != nil || a.xactStart != nil {
-		want := *f
-		if a.backendStart != nil {
-			want.BackendStart = a.backendStart
-		}
-		if a.xactStart != nil {
-			want.XactStart = a.xactStart
-		}
-		if d := fingerprintDiff(want, *f, a.queryStart); d != "" {
-			return BackendPreview{}, fmt.Errorf("the session with pid %d is not the one previewed (%s): its transaction ended or the pid was reused. Refresh the blocking tree: %w", a.pid, d, ErrGuard)
+		if err := a.same(a.expected(*f), *f); err != nil {
+			return BackendPreview{}, err
 		}
 	}
 	if err := rc.r.refuseTarget(f); err != nil {
@@ -190,24 +209,17 @@ func (a *backendSignal) preview(ctx context.Context, rc *runContext) (BackendPre
 }
 
 func (a *backendSignal) execute(ctx context.Context, rc *runContext, tx pgx.Tx, pv BackendPreview) (BackendResult, error) {
-	want := pv.Target
-	if a.backendStart != nil {
-		want.BackendStart = a.backendStart
-	}
-	if a.xactStart != nil {
-		want.XactStart = a.xactStart
-	}
 	// The stats snapshot of this transaction starts here: nothing earlier in
 	// it read pg_stat_activity.
 	cur, err := backendFingerprint(ctx, tx, a.pid)
 	if errors.Is(err, ErrNotFound) {
-		return BackendResult{}, fmt.Errorf("the session with pid %d has ended since the preview; it may have finished. Refresh the blocking tree: %w", a.pid, ErrGuard)
+		return BackendResult{}, a.ended()
 	}
 	if err != nil {
 		return BackendResult{}, err
 	}
-	if d := fingerprintDiff(want, *cur, a.queryStart); d != "" {
-		return BackendResult{}, fmt.Errorf("the session with pid %d is not the one previewed (%s): its transaction ended or the pid was reused. Refresh the blocking tree: %w", a.pid, d, ErrGuard)
+	if err := a.same(a.expected(pv.Target), *cur); err != nil {
+		return BackendResult{}, err
 	}
 	if err := rc.r.refuseTarget(cur); err != nil {
 		return BackendResult{}, err

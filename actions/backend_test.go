@@ -211,8 +211,7 @@ func readTrees(t *testing.T, ev audit.Event) auditTrees {
 func TestBackendCancelClearsThreeLevelChain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.New(t)
-	r := newRunner(t, pool, actions.RunnerConfig{SettleTimeout: 10 * time.Second})
+	pool, r := setupRunner(t, actions.RunnerConfig{SettleTimeout: 10 * time.Second})
 	root, mid, leaf := chain(t, pool, "SELECT pg_sleep(60)")
 
 	pv := previewCancel(t, r, root.pid)
@@ -260,8 +259,7 @@ func TestBackendCancelClearsThreeLevelChain(t *testing.T) {
 func TestBackendCancelIdleInTransactionThenTerminate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.New(t)
-	r := newRunner(t, pool, actions.RunnerConfig{SettleTimeout: 500 * time.Millisecond})
+	pool, r := setupRunner(t, actions.RunnerConfig{SettleTimeout: 500 * time.Millisecond})
 	root, mid, leaf := chain(t, pool, "")
 	waitState(t, pool, root.pid, "idle in transaction", "")
 
@@ -300,9 +298,7 @@ func TestBackendCancelIdleInTransactionThenTerminate(t *testing.T) {
 func TestBackendRefusesDiagnosticsConnections(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := testdb.URL(t)
-	pool := testdb.Pool(t, url)
-	diag := openDiagnostics(t, url)
+	pool, diag := poolWithDiagnostics(t)
 	require.NoError(t, diag.Activity(ctx).Err, "a panel opens a diagnostics connection")
 	pids := diag.OwnPIDs()
 	require.NotEmpty(t, pids)
@@ -331,8 +327,7 @@ func TestBackendRefusesDiagnosticsConnections(t *testing.T) {
 func TestBackendGuards(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.New(t)
-	r := newRunner(t, pool, actions.RunnerConfig{})
+	pool, r := setupRunner(t, actions.RunnerConfig{})
 
 	t.Run("PIDReuse", func(t *testing.T) {
 		old := idleInTransaction(t, pool)
@@ -430,8 +425,7 @@ func TestBackendGuards(t *testing.T) {
 // signal in its result.
 func TestSignalRecordedWhenCallerLeaves(t *testing.T) {
 	t.Parallel()
-	pool := testdb.New(t)
-	r := newRunner(t, pool, actions.RunnerConfig{SettleTimeout: 5 * time.Second})
+	pool, r := setupRunner(t, actions.RunnerConfig{SettleTimeout: 5 * time.Second})
 	// A cancel does nothing to a root idle in transaction: the chain does
 	// not clear, so the settle wait lasts its whole time.
 	root, _, _ := chain(t, pool, "")

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/actions"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // raceCase is two settings changes that must both land when they race.
@@ -34,8 +33,7 @@ type raceCase struct {
 // audit trail's newest result must be that row, every time.
 func TestConcurrentSettingsChangesBothLand(t *testing.T) {
 	t.Parallel()
-	pool := testdb.New(t)
-	r := newRunner(t, pool, actions.RunnerConfig{})
+	pool, r := setupRunner(t, actions.RunnerConfig{})
 	const trials = 12
 
 	cases := []raceCase{{

@@ -127,18 +127,11 @@ func (a *deadLetterRequeue) preview(ctx context.Context, rc *runContext) (Requeu
 }
 
 func (a *deadLetterRequeue) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ RequeuePreview) (RequeueResult, error) {
-	limit := rc.r.cfg.RequeueCap
 	n, err := queues.DeadLetterCount(ctx, tx, a.f)
 	if err != nil {
 		return RequeueResult{}, err
 	}
-	if n > int64(limit) {
-		return RequeueResult{}, a.overCap(rc, n)
-	}
-	if n == 0 {
-		return RequeueResult{}, fmt.Errorf("no dead jobs match %s any more: %w", a.target(), ErrGuard)
-	}
-	return rc.r.requeueInBatches(n, deadJobsSkipped, func(limit int) ([]int64, error) {
+	return requeueChecked(rc, a, "dead jobs", n, deadJobsSkipped, func(limit int) ([]int64, error) {
 		return queues.DeadLetterRequeueTx(ctx, tx, a.f, limit, a.reset)
 	})
 }
@@ -160,6 +153,27 @@ func requeueEffect(moved int, skipped int64, why string) string {
 		return fmt.Sprintf("%d moved, %d skipped (%s)", moved, skipped, why)
 	}
 	return fmt.Sprintf("%d moved", moved)
+}
+
+// requeue is a requeue action as requeueChecked re-checks it.
+type requeue interface {
+	target() string
+	// overCap is the refusal of n matched rows, more than the cap.
+	overCap(rc *runContext, n int64) error
+}
+
+// requeueChecked re-checks a requeue at execution, where n rows (what:
+// "dead jobs") match now: over the cap it refuses with a's overCap, with
+// none left it is ErrGuard (another requeue moved them first); otherwise
+// it moves them with requeueInBatches.
+func requeueChecked(rc *runContext, a requeue, what string, n int64, why string, move func(limit int) ([]int64, error)) (RequeueResult, error) {
+	if n > int64(rc.r.cfg.RequeueCap) {
+		return RequeueResult{}, a.overCap(rc, n)
+	}
+	if n == 0 {
+		return RequeueResult{}, fmt.Errorf("no %s match %s any more: %w", what, a.target(), ErrGuard)
+	}
+	return rc.r.requeueInBatches(n, why, move)
 }
 
 // requeueInBatches moves up to n matched rows (at most the cap) with move,

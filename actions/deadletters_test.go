@@ -10,7 +10,6 @@ import (
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/audit"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // insertDead inserts n dead jobs of one queue and error class.
@@ -25,8 +24,7 @@ func insertDead(t *testing.T, pool *pgxpool.Pool, n int, queue, class string) {
 func TestRequeueCapAndErrorClassFilter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.New(t)
-	r := newRunner(t, pool, actions.RunnerConfig{RequeueCap: 10000})
+	pool, r := setupRunner(t, actions.RunnerConfig{RequeueCap: 10000})
 	insertDead(t, pool, 20000, "emails", "smtp.timeout")
 	insertDead(t, pool, 5000, "emails", "template.missing")
 	insertDead(t, pool, 30, "reports", "smtp.timeout")
@@ -95,8 +93,7 @@ func TestRequeueCapAndErrorClassFilter(t *testing.T) {
 func TestOutboxRequeueInBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.New(t)
-	r := newRunner(t, pool, actions.RunnerConfig{RequeueBatch: 2})
+	pool, r := setupRunner(t, actions.RunnerConfig{RequeueBatch: 2})
 	for range 5 {
 		insertDeadOutbox(t, pool, "orders")
 	}

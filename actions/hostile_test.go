@@ -10,7 +10,6 @@ import (
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/audit"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // TestHostileInputIsRefusedAndAudited sends text the database cannot store
@@ -19,8 +18,7 @@ import (
 func TestHostileInputIsRefusedAndAudited(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.New(t)
-	r := newRunner(t, pool, actions.RunnerConfig{})
+	pool, r := setupRunner(t, actions.RunnerConfig{})
 	for _, c := range []struct {
 		name, action string
 		params       json.RawMessage
@@ -60,8 +58,7 @@ func TestHostileInputIsRefusedAndAudited(t *testing.T) {
 func TestRefusalsAreCappedAndRateLimited(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.New(t)
-	r := newRunner(t, pool, actions.RunnerConfig{RefusalRate: 0.001, RefusalBurst: 3})
+	pool, r := setupRunner(t, actions.RunnerConfig{RefusalRate: 0.001, RefusalBurst: 3})
 	big, err := json.Marshal(map[string]string{"queue": strings.Repeat("x", 4<<20)})
 	require.NoError(t, err)
 	_, err = r.Run(ctx, viewer, "queue.pause", actions.Request{Params: json.RawMessage(big), Reason: reason})

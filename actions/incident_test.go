@@ -10,7 +10,6 @@ import (
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/audit"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // TestIncidentActions: opening, capturing into and closing an incident are
@@ -18,9 +17,7 @@ import (
 func TestIncidentActions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := testdb.URL(t)
-	pool := testdb.Pool(t, url)
-	diag := openDiagnostics(t, url)
+	pool, diag := poolWithDiagnostics(t)
 	r := newRunner(t, pool, actions.RunnerConfig{Diagnostics: diag})
 
 	_, err := r.Run(ctx, viewer, "incident.open", actions.Request{Params: map[string]any{"title": "x"}, Reason: reason})

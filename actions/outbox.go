@@ -103,18 +103,11 @@ func (a *outboxEventRequeue) preview(ctx context.Context, rc *runContext) (Outbo
 }
 
 func (a *outboxEventRequeue) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ OutboxRequeuePreview) (RequeueResult, error) {
-	limit := rc.r.cfg.RequeueCap
 	n, err := a.count(ctx, tx)
 	if err != nil {
 		return RequeueResult{}, err
 	}
-	if n > int64(limit) {
-		return RequeueResult{}, a.overCap(rc, n)
-	}
-	if n == 0 {
-		return RequeueResult{}, fmt.Errorf("no dead outbox events match %s any more: %w", a.target(), ErrGuard)
-	}
-	return rc.r.requeueInBatches(n, deadEventsSkipped, func(limit int) ([]int64, error) {
+	return requeueChecked(rc, a, "dead outbox events", n, deadEventsSkipped, func(limit int) ([]int64, error) {
 		return queues.OutboxRequeueTx(ctx, tx, queues.OutboxRequeueParams{IDs: a.ids, Topic: a.topic, Limit: limit})
 	})
 }

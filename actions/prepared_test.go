@@ -12,7 +12,6 @@ import (
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/audit"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // prepareHolding prepares a transaction that holds row 1 of accounts and
@@ -63,8 +62,7 @@ func preparedCases() []actionCase {
 func TestPreparedXactRollbackFreesTheWaiter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.Pool(t, testdb.URL(t))
-	r := newRunner(t, pool, actions.RunnerConfig{})
+	pool, r := setupRunner(t, actions.RunnerConfig{})
 	gid := prepareHolding(t, pool)
 	waiter := newSession(t, pool)
 	waiter.start("UPDATE accounts SET balance = balance + 1 WHERE id = 1")

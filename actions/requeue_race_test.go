@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/actions"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // TestRacingRequeuesAuditWhatTheyDid races two requeues of the same dead
@@ -21,8 +20,7 @@ import (
 // loser "changed nothing"), matching the counts in its result.
 func TestRacingRequeuesAuditWhatTheyDid(t *testing.T) {
 	t.Parallel()
-	pool := testdb.New(t)
-	r := newRunner(t, pool, actions.RunnerConfig{})
+	pool, r := setupRunner(t, actions.RunnerConfig{})
 	const trials, rows = 8, 5
 	for _, c := range []struct {
 		name, action, param, why string

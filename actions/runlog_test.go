@@ -103,8 +103,7 @@ func TestRunLogsEveryAction(t *testing.T) {
 func TestRunTxCommitsWithTheCaller(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.New(t)
-	r := newRunner(t, pool, actions.RunnerConfig{})
+	pool, r := setupRunner(t, actions.RunnerConfig{})
 	pause := actions.Request{Params: map[string]any{"queue": "emails"}, Reason: reason}
 
 	tx, err := pool.Begin(ctx)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/audit"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // tenantState renders the tenant_limits rows of queue "emails".
@@ -48,8 +47,7 @@ func tenantCases() []actionCase {
 func TestTenantThrottle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.New(t)
-	r := newRunner(t, pool, actions.RunnerConfig{})
+	pool, r := setupRunner(t, actions.RunnerConfig{})
 
 	out, err := r.Run(ctx, operator, "tenant.throttle", actions.Request{
 		Params: map[string]any{"queue": "emails", "max_in_flight": 5, "rate_per_second": 20}, Reason: reason})

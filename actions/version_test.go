@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/actions"
-	"github.com/pgconsole/console/internal/testdb"
 )
 
 // TestExpectVersion: an execution that names the preview it confirms runs
@@ -16,8 +15,7 @@ import (
 func TestExpectVersion(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.Pool(t, testdb.URL(t))
-	r := newRunner(t, pool, actions.RunnerConfig{})
+	pool, r := setupRunner(t, actions.RunnerConfig{})
 	t.Run("QueuePausedMeanwhile", func(t *testing.T) {
 		dry, err := r.Run(ctx, operator, "queue.pause", actions.Request{Params: map[string]any{"queue": "emails"}, DryRun: true})
 		require.NoError(t, err)
@@ -77,8 +75,7 @@ func TestExpectVersion(t *testing.T) {
 func TestBulkJobActions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.Pool(t, testdb.URL(t))
-	r := newRunner(t, pool, actions.RunnerConfig{})
+	pool, r := setupRunner(t, actions.RunnerConfig{})
 	dead1, dead2 := insertJob(t, pool, "bulk", "dead", "smtp.timeout"), insertJob(t, pool, "bulk", "dead", "smtp.timeout")
 	done := insertJob(t, pool, "bulk", "done", "")
 	params := map[string]any{"ids": []int64{dead1, dead2, done}}

@@ -34,10 +34,8 @@ func TestBrowserOperatorFlows(t *testing.T) {
 			chromedp.WaitVisible(css(`[data-testid="action-form-edit"]`)),
 			chromedp.Click(css(`[data-testid="action-preview-button"]`)),
 			chromedp.WaitVisible(css(`[data-testid="action-preview"]`)),
-			chromedp.SendKeys(css(`[data-testid="reason"]`), reason),
-			chromedp.Click(css(`[data-testid="action-execute"]`)),
-			chromedp.WaitVisible(css(`[data-testid="action-done"]`)),
 		)
+		browser.Do(t, b, executeWith(reason, "action-done")...)
 	}
 
 	// Requeue one error class from the dead-letters page.

@@ -57,11 +57,7 @@ func TestBrowserPreviewThenExecute(t *testing.T) {
 			`document.querySelectorAll('[data-testid="action-form-preview"] select, [data-testid="action-form-preview"] input:not([type=hidden]):not([type=checkbox])').length`)))
 		require.Equal(t, "email", text(`[data-testid="locked-queue"]`)[:5])
 		shot("requeue")
-		browser.Do(t, b,
-			chromedp.SendKeys(css(`[data-testid="reason"]`), "SMTP relay fixed at 14:02"),
-			chromedp.Click(css(`[data-testid="action-execute"]`)),
-			chromedp.WaitVisible(css(`[data-testid="result-summary"]`)),
-		)
+		browser.Do(t, b, executeWith("SMTP relay fixed at 14:02", "result-summary")...)
 		require.Equal(t, "Requeued 27 dead jobs of class timeout in queue email", text(`[data-testid="result-summary"]`))
 		shot("requeue-done")
 		require.Equal(t, 27, e.queryInt(t, `SELECT count(*) FROM jobs WHERE error_class = 'timeout' AND status = 'ready'`))
@@ -82,8 +78,7 @@ func TestBrowserPreviewThenExecute(t *testing.T) {
 		require.Contains(t, text(`[data-testid="preview-summary"]`), "Pause queue email: paused")
 
 		// Meanwhile an admin pauses it from another session.
-		other := e.client(t)
-		other.login("admin")
+		other := e.signedIn(t, "admin")
 		_, _ = other.get("/actions/queue.pause")
 		_, body := other.post("/actions/queue.pause/preview", url.Values{"_csrf": {other.csrf}, "p.queue": {"email"}})
 		_, body = other.post("/actions/queue.pause", url.Values{"_csrf": {other.csrf}, "p.queue": {"email"},
@@ -133,11 +128,7 @@ func TestBrowserPreviewThenExecute(t *testing.T) {
 		require.Equal(t, "Retry 2 jobs in queue bulk: each becomes ready and due now, keeping its history",
 			text(`[data-testid="preview-summary"]`))
 		shot("bulk")
-		browser.Do(t, b,
-			chromedp.SendKeys(css(`[data-testid="reason"]`), "the resize workers have memory again"),
-			chromedp.Click(css(`[data-testid="action-execute"]`)),
-			chromedp.WaitVisible(css(`[data-testid="result-summary"]`)),
-		)
+		browser.Do(t, b, executeWith("the resize workers have memory again", "result-summary")...)
 		require.Equal(t, "2 jobs are now ready", text(`[data-testid="result-summary"]`))
 		require.Equal(t, 2, e.queryInt(t, `SELECT count(*) FROM jobs WHERE id = ANY($1) AND status = 'ready'`, []int64{ids[0], ids[2]}))
 		require.Equal(t, 1, e.queryInt(t, `SELECT count(*) FROM jobs WHERE id = $1 AND status = 'dead'`, ids[1]), "the unselected job stays dead")
@@ -174,18 +165,16 @@ func TestBrowserPreviewThenExecute(t *testing.T) {
 			chromedp.SetValue(css(`#p-kind`), "archive_jobs"),
 			chromedp.Click(css(`[data-testid="action-preview-button"]`)),
 			chromedp.WaitVisible(css(`[data-testid="preview-summary"]`)),
-			chromedp.SendKeys(css(`[data-testid="reason"]`), "keep the jobs table small"),
-			chromedp.Click(css(`[data-testid="action-execute"]`)),
-			chromedp.WaitVisible(css(`[data-testid="result-summary"]`)),
+		)
+		browser.Do(t, b, executeWith("keep the jobs table small", "result-summary")...)
+		browser.Do(t, b,
 			chromedp.Navigate(e.http.URL+"/schedules"),
 			chromedp.Click(css(`a[data-testid="action-schedule.run_now"][href*="archive-nightly"]`)),
 			chromedp.WaitVisible(css(`[data-testid="action-preview-button"]`)),
 			chromedp.Click(css(`[data-testid="action-preview-button"]`)),
 			chromedp.WaitVisible(css(`[data-testid="preview-summary"]`)),
-			chromedp.SendKeys(css(`[data-testid="reason"]`), "archive before the migration"),
-			chromedp.Click(css(`[data-testid="action-execute"]`)),
-			chromedp.WaitVisible(css(`[data-testid="result-follow"]`)),
 		)
+		browser.Do(t, b, executeWith("archive before the migration", "result-follow")...)
 		jobID := e.queryInt(t, `SELECT id FROM jobs WHERE kind = 'archive_jobs'`)
 		shot("run-now-done")
 		browser.Do(t, b,

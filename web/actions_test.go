@@ -170,8 +170,7 @@ func TestActionsAPIIdempotencyKey(t *testing.T) {
 func TestActionsUI(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	op := e.client(t)
-	op.login("operator")
+	op := e.signedIn(t, "operator")
 
 	resp, body := op.get("/actions")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -211,8 +210,7 @@ func TestActionsUI(t *testing.T) {
 	require.Contains(t, body, `data-testid="action-done"`)
 	require.Contains(t, body, `data-testid="audit-link"`)
 
-	viewer := e.client(t)
-	viewer.login("viewer")
+	viewer := e.signedIn(t, "viewer")
 	_, _ = viewer.get("/actions/queue.pause?queue=emails")
 	resp, body = viewer.post("/actions/queue.pause", url.Values{"_csrf": {viewer.csrf}, "p.queue": {"emails"}, "reason": {"x"}})
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)

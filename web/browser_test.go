@@ -14,6 +14,17 @@ import (
 // css is shorthand for a CSS selector.
 type css = chromedp.CSS
 
+// executeWith gives reason to the previewed action form, executes it and
+// waits for the element the outcome shows (outcome is a data-testid:
+// action-done, result-summary).
+func executeWith(reason, outcome string) []chromedp.Action[chromedp.Void] {
+	return []chromedp.Action[chromedp.Void]{
+		chromedp.SendKeys(css(`[data-testid="reason"]`), reason),
+		chromedp.Click(css(`[data-testid="action-execute"]`)),
+		chromedp.WaitVisible(css(`[data-testid="` + outcome + `"]`)),
+	}
+}
+
 // TestBrowserSignIn signs in through the real form in headless Chromium,
 // checks the page's frame and that htmx loaded under the CSP, and writes
 // screenshots of the sign-in page and the overview.

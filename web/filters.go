@@ -227,20 +227,9 @@ func formTime(t *time.Time) string {
 // query is the filter's query string without the cursor, for the "older"
 // link and the links that keep the filter.
 func (f jobListFilter) query() url.Values {
-	q := url.Values{}
-	set := func(k, v string) {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	set("queue", f.Form.Queue)
-	set("kind", f.Form.Kind)
-	set("status", f.Form.Status)
-	set("error_class", f.Form.ErrorClass)
-	set("created_from", f.Form.CreatedFrom)
-	set("created_until", f.Form.CreatedUntil)
-	set("limit", f.Form.Limit)
-	return q
+	return queryOf("queue", f.Form.Queue, "kind", f.Form.Kind, "status", f.Form.Status,
+		"error_class", f.Form.ErrorClass, "created_from", f.Form.CreatedFrom,
+		"created_until", f.Form.CreatedUntil, "limit", f.Form.Limit)
 }
 
 // auditListFilter is a parsed /audit query.
@@ -305,19 +294,8 @@ func parseAuditFilter(q url.Values) (auditListFilter, error) {
 
 // query is the filter's query string without the cursor.
 func (f auditListFilter) query() url.Values {
-	q := url.Values{}
-	set := func(k, v string) {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	set("actor", f.Form.Actor)
-	set("action", f.Form.Action)
-	set("target", f.Form.Target)
-	set("outcome", f.Form.Outcome)
-	set("incident", f.Form.Incident)
-	set("limit", f.Form.Limit)
-	return q
+	return queryOf("actor", f.Form.Actor, "action", f.Form.Action, "target", f.Form.Target,
+		"outcome", f.Form.Outcome, "incident", f.Form.Incident, "limit", f.Form.Limit)
 }
 
 // olderHref is the "older" link of a keyset page: the same filter, with the
@@ -332,6 +310,18 @@ func olderHref(path string, q url.Values, lastID int64, shown, limit int) string
 	}
 	q2.Set("before", strconv.FormatInt(lastID, 10))
 	return path + "?" + q2.Encode()
+}
+
+// queryOf is a query string of key, value pairs, leaving out the keys
+// whose value is empty.
+func queryOf(kv ...string) url.Values {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	return q
 }
 
 // listHref is path with q, or path alone when q is empty.

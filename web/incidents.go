@@ -98,16 +98,13 @@ func (s *Server) incidentOpen(c echo.Context) error {
 }
 
 func (s *Server) incidentPage(c echo.Context) error {
-	id, err := incidentID(c)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
 	defer cancel()
-	inc, err := audit.IncidentGet(ctx, s.cfg.Pool, id)
+	inc, err := s.incidentInPath(ctx, c)
 	if err != nil {
 		return err
 	}
+	id := inc.ID
 	evidence, err := audit.EvidenceList(ctx, s.cfg.Pool, id)
 	if err != nil {
 		return err
@@ -255,16 +252,13 @@ func (s *Server) incidentCapture(c echo.Context) error {
 }
 
 func (s *Server) incidentExport(c echo.Context) error {
-	id, err := incidentID(c)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
 	defer cancel()
-	inc, err := audit.IncidentGet(ctx, s.cfg.Pool, id)
+	inc, err := s.incidentInPath(ctx, c)
 	if err != nil {
 		return err
 	}
+	id := inc.ID
 	md, err := audit.IncidentMarkdown(ctx, s.cfg.Pool, id, s.recordedEvidence(ctx, inc)...)
 	if err != nil {
 		return err
@@ -281,6 +275,15 @@ func (s *Server) runAction(c echo.Context, name string, params map[string]any, r
 	p, _ := principalFrom(c)
 	return s.cfg.Actions.Run(ctx, actions.Actor{Name: p.Name, Role: p.Role}, name,
 		actions.Request{Params: params, Reason: reason, RequestID: requestIDOf(c)})
+}
+
+// incidentInPath reads the incident whose id the address holds.
+func (s *Server) incidentInPath(ctx context.Context, c echo.Context) (*audit.Incident, error) {
+	id, err := incidentID(c)
+	if err != nil {
+		return nil, err
+	}
+	return audit.IncidentGet(ctx, s.cfg.Pool, id)
 }
 
 func incidentID(c echo.Context) (int64, error) {

@@ -18,8 +18,7 @@ import (
 func TestJobsList(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("viewer")
+	c := e.signedIn(t, "viewer")
 
 	t.Run("Empty", func(t *testing.T) {
 		resp, body := c.get("/jobs")
@@ -160,8 +159,7 @@ func TestJobsList(t *testing.T) {
 func TestJobDetail(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("operator")
+	c := e.signedIn(t, "operator")
 	var running, dead int64
 	require.NoError(t, e.srv.cfg.Pool.QueryRow(t.Context(), `INSERT INTO jobs (queue, kind, payload, status, lease_owner, lease_until, lease_generation, attempts, started_at, dedupe_key, tenant_id)
 		VALUES ('email', 'send', '{"to":"a@example.com","n":[1,2]}', 'running', 'worker-7', now() - interval '1 minute', 5, 2, now(), 'welcome:a', 'acme') RETURNING id`).Scan(&running))
@@ -211,8 +209,7 @@ func TestJobDetail(t *testing.T) {
 	})
 
 	t.Run("ViewerHasNoActions", func(t *testing.T) {
-		v := e.client(t)
-		v.login("viewer")
+		v := e.signedIn(t, "viewer")
 		resp, body := v.get("/jobs/" + itoa64(dead))
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		require.NotContains(t, body, `data-testid="job-actions"`)
@@ -295,8 +292,7 @@ func TestJobsListReadsOnlyWhatItShows(t *testing.T) {
 		require.Equal(t, "dead", j.Status)
 		require.Equal(t, "blob", j.Kind)
 	}
-	c := e.client(t)
-	c.login("viewer")
+	c := e.signedIn(t, "viewer")
 	resp, body := c.get("/jobs?queue=big&limit=500")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Less(t, len(body), 200<<10, "a page of large jobs stays small")
@@ -315,8 +311,7 @@ func TestJobPayloadDownload(t *testing.T) {
 		VALUES ('big', 'blob', '{"n": 1}') RETURNING id`).Scan(&small))
 	var want string
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT payload::text FROM jobs WHERE id = $1`, big).Scan(&want))
-	c := e.client(t)
-	c.login("viewer")
+	c := e.signedIn(t, "viewer")
 
 	resp, body := c.get("/jobs/" + itoa64(big))
 	require.Equal(t, http.StatusOK, resp.StatusCode)

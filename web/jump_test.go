@@ -62,8 +62,7 @@ func TestJump(t *testing.T) {
 	e.exec(t, `INSERT INTO jobs (id, queue, kind) OVERRIDING SYSTEM VALUE VALUES (5, 'emails-eu', 'send'), (900, 'emails-us', 'send')`)
 	inc, err := audit.IncidentOpen(ctx, e.srv.cfg.Pool, audit.IncidentOpenParams{Title: "disk", OpenedBy: "admin"})
 	require.NoError(t, err)
-	c := e.client(t)
-	c.login("viewer")
+	c := e.signedIn(t, "viewer")
 	jump := func(q string) (*http.Response, string) {
 		return c.get("/jump?q=" + url.QueryEscape(q))
 	}

@@ -163,11 +163,7 @@ func TestBrowserIncidentFlow(t *testing.T) {
 		chromedp.WaitVisible(css(`[data-testid="action-preview"]`)),
 	)
 	shot("3-cancel-preview")
-	browser.Do(t, ctx,
-		chromedp.SendKeys(css(`[data-testid="reason"]`), "root blocker of the orders lock chain"),
-		chromedp.Click(css(`[data-testid="action-execute"]`)),
-		chromedp.WaitVisible(css(`[data-testid="action-done"]`)),
-	)
+	browser.Do(t, ctx, executeWith("root blocker of the orders lock chain", "action-done")...)
 	shot("4-cancel-done")
 	result := browser.Get(t, ctx, chromedp.Text(css(`[data-testid="action-result"]`)))
 	require.NotEmpty(t, result)

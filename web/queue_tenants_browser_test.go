@@ -37,10 +37,6 @@ func TestBrowserTenantThrottle(t *testing.T) {
 		chromedp.WaitVisible(css(`[data-testid="action-preview"]`)),
 	)
 	browser.Screenshot(t, b, "tenant-throttle-preview")
-	browser.Do(t, b,
-		chromedp.SendKeys(css(`[data-testid="reason"]`), "small-4 starved behind big"),
-		chromedp.Click(css(`[data-testid="action-execute"]`)),
-		chromedp.WaitVisible(css(`[data-testid="action-done"]`)),
-	)
+	browser.Do(t, b, executeWith("small-4 starved behind big", "action-done")...)
 	require.Equal(t, 5, e.queryInt(t, "SELECT max_in_flight FROM tenant_limits WHERE queue = 'shared' AND tenant_id = 'small-4'"))
 }

@@ -16,8 +16,7 @@ import (
 func TestQueueTenantsPanel(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("operator")
+	c := e.signedIn(t, "operator")
 	ctx := context.Background()
 	_, err := e.srv.cfg.Pool.Exec(ctx, `
 		INSERT INTO jobs (queue, kind, tenant_id, available_at)

@@ -108,13 +108,7 @@ func queueHref(name string) string { return "/queues/" + url.PathEscape(name) }
 
 // jobsHref is the jobs list with a filter.
 func jobsHref(kv ...string) string {
-	q := url.Values{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] != "" {
-			q.Set(kv[i], kv[i+1])
-		}
-	}
-	return listHref("/jobs", q)
+	return listHref("/jobs", queryOf(kv...))
 }
 
 // oldestReadyCell is the age of the oldest due ready job, or a dash.

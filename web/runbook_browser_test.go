@@ -83,10 +83,8 @@ func TestBrowserRunbookStepFromEvidence(t *testing.T) {
 	browser.Do(t, b,
 		chromedp.Click(css(`[data-testid="action-preview-button"]`)),
 		chromedp.WaitVisible(css(`[data-testid="action-preview"]`)),
-		chromedp.SendKeys(css(`[data-testid="reason"]`), "root blocker of the accounts chain"),
-		chromedp.Click(css(`[data-testid="action-execute"]`)),
-		chromedp.WaitVisible(css(`[data-testid="action-done"]`)),
 	)
+	browser.Do(t, b, executeWith("root blocker of the accounts chain", "action-done")...)
 	select {
 	case err := <-lc.rootDone:
 		var pgErr *pgconn.PgError

@@ -15,8 +15,7 @@ import (
 func TestSchedulesPage(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login("operator")
+	c := e.signedIn(t, "operator")
 
 	resp, body := c.get("/schedules")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -57,8 +56,7 @@ func TestSchedulesPage(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.NotContains(t, body, "<html")
 
-	v := e.client(t)
-	v.login("viewer")
+	v := e.signedIn(t, "viewer")
 	resp, body = v.get("/schedules")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.NotContains(t, body, `data-testid="action-schedule.run_now"`)

@@ -76,8 +76,7 @@ func TestSessionCache(t *testing.T) {
 func TestLogoutDropsCachedSession(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	c := e.client(t)
-	c.login(auth.RoleOperator)
+	c := e.signedIn(t, auth.RoleOperator)
 	resp, _ := c.get("/runbook")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	base, err := url.Parse(e.http.URL)

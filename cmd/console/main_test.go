@@ -448,14 +448,7 @@ func startConsole(t *testing.T, dataDir string) *child {
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	c := &child{cmd: cmd, done: make(chan error, 1)}
-	lines := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := lineChan(stdout)
 	go func() { c.done <- cmd.Wait() }()
 	t.Cleanup(func() { cmd.Process.Kill() })
 	deadline := time.After(90 * time.Second)
@@ -520,4 +513,18 @@ func emptyDatabase(t *testing.T) string {
 	_, err = conn.Exec(context.Background(), "CREATE DATABASE "+name)
 	require.NoError(t, err)
 	return strings.Replace(admin, "/postgres?", "/"+name+"?", 1)
+}
+
+// lineChan sends each line read from r on the channel it returns, and
+// closes it when r ends.
+func lineChan(r io.Reader) <-chan string {
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return lines
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -38,14 +37,7 @@ func serveInProcess(t *testing.T, getenv env, args ...string) string {
 			t.Error("serve did not stop within 60s")
 		}
 	})
-	lines := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := lineChan(pr)
 	deadline := time.After(90 * time.Second)
 	var seen []string
 	for {
