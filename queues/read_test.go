@@ -259,7 +259,7 @@ func TestQueueStatsPlan(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Release()
 	raw := []byte(strings.Join(explainPrepared(t, conn, "queue_stats_plan", "queue_stats",
-		"(ANALYZE, FORMAT JSON)", fmt.Sprintf("(%d)", QueueStatsScheduledCap)), "\n"))
+		"(ANALYZE, FORMAT JSON)", fmt.Sprintf("(%d, true)", QueueStatsScheduledCap)), "\n"))
 	var read float64
 	used := map[string]bool{}
 	for _, n := range planNodes(t, raw) {
@@ -286,6 +286,25 @@ func TestQueueStatsPlan(t *testing.T) {
 		require.InDelta(t, 9900, s.DoneApprox, 2000)
 	}
 	require.EqualValues(t, 40000/97, ready)
+
+	// QueueCounts: the same counts, and no node reading jobs ever runs, as
+	// a custom and as a generic plan.
+	counts, err := QueueCounts(ctx, pool)
+	require.NoError(t, err)
+	require.Len(t, counts, len(stats))
+	for i, c := range counts {
+		s := stats[i]
+		require.Equal(t, []int64{s.Ready, s.Running, s.Dead, s.DoneApprox}, []int64{c.Ready, c.Running, c.Dead, c.DoneApprox}, c.Queue)
+		require.False(t, c.DueExact, c.Queue)
+	}
+	inEachPlanMode(t, pool, func(conn *pgxpool.Conn, mode string) {
+		raw := []byte(strings.Join(explainPrepared(t, conn, "queue_counts_plan_"+mode, "queue_stats",
+			"(ANALYZE, FORMAT JSON)", fmt.Sprintf("(%d, false)", QueueStatsScheduledCap)), "\n"))
+		for _, n := range planNodes(t, raw) {
+			loops, _ := n["Actual Loops"].(float64)
+			require.False(t, n["Relation Name"] == "jobs" && loops > 0, "queue counts (%s) read jobs:\n%s", mode, raw)
+		}
+	})
 }
 
 // TestHotStatementPlans: the engine's hot statements probe indexes only,
@@ -313,7 +332,7 @@ func TestHotStatementPlans(t *testing.T) {
 			{name: "dead_letter_class_list", args: "('{}', 'p1', '', NULL, NULL, 50)"},
 			// No dead job here: any dead-only index will do (TestScaleStatementPlans
 			// checks the choice on a dead-letter storm).
-			{name: "dead_letter_class_stats", args: "(900, 10000, 200)", want: []string{"using jobs_dead_"}},
+			{name: "dead_letter_class_stats", args: "(900, 10000, 200, 200)", want: []string{"using jobs_dead_"}},
 			{name: "job_ack_many", args: "(" + idArray + ", " + idArray + ", 'w')",
 				want: []string{"Index Scan using jobs_pkey"}, not: []string{"jobs_running_lease_idx"}},
 			{name: "job_renew_many", args: "(" + idArray + ", " + idArray + ", 'w', 1000)",

@@ -43,5 +43,14 @@ const QueueStatsScheduledCap = 10_000
 // jobs scheduled for later are counted from jobs, up to
 // QueueStatsScheduledCap (QueueStat.DueExact).
 func QueueStats(ctx context.Context, db DBTX) ([]QueueStat, error) {
-	return collectRows[QueueStat](ctx, db, "queue_stats", "queue stats", QueueStatsScheduledCap)
+	return collectRows[QueueStat](ctx, db, "queue_stats", "queue stats", QueueStatsScheduledCap, true)
+}
+
+// QueueCounts is QueueStats from the counters alone, never reading jobs:
+// Ready, Running, Dead, DoneApprox and the settings are filled; Due is
+// Ready with DueExact false, and ExpiredLeases and OldestReadySeconds are
+// zero. Its cost follows the number of queues and error classes only, for
+// pages that show counts (the job list's tabs) on every request.
+func QueueCounts(ctx context.Context, db DBTX) ([]QueueStat, error) {
+	return collectRows[QueueStat](ctx, db, "queue_stats", "queue counts", QueueStatsScheduledCap, false)
 }
