@@ -43,14 +43,25 @@ const QueueStatsScheduledCap = 10_000
 // jobs scheduled for later are counted from jobs, up to
 // QueueStatsScheduledCap (QueueStat.DueExact).
 func QueueStats(ctx context.Context, db DBTX) ([]QueueStat, error) {
-	return collectRows[QueueStat](ctx, db, "queue_stats", "queue stats", QueueStatsScheduledCap, true)
+	return collectRows[QueueStat](ctx, db, "queue_stats", "queue stats", QueueStatsScheduledCap)
 }
 
-// QueueCounts is QueueStats from the counters alone, never reading jobs:
-// Ready, Running, Dead, DoneApprox and the settings are filled; Due is
-// Ready with DueExact false, and ExpiredLeases and OldestReadySeconds are
-// zero. Its cost follows the number of queues and error classes only, for
-// pages that show counts (the job list's tabs) on every request.
-func QueueCounts(ctx context.Context, db DBTX) ([]QueueStat, error) {
-	return collectRows[QueueStat](ctx, db, "queue_stats", "queue counts", QueueStatsScheduledCap, false)
+// QueueCount is one queue's job counts for the job list's tabs.
+type QueueCount struct {
+	Queue string `db:"queue"`
+	// Ready, Running and Dead are exact (the engine's counters); DoneApprox
+	// is estimated from planner statistics (0 when unknown).
+	Ready      int64 `db:"ready"`
+	Running    int64 `db:"running"`
+	Dead       int64 `db:"dead"`
+	DoneApprox int64 `db:"done_approx"`
+}
+
+// QueueCounts returns every queue with jobs that are ready, running or
+// dead, with its counts, from the counters alone: it never reads jobs (no
+// probe of the backlog, unlike QueueStats), so its cost follows the number
+// of queues and error classes only, for pages that show counts on every
+// request (the job list's tabs).
+func QueueCounts(ctx context.Context, db DBTX) ([]QueueCount, error) {
+	return collectRows[QueueCount](ctx, db, "queue_counts", "queue counts")
 }

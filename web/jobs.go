@@ -60,7 +60,7 @@ func (s *Server) jobsList(c echo.Context) error {
 // never the jobs themselves): of the filtered queue,
 // or of all queues; they do not narrow by kind, class or time. Done is the
 // planner's estimate.
-func jobTabs(f jobListFilter, stats []queues.QueueStat) ([]views.JobTab, string) {
+func jobTabs(f jobListFilter, stats []queues.QueueCount) ([]views.JobTab, string) {
 	var ready, running, dead, done int64
 	for _, q := range stats {
 		if f.Params.Queue == "" || q.Queue == f.Params.Queue {

@@ -16,10 +16,7 @@
 -- enqueued); index scans are bounded with now() as well, which the planner
 -- can estimate from statistics (a bound it cannot see, such as a clock read
 -- in an InitPlan, is costed at a third of the index for every probe, and a
--- plan costed that high is JIT-compiled for longer than it runs). $2 false
--- skips every read of jobs (the probes, the scheduled counts and the expired
--- leases: the nodes are planned but never run): the counters alone, for
--- pages that show only ready, running, dead and done. No locks.
+-- plan costed that high is JIT-compiled for longer than it runs). No locks.
 WITH RECURSIVE counts AS (
     SELECT queue, sum(ready)::int8 AS ready, sum(running)::int8 AS running
     FROM queue_job_counts GROUP BY queue
@@ -29,7 +26,7 @@ WITH RECURSIVE counts AS (
             WHERE j.status = 'ready' AND j.queue = c.queue
             ORDER BY j.priority DESC LIMIT 1)
     FROM counts AS c
-    WHERE c.ready > 0 AND $2::boolean
+    WHERE c.ready > 0
     UNION ALL
     SELECT p.queue,
            (SELECT j.priority FROM jobs AS j
@@ -59,7 +56,7 @@ WITH RECURSIVE counts AS (
     GROUP BY p.queue
 ), expired AS (
     SELECT queue, count(*) AS expired
-    FROM jobs WHERE status = 'running' AND lease_until < clock_timestamp() AND $2 GROUP BY queue
+    FROM jobs WHERE status = 'running' AND lease_until < clock_timestamp() GROUP BY queue
 ), dead AS (
     SELECT queue, sum(dead)::int8 AS dead FROM dead_letter_counts GROUP BY queue
 ), queues AS (
@@ -77,7 +74,7 @@ WITH RECURSIVE counts AS (
 SELECT q.queue,
        coalesce(c.ready, 0) AS ready,
        greatest(coalesce(c.ready, 0) - coalesce(r.scheduled, 0), 0) AS due,
-       coalesce(r.scheduled_exact, $2) AS due_exact,
+       coalesce(r.scheduled_exact, true) AS due_exact,
        coalesce(c.running, 0) AS running,
        coalesce(x.expired, 0) AS expired_leases,
        coalesce(d.dead, 0) AS dead,
