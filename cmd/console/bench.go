@@ -116,6 +116,8 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		if database, err = databaseOn(raw, large); err != nil {
 			return err
 		}
+	case bc.databases != "":
+		return usageError{"--databases is for bench scale only"}
 	case !bc.force:
 		dbs := []*string{&database}
 		if bc.mode == "scale" {
@@ -128,9 +130,12 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			}
 			defer drop()
 			*db = scratch
-			if bc.keep {
-				fmt.Fprintf(stderr, "bench: keeping the scratch database %s\n", dbName(scratch))
-			}
+		}
+		if bc.keep && bc.mode == "scale" {
+			fmt.Fprintf(stderr, "bench: keeping the scratch databases; measure them again with --databases %s,%s\n",
+				dbName(smallDatabase), dbName(database))
+		} else if bc.keep {
+			fmt.Fprintf(stderr, "bench: keeping the scratch database %s\n", dbName(database))
 		}
 	}
 	pool, err := benchPool(ctx, database, bc.pool)

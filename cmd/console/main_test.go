@@ -324,6 +324,8 @@ func TestBenchSmoke(t *testing.T) {
 		require.ErrorContains(t, err, "scratch database")
 		_, err = runCmd(t, envMap("DATABASE_URL", testdb.URL(t)), "bench", "scale", "--databases", "only_one")
 		require.ErrorAs(t, err, new(usageError))
+		_, err = runCmd(t, envMap("DATABASE_URL", testdb.URL(t)), "bench", "burn", "--databases", "a,b")
+		require.ErrorAs(t, err, new(usageError))
 	})
 }
 
