@@ -59,7 +59,7 @@ type DeadLetterClassStat struct {
 func DeadLetterClassStats(ctx context.Context, db DBTX, p DeadLetterStatsParams) ([]DeadLetterClassStat, error) {
 	p = p.withDefaults()
 	return collectRows[DeadLetterClassStat](ctx, db, "dead_letter_class_stats", "group dead letters by class",
-		p.Window.Seconds(), p.CountCap, p.MaxGroups)
+		p.Window.Seconds(), p.CountCap, p.MaxGroups, p.MaxGroups)
 }
 
 // DeadLetterQueueCount is how many jobs of one queue are dead.
@@ -86,12 +86,14 @@ func DeadLetterQueueCounts(ctx context.Context, db DBTX, p DeadLetterStatsParams
 // DeadLetterClassStats without its MaxGroups bound (every group, in the
 // same order, so its first p.MaxGroups are DeadLetterClassStats' answer)
 // and DeadLetterQueueCounts: a caller that shows both pays for the
-// per-group probes once.
+// per-group probes once. Past the first p.MaxGroups, a group's
+// LastFinishedAt is nil unless it had a death within the window: the last
+// death of every class would cost one index probe per class.
 func DeadLetterClassStatsAll(ctx context.Context, db DBTX, p DeadLetterStatsParams) ([]DeadLetterClassStat, []DeadLetterQueueCount, error) {
 	p = p.withDefaults()
 	var everyGroup *int // LIMIT NULL: no limit
 	groups, err := collectRows[DeadLetterClassStat](ctx, db, "dead_letter_class_stats", "count dead letters by queue",
-		p.Window.Seconds(), p.CountCap, everyGroup)
+		p.Window.Seconds(), p.CountCap, everyGroup, p.MaxGroups)
 	if err != nil {
 		return nil, nil, err
 	}

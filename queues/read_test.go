@@ -279,6 +279,20 @@ func TestQueueStatsPlan(t *testing.T) {
 		require.InDelta(t, 9900, s.DoneApprox, 2000)
 	}
 	require.EqualValues(t, 40000/97, ready)
+
+	// QueueCounts: the same counts from the counters, with a plan (custom
+	// or generic: it has no parameter) that holds no node reading jobs.
+	counts, err := QueueCounts(ctx, pool)
+	require.NoError(t, err)
+	require.Len(t, counts, len(stats))
+	for i, c := range counts {
+		s := stats[i]
+		require.Equal(t, QueueCount{s.Queue, s.Ready, s.Running, s.Dead, s.DoneApprox}, c)
+	}
+	raw = []byte(strings.Join(explainPrepared(t, conn, "queue_counts_plan", "queue_counts", "(FORMAT JSON)", ""), "\n"))
+	for _, n := range planNodes(t, raw) {
+		require.NotEqual(t, "jobs", n["Relation Name"], "queue_counts reads jobs:\n%s", raw)
+	}
 }
 
 // TestHotStatementPlans: the engine's hot statements probe indexes only,
@@ -306,7 +320,7 @@ func TestHotStatementPlans(t *testing.T) {
 			{name: "dead_letter_class_list", args: "('{}', 'p1', '', NULL, NULL, 50)"},
 			// No dead job here: any dead-only index will do (TestScaleStatementPlans
 			// checks the choice on a dead-letter storm).
-			{name: "dead_letter_class_stats", args: "(900, 10000, 200)", want: []string{"using jobs_dead_"}},
+			{name: "dead_letter_class_stats", args: "(900, 10000, 200, 200)", want: []string{"using jobs_dead_"}},
 			{name: "job_ack_many", args: "(" + idArray + ", " + idArray + ", 'w')",
 				want: []string{"Index Scan using jobs_pkey"}, not: []string{"jobs_running_lease_idx"}},
 			{name: "job_renew_many", args: "(" + idArray + ", " + idArray + ", 'w', 1000)",

@@ -22,8 +22,9 @@ type QueueStat struct {
 	ExpiredLeases int64 `db:"expired_leases"`
 	Dead          int64 `db:"dead"`
 	// DoneApprox is estimated from planner statistics (0 when unknown):
-	// counting finished rows exactly would need a full scan.
-	DoneApprox int64 `db:"done_approx"`
+	// counting finished rows exactly would need a full scan. It is
+	// QueueCounts', read by a second statement.
+	DoneApprox int64 `db:"-"`
 	// OldestReadySeconds is the age of the oldest due ready job.
 	OldestReadySeconds float64  `db:"oldest_ready_seconds"`
 	Paused             bool     `db:"paused"`
@@ -43,5 +44,40 @@ const QueueStatsScheduledCap = 10_000
 // jobs scheduled for later are counted from jobs, up to
 // QueueStatsScheduledCap (QueueStat.DueExact).
 func QueueStats(ctx context.Context, db DBTX) ([]QueueStat, error) {
-	return collectRows[QueueStat](ctx, db, "queue_stats", "queue stats", QueueStatsScheduledCap)
+	stats, err := collectRows[QueueStat](ctx, db, "queue_stats", "queue stats", QueueStatsScheduledCap)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := QueueCounts(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	done := make(map[string]int64, len(counts))
+	for _, c := range counts {
+		done[c.Queue] = c.DoneApprox
+	}
+	for i := range stats {
+		stats[i].DoneApprox = done[stats[i].Queue]
+	}
+	return stats, nil
+}
+
+// QueueCount is one queue's job counts for the job list's tabs.
+type QueueCount struct {
+	Queue string `db:"queue"`
+	// Ready, Running and Dead are exact (the engine's counters); DoneApprox
+	// is estimated from planner statistics (0 when unknown).
+	Ready      int64 `db:"ready"`
+	Running    int64 `db:"running"`
+	Dead       int64 `db:"dead"`
+	DoneApprox int64 `db:"done_approx"`
+}
+
+// QueueCounts returns every queue with jobs that are ready, running or
+// dead, with its counts, from the counters alone: it never reads jobs (no
+// probe of the backlog, unlike QueueStats), so its cost follows the number
+// of queues and error classes only, for pages that show counts on every
+// request (the job list's tabs).
+func QueueCounts(ctx context.Context, db DBTX) ([]QueueCount, error) {
+	return collectRows[QueueCount](ctx, db, "queue_counts", "queue counts")
 }

@@ -39,7 +39,7 @@ func (s *Server) jobsList(c echo.Context) error {
 			return err
 		}
 	}
-	stats, err := queues.QueueStats(ctx, s.cfg.Pool)
+	stats, err := queues.QueueCounts(ctx, s.cfg.Pool)
 	if err != nil {
 		return err
 	}
@@ -56,10 +56,11 @@ func (s *Server) jobsList(c echo.Context) error {
 }
 
 // jobTabs are the status tabs of /jobs with their counts, read from the
-// per-queue statistics (cheap on millions of rows): of the filtered queue,
+// per-queue counters (queues.QueueCounts: cheap on millions of rows, and
+// never the jobs themselves): of the filtered queue,
 // or of all queues; they do not narrow by kind, class or time. Done is the
 // planner's estimate.
-func jobTabs(f jobListFilter, stats []queues.QueueStat) ([]views.JobTab, string) {
+func jobTabs(f jobListFilter, stats []queues.QueueCount) ([]views.JobTab, string) {
 	var ready, running, dead, done int64
 	for _, q := range stats {
 		if f.Params.Queue == "" || q.Queue == f.Params.Queue {

@@ -42,6 +42,7 @@ type benchConfig struct {
 	asJSON     bool
 	force      bool
 	keep       bool
+	databases  string
 	cpuProfile string
 }
 
@@ -69,7 +70,8 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	fs.IntVar(&bc.large, "large", 10_000_000, "large table of scale, in job rows (at most 50,000,000)")
 	fs.BoolVar(&bc.asJSON, "json", false, "print one JSON object")
 	fs.BoolVar(&bc.force, "force", false, "run in DATABASE_URL's database itself instead of a scratch one")
-	fs.BoolVar(&bc.keep, "keep", false, "keep the scratch database")
+	fs.BoolVar(&bc.keep, "keep", false, "keep the scratch databases (and scale's tables)")
+	fs.StringVar(&bc.databases, "databases", "", "scale: SMALL,LARGE databases on DATABASE_URL's server kept by an earlier --keep run, to measure again without a rebuild")
 	fs.StringVar(&bc.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured mode to this file")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
@@ -99,27 +101,54 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		raw = srv.URL("postgres")
 		fmt.Fprintf(stderr, "bench: no DATABASE_URL, using a throwaway PostgreSQL on port %d\n", srv.Port())
 	}
-	database := raw
-	if !bc.force {
-		scratch, drop, err := scratchDatabase(ctx, raw, bc.keep)
-		if err != nil {
+	// scale measures its small and its large table side by side, each in a
+	// database of its own.
+	database, smallDatabase := raw, ""
+	switch {
+	case bc.mode == "scale" && bc.databases != "":
+		small, large, ok := strings.Cut(bc.databases, ",")
+		if !ok || small == "" || large == "" || small == large {
+			return usageError{"--databases takes two names, SMALL,LARGE: the databases an earlier `bench scale --keep` printed"}
+		}
+		if smallDatabase, err = databaseOn(raw, small); err != nil {
 			return err
 		}
-		defer drop()
-		database = scratch
+		if database, err = databaseOn(raw, large); err != nil {
+			return err
+		}
+	case bc.databases != "":
+		return usageError{"--databases is for bench scale only"}
+	case !bc.force:
+		dbs := []*string{&database}
+		if bc.mode == "scale" {
+			dbs = append(dbs, &smallDatabase)
+		}
+		for _, db := range dbs {
+			scratch, drop, err := scratchDatabase(ctx, raw, bc.keep)
+			if err != nil {
+				return err
+			}
+			defer drop()
+			*db = scratch
+		}
+		if bc.keep && bc.mode == "scale" {
+			fmt.Fprintf(stderr, "bench: keeping the scratch databases; measure them again with --databases %s,%s\n",
+				dbName(smallDatabase), dbName(database))
+		} else if bc.keep {
+			fmt.Fprintf(stderr, "bench: keeping the scratch database %s\n", dbName(database))
+		}
 	}
-	pcfg, err := queues.PoolConfig(database)
+	pool, err := benchPool(ctx, database, bc.pool)
 	if err != nil {
 		return err
-	}
-	pcfg.MaxConns = int32(bc.pool)
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return connectError(database, err)
 	}
 	defer pool.Close()
-	if _, err := ensureSchema(ctx, pool, true); err != nil {
-		return err
+	var smallPool *pgxpool.Pool
+	if smallDatabase != "" {
+		if smallPool, err = benchPool(ctx, smallDatabase, bc.pool); err != nil {
+			return err
+		}
+		defer smallPool.Close()
 	}
 	if bc.cpuProfile != "" {
 		f, err := os.Create(bc.cpuProfile)
@@ -132,7 +161,7 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		defer pprof.StopCPUProfile()
 	}
-	var console *bench.Console
+	var console, smallConsole *bench.Console
 	if bc.mode == "scale" {
 		c, stop, err := benchConsole(ctx, database)
 		if err != nil {
@@ -140,11 +169,20 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		defer stop()
 		console = c
+		if smallPool != nil {
+			c, stop, err := benchConsole(ctx, smallDatabase)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			smallConsole = c
+		}
 	}
 	rep, err := bench.Run(ctx, bc.mode, bench.Config{
 		Pool: pool, URL: database, PoolSize: bc.pool,
 		Jobs: bc.jobs, Workers: bc.workers, Batch: bc.batch, Duration: bc.duration,
-		Small: bc.small, Large: bc.large, Scratch: !bc.force, Progress: stderr, Console: console,
+		Small: bc.small, Large: bc.large, Scratch: !bc.force, Keep: bc.keep, Progress: stderr, Console: console,
+		SmallPool: smallPool, SmallConsole: smallConsole,
 	})
 	if err != nil {
 		return err
@@ -153,6 +191,43 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return json.NewEncoder(stdout).Encode(rep)
 	}
 	return rep.WriteTable(stdout)
+}
+
+// benchPool opens a pool of size connections on database and migrates its
+// schema.
+func benchPool(ctx context.Context, database string, size int) (*pgxpool.Pool, error) {
+	pcfg, err := queues.PoolConfig(database)
+	if err != nil {
+		return nil, err
+	}
+	pcfg.MaxConns = int32(size)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, connectError(database, err)
+	}
+	if _, err := ensureSchema(ctx, pool, true); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// databaseOn is raw's URL with its database replaced by name.
+func databaseOn(raw, name string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || !strings.Contains(raw, "://") {
+		return "", fmt.Errorf("--databases needs DATABASE_URL as a postgres:// URL naming the server of %s", name)
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// dbName is the database a postgres:// URL names.
+func dbName(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return strings.TrimPrefix(u.Path, "/")
+	}
+	return raw
 }
 
 // scratchDatabase creates a fresh database on the server of raw, so the

@@ -322,6 +322,10 @@ func TestBenchSmoke(t *testing.T) {
 		require.ErrorAs(t, err, new(usageError))
 		_, err = runCmd(t, envMap("DATABASE_URL", testdb.URL(t)), "bench", "scale", "--force", "--small", "1000", "--large", "2000")
 		require.ErrorContains(t, err, "scratch database")
+		_, err = runCmd(t, envMap("DATABASE_URL", testdb.URL(t)), "bench", "scale", "--databases", "only_one")
+		require.ErrorAs(t, err, new(usageError))
+		_, err = runCmd(t, envMap("DATABASE_URL", testdb.URL(t)), "bench", "burn", "--databases", "a,b")
+		require.ErrorAs(t, err, new(usageError))
 	})
 }
 

@@ -48,6 +48,15 @@ type Config struct {
 	// Console is a signed-in session on a console serving this database:
 	// scale times every page through it. Nil times only the claim.
 	Console *Console
+	// SmallPool and SmallConsole are a second database and its console for
+	// scale's small table, so both sizes are measured side by side; nil
+	// builds both sizes in Pool, one after the other.
+	SmallPool    *pgxpool.Pool
+	SmallConsole *Console
+	// Keep leaves scale's tables filled at the end, for a later run to
+	// measure again (scale rebuilds a table only when it does not hold the
+	// size asked for).
+	Keep bool
 	// Scratch says the database is a scratch one the benchmark owns: scale
 	// refuses to fill a database that is not.
 	Scratch bool

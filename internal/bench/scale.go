@@ -9,8 +9,11 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/queues"
@@ -25,10 +28,18 @@ const (
 	// scaleChunk is the most rows one build statement inserts, so each
 	// statement is bounded and progress shows.
 	scaleChunk = 1_000_000
-	// scaleReps is how many timed requests each page gets after its
-	// warm-up; the report keeps the median and the best.
-	scaleReps = 3
+	// scaleReps is how many timed requests each page gets at each size
+	// after its warm-up; the report keeps the median and the best. The
+	// pages are requested in rounds (every page once, then again), so a
+	// burst of load on a shared machine falls on every page alike rather
+	// than on the few measured while it lasted.
+	scaleReps = 21
 )
+
+// scaleMarker is the comment build leaves on a jobs table it filled: a
+// later run finds the size there and reuses the table instead of
+// rebuilding it.
+const scaleMarker = "console bench scale: %d job rows"
 
 // ScaleMaxRows is the largest table scale builds.
 const ScaleMaxRows = 50_000_000
@@ -47,15 +58,48 @@ func layoutFor(size int) scaleLayout {
 	return l
 }
 
+// builtSize is the size of the scale table in jobs (from scaleMarker): 0
+// for an empty table, an error for a table scale did not fill, which it
+// never empties.
+func builtSize(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	var comment string
+	var filled bool
+	err := pool.QueryRow(ctx, `SELECT coalesce(obj_description('jobs'::regclass, 'pg_class'), ''),
+		EXISTS (SELECT FROM jobs)`).Scan(&comment, &filled)
+	if err != nil {
+		return 0, fmt.Errorf("read the jobs table's scale marker: %w", err)
+	}
+	var size int
+	if _, err := fmt.Sscanf(comment, scaleMarker, &size); err == nil {
+		return size, nil
+	}
+	if filled {
+		return 0, errors.New("the jobs table holds rows scale did not write: run scale on a scratch database")
+	}
+	return 0, nil
+}
+
 // build empties jobs and fills it in id order (so in age order): the dead
 // letters first (they linger while history piles up behind them), then the
 // done history, then the running and ready jobs (the newest rows), each in
 // statements of at most scaleChunk rows. It ends with VACUUM ANALYZE (of
-// jobs and dead_letter_counts), as autovacuum would have.
+// jobs and dead_letter_counts), as autovacuum would have, and marks the
+// table with its size (scaleMarker). A table already marked with this size
+// is kept as it is.
 func (l scaleLayout) build(ctx context.Context, cfg Config) error {
+	if size, err := builtSize(ctx, cfg.Pool); err != nil || size == l.size {
+		if err == nil {
+			cfg.logf("scale: the jobs table already holds the %d rows; reusing it", l.size)
+		}
+		return err
+	}
+	cfg.logf("scale: building %d job rows (%d ready, %d running, %d dead in %d classes over %d queues, %d done)",
+		l.size, l.ready, l.running, l.dead, scaleClasses, scaleQueues, l.done)
+	built := time.Now()
+	defer func() { cfg.logf("scale: built in %s", time.Since(built).Round(time.Millisecond)) }()
 	// The dead letters are counted once at the end, as migration 013 does,
 	// not by the per-row trigger a million times.
-	for _, q := range []string{`TRUNCATE jobs`, `ALTER TABLE jobs DISABLE TRIGGER jobs_dead_count_insert`} {
+	for _, q := range []string{`TRUNCATE jobs`, `COMMENT ON TABLE jobs IS NULL`, `ALTER TABLE jobs DISABLE TRIGGER jobs_dead_count_insert`} {
 		if _, err := cfg.Pool.Exec(ctx, q); err != nil {
 			return fmt.Errorf("prepare the jobs table: %w", err)
 		}
@@ -88,7 +132,14 @@ func (l scaleLayout) build(ctx context.Context, cfg Config) error {
 	if _, err := cfg.Pool.Exec(ctx, sqlText("scale_dead_counts")); err != nil {
 		return fmt.Errorf("count the dead letters: %w", err)
 	}
-	return vacuumJobs(ctx, cfg)
+	if err := vacuumJobs(ctx, cfg); err != nil {
+		return err
+	}
+	// COMMENT takes no parameter; the text is a number in a fixed format.
+	if _, err := cfg.Pool.Exec(ctx, "COMMENT ON TABLE jobs IS '"+fmt.Sprintf(scaleMarker, l.size)+"'"); err != nil {
+		return fmt.Errorf("mark the scale table: %w", err)
+	}
+	return nil
 }
 
 // buildTimeout bounds one build: generous for a loaded two-core box (about
@@ -253,12 +304,14 @@ func scaleOps(cfg Config, l scaleLayout) []scaleOp {
 			if len(jobs) == 0 {
 				return d, errors.New("claim found no ready job")
 			}
-			ids, gens := make([]int64, len(jobs)), make([]int64, len(jobs))
-			for k, j := range jobs {
-				ids[k], gens[k] = j.ID, j.LeaseGeneration
+			// Handed back untimed, unstarted: the backlog keeps its size
+			// through every round, and a kept table through later runs.
+			for _, j := range jobs {
+				if err := queues.JobRelease(ctx, cfg.Pool, j.ID, "scale-bench", j.LeaseGeneration, true); err != nil {
+					return d, err
+				}
 			}
-			_, err = queues.JobAckMany(ctx, cfg.Pool, "scale-bench", ids, gens)
-			return d, err
+			return d, nil
 		}},
 	}
 	if cfg.Console == nil {
@@ -300,12 +353,28 @@ func (t scaleTiming) ms() float64 {
 	return ms(t.median)
 }
 
-// Scale builds the jobs table at cfg.Small and then cfg.Large rows (see
-// scaleLayout), VACUUM ANALYZEs it, and times the engine's claim and every
-// console page and panel (through cfg.Console, end to end over HTTP): one
-// warm-up request, then scaleReps timed ones. It reports each page's median
-// and best at both sizes and the ratio of the medians. It rebuilds the jobs
-// table, so it only runs on a scratch database.
+// scaleSide is one size of scale: its table's layout, the database and
+// console it is measured through, and its operations.
+type scaleSide struct {
+	name   string
+	layout scaleLayout
+	cfg    Config
+	ops    []scaleOp
+}
+
+// Scale builds the jobs table at cfg.Small and at cfg.Large rows (see
+// scaleLayout; a table a kept earlier run built at that size is reused),
+// VACUUM ANALYZEs it, and times the engine's claim and every console page
+// and panel (through the console, end to end over HTTP): one warm-up
+// request, then scaleReps timed ones, in rounds over every page. With
+// cfg.SmallPool the two tables live side by side and each request of a page
+// at one size is followed by the same request at the other (the first of
+// the two alternating), so both sizes meet the same load and the same
+// server; without it the small table is built and measured first, then
+// replaced by the large one. It reports each page's median and best at both
+// sizes and the ratio of the medians. It rebuilds the jobs tables, so it
+// only runs on scratch databases, and empties them at the end unless
+// cfg.Keep.
 func Scale(ctx context.Context, cfg Config) (Report, error) {
 	cfg = cfg.withDefaults()
 	var r Report
@@ -322,44 +391,48 @@ func Scale(ctx context.Context, cfg Config) (Report, error) {
 		return r, fmt.Errorf("the large size is at most %d rows, not %d", ScaleMaxRows, cfg.Large)
 	}
 
+	small, large := cfg, cfg
+	if cfg.SmallPool != nil {
+		small.Pool, small.Console = cfg.SmallPool, cfg.SmallConsole
+	}
+	sides := []*scaleSide{{name: "small", layout: layoutFor(cfg.Small), cfg: small}, {name: "large", layout: layoutFor(cfg.Large), cfg: large}}
 	timings := map[string][2]scaleTiming{}
-	var ops []scaleOp
-	for s, size := range []int{cfg.Small, cfg.Large} {
-		l := layoutFor(size)
-		cfg.logf("scale: building %d job rows (%d ready, %d running, %d dead in %d classes over %d queues, %d done)",
-			size, l.ready, l.running, l.dead, scaleClasses, scaleQueues, l.done)
-		built := time.Now()
-		bctx, cancel := context.WithTimeout(ctx, buildTimeout(size))
-		err := l.build(bctx, cfg)
-		cancel()
-		if err != nil {
+	run := func(sides ...*scaleSide) error {
+		for _, sd := range sides {
+			bctx, cancel := context.WithTimeout(ctx, buildTimeout(sd.layout.size))
+			err := sd.layout.build(bctx, sd.cfg)
+			cancel()
+			if err != nil {
+				return err
+			}
+			sd.ops = scaleOps(sd.cfg, sd.layout)
+		}
+		cfg.logf("scale: measuring %d requests of each page at each size", scaleReps)
+		return measureSides(ctx, cfg, sides, timings)
+	}
+	if cfg.SmallPool != nil {
+		if err := run(sides...); err != nil {
 			return r, err
 		}
-		cfg.logf("scale: built in %s; measuring", time.Since(built).Round(time.Millisecond))
-		ops = scaleOps(cfg, l)
-		for _, op := range ops {
-			t, err := measure(ctx, op)
-			if ctx.Err() != nil {
-				return r, ctx.Err()
+	} else {
+		for _, sd := range sides {
+			if err := run(sd); err != nil {
+				return r, err
 			}
-			if err != nil {
-				// A page that fails (a timeout, most often) is a result: it
-				// is reported as such and the other pages are still timed.
-				cfg.logf("scale: %-45s failed: %.200v", op.label, err)
-				t = scaleTiming{failed: err}
-			} else {
-				cfg.logf("scale: %-45s %8.1f ms (best %.1f)", op.label, ms(t.median), ms(t.best))
-			}
-			m := timings[op.key]
-			m[s] = t
-			timings[op.key] = m
 		}
 	}
-	if _, err := cfg.Pool.Exec(ctx, "TRUNCATE jobs"); err != nil {
-		return r, err
+	if !cfg.Keep {
+		for _, sd := range sides {
+			if _, err := sd.cfg.Pool.Exec(ctx, "TRUNCATE jobs"); err != nil {
+				return r, err
+			}
+		}
 	}
+	ops := sides[1].ops
 	r.Add("small_rows", "small table", cfg.Small, "job rows")
 	r.Add("large_rows", "large table", cfg.Large, "job rows")
+	r.Add("requests", "timed requests per page and size", scaleReps, "")
+	r.Add("side_by_side", "both sizes measured side by side", cfg.SmallPool != nil, "")
 	worst, worstKey, slowest, slowestKey := 0.0, "", 0.0, ""
 	var failed []string
 	for _, op := range ops {
@@ -379,6 +452,7 @@ func Scale(ctx context.Context, cfg Config) (Report, error) {
 		}
 		r.Add(op.key+"_small_ms", op.label+", small", m[0].ms(), "ms")
 		r.Add(op.key+"_large_ms", op.label+", large", m[1].ms(), "ms")
+		r.Add(op.key+"_small_best_ms", op.label+", small, best", ms(m[0].best), "ms")
 		r.Add(op.key+"_large_best_ms", op.label+", large, best", ms(m[1].best), "ms")
 		r.Add(op.key+"_ratio", op.label+", large/small", q, "")
 	}
@@ -390,21 +464,64 @@ func Scale(ctx context.Context, cfg Config) (Report, error) {
 	return r, nil
 }
 
-// measure runs op once untimed (it warms caches and plans, and gives the
-// findings round its WAL anchor), then scaleReps times, each bounded.
-func measure(ctx context.Context, op scaleOp) (scaleTiming, error) {
-	var ds []time.Duration
-	for i := range scaleReps + 1 {
-		octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		d, err := op.run(octx, i)
-		cancel()
-		if err != nil {
-			return scaleTiming{}, err
+// measureSides times every op of sides (their ops lists are of the same
+// pages, in the same order) in scaleReps+1 rounds, the first a warm-up
+// (caches, plans, the findings round's WAL anchor): in each round every op
+// runs once at each side, the sides in turn first. A page that fails (a
+// timeout, most often) is a result: it is reported as such, is not
+// requested again at that size, and the other pages are still timed.
+// Timings go to timings[key][side index], side 0 being the small table.
+func measureSides(ctx context.Context, cfg Config, sides []*scaleSide, timings map[string][2]scaleTiming) error {
+	slot := func(sd *scaleSide) int {
+		if sd.name == "small" {
+			return 0
 		}
-		if i > 0 {
-			ds = append(ds, d)
+		return 1
+	}
+	ds := map[string][2][]time.Duration{}
+	failed := map[string][2]error{}
+	for round := range scaleReps + 1 {
+		for k := range sides[0].ops {
+			for j := range sides {
+				sd := sides[(j+round)%len(sides)]
+				op, i := sd.ops[k], slot(sd)
+				if failed[op.key][i] != nil {
+					continue
+				}
+				octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+				d, err := op.run(octx, round)
+				cancel()
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if err != nil {
+					cfg.logf("scale: %-45s %s failed: %.200v", op.label, sd.name, err)
+					f := failed[op.key]
+					f[i] = err
+					failed[op.key] = f
+					continue
+				}
+				if round > 0 {
+					m := ds[op.key]
+					m[i] = append(m[i], d)
+					ds[op.key] = m
+				}
+			}
 		}
 	}
-	m := median(ds)
-	return scaleTiming{median: m, best: ds[0]}, nil
+	for _, sd := range sides {
+		i := slot(sd)
+		for _, op := range sd.ops {
+			m := timings[op.key]
+			if err := failed[op.key][i]; err != nil {
+				m[i] = scaleTiming{failed: err}
+			} else {
+				d := ds[op.key][i]
+				m[i] = scaleTiming{median: median(d), best: slices.Min(d)}
+				cfg.logf("scale: %-45s %s %8.1f ms (best %.1f)", op.label, sd.name, ms(m[i].median), ms(m[i].best))
+			}
+			timings[op.key] = m
+		}
+	}
+	return nil
 }

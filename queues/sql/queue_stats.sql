@@ -8,10 +8,9 @@
 -- scheduled is exact while scheduled is below $1 (due_exact); the oldest due
 -- ready job is one probe of jobs_ready_pick_idx per (queue, priority), the
 -- priorities found by a loose scan of it; expired leases are a range of
--- jobs_running_lease_idx (bounded by the fleet's concurrency); done is
--- approximated from pg_class.reltuples times the queue's share in pg_stats
--- minus the others (never a scan). Queues with only settings rows appear
--- too. Due and expired are decided against clock_timestamp() (now() is
+-- jobs_running_lease_idx (bounded by the fleet's concurrency). Done is not
+-- read here: QueueStats takes it from queue_counts.sql, its one owner.
+-- Queues with only settings rows appear too. Due and expired are decided against clock_timestamp() (now() is
 -- the start of a caller's transaction, which may precede the jobs it
 -- enqueued); index scans are bounded with now() as well, which the planner
 -- can estimate from statistics (a bound it cannot see, such as a clock read
@@ -62,14 +61,6 @@ WITH RECURSIVE counts AS (
 ), queues AS (
     SELECT queue FROM counts WHERE ready <> 0 OR running <> 0
     UNION SELECT queue FROM dead UNION SELECT queue FROM queue_settings
-), total AS (
-    SELECT greatest(reltuples, 0)::float8 AS n FROM pg_class WHERE oid = 'jobs'::regclass
-), share AS (
-    -- the planner's statistics: each common queue's share of all rows
-    SELECT m.queue, m.freq
-    FROM pg_stats st,
-         unnest(st.most_common_vals::text::text[], st.most_common_freqs) AS m(queue, freq)
-    WHERE st.schemaname = current_schema() AND st.tablename = 'jobs' AND st.attname = 'queue'
 )
 SELECT q.queue,
        coalesce(c.ready, 0) AS ready,
@@ -79,8 +70,6 @@ SELECT q.queue,
        coalesce(x.expired, 0) AS expired_leases,
        coalesce(d.dead, 0) AS dead,
        coalesce(extract(epoch FROM clock_timestamp() - r.oldest_due), 0)::float8 AS oldest_ready_seconds,
-       greatest(0, coalesce(round((SELECT n FROM total) * sh.freq)::bigint, 0)
-           - coalesce(c.ready, 0) - coalesce(c.running, 0) - coalesce(d.dead, 0)) AS done_approx,
        coalesce(s.paused, false) AS paused, s.max_workers, s.rate_per_second
 FROM queues q
 LEFT JOIN counts c USING (queue)
@@ -88,5 +77,4 @@ LEFT JOIN ready r USING (queue)
 LEFT JOIN expired x USING (queue)
 LEFT JOIN dead d USING (queue)
 LEFT JOIN queue_settings s USING (queue)
-LEFT JOIN share sh USING (queue)
 ORDER BY q.queue
