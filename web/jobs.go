@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,16 @@ import (
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/views"
 )
+
+// jobListBudget bounds the jobs list inside the page's read timeout, so a
+// filter that has to read most of the table still gets its page (form,
+// tabs, and why nothing is listed) instead of a bare timeout.
+const jobListBudget = 3 * time.Second
+
+// jobListTimedOut says why a list can run out of its budget and what to do.
+const jobListTimedOut = "The list is read newest first and stops once it has a page. No index narrows a kind or a " +
+	"created time by itself, so a rare kind or a range far from now can read most of the jobs table (or the table " +
+	"is locked: see the blocking tree). Narrow it with a status or an error class, or choose a range closer to now."
 
 // jobsList serves GET /jobs: filtered, keyset-paginated by id (so a page
 // costs the same on the millionth row as on the first). ?id= jumps to a job.
@@ -33,9 +44,20 @@ func (s *Server) jobsList(c echo.Context) error {
 	ctx, cancel := readContext(c)
 	defer cancel()
 	var jobs []queues.Job
+	listTimedOut := false
 	if ferr == nil {
+		lctx, lcancel := context.WithTimeout(ctx, jobListBudget)
 		var err error
-		if jobs, err = queues.JobList(ctx, s.cfg.Pool, f.Params); err != nil {
+		jobs, err = queues.JobList(lctx, s.cfg.Pool, f.Params)
+		lcancel()
+		switch {
+		case err == nil:
+		case errorsIsTimeout(err) && ctx.Err() == nil:
+			if wantsJSON(c) {
+				return echo.NewHTTPError(http.StatusGatewayTimeout, jobListTimedOut)
+			}
+			listTimedOut = true
+		default:
 			return err
 		}
 	}
@@ -47,10 +69,14 @@ func (s *Server) jobsList(c echo.Context) error {
 	m.Tabs, m.TabsNote = jobTabs(f, stats)
 	m.Bulk, m.CSRF = bulkActions(readRole(c)), csrfToken(c)
 	status := http.StatusOK
-	if ferr != nil {
+	switch {
+	case ferr != nil:
 		status = http.StatusBadRequest
 		m.Jobs.EmptyTitle, m.Jobs.EmptyWhy = "Fix the filter.", " The fields marked above refused what was typed; nothing was listed."
 		setRefusal(c, ferr.Error())
+	case listTimedOut:
+		status = http.StatusGatewayTimeout
+		m.Jobs.EmptyTitle, m.Jobs.EmptyWhy = "No page of jobs within "+humanSeconds(jobListBudget.Seconds())+".", " "+jobListTimedOut
 	}
 	return s.render(c, page{Title: "Jobs", Nav: "jobs", Model: m, Body: views.JobsBody(m), Status: status})
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -337,4 +338,34 @@ func TestJobPayloadDownload(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 	resp, _ = c.get("/jobs/x/payload")
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+}
+
+// TestJobsListAnswersWhenTheListCannotFinish holds the jobs table so the
+// list cannot read it (as a filter that reads most of a large table cannot
+// finish): the page still answers within the read timeout, with its form
+// and tabs, and says why nothing is listed and what to do; JSON clients get
+// the same advice with a 504.
+func TestJobsListAnswersWhenTheListCannotFinish(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	pool := e.srv.cfg.Pool
+	_, err := pool.Exec(t.Context(), `INSERT INTO jobs (queue, kind) SELECT 'held', 'rare' FROM generate_series(1, 3)`)
+	require.NoError(t, err)
+	tx, err := pool.Begin(t.Context())
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	_, err = tx.Exec(t.Context(), "LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
+	require.NoError(t, err)
+
+	c := e.signedIn(t, "viewer")
+	resp, body := c.get("/jobs?kind=rare")
+	require.Equal(t, http.StatusGatewayTimeout, resp.StatusCode, body)
+	require.Contains(t, body, "No page of jobs within 3s.")
+	require.Contains(t, body, "Narrow it with a status or an error class")
+	require.Contains(t, body, `value="rare"`, "the form keeps the filter")
+	require.Contains(t, body, "Ready", "the tabs come from the counters, which the lock does not hold")
+
+	resp, body = c.get("/jobs?kind=rare", "Accept", "application/json")
+	require.Equal(t, http.StatusGatewayTimeout, resp.StatusCode, body)
+	require.Contains(t, body, "Narrow it with a status or an error class")
 }
