@@ -2,6 +2,7 @@ package actions_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -13,7 +14,9 @@ import (
 )
 
 // TestIncidentActions: opening, capturing into and closing an incident are
-// audited actions whose audit events carry the incident's id.
+// audited actions whose audit events carry the incident's id, and a capture
+// reads the database the actions act on (its evidence shows the queue this
+// test filled there).
 func TestIncidentActions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -44,6 +47,9 @@ func TestIncidentActions(t *testing.T) {
 	_, err = r.Run(ctx, operator, "incident.capture", actions.Request{
 		Params: map[string]any{"incident_id": inc.ID, "panel": "no_such_panel"}, Reason: reason})
 	require.ErrorIs(t, err, actions.ErrNotFound)
+	for range 3 {
+		insertJob(t, pool, "incident-orders", "ready", "")
+	}
 	out, err = r.Run(ctx, operator, "incident.capture", actions.Request{
 		Params: map[string]any{"incident_id": inc.ID, "panel": "queue_health"}, Reason: reason})
 	require.NoError(t, err)
@@ -52,6 +58,19 @@ func TestIncidentActions(t *testing.T) {
 	require.Len(t, evidence, 1)
 	require.Equal(t, "queues", evidence[0].Step)
 	require.Contains(t, evidence[0].SQLText, "jobs", "the capture keeps the SQL that ran")
+	var captured struct {
+		Rows []struct {
+			Queue string `json:"queue"`
+			Ready int64  `json:"ready"`
+		} `json:"rows"`
+	}
+	require.NoError(t, json.Unmarshal(evidence[0].Data, &captured))
+	ready := map[string]int64{}
+	for _, row := range captured.Rows {
+		ready[row.Queue] = row.Ready
+	}
+	require.Equal(t, map[string]int64{"incident-orders": 3}, ready,
+		"the evidence is read from the database the actions act on")
 	require.Equal(t, inc.ID, *lastAudit(t, pool).IncidentID)
 
 	_, err = r.Run(ctx, operator, "incident.close", actions.Request{Params: map[string]any{"id": inc.ID, "summary": "fixed"}, Reason: reason})

@@ -37,10 +37,21 @@ func TestCatalogRunsOnThisServer(t *testing.T) {
 	copier := connect(t, url, "bulk-loader")
 	pr, pw := io.Pipe()
 	copyDone := make(chan error, 1)
+	copyExited := make(chan struct{})
 	go func() {
+		defer close(copyExited)
 		_, err := copier.PgConn().CopyFrom(ctx, pr, "COPY jobs (queue, kind) FROM STDIN")
 		copyDone <- err
 	}()
+	// A failure before the pipe is closed below leaves the COPY running; a
+	// connection is not safe for concurrent use, so the COPY must end
+	// before connect's cleanup closes the connection (both would close it,
+	// and pgconn panics with "close of closed channel"). Cleanups run last
+	// registered first: this one aborts the COPY and waits for it first.
+	t.Cleanup(func() {
+		pw.CloseWithError(errors.New("the test ended before the COPY"))
+		<-copyExited
+	})
 	_, err = pw.Write([]byte(strings.Repeat("copy-q\tk\n", 500)))
 	require.NoError(t, err)
 
