@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -196,21 +197,30 @@ func postgresRestart(t *testing.T, restart func(*pgserver.Server, context.Contex
 	_, err = EnqueueCopy(ctx, admin, ps)
 	require.NoError(t, err)
 	var logs logbuf.Buffer
+	var ids []string
 	for range 2 {
 		cfg := testConfig(map[string]QueueConfig{"rs": {Concurrency: 4}})
 		cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 		pool := testdb.Pool(t, url)
-		startClient(t, pool, cfg, func(c *Client) { c.Handle("logged", startLogHandler(pool)) })
+		c := startClient(t, pool, cfg, func(c *Client) { c.Handle("logged", startLogHandler(pool)) })
+		ids = append(ids, c.ID())
 	}
-	// ghost is a worker whose session was recorded before the restart and
-	// whose heartbeat will be stale after it, like every worker's right
-	// after a restart: it must not be taken for dead.
+	// ghost is a worker that never heartbeats (stale from the start) and
+	// whose session, recorded before the restart, is open until then: a
+	// live but silent worker before the restart, a worker whose session
+	// went with the server after it. It must never be taken for dead. The
+	// cleanup keeps the connection referenced: an unreferenced pgx.Conn is
+	// closed by the garbage collector (its socket's finalizer), which would
+	// end the session and make the ghost a truly dead worker before the
+	// restart, rightly reclaimed.
 	ghost, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
-	_, err = ghost.Exec(ctx, "INSERT INTO workers (id, host, pid) VALUES ('ghost', 'h', 1)")
+	t.Cleanup(func() { ghost.Close(context.Background()) })
+	_, err = ghost.Exec(ctx, "INSERT INTO workers (id, host, pid, last_seen_at) VALUES ('ghost', 'h', 1, now() - interval '1 hour')")
 	require.NoError(t, err)
 	_, err = ghost.Exec(ctx, sqlText("worker_session_record"), "ghost")
 	require.NoError(t, err)
+	runtime.GC()
 
 	done := func() int64 {
 		var d int64
@@ -220,6 +230,10 @@ func postgresRestart(t *testing.T, restart func(*pgserver.Server, context.Contex
 		return d
 	}
 	testdb.Eventually(t, 30*time.Second, "work under way", func() bool { return done() >= 200 })
+	// Both clients have looked for dead workers since the collection: the
+	// silent ghost with its open session is alive.
+	awaitReclaimPasses(t, admin, ids)
+	requireNoneReclaimed(t, admin, "a stale heartbeat with an open session before the restart")
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	require.NoError(t, restart(srv, rctx))
@@ -241,9 +255,8 @@ func postgresRestart(t *testing.T, restart func(*pgserver.Server, context.Contex
 	var total int64
 	require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM jobs").Scan(&total))
 	require.EqualValues(t, n, total)
-	var reclaimed, diedErrors int
-	require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM workers WHERE reclaimed_at IS NOT NULL").Scan(&reclaimed))
-	require.Zero(t, reclaimed, "the restart made a live worker look dead")
+	requireNoneReclaimed(t, admin, "the restart made a live worker look dead")
+	var diedErrors int
 	require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE errors::text LIKE '%worker_died%'").Scan(&diedErrors))
 	require.Zero(t, diedErrors)
 
@@ -266,6 +279,33 @@ func postgresRestart(t *testing.T, restart func(*pgserver.Server, context.Contex
 		var r *time.Time
 		return admin.QueryRow(ctx, "SELECT reclaimed_at FROM workers WHERE id = 'ghost'").Scan(&r) == nil && r != nil
 	})
+}
+
+// awaitReclaimPasses waits until every client in ids has run its
+// maintenance tick (heartbeat, then the dead-worker pass) twice since the
+// call: the second heartbeat follows a dead-worker pass that started after
+// the call.
+func awaitReclaimPasses(t *testing.T, db *pgxpool.Pool, ids []string) {
+	t.Helper()
+	ctx := context.Background()
+	for range 2 {
+		var since time.Time
+		require.NoError(t, db.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&since))
+		testdb.Eventually(t, 30*time.Second, "a heartbeat from every client", func() bool {
+			var behind int
+			err := db.QueryRow(ctx, "SELECT count(*) FROM workers WHERE id = ANY ($1) AND last_seen_at <= $2", ids, since).Scan(&behind)
+			return err == nil && behind == 0
+		})
+	}
+}
+
+// requireNoneReclaimed fails, naming them, when workers were found dead.
+func requireNoneReclaimed(t *testing.T, db *pgxpool.Pool, what string) {
+	t.Helper()
+	var reclaimed []string
+	require.NoError(t, db.QueryRow(context.Background(),
+		"SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM workers WHERE reclaimed_at IS NOT NULL").Scan(&reclaimed))
+	require.Empty(t, reclaimed, "workers taken for dead (%s)", what)
 }
 
 // TestShutdownGraceful checks the shutdown order and that nothing leaks:
