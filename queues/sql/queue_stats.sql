@@ -10,9 +10,9 @@
 -- priorities found by a loose scan of it; expired leases are a range of
 -- jobs_running_lease_idx (bounded by the fleet's concurrency). Done is not
 -- read here: QueueStats takes it from queue_counts.sql, its one owner.
--- Queues with only settings rows appear too. Due and expired are decided against clock_timestamp() (now() is
--- the start of a caller's transaction, which may precede the jobs it
--- enqueued); index scans are bounded with now() as well, which the planner
+-- Queues with only settings rows appear too. Due and expired are decided
+-- against clock_timestamp() (now() is the start of a caller's transaction,
+-- which may precede the jobs it enqueued); index scans are bounded with now() as well, which the planner
 -- can estimate from statistics (a bound it cannot see, such as a clock read
 -- in an InitPlan, is costed at a third of the index for every probe, and a
 -- plan costed that high is JIT-compiled for longer than it runs). No locks.
