@@ -297,6 +297,15 @@ func TestDeadLetterClassStatsProbesOnlyTheShownGroups(t *testing.T) {
 	for i, g := range all {
 		require.Equal(t, i < 40, g.LastFinishedAt != nil, "group %d (%s %s)", i, g.Queue, g.ErrorClass)
 	}
+	// An hour's window holds a death of every class: past the shown
+	// groups, the last death still comes from the window, without a probe.
+	recent, _, err := DeadLetterClassStatsAll(ctx, pool, DeadLetterStatsParams{Window: time.Hour, MaxGroups: 1})
+	require.NoError(t, err)
+	require.Len(t, recent, 300)
+	for i, g := range recent {
+		require.Positive(t, g.DeadRecent, "group %d (%s %s)", i, g.Queue, g.ErrorClass)
+		require.NotNil(t, g.LastFinishedAt, "group %d (%s %s) died within the window", i, g.Queue, g.ErrorClass)
+	}
 	inEachPlanMode(t, pool, func(conn *pgxpool.Conn, mode string) {
 		raw := []byte(strings.Join(explainPrepared(t, conn, "class_stats_probes_"+mode, "dead_letter_class_stats",
 			"(ANALYZE, FORMAT JSON)", "(1, 10000, NULL, 40)"), "\n"))

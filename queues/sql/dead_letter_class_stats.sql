@@ -28,16 +28,16 @@ WITH recent AS (
     LEFT JOIN recent AS r USING (queue, error_class)
 )
 SELECT g.queue, g.error_class, g.dead, g.dead_recent,
-       -- CASE and COALESCE run the probes only for the first $4 groups
+       -- COALESCE and CASE run the probes only for the first $4 groups
        -- with no recent death.
-       CASE WHEN g.n <= $4 THEN
-           coalesce(g.recent_last,
+       coalesce(g.recent_last,
+                CASE WHEN g.n <= $4 THEN
                     greatest((SELECT max(j.finished_at) FROM jobs AS j
                               WHERE j.status = 'dead' AND j.queue = g.queue AND j.error_class = g.error_class),
                              (SELECT max(j.finished_at) FROM jobs AS j
                               WHERE g.error_class = ''
-                                AND j.status = 'dead' AND j.queue = g.queue AND j.error_class IS NULL)))
-       END AS last_finished_at
+                                AND j.status = 'dead' AND j.queue = g.queue AND j.error_class IS NULL))
+                END) AS last_finished_at
 FROM ranked AS g
 ORDER BY g.n
 LIMIT $3
