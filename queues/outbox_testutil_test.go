@@ -1,6 +1,7 @@
 package queues
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"strconv"
@@ -241,22 +242,26 @@ func (p *obProxy) serve() {
 	}
 }
 
+// syncMessage is the extended protocol's Sync: the server commits an
+// implicit transaction's statement when it reads it.
+var syncMessage = []byte{'S', 0, 0, 0, 4}
+
 func (p *obProxy) clientToServer(c, s net.Conn, cut *atomic.Bool) {
 	buf := make([]byte, 64<<10)
 	matched := map[string]bool{} // names of statements prepared with match
+	cutting := false             // the armed statement is on its way; cut after its commit point
+	var tail []byte              // the end of the last chunk, for a Sync split across reads
 	for {
 		n, err := c.Read(buf)
 		if n > 0 {
 			chunk := buf[:n]
-			if _, werr := s.Write(chunk); werr != nil {
-				c.Close()
-				return
-			}
 			// A simple-protocol Query message ('Q') whose text is COMMIT;
 			// with match, a Bind ('B': portal, then statement name) of a
 			// statement whose Parse ('P': name, then text) held match. The
-			// client writes Bind, Execute and Sync at once, and the server
-			// commits the statement at the Sync.
+			// client writes Bind, Execute and Sync together, but a read may
+			// return them in parts: the server commits at the Sync, so the
+			// cut waits until the Sync is forwarded (cut before a Sync, the
+			// server would see the connection end and never commit).
 			var hit bool
 			text := strings.ToLower(string(chunk))
 			switch {
@@ -270,14 +275,25 @@ func (p *obProxy) clientToServer(c, s net.Conn, cut *atomic.Bool) {
 				name, _, _ := strings.Cut(rest, "\x00")
 				hit = matched[name]
 			}
-			if p.armed.Load() && hit {
-				p.armed.Store(false)
+			if !cutting && hit && p.armed.CompareAndSwap(true, false) {
 				p.cuts.Add(1)
-				cut.Store(true)
+				cutting = true
+				tail = nil
+			}
+			last := cutting && (p.match == "" || bytes.Contains(append(tail, chunk...), syncMessage))
+			if last {
+				cut.Store(true) // before the server can answer
+			}
+			if _, werr := s.Write(chunk); werr != nil {
+				c.Close()
+				return
+			}
+			if last {
 				c.Close()
 				s.(*net.TCPConn).CloseWrite()
 				return
 			}
+			tail = append(tail[:0], chunk[max(0, len(chunk)-len(syncMessage)+1):]...)
 		}
 		if err != nil {
 			s.(*net.TCPConn).CloseWrite()
