@@ -122,6 +122,10 @@ type Client struct {
 	names    []string
 	host     string
 	liveness time.Duration
+	// listenStable is how long a LISTEN session must stay up for the next
+	// reconnect to wait listenRetryMin again (listenStableAfter; tests
+	// shorten it before Start).
+	listenStable time.Duration
 
 	hmu      sync.RWMutex // handlers: read for every job
 	handlers map[string]HandlerFunc
@@ -222,15 +226,16 @@ func NewClient(pool *pgxpool.Pool, cfg ClientConfig) (*Client, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{
-		pool:     pool,
-		cfg:      cfg,
-		log:      log.With("worker", cfg.ID),
-		metrics:  newMetrics(cfg.Registerer),
-		queues:   map[string]*queueRunner{},
-		host:     host,
-		liveness: max(3*cfg.PollInterval, 10*time.Second),
-		handlers: map[string]HandlerFunc{},
-		running:  map[int64]runningJob{},
+		pool:         pool,
+		cfg:          cfg,
+		log:          log.With("worker", cfg.ID),
+		metrics:      newMetrics(cfg.Registerer),
+		queues:       map[string]*queueRunner{},
+		host:         host,
+		liveness:     max(3*cfg.PollInterval, 10*time.Second),
+		listenStable: listenStableAfter,
+		handlers:     map[string]HandlerFunc{},
+		running:      map[int64]runningJob{},
 	}
 	c.errs.counted = c.metrics.engineErrors
 	for name, qc := range cfg.Queues {

@@ -34,7 +34,11 @@
 // (three of their heartbeat intervals, at least 2s) and whose recorded
 // session is gone from pg_stat_activity, marks them stopped and reclaimed
 // (workers.reclaimed_at) and returns their running jobs to ready at once,
-// fenced like the reaper (error class "worker_died"). A slow or paused
+// fenced like the reaper (error class "worker_died"). A heartbeat the dead
+// worker sent before it died and the server ran late leaves its row
+// stopped; a worker taken for dead that was alive after all comes back
+// with its first heartbeat after its LISTEN session reconnects (only a live
+// process records a new session). A slow or paused
 // process keeps its session, so its leases run their course; a session
 // recorded before a server restart proves nothing and is ignored until the
 // worker records its new one. Without LISTEN (DisableListen) no session is

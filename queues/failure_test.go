@@ -460,10 +460,10 @@ func TestOrphanClaimReleased(t *testing.T) {
 }
 
 // TestAckReplyLost: an ack statement commits but its reply never arrives
-// (a proxy cuts the connection right after forwarding it). The worker
-// retries, the retry matches nothing, and the worker recognises the job as
-// done by its own lost ack: counted done, not logged or counted as a stale
-// ack.
+// (a proxy lets the server run it to its commit, drops the answer and cuts
+// the connection). The worker retries, the retry matches nothing, and the
+// worker recognises the job as done by its own lost ack: counted done, not
+// logged or counted as a stale ack.
 func TestAckReplyLost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -3,6 +3,7 @@ package queues
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"net"
 	"strconv"
 	"strings"
@@ -175,9 +176,9 @@ func obCountState(t testing.TB, pool *pgxpool.Pool, state string) int {
 
 // obProxy is a TCP proxy in front of PostgreSQL. When armed, it forwards the
 // client's COMMIT (with match set: the execution of a prepared statement
-// whose text contains match) and then cuts both directions before the
-// answer can come back: the client sees a broken connection, the server
-// commits.
+// whose text contains match), lets the server run it to its end, drops the
+// server's answer and cuts both connections: the server committed, the
+// client only sees its connection break while it waits for the answer.
 type obProxy struct {
 	ln     net.Listener
 	target string
@@ -222,22 +223,7 @@ func (p *obProxy) serve() {
 		p.conns = append(p.conns, c, s)
 		p.mu.Unlock()
 		var cut atomic.Bool
-		go func() {
-			// Server to client; after a cut the server's answer is read and
-			// dropped, so the server never sees a reset before it commits.
-			defer s.Close()
-			buf := make([]byte, 64<<10)
-			for {
-				n, err := s.Read(buf)
-				if n > 0 && !cut.Load() {
-					c.Write(buf[:n])
-				}
-				if err != nil {
-					c.Close()
-					return
-				}
-			}
-		}()
+		go serverToClient(s, c, &cut)
 		go p.clientToServer(c, s, &cut)
 	}
 }
@@ -249,7 +235,7 @@ var syncMessage = []byte{'S', 0, 0, 0, 4}
 func (p *obProxy) clientToServer(c, s net.Conn, cut *atomic.Bool) {
 	buf := make([]byte, 64<<10)
 	matched := map[string]bool{} // names of statements prepared with match
-	cutting := false             // the armed statement is on its way; cut after its commit point
+	cutting := false             // the armed statement is on its way
 	var tail []byte              // the end of the last chunk, for a Sync split across reads
 	for {
 		n, err := c.Read(buf)
@@ -259,9 +245,8 @@ func (p *obProxy) clientToServer(c, s net.Conn, cut *atomic.Bool) {
 			// with match, a Bind ('B': portal, then statement name) of a
 			// statement whose Parse ('P': name, then text) held match. The
 			// client writes Bind, Execute and Sync together, but a read may
-			// return them in parts: the server commits at the Sync, so the
-			// cut waits until the Sync is forwarded (cut before a Sync, the
-			// server would see the connection end and never commit).
+			// return them in parts: the statement is complete once its Sync
+			// is forwarded.
 			var hit bool
 			text := strings.ToLower(string(chunk))
 			switch {
@@ -282,15 +267,18 @@ func (p *obProxy) clientToServer(c, s net.Conn, cut *atomic.Bool) {
 			}
 			last := cutting && (p.match == "" || bytes.Contains(append(tail, chunk...), syncMessage))
 			if last {
-				cut.Store(true) // before the server can answer
+				// Set before the server can answer: from here on its
+				// output is the answer to the cut statement.
+				cut.Store(true)
 			}
 			if _, werr := s.Write(chunk); werr != nil {
 				c.Close()
 				return
 			}
 			if last {
-				c.Close()
-				s.(*net.TCPConn).CloseWrite()
+				// serverToClient closes both connections once the server
+				// has answered. The client sends nothing more until it
+				// has its answer.
 				return
 			}
 			tail = append(tail[:0], chunk[max(0, len(chunk)-len(syncMessage)+1):]...)
@@ -300,4 +288,53 @@ func (p *obProxy) clientToServer(c, s net.Conn, cut *atomic.Bool) {
 			return
 		}
 	}
+}
+
+// serverToClient forwards the server's output until the cut. From the cut
+// on, it reads the server's answer to the cut statement without forwarding
+// it, and closes both connections at the answer's ReadyForQuery: the
+// server sends that only once the statement's implicit transaction (or the
+// COMMIT) has ended, so the commit happens before the client can see the
+// cut and start a retry. Closing earlier, as soon as the statement is
+// forwarded, would let a retry on another connection overtake a statement
+// the server had not yet run.
+func serverToClient(s, c net.Conn, cut *atomic.Bool) {
+	defer s.Close()
+	defer c.Close()
+	buf := make([]byte, 64<<10)
+	var answer []byte // the dropped answer; the client had read all output before it
+	for {
+		n, err := s.Read(buf)
+		if n > 0 {
+			if !cut.Load() {
+				if _, werr := c.Write(buf[:n]); werr != nil {
+					return
+				}
+			} else {
+				answer = append(answer, buf[:n]...)
+				if readyForQuery(answer) {
+					return
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readyForQuery reports whether b, a run of whole backend messages from a
+// message boundary (the last possibly incomplete), holds a ReadyForQuery.
+func readyForQuery(b []byte) bool {
+	for len(b) >= 5 {
+		if b[0] == 'Z' {
+			return true
+		}
+		n := int(binary.BigEndian.Uint32(b[1:5]))
+		if n < 4 || len(b) < 1+n {
+			return false
+		}
+		b = b[1+n:]
+	}
+	return false
 }

@@ -210,16 +210,38 @@ func (c *Client) renewLoop(ctx context.Context) {
 	}
 }
 
+// Waits between LISTEN sessions: doubled after each session that ends
+// early, back to the shortest after one that stayed up for listenStableAfter.
+const (
+	listenRetryMin    = 100 * time.Millisecond
+	listenRetryMax    = 5 * time.Second
+	listenStableAfter = 10 * time.Second
+)
+
+// nextListenRetry returns the wait before the next LISTEN session, given
+// prev, the wait before the session that just ended (zero for the first),
+// whether that session got established and how long it then stayed up:
+// an outage backs off to listenRetryMax, but a session that stayed up for
+// stable ended the outage, so the wait starts again from listenRetryMin.
+func nextListenRetry(prev time.Duration, established bool, up, stable time.Duration) time.Duration {
+	if established && up >= stable {
+		return listenRetryMin
+	}
+	return min(max(2*prev, listenRetryMin), listenRetryMax)
+}
+
 // listenLoop holds a dedicated connection (outside the pool) LISTENing on
 // NotifyChannel and wakes the named queue's fetcher. After a reconnect it
 // wakes every fetcher, since notifications sent meanwhile were lost.
 func (c *Client) listenLoop(ctx context.Context) {
-	delay := 100 * time.Millisecond
+	var delay time.Duration
 	for ctx.Err() == nil {
-		err := c.listen(ctx)
+		var since time.Time
+		err := c.listen(ctx, &since)
 		if ctx.Err() != nil {
 			return
 		}
+		delay = nextListenRetry(delay, !since.IsZero(), time.Since(since), c.listenStable)
 		c.errs.note("listen", err)
 		c.startReconcile()
 		c.log.Warn("listener lost; polling continues", "err", err, "retry_in", delay)
@@ -230,11 +252,12 @@ func (c *Client) listenLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		delay = min(2*delay, 5*time.Second)
 	}
 }
 
-func (c *Client) listen(ctx context.Context) error {
+// listen runs one LISTEN session until it fails; it sets *since when the
+// session is established (listening, its backend recorded).
+func (c *Client) listen(ctx context.Context, since *time.Time) error {
 	cfg := c.pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = ApplicationName
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -256,6 +279,7 @@ func (c *Client) listen(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, sqlText("worker_session_record"), c.cfg.ID); err != nil {
 		return err
 	}
+	*since = time.Now()
 	for _, q := range c.queues {
 		q.signal()
 	}

@@ -28,13 +28,15 @@ type Worker struct {
 	// seconds: its in-flight counts are no longer true.
 	Stale bool `db:"stale"`
 	// BackendPID is the backend of the worker's long-lived session (its
-	// LISTEN connection); nil until recorded, and for workers that do not
-	// listen.
+	// LISTEN connection); nil until recorded, once the worker stopped, and
+	// for workers that do not listen.
 	BackendPID *int `db:"backend_pid"`
 	// ReclaimedAt is when another process last found this worker dead (a
 	// stale heartbeat and its session gone from the server) and took back
 	// its running jobs at once, ReclaimedJobs how many it took. Nil when
-	// the worker's jobs never had to be reclaimed early.
+	// the worker's jobs never had to be reclaimed early. The row stays
+	// stopped, whatever heartbeats arrive late, until the worker records a
+	// new session: only a live process can.
 	ReclaimedAt   *time.Time `db:"reclaimed_at"`
 	ReclaimedJobs int        `db:"reclaimed_jobs"`
 	// RecentErrors are the worker's last engine errors (claims, acks,
