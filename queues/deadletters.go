@@ -46,8 +46,10 @@ type DeadLetterClassStat struct {
 	ErrorClass string `db:"error_class" json:"error_class"`
 	// Dead is exact; DeadRecent (died within the window) stops at the
 	// count cap.
-	Dead           int64      `db:"dead" json:"dead"`
-	DeadRecent     int64      `db:"dead_recent" json:"dead_recent"`
+	Dead       int64 `db:"dead" json:"dead"`
+	DeadRecent int64 `db:"dead_recent" json:"dead_recent"`
+	// LastFinishedAt is the latest death of the group, nil only if none of
+	// its dead jobs has a finished_at (the engine always sets one).
 	LastFinishedAt *time.Time `db:"last_finished_at" json:"last_finished_at"`
 }
 
