@@ -25,8 +25,9 @@
 -- (requeue, retry, delete, archive, a change of class or of finished_at)
 -- may have been the first, the last or the sample, so for every class a
 -- statement removed jobs from and that still has dead jobs the fold
--- recomputes the three from jobs_dead_idx: two bounded index probes (four
--- for the class '', which also holds the jobs whose error_class is NULL),
+-- recomputes the three in bounded index probes (dead_letter_class_edges:
+-- three, five for the class '', which also holds the jobs whose
+-- error_class is NULL),
 -- whatever the size of the class. A class whose last job left is deleted
 -- without a probe, so a whole-class requeue costs none. The recount runs
 -- after the upsert, as a statement of its own: the upsert has locked the
@@ -51,29 +52,38 @@ ALTER TABLE dead_letter_count_changes
 
 -- dead_letter_class_edges is the first and last death and the sample of
 -- the dead jobs of (queue, error_class) ('' also reads error_class IS
--- NULL), read from jobs_dead_idx in bounded probes. A single SELECT, STABLE
--- and without SET, so PostgreSQL inlines it into the statement calling it.
+-- NULL), in bounded index probes: the first and the last finished_at are
+-- each one entry of jobs_dead_idx (queue, error_class, finished_at), read
+-- index-only; the sample is the highest id among the dead jobs that died at
+-- that last instant (one, but for jobs dying in the same instant), found by
+-- one equality probe of jobs_dead_finished_idx (finished_at) and its
+-- included queue and class. That probe names its queue and class with IS
+-- NOT DISTINCT FROM, which no index can use: the planner, which cannot see
+-- how large a class is, would otherwise be free to walk the whole class in
+-- id order (jobs_dead_queue_class_id_idx) looking for the instant.
+-- (Ordering the class by finished_at and id in jobs_dead_idx, which holds
+-- no id, sorts the whole class.) OFFSET 0 computes the last death once. A
+-- single SELECT, STABLE and without SET, so PostgreSQL inlines it into the
+-- statement calling it.
 CREATE FUNCTION dead_letter_class_edges(q text, ec text)
 RETURNS TABLE (first_finished_at timestamptz, last_finished_at timestamptz, sample_job_id bigint, sample_error text)
 LANGUAGE sql STABLE AS $$
-SELECT f.first_finished_at, s.finished_at, s.id, left(s.last_error, 1000)
-FROM (SELECT least(
-          (SELECT min(j.finished_at) FROM jobs AS j
-           WHERE j.status = 'dead' AND j.queue = q AND j.error_class = ec),
-          (SELECT min(j.finished_at) FROM jobs AS j
-           WHERE ec = '' AND j.status = 'dead' AND j.queue = q AND j.error_class IS NULL)) AS first_finished_at) AS f
-LEFT JOIN LATERAL (
-    SELECT u.id, u.finished_at, u.last_error
-    FROM ((SELECT j.id, j.finished_at, j.last_error FROM jobs AS j
-           WHERE j.status = 'dead' AND j.queue = q AND j.error_class = ec AND j.finished_at IS NOT NULL
-           ORDER BY j.finished_at DESC, j.id DESC LIMIT 1)
-          UNION ALL
-          (SELECT j.id, j.finished_at, j.last_error FROM jobs AS j
-           WHERE ec = '' AND j.status = 'dead' AND j.queue = q AND j.error_class IS NULL AND j.finished_at IS NOT NULL
-           ORDER BY j.finished_at DESC, j.id DESC LIMIT 1)) AS u
-    ORDER BY u.finished_at DESC, u.id DESC
-    LIMIT 1
-) AS s ON true
+SELECT f.first_finished_at, f.last_finished_at, s.id, left(s.last_error, 1000)
+FROM (SELECT least((SELECT min(j.finished_at) FROM jobs AS j
+                    WHERE j.status = 'dead' AND j.queue = q AND j.error_class = ec),
+                   (SELECT min(j.finished_at) FROM jobs AS j
+                    WHERE ec = '' AND j.status = 'dead' AND j.queue = q AND j.error_class IS NULL)) AS first_finished_at,
+             greatest((SELECT max(j.finished_at) FROM jobs AS j
+                       WHERE j.status = 'dead' AND j.queue = q AND j.error_class = ec),
+                      (SELECT max(j.finished_at) FROM jobs AS j
+                       WHERE ec = '' AND j.status = 'dead' AND j.queue = q AND j.error_class IS NULL)) AS last_finished_at
+      OFFSET 0) AS f
+CROSS JOIN LATERAL (
+    SELECT (array_agg(j.id ORDER BY j.id DESC))[1] AS id, (array_agg(j.last_error ORDER BY j.id DESC))[1] AS last_error
+    FROM jobs AS j
+    WHERE j.status = 'dead' AND j.attempts >= 0 AND j.finished_at = f.last_finished_at
+      AND (j.queue, coalesce(j.error_class, '')) IS NOT DISTINCT FROM (q, ec)
+) AS s
 $$;
 
 REVOKE EXECUTE ON FUNCTION dead_letter_class_edges(text, text) FROM PUBLIC;

@@ -271,3 +271,40 @@ func TestDeadLetterGroupsReadNoJobs(t *testing.T) {
 		}
 	})
 }
+
+// TestDeadLetterClassEdgesProbeBounded: the recount a leaving job costs
+// (dead_letter_class_edges, run by the counting trigger for its class)
+// reads each class's first and last death and sample in a few index
+// entries, whatever the size of the class: jobs only through
+// jobs_dead_idx (first and last) and jobs_dead_finished_idx (the jobs of
+// the last instant), never a walk of the class.
+func TestDeadLetterClassEdgesProbeBounded(t *testing.T) {
+	t.Parallel()
+	pool := scalePool(t)
+	// Ten times bigger classes than scalePool's, so that a walk of one
+	// shows.
+	_, err := pool.Exec(context.Background(), `INSERT INTO jobs (queue, kind, status, attempts, error_class, last_error, finished_at)
+		SELECT 'sq3', 'k', 'dead', 1, 'class 3', 'boom', now() - interval '2 days' - g * interval '1 second'
+		FROM generate_series(1, 2000) AS g`)
+	require.NoError(t, err)
+	inEachPlanMode(t, pool, func(conn *pgxpool.Conn, mode string) {
+		ctx := context.Background()
+		rows, err := conn.Query(ctx, `EXPLAIN (ANALYZE, FORMAT JSON)
+			SELECT e.* FROM dead_letter_counts AS c CROSS JOIN LATERAL dead_letter_class_edges(c.queue, c.error_class) AS e
+			WHERE c.queue = 'sq3' AND c.error_class = 'class 3'`)
+		require.NoError(t, err)
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		raw := []byte(strings.Join(lines, "\n"))
+		read := 0.0
+		for _, n := range planNodes(t, raw) {
+			if n["Relation Name"] != "jobs" {
+				continue
+			}
+			require.Contains(t, []any{"jobs_dead_idx", "jobs_dead_finished_idx"}, n["Index Name"], "%s:\n%s", mode, raw)
+			removed, _ := n["Rows Removed by Filter"].(float64)
+			read += (n["Actual Rows"].(float64) + removed) * n["Actual Loops"].(float64)
+		}
+		require.LessOrEqual(t, read, 3.0, "%s: jobs rows read for one class of 2,020\n%s", mode, raw)
+	})
+}
