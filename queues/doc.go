@@ -69,8 +69,9 @@
 // being requeued, retried, cancelled, re-classed, archived or deleted;
 // TRUNCATE empties it). A death moves the first, last and sample by
 // comparison; a job leaving a class that keeps dead jobs makes the trigger
-// read the class.s first death and sample again from jobs_dead_idx, three
-// index probes, after it has locked the class's row. DeadLetterGroups,
+// read the class's first and last death and its sample again in three index
+// probes (jobs_dead_idx, jobs_dead_finished_idx), after it has locked the
+// class's row. DeadLetterGroups,
 // DeadLetterTotals, DeadLetterClassStats, DeadLetterQueueCounts and
 // QueueStats read all of it there and no dead job (the recent deaths of
 // every group are one range scan of the window over
