@@ -26,18 +26,22 @@
 -- may have been the first, the last or the sample, so for every class a
 -- statement removed jobs from and that still has dead jobs the fold
 -- recomputes the three in bounded index probes (dead_letter_class_edges:
--- three, five for the class '', which also holds the jobs whose
--- error_class is NULL),
--- whatever the size of the class. A class whose last job left is deleted
--- without a probe, so a whole-class requeue costs none. The recount runs
--- after the upsert, as a statement of its own: the upsert has locked the
--- class's counter row (waiting for a transaction that folded into it to
--- commit), and the recount's snapshot, taken after, sees every death
--- committed into that row. A death not yet folded when the recount reads is
--- folded later onto the recounted row by least/greatest, which is exact
--- again. A death that stays dead with a new finished_at or last_error is a
--- leave and an entry, so the update trigger now also fires for those
--- columns (its WHEN clause still skips every row that is not dead).
+-- three, five for the class '', which also holds the jobs whose error_class
+-- is NULL), whatever the size of the class. A class whose last job left is
+-- deleted without a probe, so a whole-class requeue costs none.
+--
+-- The recount runs after the upsert, as a statement of its own: the upsert
+-- has locked the class's counter row (waiting for a transaction that folded
+-- into it to commit), and the recount's snapshot, taken after (READ
+-- COMMITTED takes one per statement), sees every change committed into that
+-- row. A change another transaction has made but not yet folded is not in
+-- the recount (a death) or still is (a leave): its own fold, later, moves
+-- the recounted row by least/greatest or recounts it again, exact either
+-- way. (Under REPEATABLE READ a counter row changed since the snapshot
+-- fails the upsert with a serialization error, as it did for the counts.)
+-- A dead job whose finished_at or last_error changes leaves its class and
+-- enters it again, so the update trigger now also fires for those columns
+-- (its WHEN clause still skips every row that is not dead, without a call).
 ALTER TABLE dead_letter_counts
     ADD COLUMN first_finished_at timestamptz,
     ADD COLUMN last_finished_at  timestamptz,
