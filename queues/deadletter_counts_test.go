@@ -38,12 +38,14 @@ func countsMatch(t *testing.T, db DBTX, step, want, got string) {
 }
 
 // deadCountsMatch checks dead_letter_counts against a count of the dead
-// jobs themselves, group by group.
+// jobs themselves, group by group, and each group's first and last death
+// and sample (deadEdgesMatch).
 func deadCountsMatch(t *testing.T, db DBTX, step string) {
 	t.Helper()
 	countsMatch(t, db, step,
 		`SELECT queue || '|' || coalesce(error_class, ''), count(*)::text FROM jobs WHERE status = 'dead' GROUP BY 1`,
 		`SELECT queue || '|' || error_class, dead::text FROM dead_letter_counts`)
+	deadEdgesMatch(t, db, step)
 }
 
 // TestDeadLetterCountsFollowJobs: every way a job enters or leaves 'dead'

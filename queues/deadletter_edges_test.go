@@ -3,7 +3,9 @@ package queues
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -210,6 +212,37 @@ func TestDeadLetterEdgesUnderConcurrentTransactions(t *testing.T) {
 	var n int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT dead FROM dead_letter_counts WHERE queue = 'cc' AND error_class = 'x'`).Scan(&n))
 	require.Equal(t, 6, n)
+
+	// Eight workers at once, each killing jobs of the class and requeueing
+	// its dead jobs, in its own transactions.
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 10 {
+				j, err := EnqueueTx(ctx, pool, EnqueueParams{Queue: "cc", Kind: "k"})
+				if err == nil {
+					_, err = pool.Exec(ctx, `UPDATE jobs SET status = 'dead', error_class = 'x', finished_at = clock_timestamp(),
+						last_error = $2 WHERE id = $1`, j.ID, fmt.Sprintf("worker %d death %d", w, i))
+				}
+				if err == nil && i%2 == 1 {
+					_, err = DeadLetterRequeueTx(ctx, pool, DeadLetterFilter{Queue: "cc", ErrorClass: "x"}, 1, false)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	deadEdgesMatch(t, pool, "eight workers killing and requeueing in one class")
+	deadCountsMatch(t, pool, "eight workers killing and requeueing in one class")
 }
 
 // TestDeadLetterGroupsReadNoJobs: the dead-letter groups (every queue and
