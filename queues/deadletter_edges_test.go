@@ -137,8 +137,9 @@ func waitForLock(t *testing.T, pool *pgxpool.Pool, pid uint32) {
 // counter row until the first commits, in every order that matters: two
 // deaths (the later one committing first, then last); a requeue of the
 // class's newest while another transaction's newer death is uncommitted
-// (the requeue's recount must see it once it commits); and a death while a
-// requeue of the newest is uncommitted. The stored first and last death
+// (the requeue's recount must see it once it commits); a death while a
+// requeue of the newest is uncommitted; then eight workers killing and
+// requeueing jobs of the class at once. The stored first and last death
 // and sample end exact each time.
 func TestDeadLetterEdgesUnderConcurrentTransactions(t *testing.T) {
 	t.Parallel()
