@@ -852,8 +852,8 @@ func readQueues(ctx context.Context, db DBTX, s *roundState) ([]QueueStat, error
 }
 
 // readDeadLetters takes the groups the queue health read, in the same
-// snapshot and order, when it succeeded: the per-group probes run once a
-// round.
+// snapshot and order, when it succeeded: the window's deaths are read once
+// a round.
 func readDeadLetters(ctx context.Context, db DBTX, s *roundState) ([]DeadLetterGroup, error) {
 	if s.deadGroups != nil {
 		return s.deadGroups[:min(len(s.deadGroups), queues.DefaultDeadLetterGroups)], nil

@@ -38,12 +38,14 @@ func countsMatch(t *testing.T, db DBTX, step, want, got string) {
 }
 
 // deadCountsMatch checks dead_letter_counts against a count of the dead
-// jobs themselves, group by group.
+// jobs themselves, group by group, and each group's first and last death
+// and sample (deadEdgesMatch).
 func deadCountsMatch(t *testing.T, db DBTX, step string) {
 	t.Helper()
 	countsMatch(t, db, step,
 		`SELECT queue || '|' || coalesce(error_class, ''), count(*)::text FROM jobs WHERE status = 'dead' GROUP BY 1`,
 		`SELECT queue || '|' || error_class, dead::text FROM dead_letter_counts`)
+	deadEdgesMatch(t, db, step)
 }
 
 // TestDeadLetterCountsFollowJobs: every way a job enters or leaves 'dead'
@@ -239,9 +241,9 @@ func TestScaleStatementPlans(t *testing.T) {
 			// the generic one costs far more.
 			customOnly bool
 		}{
-			{"dead_letter_groups", "('', 200)", []string{"jobs_dead_idx"}, false},
-			{"dead_letter_groups", "('sq3', 200)", []string{"jobs_dead_idx"}, false},
-			{"dead_letter_class_stats", "(900, 10000, 200, 200)", []string{"jobs_dead_finished_idx", "jobs_dead_idx"}, false},
+			{"dead_letter_groups", "('', 200)", nil, false}, // dead_letter_counts only
+			{"dead_letter_groups", "('sq3', 200)", nil, false},
+			{"dead_letter_class_stats", "(900, 10000, 200)", []string{"jobs_dead_finished_idx"}, false},
 			{"dead_letter_totals", "('')", nil, false},
 			{"dead_letter_count", "('{}', 'sq3', 'class 3', NULL, NULL)", nil, false},          // dead_letter_counts; the jobs branch (never run here) may use either dead index
 			{"dead_letter_class_list", "('{}', 'sq3', 'class 3', NULL, NULL, 50)", nil, false}, // jobs_dead_idx or jobs_dead_queue_class_id_idx
@@ -272,50 +274,6 @@ func TestScaleStatementPlans(t *testing.T) {
 				}
 			}
 		}
-	})
-}
-
-// TestDeadLetterClassStatsProbesOnlyTheShownGroups: with no death in the
-// window, the last death of a class costs a probe of jobs_dead_idx, taken
-// for the groups a page shows (MaxGroups), not for every class: the
-// findings round reads every group for the per-queue counts, and a probe
-// per class would follow the number of classes and the depth of a dead
-// index that grows with the storm. The groups shown keep their last death.
-func TestDeadLetterClassStatsProbesOnlyTheShownGroups(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	pool := scalePool(t)
-	// A one-second window: scalePool's newest death is a second old, so no
-	// class has a recent one and each shown group needs its probe.
-	p := DeadLetterStatsParams{Window: time.Second, MaxGroups: 40}
-	all, _, err := DeadLetterClassStatsAll(ctx, pool, p)
-	require.NoError(t, err)
-	require.Len(t, all, 300)
-	shown, err := DeadLetterClassStats(ctx, pool, p)
-	require.NoError(t, err)
-	require.Equal(t, all[:40], shown)
-	for i, g := range all {
-		require.Equal(t, i < 40, g.LastFinishedAt != nil, "group %d (%s %s)", i, g.Queue, g.ErrorClass)
-	}
-	// An hour's window holds a death of every class: past the shown
-	// groups, the last death still comes from the window, without a probe.
-	recent, _, err := DeadLetterClassStatsAll(ctx, pool, DeadLetterStatsParams{Window: time.Hour, MaxGroups: 1})
-	require.NoError(t, err)
-	require.Len(t, recent, 300)
-	for i, g := range recent {
-		require.Positive(t, g.DeadRecent, "group %d (%s %s)", i, g.Queue, g.ErrorClass)
-		require.NotNil(t, g.LastFinishedAt, "group %d (%s %s) died within the window", i, g.Queue, g.ErrorClass)
-	}
-	inEachPlanMode(t, pool, func(conn *pgxpool.Conn, mode string) {
-		raw := []byte(strings.Join(explainPrepared(t, conn, "class_stats_probes_"+mode, "dead_letter_class_stats",
-			"(ANALYZE, FORMAT JSON)", "(1, 10000, NULL, 40)"), "\n"))
-		var probes float64
-		for _, n := range planNodes(t, raw) {
-			if n["Index Name"] == "jobs_dead_idx" {
-				probes += n["Actual Loops"].(float64)
-			}
-		}
-		require.Equal(t, 40.0, probes, "%s: probes of jobs_dead_idx\n%s", mode, raw)
 	})
 }
 

@@ -46,20 +46,23 @@ type DeadLetterClassStat struct {
 	ErrorClass string `db:"error_class" json:"error_class"`
 	// Dead is exact; DeadRecent (died within the window) stops at the
 	// count cap.
-	Dead           int64      `db:"dead" json:"dead"`
-	DeadRecent     int64      `db:"dead_recent" json:"dead_recent"`
+	Dead       int64 `db:"dead" json:"dead"`
+	DeadRecent int64 `db:"dead_recent" json:"dead_recent"`
+	// LastFinishedAt is the latest death of the group, nil only if none of
+	// its dead jobs has a finished_at (the engine always sets one).
 	LastFinishedAt *time.Time `db:"last_finished_at" json:"last_finished_at"`
 }
 
 // DeadLetterClassStats groups dead jobs by queue and error class, the most
 // recent burst first (then the largest), at most p.MaxGroups groups: what an
-// operator classifies before any requeue. The groups and their counts come
-// from dead_letter_counts, then a few probes of the dead-jobs index per
-// group, so its cost follows the number of groups, not of dead jobs.
+// operator classifies before any requeue. The groups, their counts and last
+// deaths come from dead_letter_counts and the recent counts from one scan of
+// the window's deaths, so its cost follows the number of groups and of
+// recent deaths, not of dead jobs.
 func DeadLetterClassStats(ctx context.Context, db DBTX, p DeadLetterStatsParams) ([]DeadLetterClassStat, error) {
 	p = p.withDefaults()
 	return collectRows[DeadLetterClassStat](ctx, db, "dead_letter_class_stats", "group dead letters by class",
-		p.Window.Seconds(), p.CountCap, p.MaxGroups, p.MaxGroups)
+		p.Window.Seconds(), p.CountCap, p.MaxGroups)
 }
 
 // DeadLetterQueueCount is how many jobs of one queue are dead.
@@ -85,15 +88,13 @@ func DeadLetterQueueCounts(ctx context.Context, db DBTX, p DeadLetterStatsParams
 // DeadLetterClassStatsAll is one statement answering both
 // DeadLetterClassStats without its MaxGroups bound (every group, in the
 // same order, so its first p.MaxGroups are DeadLetterClassStats' answer)
-// and DeadLetterQueueCounts: a caller that shows both pays for the
-// per-group probes once. Past the first p.MaxGroups, a group's
-// LastFinishedAt is nil unless it had a death within the window: the last
-// death of every class would cost one index probe per class.
+// and DeadLetterQueueCounts: a caller that shows both reads the window's
+// deaths once.
 func DeadLetterClassStatsAll(ctx context.Context, db DBTX, p DeadLetterStatsParams) ([]DeadLetterClassStat, []DeadLetterQueueCount, error) {
 	p = p.withDefaults()
 	var everyGroup *int // LIMIT NULL: no limit
 	groups, err := collectRows[DeadLetterClassStat](ctx, db, "dead_letter_class_stats", "count dead letters by queue",
-		p.Window.Seconds(), p.CountCap, everyGroup, p.MaxGroups)
+		p.Window.Seconds(), p.CountCap, everyGroup)
 	if err != nil {
 		return nil, nil, err
 	}

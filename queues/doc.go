@@ -67,15 +67,20 @@
 //
 // The console is opened during a dead-letter storm, so its dead-letter views
 // must not cost one index entry per dead job. The table dead_letter_counts
-// holds one row per (queue, error class) with its exact count, kept by row
-// triggers on jobs in the same transaction as the change (a job dying, being
-// requeued, retried, cancelled, re-classed, archived or deleted; TRUNCATE
-// empties it). DeadLetterGroups, DeadLetterTotals, DeadLetterClassStats,
-// DeadLetterQueueCounts and QueueStats read their counts there and the dead
-// jobs only through a few index probes per group shown (the recent deaths
-// of every group are one range scan of the window over
+// holds one row per (queue, error class) with its exact count, its first and
+// last death and its newest dead job with that job's error as a sample, kept
+// by triggers on jobs in the same transaction as the change (a job dying,
+// being requeued, retried, cancelled, re-classed, archived or deleted;
+// TRUNCATE empties it). A death moves the first, last and sample by
+// comparison; a job leaving a class that keeps dead jobs makes the trigger
+// read the class's first and last death and its sample again in three index
+// probes (jobs_dead_idx, jobs_dead_finished_idx), after it has locked the
+// class's row. DeadLetterGroups,
+// DeadLetterTotals, DeadLetterClassStats, DeadLetterQueueCounts and
+// QueueStats read all of it there and no dead job (the recent deaths of
+// every group are one range scan of the window over
 // jobs_dead_finished_idx), so their cost follows the number of groups and
-// of recent deaths, not of dead jobs.
+// of recent deaths, not of dead jobs nor the depth of the jobs indexes.
 //
 // Two other designs were measured first, on 10 million jobs with a million
 // dead in 1,000 classes: grouping the dead jobs (the old DeadLetterGroups)

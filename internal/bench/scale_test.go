@@ -53,4 +53,18 @@ func TestScaleReusesOnlyItsOwnTable(t *testing.T) {
 	size, err = builtSize(ctx, pool)
 	require.NoError(t, err)
 	require.Equal(t, 2000, size)
+
+	// The dead letters, loaded without the counting trigger, are counted
+	// with each class's first and last death and sample, as the triggers
+	// would have kept them.
+	var wrong int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*)
+		FROM (SELECT queue, coalesce(error_class, '') AS error_class, count(*) AS dead,
+		             min(finished_at) AS first_at, max(finished_at) AS last_at,
+		             (array_agg(id ORDER BY finished_at DESC, id DESC))[1] AS sample_id
+		      FROM jobs WHERE status = 'dead' GROUP BY 1, 2) AS j
+		FULL JOIN dead_letter_counts AS c USING (queue, error_class)
+		WHERE (j.dead, j.first_at, j.last_at, j.sample_id) IS DISTINCT FROM
+		      (c.dead, c.first_finished_at, c.last_finished_at, c.sample_job_id)`).Scan(&wrong))
+	require.Zero(t, wrong, "dead-letter classes whose counters differ from the dead jobs")
 }
