@@ -43,6 +43,7 @@ type benchConfig struct {
 	force      bool
 	keep       bool
 	databases  string
+	requests   int
 	cpuProfile string
 }
 
@@ -72,6 +73,7 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	fs.BoolVar(&bc.force, "force", false, "run in DATABASE_URL's database itself instead of a scratch one")
 	fs.BoolVar(&bc.keep, "keep", false, "keep the scratch databases (and scale's tables)")
 	fs.StringVar(&bc.databases, "databases", "", "scale: SMALL,LARGE databases on DATABASE_URL's server kept by an earlier --keep run, to measure again without a rebuild")
+	fs.IntVar(&bc.requests, "requests", bench.ScaleRequests, "scale: timed requests of each page at each size (the median is reported)")
 	fs.StringVar(&bc.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured mode to this file")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
@@ -79,8 +81,11 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if bc.jobs < 1 || bc.pool < 1 || bc.batch < 1 || bc.workers < 1 || bc.duration <= 0 {
 		return usageError{"--jobs, --pool, --workers, --batch and --duration must be positive"}
 	}
-	if bc.duration > time.Hour || bc.jobs > 10_000_000 || bc.large > bench.ScaleMaxRows {
-		return usageError{"bench is bounded: --duration at most 1h, --jobs at most 10,000,000, --large at most 50,000,000"}
+	if bc.requests < 1 {
+		return usageError{"--requests must be positive"}
+	}
+	if bc.duration > time.Hour || bc.jobs > 10_000_000 || bc.large > bench.ScaleMaxRows || bc.requests > bench.ScaleMaxRequests {
+		return usageError{fmt.Sprintf("bench is bounded: --duration at most 1h, --jobs at most 10,000,000, --large at most 50,000,000, --requests at most %d", bench.ScaleMaxRequests)}
 	}
 	raw, err := databaseURL(getenv)
 	if err != nil {
@@ -181,7 +186,7 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	rep, err := bench.Run(ctx, bc.mode, bench.Config{
 		Pool: pool, URL: database, PoolSize: bc.pool,
 		Jobs: bc.jobs, Workers: bc.workers, Batch: bc.batch, Duration: bc.duration,
-		Small: bc.small, Large: bc.large, Scratch: !bc.force, Keep: bc.keep, Progress: stderr, Console: console,
+		Small: bc.small, Large: bc.large, Requests: bc.requests, Scratch: !bc.force, Keep: bc.keep, Progress: stderr, Console: console,
 		SmallPool: smallPool, SmallConsole: smallConsole,
 	})
 	if err != nil {

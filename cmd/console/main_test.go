@@ -308,7 +308,8 @@ func TestBenchSmoke(t *testing.T) {
 		positive(t, res, "events_per_second")
 	})
 	t.Run("Scale", func(t *testing.T) {
-		res := bench(t, "scale", "--small", "10000", "--large", "20000")
+		res := bench(t, "scale", "--small", "10000", "--large", "20000", "--requests", "3")
+		require.Equal(t, float64(3), res["requests"], "--requests sets the timed requests per page")
 		for _, op := range []string{"claim", "findings", "queues", "queue_detail", "deadletters", "requeue_preview", "jobs_dead", "panel_queue_health"} {
 			positive(t, res, op+"_small_ms", op+"_large_ms", op+"_ratio")
 		}
@@ -326,6 +327,10 @@ func TestBenchSmoke(t *testing.T) {
 		require.ErrorAs(t, err, new(usageError))
 		_, err = runCmd(t, envMap("DATABASE_URL", testdb.URL(t)), "bench", "burn", "--databases", "a,b")
 		require.ErrorAs(t, err, new(usageError))
+		for _, n := range []string{"0", "100000"} {
+			_, err = runCmd(t, envMap("DATABASE_URL", testdb.URL(t)), "bench", "scale", "--requests", n)
+			require.ErrorAs(t, err, new(usageError), "--requests %s", n)
+		}
 	})
 }
 

@@ -45,6 +45,9 @@ type Config struct {
 	// Small and Large are the table sizes of scale (defaults 100,000 and
 	// 10,000,000 job rows; Large at most ScaleMaxRows).
 	Small, Large int
+	// Requests is how many timed requests scale makes of each page at
+	// each size (default ScaleRequests, at most ScaleMaxRequests).
+	Requests int
 	// Console is a signed-in session on a console serving this database:
 	// scale times every page through it. Nil times only the claim.
 	Console *Console
@@ -82,6 +85,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Large <= 0 {
 		c.Large = 10_000_000
+	}
+	if c.Requests <= 0 {
+		c.Requests = ScaleRequests
 	}
 	if c.PoolSize <= 0 && c.Pool != nil {
 		c.PoolSize = int(c.Pool.Config().MaxConns)

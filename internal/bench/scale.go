@@ -28,12 +28,16 @@ const (
 	// scaleChunk is the most rows one build statement inserts, so each
 	// statement is bounded and progress shows.
 	scaleChunk = 1_000_000
-	// scaleReps is how many timed requests each page gets at each size
-	// after its warm-up; the report keeps the median and the best. The
-	// pages are requested in rounds (every page once, then again), so a
-	// burst of load on a shared machine falls on every page alike rather
-	// than on the few measured while it lasted.
-	scaleReps = 21
+	// ScaleRequests is how many timed requests each page gets at each
+	// size after its warm-up unless Config.Requests says otherwise; the
+	// report keeps the median and the best. The pages are requested in
+	// rounds (every page once, then again), so a burst of load on a shared
+	// machine falls on every page alike rather than on the few measured
+	// while it lasted; more rounds steady the median of the sub-millisecond
+	// pages.
+	ScaleRequests = 21
+	// ScaleMaxRequests bounds Config.Requests.
+	ScaleMaxRequests = 501
 )
 
 // scaleMarker is the comment build leaves on a jobs table it filled: a
@@ -366,7 +370,7 @@ type scaleSide struct {
 // scaleLayout; a table a kept earlier run built at that size is reused),
 // VACUUM ANALYZEs it, and times the engine's claim and every console page
 // and panel (through the console, end to end over HTTP): one warm-up
-// request, then scaleReps timed ones, in rounds over every page. With
+// request, then cfg.Requests timed ones, in rounds over every page. With
 // cfg.SmallPool the two tables live side by side and each request of a page
 // at one size is followed by the same request at the other (the first of
 // the two alternating), so both sizes meet the same load and the same
@@ -386,6 +390,9 @@ func Scale(ctx context.Context, cfg Config) (Report, error) {
 	}
 	if cfg.Small < 1000 {
 		return r, fmt.Errorf("the small size must be at least 1,000 rows, not %d", cfg.Small)
+	}
+	if cfg.Requests > ScaleMaxRequests {
+		return r, fmt.Errorf("scale times at most %d requests a page, not %d", ScaleMaxRequests, cfg.Requests)
 	}
 	if cfg.Large > ScaleMaxRows {
 		return r, fmt.Errorf("the large size is at most %d rows, not %d", ScaleMaxRows, cfg.Large)
@@ -407,7 +414,7 @@ func Scale(ctx context.Context, cfg Config) (Report, error) {
 			}
 			sd.ops = scaleOps(sd.cfg, sd.layout)
 		}
-		cfg.logf("scale: measuring %d requests of each page at each size", scaleReps)
+		cfg.logf("scale: measuring %d requests of each page at each size", cfg.Requests)
 		return measureSides(ctx, cfg, sides, timings)
 	}
 	if cfg.SmallPool != nil {
@@ -431,7 +438,7 @@ func Scale(ctx context.Context, cfg Config) (Report, error) {
 	ops := sides[1].ops
 	r.Add("small_rows", "small table", cfg.Small, "job rows")
 	r.Add("large_rows", "large table", cfg.Large, "job rows")
-	r.Add("requests", "timed requests per page and size", scaleReps, "")
+	r.Add("requests", "timed requests per page and size", cfg.Requests, "")
 	r.Add("side_by_side", "both sizes measured side by side", cfg.SmallPool != nil, "")
 	worst, worstKey, slowest, slowestKey := 0.0, "", 0.0, ""
 	var failed []string
@@ -465,7 +472,7 @@ func Scale(ctx context.Context, cfg Config) (Report, error) {
 }
 
 // measureSides times every op of sides (their ops lists are of the same
-// pages, in the same order) in scaleReps+1 rounds, the first a warm-up
+// pages, in the same order) in cfg.Requests+1 rounds, the first a warm-up
 // (caches, plans, the findings round's WAL anchor): in each round every op
 // runs once at each side, the sides in turn first. A page that fails (a
 // timeout, most often) is a result: it is reported as such, is not
@@ -480,7 +487,7 @@ func measureSides(ctx context.Context, cfg Config, sides []*scaleSide, timings m
 	}
 	ds := map[string][2][]time.Duration{}
 	failed := map[string][2]error{}
-	for round := range scaleReps + 1 {
+	for round := range cfg.Requests + 1 {
 		for k := range sides[0].ops {
 			for j := range sides {
 				sd := sides[(j+round)%len(sides)]
