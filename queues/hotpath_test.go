@@ -13,57 +13,63 @@ import (
 )
 
 // TestClaimDecodeMatchesJobGet: the claim's positional decode (reused scan
-// targets, interned strings, times and owners carved from slabs) gives
-// every job exactly what the by-name read of the same row gives, for jobs
-// of several kinds, with and without the nullable columns, and no two jobs
-// share a pointer.
+// targets, an interned kind, times and owners carved from slabs, and the
+// queue, status and lease owner the claim does not send back but the
+// decoder fills in) gives every job exactly what the by-name read of the
+// same row gives, for jobs of several kinds, with and without the nullable
+// columns, through the plain and the fair claim, and no two jobs share a
+// pointer.
 func TestClaimDecodeMatchesJobGet(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	pool := testdb.New(t)
-	const queue = "decode"
-	kinds := []string{"mail", "resize", "mail", "bill", "resize", "mail"}
-	for i, kind := range kinds {
-		p := EnqueueParams{Queue: queue, Kind: kind, Payload: map[string]int{"n": i}, Priority: int16(i % 2)}
-		if i%2 == 0 {
-			p.TenantID, p.DedupeKey = fmt.Sprintf("tenant-%d", i), fmt.Sprintf("key-%d", i)
-		}
-		_, err := EnqueueTx(ctx, pool, p)
-		require.NoError(t, err)
-	}
-	// One job has failed once: its error columns are set when it is claimed again.
-	first, err := JobClaim(ctx, pool, JobClaimParams{Queue: queue, Limit: 1, Owner: "w1", Lease: time.Minute})
-	require.NoError(t, err)
-	require.Len(t, first, 1)
-	_, err = JobFail(ctx, pool, JobFailParams{ID: first[0].ID, Owner: "w1", Generation: first[0].LeaseGeneration,
-		Err: errors.New("smtp: 451 try later")})
-	require.NoError(t, err)
+	for _, fair := range []bool{false, true} {
+		t.Run(fmt.Sprintf("Fair%v", fair), func(t *testing.T) {
+			ctx := context.Background()
+			queue := fmt.Sprintf("decode-%v", fair)
+			kinds := []string{"mail", "resize", "mail", "bill", "resize", "mail"}
+			for i, kind := range kinds {
+				p := EnqueueParams{Queue: queue, Kind: kind, Payload: map[string]int{"n": i}, Priority: int16(i % 2)}
+				if i%2 == 0 {
+					p.TenantID, p.DedupeKey = fmt.Sprintf("tenant-%d", i), fmt.Sprintf("key-%d", i)
+				}
+				_, err := EnqueueTx(ctx, pool, p)
+				require.NoError(t, err)
+			}
+			// One job has failed once: its error columns are set when it is claimed again.
+			first, err := JobClaim(ctx, pool, JobClaimParams{Queue: queue, Limit: 1, Owner: "w1", Lease: time.Minute, Fair: fair})
+			require.NoError(t, err)
+			require.Len(t, first, 1)
+			_, err = JobFail(ctx, pool, JobFailParams{ID: first[0].ID, Owner: "w1", Generation: first[0].LeaseGeneration,
+				Err: errors.New("smtp: 451 try later")})
+			require.NoError(t, err)
 
-	jobs, err := JobClaim(ctx, pool, JobClaimParams{Queue: queue, Limit: 100, Owner: "w2", Lease: time.Minute})
-	require.NoError(t, err)
-	require.Len(t, jobs, len(kinds))
-	retried := 0
-	for i := range jobs {
-		got, err := JobGet(ctx, pool, jobs[i].ID)
-		require.NoError(t, err)
-		require.Equal(t, *got, jobs[i], "job %d decoded from the claim", jobs[i].ID)
-		if jobs[i].LastError != nil {
-			retried++
-		}
-	}
-	require.Equal(t, 1, retried, "the failed job comes back with its error")
+			jobs, err := JobClaim(ctx, pool, JobClaimParams{Queue: queue, Limit: 100, Owner: "w2", Lease: time.Minute, Fair: fair})
+			require.NoError(t, err)
+			require.Len(t, jobs, len(kinds))
+			retried := 0
+			for i := range jobs {
+				got, err := JobGet(ctx, pool, jobs[i].ID)
+				require.NoError(t, err)
+				require.Equal(t, *got, jobs[i], "job %d decoded from the claim", jobs[i].ID)
+				if jobs[i].LastError != nil {
+					retried++
+				}
+			}
+			require.Equal(t, 1, retried, "the failed job comes back with its error")
 
-	// The jobs own what they point to: changing one job's lease owner and
-	// times leaves the others as they were.
-	*jobs[0].LeaseOwner = "changed"
-	*jobs[0].LeaseUntil = time.Time{}
-	*jobs[0].StartedAt = time.Time{}
-	jobs[0].Payload[0] = ' '
-	for _, j := range jobs[1:] {
-		require.Equal(t, "w2", *j.LeaseOwner)
-		require.False(t, j.LeaseUntil.IsZero())
-		require.False(t, j.StartedAt.IsZero())
-		require.Equal(t, byte('{'), j.Payload[0])
+			// The jobs own what they point to: changing one job's lease owner and
+			// times leaves the others as they were.
+			*jobs[0].LeaseOwner = "changed"
+			*jobs[0].LeaseUntil = time.Time{}
+			*jobs[0].StartedAt = time.Time{}
+			jobs[0].Payload[0] = ' '
+			for _, j := range jobs[1:] {
+				require.Equal(t, "w2", *j.LeaseOwner)
+				require.False(t, j.LeaseUntil.IsZero())
+				require.False(t, j.StartedAt.IsZero())
+				require.Equal(t, byte('{'), j.Payload[0])
+			}
+		})
 	}
 }
 

@@ -57,27 +57,28 @@ type Job struct {
 	FinishedAt *time.Time      `db:"finished_at"`
 }
 
-// jobDecoder reads rows of the job columns in Job's field order (the
-// claim's RETURNING list) by position: the claim is the engine's hottest
-// decode. Matching 20 columns by name per row, json.Unmarshal into
-// json.RawMessage (pgx's plan for it) and reflection for the nullable
-// pointers all showed in its profile, so jsonb is taken as raw bytes and the
-// nullable columns through pgtype values. The scan targets live in the
-// decoder and are reused for every row (passed to Scan, a row's own locals
-// would each be a heap allocation per row), and the columns that repeat
-// from row to row (queue, kind, status, lease owner) are interned: a claim
-// of 1,000 jobs of one kind allocates each of those strings once. What a
-// job points to (lease owner, lease and start times) is carved from slabs
-// of one allocation per decoder. Allocated per row: the payload and the
-// error history, which the handler owns.
+// jobDecoder reads the rows of a claim (JobClaim's RETURNING list) by
+// position: the claim is the engine's hottest decode. The claim does not
+// send back the columns it set to what its caller passed (queue, status,
+// lease owner): the decoder fills them in. Matching columns by name per
+// row, json.Unmarshal into json.RawMessage (pgx's plan for it) and
+// reflection for the nullable pointers all showed in its profile, so jsonb
+// is taken as raw bytes and the nullable columns through pgtype values. The
+// scan targets live in the decoder and are reused for every row (passed to
+// Scan, a row's own locals would each be a heap allocation per row), and
+// the kind, which repeats from row to row, is interned: a claim of 1,000
+// jobs of one kind allocates it once. What a job points to (lease owner,
+// lease and start times) is carved from slabs of one allocation per
+// decoder, so no two jobs share a pointer. Allocated per row: the payload
+// and the error history, which the handler owns.
 type jobDecoder struct {
 	j                              Job
-	queue, kind, status, owner     internedText
+	queue, owner                   string
+	kind                           internedText
 	payload, errs                  []byte
 	lastErr, class, dedupe, tenant pgtype.Text
 	leaseUntil, started, finished  pgtype.Timestamptz
 	dest                           []any
-	strings                        map[string]string
 	owners                         []string
 	times                          []time.Time
 }
@@ -86,14 +87,13 @@ type jobDecoder struct {
 // claim, say); past it each value is allocated as pgx would.
 const maxInterned = 64
 
-func newJobDecoder(rows int) *jobDecoder {
-	d := &jobDecoder{strings: make(map[string]string, 4),
+// newJobDecoder decodes up to rows rows of a claim of queue by owner.
+func newJobDecoder(rows int, queue, owner string) *jobDecoder {
+	d := &jobDecoder{queue: queue, owner: owner,
 		owners: make([]string, 0, rows), times: make([]time.Time, 0, 2*rows)}
-	for _, t := range []*internedText{&d.queue, &d.kind, &d.status, &d.owner} {
-		t.strings = d.strings
-	}
-	d.dest = []any{&d.j.ID, &d.queue, &d.kind, &d.payload, &d.status, &d.j.Priority, &d.j.AvailableAt,
-		&d.owner, &d.leaseUntil, &d.j.LeaseGeneration, &d.j.Attempts, &d.j.MaxAttempts,
+	d.kind.strings = make(map[string]string, 4)
+	d.dest = []any{&d.j.ID, &d.kind, &d.payload, &d.j.Priority, &d.j.AvailableAt,
+		&d.leaseUntil, &d.j.LeaseGeneration, &d.j.Attempts, &d.j.MaxAttempts,
 		&d.lastErr, &d.class, &d.errs, &d.dedupe, &d.tenant,
 		&d.j.CreatedAt, &d.started, &d.finished}
 	return d
@@ -107,12 +107,10 @@ func (d *jobDecoder) scan(row pgx.CollectableRow) (Job, error) {
 		return Job{}, err
 	}
 	j := d.j
-	j.Queue, j.Kind, j.Status = d.queue.s, d.kind.s, d.status.s
+	j.Queue, j.Kind, j.Status = d.queue, d.kind.s, StatusRunning
 	j.Payload, j.Errors = d.payload, d.errs
-	if d.owner.valid {
-		d.owners = append(d.owners, d.owner.s)
-		j.LeaseOwner = &d.owners[len(d.owners)-1]
-	}
+	d.owners = append(d.owners, d.owner)
+	j.LeaseOwner = &d.owners[len(d.owners)-1]
 	j.LastError, j.ErrorClass = textPtr(d.lastErr), textPtr(d.class)
 	j.DedupeKey, j.TenantID = textPtr(d.dedupe), textPtr(d.tenant)
 	j.LeaseUntil, j.StartedAt, j.FinishedAt = d.timePtr(d.leaseUntil), d.timePtr(d.started), d.timePtr(d.finished)

@@ -187,7 +187,7 @@ func btoi(b bool) int {
 func collectClaimed(rows pgx.Rows, p JobClaimParams) ([]Job, error) {
 	// Sized for a full claim up front: growing a slice of 1,000 jobs by
 	// doubling copied them several times per claim.
-	jobs, err := pgx.AppendRows(make([]Job, 0, p.Limit), rows, newJobDecoder(p.Limit).scan)
+	jobs, err := pgx.AppendRows(make([]Job, 0, p.Limit), rows, newJobDecoder(p.Limit, p.Queue, p.Owner).scan)
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs in %q: %w", p.Queue, err)
 	}

@@ -27,6 +27,11 @@
 -- update: it matches id = ANY(ARRAY(picked)) rather than joining the CTEs,
 -- because the planner cannot size a LIMIT taken from a subquery and may then
 -- hash-join the whole table.
+--
+-- Returns the job columns except those the claim itself sets to what its
+-- caller passed: queue ($1), status ('running') and lease_owner ($3), which
+-- the engine fills in (jobDecoder). Sending them back cost the server an
+-- output conversion per column and row and the engine a decode.
 WITH settings AS (
     SELECT coalesce(bool_or(paused), false) AS paused, min(max_workers) AS max_workers
     FROM queue_settings
@@ -69,7 +74,6 @@ SET status = 'running',
     attempts = j.attempts + 1,
     started_at = clock_timestamp()
 WHERE j.id = ANY (ARRAY(SELECT id FROM at_cursor UNION ALL SELECT id FROM below_cursor))
-RETURNING j.id, j.queue, j.kind, j.payload, j.status, j.priority, j.available_at,
-          j.lease_owner, j.lease_until, j.lease_generation, j.attempts, j.max_attempts,
-          j.last_error, j.error_class, j.errors, j.dedupe_key, j.tenant_id,
-          j.created_at, j.started_at, j.finished_at
+RETURNING j.id, j.kind, j.payload, j.priority, j.available_at, j.lease_until,
+          j.lease_generation, j.attempts, j.max_attempts, j.last_error, j.error_class,
+          j.errors, j.dedupe_key, j.tenant_id, j.created_at, j.started_at, j.finished_at

@@ -31,6 +31,9 @@
 -- scan and the per-tenant picks, jobs_ready_pick_idx for the window of jobs
 -- without a tenant, jobs_running_tenant_idx for the running counts,
 -- tenant_limits' primary key, and jobs' primary key for the update.
+--
+-- Returns the job columns except queue, status and lease_owner, which the
+-- claim sets to $1, 'running' and $3 (as JobClaim; the engine fills them in).
 WITH RECURSIVE settings AS (
     SELECT coalesce(bool_or(paused), false) AS paused, min(max_workers) AS max_workers
     FROM queue_settings
@@ -160,10 +163,9 @@ WITH RECURSIVE settings AS (
         attempts = j.attempts + 1,
         started_at = clock_timestamp()
     WHERE j.id = ANY (ARRAY(SELECT id FROM untenanted UNION ALL SELECT id FROM firsts UNION ALL SELECT id FROM fill))
-    RETURNING j.id, j.queue, j.kind, j.payload, j.status, j.priority, j.available_at,
-              j.lease_owner, j.lease_until, j.lease_generation, j.attempts, j.max_attempts,
-              j.last_error, j.error_class, j.errors, j.dedupe_key, j.tenant_id,
-              j.created_at, j.started_at, j.finished_at
+    RETURNING j.id, j.kind, j.payload, j.priority, j.available_at, j.lease_until,
+              j.lease_generation, j.attempts, j.max_attempts, j.last_error, j.error_class,
+              j.errors, j.dedupe_key, j.tenant_id, j.created_at, j.started_at, j.finished_at
 ), spent AS (
     INSERT INTO tenant_rate_tokens (queue, tenant_id, tokens, filled_at)
     SELECT $1, a.tenant_id, a.tokens - (SELECT count(*) FROM claimed c WHERE c.tenant_id = a.tenant_id),
