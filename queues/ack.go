@@ -3,6 +3,7 @@ package queues
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -169,12 +170,17 @@ func (a *ackPipeline) write(batch []ackRequest) {
 	for _, id := range acked {
 		held[id] = true
 	}
+	var unknown error // the jobs not held may have been acked: the check failed
 	if err == nil && interrupted && len(acked) < len(ids) {
-		c.confirmAcks(ctx, ids, gens, held)
+		unknown = c.confirmAcks(ctx, ids, gens, held)
 	}
 	cancel()
 	now := time.Now()
 	for i := range batch {
+		err := err
+		if err == nil && unknown != nil && !held[batch[i].id] {
+			err = unknown
+		}
 		c.ackResult(&batch[i], err, held[batch[i].id], now)
 	}
 	c.finishAcked(batch)
@@ -196,17 +202,25 @@ func (a *ackPipeline) direct(r ackRequest) {
 		err = nil
 		if interrupted {
 			m := map[int64]bool{}
-			c.confirmAcks(ctx, []int64{r.id}, []int64{r.generation}, m)
+			err = c.confirmAcks(ctx, []int64{r.id}, []int64{r.generation}, m)
 			held = m[r.id]
 		}
 	}
 	c.acked(&r, err, held)
 }
 
+// errAckOutcomeUnknown is an ack whose reply was lost and whose check,
+// confirmAcks, failed too: the job is done if the ack committed, and runs
+// again after its lease expires if not. Neither a failure nor a lost lease
+// can be told.
+var errAckOutcomeUnknown = errors.New("ack outcome unknown")
+
 // confirmAcks marks held the jobs among ids that a failed ack attempt did
 // ack (its commit went through, its reply was lost): they are done at the
-// generation this worker held. Only runs after a failed attempt.
-func (c *Client) confirmAcks(ctx context.Context, ids, gens []int64, held map[int64]bool) {
+// generation this worker held. Only runs after a failed attempt. An error
+// (wrapping errAckOutcomeUnknown) means the check itself failed: the jobs
+// it did not mark held may have been acked or not.
+func (c *Client) confirmAcks(ctx context.Context, ids, gens []int64, held map[int64]bool) error {
 	var missing, missingGens []int64
 	for i, id := range ids {
 		if !held[id] {
@@ -216,9 +230,7 @@ func (c *Client) confirmAcks(ctx context.Context, ids, gens []int64, held map[in
 	}
 	done, err := JobAckConfirm(ctx, c.pool, missing, missingGens)
 	if err != nil {
-		c.errs.note("ack", err)
-		c.log.Warn("confirm acks after a failed attempt", "err", err, "jobs", len(missing))
-		return
+		return fmt.Errorf("%w: %w", errAckOutcomeUnknown, err)
 	}
 	for _, id := range done {
 		held[id] = true
@@ -226,6 +238,7 @@ func (c *Client) confirmAcks(ctx context.Context, ids, gens []int64, held map[in
 	if len(done) > 0 {
 		c.log.Info("acks whose reply was lost were committed", "jobs", len(done))
 	}
+	return nil
 }
 
 // acked records an ack's result (err: the statement failed; !held: the
@@ -264,6 +277,9 @@ func (c *Client) ackResult(r *ackRequest, err error, held bool, now time.Time) {
 		return jobLog{log: c.log, job: &Job{ID: r.id, Queue: q.name, Kind: r.kind, Attempts: r.attempts}}
 	}
 	switch {
+	case errors.Is(err, errAckOutcomeUnknown):
+		c.errs.note("ack", err)
+		log().Error("ack outcome unknown: the reply was lost and the check failed; the job is done if the ack committed, otherwise it runs again after its lease expires", "err", err)
 	case err != nil:
 		c.errs.note("ack", err)
 		log().Error("ack failed; the job will run again after its lease expires", "err", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
@@ -462,59 +463,79 @@ func TestOrphanClaimReleased(t *testing.T) {
 // TestAckReplyLost: an ack statement commits but its reply never arrives
 // (a proxy lets the server run it to its commit, drops the answer and cuts
 // the connection). The worker retries, the retry matches nothing, and the
-// worker recognises the job as done by its own lost ack: counted done, not
-// logged or counted as a stale ack.
+// worker checks whether its own lost ack went through:
+//   - the check answers: the job is counted done, not logged or counted as
+//     a stale ack;
+//   - the check's reply is lost too: the outcome is unknown, and said so,
+//     not logged or counted as a stale ack (a lost lease it cannot tell).
 func TestAckReplyLost(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	dbURL := testdb.URL(t)
-	admin := testdb.Pool(t, dbURL)
-	u, err := url.Parse(dbURL)
-	require.NoError(t, err)
-	proxy := obStartProxy(t, u.Host)
-	proxy.match = "jobackmany:"
-	u.Host = proxy.addr()
-	pool := testdb.Pool(t, u.String())
+	for _, tc := range []struct {
+		name, then string
+		wantLog    string
+		finished   map[string]float64
+	}{
+		{"confirmed", "", "acks whose reply was lost were committed", map[string]float64{"done": 1}},
+		{"check lost too", "jobackconfirm:", "ack outcome unknown", map[string]float64{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dbURL := testdb.URL(t)
+			admin := testdb.Pool(t, dbURL)
+			u, err := url.Parse(dbURL)
+			require.NoError(t, err)
+			proxy := obStartProxy(t, u.Host)
+			proxy.match, proxy.then = "jobackmany:", tc.then
+			u.Host = proxy.addr()
+			pool := testdb.Pool(t, u.String())
 
-	var logs logbuf.Buffer
-	reg := prometheus.NewRegistry()
-	ccfg := testConfig(map[string]QueueConfig{"lost": {Concurrency: 1}})
-	ccfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
-	ccfg.Registerer = reg
-	startClient(t, pool, ccfg, func(c *Client) { registerTestKinds(c) })
-	proxy.armed.Store(true)
-	j, err := EnqueueTx(ctx, admin, EnqueueParams{Queue: "lost", Kind: "noop"})
-	require.NoError(t, err)
-	testdb.Eventually(t, 60*time.Second, "the job done", func() bool {
-		return countJobs(t, admin, "id = $1 AND status = 'done'", j.ID) == 1
-	})
-	require.EqualValues(t, 1, proxy.cuts.Load(), "the ack's reply was cut")
-	testdb.Eventually(t, 60*time.Second, "the worker to write the ack's outcome", func() bool {
-		l := logs.String()
-		return strings.Contains(l, "acks whose reply was lost") || strings.Contains(l, "stale ack refused") ||
-			strings.Contains(l, "ack failed")
-	})
-	got, err := JobGet(ctx, admin, j.ID)
-	require.NoError(t, err)
-	require.Equal(t, StatusDone, got.Status)
-	require.NotContains(t, logs.String(), "stale ack refused")
-	require.Contains(t, logs.String(), "acks whose reply was lost were committed")
-	finished := map[string]float64{}
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			switch mf.GetName() {
-			case "queues_stale_acks_total":
-				finished["stale_ack"] += m.GetCounter().GetValue()
-			case "queues_jobs_finished_total":
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "result" {
-						finished[l.GetValue()] += m.GetCounter().GetValue()
+			var logs logbuf.Buffer
+			reg := prometheus.NewRegistry()
+			ccfg := testConfig(map[string]QueueConfig{"lost": {Concurrency: 1}})
+			ccfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+			ccfg.Registerer = reg
+			startClient(t, pool, ccfg, func(c *Client) { registerTestKinds(c) })
+			proxy.armed.Store(true)
+			j, err := EnqueueTx(ctx, admin, EnqueueParams{Queue: "lost", Kind: "noop"})
+			require.NoError(t, err)
+			testdb.Eventually(t, 60*time.Second, "the job done", func() bool {
+				return countJobs(t, admin, "id = $1 AND status = 'done'", j.ID) == 1
+			})
+			testdb.Eventually(t, 60*time.Second, "the worker to write the ack's outcome", func() bool {
+				l := logs.String()
+				return strings.Contains(l, "acks whose reply was lost") || strings.Contains(l, "stale ack refused") ||
+					strings.Contains(l, "ack failed") || strings.Contains(l, "ack outcome unknown")
+			})
+			wantCuts := 1
+			if tc.then != "" {
+				wantCuts = 2
+			}
+			require.EqualValues(t, wantCuts, proxy.cuts.Load(), "the replies cut")
+			got, err := JobGet(ctx, admin, j.ID)
+			require.NoError(t, err)
+			require.Equal(t, StatusDone, got.Status)
+			require.NotContains(t, logs.String(), "stale ack refused")
+			require.Contains(t, logs.String(), tc.wantLog)
+			finished := map[string]float64{}
+			mfs, err := reg.Gather()
+			require.NoError(t, err)
+			for _, mf := range mfs {
+				for _, m := range mf.GetMetric() {
+					switch mf.GetName() {
+					case "queues_stale_acks_total":
+						finished["stale_ack"] += m.GetCounter().GetValue()
+					case "queues_jobs_finished_total":
+						for _, l := range m.GetLabel() {
+							if l.GetName() == "result" {
+								finished[l.GetValue()] += m.GetCounter().GetValue()
+							}
+						}
 					}
 				}
 			}
-		}
+			maps.DeleteFunc(finished, func(_ string, v float64) bool { return v == 0 })
+			require.Equal(t, tc.finished, finished, "counted as its outcome is known, never as a stale ack")
+		})
 	}
-	require.Equal(t, map[string]float64{"done": 1}, finished, "counted done, not as a stale ack")
 }

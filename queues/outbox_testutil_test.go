@@ -179,14 +179,18 @@ func obCountState(t testing.TB, pool *pgxpool.Pool, state string) int {
 // whose text contains match), lets the server run it to its end, drops the
 // server's answer and cuts both connections: the server committed, the
 // client only sees its connection break while it waits for the answer.
+// With then set, the first cut arms one more, of the next execution of a
+// statement whose text contains then.
 type obProxy struct {
-	ln     net.Listener
-	target string
-	match  string // lower case; set before arming
-	armed  atomic.Bool
-	cuts   atomic.Int64
-	mu     sync.Mutex
-	conns  []net.Conn
+	ln        net.Listener
+	target    string
+	match     string // lower case; set before arming
+	then      string // lower case; set before arming
+	armed     atomic.Bool
+	thenArmed atomic.Bool
+	cuts      atomic.Int64
+	mu        sync.Mutex
+	conns     []net.Conn
 }
 
 func obStartProxy(t testing.TB, target string) *obProxy {
@@ -235,6 +239,7 @@ var syncMessage = []byte{'S', 0, 0, 0, 4}
 func (p *obProxy) clientToServer(c, s net.Conn, cut *atomic.Bool) {
 	buf := make([]byte, 64<<10)
 	matched := map[string]bool{} // names of statements prepared with match
+	thens := map[string]bool{}   // names of statements prepared with then
 	cutting := false             // the armed statement is on its way
 	var tail []byte              // the end of the last chunk, for a Sync split across reads
 	for {
@@ -247,7 +252,7 @@ func (p *obProxy) clientToServer(c, s net.Conn, cut *atomic.Bool) {
 			// client writes Bind, Execute and Sync together, but a read may
 			// return them in parts: the statement is complete once its Sync
 			// is forwarded.
-			var hit bool
+			var hit, hitThen bool
 			text := strings.ToLower(string(chunk))
 			switch {
 			case p.match == "":
@@ -255,12 +260,18 @@ func (p *obProxy) clientToServer(c, s net.Conn, cut *atomic.Bool) {
 			case chunk[0] == 'P' && len(chunk) > 5 && strings.Contains(text, p.match):
 				name, _, _ := strings.Cut(string(chunk[5:]), "\x00")
 				matched[name] = true
+			case chunk[0] == 'P' && len(chunk) > 5 && p.then != "" && strings.Contains(text, p.then):
+				name, _, _ := strings.Cut(string(chunk[5:]), "\x00")
+				thens[name] = true
 			case chunk[0] == 'B' && len(chunk) > 5:
 				_, rest, _ := strings.Cut(string(chunk[5:]), "\x00")
 				name, _, _ := strings.Cut(rest, "\x00")
-				hit = matched[name]
+				hit, hitThen = matched[name], thens[name]
 			}
-			if !cutting && hit && p.armed.CompareAndSwap(true, false) {
+			if !cutting && ((hit && p.armed.CompareAndSwap(true, false)) || (hitThen && p.thenArmed.CompareAndSwap(true, false))) {
+				if hit && p.then != "" {
+					p.thenArmed.Store(true)
+				}
 				p.cuts.Add(1)
 				cutting = true
 				tail = nil
