@@ -71,20 +71,34 @@ func sleepJobs(t *testing.T, queue string, n int, ms func(i int) int) (string, *
 // cuts them short, it releases them (ready again, the attempt counted),
 // writes one log line saying how many and which ids, and exits 1 so the
 // supervisor knows the drain was incomplete.
+//
+// The jobs are sql jobs sleeping in the database, so the test can see
+// their handlers running (in pg_stat_activity) before it signals: a job
+// whose claim has committed but whose handler has not started yet is
+// rightly handed back unstarted, which is a different path.
 func TestWorkerSIGTERMDrain(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		ms       int
+		seconds  int
 		drain    string
 		complete bool
-	}{{"Complete", 300, "60s", true}, {"DeadlineCut", 600_000, "1s", false}} {
+	}{{"Complete", 2, "60s", true}, {"DeadlineCut", 600, "1s", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			const n = 3
-			url, pool, ids := sleepJobs(t, "term", n, func(int) int { return tc.ms })
-			w, out := startWorkerOutput(t, url, "--queues term --concurrency 4 --poll 100ms --drain "+tc.drain)
+			url := testdb.URL(t)
+			pool := testdb.Pool(t, url)
+			statement := fmt.Sprintf("SELECT pg_sleep(%d) /* drain drill */", tc.seconds)
+			ps := make([]queues.EnqueueParams, n)
+			for i := range ps {
+				ps[i] = queues.EnqueueParams{Queue: "term", Kind: "sql", Payload: map[string]string{"statement": statement}}
+			}
+			ids, err := queues.EnqueueManyTx(context.Background(), pool, ps)
+			require.NoError(t, err)
+			slices.Sort(ids)
+			w, out := startWorkerOutput(t, url, "--queues term --concurrency 4 --poll 100ms --allow-sql-jobs --drain "+tc.drain)
 			require.Eventually(t, func() bool {
-				return countRows(t, pool, "SELECT count(*) FROM jobs WHERE status = 'running'") == n
-			}, 60*time.Second, 10*time.Millisecond, "the worker never ran the jobs")
+				return countRows(t, pool, "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query = $1", statement) == n
+			}, 60*time.Second, 10*time.Millisecond, "the worker never ran the jobs' handlers")
 
 			require.NoError(t, w.Process.Signal(syscall.SIGTERM))
 			exited := make(chan error, 1)
