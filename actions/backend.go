@@ -242,7 +242,17 @@ func (a *backendSignal) execute(ctx context.Context, rc *runContext, tx pgx.Tx, 
 		stmt = "backend_terminate"
 	}
 	res := BackendResult{NewRoots: []int32{}, StillWaits: []int32{}}
-	if err := tx.QueryRow(ctx, sqlText(stmt), a.pid).Scan(&res.Signalled); err != nil {
+	if err := ctx.Err(); err != nil {
+		return BackendResult{}, err
+	}
+	// Once sent, the signal statement runs to its answer even if the caller
+	// goes away meanwhile: cancelled mid-flight, the signal may have been
+	// sent with its answer lost, and the run would be audited as failed
+	// while the backend was signalled.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	err = tx.QueryRow(sctx, sqlText(stmt), a.pid).Scan(&res.Signalled)
+	cancel()
+	if err != nil {
 		return BackendResult{}, fmt.Errorf("signal backend %d: %w", a.pid, err)
 	}
 	if !res.Signalled {
