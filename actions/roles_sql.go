@@ -66,7 +66,7 @@ GRANT pg_monitor TO console_monitor;
 GRANT SELECT ON jobs, jobs_archive, queue_settings, workers, outbox_events, relay_settings,
     consumer_inbox, idempotency_requests, schedules, maintenance_runs,
     incidents, incident_evidence, audit_events, audit_chain_head, dead_letter_counts,
-    queue_job_counts TO console_monitor;
+    queue_job_counts, job_kind_runs TO console_monitor;
 GRANT SELECT ON tenant_limits, tenant_rate_tokens TO console_monitor;
 
 -- Operator actions: queue and relay settings, job and outbox state changes,

@@ -743,7 +743,7 @@ func init() {
 			Name: CheckLongRunningJobs, Title: "Jobs running far longer than usual for their kind", Step: StepQueues,
 			EmptyTitle: "No job runs far longer than its kind usually does.",
 			EmptyWhy:   " A running job whose run time is many times the recent 95th percentile of its kind would be listed here.",
-			tables:     []string{"jobs"},
+			tables:     []string{"jobs", "job_kind_runs"},
 			panel:      typed((*Diagnostics).LongRunningJobs),
 			round:      section(func(r *Round) *[]LongRunningJob { return &r.LongJobs }, readLongRunningJobs),
 			Columns: []Column{

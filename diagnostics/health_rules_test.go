@@ -162,9 +162,14 @@ func TestIdempotencyStuckFinding(t *testing.T) {
 // kind with no history, and one running for a usual time, are not.
 func TestLongRunningJobPerKind(t *testing.T) {
 	ctx, url, db := freshPool(t)
-	_, err := db.Exec(ctx, `INSERT INTO jobs (queue, kind, status, started_at, finished_at)
-		SELECT 'media', 'resize', 'done', now() - interval '3 seconds' - g * interval '1 minute', now() - interval '1 second' - g * interval '1 minute'
-		FROM generate_series(1, 30) AS g`)
+	// Thirty resize jobs that ran two seconds each, finished the way an
+	// ack finishes them (the statement records their run times).
+	_, err := db.Exec(ctx, `INSERT INTO jobs (queue, kind, status, lease_owner, lease_until, started_at)
+		SELECT 'media', 'resize', 'running', 'worker-1', now() + interval '30 seconds', clock_timestamp() - interval '2 seconds'
+		FROM generate_series(1, 30)`)
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `UPDATE jobs SET status = 'done', finished_at = clock_timestamp(), lease_owner = NULL, lease_until = NULL
+		WHERE kind = 'resize'`)
 	require.NoError(t, err)
 	running := func(kind string, ran time.Duration) int64 {
 		var id int64
@@ -378,17 +383,17 @@ func TestWALDirSizeNamesTheSlotHoldingIt(t *testing.T) {
 	require.Nil(t, slots[0].PGWALBytes)
 }
 
-// A kind's usual run time is read through jobs_done_kind_idx, not by
-// scanning a large history of done jobs.
+// A kind's usual run time is read through job_kind_runs_kind_id_idx, not
+// by scanning every kind's recorded run times.
 func TestLongRunningJobsUsesItsIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.Pool(t, testdb.URL(t))
-	_, err := db.Exec(ctx, `INSERT INTO jobs (queue, kind, status, started_at, finished_at)
-		SELECT 'q', 'k' || (g % 20), 'done', now() - interval '2 seconds', now() FROM generate_series(1, 50000) AS g;
+	_, err := db.Exec(ctx, `INSERT INTO job_kind_runs (kind, seconds)
+		SELECT 'k' || (g % 20), ARRAY[2.0, 2.5] FROM generate_series(1, 50000) AS g;
 		INSERT INTO jobs (queue, kind, status, lease_owner, lease_until, started_at)
 		SELECT 'q', 'k' || g, 'running', 'w', now() + interval '1 minute', now() - interval '1 hour' FROM generate_series(1, 5) AS g;
-		ANALYZE jobs`)
+		ANALYZE jobs; ANALYZE job_kind_runs`)
 	require.NoError(t, err)
 	q, ok := diagnostics.SQLFor(diagnostics.CheckLongRunningJobs, 0)
 	require.True(t, ok)
@@ -396,21 +401,21 @@ func TestLongRunningJobsUsesItsIndex(t *testing.T) {
 	require.NoError(t, err)
 	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
-	require.Contains(t, fmt.Sprint(plan), "jobs_done_kind_idx", "%s", strings.Join(plan, "\n"))
+	require.Contains(t, fmt.Sprint(plan), "job_kind_runs_kind_id_idx", "%s", strings.Join(plan, "\n"))
 }
 
 // A kind's usual run time is read once per kind, not once per running job:
 // with 300 jobs of one kind running (a fleet stuck on one handler), the
-// statement descends jobs_done_kind_idx once.
+// statement descends job_kind_runs_kind_id_idx once.
 func TestLongRunningJobsReadsEachKindOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.Pool(t, testdb.URL(t))
-	_, err := db.Exec(ctx, `INSERT INTO jobs (queue, kind, status, started_at, finished_at)
-		SELECT 'q', 'k', 'done', now() - interval '2 seconds', now() FROM generate_series(1, 20000);
+	_, err := db.Exec(ctx, `INSERT INTO job_kind_runs (kind, seconds)
+		SELECT 'k' || (g % 20), ARRAY[2.0] FROM generate_series(1, 20000) AS g;
 		INSERT INTO jobs (queue, kind, status, lease_owner, lease_until, started_at)
-		SELECT 'q', 'k', 'running', 'w', now() + interval '1 minute', now() - interval '1 hour' FROM generate_series(1, 300);
-		ANALYZE jobs`)
+		SELECT 'q', 'k1', 'running', 'w', now() + interval '1 minute', now() - interval '1 hour' FROM generate_series(1, 300);
+		ANALYZE jobs; ANALYZE job_kind_runs`)
 	require.NoError(t, err)
 	q, ok := diagnostics.SQLFor(diagnostics.CheckLongRunningJobs, 0)
 	require.True(t, ok)
@@ -421,7 +426,7 @@ func TestLongRunningJobsReadsEachKindOnce(t *testing.T) {
 	loops := -1.0
 	var walk func(n map[string]any)
 	walk = func(n map[string]any) {
-		if n["Index Name"] == "jobs_done_kind_idx" {
+		if n["Index Name"] == "job_kind_runs_kind_id_idx" {
 			loops = n["Actual Loops"].(float64)
 		}
 		children, _ := n["Plans"].([]any)
@@ -430,5 +435,5 @@ func TestLongRunningJobsReadsEachKindOnce(t *testing.T) {
 		}
 	}
 	walk(doc[0].Plan)
-	require.Equal(t, 1.0, loops, "jobs_done_kind_idx is descended once per running job, not per kind:\n%s", raw)
+	require.Equal(t, 1.0, loops, "job_kind_runs_kind_id_idx is descended once per running job, not per kind:\n%s", raw)
 }

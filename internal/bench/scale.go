@@ -86,7 +86,8 @@ func builtSize(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 // build empties jobs and fills it in id order (so in age order): the dead
 // letters first (they linger while history piles up behind them), then the
 // done history, then the running and ready jobs (the newest rows), each in
-// statements of at most scaleChunk rows. It ends with VACUUM ANALYZE (of
+// statements of at most scaleChunk rows, and records the kind's run times
+// as acks would have (scale_kind_runs). It ends with VACUUM ANALYZE (of
 // jobs and dead_letter_counts), as autovacuum would have, and marks the
 // table with its size (scaleMarker). A table already marked with this size
 // is kept as it is.
@@ -135,6 +136,12 @@ func (l scaleLayout) build(ctx context.Context, cfg Config) error {
 	}
 	if _, err := cfg.Pool.Exec(ctx, sqlText("scale_dead_counts")); err != nil {
 		return fmt.Errorf("count the dead letters: %w", err)
+	}
+	if _, err := cfg.Pool.Exec(ctx, `TRUNCATE job_kind_runs`); err != nil {
+		return fmt.Errorf("prepare the kinds' run times: %w", err)
+	}
+	if _, err := cfg.Pool.Exec(ctx, sqlText("scale_kind_runs")); err != nil {
+		return fmt.Errorf("record the kinds' run times: %w", err)
 	}
 	if err := vacuumJobs(ctx, cfg); err != nil {
 		return err

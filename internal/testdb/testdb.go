@@ -196,6 +196,16 @@ func URL(t testing.TB) string {
 	return createDatabase(t, name, "TEMPLATE "+pgx.Identifier{template}.Sanitize(), "test database")
 }
 
+// EmptyURL creates a fresh database with no migration applied, for tests
+// of the migrations themselves, and returns its URL; it is dropped at
+// cleanup.
+func EmptyURL(t testing.TB) string {
+	t.Helper()
+	ensure(t)
+	name := fmt.Sprintf("t_%d_%d", os.Getpid(), counter.Add(1))
+	return createDatabase(t, name, "TEMPLATE template0", "empty test database")
+}
+
 // createDatabase creates database name on the test server with options
 // (the rest of CREATE DATABASE), drops it at cleanup and returns its URL.
 // what names it in the failure.
