@@ -2,7 +2,9 @@ package migrations_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -54,4 +56,50 @@ func TestKindRunTimesCarriedOver(t *testing.T) {
 	var index *string
 	require.NoError(t, conn.QueryRow(ctx, `SELECT to_regclass('jobs_done_kind_idx')::text`).Scan(&index))
 	require.Nil(t, index, "the done jobs' kind index is dropped")
+}
+
+// A migration that needs a lock an application session holds waits at most
+// its lock timeout, is rolled back whole and tried again; when every try
+// times out, the error names the session holding the lock and the schema
+// stays where it was. Once the session ends, the same call applies it.
+func TestMigrationLockWaitIsBounded(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	url := testdb.EmptyURL(t)
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	require.NoError(t, migrations.UpTo(ctx, conn, 16))
+
+	// A report left open in a transaction: it holds ACCESS SHARE on jobs,
+	// which 017's DROP INDEX must wait for.
+	cfg, err := pgx.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.RuntimeParams["application_name"] = "nightly-report"
+	report, err := pgx.ConnectConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { report.Close(context.Background()) })
+	tx, err := report.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "SELECT count(*) FROM jobs")
+	require.NoError(t, err)
+
+	o := migrations.Options{LockTimeout: 200 * time.Millisecond, Attempts: 2, Pause: 50 * time.Millisecond}
+	st, err := migrations.UpWith(ctx, conn, o)
+	t.Log(err)
+	require.ErrorIs(t, err, migrations.ErrLockTimeout)
+	require.Contains(t, err.Error(), "017_job_kind_runs.sql waited 200ms for a lock and gave up, 2 times")
+	require.Contains(t, err.Error(), "the schema stays at version 16")
+	require.Contains(t, err.Error(), fmt.Sprintf("pid %d (application \"nightly-report\"", report.PgConn().PID()))
+	require.Contains(t, err.Error(), "idle in transaction")
+	require.Equal(t, int32(16), st.Current)
+	var kindRuns *string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT to_regclass('job_kind_runs')::text`).Scan(&kindRuns))
+	require.Nil(t, kindRuns, "the timed-out migration left nothing behind")
+
+	require.NoError(t, tx.Commit(ctx))
+	st, err = migrations.UpWith(ctx, conn, o)
+	require.NoError(t, err)
+	require.True(t, st.UpToDate(), "%+v", st)
 }

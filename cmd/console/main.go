@@ -91,7 +91,11 @@ Usage:
   console demo [--lock-every 3m] generate demo load and lock incidents on a scratch database
   console findings [--json] [--threshold CODE=VALUE ...]
                                  print the findings (as GET /api/v1/findings with --json)
-  console migrate up|status      apply or show schema migrations (needs DATABASE_URL)
+  console migrate up|status [--lock-timeout 2s] [--attempts 5]
+                                 apply or show schema migrations (needs DATABASE_URL); a
+                                 migration waits at most --lock-timeout for a lock (claims and
+                                 acks queue behind its wait), then is rolled back and tried
+                                 again; the error names the sessions in its way
   console operator add --name N --role viewer|operator|admin
                                  create or reset an operator; the password is read from stdin;
                                  a reset signs out every session the operator had

@@ -74,6 +74,11 @@ func TestHelpAndUsage(t *testing.T) {
 	require.ErrorContains(t, err, "use open, token or off")
 	_, err = runCmd(t, envMap(), "migrate")
 	require.ErrorAs(t, err, new(usageError))
+	for _, bad := range [][]string{{"--attempts", "0"}, {"--lock-timeout", "-1s"}} {
+		_, err = runCmd(t, envMap(), append([]string{"migrate", "up"}, bad...)...)
+		require.ErrorAs(t, err, new(usageError), "%v", bad)
+		require.ErrorContains(t, err, bad[0]+" "+bad[1])
+	}
 	for _, d := range []string{"0s", "-1s", "2h"} {
 		_, err = runCmd(t, envMap(), "worker", "--drain", d)
 		require.ErrorAs(t, err, new(usageError), "--drain %s", d)
@@ -110,7 +115,7 @@ func TestClearFailures(t *testing.T) {
 		require.ErrorContains(t, err, "connection refused; is PostgreSQL running there")
 	})
 	t.Run("SchemaBehind", func(t *testing.T) {
-		url := emptyDatabase(t)
+		url := testdb.EmptyURL(t)
 		out, err := runCmd(t, envMap("DATABASE_URL", url), "migrate", "status")
 		require.NoError(t, err)
 		require.Contains(t, out, "schema version 0 of")
@@ -509,19 +514,6 @@ func postmasterPID(t *testing.T, dataDir string) int {
 	_, err = fmt.Sscan(strings.SplitN(string(b), "\n", 2)[0], &pid)
 	require.NoError(t, err)
 	return pid
-}
-
-// emptyDatabase creates a database with no schema at all.
-func emptyDatabase(t *testing.T) string {
-	t.Helper()
-	admin := testdb.AdminURL(t)
-	conn, err := pgx.Connect(context.Background(), admin)
-	require.NoError(t, err)
-	defer conn.Close(context.Background())
-	name := fmt.Sprintf("empty_%d", time.Now().UnixNano())
-	_, err = conn.Exec(context.Background(), "CREATE DATABASE "+name)
-	require.NoError(t, err)
-	return strings.Replace(admin, "/postgres?", "/"+name+"?", 1)
 }
 
 // lineChan sends each line read from r on the channel it returns, and

@@ -17,8 +17,18 @@ func runMigrate(ctx context.Context, args []string, getenv env, stdout io.Writer
 	if sub != "up" && sub != "status" {
 		return usageError{fmt.Sprintf("migrate %s: use up or status", sub)}
 	}
-	if err := parseFlags(flagSet("migrate"), args[1:]); err != nil {
+	fs := flagSet("migrate")
+	def := migrations.DefaultOptions
+	lockTimeout := fs.Duration("lock-timeout", def.LockTimeout, "how long a migration waits for a lock before it is rolled back and tried again")
+	attempts := fs.Int("attempts", def.Attempts, "tries of a migration that timed out waiting for a lock")
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
+	}
+	if *lockTimeout < 0 {
+		return usageError{fmt.Sprintf("--lock-timeout %s: give a wait of 0 (no limit) or more, like 2s", *lockTimeout)}
+	}
+	if *attempts < 1 || *attempts > 100 {
+		return usageError{fmt.Sprintf("--attempts %d: give 1 to 100", *attempts)}
 	}
 	raw, err := requiredDatabaseURL(getenv, "migrate needs DATABASE_URL (or DATABASE_URL_FILE); the embedded default migrates by itself")
 	if err != nil {
@@ -36,7 +46,7 @@ func runMigrate(ctx context.Context, args []string, getenv env, stdout io.Writer
 	defer conn.Release()
 	var st migrations.Status
 	if sub == "up" {
-		st, err = migrations.Up(ctx, conn.Conn())
+		st, err = migrations.UpWith(ctx, conn.Conn(), migrations.Options{LockTimeout: *lockTimeout, Attempts: *attempts, Pause: def.Pause})
 		if err != nil {
 			return err
 		}
