@@ -38,11 +38,15 @@ CREATE INDEX job_kind_runs_kind_id_idx ON job_kind_runs (kind, id);
 ALTER TABLE job_kind_runs SET (autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_scale_factor = 0);
 
 -- job_kind_runs_prune deletes, for each kind in kinds, the rows older than
--- those that hold its newest 200 run times.
+-- those that hold its newest 200 run times. Only under READ COMMITTED: a
+-- REPEATABLE READ snapshot may predate another prune's commit, and deleting
+-- the rows that one deleted would fail the caller's transaction with a
+-- serialization error; the next statement prunes instead.
 CREATE FUNCTION job_kind_runs_prune(kinds text[]) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
-    IF NOT pg_try_advisory_xact_lock(7304, 0) THEN
+    IF current_setting('transaction_isolation') <> 'read committed'
+       OR NOT pg_try_advisory_xact_lock(7304, 0) THEN
         RETURN;
     END IF;
     DELETE FROM job_kind_runs AS r

@@ -133,3 +133,23 @@ func TestKindRunTimesStayBounded(t *testing.T) {
 	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM job_kind_runs`).Scan(&n))
 	require.Less(t, n, 900, "1,000 one-job acks left %d rows", n)
 }
+
+// Under REPEATABLE READ the prune does nothing (its snapshot may predate
+// another prune's deletes, which would fail the caller's transaction); the
+// rows wait for a READ COMMITTED statement.
+func TestKindRunTimesPruneOnlyUnderReadCommitted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Pool(t, testdb.URL(t))
+	_, err := db.Exec(ctx, `INSERT INTO job_kind_runs (kind, seconds) SELECT 'a', ARRAY[1.0::float8] FROM generate_series(1, 300)`)
+	require.NoError(t, err)
+	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `SELECT job_kind_runs_prune(ARRAY['a'])`)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	require.Len(t, kindRuns(t, db)["a"], 300)
+	_, err = db.Exec(ctx, `SELECT job_kind_runs_prune(ARRAY['a'])`)
+	require.NoError(t, err)
+	require.Len(t, kindRuns(t, db)["a"], 200)
+}
