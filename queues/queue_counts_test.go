@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/testdb"
@@ -248,4 +249,33 @@ func TestQueueStatsScheduledCap(t *testing.T) {
 	require.EqualValues(t, 7, soon.Due)
 	require.True(t, soon.DueExact)
 	require.InDelta(t, 60, soon.OldestReadySeconds, 30)
+}
+
+// An enqueue inside the caller's REPEATABLE READ transaction never fails
+// for the counters' sake: a fold (about one statement in 64) run by a
+// transaction whose snapshot predates another fold's commit would delete
+// rows that fold deleted, a serialization error in the caller's
+// transaction. The fold runs only under READ COMMITTED; the counts stay
+// exact either way.
+func TestQueueCountFoldSparesRepeatableRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	enqueueT(t, pool, EnqueueParams{Queue: "rr", Kind: "k"})
+
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `SELECT count(*) FROM queue_job_counts`) // the snapshot
+	require.NoError(t, err)
+	// Another session enqueues and folds, and commits.
+	enqueueT(t, pool, EnqueueParams{Queue: "rr", Kind: "k"})
+	compactQueueCounts(t, pool)
+
+	_, err = EnqueueTx(ctx, tx, EnqueueParams{Queue: "rr", Kind: "k"})
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `SELECT queue_job_count_compact()`) // the fold the trigger may call
+	require.NoError(t, err, "a fold under REPEATABLE READ")
+	require.NoError(t, tx.Commit(ctx))
+	queueCountsMatch(t, pool, "three enqueues, one under REPEATABLE READ")
 }
