@@ -82,7 +82,7 @@ func TestWorkerSIGTERMDrain(t *testing.T) {
 		seconds  int
 		drain    string
 		complete bool
-	}{{"Complete", 2, "60s", true}, {"DeadlineCut", 600, "1s", false}} {
+	}{{"Complete", 5, "60s", true}, {"DeadlineCut", 600, "1s", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			const n = 3
 			url := testdb.URL(t)
