@@ -126,6 +126,11 @@ type Client struct {
 	// reconnect to wait listenRetryMin again (listenStableAfter; tests
 	// shorten it before Start).
 	listenStable time.Duration
+	// relisten asks the listener for a new session (sessionRefused);
+	// relistenAt is when it last did, read and written by the maintenance
+	// loop only.
+	relisten   chan struct{}
+	relistenAt time.Time
 
 	hmu      sync.RWMutex // handlers: read for every job
 	handlers map[string]HandlerFunc
@@ -234,6 +239,7 @@ func NewClient(pool *pgxpool.Pool, cfg ClientConfig) (*Client, error) {
 		host:         host,
 		liveness:     max(3*cfg.PollInterval, 10*time.Second),
 		listenStable: listenStableAfter,
+		relisten:     make(chan struct{}, 1),
 		handlers:     map[string]HandlerFunc{},
 		running:      map[int64]runningJob{},
 	}
@@ -417,7 +423,7 @@ func (c *Client) markStopped() {
 	defer cancel()
 	var err error
 	for try := 0; try < 3; try++ {
-		if err = c.heartbeatWorker(ctx, true); err == nil || ctx.Err() != nil {
+		if _, err = c.heartbeatWorker(ctx, true); err == nil || ctx.Err() != nil {
 			break
 		}
 		c.log.Warn("mark worker stopped, retrying", "err", err)

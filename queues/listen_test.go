@@ -95,3 +95,40 @@ func TestListenerBackoffResetsAfterSession(t *testing.T) {
 	}
 	require.Equal(t, want, waits)
 }
+
+// TestWronglyReclaimedWorkerComesBack: another process takes this live
+// worker for dead (its row stopped and reclaimed, the session it recorded
+// gone from the server, as after a network cut the server noticed first)
+// while the worker's own listener never noticed. Its next heartbeat is
+// refused; the worker then opens a new session, which records itself, and
+// the heartbeat after brings the row back to life, naming a session that
+// exists. Without the new session the row would stay stopped.
+func TestWronglyReclaimedWorkerComesBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	startClient(t, pool, testConfig(map[string]QueueConfig{"w": {Concurrency: 1}}), nil)
+	waitListening(t, pool)
+	var first int32
+	require.NoError(t, pool.QueryRow(ctx, "SELECT backend_pid FROM workers").Scan(&first))
+
+	// What WorkerDeadMark writes, with the recorded session one the
+	// server no longer has (a backend start before any real one).
+	_, err := pool.Exec(ctx, `UPDATE workers SET stopped_at = clock_timestamp(), reclaimed_at = clock_timestamp(),
+		backend_started_at = pg_postmaster_start_time() + interval '1 microsecond', backend_pid = 2147483647`)
+	require.NoError(t, err)
+
+	testdb.Eventually(t, 30*time.Second, "the row alive again, naming a live session", func() bool {
+		var alive bool
+		require.NoError(t, pool.QueryRow(ctx, `SELECT w.stopped_at IS NULL AND EXISTS (
+			SELECT 1 FROM pg_stat_activity a WHERE a.pid = w.backend_pid AND a.backend_start = w.backend_started_at)
+			FROM workers AS w`).Scan(&alive))
+		return alive
+	})
+	var now int32
+	require.NoError(t, pool.QueryRow(ctx, "SELECT backend_pid FROM workers").Scan(&now))
+	require.NotEqual(t, first, now, "a new session was opened")
+	var oldAlive bool
+	require.NoError(t, pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)", first).Scan(&oldAlive))
+	require.False(t, oldAlive, "the old listener session was closed")
+}

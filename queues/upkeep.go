@@ -2,6 +2,7 @@ package queues
 
 import (
 	"context"
+	"errors"
 	"math"
 	"time"
 
@@ -54,8 +55,10 @@ func (c *Client) refreshSettings(ctx context.Context) error {
 }
 
 // heartbeatWorker writes this process's in-flight counts to its workers
-// row; stopped marks the row stopped.
-func (c *Client) heartbeatWorker(ctx context.Context, stopped bool) error {
+// row; stopped marks the row stopped. refused reports a live heartbeat the
+// row did not take: another process found this one dead (see
+// sessionRefused).
+func (c *Client) heartbeatWorker(ctx context.Context, stopped bool) (refused bool, err error) {
 	byQueue := make(map[string]int, len(c.queues))
 	total, limit := 0, 0
 	for name, q := range c.queues {
@@ -64,8 +67,31 @@ func (c *Client) heartbeatWorker(ctx context.Context, stopped bool) error {
 		total += n
 		limit += l
 	}
-	_, err := c.pool.Exec(ctx, sqlText("worker_heartbeat"), c.cfg.ID, total, byQueue, stopped, limit, c.errs.snapshot())
-	return err
+	tag, err := c.pool.Exec(ctx, sqlText("worker_heartbeat"), c.cfg.ID, total, byQueue, stopped, limit, c.errs.snapshot())
+	return err == nil && !stopped && tag.RowsAffected() == 0, err
+}
+
+// relistenEvery spaces the new sessions sessionRefused asks for.
+const relistenEvery = 10 * time.Second
+
+// sessionRefused handles a heartbeat the workers row refused: the row is
+// stopped and the session it recorded is gone, so another process took
+// this live one for dead (its heartbeat went stale while the server dropped
+// its session: a network cut the server noticed first) and reclaimed its
+// jobs, fenced. The listener may still be waiting on a connection the
+// server has closed; it is made to open a new session, which records
+// itself, and the next heartbeat brings the row back to life. Called by
+// the maintenance loop only.
+func (c *Client) sessionRefused() {
+	if c.cfg.DisableListen || time.Since(c.relistenAt) < relistenEvery {
+		return
+	}
+	c.relistenAt = time.Now()
+	c.log.Warn("this worker's row says another process found it dead and reclaimed its jobs; opening a new session to prove it is alive")
+	select {
+	case c.relisten <- struct{}{}:
+	default:
+	}
 }
 
 // maintenanceLoop runs once per poll interval: settings and the workers
@@ -86,9 +112,11 @@ func (c *Client) maintenanceLoop(ctx context.Context) {
 			c.errs.note("settings", err)
 			c.log.Warn("refresh queue settings", "err", err)
 		}
-		if err := c.heartbeatWorker(tctx, false); err != nil {
+		if refused, err := c.heartbeatWorker(tctx, false); err != nil {
 			c.errs.note("heartbeat", err)
 			c.log.Warn("heartbeat worker row", "err", err)
+		} else if refused {
+			c.sessionRefused()
 		}
 		c.reclaimDead(tctx)
 		if time.Now().UnixNano() < c.reconcileUntil.Load() {
@@ -230,6 +258,9 @@ func nextListenRetry(prev time.Duration, established bool, up, stable time.Durat
 	return min(max(2*prev, listenRetryMin), listenRetryMax)
 }
 
+// errRelisten ends a LISTEN session that sessionRefused asked to replace.
+var errRelisten = errors.New("a new session was asked for")
+
 // listenLoop holds a dedicated connection (outside the pool) LISTENing on
 // NotifyChannel and wakes the named queue's fetcher. After a reconnect it
 // wakes every fetcher, since notifications sent meanwhile were lost.
@@ -240,6 +271,11 @@ func (c *Client) listenLoop(ctx context.Context) {
 		err := c.listen(ctx, &since)
 		if ctx.Err() != nil {
 			return
+		}
+		if errors.Is(err, errRelisten) {
+			c.log.Info("listener reconnecting to record a new session")
+			delay = 0
+			continue
 		}
 		delay = nextListenRetry(delay, !since.IsZero(), time.Since(since), c.listenStable)
 		c.errs.note("listen", err)
@@ -274,6 +310,11 @@ func (c *Client) listen(ctx context.Context, since *time.Time) error {
 	if _, err := conn.Exec(ctx, sqlText("job_listen")); err != nil {
 		return err
 	}
+	// This session is the new one a refused heartbeat asked for, if any.
+	select {
+	case <-c.relisten:
+	default:
+	}
 	// This session is the worker's proof of life: while it exists, other
 	// processes leave the worker's leases to expire on their own.
 	if _, err := conn.Exec(ctx, sqlText("worker_session_record"), c.cfg.ID); err != nil {
@@ -283,9 +324,21 @@ func (c *Client) listen(ctx context.Context, since *time.Time) error {
 	for _, q := range c.queues {
 		q.signal()
 	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.relisten:
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		n, err := conn.WaitForNotification(sctx)
 		if err != nil {
+			if sctx.Err() != nil && ctx.Err() == nil {
+				return errRelisten
+			}
 			return err
 		}
 		if q := c.queues[n.Payload]; q != nil {
