@@ -160,16 +160,16 @@ func finishedCount(t *testing.T, reg *prometheus.Registry, result string) float6
 func testutilCounter(reg *prometheus.Registry, name string) prometheus.Collector {
 	return prometheus.CollectorFunc(func(ch chan<- prometheus.Metric) {
 		mfs, _ := reg.Gather()
+		sum := 0.0 // a vector with no series yet is not gathered at all: 0
 		for _, mf := range mfs {
 			if mf.GetName() != name {
 				continue
 			}
-			sum := 0.0
 			for _, m := range mf.GetMetric() {
 				sum += m.GetCounter().GetValue()
 			}
-			ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, "sum", nil, nil), prometheus.CounterValue, sum)
 		}
+		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, "sum", nil, nil), prometheus.CounterValue, sum)
 	})
 }
 

@@ -318,8 +318,12 @@ func TestHotStatementPlans(t *testing.T) {
 			{name: "job_reap", args: "(100, 20)"},
 			{name: "dead_letter_requeue", args: "('{}', 'p1', '', NULL, NULL, 10, false)"},
 			{name: "dead_letter_class_list", args: "('{}', 'p1', '', NULL, NULL, 50)"},
-			// Its only read of jobs is the window of recent deaths.
-			{name: "dead_letter_class_stats", args: "(900, 10000, 200)", want: []string{"using jobs_dead_finished_idx"}},
+			// Its only read of jobs is the window of recent deaths, through
+			// an index of dead jobs only. With none dead here, the planner
+			// may pick either of two empty dead-only indexes (their costs
+			// tie, and the statistics' sample breaks the tie); the plan
+			// tests on a dead-letter storm pin jobs_dead_finished_idx.
+			{name: "dead_letter_class_stats", args: "(900, 10000, 200)", want: []string{"using jobs_dead_"}},
 			{name: "job_ack_many", args: "(" + idArray + ", " + idArray + ", 'w')",
 				want: []string{"Index Scan using jobs_pkey"}, not: []string{"jobs_running_lease_idx"}},
 			{name: "job_renew_many", args: "(" + idArray + ", " + idArray + ", 'w', 1000)",
