@@ -110,3 +110,34 @@ func TestRateBoundsChecked(t *testing.T) {
 	_, err := tx.Exec(ctx, "INSERT INTO queue_settings (queue, rate_per_second) VALUES ('q', 0.5)")
 	require.NoError(t, err)
 }
+
+// TestClaimsWaitForOutcomeWrites: claims stop while twice the queue's limit
+// of finished jobs wait for their outcome to be written (the database is
+// behind), and the fetcher is woken as soon as the writes fall below it.
+func TestClaimsWaitForOutcomeWrites(t *testing.T) {
+	t.Parallel()
+	q := newQueueRunner("r", QueueConfig{Concurrency: 10}, 100)
+	now := time.Now()
+	q.backlog = true
+	q.writing = 19 // every handler returned; 19 outcomes to write
+	n, _ := q.reserve(now)
+	require.Positive(t, n, "under twice the limit waiting, claims go on")
+	q.settle(n, n, false, false) // a full claim: the queue has a backlog
+	q.inFlight -= n              // its jobs ran
+
+	q.writing = 20
+	n, _ = q.reserve(now)
+	require.Zero(t, n, "twice the limit waiting: no claim")
+	select {
+	case <-q.wake:
+	default:
+	}
+	q.outcomesWritten(1)
+	select {
+	case <-q.wake:
+	default:
+		t.Fatal("the fetcher is not woken when the writes fall below twice the limit")
+	}
+	n, _ = q.reserve(now)
+	require.Positive(t, n)
+}
