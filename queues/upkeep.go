@@ -87,7 +87,7 @@ func (c *Client) sessionRefused() {
 		return
 	}
 	c.relistenAt = time.Now()
-	c.log.Warn("this worker's row says another process found it dead and reclaimed its jobs; opening a new session to prove it is alive")
+	c.log.Warn("this worker's heartbeat was refused: its workers row is stopped (another process found it dead and reclaimed its jobs) or gone; opening a new session to prove it is alive")
 	select {
 	case c.relisten <- struct{}{}:
 	default:
