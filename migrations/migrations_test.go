@@ -22,15 +22,13 @@ func TestMain(m *testing.M) { testdb.Main(m) }
 func TestKindRunTimesCarriedOver(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, testdb.EmptyURL(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	conn := testdb.Connect(t, testdb.EmptyURL(t), "migrate")
 	require.NoError(t, migrations.UpTo(ctx, conn, 16))
 
 	// Kind a: 250 done jobs, job g ran g seconds and finished g minutes
 	// ago, so the latest 200 are those that ran 1 to 200 seconds. Kind b:
 	// three done jobs and one that never started.
-	_, err = conn.Exec(ctx, `
+	_, err := conn.Exec(ctx, `
 		INSERT INTO jobs (queue, kind, status, started_at, finished_at)
 		SELECT 'q', 'a', 'done', now() - g * interval '1 minute' - g * interval '1 second', now() - g * interval '1 minute'
 		FROM generate_series(1, 250) AS g;
@@ -67,19 +65,12 @@ func TestMigrationLockWaitIsBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	url := testdb.EmptyURL(t)
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	conn := testdb.Connect(t, url, "migrate")
 	require.NoError(t, migrations.UpTo(ctx, conn, 16))
 
 	// A report left open in a transaction: it holds ACCESS SHARE on jobs,
 	// which 017's DROP INDEX must wait for.
-	cfg, err := pgx.ParseConfig(url)
-	require.NoError(t, err)
-	cfg.RuntimeParams["application_name"] = "nightly-report"
-	report, err := pgx.ConnectConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { report.Close(context.Background()) })
+	report := testdb.Connect(t, url, "nightly-report")
 	tx, err := report.Begin(ctx)
 	require.NoError(t, err)
 	_, err = tx.Exec(ctx, "SELECT count(*) FROM jobs")

@@ -54,11 +54,19 @@ func startWorkerOutput(t *testing.T, url string, args string) (*exec.Cmd, *bytes
 // a pool on it and the jobs' ids in order.
 func sleepJobs(t *testing.T, queue string, n int, ms func(i int) int) (string, *pgxpool.Pool, []int64) {
 	t.Helper()
+	return queuedJobs(t, queue, "sleep", n, func(i int) any { return map[string]int{"ms": ms(i)} })
+}
+
+// queuedJobs creates a fresh database and enqueues n jobs of kind in queue
+// there, job i with payload(i). It returns the database's URL, a pool on
+// it and the jobs' ids in order.
+func queuedJobs(t *testing.T, queue, kind string, n int, payload func(i int) any) (string, *pgxpool.Pool, []int64) {
+	t.Helper()
 	url := testdb.URL(t)
 	pool := testdb.Pool(t, url)
 	ps := make([]queues.EnqueueParams, n)
 	for i := range ps {
-		ps[i] = queues.EnqueueParams{Queue: queue, Kind: "sleep", Payload: map[string]int{"ms": ms(i)}}
+		ps[i] = queues.EnqueueParams{Queue: queue, Kind: kind, Payload: payload(i)}
 	}
 	ids, err := queues.EnqueueManyTx(context.Background(), pool, ps)
 	require.NoError(t, err)
@@ -85,16 +93,8 @@ func TestWorkerSIGTERMDrain(t *testing.T) {
 	}{{"Complete", 5, "60s", true}, {"DeadlineCut", 600, "1s", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			const n = 3
-			url := testdb.URL(t)
-			pool := testdb.Pool(t, url)
 			statement := fmt.Sprintf("SELECT pg_sleep(%d) /* drain drill */", tc.seconds)
-			ps := make([]queues.EnqueueParams, n)
-			for i := range ps {
-				ps[i] = queues.EnqueueParams{Queue: "term", Kind: "sql", Payload: map[string]string{"statement": statement}}
-			}
-			ids, err := queues.EnqueueManyTx(context.Background(), pool, ps)
-			require.NoError(t, err)
-			slices.Sort(ids)
+			url, pool, ids := queuedJobs(t, "term", "sql", n, func(int) any { return map[string]string{"statement": statement} })
 			w, out := startWorkerOutput(t, url, "--queues term --concurrency 4 --poll 100ms --allow-sql-jobs --drain "+tc.drain)
 			require.Eventually(t, func() bool {
 				return countRows(t, pool, "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query = $1", statement) == n
