@@ -2,8 +2,10 @@
 -- not match some jobs, finds those among $1 (generations $2) that are done
 -- at the very generation this worker held: the failed statement committed
 -- and only its reply was lost. A job taken over since carries a higher
--- generation and is not confirmed. No locks; primary key probes.
+-- generation and is not confirmed. No locks; primary key probes (the
+-- arrays are read through scalar subqueries so that the planner cannot size
+-- them, as in job_ack_many.sql: told the size, it read every done job).
 SELECT j.id
-FROM unnest($1::bigint[], $2::bigint[]) AS a(id, generation)
+FROM unnest((SELECT $1::bigint[]), (SELECT $2::bigint[])) AS a(id, generation)
 JOIN jobs AS j ON j.id = a.id AND j.lease_generation = a.generation
 WHERE j.status = 'done'

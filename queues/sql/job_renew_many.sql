@@ -2,10 +2,11 @@
 -- running in one statement, each fenced by (owner, its generation); returns
 -- the ids still held, so the engine cancels the handlers of the others. Row
 -- locks in id order. Plan: primary key probes in id order; the status test
--- is written `IS TRUE` to keep jobs_running_lease_idx out of it, as in
--- job_ack_many.sql.
+-- is written `IS TRUE` to keep jobs_running_lease_idx out of it, and the
+-- arrays are read through scalar subqueries so that the planner cannot size
+-- the batch, as in job_ack_many.sql.
 WITH held AS (
-    SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS h(id, generation)
+    SELECT * FROM unnest((SELECT $1::bigint[]), (SELECT $2::bigint[])) AS h(id, generation)
     ORDER BY id
 )
 UPDATE jobs AS j
