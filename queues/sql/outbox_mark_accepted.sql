@@ -4,10 +4,12 @@
 -- failed" window; publish_count > 1 says it was republished.
 -- Locks: row locks on the given ids (primary key), fenced by owner and
 -- generation so a relay whose lease was taken over changes nothing.
+-- Plan: primary key probes; the arrays are read through scalar subqueries so
+-- that the planner cannot size the batch (see job_ack_many.sql).
 UPDATE outbox_events AS e
 SET accepted_at = coalesce(e.accepted_at, clock_timestamp()),
     publish_count = e.publish_count + 1
-FROM unnest($2::bigint[], $3::bigint[]) AS m(id, generation)
+FROM unnest((SELECT $2::bigint[]), (SELECT $3::bigint[])) AS m(id, generation)
 WHERE e.id = m.id
   AND e.state = 'inflight'
   AND e.lease_owner = $1

@@ -3,13 +3,15 @@
 -- with the claim's attempt refunded.
 -- Locks: row locks on the given ids (primary key), fenced by owner and
 -- generation.
+-- Plan: primary key probes; the arrays are read through scalar subqueries so
+-- that the planner cannot size the batch (see job_ack_many.sql).
 UPDATE outbox_events AS e
 SET state = 'pending',
     attempts = greatest(e.attempts - 1, 0),
     available_at = clock_timestamp(),
     lease_owner = NULL,
     lease_until = NULL
-FROM unnest($2::bigint[], $3::bigint[]) AS m(id, generation)
+FROM unnest((SELECT $2::bigint[]), (SELECT $3::bigint[])) AS m(id, generation)
 WHERE e.id = m.id
   AND e.state = 'inflight'
   AND e.lease_owner = $1

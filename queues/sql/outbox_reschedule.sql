@@ -3,10 +3,12 @@
 -- relay's cap $6 when positive) or when the failure was permanent ($7).
 -- Fenced by owner $1 and generations $3.
 -- Locks: row locks on the given ids (primary key).
+-- Plan: primary key probes; the arrays are read through scalar subqueries so
+-- that the planner cannot size the batch (see job_ack_many.sql).
 WITH m AS (
     SELECT u.id, u.generation, u.delay_ms, u.error, u.final
-    FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $7::boolean[])
-         AS u(id, generation, delay_ms, error, final)
+    FROM unnest((SELECT $2::bigint[]), (SELECT $3::bigint[]), (SELECT $4::bigint[]),
+                (SELECT $5::text[]), (SELECT $7::boolean[])) AS u(id, generation, delay_ms, error, final)
 )
 UPDATE outbox_events AS e
 SET state = CASE WHEN m.final OR e.attempts >= least(e.max_attempts, coalesce(nullif($6::int, 0), e.max_attempts))
