@@ -295,7 +295,9 @@ func TestBenchSmoke(t *testing.T) {
 	t.Run("Floor", func(t *testing.T) {
 		res := bench(t, "floor", "--jobs", "200", "--batch", "10")
 		require.Equal(t, float64(200), res["jobs"])
-		positive(t, res, "jobs_per_second", "seed_jobs_per_second", "engine_over_seed")
+		positive(t, res, "jobs_per_second", "seed_jobs_per_second", "engine_over_seed", "seed_start_bytes")
+		require.Equal(t, res["seed_start_bytes"], res["engine_start_bytes"],
+			"both phases start from the table a fresh database has, as the burn-down does")
 	})
 	t.Run("Continuous", func(t *testing.T) {
 		res := bench(t, "continuous", "--duration", "1s")

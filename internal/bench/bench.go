@@ -282,6 +282,23 @@ func vacuumJobs(ctx context.Context, cfg Config) error {
 	return nil
 }
 
+// freshJobs empties the jobs table (and the run times its acks record) so
+// a phase starts on new files, as a burn-down in its fresh database does,
+// and returns the size of the table and its indexes then. On a table a
+// previous phase filled, emptied and vacuumed (its indexes keep their
+// pages) the same statements ran about 15 % faster (BENCHMARKS.md, run 12),
+// so a floor measured there is not the burn-down's.
+func freshJobs(ctx context.Context, cfg Config) (int64, error) {
+	if _, err := cfg.Pool.Exec(ctx, "TRUNCATE jobs, job_kind_runs"); err != nil {
+		return 0, fmt.Errorf("empty jobs: %w", err)
+	}
+	var size int64
+	if err := cfg.Pool.QueryRow(ctx, "SELECT pg_total_relation_size('jobs')").Scan(&size); err != nil {
+		return 0, fmt.Errorf("size of jobs: %w", err)
+	}
+	return size, nil
+}
+
 // percentile returns the q-quantile (0..1) of sorted, nearest rank.
 func percentile(sorted []time.Duration, q float64) time.Duration {
 	if len(sorted) == 0 {

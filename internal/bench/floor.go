@@ -19,7 +19,8 @@ const floorRescan = time.Second
 
 // Floor drives claim and ack statements with no engine around them:
 // PoolSize loops, each claiming cfg.Batch jobs and acking them, until
-// cfg.Jobs COPYed jobs are done. It runs twice on a vacuumed table: the
+// cfg.Jobs COPYed jobs are done. It runs twice, each time on an emptied
+// table (freshJobs) as the burn-down's is: the
 // textbook queue statements, reported as "seed" (a claim that picks from
 // the head of the ready index, then one fenced completion per job, a
 // claim's worth sent as one pipelined batch), then the engine's own (queues.JobClaim resuming
@@ -33,8 +34,10 @@ func Floor(ctx context.Context, cfg Config) (Report, error) {
 		loop func(ctx context.Context, cfg Config, queue, owner string, done *atomic.Int64) error
 	}{{"seed", seedFloorLoop}, {"engine", engineFloorLoop}}
 	rates := make([]float64, len(phases))
+	starts := make([]int64, len(phases))
 	for i, p := range phases {
-		if err := vacuumJobs(ctx, cfg); err != nil {
+		var err error
+		if starts[i], err = freshJobs(ctx, cfg); err != nil {
 			return r, err
 		}
 		cfg.logf("floor: %s statements, %d jobs, %d loops, claims of %d", p.name, cfg.Jobs, cfg.PoolSize, cfg.Batch)
@@ -50,6 +53,8 @@ func Floor(ctx context.Context, cfg Config) (Report, error) {
 	r.Add("seed_jobs_per_second", "seed statements: claim from the head, one completion per job", rates[0], "jobs/s")
 	r.Add("jobs_per_second", "engine statements: keyset claim, one ack per batch", rates[1], "jobs/s")
 	r.Add("engine_over_seed", "engine / seed", ratio(rates[1], rates[0]), "")
+	r.Add("seed_start_bytes", "seed statements: jobs and its indexes at the start", starts[0], "bytes")
+	r.Add("engine_start_bytes", "engine statements: jobs and its indexes at the start", starts[1], "bytes")
 	return r, nil
 }
 
