@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -252,10 +253,7 @@ func TestConcurrencyExactlyOnce(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	const n = 10_000
-	ps := make([]EnqueueParams, n)
-	for i := range ps {
-		ps[i] = EnqueueParams{Queue: "cc", Kind: "count"}
-	}
+	ps := slices.Repeat([]EnqueueParams{{Queue: "cc", Kind: "count"}}, n)
 	setup := testdb.Pool(t, url)
 	_, err := EnqueueCopy(ctx, setup, ps)
 	require.NoError(t, err)
@@ -296,10 +294,7 @@ func TestThrottleAndPause(t *testing.T) {
 	url := testdb.URL(t)
 	admin := testdb.Pool(t, url)
 	const jobTime = 20 * time.Millisecond
-	ps := make([]EnqueueParams, 3000)
-	for i := range ps {
-		ps[i] = EnqueueParams{Queue: "th", Kind: "work"}
-	}
+	ps := slices.Repeat([]EnqueueParams{{Queue: "th", Kind: "work"}}, 3000)
 	_, err := EnqueueCopy(ctx, admin, ps)
 	require.NoError(t, err)
 	eight, two := 8, 2
@@ -398,10 +393,7 @@ func TestRateLimit(t *testing.T) {
 	rate := 20.0
 	_, err := QueueSettingsSetTx(ctx, pool, QueueSettings{Queue: "rl", RatePerSecond: &rate})
 	require.NoError(t, err)
-	ps := make([]EnqueueParams, 200)
-	for i := range ps {
-		ps[i] = EnqueueParams{Queue: "rl", Kind: "noop"}
-	}
+	ps := slices.Repeat([]EnqueueParams{{Queue: "rl", Kind: "noop"}}, 200)
 	_, err = EnqueueManyTx(ctx, pool, ps)
 	require.NoError(t, err)
 	startClient(t, pool, testConfig(map[string]QueueConfig{"rl": {Concurrency: 8}}), func(c *Client) {
@@ -475,10 +467,7 @@ func TestClaimRescan(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			pool := testdb.New(t)
-			ps := make([]EnqueueParams, backlog)
-			for i := range ps {
-				ps[i] = EnqueueParams{Queue: "rs", Kind: "low"}
-			}
+			ps := slices.Repeat([]EnqueueParams{{Queue: "rs", Kind: "low"}}, backlog)
 			_, err := EnqueueCopy(ctx, pool, ps)
 			require.NoError(t, err)
 			var handled atomic.Int64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -115,11 +116,7 @@ func TestEnqueueCopy100k(t *testing.T) {
 	ctx := context.Background()
 	pool := testdb.New(t)
 	const n = 100_000
-	ps := make([]EnqueueParams, n)
-	payload := json.RawMessage(`{"x":1}`)
-	for i := range ps {
-		ps[i] = EnqueueParams{Queue: "copy", Kind: "noop", Payload: payload}
-	}
+	ps := slices.Repeat([]EnqueueParams{{Queue: "copy", Kind: "noop", Payload: json.RawMessage(`{"x":1}`)}}, n)
 	ps[0].RunAt = time.Now().Add(time.Hour)
 	ps[1].DedupeKey = "k1"
 	start := time.Now()

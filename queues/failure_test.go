@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -91,10 +92,7 @@ func TestCrashKillNine(t *testing.T) {
 	pool := testdb.Pool(t, url)
 	createRunLog(t, pool)
 	const n = 30
-	ps := make([]EnqueueParams, n)
-	for i := range ps {
-		ps[i] = EnqueueParams{Queue: "crash", Kind: "slow", Payload: map[string]int{"ms": 150}}
-	}
+	ps := slices.Repeat([]EnqueueParams{{Queue: "crash", Kind: "slow", Payload: map[string]int{"ms": 150}}}, n)
 	_, err := EnqueueManyTx(ctx, pool, ps)
 	require.NoError(t, err)
 	const lease = 1500 * time.Millisecond
@@ -191,10 +189,7 @@ func postgresRestart(t *testing.T, restart func(*pgserver.Server, context.Contex
 	const n = 3000
 	admin := testdb.Pool(t, url)
 	createRunLog(t, admin)
-	ps := make([]EnqueueParams, n)
-	for i := range ps {
-		ps[i] = EnqueueParams{Queue: "rs", Kind: "logged", Payload: map[string]int{"ms": 2}}
-	}
+	ps := slices.Repeat([]EnqueueParams{{Queue: "rs", Kind: "logged", Payload: map[string]int{"ms": 2}}}, n)
 	_, err = EnqueueCopy(ctx, admin, ps)
 	require.NoError(t, err)
 	var logs logbuf.Buffer

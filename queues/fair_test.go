@@ -3,6 +3,7 @@ package queues
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,10 +28,7 @@ func tenantCounts(jobs []Job) map[string]int {
 
 // tenantJobs is n jobs of kind for tenant in queue.
 func tenantJobs(queue, kind, tenant string, n int) []EnqueueParams {
-	ps := make([]EnqueueParams, n)
-	for i := range ps {
-		ps[i] = EnqueueParams{Queue: queue, Kind: kind, TenantID: tenant}
-	}
+	ps := slices.Repeat([]EnqueueParams{{Queue: queue, Kind: kind, TenantID: tenant}}, n)
 	return ps
 }
 

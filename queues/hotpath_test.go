@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -130,10 +131,7 @@ func TestAckBatchFreesSlots(t *testing.T) {
 	ctx := context.Background()
 	pool := testdb.New(t)
 	const n = 300
-	ps := make([]EnqueueParams, n)
-	for i := range ps {
-		ps[i] = EnqueueParams{Queue: "slots", Kind: "noop"}
-	}
+	ps := slices.Repeat([]EnqueueParams{{Queue: "slots", Kind: "noop"}}, n)
 	_, err := EnqueueManyTx(ctx, pool, ps)
 	require.NoError(t, err)
 	c, err := NewClient(pool, testConfig(map[string]QueueConfig{"slots": {Concurrency: 3}}))

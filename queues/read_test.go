@@ -373,10 +373,7 @@ func TestBatchPlansWithoutStatistics(t *testing.T) {
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, "ALTER TABLE outbox_events SET (autovacuum_enabled = false)")
 	require.NoError(t, err)
-	ps := make([]EnqueueParams, 60000)
-	for i := range ps {
-		ps[i] = EnqueueParams{Queue: "fresh", Kind: "noop"}
-	}
+	ps := slices.Repeat([]EnqueueParams{{Queue: "fresh", Kind: "noop"}}, 60000)
 	_, err = EnqueueCopy(ctx, pool, ps)
 	require.NoError(t, err)
 	jobs, err := JobClaim(ctx, pool, JobClaimParams{Queue: "fresh", Limit: 1000, Owner: "w", Lease: time.Minute})
@@ -430,10 +427,7 @@ func TestClaimPlanLargeBacklog(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t)
-	ps := make([]EnqueueParams, 50000)
-	for i := range ps {
-		ps[i] = EnqueueParams{Queue: "big", Kind: "noop"}
-	}
+	ps := slices.Repeat([]EnqueueParams{{Queue: "big", Kind: "noop"}}, 50000)
 	_, err := EnqueueCopy(ctx, pool, ps)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, "VACUUM (ANALYZE) jobs")

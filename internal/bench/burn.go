@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -24,10 +25,7 @@ func fillTenant(ctx context.Context, cfg Config, queue, tenant string, n int, pa
 	start := time.Now()
 	for done := 0; done < n; {
 		k := min(copyChunk, n-done)
-		ps := make([]queues.EnqueueParams, k)
-		for i := range ps {
-			ps[i] = queues.EnqueueParams{Queue: queue, Kind: "noop", Payload: payload, TenantID: tenant}
-		}
+		ps := slices.Repeat([]queues.EnqueueParams{{Queue: queue, Kind: "noop", Payload: payload, TenantID: tenant}}, k)
 		if _, err := queues.EnqueueCopy(ctx, cfg.Pool, ps); err != nil {
 			return 0, err
 		}

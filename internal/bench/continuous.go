@@ -92,11 +92,7 @@ func runLoad(ctx context.Context, cfg Config, queue string, d time.Duration, bac
 				}
 				continue
 			}
-			ps := make([]queues.EnqueueParams, insertBatch)
-			p := stampPayload(time.Now())
-			for i := range ps {
-				ps[i] = queues.EnqueueParams{Queue: queue, Kind: "noop", Payload: p}
-			}
+			ps := slices.Repeat([]queues.EnqueueParams{{Queue: queue, Kind: "noop", Payload: stampPayload(time.Now())}}, insertBatch)
 			n, err := queues.EnqueueCopy(insCtx, cfg.Pool, ps)
 			inserted.Add(n)
 			if err != nil && insCtx.Err() == nil {

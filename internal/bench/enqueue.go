@@ -64,10 +64,7 @@ func Enqueue(ctx context.Context, cfg Config) (Report, error) {
 	batch := phase{"batch", func(ctx context.Context, queue string) (int, error) {
 		for done := 0; done < n; {
 			k := min(enqueueBatch, n-done)
-			ps := make([]queues.EnqueueParams, k)
-			for i := range ps {
-				ps[i] = queues.EnqueueParams{Queue: queue, Kind: "noop", Payload: payload}
-			}
+			ps := slices.Repeat([]queues.EnqueueParams{{Queue: queue, Kind: "noop", Payload: payload}}, k)
 			ids, err := queues.EnqueueManyTx(ctx, cfg.Pool, ps)
 			if err != nil {
 				return done, err
