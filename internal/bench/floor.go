@@ -20,10 +20,10 @@ const floorRescan = time.Second
 // Floor drives claim and ack statements with no engine around them:
 // PoolSize loops, each claiming cfg.Batch jobs and acking them, until
 // cfg.Jobs COPYed jobs are done. It runs twice, each time on an emptied
-// table (freshJobs) as the burn-down's is: the
-// textbook queue statements, reported as "seed" (a claim that picks from
-// the head of the ready index, then one fenced completion per job, a
-// claim's worth sent as one pipelined batch), then the engine's own (queues.JobClaim resuming
+// table (freshJobs), as the burn-down runs on a new one: first the textbook
+// queue statements, reported as "seed" (a claim that picks from the head of
+// the ready index, then one fenced completion per job, a claim's worth sent
+// as one pipelined batch), then the engine's own (queues.JobClaim resuming
 // after the last key the loop took, queues.JobAckMany). jobs_per_second is
 // the engine's statements: the floor the engine's burn-down is held to.
 func Floor(ctx context.Context, cfg Config) (Report, error) {
