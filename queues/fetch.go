@@ -347,11 +347,16 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 		case <-q.wake:
 			if claiming > 0 {
 				woken = true
-				continue
-			}
-			woken = false
-			if !c.cooldown(ctx, q) {
-				return
+				if !q.parallel() {
+					continue
+				}
+				// A backlog, and a batch's worth of slots freed while a
+				// claim runs: claim beside it now, not when it returns.
+			} else {
+				woken = false
+				if !c.cooldown(ctx, q) {
+					return
+				}
 			}
 		case <-timer.C:
 		}

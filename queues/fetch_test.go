@@ -3,6 +3,8 @@ package queues
 import (
 	"context"
 	"math"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,4 +142,53 @@ func TestClaimsWaitForOutcomeWrites(t *testing.T) {
 	}
 	n, _ = q.reserve(now)
 	require.Positive(t, n)
+}
+
+// TestBacklogClaimsSideBySide: while a queue has a backlog, the slots its
+// handlers free during a claim start a second claim beside it at once,
+// rather than when the first returns, so the database always has the next
+// claim in hand. A trigger makes every claim take 150 ms (less than the
+// fetcher counts slow) and records when it ran; pairs of claims must
+// overlap by at least half of that.
+func TestBacklogClaimsSideBySide(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	_, err := pool.Exec(ctx, `
+		CREATE TABLE claim_spans (started timestamptz NOT NULL, ended timestamptz NOT NULL);
+		CREATE FUNCTION slow_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF EXISTS (SELECT FROM new_rows n JOIN old_rows o USING (id) WHERE o.status = 'ready' AND n.status = 'running') THEN
+				PERFORM pg_sleep(0.15);
+				INSERT INTO claim_spans VALUES (statement_timestamp(), clock_timestamp());
+			END IF;
+			RETURN NULL;
+		END $$;
+		CREATE TRIGGER slow_claim AFTER UPDATE ON jobs REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+			FOR EACH STATEMENT EXECUTE FUNCTION slow_claim();`)
+	require.NoError(t, err)
+	const backlog = 200
+	_, err = EnqueueCopy(ctx, pool, slices.Repeat([]EnqueueParams{{Queue: "sb", Kind: "noop"}}, backlog))
+	require.NoError(t, err)
+	var handled atomic.Int64
+	cfg := testConfig(map[string]QueueConfig{"sb": {Concurrency: 20}})
+	cfg.MaxClaim = 10 // two claims fill the slots; half of them free is a batch
+	// No poll during the test: a claim starts only when woken or when the
+	// last one returns.
+	cfg.PollInterval = time.Minute
+	startClient(t, pool, cfg, func(c *Client) {
+		c.Handle("noop", func(context.Context, *Job) error {
+			handled.Add(1)
+			return nil
+		})
+	})
+	testdb.Eventually(t, 60*time.Second, "the backlog worked", func() bool { return handled.Load() == backlog })
+	var claims, overlapping int
+	require.NoError(t, pool.QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM claim_spans),
+		       (SELECT count(*) FROM claim_spans a JOIN claim_spans b ON a.started < b.started
+		         AND b.started < a.ended - interval '75 milliseconds')`).Scan(&claims, &overlapping))
+	t.Logf("%d claims, %d pairs side by side", claims, overlapping)
+	require.GreaterOrEqual(t, claims, backlog/10)
+	require.GreaterOrEqual(t, overlapping, claims/3, "the backlog was claimed one statement at a time")
 }
