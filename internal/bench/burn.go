@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/pgconsole/console/queues"
@@ -104,6 +105,7 @@ func Burn(ctx context.Context, cfg Config) (Report, error) {
 	if err != nil {
 		return r, err
 	}
+	cpuBefore := processCPU()
 	start := time.Now()
 	if err := c.Start(ctx); err != nil {
 		return r, err
@@ -113,6 +115,7 @@ func Burn(ctx context.Context, cfg Config) (Report, error) {
 		return r, err
 	}
 	work := time.Since(start)
+	cpu := processCPU() - cpuBefore
 	after, err := readCounters(ctx, cfg)
 	if err != nil {
 		return r, err
@@ -130,9 +133,20 @@ func Burn(ctx context.Context, cfg Config) (Report, error) {
 	r.Add("seconds", "burn-down", work.Seconds(), "s")
 	r.Add("jobs_per_second", "throughput", float64(n)/work.Seconds(), "jobs/s")
 	r.Add("exactly_once", "every job done exactly once", check, "")
+	r.Add("engine_cpu_us_per_job", "this process's CPU time per job while working (user and system)", float64(cpu.Microseconds())/float64(n), "µs")
 	r.Add("wal_bytes_per_job", "WAL written per job while working", float64(after.wal-before.wal)/float64(n), "bytes")
 	r.Add("commits_per_job", "commits per job while working (whole database)", float64(after.commits-before.commits)/float64(n), "")
 	return r, nil
+}
+
+// processCPU is the CPU time this process has used so far, user and
+// system: the engine's cost beside the server's, which shares the machine.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // counters are server-wide WAL and this database's commits, read before
