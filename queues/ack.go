@@ -166,9 +166,15 @@ func (a *ackPipeline) write(batch []ackRequest) {
 		interrupted = interrupted || err != nil
 		return err
 	})
-	held := make(map[int64]bool, len(acked))
-	for _, id := range acked {
-		held[id] = true
+	// The acked ids are among ids: when as many came back, every job was
+	// held, and the common case builds no set.
+	all := err == nil && len(acked) == len(ids)
+	var held map[int64]bool
+	if !all {
+		held = make(map[int64]bool, len(acked))
+		for _, id := range acked {
+			held[id] = true
+		}
 	}
 	var unknown error // the jobs not held may have been acked: the check failed
 	if err == nil && interrupted && len(acked) < len(ids) {
@@ -177,11 +183,11 @@ func (a *ackPipeline) write(batch []ackRequest) {
 	cancel()
 	now := time.Now()
 	for i := range batch {
-		err := err
-		if err == nil && unknown != nil && !held[batch[i].id] {
+		err, isHeld := err, all || held[batch[i].id]
+		if err == nil && unknown != nil && !isHeld {
 			err = unknown
 		}
-		c.ackResult(&batch[i], err, held[batch[i].id], now)
+		c.ackResult(&batch[i], err, isHeld, now)
 	}
 	c.finishAcked(batch)
 }

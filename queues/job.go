@@ -158,7 +158,8 @@ func textPtr(t pgtype.Text) *string {
 	if !t.Valid {
 		return nil
 	}
-	return &t.String
+	s := t.String // a copy: taking &t.String would move every t to the heap, NULL or not
+	return &s
 }
 
 // AttemptError is one entry of Job.Errors.

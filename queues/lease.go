@@ -64,14 +64,18 @@ func (k ClaimKey) before(o ClaimKey) bool {
 // jobs: the key of the last of them in claim order, or prev when that is
 // further on (claims that ran side by side finish in any order).
 func NextClaimKey(prev *ClaimKey, jobs []Job) *ClaimKey {
-	next := prev
+	var last ClaimKey
+	found := false
 	for i := range jobs {
 		k := ClaimKey{Priority: jobs[i].Priority, AvailableAt: jobs[i].AvailableAt, ID: jobs[i].ID}
-		if next == nil || next.before(k) {
-			next = &k
+		if !found || last.before(k) {
+			last, found = k, true
 		}
 	}
-	return next
+	if !found || (prev != nil && !prev.before(last)) {
+		return prev
+	}
+	return &last
 }
 
 // NextTenant is the tenant cursor after a fair claim that started after

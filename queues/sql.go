@@ -54,7 +54,13 @@ func collectIDs(ctx context.Context, db DBTX, name, what string, args ...any) ([
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	// One scan target for every row: pgx.RowTo would allocate one per row.
+	out := []int64{} // never nil, as pgx.CollectRows
+	var id int64
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
+		out = append(out, id)
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
