@@ -13,7 +13,7 @@ import (
 // (Reusing goroutines through a hand-off channel measured no faster: 39.3k
 // 41.0k 39.9k 33.3k jobs/s against 40.5k 41.9k 41.6k 34.8k without it, and
 // more CPU.)
-func (c *Client) startJob(q *queueRunner, job Job) {
+func (c *Client) startJob(q *queueRunner, job *Job) {
 	ctx, cancel := context.WithCancelCause(context.Background()) // cancelled by cancelRunning
 	jc := &jobContext{Context: ctx, job: job}
 	jc.session.pool, jc.session.jobID = c.pool, job.ID
@@ -32,13 +32,15 @@ func (c *Client) startJob(q *queueRunner, job Job) {
 
 // jobContext is a running job's context: its cancellable context, with the
 // job and its session (JobConn) beside it in one allocation rather than a
-// value context, a session and the job's copy each on their own. Contexts
+// value context and a session each on their own. The job is the claim's
+// own (its slice of jobs stays alive until the last of them ends), not a
+// copy: a copy was a quarter of the bytes allocated per job. Contexts
 // derived from it attach to the embedded cancellable context directly
 // (Value passes the context package's own keys through), so they start no
 // goroutine of their own.
 type jobContext struct {
 	context.Context
-	job     Job
+	job     *Job
 	session jobSession
 }
 
@@ -74,7 +76,7 @@ var errShutdown = errors.New("worker shutting down")
 // outcome is an ack it queued for the ack loops, which then finish the job;
 // otherwise the outcome is written when it returns.
 func (c *Client) runJob(jc *jobContext, q *queueRunner, cancel context.CancelCauseFunc) bool {
-	job, session := &jc.job, &jc.session
+	job, session := jc.job, &jc.session
 	log := jobLog{log: c.log, job: job}
 	var ctx context.Context = jc
 	if q.cfg.Timeout > 0 {

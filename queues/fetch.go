@@ -322,7 +322,7 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 			q.advance(time.Now(), r.jobs, len(r.jobs) < r.reserved)
 			q.observeTenants(r.jobs, r.fair, r.tenantFrom)
 			for i := range r.jobs {
-				c.startJob(q, r.jobs[i])
+				c.startJob(q, &r.jobs[i])
 			}
 			if len(r.jobs) < r.reserved {
 				// Drained: wait for a wake-up or the poll; for a
