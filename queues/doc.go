@@ -18,7 +18,9 @@
 // SetConcurrency), growing its claim size while claims come back full and
 // fast and halving it when they are slow or fail; claim errors back off
 // exponentially. While a queue has a backlog up to ClaimConcurrency claims
-// run side by side, each resuming after the last job claimed (and from the
+// run side by side: the next starts as soon as the handlers free a batch's
+// worth of slots (half the queue's, at most MaxClaim), not when the claim
+// in flight returns. Each resumes after the last job claimed (and from the
 // head of the queue again after a short claim or ClaimRescan). Each claimed
 // job runs on a goroutine of its own; a handler that succeeded hands its ack
 // to the ack pipeline, which folds the acks that arrive while a statement
