@@ -298,6 +298,17 @@ func (c *Client) EnqueueMany(ctx context.Context, ps []EnqueueParams) ([]int64, 
 	return ids, err
 }
 
+// registration is this process's workers row as WorkerRegister and
+// WorkerRestore write it: id, host, pid, queues, total concurrency,
+// version and heartbeat interval.
+func (c *Client) registration() []any {
+	total := 0
+	for _, q := range c.queues {
+		total += q.cfg.Concurrency
+	}
+	return []any{c.cfg.ID, c.host, os.Getpid(), c.names, total, c.cfg.Version, c.cfg.PollInterval.Milliseconds()}
+}
+
 // Start registers the process in the workers registry and starts, per
 // queue, a fetcher that claims only as many jobs as it has free slots, plus
 // the lease heartbeat, the maintenance loop (settings, registry heartbeat,
@@ -310,12 +321,7 @@ func (c *Client) Start(ctx context.Context) error {
 		return errors.New("start client: already started")
 	}
 	if len(c.queues) > 0 {
-		total := 0
-		for _, q := range c.queues {
-			total += q.cfg.Concurrency
-		}
-		if _, err := c.pool.Exec(ctx, sqlText("worker_register"), c.cfg.ID, c.host, os.Getpid(),
-			c.names, total, c.cfg.Version, c.cfg.PollInterval.Milliseconds()); err != nil {
+		if _, err := c.pool.Exec(ctx, sqlText("worker_register"), c.registration()...); err != nil {
 			return fmt.Errorf("register worker %s: %w", c.cfg.ID, err)
 		}
 		if err := c.refreshSettings(ctx); err != nil {

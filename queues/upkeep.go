@@ -74,20 +74,33 @@ func (c *Client) heartbeatWorker(ctx context.Context, stopped bool) (refused boo
 // relistenEvery spaces the new sessions sessionRefused asks for.
 const relistenEvery = 10 * time.Second
 
-// sessionRefused handles a heartbeat the workers row refused: the row is
-// stopped and the session it recorded is gone, so another process took
-// this live one for dead (its heartbeat went stale while the server dropped
-// its session: a network cut the server noticed first) and reclaimed its
-// jobs, fenced. The listener may still be waiting on a connection the
-// server has closed; it is made to open a new session, which records
-// itself, and the next heartbeat brings the row back to life. Called by
-// the maintenance loop only.
-func (c *Client) sessionRefused() {
-	if c.cfg.DisableListen || time.Since(c.relistenAt) < relistenEvery {
+// sessionRefused handles a heartbeat the workers row refused. Either the
+// row is stopped and the session it recorded is gone, so another process
+// took this live one for dead (its heartbeat went stale while the server
+// dropped its session: a network cut the server noticed first) and
+// reclaimed its jobs, fenced; or the row is gone (deleted by hand), and it
+// is put back as Start wrote it. The listener may still be waiting on a
+// connection the server has closed; it is made to open a new session,
+// which records itself, and the next heartbeat brings the row back to
+// life. Called by the maintenance loop only.
+func (c *Client) sessionRefused(ctx context.Context) {
+	if time.Since(c.relistenAt) < relistenEvery {
 		return
 	}
 	c.relistenAt = time.Now()
-	c.log.Warn("this worker's heartbeat was refused: its workers row is stopped (another process found it dead and reclaimed its jobs) or gone; opening a new session to prove it is alive")
+	tag, err := c.pool.Exec(ctx, sqlText("worker_restore"), c.registration()...)
+	switch {
+	case err != nil:
+		c.errs.note("heartbeat", err)
+		c.log.Warn("this worker's heartbeat was refused, and putting back its workers row failed", "err", err)
+	case tag.RowsAffected() == 1:
+		c.log.Warn("this worker's workers row was gone (deleted while the worker ran): put back")
+	default:
+		c.log.Warn("this worker's heartbeat was refused: its workers row is stopped (another process found it dead and reclaimed its jobs); a new session will prove it is alive")
+	}
+	if c.cfg.DisableListen {
+		return
+	}
 	select {
 	case c.relisten <- struct{}{}:
 	default:
@@ -116,7 +129,7 @@ func (c *Client) maintenanceLoop(ctx context.Context) {
 			c.errs.note("heartbeat", err)
 			c.log.Warn("heartbeat worker row", "err", err)
 		} else if refused {
-			c.sessionRefused()
+			c.sessionRefused(tctx)
 		}
 		c.reclaimDead(tctx)
 		if time.Now().UnixNano() < c.reconcileUntil.Load() {

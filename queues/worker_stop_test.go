@@ -97,6 +97,35 @@ func TestWorkerHeartbeatAfterReclaim(t *testing.T) {
 	require.ErrorIs(t, JobAck(ctx, pool, j.ID, "found-dead", gen), ErrLeaseLost, "the reclaimed job stays fenced")
 }
 
+// TestWorkerRowDeletedIsPutBack: a live worker whose workers row is
+// deleted by hand puts it back at its next heartbeat, records its session
+// in it again, and heartbeats into it, rather than asking for a new
+// session every ten seconds for as long as it runs.
+func TestWorkerRowDeletedIsPutBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	c := startClient(t, pool, testConfig(map[string]QueueConfig{"q": {Concurrency: 3}}), nil)
+	h := workerRegistry(t, pool)
+	testdb.Eventually(t, 20*time.Second, "the worker's session recorded", func() bool {
+		return h.row(c.ID()).BackendPID != nil
+	})
+	tag, err := pool.Exec(ctx, "DELETE FROM workers WHERE id = $1", c.ID())
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+	deleted := time.Now()
+	testdb.Eventually(t, 20*time.Second, "the row put back, with its session and a heartbeat", func() bool {
+		ws, err := WorkerList(ctx, pool)
+		require.NoError(t, err)
+		for _, w := range ws {
+			if w.ID == c.ID() {
+				return w.BackendPID != nil && w.StoppedAt == nil && w.LastSeenAt.After(deleted) && w.Concurrency == 3
+			}
+		}
+		return false
+	})
+}
+
 // registryHelper drives workers rows with the engine's own statements.
 type registryHelper struct {
 	t    *testing.T
