@@ -162,6 +162,20 @@ median() {
   grep "^$1 " "$OUT" | awk '{print $3}' | sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'
 }
 rounds() { grep "^$1 " "$OUT" | awk '{printf "%s%.0f", (NR>1?" ":""), $3}'; }
+# per_round a b: a / b in each round, in round order, then their median. The
+# two ran minutes apart in the same round, so the machine's drift between
+# rounds (often larger than the change measured) cancels out of each ratio.
+per_round() {
+  awk -v a="$1" -v b="$2" '
+    $1 == a {x[$2] = $3}
+    $1 == b {y[$2] = $3}
+    END {
+      n = 0
+      for (r = 1; r in x; r++) if (y[r] > 0) { s[++n] = x[r] / y[r]; printf "%s%.2f", (n > 1 ? " " : ""), s[n] }
+      for (i = 2; i <= n; i++) for (j = i; j > 1 && s[j-1] > s[j]; j--) { t = s[j]; s[j] = s[j-1]; s[j-1] = t }
+      if (n) printf " (median %.2f)", (n % 2 ? s[(n+1)/2] : (s[n/2] + s[n/2+1]) / 2)
+    }' "$OUT"
+}
 echo
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB, load $(cut -d' ' -f1-3 /proc/loadavg); PostgreSQL $PGVERSION; synchronous_commit=$SYNC; pool $POOL; $(date -u +%Y-%m-%dT%H:%MZ)"
 printf '%-22s %10s %10s %8s   %s\n' test river console ratio "rounds (river | console); odd rounds river first"
@@ -177,5 +191,9 @@ if [ "$FLOOR" = 1 ]; then
   sv=$(median reference-floor)
   printf '%-22s %10s %10.0f %8.2f   engine floor / reference statements; reference rounds %s\n' "reference floor jobs/s" - "$sv" \
     "$(awk -v a="$fv" -v b="$sv" 'BEGIN {print (b>0 ? a/b : 0)}')" "$(rounds reference-floor)"
+fi
+echo "per round: burn console / river $(per_round console-burn river-burn); continuous $(per_round console-continuous river-continuous)"
+if [ "$FLOOR" = 1 ]; then
+  echo "per round: engine burn / floor $(per_round console-burn console-floor)"
 fi
 rm -rf "$OUT" "$LOGS"
