@@ -164,7 +164,8 @@ median() {
 rounds() { grep "^$1 " "$OUT" | awk '{printf "%s%.0f", (NR>1?" ":""), $3}'; }
 # per_round a b: a / b in each round, in round order, then their median. The
 # two ran minutes apart in the same round, so the machine's drift between
-# rounds (often larger than the change measured) cancels out of each ratio.
+# rounds (often larger than the change measured) mostly cancels out of each
+# ratio.
 per_round() {
   awk -v a="$1" -v b="$2" '
     $1 == a {x[$2] = $3}
