@@ -430,10 +430,11 @@ func TestRelaySurvivesPostgresAndNATSRestart(t *testing.T) {
 		BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond}
 	cfg.Publisher, cfg.ID = gate, "relay-gated"
 	gated := obRelay(t, pool, cfg)
-	// The free relay scans for expired leases only twice a second, so its
-	// next statement is more often a claim.
+	// The free relay scans for expired leases only twice a second (once per
+	// poll interval; the stream's notifications wake it far more often), so
+	// the statement it starts when woken is most likely a claim.
 	cfg.Publisher, cfg.ID, cfg.PollInterval = pub, "relay-free", 500*time.Millisecond
-	obRelay(t, pool, cfg)
+	free := obRelay(t, pool, cfg)
 	t.Cleanup(func() { gate.release() }) // before the relays stop
 
 	stop := obProduce(t, pool, "orders")
@@ -442,9 +443,10 @@ func TestRelaySurvivesPostgresAndNATSRestart(t *testing.T) {
 	})
 
 	// PostgreSQL, mid-publish: the gated relay holds a claimed batch at the
-	// gate. Mid-claim: with outbox_events locked against writes, the other
-	// relay's next claim waits on the lock. The relay may reach another
-	// statement first; then unlock and try again.
+	// gate. Mid-claim: with outbox_events locked against writes (the
+	// stream's inserts too, so no notification comes), the other relay is
+	// woken and its claim waits on the lock. The relay may be publishing
+	// and reach its mark first; then unlock and try again.
 	gate.arm()
 	testdb.Eventually(t, 20*time.Second, "a publish held at the gate", func() bool { held, _ := gate.counts(); return held > 0 })
 	lockConn, err := pgx.Connect(ctx, srv.URL("postgres"))
@@ -460,7 +462,7 @@ func TestRelaySurvivesPostgresAndNATSRestart(t *testing.T) {
 		_, err = lockConn.Exec(ctx, "BEGIN; LOCK TABLE outbox_events IN EXCLUSIVE MODE")
 		require.NoError(t, err)
 		waited := time.Now().Add(time.Second)
-		for !claimWaiting() && time.Now().Before(waited) {
+		for free.Wake(); !claimWaiting() && time.Now().Before(waited); free.Wake() {
 			time.Sleep(20 * time.Millisecond)
 		}
 		if claimWaiting() {
