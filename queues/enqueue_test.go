@@ -139,41 +139,66 @@ func TestEnqueueCopy100k(t *testing.T) {
 // TestEnqueueBurstNotifiesOnceAndRunsAll: of a burst of enqueues on one
 // queue only the first notifies, yet with polling effectively off every job
 // starts: the worker woken by the first keeps claiming while its claims
-// find jobs.
+// find jobs. The rest of the burst must land within NotifyInterval of the
+// claim that found the first, as a busy enqueuer's do; on a machine so
+// loaded that the test's own INSERT lands later (measured on the server's
+// clock), the window had closed and the burst is run again.
 func TestEnqueueBurstNotifiesOnceAndRunsAll(t *testing.T) {
 	t.Parallel()
+	for attempt := 1; ; attempt++ {
+		inWindow, ranAll := enqueueBurst(t)
+		if ranAll {
+			return
+		}
+		require.False(t, inWindow, "jobs enqueued without a NOTIFY did not start: busy polling is not working")
+		require.Less(t, attempt, 5, "the burst's INSERT never landed within NotifyInterval of the first claim")
+		t.Logf("attempt %d: the INSERT landed after the busy window; running the burst again", attempt)
+	}
+}
+
+// enqueueBurst runs one burst on a database of its own: whether the
+// jobs sent without a NOTIFY landed within NotifyInterval of the first
+// job's claim, and whether all of them started.
+func enqueueBurst(t *testing.T) (inWindow, ranAll bool) {
 	ctx := context.Background()
 	pool := testdb.New(t)
 	cfg := testConfig(map[string]QueueConfig{"burst": {Concurrency: 4}})
 	cfg.PollInterval = time.Hour // only NOTIFY and busy polling deliver jobs
 	ran := make(chan int64, 16)
-	startClient(t, pool, cfg, func(c *Client) {
+	c := startClient(t, pool, cfg, func(c *Client) {
 		c.Handle("b", func(_ context.Context, j *Job) error {
 			ran <- j.ID
 			return nil
 		})
 	})
+	defer func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		c.Stop(sctx)
+	}()
 	waitListening(t, pool)
 	// The first enqueue notifies; the rest are those a busy enqueuer sends
-	// within NotifyInterval of it, without a NOTIFY: one statement, so the
-	// five land inside the interval however slow the machine's round
-	// trips are.
+	// within NotifyInterval of it, without a NOTIFY, in one statement.
 	rows, err := pool.Query(ctx, sqlText("job_insert"), "burst", "b", []byte("{}"), 0, nil, 8, "", "", true)
 	require.NoError(t, err)
 	got, err := pgx.CollectRows(rows, pgx.RowToStructByName[insertedJob])
 	require.NoError(t, err)
 	require.EqualValues(t, 1, got[0].Notified)
-	<-ran // the first is running: the worker's claims found jobs
-	_, err = pool.Exec(ctx, "INSERT INTO jobs (queue, kind) SELECT 'burst', 'b' FROM generate_series(1, 5)")
-	require.NoError(t, err)
-	deadline := time.After(10 * time.Second)
+	first := <-ran // the first is running: the worker's claims found jobs
+	var late bool
+	require.NoError(t, pool.QueryRow(ctx, `WITH burst AS (
+			INSERT INTO jobs (queue, kind) SELECT 'burst', 'b' FROM generate_series(1, 5) RETURNING 1)
+		SELECT clock_timestamp() - started_at >= $2 * interval '1 millisecond' FROM jobs WHERE id = $1`,
+		first, NotifyInterval.Milliseconds()).Scan(&late))
+	deadline := time.After(3 * time.Second)
 	for range 5 {
 		select {
 		case <-ran:
 		case <-deadline:
-			t.Fatal("jobs enqueued without a NOTIFY did not start: busy polling is not working")
+			return !late, false
 		}
 	}
+	return !late, true
 }
 
 // TestNotifyDueOncePerInterval: EnqueueTx notifies a queue at most once per
