@@ -131,6 +131,9 @@ type Client struct {
 	// loop only.
 	relisten   chan struct{}
 	relistenAt time.Time
+	// claimStartWait bounds how long a claimed job waits for one of its
+	// claim's runners (startJobs; tests change it before Start).
+	claimStartWait time.Duration
 
 	hmu      sync.RWMutex // handlers: read for every job
 	handlers map[string]HandlerFunc
@@ -231,17 +234,18 @@ func NewClient(pool *pgxpool.Pool, cfg ClientConfig) (*Client, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{
-		pool:         pool,
-		cfg:          cfg,
-		log:          log.With("worker", cfg.ID),
-		metrics:      newMetrics(cfg.Registerer),
-		queues:       map[string]*queueRunner{},
-		host:         host,
-		liveness:     max(3*cfg.PollInterval, 10*time.Second),
-		listenStable: listenStableAfter,
-		relisten:     make(chan struct{}, 1),
-		handlers:     map[string]HandlerFunc{},
-		running:      map[int64]runningJob{},
+		pool:           pool,
+		cfg:            cfg,
+		log:            log.With("worker", cfg.ID),
+		metrics:        newMetrics(cfg.Registerer),
+		queues:         map[string]*queueRunner{},
+		host:           host,
+		liveness:       max(3*cfg.PollInterval, 10*time.Second),
+		listenStable:   listenStableAfter,
+		relisten:       make(chan struct{}, 1),
+		claimStartWait: claimStartWait,
+		handlers:       map[string]HandlerFunc{},
+		running:        map[int64]runningJob{},
 	}
 	c.errs.counted = c.metrics.engineErrors
 	for name, qc := range cfg.Queues {

@@ -21,9 +21,13 @@
 // run side by side: the next starts as soon as the handlers free a batch's
 // worth of slots (half the queue's, at most MaxClaim), not when the claim
 // in flight returns. Each resumes after the last job claimed (and from the
-// head of the queue again after a short claim or ClaimRescan). Each claimed
-// job runs on a goroutine of its own; a handler that succeeded hands its ack
-// to the ack pipeline, which folds the acks that arrive while a statement
+// head of the queue again after a short claim or ClaimRescan). A claim's
+// jobs are run in claim order by one runner goroutine per GOMAXPROCS, each
+// running job after job, which spares a goroutine's start per job. A job
+// that has waited 5ms for a runner (its claim's handlers block) gets a
+// goroutine of its own, as do the jobs of the queue's claims in the next
+// second and a claim of one job. A handler that succeeded hands its ack to
+// the ack pipeline, which folds the acks that arrive while a statement
 // runs into the next one (up to AckConcurrency statements in flight). One
 // heartbeat statement renews every running job's lease each third of
 // LeaseDuration and cancels the handlers of jobs whose lease was lost.

@@ -5,29 +5,115 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
+	"sync/atomic"
 	"time"
 )
 
-// startJob runs one claimed job in its own goroutine; the slot was reserved
-// by the fetcher and is freed when the attempt's outcome is written.
-// (Reusing goroutines through a hand-off channel measured no faster: 39.3k
-// 41.0k 39.9k 33.3k jobs/s against 40.5k 41.9k 41.6k 34.8k without it, and
-// more CPU.)
-func (c *Client) startJob(q *queueRunner, job *Job) {
+// startJobs runs the jobs of one claim; their slots were reserved by the
+// fetcher and each is freed when its attempt's outcome is written.
+//
+// A goroutine per job costs its creation and a trip through the scheduler,
+// a fifth of the engine's CPU per job when handlers return at once. So a
+// claim's jobs are taken in claim order by a few runner goroutines, each
+// running one job after another. A handler that blocks must not hold back
+// the jobs behind it: every job of the claim has started within
+// claimStartWait of the claim, or the jobs still waiting get a goroutine of
+// their own each, as they do for a single job and while the queue recently
+// had such a claim (spreadHold).
+func (c *Client) startJobs(q *queueRunner, jobs []Job) {
+	now := time.Now()
+	if len(jobs) == 1 || now.UnixNano() < q.spreadUntil.Load() {
+		for i := range jobs {
+			go c.execJob(q, c.prepareJob(q, &jobs[i]))
+		}
+		return
+	}
+	r := &claimRun{c: c, q: q, jobs: make([]*jobContext, len(jobs))}
+	for i := range jobs {
+		r.jobs[i] = c.prepareJob(q, &jobs[i])
+	}
+	r.watchdog = time.AfterFunc(c.claimStartWait, r.spread)
+	for range min(len(jobs), claimRunners()) {
+		go r.run()
+	}
+}
+
+// claimStartWait is how long a claimed job may wait for a runner. When the
+// handlers return at once, the runners take a claim of 1,000 jobs in about
+// a millisecond (2 ms at the 90th percentile on a busy 2-core machine).
+const claimStartWait = 5 * time.Millisecond
+
+// spreadHold is how long a queue whose claim outlasted claimStartWait runs
+// each job on a goroutine of its own: its handlers block, or take long.
+const spreadHold = time.Second
+
+// claimRunners is how many runners share a claim's jobs: one per processor
+// Go schedules on.
+func claimRunners() int { return runtime.GOMAXPROCS(0) }
+
+// claimRun is a claim's jobs shared by its runners: each takes the next job
+// not yet taken.
+type claimRun struct {
+	c        *Client
+	q        *queueRunner
+	jobs     []*jobContext
+	next     atomic.Int64
+	watchdog *time.Timer
+}
+
+// take takes the next job, or nil when every job is taken.
+func (r *claimRun) take() *jobContext {
+	i := r.next.Add(1) - 1
+	if i >= int64(len(r.jobs)) {
+		return nil
+	}
+	return r.jobs[i]
+}
+
+// run is one runner: it runs jobs until none is left to take.
+func (r *claimRun) run() {
+	for jc := r.take(); jc != nil; jc = r.take() {
+		r.c.execJob(r.q, jc)
+	}
+	r.watchdog.Stop()
+}
+
+// spread starts each job not yet taken on a goroutine of its own; the
+// watchdog runs it Client.claimStartWait after the claim.
+func (r *claimRun) spread() {
+	jc := r.take()
+	if jc == nil {
+		return
+	}
+	r.q.spreadUntil.Store(time.Now().Add(spreadHold).UnixNano())
+	for ; jc != nil; jc = r.take() {
+		go r.c.execJob(r.q, jc)
+	}
+}
+
+// prepareJob registers a claimed job as running (its cancel function for
+// the heartbeat and Stop, its slot in the metrics and the drain) before
+// its handler is called.
+func (c *Client) prepareJob(q *queueRunner, job *Job) *jobContext {
 	ctx, cancel := context.WithCancelCause(context.Background()) // cancelled by cancelRunning
-	jc := &jobContext{Context: ctx, job: job}
+	jc := &jobContext{Context: ctx, job: job, cancel: cancel}
 	jc.session.pool, jc.session.jobID = c.pool, job.ID
 	c.mu.Lock()
 	c.running[job.ID] = runningJob{queue: q.name, generation: job.LeaseGeneration, cancel: cancel}
 	c.mu.Unlock()
 	q.m.inFlight.Inc()
 	c.jobsWG.Add(1)
-	go func() {
-		if c.runJob(jc, q, cancel) {
-			return // its ack is queued: the ack loop finishes it
-		}
-		c.finishJob(q, jc.job.ID, cancel)
-	}()
+	return jc
+}
+
+// execJob runs a prepared job and, unless its ack was queued (the ack
+// loop finishes it then), finishes it.
+func (c *Client) execJob(q *queueRunner, jc *jobContext) {
+	if c.runJob(jc, q, jc.cancel) {
+		return
+	}
+	c.finishJob(q, jc.job.ID, jc.cancel)
 }
 
 // jobContext is a running job's context: its cancellable context, with the
@@ -41,6 +127,7 @@ func (c *Client) startJob(q *queueRunner, job *Job) {
 type jobContext struct {
 	context.Context
 	job     *Job
+	cancel  context.CancelCauseFunc
 	session jobSession
 }
 

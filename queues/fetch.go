@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,6 +46,10 @@ type queueRunner struct {
 	fair          bool
 	tenantLimited bool // tenant_limits has rows for the queue
 	tenantCursor  string
+
+	// spreadUntil (Unix nanoseconds): until then each claimed job runs on
+	// a goroutine of its own (startJobs).
+	spreadUntil atomic.Int64
 }
 
 func newQueueRunner(name string, cfg QueueConfig, maxClaim int) *queueRunner {
@@ -321,9 +326,7 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 			q.settle(r.reserved, len(r.jobs), r.slow, false)
 			q.advance(time.Now(), r.jobs, len(r.jobs) < r.reserved)
 			q.observeTenants(r.jobs, r.fair, r.tenantFrom)
-			for i := range r.jobs {
-				c.startJob(q, &r.jobs[i])
-			}
+			c.startJobs(q, r.jobs)
 			if len(r.jobs) < r.reserved {
 				// Drained: wait for a wake-up or the poll; for a
 				// NotifyInterval after a claim that found jobs, look
