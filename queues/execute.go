@@ -110,20 +110,20 @@ func (c *Client) prepareJob(q *queueRunner, job *Job) *jobContext {
 // execJob runs a prepared job and, unless its ack was queued (the ack
 // loop finishes it then), finishes it.
 func (c *Client) execJob(q *queueRunner, jc *jobContext) {
-	if c.runJob(jc, q, jc.cancel) {
+	if c.runJob(jc, q) {
 		return
 	}
 	c.finishJob(q, jc.job.ID, jc.cancel)
 }
 
-// jobContext is a running job's context: its cancellable context, with the
-// job and its session (JobConn) beside it in one allocation rather than a
-// value context and a session each on their own. The job is the claim's
-// own (its slice of jobs stays alive until the last of them ends), not a
-// copy: a copy was a quarter of the bytes allocated per job. Contexts
-// derived from it attach to the embedded cancellable context directly
-// (Value passes the context package's own keys through), so they start no
-// goroutine of their own.
+// jobContext is a running job's context: its cancellable context and its
+// cancel function, with the job and its session (JobConn) beside it in one
+// allocation rather than a value context and a session each on their own.
+// The job is the claim's own (its slice of jobs stays alive until the last
+// of them ends), not a copy: a copy was a quarter of the bytes allocated
+// per job. Contexts derived from it attach to the embedded cancellable
+// context directly (Value passes the context package's own keys through),
+// so they start no goroutine of their own.
 type jobContext struct {
 	context.Context
 	job     *Job
@@ -162,7 +162,7 @@ var errShutdown = errors.New("worker shutting down")
 // runJob runs one attempt and writes its outcome. It returns true when the
 // outcome is an ack it queued for the ack loops, which then finish the job;
 // otherwise the outcome is written when it returns.
-func (c *Client) runJob(jc *jobContext, q *queueRunner, cancel context.CancelCauseFunc) bool {
+func (c *Client) runJob(jc *jobContext, q *queueRunner) bool {
 	job, session := jc.job, &jc.session
 	log := jobLog{log: c.log, job: job}
 	var ctx context.Context = jc
@@ -202,7 +202,7 @@ func (c *Client) runJob(jc *jobContext, q *queueRunner, cancel context.CancelCau
 	}
 	if err == nil {
 		c.acks.queue(ackRequest{q: q, id: job.ID, generation: job.LeaseGeneration, kind: job.Kind,
-			attempts: job.Attempts, cancel: cancel, start: time.Now()})
+			attempts: job.Attempts, cancel: jc.cancel, start: time.Now()})
 		return true
 	}
 	var pe *panicError
