@@ -22,17 +22,14 @@ import (
 // their own each, as they do for a single job and while the queue recently
 // had such a claim (spreadHold).
 func (c *Client) startJobs(q *queueRunner, jobs []Job) {
-	now := time.Now()
-	if len(jobs) == 1 || now.UnixNano() < q.spreadUntil.Load() {
-		for i := range jobs {
-			go c.execJob(q, c.prepareJob(q, &jobs[i]))
+	prepared := c.prepareJobs(q, jobs)
+	if len(jobs) == 1 || time.Now().UnixNano() < q.spreadUntil.Load() {
+		for _, jc := range prepared {
+			go c.execJob(q, jc)
 		}
 		return
 	}
-	r := &claimRun{c: c, q: q, jobs: make([]*jobContext, len(jobs))}
-	for i := range jobs {
-		r.jobs[i] = c.prepareJob(q, &jobs[i])
-	}
+	r := &claimRun{c: c, q: q, jobs: prepared}
 	r.watchdog = time.AfterFunc(c.claimStartWait, r.spread)
 	for range min(len(jobs), claimRunners()) {
 		go r.run()
@@ -92,19 +89,24 @@ func (r *claimRun) spread() {
 	}
 }
 
-// prepareJob registers a claimed job as running (its cancel function for
-// the heartbeat and Stop, its slot in the metrics and the drain) before
-// its handler is called.
-func (c *Client) prepareJob(q *queueRunner, job *Job) *jobContext {
-	ctx, cancel := context.WithCancelCause(context.Background()) // cancelled by cancelRunning
-	jc := &jobContext{Context: ctx, job: job, cancel: cancel}
-	jc.session.pool, jc.session.jobID = c.pool, job.ID
+// prepareJobs registers a claim's jobs as running (their cancel functions
+// for the heartbeat and Stop, their slots in the metrics and the drain),
+// under one lock for the claim, before their handlers are called.
+func (c *Client) prepareJobs(q *queueRunner, jobs []Job) []*jobContext {
+	prepared := make([]*jobContext, len(jobs))
 	c.mu.Lock()
-	c.running[job.ID] = runningJob{queue: q.name, generation: job.LeaseGeneration, cancel: cancel}
+	for i := range jobs {
+		job := &jobs[i]
+		ctx, cancel := context.WithCancelCause(context.Background()) // cancelled by cancelRunning
+		jc := &jobContext{Context: ctx, job: job, cancel: cancel}
+		jc.session.pool, jc.session.jobID = c.pool, job.ID
+		c.running[job.ID] = runningJob{queue: q.name, generation: job.LeaseGeneration, cancel: cancel}
+		prepared[i] = jc
+	}
 	c.mu.Unlock()
-	q.m.inFlight.Inc()
-	c.jobsWG.Add(1)
-	return jc
+	q.m.inFlight.Add(float64(len(jobs)))
+	c.jobsWG.Add(len(jobs))
+	return prepared
 }
 
 // execJob runs a prepared job and, unless its ack was queued (the ack
