@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -334,4 +337,56 @@ func TestWorkerStoppedKeepsLeases(t *testing.T) {
 	require.Zero(t, count(`SELECT count(*) FROM jobs
 		WHERE (errors->0->>'at')::timestamptz < $1::timestamptz + interval '8 seconds' - interval '3 seconds'`, stoppedAt),
 		"a lease was taken before it expired")
+}
+
+// TestWorkerGCPercent: the binary collects garbage at a target of 400 unless
+// GOGC says otherwise, as its /metrics (go_gc_gogc_percent) shows.
+func TestWorkerGCPercent(t *testing.T) {
+	url := testdb.URL(t)
+	for _, c := range []struct {
+		gogc string // "": unset
+		want string
+	}{{"", "400"}, {"150", "150"}} {
+		t.Run("GOGC="+c.gogc, func(t *testing.T) {
+			env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOGC=") })
+			if c.gogc != "" {
+				env = append(env, "GOGC="+c.gogc)
+			}
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(env, "CONSOLE_TEST_MAIN=1", "CONSOLE_TEST_ARGS=worker --metrics-addr 127.0.0.1:0",
+				"DATABASE_URL="+url)
+			stdout, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			t.Cleanup(func() {
+				cmd.Process.Kill()
+				cmd.Wait()
+			})
+			lines := lineChan(stdout)
+			metricsRE := regexp.MustCompile(`engine metrics on (http://\S+)`)
+			var metricsURL string
+			deadline := time.After(60 * time.Second)
+			for metricsURL == "" {
+				select {
+				case line, ok := <-lines:
+					require.True(t, ok, "the worker exited before serving its metrics")
+					if m := metricsRE.FindStringSubmatch(line); m != nil {
+						metricsURL = m[1]
+					}
+				case <-deadline:
+					t.Fatal("the worker did not say where its metrics are within 60s")
+				}
+			}
+			go func() {
+				for range lines { // keep the pipe drained
+				}
+			}()
+			resp, err := http.Get(metricsURL)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.Regexp(t, `(?m)^go_gc_gogc_percent `+regexp.QuoteMeta(c.want)+`$`, string(body))
+		})
+	}
 }
