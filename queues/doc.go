@@ -39,7 +39,7 @@
 // against a live heap of a few megabytes: at Go's default GOGC of 100 the
 // collector runs every few megabytes and takes about a fifth of the
 // engine's CPU. The console binary runs at GOGC=400, which cut its CPU per
-// job by a fifth; an application embedding a Client with a small heap of
+// job by almost a fifth; an application embedding a Client with a small heap of
 // its own gains the same from a higher GOGC (with GOMEMLIMIT as the bound).
 //
 // A dead worker's jobs do not wait for their leases. Each worker records the
