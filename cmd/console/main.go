@@ -19,7 +19,7 @@ import (
 var version = "dev"
 
 func main() {
-	setGCPercent(os.LookupEnv)
+	setGCPercent()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
@@ -40,15 +40,16 @@ func main() {
 // its claims, decoded jobs and ack batches are garbage within milliseconds,
 // so at the default it collected about every 4 MB allocated: 74 times in a
 // 200,000-job burn-down, a fifth of the engine's CPU, which a worker takes
-// from the database on a small machine. At 400 the engine's CPU per job fell
-// by almost a fifth and the burn-down ran about 8 % faster (BENCHMARKS.md, run 15),
-// for a heap goal of tens of megabytes. GOGC (and GOMEMLIMIT, which bounds
-// the heap whatever the target) still decide when set.
+// from the database on a small machine. At 400 the engine's CPU per job
+// fell by almost a fifth and the burn-down ran about 8 % faster
+// (BENCHMARKS.md, run 15), for a heap goal of tens of megabytes. GOGC (and
+// GOMEMLIMIT, which bounds the heap whatever the target) still decide when
+// set.
 const gcPercent = 400
 
 // setGCPercent sets the binary's collection target unless GOGC is set.
-func setGCPercent(lookup func(string) (string, bool)) {
-	if _, set := lookup("GOGC"); !set {
+func setGCPercent() {
+	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}
 }
