@@ -46,7 +46,10 @@
 // backend of its long-lived LISTEN session in its workers row; once per
 // poll interval every process looks for workers whose heartbeat is stale
 // (three of their heartbeat intervals, at least 2s) and whose recorded
-// session is gone from pg_stat_activity, marks them stopped and reclaimed
+// session is gone from pg_stat_activity, looks again 250ms later (a
+// shutting-down server ends its sessions one by one, so one look can see a
+// live worker's session gone before its own), marks those that still look
+// dead on a server that has not restarted in between stopped and reclaimed
 // (workers.reclaimed_at) and returns their running jobs to ready at once,
 // fenced like the reaper (error class "worker_died"). A heartbeat the dead
 // worker sent before it died and the server ran late leaves its row

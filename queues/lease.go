@@ -347,19 +347,65 @@ type DeadReclaimResult struct {
 // minSilence, and the session they recorded on the running server is gone),
 // marks them stopped and reclaimed, and returns their running jobs to ready
 // (dead when their attempts are spent), fenced like the reaper: the owner's
-// late ack is refused.
+// late ack is refused. A worker is marked only when it looks dead twice,
+// deadConfirmWait apart, on a server that has not restarted in between: a
+// server shutting down ends its sessions one after another, and a single
+// look could see a live worker's session gone before its own.
 func JobReclaimDead(ctx context.Context, db DBTX, minSilence time.Duration, maxErrors int) (DeadReclaimResult, error) {
+	return reclaimDeadWorkers(ctx, db, minSilence, maxErrors, func(ctx context.Context) error {
+		t := time.NewTimer(deadConfirmWait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
+	})
+}
+
+// deadConfirmWait is how long after a worker first looks dead it is looked
+// at again. A shutting-down server ends the session that looked first
+// within milliseconds.
+const deadConfirmWait = 250 * time.Millisecond
+
+// reclaimDeadWorkers is JobReclaimDead with between run between the two
+// looks (tests make things happen there).
+func reclaimDeadWorkers(ctx context.Context, db DBTX, minSilence time.Duration, maxErrors int,
+	between func(context.Context) error) (DeadReclaimResult, error) {
 	if maxErrors <= 0 {
 		maxErrors = 20
 	}
-	rows, err := db.Query(ctx, sqlText("worker_dead_mark"), minSilence.Milliseconds())
+	type suspect struct {
+		ID              string
+		ServerStartedAt time.Time
+	}
+	rows, err := db.Query(ctx, sqlText("worker_dead_find"), minSilence.Milliseconds())
 	if err != nil {
 		return DeadReclaimResult{}, fmt.Errorf("find dead workers: %w", err)
+	}
+	suspects, err := pgx.CollectRows(rows, pgx.RowToStructByPos[suspect])
+	if err != nil || len(suspects) == 0 {
+		if err != nil {
+			err = fmt.Errorf("find dead workers: %w", err)
+		}
+		return DeadReclaimResult{}, err
+	}
+	ids := make([]string, len(suspects))
+	for i, s := range suspects {
+		ids[i] = s.ID
+	}
+	if err := between(ctx); err != nil {
+		return DeadReclaimResult{}, fmt.Errorf("confirm dead workers %v: %w", ids, err)
+	}
+	rows, err = db.Query(ctx, sqlText("worker_dead_mark"), minSilence.Milliseconds(), ids, suspects[0].ServerStartedAt)
+	if err != nil {
+		return DeadReclaimResult{}, fmt.Errorf("mark dead workers %v: %w", ids, err)
 	}
 	dead, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil || len(dead) == 0 {
 		if err != nil {
-			err = fmt.Errorf("find dead workers: %w", err)
+			err = fmt.Errorf("mark dead workers %v: %w", ids, err)
 		}
 		return DeadReclaimResult{}, err
 	}

@@ -178,8 +178,9 @@ func (c *Client) reap(ctx context.Context) {
 const deadAfter = 2 * time.Second
 
 // reclaimDead takes back at once the running jobs of workers that are dead:
-// heartbeat stale and session gone (WorkerDeadMark). A slow or stopped
-// process keeps its session and its leases.
+// heartbeat stale and session gone, on two looks (WorkerDeadFind, then
+// WorkerDeadMark; JobReclaimDead). A slow or stopped process keeps its
+// session and its leases.
 func (c *Client) reclaimDead(ctx context.Context) {
 	res, err := JobReclaimDead(ctx, c.pool, deadAfter, c.cfg.MaxErrors)
 	if err != nil {

@@ -2,6 +2,7 @@ package queues
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -95,6 +96,45 @@ func TestWorkerHeartbeatAfterReclaim(t *testing.T) {
 	require.False(t, w.Stale, "%+v", w)
 	require.NotNil(t, w.ReclaimedAt, "the reclaim stays on record")
 	require.ErrorIs(t, JobAck(ctx, pool, j.ID, "found-dead", gen), ErrLeaseLost, "the reclaimed job stays fenced")
+}
+
+// TestWorkerMarkedDeadOnSecondLook: a worker is marked dead only when it
+// looks dead twice, on the same server. One whose session is back by the
+// second look (as a live worker's is when the first look was taken while
+// a shutting-down server ended sessions one by one) keeps its row and
+// leases; once it looks dead both times it is marked.
+func TestWorkerMarkedDeadOnSecondLook(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	h := workerRegistry(t, pool)
+	h.register("flicker")
+	session := h.recordSession("flicker")
+	_, err := pool.Exec(ctx, "UPDATE workers SET last_seen_at = clock_timestamp() - interval '1 minute' WHERE id = 'flicker'")
+	require.NoError(t, err)
+	require.NoError(t, session.Close(ctx))
+
+	var back *pgx.Conn
+	testdb.Eventually(t, 30*time.Second, "the worker looked dead once", func() bool {
+		res, err := reclaimDeadWorkers(ctx, pool, time.Second, 20, func(context.Context) error {
+			back = h.recordSession("flicker")
+			return nil
+		})
+		require.NoError(t, err)
+		require.Empty(t, res.Workers, "marked dead on one look: its session was back by the second")
+		return back != nil
+	})
+	w := h.row("flicker")
+	require.Nil(t, w.ReclaimedAt, "%+v", w)
+	require.Nil(t, w.StoppedAt, "%+v", w)
+
+	require.NoError(t, back.Close(ctx))
+	testdb.Eventually(t, 30*time.Second, "the worker found dead on two looks", func() bool {
+		res, err := JobReclaimDead(ctx, pool, time.Second, 20)
+		require.NoError(t, err)
+		return slices.Equal(res.Workers, []string{"flicker"})
+	})
+	require.NotNil(t, h.row("flicker").ReclaimedAt)
 }
 
 // TestWorkerRowDeletedIsPutBack: a live worker whose workers row is
