@@ -285,6 +285,31 @@ func TestConcurrencyExactlyOnce(t *testing.T) {
 	require.EqualValues(t, n, countJobs(t, setup, "status = 'done' AND attempts = 1 AND lease_owner IS NULL AND finished_at IS NOT NULL"))
 }
 
+// TestThrottledClaimNeedsTheLock: on a queue with max_workers a claim
+// that has not taken the queue's claim lock (its client has not yet read
+// the throttle) claims nothing, plain or fair; with the lock it claims up
+// to the limit. Two unlocked claims side by side would each count the
+// other's jobs as not yet running and together pass the limit.
+func TestThrottledClaimNeedsTheLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	_, err := EnqueueCopy(ctx, pool, slices.Repeat([]EnqueueParams{{Queue: "lk", Kind: "k", TenantID: "a"}}, 10))
+	require.NoError(t, err)
+	two := 2
+	_, err = QueueSettingsSetTx(ctx, pool, QueueSettings{Queue: "lk", MaxWorkers: &two})
+	require.NoError(t, err)
+	for _, fair := range []bool{false, true} {
+		p := JobClaimParams{Queue: "lk", Limit: 10, Owner: "w", Lease: time.Minute, Fair: fair}
+		jobs, err := JobClaim(ctx, pool, p)
+		require.NoError(t, err)
+		require.Empty(t, jobs, "fair %v: an unlocked claim took jobs from a throttled queue", fair)
+	}
+	jobs, err := JobClaim(ctx, pool, JobClaimParams{Queue: "lk", Limit: 10, Owner: "w", Lease: time.Minute, Throttled: true})
+	require.NoError(t, err)
+	require.Len(t, jobs, 2, "a locked claim takes up to max_workers")
+}
+
 // TestThrottleAndPause lowers max_workers from 8 to 2 under load across two
 // clients, checks that in-flight never exceeds 2 once the jobs already
 // running have finished, raises it again, then pauses and resumes.

@@ -117,15 +117,16 @@ func JobClaim(ctx context.Context, db DBTX, p JobClaimParams) ([]Job, error) {
 	if p.Limit <= 0 {
 		return nil, nil
 	}
+	bd, batcher := db.(Batcher)
+	locked := batcher && p.Throttled // the claim lock is taken (jobClaimBatch)
 	query := "job_claim"
-	args := []any{p.Queue, p.Limit, p.Owner, p.Lease.Milliseconds(), nil, nil, nil}
+	args := []any{p.Queue, p.Limit, p.Owner, p.Lease.Milliseconds(), nil, nil, nil, locked}
 	if p.Fair {
 		query = "job_claim_fair"
-		args = []any{p.Queue, p.Limit, p.Owner, p.Lease.Milliseconds(), p.TenantAfter, p.Limit}
+		args = []any{p.Queue, p.Limit, p.Owner, p.Lease.Milliseconds(), p.TenantAfter, p.Limit, locked}
 	} else if p.After != nil {
 		args[4], args[5], args[6] = p.After.Priority, p.After.AvailableAt, p.After.ID
 	}
-	bd, batcher := db.(Batcher)
 	if batcher && (p.Throttled || p.Fair) {
 		return jobClaimBatch(ctx, db, bd, p, query, args)
 	}

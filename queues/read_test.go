@@ -313,8 +313,8 @@ func TestHotStatementPlans(t *testing.T) {
 			name, args string
 			want, not  []string
 		}{
-			{name: "job_claim", args: "('p1', 10, 'w', 60000, NULL, NULL, NULL)", want: []string{"jobs_ready_pick_idx"}},
-			{name: "job_claim", args: "('p1', 10, 'w', 60000, 0, now(), 500)", want: []string{"ROW(available_at, id) >"}},
+			{name: "job_claim", args: "('p1', 10, 'w', 60000, NULL, NULL, NULL, false)", want: []string{"jobs_ready_pick_idx"}},
+			{name: "job_claim", args: "('p1', 10, 'w', 60000, 0, now(), 500, false)", want: []string{"ROW(available_at, id) >"}},
 			{name: "job_reap", args: "(100, 20)"},
 			{name: "dead_letter_requeue", args: "('{}', 'p1', '', NULL, NULL, 10, false)"},
 			{name: "dead_letter_class_list", args: "('{}', 'p1', '', NULL, NULL, 50)"},
@@ -434,7 +434,7 @@ func TestClaimPlanLargeBacklog(t *testing.T) {
 	require.NoError(t, err)
 	inEachPlanMode(t, pool, func(conn *pgxpool.Conn, mode string) {
 		for _, name := range []string{"job_claim", "job_reap"} {
-			args := "('big', 10, 'w', 60000, NULL, NULL, NULL)"
+			args := "('big', 10, 'w', 60000, NULL, NULL, NULL, false)"
 			if name == "job_reap" {
 				args = "(100, 20)"
 			}

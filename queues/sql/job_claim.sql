@@ -7,7 +7,11 @@
 -- queue (fleet-wide, every process). When max_workers is set the engine runs
 -- this statement after pg_advisory_xact_lock(job_claim_lock_key, hashtext(queue))
 -- in the same implicit transaction so claimers of a throttled queue count
--- running jobs one at a time.
+-- running jobs one at a time, and says so in $8. A claimer that has not
+-- taken the lock ($8 false: it has not yet seen the throttle, which it reads
+-- once per poll interval) claims nothing from a queue with max_workers: two
+-- such claims side by side would each count the other's jobs as not yet
+-- running.
 --
 -- Keyset: ($5 priority, $6 available_at, $7 id) is the key of the last job
 -- this claimer took (NULLs: start from the head). The pick resumes after it
@@ -40,6 +44,7 @@ WITH settings AS (
     SELECT CASE
                WHEN s.paused THEN 0
                WHEN s.max_workers IS NULL THEN $2::integer
+               WHEN NOT $8::boolean THEN 0
                ELSE least($2::integer, greatest(0, s.max_workers - (
                    SELECT count(*) FROM jobs WHERE status = 'running' AND queue = $1)::integer))
            END AS n

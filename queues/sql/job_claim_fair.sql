@@ -24,7 +24,9 @@
 -- paused and max_workers cap the claim as in JobClaim. The engine runs this
 -- statement after JobClaimLock in the same implicit transaction when the
 -- queue has max_workers or tenant limits, which makes both exact across the
--- fleet and spends each rate bucket one claim at a time.
+-- fleet and spends each rate bucket one claim at a time; $7 says whether it
+-- did, and without the lock a queue with max_workers yields nothing, as in
+-- JobClaim.
 --
 -- Locks: FOR UPDATE SKIP LOCKED on the picked rows, row locks on the
 -- tenant_rate_tokens rows written. Index: jobs_ready_tenant_idx for the skip
@@ -42,6 +44,7 @@ WITH RECURSIVE settings AS (
     SELECT CASE
                WHEN s.paused THEN 0
                WHEN s.max_workers IS NULL THEN $2::integer
+               WHEN NOT $7::boolean THEN 0
                ELSE least($2::integer, greatest(0, s.max_workers - (
                    SELECT count(*) FROM jobs WHERE status = 'running' AND queue = $1)::integer))
            END AS n
