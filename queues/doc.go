@@ -164,6 +164,9 @@
 // number of jobs running in the queue across the fleet (not divided among
 // processes): when it is set, claims of that queue first take a transaction
 // advisory lock (sql/job_claim_lock.sql) so concurrent claimers count one at a time.
+// A claim without the lock (its process has not yet re-read the settings)
+// takes nothing from a queue with max_workers, so the limit holds from the
+// moment it is set, not one poll interval later.
 // Lowering it never cancels running jobs; claims simply stop until the
 // running count drops below the limit. rate_per_second is divided equally
 // among the live processes serving the queue (workers rows seen recently),
