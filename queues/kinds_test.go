@@ -47,12 +47,5 @@ func testSleep(ctx context.Context, j *Job) error {
 	if err := json.Unmarshal(j.Payload, &p); err != nil {
 		return Permanent(err)
 	}
-	t := time.NewTimer(time.Duration(p.MS) * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return sleepCtx(ctx, time.Duration(p.MS)*time.Millisecond)
 }

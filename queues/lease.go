@@ -354,15 +354,20 @@ type DeadReclaimResult struct {
 // look could see a live worker's session gone before its own.
 func JobReclaimDead(ctx context.Context, db DBTX, minSilence time.Duration, maxErrors int) (DeadReclaimResult, error) {
 	return reclaimDeadWorkers(ctx, db, minSilence, maxErrors, func(ctx context.Context) error {
-		t := time.NewTimer(deadConfirmWait)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
-		}
+		return sleepCtx(ctx, deadConfirmWait)
 	})
+}
+
+// sleepCtx waits d, or until ctx ends (its error then).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // deadConfirmWait is how long after a worker first looks dead it is looked

@@ -250,7 +250,7 @@ func (r *Relay) listen(ctx context.Context) {
 			return
 		}
 		r.log.Warn("relay listen connection lost; polling until it is back", "error", err)
-		r.sleep(ctx, r.cfg.PollInterval)
+		_ = sleepCtx(ctx, r.cfg.PollInterval)
 	}
 }
 
@@ -271,15 +271,6 @@ func (r *Relay) listenOnce(ctx context.Context) error {
 			return fmt.Errorf("wait for notification: %w", err)
 		}
 		r.Wake()
-	}
-}
-
-func (r *Relay) sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 
@@ -339,7 +330,7 @@ func (r *Relay) loop(ctx context.Context) {
 				return
 			}
 			r.log.Warn("relay batch failed", "error", err)
-			r.sleep(ctx, r.cfg.PollInterval)
+			_ = sleepCtx(ctx, r.cfg.PollInterval)
 			continue
 		}
 		if n < batch {
