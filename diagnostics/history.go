@@ -237,7 +237,9 @@ func historyOffReason(err error) string {
 // write records one sample in one short transaction, or skips it when this
 // console is not the one to record it.
 func (r *Recorder) write(ctx context.Context, smp Sample) (bool, time.Time, error) {
-	tx, err := r.pool.BeginTx(ctx, pgx.TxOptions{})
+	// READ COMMITTED whatever the server's default, so the recent-sample
+	// check below reads with a snapshot taken after the lock was granted.
+	tx, err := r.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return false, time.Time{}, err
 	}
@@ -245,13 +247,19 @@ func (r *Recorder) write(ctx context.Context, smp Sample) (bool, time.Time, erro
 	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = 100; SET LOCAL statement_timeout = 2000; SET LOCAL synchronous_commit = off; SET LOCAL jit = off"); err != nil {
 		return false, time.Time{}, err
 	}
-	var leader bool
+	var locked, recent bool
+	if err := tx.QueryRow(ctx, mustSQL("history_lock")).Scan(&locked); err != nil {
+		return false, time.Time{}, fmt.Errorf("history lock: %w", err)
+	}
+	if !locked {
+		return false, time.Time{}, nil
+	}
 	// Skip when a sample is younger than most of an interval, so the
 	// consoles' jitter does not make two samples of one interval.
-	if err := tx.QueryRow(ctx, mustSQL("history_leader"), (r.cfg.Interval * 8 / 10).Seconds()).Scan(&leader); err != nil {
-		return false, time.Time{}, fmt.Errorf("history leader: %w", err)
+	if err := tx.QueryRow(ctx, mustSQL("history_recent"), (r.cfg.Interval * 8 / 10).Seconds()).Scan(&recent); err != nil {
+		return false, time.Time{}, fmt.Errorf("history recent sample: %w", err)
 	}
-	if !leader {
+	if recent {
 		return false, time.Time{}, nil
 	}
 	doc := r.collect(ctx, tx, smp)

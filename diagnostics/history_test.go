@@ -177,36 +177,49 @@ func TestRecorderKeepsALockChainAfterItClears(t *testing.T) {
 
 func TestRecorderRecordsOnceAcrossConsoles(t *testing.T) {
 	ctx, url := freshDB(t)
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	// An interval of an hour: after the first recorded sample, every other
-	// attempt of either console must be skipped.
+	// attempt of any console must be skipped. The attempts start together,
+	// round after round, so some of them try the lock in the instant the
+	// first writer commits and lets it go: they must still see its sample.
+	const consoles, attempts, rounds = 4, 40, 50
 	var recs []*diagnostics.Recorder
-	for i := range 2 {
+	for i := range consoles {
 		d := open(t, url, diagnostics.Config{})
 		recs = append(recs, d.NewRecorder(testdb.Pool(t, url), diagnostics.RecorderConfig{Interval: time.Hour, Name: fmt.Sprint("console-", i)}))
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 20)
-	for i := range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs <- recs[i%2].Record(ctx, diagnostics.Sample{At: time.Now().UTC().Add(time.Duration(i) * time.Millisecond)})
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
 	pool := testdb.Pool(t, url)
-	var n int
-	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM history_samples").Scan(&n))
-	require.Equal(t, 1, n, "two consoles, twenty attempts within one interval: one sample")
-	reasons := recs[0].Status().Reason + " | " + recs[1].Status().Reason
-	require.Contains(t, reasons, "another console")
-	require.True(t, recs[0].Status().On && recs[1].Status().On)
+	for round := range rounds {
+		_, err := pool.Exec(ctx, "DELETE FROM history_samples")
+		require.NoError(t, err)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		errs := make(chan error, attempts)
+		for i := range attempts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				errs <- recs[i%consoles].Record(ctx, diagnostics.Sample{At: time.Now().UTC().Add(time.Duration(i) * time.Millisecond)})
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM history_samples").Scan(&n))
+		require.Equal(t, 1, n, "round %d: %d consoles, %d attempts within one interval: one sample", round, consoles, attempts)
+	}
+	var reasons []string
+	for _, r := range recs {
+		require.True(t, r.Status().On)
+		reasons = append(reasons, r.Status().Reason)
+	}
+	require.Contains(t, strings.Join(reasons, " | "), "another console")
 }
 
 func TestRecorderIsOffOnAReadOnlyDatabase(t *testing.T) {
