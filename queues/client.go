@@ -325,6 +325,9 @@ func (c *Client) Start(ctx context.Context) error {
 		return errors.New("start client: already started")
 	}
 	if len(c.queues) > 0 {
+		if err := RequireReadCommitted(ctx, c.pool); err != nil {
+			return fmt.Errorf("start client: %w", err)
+		}
 		if _, err := c.pool.Exec(ctx, sqlText("worker_register"), c.registration()...); err != nil {
 			return fmt.Errorf("register worker %s: %w", c.cfg.ID, err)
 		}

@@ -213,6 +213,20 @@
 // tenant's own row overrides it field by field; operators set both with
 // the console's tenant.throttle action.
 //
+// # The engine's pool is READ COMMITTED
+//
+// Claims, acks, the relay and the scheduler run single statements and short
+// transactions that name no isolation level, and they are written for READ
+// COMMITTED: a SKIP LOCKED claim or a fenced ack re-checks a row another
+// session just changed, where REPEATABLE READ and SERIALIZABLE fail with
+// serialization errors under any concurrency. A database or role whose
+// default_transaction_isolation is stricter suits many applications, so
+// PoolConfig pins the engine's connections to READ COMMITTED, and
+// Client.Start, Relay.Start and Scheduler.Start refuse a pool whose
+// transactions default to anything else (RequireReadCommitted), with what
+// to change. The caller's own transactions (EnqueueTx, EnqueueEventTx)
+// keep whatever level the caller chose.
+//
 // # Identifying a job's backend
 //
 // Engine connections are named "console-worker" (PoolConfig sets

@@ -17,7 +17,13 @@ import (
 // JetStream afterwards, with the event id as Nats-Msg-Id.
 func ExampleEnqueueEventTx() {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, "postgres://localhost/app")
+	// PoolConfig: the relay needs READ COMMITTED connections whatever the
+	// database's default isolation.
+	cfg, err := queues.PoolConfig("postgres://localhost/app")
+	if err != nil {
+		log.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -259,6 +259,9 @@ func (s *Scheduler) IsLeader() bool { return s.leader.Load() }
 
 // Start launches the scheduler's single goroutine and returns at once.
 func (s *Scheduler) Start(ctx context.Context) error {
+	if err := RequireReadCommitted(ctx, s.pool); err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
 	if err := s.life.Start(ctx, s.loop); err != nil {
 		return fmt.Errorf("scheduler: %w", err)
 	}

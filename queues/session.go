@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +23,9 @@ const ApplicationName = "console-worker"
 
 // PoolConfig parses a connection string into a pool configuration whose
 // connections identify themselves as ApplicationName, unless the string
-// already names an application.
+// already names an application, and whose transactions are READ COMMITTED
+// whatever default_transaction_isolation the server, database or role sets
+// (see RequireReadCommitted).
 func PoolConfig(connString string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
@@ -31,7 +34,33 @@ func PoolConfig(connString string) (*pgxpool.Config, error) {
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = ApplicationName
 	}
+	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
 	return cfg, nil
+}
+
+// RequireReadCommitted returns an error that says how to fix the pool when
+// db's transactions do not default to READ COMMITTED. The engine's claims,
+// acks, relay and schedule statements run as single statements or short
+// transactions that name no isolation level, and count on READ COMMITTED:
+// SKIP LOCKED claims and fenced updates re-check a row another session
+// just changed, where REPEATABLE READ or SERIALIZABLE fail with
+// serialization errors (SQLSTATE 40001) under any concurrency. A server,
+// database or role with a stricter default_transaction_isolation is a
+// valid choice for an application; the engine's pool then needs its own
+// setting, which PoolConfig gives it. Client, Relay and Scheduler call it
+// when they start.
+func RequireReadCommitted(ctx context.Context, db DBTX) error {
+	var level string
+	if err := db.QueryRow(ctx, sqlText("session_isolation")).Scan(&level); err != nil {
+		return fmt.Errorf("read the pool's default_transaction_isolation: %w", err)
+	}
+	if level != "read committed" {
+		return fmt.Errorf("the pool's transactions default to %s (default_transaction_isolation of the server, database or role); "+
+			"the queue engine needs READ COMMITTED, or concurrent claims fail with serialization errors: "+
+			"build the pool with queues.PoolConfig, set its RuntimeParams[\"default_transaction_isolation\"] to \"read committed\", "+
+			"or give the engine a role of its own with ALTER ROLE … SET default_transaction_isolation = 'read committed'", strings.ToUpper(level))
+	}
+	return nil
 }
 
 type sessionKey struct{}

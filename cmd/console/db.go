@@ -30,6 +30,10 @@ func openPool(ctx context.Context, raw, appName string, maxConns int32, own *own
 	// jit_above_cost (a per-queue loop on a 10-million-row table) spends
 	// hundreds of milliseconds compiling a query that runs in ten.
 	cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	// The actions' transactions and the engine's statements are written
+	// for READ COMMITTED (see queues.RequireReadCommitted): a stricter
+	// default of the server, database or role must not reach them.
+	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}

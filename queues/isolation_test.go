@@ -1,0 +1,78 @@
+package queues
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// TestEngineNeedsReadCommitted: on a database whose transactions default
+// to REPEATABLE READ (a valid choice for the application that shares it),
+// the engine's pool from PoolConfig still burns down a queue with
+// concurrent claimers without one serialization failure, and a pool that
+// keeps the stricter default is refused at start with what to do.
+func TestEngineNeedsReadCommitted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	setup := testdb.Pool(t, url)
+	_, err := setup.Exec(ctx, `DO $$ BEGIN
+		EXECUTE format('ALTER DATABASE %I SET default_transaction_isolation = %L', current_database(), 'repeatable read');
+	END $$`)
+	require.NoError(t, err)
+
+	t.Run("a pool with the stricter default is refused", func(t *testing.T) {
+		plain := testdb.Pool(t, url)
+		c, err := NewClient(plain, testConfig(map[string]QueueConfig{"iso": {Concurrency: 1}}))
+		require.NoError(t, err)
+		err = c.Start(ctx)
+		require.ErrorContains(t, err, "default to REPEATABLE READ")
+		require.ErrorContains(t, err, "queues.PoolConfig")
+		r, err := NewRelay(plain, RelayConfig{Publisher: PublisherFunc(func(context.Context, *OutboxMessage) error { return nil })})
+		require.NoError(t, err)
+		require.ErrorContains(t, r.Start(ctx), "READ COMMITTED")
+		s, err := NewScheduler(plain, SchedulerConfig{Interval: time.Second})
+		require.NoError(t, err)
+		require.ErrorContains(t, s.Start(ctx), "READ COMMITTED")
+		var n int64
+		require.NoError(t, setup.QueryRow(ctx, "SELECT count(*) FROM workers").Scan(&n))
+		require.Zero(t, n, "a refused client registers no worker")
+	})
+
+	t.Run("PoolConfig pools burn down without serialization failures", func(t *testing.T) {
+		const n = 3000
+		_, err := EnqueueCopy(ctx, setup, slices.Repeat([]EnqueueParams{{Queue: "iso", Kind: "noop"}}, n))
+		require.NoError(t, err)
+		var clients []*Client
+		for i := range 2 {
+			pcfg, err := PoolConfig(url)
+			require.NoError(t, err)
+			pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+			require.NoError(t, err)
+			t.Cleanup(pool.Close)
+			cfg := testConfig(map[string]QueueConfig{"iso": {Concurrency: 8}})
+			cfg.ID = fmt.Sprintf("iso-%d", i)
+			cfg.LeaseDuration = 30 * time.Second
+			clients = append(clients, startClient(t, pool, cfg, func(c *Client) {
+				c.Handle("noop", func(context.Context, *Job) error { return nil })
+			}))
+		}
+		testdb.Eventually(t, 60*time.Second, "all jobs done", func() bool {
+			return countJobs(t, setup, "status = 'done'") == n
+		})
+		require.EqualValues(t, n, countJobs(t, setup, "attempts = 1"), "no job ran twice")
+		for _, c := range clients {
+			c.errs.mu.Lock()
+			errs := slices.Clone(c.errs.list)
+			c.errs.mu.Unlock()
+			require.Empty(t, errs, "client %s met errors", c.ID())
+		}
+	})
+}
