@@ -158,6 +158,9 @@ type Client struct {
 	renewWG        sync.WaitGroup
 	jobsWG         sync.WaitGroup
 	acks           ackPipeline
+	// afterClaim, for tests, runs in the claim's goroutine after each claim
+	// statement returns: when it was sent and how many jobs it took.
+	afterClaim func(sent time.Time, jobs int)
 }
 
 // clientState is where a Client is in its life: it starts once and stops

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,6 +200,89 @@ func enqueueBurst(t *testing.T) (inWindow, ranAll bool) {
 		}
 	}
 	return !late, true
+}
+
+// TestBusyWindowOutlastsASlowClaim: busy polling ends with the first claim
+// sent after the window, not the first that returns after it. A claim sent
+// within the window that comes back late read the queue early: jobs
+// committed after its read, without a NOTIFY, are found by one more claim
+// instead of waiting for the poll (an hour here).
+func TestBusyWindowOutlastsASlowClaim(t *testing.T) {
+	t.Parallel()
+	for attempt := 1; ; attempt++ {
+		held, ranAll := slowClaimInWindow(t)
+		if held {
+			require.True(t, ranAll, "jobs committed while a claim sent within the busy window was slow did not start")
+			return
+		}
+		require.Less(t, attempt, 5, "no empty claim was sent within NotifyInterval of the claim that found the first job")
+		t.Logf("attempt %d: the held claim was sent after the busy window; running again", attempt)
+	}
+}
+
+// slowClaimInWindow holds back the first empty claim after a claim found a
+// job, commits jobs without a NOTIFY meanwhile, and lets the claim return
+// once the busy window has passed. held reports whether that claim was sent
+// within NotifyInterval of the one that found the job (so inside the
+// window); ranAll whether the jobs committed meanwhile all started.
+func slowClaimInWindow(t *testing.T) (held, ranAll bool) {
+	ctx := context.Background()
+	pool := testdb.New(t)
+	cfg := testConfig(map[string]QueueConfig{"slow": {Concurrency: 4}})
+	cfg.PollInterval = time.Hour // only NOTIFY and busy polling deliver jobs
+	ran := make(chan int64, 16)
+	var foundSent atomic.Int64 // unix ns: when the claim that found a job was sent
+	var armed atomic.Bool
+	blocked := make(chan time.Time, 1)
+	release := make(chan struct{})
+	c := startClient(t, pool, cfg, func(c *Client) {
+		c.Handle("b", func(_ context.Context, j *Job) error {
+			ran <- j.ID
+			return nil
+		})
+		c.afterClaim = func(sent time.Time, jobs int) {
+			if jobs > 0 {
+				foundSent.CompareAndSwap(0, sent.UnixNano())
+				return
+			}
+			if armed.CompareAndSwap(true, false) {
+				blocked <- sent
+				<-release
+			}
+		}
+	})
+	defer func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		c.Stop(sctx)
+	}()
+	waitListening(t, pool)
+	_, err := EnqueueTx(ctx, pool, EnqueueParams{Queue: "slow", Kind: "b"})
+	require.NoError(t, err)
+	<-ran
+	armed.Store(true)
+	var sent time.Time
+	select {
+	case sent = <-blocked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no claim came after the one that found the job")
+	}
+	_, err = pool.Exec(ctx, "INSERT INTO jobs (queue, kind) SELECT 'slow', 'b' FROM generate_series(1, 5)")
+	require.NoError(t, err)
+	// The window closes NotifyInterval + BusyRepoll after the found claim
+	// returned, which was before its job ran: this wait outlasts it.
+	time.Sleep(NotifyInterval + 2*BusyRepoll)
+	close(release)
+	held = sent.Sub(time.Unix(0, foundSent.Load())) < NotifyInterval
+	deadline := time.After(5 * time.Second)
+	for range 5 {
+		select {
+		case <-ran:
+		case <-deadline:
+			return held, false
+		}
+	}
+	return held, true
 }
 
 // TestNotifyDueOncePerInterval: EnqueueTx notifies a queue at most once per

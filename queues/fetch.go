@@ -264,6 +264,7 @@ func (q *queueRunner) snapshot() (inFlight, limit int, throttled bool) {
 
 // claimResult is the outcome of one claim statement run by fetchLoop.
 type claimResult struct {
+	sent       time.Time // when the claim statement was sent
 	reserved   int
 	jobs       []Job
 	slow       bool
@@ -331,7 +332,11 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 				// Drained: wait for a wake-up or the poll; for a
 				// NotifyInterval after a claim that found jobs, look
 				// again every BusyRepoll for jobs enqueued without a
-				// NOTIFY (see NotifyInterval).
+				// NOTIFY (see NotifyInterval). The window ends with the
+				// first claim *sent* after it, not the first that
+				// returns after it: a slow claim that read the queue
+				// within the window may have missed a job committed
+				// just after it read.
 				now := time.Now()
 				if len(r.jobs) > 0 {
 					busyUntil = now.Add(NotifyInterval + BusyRepoll)
@@ -340,7 +345,7 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 					woken = false
 					break // claim again now
 				}
-				if now.Before(busyUntil) {
+				if r.sent.Before(busyUntil) {
 					timer.Reset(min(c.cfg.PollInterval, BusyRepoll))
 				} else {
 					timer.Reset(c.cfg.PollInterval)
@@ -450,11 +455,14 @@ func (c *Client) claim(q *queueRunner, n int, from *ClaimKey) claimResult {
 		Fair: fair, TenantAfter: tenantFrom,
 	})
 	took := time.Since(start)
+	if c.afterClaim != nil {
+		c.afterClaim(start, len(jobs))
+	}
 	c.metrics.claimSeconds.WithLabelValues(q.name).Observe(took.Seconds())
 	slow := took > max(c.cfg.PollInterval/2, 200*time.Millisecond)
 	if err != nil {
 		q.settle(n, 0, slow, true)
-		return claimResult{err: err}
+		return claimResult{sent: start, err: err}
 	}
 	if len(jobs) > 0 {
 		q.m.claimed.Add(float64(len(jobs)))
@@ -464,7 +472,7 @@ func (c *Client) claim(q *queueRunner, n int, from *ClaimKey) claimResult {
 			}
 		}
 	}
-	return claimResult{reserved: n, jobs: jobs, slow: slow, fair: fair, tenantFrom: tenantFrom}
+	return claimResult{sent: start, reserved: n, jobs: jobs, slow: slow, fair: fair, tenantFrom: tenantFrom}
 }
 
 // startReconcile makes the maintenance loop look for orphan claims until
