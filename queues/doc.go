@@ -227,6 +227,14 @@
 // to change. The caller's own transactions (EnqueueTx, EnqueueEventTx)
 // keep whatever level the caller chose.
 //
+// The sessions the engine keeps open and mostly idle beside the pool (each
+// Client's and Relay's LISTEN session, the Scheduler leader's) set
+// idle_session_timeout to 0 whatever the pool's setting: a server that ends
+// idle sessions would otherwise take the notifications or the leadership
+// with them every time. PoolConfig sets it for the pool too. The setting
+// exists from PostgreSQL 14, the oldest version the engine and the
+// console support.
+//
 // # Identifying a job's backend
 //
 // Engine connections are named "console-worker" (PoolConfig sets

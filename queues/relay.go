@@ -258,8 +258,7 @@ func (r *Relay) listen(ctx context.Context) {
 }
 
 func (r *Relay) listenOnce(ctx context.Context) error {
-	cc := r.pool.Config().ConnConfig.Copy()
-	conn, err := pgx.ConnectConfig(ctx, cc)
+	conn, err := pgx.ConnectConfig(ctx, sessionConfig(r.pool))
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}

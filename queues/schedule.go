@@ -308,8 +308,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 
 func (s *Scheduler) step(ctx context.Context) error {
 	if s.conn == nil {
-		cc := s.pool.Config().ConnConfig.Copy()
-		conn, err := pgx.ConnectConfig(ctx, cc)
+		conn, err := pgx.ConnectConfig(ctx, sessionConfig(s.pool))
 		if err != nil {
 			return fmt.Errorf("connect: %w", err)
 		}

@@ -21,11 +21,14 @@ import (
 //	SELECT pid FROM pg_stat_activity WHERE application_name = 'console-worker job=' || $1
 const ApplicationName = "console-worker"
 
-// PoolConfig parses a connection string into a pool configuration whose
-// connections identify themselves as ApplicationName, unless the string
-// already names an application, and whose transactions are READ COMMITTED
-// whatever default_transaction_isolation the server, database or role sets
-// (see RequireReadCommitted).
+// PoolConfig parses a connection string into a pool configuration for the
+// engine: its connections identify themselves as ApplicationName (unless
+// the string already names an application), their transactions are READ
+// COMMITTED whatever default_transaction_isolation the server, database or
+// role sets (see RequireReadCommitted), and the server does not end them
+// for idling (idle_session_timeout 0; the pool pings a connection idle for
+// a second before it hands it out, but a claim on one the server closed
+// within that second fails).
 func PoolConfig(connString string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
@@ -35,6 +38,7 @@ func PoolConfig(connString string) (*pgxpool.Config, error) {
 		cfg.ConnConfig.RuntimeParams["application_name"] = ApplicationName
 	}
 	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
+	cfg.ConnConfig.RuntimeParams["idle_session_timeout"] = "0"
 	return cfg, nil
 }
 
@@ -61,6 +65,17 @@ func RequireReadCommitted(ctx context.Context, db DBTX) error {
 			"or give the engine a role of its own with ALTER ROLE … SET default_transaction_isolation = 'read committed'", strings.ToUpper(level))
 	}
 	return nil
+}
+
+// sessionConfig is the configuration of a session the engine keeps open
+// and mostly idle beside its pool (a LISTEN session, the scheduler
+// leader's): the pool's, never ended by the server for idling, whatever
+// the pool's own setting. Ended, it would take its notifications or the
+// leadership with it every idle_session_timeout.
+func sessionConfig(pool *pgxpool.Pool) *pgx.ConnConfig {
+	cfg := pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["idle_session_timeout"] = "0"
+	return cfg
 }
 
 type sessionKey struct{}

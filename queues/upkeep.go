@@ -308,7 +308,7 @@ func (c *Client) listenLoop(ctx context.Context) {
 // listen runs one LISTEN session until it fails; it sets *since when the
 // session is established (listening, its backend recorded).
 func (c *Client) listen(ctx context.Context, since *time.Time) error {
-	cfg := c.pool.Config().ConnConfig.Copy()
+	cfg := sessionConfig(c.pool)
 	cfg.RuntimeParams["application_name"] = ApplicationName
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := pgx.ConnectConfig(cctx, cfg)

@@ -76,3 +76,62 @@ func TestEngineNeedsReadCommitted(t *testing.T) {
 		}
 	})
 }
+
+// TestLongSessionsOutliveIdleSessionTimeout: on a database that ends idle
+// sessions after half a second, the sessions the engine keeps open and
+// mostly idle (the worker's LISTEN session, the relay's, the scheduler
+// leader's) are not ended, even on a pool built without PoolConfig: they
+// would take notifications and leadership with them every half second.
+func TestLongSessionsOutliveIdleSessionTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	setup := testdb.Pool(t, url)
+	_, err := setup.Exec(ctx, `DO $$ BEGIN
+		EXECUTE format('ALTER DATABASE %I SET idle_session_timeout = %L', current_database(), '500ms');
+	END $$`)
+	require.NoError(t, err)
+	pool := testdb.Pool(t, url) // no PoolConfig: its own connections do time out
+
+	c := startClient(t, pool, testConfig(map[string]QueueConfig{"idle": {Concurrency: 1}}), nil)
+	r, err := NewRelay(pool, RelayConfig{Publisher: PublisherFunc(func(context.Context, *OutboxMessage) error { return nil }),
+		PollInterval: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, r.Start(ctx))
+	t.Cleanup(r.Stop)
+	s, err := NewScheduler(pool, SchedulerConfig{Interval: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, s.Start(ctx))
+	t.Cleanup(s.Stop)
+
+	sessions := func() (worker, relay, leader int64) {
+		require.NoError(t, setup.QueryRow(ctx, `SELECT
+			coalesce((SELECT backend_pid FROM workers WHERE id = $1), 0),
+			coalesce((SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN '||$2), 0)`,
+			c.ID(), OutboxChannel).Scan(&worker, &relay))
+		return worker, relay, int64(s.pid.Load())
+	}
+	var w0, r0, l0 int64
+	testdb.Eventually(t, 10*time.Second, "the three sessions are open", func() bool {
+		w0, r0, l0 = sessions()
+		return w0 != 0 && r0 != 0 && l0 != 0 && s.IsLeader()
+	})
+	time.Sleep(1500 * time.Millisecond) // three idle timeouts
+	var alive int
+	require.NoError(t, setup.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)",
+		[]int64{w0, r0, l0}).Scan(&alive))
+	require.Equal(t, 3, alive, "the worker's LISTEN, the relay's LISTEN and the scheduler leader's sessions are still open")
+	w1, r1, l1 := sessions()
+	require.Equal(t, []int64{w0, r0, l0}, []int64{w1, r1, l1}, "same sessions, not new ones")
+	require.True(t, s.IsLeader())
+
+	// PoolConfig's own connections do not time out either.
+	pcfg, err := PoolConfig(url)
+	require.NoError(t, err)
+	configured, err := pgxpool.NewWithConfig(ctx, pcfg)
+	require.NoError(t, err)
+	defer configured.Close()
+	var timeout string
+	require.NoError(t, configured.QueryRow(ctx, "SELECT current_setting('idle_session_timeout')").Scan(&timeout))
+	require.Equal(t, "0", timeout)
+}
