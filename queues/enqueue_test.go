@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/testdb"
@@ -157,27 +158,37 @@ func TestEnqueueBurstNotifiesOnceAndRunsAll(t *testing.T) {
 	}
 }
 
-// enqueueBurst runs one burst on a database of its own: whether the
-// jobs sent without a NOTIFY landed within NotifyInterval of the first
-// job's claim, and whether all of them started.
-func enqueueBurst(t *testing.T) (inWindow, ranAll bool) {
-	ctx := context.Background()
-	pool := testdb.New(t)
-	cfg := testConfig(map[string]QueueConfig{"burst": {Concurrency: 4}})
-	cfg.PollInterval = time.Hour // only NOTIFY and busy polling deliver jobs
-	ran := make(chan int64, 16)
+// notifyOnlyClient starts a client on a database of its own whose queue
+// only NOTIFY and busy polling deliver (the poll is an hour away), with
+// afterClaim as its claim hook when not nil. Each job of kind "b" it runs
+// is sent on ran; stop stops the client.
+func notifyOnlyClient(t *testing.T, queue string, afterClaim func(sent time.Time, jobs int)) (pool *pgxpool.Pool, ran chan int64, stop func()) {
+	pool = testdb.New(t)
+	cfg := testConfig(map[string]QueueConfig{queue: {Concurrency: 4}})
+	cfg.PollInterval = time.Hour
+	ran = make(chan int64, 16)
 	c := startClient(t, pool, cfg, func(c *Client) {
 		c.Handle("b", func(_ context.Context, j *Job) error {
 			ran <- j.ID
 			return nil
 		})
+		c.afterClaim = afterClaim
 	})
-	defer func() {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		c.Stop(sctx)
-	}()
 	waitListening(t, pool)
+	return pool, ran, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c.Stop(ctx)
+	}
+}
+
+// enqueueBurst runs one burst on a database of its own: whether the
+// jobs sent without a NOTIFY landed within NotifyInterval of the first
+// job's claim, and whether all of them started.
+func enqueueBurst(t *testing.T) (inWindow, ranAll bool) {
+	ctx := context.Background()
+	pool, ran, stop := notifyOnlyClient(t, "burst", nil)
+	defer stop()
 	// The first enqueue notifies; the rest are those a busy enqueuer sends
 	// within NotifyInterval of it, without a NOTIFY, in one statement.
 	rows, err := pool.Query(ctx, sqlText("job_insert"), "burst", "b", []byte("{}"), 0, nil, 8, "", "", true)
@@ -227,36 +238,21 @@ func TestBusyWindowOutlastsASlowClaim(t *testing.T) {
 // window); ranAll whether the jobs committed meanwhile all started.
 func slowClaimInWindow(t *testing.T) (held, ranAll bool) {
 	ctx := context.Background()
-	pool := testdb.New(t)
-	cfg := testConfig(map[string]QueueConfig{"slow": {Concurrency: 4}})
-	cfg.PollInterval = time.Hour // only NOTIFY and busy polling deliver jobs
-	ran := make(chan int64, 16)
 	var foundSent atomic.Int64 // unix ns: when the claim that found a job was sent
 	var armed atomic.Bool
 	blocked := make(chan time.Time, 1)
 	release := make(chan struct{})
-	c := startClient(t, pool, cfg, func(c *Client) {
-		c.Handle("b", func(_ context.Context, j *Job) error {
-			ran <- j.ID
-			return nil
-		})
-		c.afterClaim = func(sent time.Time, jobs int) {
-			if jobs > 0 {
-				foundSent.CompareAndSwap(0, sent.UnixNano())
-				return
-			}
-			if armed.CompareAndSwap(true, false) {
-				blocked <- sent
-				<-release
-			}
+	pool, ran, stop := notifyOnlyClient(t, "slow", func(sent time.Time, jobs int) {
+		if jobs > 0 {
+			foundSent.CompareAndSwap(0, sent.UnixNano())
+			return
+		}
+		if armed.CompareAndSwap(true, false) {
+			blocked <- sent
+			<-release
 		}
 	})
-	defer func() {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		c.Stop(sctx)
-	}()
-	waitListening(t, pool)
+	defer stop()
 	_, err := EnqueueTx(ctx, pool, EnqueueParams{Queue: "slow", Kind: "b"})
 	require.NoError(t, err)
 	<-ran

@@ -23,10 +23,7 @@ func TestEngineNeedsReadCommitted(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	setup := testdb.Pool(t, url)
-	_, err := setup.Exec(ctx, `DO $$ BEGIN
-		EXECUTE format('ALTER DATABASE %I SET default_transaction_isolation = %L', current_database(), 'repeatable read');
-	END $$`)
-	require.NoError(t, err)
+	testdb.SetDatabaseDefault(t, url, "default_transaction_isolation", "repeatable read")
 
 	t.Run("a pool with the stricter default is refused", func(t *testing.T) {
 		plain := testdb.Pool(t, url)
@@ -87,10 +84,7 @@ func TestLongSessionsOutliveIdleSessionTimeout(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	setup := testdb.Pool(t, url)
-	_, err := setup.Exec(ctx, `DO $$ BEGIN
-		EXECUTE format('ALTER DATABASE %I SET idle_session_timeout = %L', current_database(), '500ms');
-	END $$`)
-	require.NoError(t, err)
+	testdb.SetDatabaseDefault(t, url, "idle_session_timeout", "500ms")
 	pool := testdb.Pool(t, url) // no PoolConfig: its own connections do time out
 
 	c := startClient(t, pool, testConfig(map[string]QueueConfig{"idle": {Concurrency: 1}}), nil)

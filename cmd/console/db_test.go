@@ -15,10 +15,7 @@ import (
 func TestOpenPoolIsReadCommitted(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
-	_, err := testdb.Pool(t, url).Exec(ctx, `DO $$ BEGIN
-		EXECUTE format('ALTER DATABASE %I SET default_transaction_isolation = %L', current_database(), 'serializable');
-	END $$`)
-	require.NoError(t, err)
+	testdb.SetDatabaseDefault(t, url, "default_transaction_isolation", "serializable")
 	pool, err := openPool(ctx, url, "console-test", 2, nil)
 	require.NoError(t, err)
 	defer pool.Close()

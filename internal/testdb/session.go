@@ -2,6 +2,7 @@ package testdb
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,5 +52,23 @@ func WaitBackend(t testing.TB, on interface {
 			t.Fatalf("backend %q did not reach %s within 30s", app, cond)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// SetDatabaseDefault makes every new session of url's database start with
+// setting name at value (ALTER DATABASE … SET), as a DBA's default for the
+// database would; sessions open already keep what they have.
+func SetDatabaseDefault(t testing.TB, url, name, value string) {
+	t.Helper()
+	ctx := context.Background()
+	conn := Connect(t, url, "testdb-setup")
+	var db string
+	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
+		t.Fatalf("read the test database's name: %v", err)
+	}
+	sql := "ALTER DATABASE " + pgx.Identifier{db}.Sanitize() + " SET " + pgx.Identifier{name}.Sanitize() +
+		" = '" + strings.ReplaceAll(value, "'", "''") + "'"
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		t.Fatalf("set %s = %s on the test database: %v", name, value, err)
 	}
 }
