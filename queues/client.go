@@ -320,7 +320,9 @@ func (c *Client) registration() []any {
 // queue, a fetcher that claims only as many jobs as it has free slots, plus
 // the lease heartbeat, the maintenance loop (settings, registry heartbeat,
 // reaper) and the LISTEN wake-up. ctx only bounds the registration: stop
-// the client with Stop.
+// the client with Stop. A client with queues refuses to start on a pool
+// whose transactions do not default to READ COMMITTED
+// (RequireReadCommitted).
 func (c *Client) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

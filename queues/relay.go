@@ -219,6 +219,8 @@ func (r *Relay) ID() string { return r.cfg.ID }
 
 // Start launches the relay's goroutines (the claim loop, and the LISTEN
 // connection unless disabled) and returns at once. ctx bounds the relay's life as Stop does.
+// It refuses a pool whose transactions do not default to READ COMMITTED
+// (RequireReadCommitted).
 func (r *Relay) Start(ctx context.Context) error {
 	if err := RequireReadCommitted(ctx, r.pool); err != nil {
 		return fmt.Errorf("relay: %w", err)

@@ -257,7 +257,9 @@ func NewScheduler(pool *pgxpool.Pool, cfg SchedulerConfig) (*Scheduler, error) {
 // IsLeader reports whether this scheduler holds the leader lock right now.
 func (s *Scheduler) IsLeader() bool { return s.leader.Load() }
 
-// Start launches the scheduler's single goroutine and returns at once.
+// Start launches the scheduler's single goroutine and returns at once. It
+// refuses a pool whose transactions do not default to READ COMMITTED
+// (RequireReadCommitted).
 func (s *Scheduler) Start(ctx context.Context) error {
 	if err := RequireReadCommitted(ctx, s.pool); err != nil {
 		return fmt.Errorf("scheduler: %w", err)
