@@ -52,7 +52,7 @@ func flagSet(name string) *flag.FlagSet {
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return usageError{"see the flags below"}
+			return errHelp
 		}
 		return usageError{err.Error()}
 	}

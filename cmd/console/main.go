@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"syscall"
 )
 
@@ -65,9 +66,26 @@ type env func(string) string
 // run dispatches to a subcommand. Only this package reads flags and the
 // environment; everything else receives config structs.
 func run(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
+	err := dispatch(ctx, args, getenv, stdin, stdout, stderr)
+	if errors.Is(err, errHelp) {
+		// `console --help`, `console worker -h`: the whole help, which
+		// lists every command's flags.
+		fmt.Fprint(stdout, helpText)
+		return nil
+	}
+	return err
+}
+
+// errHelp is what parseFlags returns for -h or --help.
+var errHelp = errors.New("help requested")
+
+func dispatch(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := "serve"
 	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
+	}
+	if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help"}, args[0]) {
+		return errHelp // before a command's own first argument (`console audit --help`)
 	}
 	switch cmd {
 	case "serve":
@@ -93,9 +111,8 @@ func run(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout
 	case "version":
 		fmt.Fprintln(stdout, "console", version)
 		return nil
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, helpText)
-		return nil
+	case "help":
+		return errHelp
 	}
 	return usageError{fmt.Sprintf("unknown command %q", cmd)}
 }
@@ -181,6 +198,9 @@ Runtime:
   GOGC                  the garbage collector's target; unset, the binary uses 400 (the heap
                         grows to five times what is live between collections); GOMEMLIMIT
                         caps the heap either way
+  GOMAXPROCS            threads running Go code at once (default: the CPUs Go sees); a worker
+                        of short jobs on a small machine shared with PostgreSQL spends less
+                        CPU per job at 1; leave it unset when handlers need the cores
 
 Audit:
   CONSOLE_AUDIT_KEY_FILE  a file holding the audit HMAC key (32+ bytes), never stored in the

@@ -68,6 +68,14 @@ func TestHelpAndUsage(t *testing.T) {
 	for _, want := range []string{"console migrate up|status", "--addr", "DATABASE_URL", "--pg-bin"} {
 		require.Contains(t, out, want)
 	}
+	// -h and --help print the same help and succeed, before a command
+	// (serve's flags) or after one.
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"worker", "--help"}, {"migrate", "up", "-h"}, {"bench", "burn", "--help"},
+		{"audit", "--help"}, {"operator", "-h"}, {"bench", "--help"}} {
+		got, err := runCmd(t, envMap(), args...)
+		require.NoError(t, err, "%v", args)
+		require.Equal(t, out, got, "%v", args)
+	}
 	_, err = runCmd(t, envMap(), "frobnicate")
 	require.ErrorAs(t, err, new(usageError))
 	_, err = runCmd(t, envMap(), "serve", "--metrics", "sometimes")
