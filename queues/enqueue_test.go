@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -242,6 +243,7 @@ func slowClaimInWindow(t *testing.T) (held, ranAll bool) {
 	var armed atomic.Bool
 	blocked := make(chan time.Time, 1)
 	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
 	pool, ran, stop := notifyOnlyClient(t, "slow", func(sent time.Time, jobs int) {
 		if jobs > 0 {
 			foundSent.CompareAndSwap(0, sent.UnixNano())
@@ -253,6 +255,7 @@ func slowClaimInWindow(t *testing.T) (held, ranAll bool) {
 		}
 	})
 	defer stop()
+	defer releaseOnce() // a failure before the release must not leave a claim held through Stop
 	_, err := EnqueueTx(ctx, pool, EnqueueParams{Queue: "slow", Kind: "b"})
 	require.NoError(t, err)
 	<-ran
@@ -268,7 +271,7 @@ func slowClaimInWindow(t *testing.T) (held, ranAll bool) {
 	// The window closes NotifyInterval + BusyRepoll after the found claim
 	// returned, which was before its job ran: this wait outlasts it.
 	time.Sleep(NotifyInterval + 2*BusyRepoll)
-	close(release)
+	releaseOnce()
 	held = sent.Sub(time.Unix(0, foundSent.Load())) < NotifyInterval
 	deadline := time.After(5 * time.Second)
 	for range 5 {
