@@ -76,7 +76,9 @@ func run(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout
 	return err
 }
 
-// errHelp is what parseFlags returns for -h or --help.
+// errHelp asks run to print the help: `console help`, or -h, -help or
+// --help before a command's first argument (dispatch) or among its flags
+// (parseFlags).
 var errHelp = errors.New("help requested")
 
 func dispatch(ctx context.Context, args []string, getenv env, stdin io.Reader, stdout, stderr io.Writer) error {
