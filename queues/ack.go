@@ -15,6 +15,7 @@ type ackRequest struct {
 	kind           string // for the log line of a refused ack
 	attempts       int
 	cancel         context.CancelCauseFunc
+	slot           int // in Client.running
 	start          time.Time
 }
 
@@ -251,7 +252,7 @@ func (c *Client) confirmAcks(ctx context.Context, ids, gens []int64, held map[in
 // lease was lost before the ack) and finishes the job.
 func (c *Client) acked(r *ackRequest, err error, held bool) {
 	c.ackResult(r, err, held, time.Now())
-	c.finishJob(r.q, r.id, r.cancel)
+	c.finishJob(r.q, r.slot, r.cancel)
 }
 
 // finishAcked finishes the jobs of an ack batch whose results are recorded,
@@ -263,7 +264,7 @@ func (c *Client) finishAcked(batch []ackRequest) {
 	}
 	c.mu.Lock()
 	for i := range batch {
-		delete(c.running, batch[i].id)
+		c.running.remove(batch[i].slot)
 	}
 	c.mu.Unlock()
 	for i := 0; i < len(batch); {

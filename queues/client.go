@@ -140,7 +140,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	state   clientState
-	running map[int64]runningJob
+	running runningSet
 	// interrupted lists the jobs the drain deadline cut short that were
 	// released back to ready (written only while Stop drains).
 	interrupted []int64
@@ -172,12 +172,6 @@ const (
 	clientStarted                    // working its queues: Stop may run
 	clientStopped                    // stopped (or stopping): neither runs again
 )
-
-type runningJob struct {
-	queue      string
-	generation int64
-	cancel     context.CancelCauseFunc
-}
 
 // NewClient returns a Client over pool. It runs nothing until Start.
 func NewClient(pool *pgxpool.Pool, cfg ClientConfig) (*Client, error) {
@@ -248,7 +242,6 @@ func NewClient(pool *pgxpool.Pool, cfg ClientConfig) (*Client, error) {
 		relisten:       make(chan struct{}, 1),
 		claimStartWait: claimStartWait,
 		handlers:       map[string]HandlerFunc{},
-		running:        map[int64]runningJob{},
 	}
 	c.errs.counted = c.metrics.engineErrors
 	for name, qc := range cfg.Queues {
@@ -479,15 +472,13 @@ func (e *DrainError) Unwrap() error { return e.err }
 func (c *Client) cancelRunning(cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, r := range c.running {
-		r.cancel(cause)
-	}
+	c.running.each(func(r runningJob) { r.cancel(cause) })
 }
 
 func (c *Client) inFlightTotal() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.running)
+	return c.running.len()
 }
 
 // retryDelay is the backoff before the next attempt after attempt failed.

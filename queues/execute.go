@@ -100,7 +100,7 @@ func (c *Client) prepareJobs(q *queueRunner, jobs []Job) []*jobContext {
 		ctx, cancel := context.WithCancelCause(context.Background()) // cancelled by cancelRunning
 		jc := &jobContext{Context: ctx, job: job, cancel: cancel}
 		jc.session.pool, jc.session.jobID = c.pool, job.ID
-		c.running[job.ID] = runningJob{queue: q.name, generation: job.LeaseGeneration, cancel: cancel}
+		jc.slot = c.running.add(runningJob{id: job.ID, generation: job.LeaseGeneration, cancel: cancel})
 		prepared[i] = jc
 	}
 	c.mu.Unlock()
@@ -115,7 +115,7 @@ func (c *Client) execJob(q *queueRunner, jc *jobContext) {
 	if c.runJob(jc, q) {
 		return
 	}
-	c.finishJob(q, jc.job.ID, jc.cancel)
+	c.finishJob(q, jc.slot, jc.cancel)
 }
 
 // jobContext is a running job's context: its cancellable context and its
@@ -130,6 +130,7 @@ type jobContext struct {
 	context.Context
 	job     *Job
 	cancel  context.CancelCauseFunc
+	slot    int // in Client.running
 	session jobSession
 }
 
@@ -144,10 +145,10 @@ func (jc *jobContext) Value(key any) any {
 // finishJob ends an attempt whose outcome is written (or given up on): its
 // context, its entry in the heartbeat's set, its slot and its count in the
 // drain.
-func (c *Client) finishJob(q *queueRunner, id int64, cancel context.CancelCauseFunc) {
+func (c *Client) finishJob(q *queueRunner, slot int, cancel context.CancelCauseFunc) {
 	cancel(nil)
 	c.mu.Lock()
-	delete(c.running, id)
+	c.running.remove(slot)
 	c.mu.Unlock()
 	q.outcomeWritten()
 	c.jobsWG.Done()
@@ -204,7 +205,7 @@ func (c *Client) runJob(jc *jobContext, q *queueRunner) bool {
 	}
 	if err == nil {
 		c.acks.queue(ackRequest{q: q, id: job.ID, generation: job.LeaseGeneration, kind: job.Kind,
-			attempts: job.Attempts, cancel: jc.cancel, start: time.Now()})
+			attempts: job.Attempts, cancel: jc.cancel, slot: jc.slot, start: time.Now()})
 		return true
 	}
 	var pe *panicError

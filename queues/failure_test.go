@@ -424,20 +424,39 @@ func TestWorkerReportsEngineErrors(t *testing.T) {
 // TestOrphanClaimReleased: a claim whose commit went through but whose
 // reply was lost (a restart broke the connection) leaves a job the database
 // says the worker holds but the worker does not run; after the reconnect
-// the worker releases it and runs it, instead of waiting out its lease.
+// the worker releases it and runs it, instead of waiting out its lease. A
+// job the worker is running, claimed as long ago, is left alone.
 func TestOrphanClaimReleased(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t)
-	cfg := testConfig(map[string]QueueConfig{"orph": {Concurrency: 2}})
+	cfg := testConfig(map[string]QueueConfig{"orph": {Concurrency: 3}})
 	cfg.LeaseDuration = time.Hour
 	ran := make(chan int64, 1)
+	started, unblock := make(chan int64, 2), make(chan struct{})
 	c := startClient(t, pool, cfg, func(c *Client) {
 		c.Handle("o", func(_ context.Context, j *Job) error {
 			ran <- j.ID
 			return nil
 		})
+		c.Handle("long", func(_ context.Context, j *Job) error {
+			started <- j.ID
+			<-unblock
+			return nil
+		})
 	})
+	defer close(unblock)
+	// A job running here, claimed two hours ago as far as the database
+	// knows: the orphan check must see it runs.
+	long, err := EnqueueTx(ctx, pool, EnqueueParams{Queue: "orph", Kind: "long"})
+	require.NoError(t, err)
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the long job did not start")
+	}
+	_, err = pool.Exec(ctx, `UPDATE jobs SET started_at = now() - interval '2 hours' WHERE id = $1`, long.ID)
+	require.NoError(t, err)
 	// The lost claim: the job is running under this worker's name, claimed
 	// long enough ago that no claim of the worker can still be in flight.
 	j, err := EnqueueTx(ctx, pool, EnqueueParams{Queue: "orph", Kind: "o", RunAt: time.Now().Add(time.Hour)})
@@ -453,6 +472,12 @@ func TestOrphanClaimReleased(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the orphan claim was not released and run")
 	}
+	c.releaseOrphans(ctx) // once more, now that the orphan is done
+	got, err := JobGet(ctx, pool, long.ID)
+	require.NoError(t, err)
+	require.Equal(t, StatusRunning, got.Status, "the running job was released as an orphan")
+	require.EqualValues(t, 1, got.LeaseGeneration, "the running job was claimed again")
+	require.Empty(t, started, "the running job started twice")
 }
 
 // TestAckReplyLost: an ack statement commits but its reply never arrives

@@ -509,12 +509,14 @@ func (c *Client) releaseOrphans(ctx context.Context) {
 		c.errs.note("reconcile", err)
 		return
 	}
+	orphan := make(map[int64]bool, len(orphans))
+	for _, o := range orphans {
+		orphan[o.id] = true
+	}
 	c.mu.Lock()
-	orphans = slices.DeleteFunc(orphans, func(o held) bool {
-		_, running := c.running[o.id]
-		return running
-	})
+	c.running.each(func(r runningJob) { delete(orphan, r.id) })
 	c.mu.Unlock()
+	orphans = slices.DeleteFunc(orphans, func(o held) bool { return !orphan[o.id] })
 	var released []int64
 	for _, o := range orphans {
 		if err := JobRelease(ctx, c.pool, o.id, c.cfg.ID, o.generation, true); err == nil {

@@ -157,5 +157,5 @@ func TestAckBatchFreesSlots(t *testing.T) {
 	require.Len(t, seen, n)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	require.Zero(t, len(c.running), "jobs left in the running set after Stop")
+	require.Zero(t, c.running.len(), "jobs left in the running set after Stop")
 }

@@ -220,12 +220,12 @@ func (c *Client) renewLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		c.mu.Lock()
-		ids := make([]int64, 0, len(c.running))
-		gens := make([]int64, 0, len(c.running))
-		for id, r := range c.running {
-			ids = append(ids, id)
+		ids := make([]int64, 0, c.running.len())
+		gens := make([]int64, 0, c.running.len())
+		c.running.each(func(r runningJob) {
+			ids = append(ids, r.id)
 			gens = append(gens, r.generation)
-		}
+		})
 		c.mu.Unlock()
 		if len(ids) == 0 {
 			continue
@@ -238,16 +238,28 @@ func (c *Client) renewLoop(ctx context.Context) {
 			c.log.Warn("renew leases", "err", err, "jobs", len(ids))
 			continue
 		}
+		if len(held) == len(ids) {
+			continue // every lease renewed
+		}
 		kept := make(map[int64]bool, len(held))
 		for _, id := range held {
 			kept[id] = true
 		}
-		c.mu.Lock()
+		lost := map[int64]int64{} // id: the generation whose lease was lost
 		for i, id := range ids {
-			if r, ok := c.running[id]; ok && !kept[id] && r.generation == gens[i] {
-				r.cancel(ErrLeaseLost)
+			if !kept[id] {
+				lost[id] = gens[i]
 			}
 		}
+		// Only the attempt whose renewal failed is cancelled: a job that
+		// ended meanwhile is gone, and one claimed again since has a
+		// newer generation.
+		c.mu.Lock()
+		c.running.each(func(r runningJob) {
+			if g, ok := lost[r.id]; ok && r.generation == g {
+				r.cancel(ErrLeaseLost)
+			}
+		})
 		c.mu.Unlock()
 	}
 }
