@@ -16,6 +16,18 @@
 # database of its own (its bench TRUNCATEs River's tables), the console in
 # scratch databases it drops.
 #
+# Every timed run starts from a checkpoint (CHECKPOINT before it, untimed),
+# so no run pays for the WAL of the one before it. Without it the order was
+# not fair: River's burn-down writes about 530 MB of WAL on a table it
+# keeps, the console's about 250 MB in a scratch database whose DROP forces
+# a checkpoint at its end, so a console run after River's crossed the
+# server's checkpoint threshold (max_wal_size / 1.9, 540 MB at the default
+# 1 GB) and ran through that checkpoint, and River's run after the
+# console's never did. The scratch server also gets max_wal_size=4GB, so
+# that no run reaches the threshold on its own; on a DATABASE_URL server
+# the header prints max_wal_size, and the CHECKPOINT needs a superuser or
+# pg_checkpoint (without, the script says so and goes on without it).
+#
 # River is built from the Go module proxy into .cache/river (ignored by git):
 # `go install ...@v0.47.0` fails on mirrors without @v/list, so the module
 # is downloaded, copied out of the read-only module cache and built there.
@@ -73,7 +85,7 @@ if [ -z "${DATABASE_URL:-}" ]; then
   log "starting a scratch PostgreSQL ($PGBIN) on 127.0.0.1:$PORT"
   as_pg "$PGBIN/initdb" -D "$PGDIR/data" -U postgres --auth=trust >/dev/null
   as_pg "$PGBIN/pg_ctl" -D "$PGDIR/data" -l "$PGDIR/log" -w -o "-c listen_addresses=127.0.0.1 -c port=$PORT \
-    -c unix_socket_directories=$PGDIR -c max_connections=200 -c shared_buffers=1GB -c synchronous_commit=$SYNC" start >/dev/null
+    -c unix_socket_directories=$PGDIR -c max_connections=200 -c shared_buffers=1GB -c max_wal_size=4GB -c synchronous_commit=$SYNC" start >/dev/null
   ADMIN_URL="postgres://postgres@127.0.0.1:$PORT/postgres?sslmode=disable"
 else
   ADMIN_URL=$DATABASE_URL
@@ -92,7 +104,13 @@ RIVER_URL=$(with_param "$RIVER_URL" "pool_max_conns=$POOL")
 "$RIVER" migrate-up --database-url "$RIVER_URL" >/dev/null
 
 PGVERSION=$(psql_admin -At -c "SHOW server_version")
-log "PostgreSQL $PGVERSION, synchronous_commit=$SYNC, pool $POOL, $JOBS jobs, $ROUNDS rounds, continuous $DURATION"
+MAXWAL=$(psql_admin -At -c "SHOW max_wal_size")
+CHECKPOINTS=1
+if ! psql_admin -c CHECKPOINT >/dev/null 2>&1; then
+  CHECKPOINTS=0
+  log "WARNING: this role may not run CHECKPOINT (it needs a superuser or pg_checkpoint): runs start without one, and a run may pay for the WAL of the run before it"
+fi
+log "PostgreSQL $PGVERSION, synchronous_commit=$SYNC, max_wal_size $MAXWAL, pool $POOL, $JOBS jobs, $ROUNDS rounds, continuous $DURATION"
 
 # --- the runs ----------------------------------------------------------------
 river_rate() { # the overall job/sec of River's last line
@@ -111,12 +129,14 @@ record() { # test round value, from the run whose log is $RUNLOG
   echo "$1 $2 $3" >>"$OUT"
   echo "round $2 $1: $3 jobs/s" >&2
 }
-# run test round cmd...: runs one benchmark with its standard output in
+# run test round cmd...: runs one benchmark, after a checkpoint (see the
+# top), with its standard output in
 # $RUNLOG and its standard error in $RUNLOG.err, and stops the script when
 # it fails.
 run() {
   local t=$1 r=$2; shift 2
   RUNLOG=$LOGS/$t-$r.log
+  if [ "$CHECKPOINTS" = 1 ]; then psql_admin -c CHECKPOINT >/dev/null; fi
   "$@" >"$RUNLOG" 2>"$RUNLOG.err" || fail "$t round $r exited with status $?" "$RUNLOG"
 }
 river_burn() {
@@ -178,7 +198,7 @@ per_round() {
     }' "$OUT"
 }
 echo
-echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB, load $(cut -d' ' -f1-3 /proc/loadavg); PostgreSQL $PGVERSION; synchronous_commit=$SYNC; pool $POOL; $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB, load $(cut -d' ' -f1-3 /proc/loadavg); PostgreSQL $PGVERSION; synchronous_commit=$SYNC; max_wal_size $MAXWAL; a checkpoint before each run: $([ "$CHECKPOINTS" = 1 ] && echo yes || echo no); pool $POOL; $(date -u +%Y-%m-%dT%H:%MZ)"
 printf '%-22s %10s %10s %8s   %s\n' test river console ratio "rounds (river | console); odd rounds river first"
 for t in burn continuous; do
   rv=$(median river-$t); cv=$(median console-$t)

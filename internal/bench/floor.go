@@ -34,6 +34,7 @@ func Floor(ctx context.Context, cfg Config) (Report, error) {
 		loop func(ctx context.Context, cfg Config, queue, owner string, done *atomic.Int64) error
 	}{{"seed", seedFloorLoop}, {"engine", engineFloorLoop}}
 	rates := make([]float64, len(phases))
+	cpus := make([]time.Duration, len(phases))
 	starts := make([]int64, len(phases))
 	for i, p := range phases {
 		var err error
@@ -41,11 +42,11 @@ func Floor(ctx context.Context, cfg Config) (Report, error) {
 			return r, err
 		}
 		cfg.logf("floor: %s statements, %d jobs, %d loops, claims of %d", p.name, cfg.Jobs, cfg.PoolSize, cfg.Batch)
-		rate, err := floorPhase(ctx, cfg, p.name, p.loop)
+		rate, cpu, err := floorPhase(ctx, cfg, p.name, p.loop)
 		if err != nil {
 			return r, fmt.Errorf("%s statements: %w", p.name, err)
 		}
-		rates[i] = rate
+		rates[i], cpus[i] = rate, cpu
 	}
 	r.Add("jobs", "jobs", cfg.Jobs, "")
 	r.Add("loops", "claim/ack loops", cfg.PoolSize, "")
@@ -53,38 +54,43 @@ func Floor(ctx context.Context, cfg Config) (Report, error) {
 	r.Add("seed_jobs_per_second", "seed statements: claim from the head, one completion per job", rates[0], "jobs/s")
 	r.Add("jobs_per_second", "engine statements: keyset claim, one ack per batch", rates[1], "jobs/s")
 	r.Add("engine_over_seed", "engine / seed", ratio(rates[1], rates[0]), "")
+	r.Add("client_cpu_us_per_job", "engine statements: this process's CPU time per job while they ran (user and system; the burn's engine_cpu_us_per_job)",
+		float64(cpus[1].Microseconds())/float64(cfg.Jobs), "µs")
 	r.Add("seed_start_bytes", "seed statements: jobs and its indexes at the start", starts[0], "bytes")
 	r.Add("engine_start_bytes", "engine statements: jobs and its indexes at the start", starts[1], "bytes")
 	return r, nil
 }
 
 // floorPhase fills a fresh queue and runs PoolSize loops over it until
-// every job is done; it returns jobs per second.
+// every job is done; it returns jobs per second and this process's CPU
+// time while the loops ran.
 func floorPhase(ctx context.Context, cfg Config, name string,
-	loop func(ctx context.Context, cfg Config, queue, owner string, done *atomic.Int64) error) (float64, error) {
+	loop func(ctx context.Context, cfg Config, queue, owner string, done *atomic.Int64) error) (float64, time.Duration, error) {
 	queue := queueName("floor-" + name)
 	defer deleteQueue(cfg, queue)
 	if _, err := fill(ctx, cfg, queue, cfg.Jobs, []byte("{}")); err != nil {
-		return 0, fmt.Errorf("enqueue: %w", err)
+		return 0, 0, fmt.Errorf("enqueue: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, burnTimeout(cfg.Jobs))
 	defer cancel()
 	var done atomic.Int64
 	errs := make([]error, cfg.PoolSize)
 	var wg sync.WaitGroup
+	cpuBefore := processCPU()
 	start := time.Now()
 	for w := range cfg.PoolSize {
 		wg.Go(func() { errs[w] = loop(ctx, cfg, queue, fmt.Sprintf("floor-%d", w), &done) })
 	}
 	wg.Wait()
 	work := time.Since(start)
+	cpu := processCPU() - cpuBefore
 	if err := errors.Join(errs...); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if n := done.Load(); n != int64(cfg.Jobs) {
-		return 0, fmt.Errorf("%d of %d jobs done", n, cfg.Jobs)
+		return 0, 0, fmt.Errorf("%d of %d jobs done", n, cfg.Jobs)
 	}
-	return float64(cfg.Jobs) / work.Seconds(), nil
+	return float64(cfg.Jobs) / work.Seconds(), cpu, nil
 }
 
 // seedFloorLoop claims with the textbook statement (seed_claim.sql) and
