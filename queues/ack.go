@@ -11,12 +11,11 @@ import (
 // ackRequest is a job whose handler succeeded, waiting for its ack.
 type ackRequest struct {
 	q              *queueRunner
+	job            *Job // for the log line of a refused ack
 	id, generation int64
-	kind           string // for the log line of a refused ack
-	attempts       int
 	cancel         context.CancelCauseFunc
-	slot           int // in Client.running
-	start          time.Time
+	slot           int           // in Client.running
+	start          time.Duration // when the handler returned (Client.clock)
 }
 
 // maxAckBatch bounds one ack statement.
@@ -182,7 +181,7 @@ func (a *ackPipeline) write(batch []ackRequest) {
 		unknown = c.confirmAcks(ctx, ids, gens, held)
 	}
 	cancel()
-	now := time.Now()
+	now := c.clock()
 	for i := range batch {
 		err, isHeld := err, all || held[batch[i].id]
 		if err == nil && unknown != nil && !isHeld {
@@ -251,7 +250,7 @@ func (c *Client) confirmAcks(ctx context.Context, ids, gens []int64, held map[in
 // acked records an ack's result (err: the statement failed; !held: the
 // lease was lost before the ack) and finishes the job.
 func (c *Client) acked(r *ackRequest, err error, held bool) {
-	c.ackResult(r, err, held, time.Now())
+	c.ackResult(r, err, held, c.clock())
 	c.finishJob(r.q, r.slot, r.cancel)
 }
 
@@ -277,25 +276,23 @@ func (c *Client) finishAcked(batch []ackRequest) {
 	c.jobsWG.Add(-len(batch))
 }
 
-// ackResult logs and counts an ack's result as of now.
-func (c *Client) ackResult(r *ackRequest, err error, held bool, now time.Time) {
+// ackResult logs and counts an ack's result as of now (Client.clock).
+func (c *Client) ackResult(r *ackRequest, err error, held bool, now time.Duration) {
 	q := r.q
-	log := func() jobLog { // only for the rare lines: a Job per ack would be garbage
-		return jobLog{log: c.log, job: &Job{ID: r.id, Queue: q.name, Kind: r.kind, Attempts: r.attempts}}
-	}
+	log := jobLog{log: c.log, job: r.job}
 	switch {
 	case errors.Is(err, errAckOutcomeUnknown):
 		c.errs.note("ack", err)
-		log().Error("ack outcome unknown: the reply was lost and the check failed; the job is done if the ack committed, otherwise it runs again after its lease expires", "err", err)
+		log.Error("ack outcome unknown: the reply was lost and the check failed; the job is done if the ack committed, otherwise it runs again after its lease expires", "err", err)
 	case err != nil:
 		c.errs.note("ack", err)
-		log().Error("ack failed; the job will run again after its lease expires", "err", err)
+		log.Error("ack failed; the job will run again after its lease expires", "err", err)
 	case !held:
 		c.metrics.staleAcks.WithLabelValues(q.name).Inc()
 		c.metrics.finished.WithLabelValues(q.name, "lease_lost").Inc()
-		log().Warn("stale ack refused: lease lost before the ack")
+		log.Warn("stale ack refused: lease lost before the ack")
 	default:
-		q.m.ackSeconds.Observe(now.Sub(r.start).Seconds())
+		q.m.ackSeconds.Observe((now - r.start).Seconds())
 		q.m.done.Inc()
 	}
 }

@@ -177,13 +177,14 @@ func (c *Client) runJob(jc *jobContext, q *queueRunner) bool {
 
 	var err error
 	h := c.handler(job.Kind)
-	start := time.Now()
+	start := c.clock()
 	if h == nil {
 		err = fmt.Errorf("no handler registered for kind %q", job.Kind)
 	} else {
 		err = safeHandler(ctx, h, job)
 	}
-	q.m.runSeconds.Observe(time.Since(start).Seconds())
+	end := c.clock()
+	q.m.runSeconds.Observe((end - start).Seconds())
 	session.release()
 	// The slot is free as soon as the handler returns; the outcome write
 	// below is bounded separately (queueRunner.writing), and the job stays
@@ -204,8 +205,8 @@ func (c *Client) runJob(jc *jobContext, q *queueRunner) bool {
 		return false
 	}
 	if err == nil {
-		c.acks.queue(ackRequest{q: q, id: job.ID, generation: job.LeaseGeneration, kind: job.Kind,
-			attempts: job.Attempts, cancel: jc.cancel, slot: jc.slot, start: time.Now()})
+		c.acks.queue(ackRequest{q: q, job: job, id: job.ID, generation: job.LeaseGeneration,
+			cancel: jc.cancel, slot: jc.slot, start: end})
 		return true
 	}
 	var pe *panicError
