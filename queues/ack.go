@@ -251,7 +251,7 @@ func (c *Client) confirmAcks(ctx context.Context, ids, gens []int64, held map[in
 // lease was lost before the ack) and finishes the job.
 func (c *Client) acked(r *ackRequest, err error, held bool) {
 	c.ackResult(r, err, held, c.clock())
-	c.finishJob(r.q, r.slot, r.cancel)
+	c.finishJob(r.q, r.id, r.slot, r.cancel)
 }
 
 // finishAcked finishes the jobs of an ack batch whose results are recorded,
@@ -263,7 +263,7 @@ func (c *Client) finishAcked(batch []ackRequest) {
 	}
 	c.mu.Lock()
 	for i := range batch {
-		c.running.remove(batch[i].slot)
+		c.running.remove(batch[i].slot, batch[i].id)
 	}
 	c.mu.Unlock()
 	for i := 0; i < len(batch); {

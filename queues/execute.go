@@ -115,7 +115,7 @@ func (c *Client) execJob(q *queueRunner, jc *jobContext) {
 	if c.runJob(jc, q) {
 		return
 	}
-	c.finishJob(q, jc.slot, jc.cancel)
+	c.finishJob(q, jc.job.ID, jc.slot, jc.cancel)
 }
 
 // jobContext is a running job's context: its cancellable context and its
@@ -145,10 +145,10 @@ func (jc *jobContext) Value(key any) any {
 // finishJob ends an attempt whose outcome is written (or given up on): its
 // context, its entry in the heartbeat's set, its slot and its count in the
 // drain.
-func (c *Client) finishJob(q *queueRunner, slot int, cancel context.CancelCauseFunc) {
+func (c *Client) finishJob(q *queueRunner, id int64, slot int, cancel context.CancelCauseFunc) {
 	cancel(nil)
 	c.mu.Lock()
-	c.running.remove(slot)
+	c.running.remove(slot, id)
 	c.mu.Unlock()
 	q.outcomeWritten()
 	c.jobsWG.Done()

@@ -39,8 +39,13 @@ func (s *runningSet) add(j runningJob) int {
 	return len(s.slots) - 1
 }
 
-// remove frees slot i, which add returned.
-func (s *runningSet) remove(i int) {
+// remove frees slot i, which add returned for job id. A slot that no
+// longer holds that job (freed already, perhaps given to another job since)
+// is left as it is, as deleting a missing key from a map would.
+func (s *runningSet) remove(i int, id int64) {
+	if s.slots[i].cancel == nil || s.slots[i].id != id {
+		return
+	}
 	s.slots[i] = runningJob{}
 	s.free = append(s.free, i)
 	s.n--

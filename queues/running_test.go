@@ -10,7 +10,8 @@ import (
 // TestRunningSetMatchesAMap drives the running set with random adds and
 // removes and checks it against a map after every step: each removes
 // exactly the job its slot was given for, each sees every running job
-// once, and freed slots are used again rather than growing the set.
+// once, freed slots are used again rather than growing the set, and
+// removing a job that is not in its slot (any more) changes nothing.
 func TestRunningSetMatchesAMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var s runningSet
@@ -26,7 +27,10 @@ func TestRunningSetMatchesAMap(t *testing.T) {
 			want[nextID] = gen
 		} else {
 			for id := range want { // any running job
-				s.remove(slots[id])
+				s.remove(slots[id], id)
+				// A second remove, and one naming another job: no-ops.
+				s.remove(slots[id], id)
+				s.remove(rng.IntN(len(s.slots)), -id)
 				delete(want, id)
 				delete(slots, id)
 				break
