@@ -38,18 +38,7 @@ func TestEnqueueAndQueueWaitMetrics(t *testing.T) {
 	require.Equal(t, 3.0, testutil.ToFloat64(testutilCounter(reg, "queues_jobs_enqueued_total")),
 		"the row inserted with SQL was not enqueued through the Client")
 
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	var count uint64
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() == "queues_job_queue_wait_seconds" {
-			for _, m := range mf.GetMetric() {
-				count += m.GetHistogram().GetSampleCount()
-				sum += m.GetHistogram().GetSampleSum()
-			}
-		}
-	}
+	count, sum := histogramTotals(t, reg, "queues_job_queue_wait_seconds")
 	require.EqualValues(t, 4, count, "one observation per claimed job")
 	require.GreaterOrEqual(t, sum, 60.0, "the job available a minute ago waited a minute")
 }
@@ -73,29 +62,33 @@ func TestRunAndAckDurationMetrics(t *testing.T) {
 	testdb.Eventually(t, 20*time.Second, "all jobs done", func() bool {
 		return countJobs(t, pool, "queue = 'timed' AND status = 'done'") == 3
 	})
-	histogram := func(name string) (count uint64, sum float64) {
-		mfs, err := reg.Gather()
-		require.NoError(t, err)
-		for _, mf := range mfs {
-			if mf.GetName() == name {
-				for _, m := range mf.GetMetric() {
-					count += m.GetHistogram().GetSampleCount()
-					sum += m.GetHistogram().GetSampleSum()
-				}
-			}
-		}
-		return count, sum
-	}
 	// The ack's observation is made after its commit, which the done
 	// rows above may precede by a moment.
 	testdb.Eventually(t, 10*time.Second, "three acks observed", func() bool {
-		n, _ := histogram("queues_ack_duration_seconds")
+		n, _ := histogramTotals(t, reg, "queues_ack_duration_seconds")
 		return n == 3
 	})
-	runs, run := histogram("queues_job_run_duration_seconds")
+	runs, run := histogramTotals(t, reg, "queues_job_run_duration_seconds")
 	require.EqualValues(t, 3, runs, "one run time per attempt")
 	require.GreaterOrEqual(t, run, 1.5, "three handlers of 500 ms each")
-	_, ack := histogram("queues_ack_duration_seconds")
+	_, ack := histogramTotals(t, reg, "queues_ack_duration_seconds")
 	require.Greater(t, ack, 0.0, "an ack takes a round trip")
 	require.Less(t, ack, run, "an ack is timed from the handler's return, not its start")
+}
+
+// histogramTotals is the observation count and sum of the histogram name
+// over all its series in reg.
+func histogramTotals(t *testing.T, reg *prometheus.Registry, name string) (count uint64, sum float64) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				count += m.GetHistogram().GetSampleCount()
+				sum += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return count, sum
 }
