@@ -65,6 +65,14 @@ func TestAcksRecordKindRunTimes(t *testing.T) {
 	for _, s := range runs["thumbnail"] {
 		require.InDelta(t, 7.0, s, 0.5)
 	}
+	// Exactly the seconds between the rows' start and finish, as extract
+	// gives them.
+	var exact []float64
+	rows, err = db.Query(ctx, `SELECT extract(epoch FROM finished_at - started_at)::float8 FROM jobs WHERE kind = 'resize'`)
+	require.NoError(t, err)
+	exact, err = pgx.CollectRows(rows, pgx.RowTo[float64])
+	require.NoError(t, err)
+	require.ElementsMatch(t, exact, runs["resize"])
 	var statements int
 	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM job_kind_runs`).Scan(&statements))
 	require.Equal(t, 2, statements, "one row per kind for the statement")
