@@ -129,10 +129,9 @@ record() { # test round value, from the run whose log is $RUNLOG
   echo "$1 $2 $3" >>"$OUT"
   echo "round $2 $1: $3 jobs/s" >&2
 }
-# run test round cmd...: runs one benchmark, after a checkpoint (see the
-# top), with its standard output in
-# $RUNLOG and its standard error in $RUNLOG.err, and stops the script when
-# it fails.
+# run test round cmd...: runs one benchmark after a checkpoint (see the
+# top), with its standard output in $RUNLOG and its standard error in
+# $RUNLOG.err, and stops the script when it fails.
 run() {
   local t=$1 r=$2; shift 2
   RUNLOG=$LOGS/$t-$r.log
