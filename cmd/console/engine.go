@@ -53,6 +53,12 @@ type engine struct {
 
 // startEngine opens the engine's own pool (connections named console-worker)
 // and starts what cfg asks for. Stop it with stop.
+//
+// When ctx ends after the workers started but before the scheduler or the
+// relay did (a SIGTERM while the process starts), it returns the engine as
+// far as it got, not an error: the workers may already run jobs, and the
+// caller's stop path, which follows ctx, drains them and reports the drain
+// as on any stop.
 func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg prometheus.Registerer, logger *slog.Logger) (*engine, error) {
 	pcfg, err := queues.PoolConfig(dbURL)
 	if err != nil {
@@ -94,6 +100,10 @@ func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg promet
 			err = e.scheduler.Start(ctx)
 		}
 		if err != nil {
+			e.scheduler = nil
+			if ctx.Err() != nil {
+				return e, nil // stopping already: see above
+			}
 			_ = e.stop()
 			return nil, fmt.Errorf("start scheduler: %w", err)
 		}
@@ -104,6 +114,10 @@ func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg promet
 			err = e.relay.Start(ctx)
 		}
 		if err != nil {
+			e.relay = nil
+			if ctx.Err() != nil {
+				return e, nil // stopping already: see above
+			}
 			_ = e.stop()
 			return nil, fmt.Errorf("start outbox relay: %w", err)
 		}
