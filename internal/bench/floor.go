@@ -79,7 +79,7 @@ func floorPhase(ctx context.Context, cfg Config, name string,
 	pcfg.ConnConfig.RuntimeParams["application_name"] = floorApplication(name)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, fmt.Errorf("connections of its own: %w", err)
 	}
 	defer pool.Close()
 	cfg.Pool = pool

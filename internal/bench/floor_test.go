@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/testdb"
@@ -17,7 +18,7 @@ import (
 type phaseBackends struct {
 	t      *testing.T
 	ctx    context.Context
-	cfg    *Config
+	pool   *pgxpool.Pool                 // the caller's: it looks
 	byLine map[string]map[string][]int32 // phase starting → phase → pids
 }
 
@@ -40,7 +41,7 @@ func (p *phaseBackends) Write(b []byte) (int, error) {
 
 // pids are the server processes of a floor phase's connections.
 func (p *phaseBackends) pids(phase string) []int32 {
-	rows, err := p.cfg.Pool.Query(p.ctx, `SELECT pid FROM pg_stat_activity
+	rows, err := p.pool.Query(p.ctx, `SELECT pid FROM pg_stat_activity
 		WHERE datname = current_database() AND application_name = $1`, floorApplication(phase))
 	require.NoError(p.t, err)
 	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
@@ -51,16 +52,14 @@ func (p *phaseBackends) pids(phase string) []int32 {
 // TestFloorPhasesStartOnNewConnections: each floor phase runs on server
 // processes of its own, as a burn-down on its new pool does, never on the
 // processes of the phase before it (which have the shared buffers' pages
-// mapped already), and the caller's pool does none of a phase's work.
+// mapped already): the seed phase's are gone when the engine phase starts.
 func TestFloorPhasesStartOnNewConnections(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t)
-	cfg := Config{Pool: pool, PoolSize: 2, Jobs: 300, Batch: 50}
-	rec := &phaseBackends{t: t, ctx: ctx, cfg: &cfg, byLine: map[string]map[string][]int32{}}
-	cfg.Progress = rec
+	rec := &phaseBackends{t: t, ctx: ctx, pool: pool, byLine: map[string]map[string][]int32{}}
 
-	r, err := Floor(ctx, cfg)
+	r, err := Floor(ctx, Config{Pool: pool, PoolSize: 2, Jobs: 300, Batch: 50, Progress: rec})
 	require.NoError(t, err)
 	require.Positive(t, r.Value("jobs_per_second"))
 
