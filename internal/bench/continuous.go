@@ -57,7 +57,7 @@ func runLoad(ctx context.Context, cfg Config, queue string, d time.Duration, bac
 	samples := make([]time.Duration, maxSamples)
 	var windowStart atomic.Int64
 
-	c, err := newClient(cfg, queue)
+	c, err := newClient(cfg, queue, nil)
 	if err != nil {
 		return res, err
 	}
@@ -128,7 +128,7 @@ func runLoad(ctx context.Context, cfg Config, queue string, d time.Duration, bac
 // worker free) and measures enqueue-to-handler-start: from just before the
 // INSERT's round trip (its commit wakes the fetcher) to the handler call.
 func idleLatency(ctx context.Context, cfg Config, queue string, n int) (p50, p99 time.Duration, err error) {
-	c, err := newClient(cfg, queue)
+	c, err := newClient(cfg, queue, nil)
 	if err != nil {
 		return 0, 0, err
 	}

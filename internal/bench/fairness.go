@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/pgconsole/console/queues"
 )
 
@@ -101,14 +103,16 @@ type smallDone struct {
 	at        time.Duration
 }
 
-// burnTenants works queue's n jobs with a fresh Client until none is ready
-// or running, and says when the small tenants' jobs were done.
+// burnTenants works queue's n jobs with a fresh Client until it had every
+// ack committed (then checks none is ready or running), and says when the
+// small tenants' jobs were done.
 func burnTenants(ctx context.Context, cfg Config, queue string, n int) (time.Duration, smallDone, error) {
 	var small smallDone
 	var handled, smallLeft atomic.Int64
 	smallLeft.Store(fairTenants * fairSmall)
 	var smallAt, smallAfter atomic.Int64
-	c, err := newClient(cfg, queue)
+	reg := prometheus.NewRegistry()
+	c, err := newClient(cfg, queue, reg)
 	if err != nil {
 		return 0, small, err
 	}
@@ -125,11 +129,14 @@ func burnTenants(ctx context.Context, cfg Config, queue string, n int) (time.Dur
 		return 0, small, err
 	}
 	defer stopClient(c)
-	if err := awaitBurnt(ctx, cfg, queue, n, &handled); err != nil {
+	if err := awaitAcked(ctx, reg, n, &handled); err != nil {
 		return 0, small, err
 	}
 	took := time.Since(start)
 	stopClient(c)
+	if err := checkBurnt(ctx, cfg, queue, n); err != nil {
+		return 0, small, err
+	}
 	small.at, small.doneAfter = time.Duration(smallAt.Load()), smallAfter.Load()
 	return took, small, nil
 }
