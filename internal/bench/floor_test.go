@@ -29,7 +29,7 @@ func (p *phaseBackends) Write(b []byte) (int, error) {
 		}
 		seen := map[string][]int32{"seed": p.pids("seed"), "engine": p.pids("engine")}
 		// A closed connection's server process exits on its own time:
-		// wait (boundedly) for the seed phase's to be gone.
+		// wait (boundedly) for those of the "seed" phase to be gone.
 		for deadline := time.Now().Add(10 * time.Second); phase == "engine" && len(seen["seed"]) > 0 && time.Now().Before(deadline); {
 			time.Sleep(20 * time.Millisecond)
 			seen["seed"] = p.pids("seed")
@@ -52,7 +52,7 @@ func (p *phaseBackends) pids(phase string) []int32 {
 // TestFloorPhasesStartOnNewConnections: each floor phase runs on server
 // processes of its own, as a burn-down on its new pool does, never on the
 // processes of the phase before it (which have the shared buffers' pages
-// mapped already): the seed phase's are gone when the engine phase starts.
+// mapped already): the "seed" phase's are gone when the engine phase starts.
 func TestFloorPhasesStartOnNewConnections(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
