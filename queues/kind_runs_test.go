@@ -67,10 +67,9 @@ func TestAcksRecordKindRunTimes(t *testing.T) {
 	}
 	// Exactly the seconds between the rows' start and finish, as extract
 	// gives them.
-	var exact []float64
 	rows, err = db.Query(ctx, `SELECT extract(epoch FROM finished_at - started_at)::float8 FROM jobs WHERE kind = 'resize'`)
 	require.NoError(t, err)
-	exact, err = pgx.CollectRows(rows, pgx.RowTo[float64])
+	exact, err := pgx.CollectRows(rows, pgx.RowTo[float64])
 	require.NoError(t, err)
 	require.ElementsMatch(t, exact, runs["resize"])
 	var statements int
