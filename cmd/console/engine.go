@@ -181,7 +181,7 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
 	check, err := attach(ctx, getenv, "console-cli")
 	if err != nil {
-		return err
+		return stoppedStarting(ctx, stdout, err)
 	}
 	check.Close()
 	if *allowSQL {
@@ -209,7 +209,7 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 	e, err := startEngine(ctx, raw, engineConfig{Queues: qs, Concurrency: *concurrency, AllowSQL: *allowSQL, Scheduler: true, Relay: pub,
 		Lease: *lease, Poll: *poll, Drain: *drain}, reg, logger)
 	if err != nil {
-		return err
+		return stoppedStarting(ctx, stdout, err)
 	}
 	fmt.Fprintf(stdout, "worker %s working queues %s with concurrency %d\n", e.client.ID(), strings.Join(qs, ","), *concurrency)
 	<-ctx.Done()
@@ -218,6 +218,19 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 		// A non-zero exit tells the supervisor the drain was incomplete.
 		return fmt.Errorf("worker stopped before its jobs finished; the released ones run again elsewhere: %w", err)
 	}
+	return nil
+}
+
+// stoppedStarting returns err, the failure of a step of the worker's start,
+// unless ctx ended (SIGTERM) during it: then it says so on stdout and
+// returns nil. Every such step fails only while no worker runs (startEngine
+// returns the engine, not an error, once one does), so no job was claimed,
+// and stopping is what the supervisor asked for.
+func stoppedStarting(ctx context.Context, stdout io.Writer, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "stopped before the workers started; no job was claimed")
 	return nil
 }
 

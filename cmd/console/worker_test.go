@@ -143,6 +143,35 @@ func TestWorkerSIGTERMDrain(t *testing.T) {
 	}
 }
 
+// TestWorkerSIGTERMWhileStarting: a SIGTERM that lands while `console
+// worker` starts (here its registration waits for a lock another session
+// holds on workers) stops it cleanly: exit 0, a line saying no job was
+// claimed, and the queue's job untouched.
+func TestWorkerSIGTERMWhileStarting(t *testing.T) {
+	ctx := context.Background()
+	url, pool, ids := sleepJobs(t, "early", 1, func(int) int { return 10 })
+	holder := testdb.Connect(t, url, "workers-lock-holder")
+	tx, err := holder.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "LOCK TABLE workers IN ACCESS EXCLUSIVE MODE")
+	require.NoError(t, err)
+
+	w, out := startWorkerOutput(t, url, "--queues early --poll 100ms")
+	testdb.WaitBackend(t, pool, "console-worker", "wait_event_type = 'Lock'")
+	require.NoError(t, w.Process.Signal(syscall.SIGTERM))
+	exited := make(chan error, 1)
+	go func() { exited <- w.Wait() }()
+	select {
+	case err = <-exited:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the worker did not exit within 60s of SIGTERM")
+	}
+	require.NoError(t, err, "a worker stopped while starting exits 0")
+	require.Contains(t, out.String(), "stopped before the workers started; no job was claimed")
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM jobs WHERE id = $1 AND status = 'ready' AND attempts = 0", ids[0]))
+}
+
 // TestWorkerKilledMidJob: a `console worker` process is killed with SIGKILL
 // while it runs jobs; a second worker takes the jobs over once their leases
 // expire, and every job completes exactly once, none lost, with the killed
