@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/metricsum"
 	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/queues"
 )
@@ -194,20 +195,7 @@ func TestEngineFailingOnAFullDisk(t *testing.T) {
 // summed over operations.
 func engineErrors(t *testing.T, reg *prometheus.Registry, class string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
+	n, err := metricsum.Counter(reg, "queues_engine_errors_total", "sqlstate_class", class)
 	require.NoError(t, err)
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != "queues_engine_errors_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "sqlstate_class" && l.GetValue() == class {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
+	return n
 }

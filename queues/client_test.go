@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgconsole/console/internal/metricsum"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -139,22 +140,9 @@ func TestClientOutcomes(t *testing.T) {
 // queues.
 func finishedCount(t *testing.T, reg *prometheus.Registry, result string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
+	n, err := metricsum.Counter(reg, "queues_jobs_finished_total", "result", result)
 	require.NoError(t, err)
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != "queues_jobs_finished_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetValue() == result {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
+	return n
 }
 
 // testutilCounter gathers one counter family summed over labels.

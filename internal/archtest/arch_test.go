@@ -53,6 +53,7 @@ var (
 		"internal/lifecycle": {},
 		"internal/humanize":  {},
 		"internal/ownpid":    {external: []string{"github.com/jackc/pgx/v5"}},
+		"internal/metricsum": {external: []string{"github.com/prometheus/client_golang"}},
 	}
 )
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pgconsole/console/internal/metricsum"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -228,24 +229,11 @@ func checkBurnt(ctx context.Context, cfg Config, queue string, n int) error {
 
 // ackedJobs is how many acks the Client registered in reg had committed.
 func ackedJobs(reg *prometheus.Registry) (int, error) {
-	families, err := reg.Gather()
+	acked, err := metricsum.Counter(reg, "queues_jobs_finished_total", "result", queues.StatusDone)
 	if err != nil {
-		return 0, fmt.Errorf("read the engine's metrics: %w", err)
+		return 0, fmt.Errorf("read the engine's acks: %w", err)
 	}
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "queues_jobs_finished_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" && l.GetValue() == queues.StatusDone {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return int(total), nil
+	return int(acked), nil
 }
 
 // burnTimeout bounds a burn-down: generous for a loaded 2-core box (500
