@@ -170,6 +170,46 @@ func TestClearFailures(t *testing.T) {
 	})
 }
 
+// TestServeSIGTERMWhileStarting: a SIGTERM while `console serve` waits in
+// a start step (here: counting operators behind a lock) ends it with exit 0
+// and a line that says it never served, not with the step's "context
+// canceled".
+func TestServeSIGTERMWhileStarting(t *testing.T) {
+	ctx := context.Background()
+	url := testdb.URL(t)
+	holder := testdb.Connect(t, url, "operators-lock-holder")
+	tx, err := holder.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "LOCK TABLE operators IN ACCESS EXCLUSIVE MODE")
+	require.NoError(t, err)
+
+	cmd := exec.Command(os.Args[0])
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Env = append(os.Environ(), "CONSOLE_TEST_MAIN=1", "CONSOLE_TEST_ARGS=serve --addr 127.0.0.1:0", "DATABASE_URL="+url)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("serve output:\n%s", out.String())
+		}
+	})
+	testdb.WaitBackend(t, testdb.Pool(t, url), "console", "wait_event_type = 'Lock'")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err = <-exited:
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not exit within 60s of SIGTERM")
+	}
+	require.NoError(t, err, "serve stopped while starting exits 0")
+	require.Contains(t, out.String(), "stopped before the console started serving")
+	require.NotContains(t, out.String(), "serving on")
+	require.NoError(t, tx.Rollback(ctx))
+}
+
 func TestFindingsCommand(t *testing.T) {
 	url := testdb.URL(t)
 	conn, err := pgx.Connect(context.Background(), url)

@@ -46,11 +46,23 @@ func attach(ctx context.Context, getenv env, appName string) (*pgxpool.Pool, err
 	return pool, nil
 }
 
-func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) (err error) {
 	cfg, err := parseServe(args, getenv)
 	if err != nil {
 		return err
 	}
+	// A SIGTERM while the console starts fails the step it interrupts
+	// (connecting, migrating, starting the embedded server) with "context
+	// canceled". Each such step is one transaction or undoes itself, and
+	// the deferred stops below undo the steps before it, so stopping then
+	// is a clean exit, not a crash for a supervisor to report.
+	serving := false
+	defer func() {
+		if err != nil && !serving && ctx.Err() != nil {
+			fmt.Fprintln(stdout, "stopped before the console started serving")
+			err = nil
+		}
+	}()
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg.print(stdout)
 	if err := loadAuditKey(getenv); err != nil {
@@ -199,6 +211,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	} else {
 		go func() { served <- hs.Serve(ln) }()
 	}
+	serving = true
 	fmt.Fprintf(stdout, "console is serving on %s://%s\n", scheme, ln.Addr())
 
 	select {
