@@ -133,6 +133,9 @@ func EnqueueTx(ctx context.Context, db DBTX, p EnqueueParams) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.DedupeKey == "" {
+		return enqueueNew(ctx, db, p, payload)
+	}
 	got, err := sqlset.All[insertedJob](ctx, db, sqlText("job_insert"), p.Queue, p.Kind, payload, p.Priority,
 		p.runAt(), p.MaxAttempts, p.DedupeKey, p.TenantID, notifyDue(p.Queue))
 	if err != nil {
@@ -145,6 +148,27 @@ func EnqueueTx(ctx context.Context, db DBTX, p EnqueueParams) (*Job, error) {
 		return &got[0].Job, fmt.Errorf("enqueue %s on %q key %q: job %d: %w", p.Kind, p.Queue, p.DedupeKey, got[0].ID, ErrDuplicate)
 	}
 	return &got[0].Job, nil
+}
+
+// enqueueNew is EnqueueTx for a job without a dedupe key: one INSERT that
+// returns only what the server chose, the rest of the job filled in here.
+func enqueueNew(ctx context.Context, db DBTX, p EnqueueParams, payload []byte) (*Job, error) {
+	j := &Job{Queue: p.Queue, Kind: p.Kind, Status: StatusReady, Priority: p.Priority,
+		MaxAttempts: p.MaxAttempts, Errors: json.RawMessage("[]")}
+	if p.TenantID != "" {
+		tenant := p.TenantID
+		j.TenantID = &tenant
+	}
+	var stored []byte // jsonb as raw bytes: pgx would json.Unmarshal into a json.RawMessage
+	var notified int64
+	err := db.QueryRow(ctx, sqlText("job_insert_new"), p.Queue, p.Kind, payload, p.Priority,
+		p.runAt(), p.MaxAttempts, p.TenantID, notifyDue(p.Queue)).
+		Scan(&j.ID, &stored, &j.AvailableAt, &j.CreatedAt, &notified)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue %s on %q: %w", p.Kind, p.Queue, err)
+	}
+	j.Payload = stored
+	return j, nil
 }
 
 // EnqueueManyTx inserts a batch of jobs with one statement in the caller's

@@ -294,3 +294,62 @@ func TestNotifyDueOncePerInterval(t *testing.T) {
 	time.Sleep(NotifyInterval)
 	require.True(t, notifyDue("due-a"), "after NotifyInterval it notifies again")
 }
+
+// TestEnqueueTxReturnsTheStoredJob: the job EnqueueTx returns is the row as
+// stored, field for field, with and without a dedupe key (the two take
+// different statements; the one without fills in most fields itself).
+func TestEnqueueTxReturnsTheStoredJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := testdb.Tx(t)
+	for _, p := range []EnqueueParams{
+		{Queue: "stored", Kind: "k"},
+		{Queue: "stored", Kind: "k", Payload: json.RawMessage(`{"b": 1,   "a":[2, 3]}`), Priority: 3,
+			RunAt: time.Now().Add(time.Hour), MaxAttempts: 5, TenantID: "acme"},
+		{Queue: "stored", Kind: "k", Payload: map[string]string{"x": "y"}, DedupeKey: "d-1", TenantID: "acme"},
+	} {
+		got, err := EnqueueTx(ctx, tx, p)
+		require.NoError(t, err)
+		stored, err := JobGet(ctx, tx, got.ID)
+		require.NoError(t, err)
+		require.Equal(t, stored, got, "key %q", p.DedupeKey)
+	}
+}
+
+// TestEnqueueTxNotifiesWhenDue: a single-row enqueue sends the queue's
+// NOTIFY when one is due for it in this process, and not again within
+// NotifyInterval, with and without a dedupe key.
+func TestEnqueueTxNotifiesWhenDue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	listener, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer listener.Close(ctx)
+	_, err = listener.Exec(ctx, "LISTEN "+NotifyChannel)
+	require.NoError(t, err)
+	pool := testdb.Pool(t, url)
+	for _, p := range []EnqueueParams{
+		{Queue: "due-new", Kind: "k"},
+		{Queue: "due-new", Kind: "k"},
+		{Queue: "due-key", Kind: "k", DedupeKey: "a"},
+		{Queue: "due-key", Kind: "k", DedupeKey: "b"},
+	} {
+		_, err := EnqueueTx(ctx, pool, p)
+		require.NoError(t, err)
+	}
+	_, err = pool.Exec(ctx, "SELECT pg_notify($1, 'end')", NotifyChannel)
+	require.NoError(t, err)
+	var got []string
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		n, err := listener.WaitForNotification(wctx)
+		require.NoError(t, err)
+		if n.Payload == "end" {
+			break
+		}
+		got = append(got, n.Payload)
+	}
+	require.Equal(t, []string{"due-new", "due-key"}, got)
+}
