@@ -85,6 +85,21 @@ func TestEnqueueMany(t *testing.T) {
 // queue, not one per row.
 func TestNotifyCoalesced(t *testing.T) {
 	t.Parallel()
+	got := notificationsOf(t, func(pool *pgxpool.Pool) {
+		var ps []EnqueueParams
+		for range 50 {
+			ps = append(ps, EnqueueParams{Queue: "n1", Kind: "k"}, EnqueueParams{Queue: "n2", Kind: "k"})
+		}
+		_, err := EnqueueManyTx(context.Background(), pool, ps)
+		require.NoError(t, err)
+	})
+	require.Equal(t, map[string]int{"n1": 1, "n2": 1}, got)
+}
+
+// notificationsOf runs send on a database of its own and returns the
+// NOTIFYs on NotifyChannel it caused, counted by payload (the queue).
+func notificationsOf(t *testing.T, send func(pool *pgxpool.Pool)) map[string]int {
+	t.Helper()
 	ctx := context.Background()
 	url := testdb.URL(t)
 	listener, err := pgx.Connect(ctx, url)
@@ -93,26 +108,20 @@ func TestNotifyCoalesced(t *testing.T) {
 	_, err = listener.Exec(ctx, "LISTEN "+NotifyChannel)
 	require.NoError(t, err)
 	pool := testdb.Pool(t, url)
-	var ps []EnqueueParams
-	for range 50 {
-		ps = append(ps, EnqueueParams{Queue: "n1", Kind: "k"}, EnqueueParams{Queue: "n2", Kind: "k"})
-	}
-	_, err = EnqueueManyTx(ctx, pool, ps)
-	require.NoError(t, err)
+	send(pool)
 	_, err = pool.Exec(ctx, "SELECT pg_notify($1, 'end')", NotifyChannel)
 	require.NoError(t, err)
 	got := map[string]int{}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	for i := 0; i < 10; i++ {
+	for {
 		n, err := listener.WaitForNotification(wctx)
 		require.NoError(t, err)
 		if n.Payload == "end" {
-			break
+			return got
 		}
 		got[n.Payload]++
 	}
-	require.Equal(t, map[string]int{"n1": 1, "n2": 1}, got)
 }
 
 func TestEnqueueCopy100k(t *testing.T) {
@@ -322,47 +331,28 @@ func TestEnqueueTxReturnsTheStoredJob(t *testing.T) {
 // NotifyInterval, with and without a dedupe key.
 func TestEnqueueTxNotifiesWhenDue(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	listener, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	defer listener.Close(ctx)
-	_, err = listener.Exec(ctx, "LISTEN "+NotifyChannel)
-	require.NoError(t, err)
-	pool := testdb.Pool(t, url)
 	// Each queue gets two enqueues; the second is due no NOTIFY when it
 	// starts within NotifyInterval of the first (a stalled machine may
 	// take longer, and then it may notify).
 	want := map[string]int{}
 	run := time.Now().UnixNano() // notifyDue is per process: fresh queues for each run
-	for _, p := range []EnqueueParams{
-		{Queue: fmt.Sprintf("due-new-%d", run), Kind: "k"},
-		{Queue: fmt.Sprintf("due-key-%d", run), Kind: "k", DedupeKey: "a"},
-	} {
-		first := time.Now()
-		_, err := EnqueueTx(ctx, pool, p)
-		require.NoError(t, err)
-		p.DedupeKey = strings.ToUpper(p.DedupeKey)
-		want[p.Queue] = 1
-		if time.Since(first) >= NotifyInterval {
-			want[p.Queue] = 2
+	got := notificationsOf(t, func(pool *pgxpool.Pool) {
+		for _, p := range []EnqueueParams{
+			{Queue: fmt.Sprintf("due-new-%d", run), Kind: "k"},
+			{Queue: fmt.Sprintf("due-key-%d", run), Kind: "k", DedupeKey: "a"},
+		} {
+			first := time.Now()
+			_, err := EnqueueTx(context.Background(), pool, p)
+			require.NoError(t, err)
+			p.DedupeKey = strings.ToUpper(p.DedupeKey)
+			want[p.Queue] = 1
+			if time.Since(first) >= NotifyInterval {
+				want[p.Queue] = 2
+			}
+			_, err = EnqueueTx(context.Background(), pool, p)
+			require.NoError(t, err)
 		}
-		_, err = EnqueueTx(ctx, pool, p)
-		require.NoError(t, err)
-	}
-	_, err = pool.Exec(ctx, "SELECT pg_notify($1, 'end')", NotifyChannel)
-	require.NoError(t, err)
-	got := map[string]int{}
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for {
-		n, err := listener.WaitForNotification(wctx)
-		require.NoError(t, err)
-		if n.Payload == "end" {
-			break
-		}
-		got[n.Payload]++
-	}
+	})
 	for q, n := range want {
 		if n == 2 { // slow: the second enqueue may or may not have been due one
 			require.Contains(t, []int{1, 2}, got[q], q)

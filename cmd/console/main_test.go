@@ -196,15 +196,7 @@ func TestServeSIGTERMWhileStarting(t *testing.T) {
 		}
 	})
 	testdb.WaitBackend(t, testdb.Pool(t, url), "console", "wait_event_type = 'Lock'")
-	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case err = <-exited:
-	case <-time.After(60 * time.Second):
-		t.Fatal("serve did not exit within 60s of SIGTERM")
-	}
-	require.NoError(t, err, "serve stopped while starting exits 0")
+	require.NoError(t, exitOnSIGTERM(t, cmd, "serve"), "serve stopped while starting exits 0")
 	require.Contains(t, out.String(), "stopped before the console started serving")
 	require.NotContains(t, out.String(), "serving on")
 	require.NoError(t, tx.Rollback(ctx))

@@ -52,6 +52,22 @@ func startWorkerOutput(t *testing.T, url string, args string) (*exec.Cmd, *bytes
 	return cmd, out
 }
 
+// exitOnSIGTERM sends SIGTERM to the process cmd started and returns how
+// it exited; what names it in the failure when it has not within 60s.
+func exitOnSIGTERM(t *testing.T, cmd *exec.Cmd, what string) error {
+	t.Helper()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		return err
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s did not exit within 60s of SIGTERM", what)
+		return nil
+	}
+}
+
 // sleepJobs creates a fresh database and enqueues n sleep jobs in queue
 // there, job i sleeping ms(i) milliseconds. It returns the database's URL,
 // a pool on it and the jobs' ids in order.
@@ -103,15 +119,7 @@ func TestWorkerSIGTERMDrain(t *testing.T) {
 				return countRows(t, pool, "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query = $1", statement) == n
 			}, 60*time.Second, 10*time.Millisecond, "the worker never ran the jobs' handlers")
 
-			require.NoError(t, w.Process.Signal(syscall.SIGTERM))
-			exited := make(chan error, 1)
-			go func() { exited <- w.Wait() }()
-			var werr error
-			select {
-			case werr = <-exited:
-			case <-time.After(60 * time.Second):
-				t.Fatal("the worker did not exit within 60s of SIGTERM")
-			}
+			werr := exitOnSIGTERM(t, w, "the worker")
 			var lines []string
 			for _, l := range strings.Split(out.String(), "\n") {
 				if strings.Contains(l, `"drain deadline interrupted jobs"`) {
@@ -158,15 +166,7 @@ func TestWorkerSIGTERMWhileStarting(t *testing.T) {
 
 	w, out := startWorkerOutput(t, url, "--queues early --poll 100ms")
 	testdb.WaitBackend(t, pool, "console-worker", "wait_event_type = 'Lock'")
-	require.NoError(t, w.Process.Signal(syscall.SIGTERM))
-	exited := make(chan error, 1)
-	go func() { exited <- w.Wait() }()
-	select {
-	case err = <-exited:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the worker did not exit within 60s of SIGTERM")
-	}
-	require.NoError(t, err, "a worker stopped while starting exits 0")
+	require.NoError(t, exitOnSIGTERM(t, w, "the worker"), "a worker stopped while starting exits 0")
 	require.Contains(t, out.String(), "stopped before the workers started; no job was claimed")
 	require.NoError(t, tx.Rollback(ctx))
 	require.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM jobs WHERE id = $1 AND status = 'ready' AND attempts = 0", ids[0]))
