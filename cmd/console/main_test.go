@@ -183,18 +183,7 @@ func TestServeSIGTERMWhileStarting(t *testing.T) {
 	_, err = tx.Exec(ctx, "LOCK TABLE operators IN ACCESS EXCLUSIVE MODE")
 	require.NoError(t, err)
 
-	cmd := exec.Command(os.Args[0])
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.Env = append(os.Environ(), "CONSOLE_TEST_MAIN=1", "CONSOLE_TEST_ARGS=serve --addr 127.0.0.1:0", "DATABASE_URL="+url)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("serve output:\n%s", out.String())
-		}
-	})
+	cmd, out := startConsoleOutput(t, url, "serve --addr 127.0.0.1:0")
 	testdb.WaitBackend(t, testdb.Pool(t, url), "console", "wait_event_type = 'Lock'")
 	require.NoError(t, exitOnSIGTERM(t, cmd, "serve"), "serve stopped while starting exits 0")
 	require.Contains(t, out.String(), "stopped before the console started serving")

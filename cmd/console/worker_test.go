@@ -37,16 +37,24 @@ func startWorker(t *testing.T, url string, args string) *exec.Cmd {
 // and stderr, to read once the process has been waited for.
 func startWorkerOutput(t *testing.T, url string, args string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
+	return startConsoleOutput(t, url, "worker "+args)
+}
+
+// startConsoleOutput starts the console binary with args (a command and
+// its flags) on url; its output is collected, and logged when the test
+// fails.
+func startConsoleOutput(t *testing.T, url string, args string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0])
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = append(os.Environ(), "CONSOLE_TEST_MAIN=1", "CONSOLE_TEST_ARGS=worker "+args, "DATABASE_URL="+url)
+	cmd.Env = append(os.Environ(), "CONSOLE_TEST_MAIN=1", "CONSOLE_TEST_ARGS="+args, "DATABASE_URL="+url)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
 		if t.Failed() {
-			t.Logf("worker output:\n%s", out.String())
+			t.Logf("console %s output:\n%s", strings.Fields(args)[0], out.String())
 		}
 	})
 	return cmd, out
