@@ -104,3 +104,46 @@ func TestReportText(t *testing.T) {
 	require.Equal(t, 45*time.Second, th.LongRunningTx)
 	require.Error(t, th.SetFlag("tx.long_running"))
 }
+
+// A worker found dead had its running jobs reclaimed before their leases
+// expired: the expired-leases finding of each queue it served says so, as
+// evidence beside expired leases, or as an info finding of its own, for
+// recentReclaim after the reclaim.
+func TestExpiredLeasesFindingSaysWhenJobsWereReclaimedEarly(t *testing.T) {
+	now := time.Date(2026, 6, 20, 14, 3, 12, 0, time.UTC)
+	ago := func(d time.Duration) *time.Time { return ptr(now.Add(-d)) }
+	r := diagnostics.Round{
+		At: now,
+		Queues: []diagnostics.QueueStat{
+			{Queue: "mail", Running: 4},
+			{Queue: "billing", Running: 9, ExpiredLeases: 3, OldestExpiredLease: ago(time.Minute)},
+			{Queue: "reports", Running: 2},
+		},
+		Workers: []diagnostics.Worker{
+			{ID: "w-dead", Host: "node-7", PID: 4242, Queues: []string{"mail", "billing"}, StoppedAt: ago(2 * time.Minute),
+				ReclaimedAt: ago(2 * time.Minute), ReclaimedJobs: 8},
+			{ID: "w-long-ago", Host: "node-3", PID: 99, Queues: []string{"reports"}, StoppedAt: ago(time.Hour),
+				ReclaimedAt: ago(time.Hour), ReclaimedJobs: 5},
+			{ID: "w-live", Host: "node-8", PID: 7, Queues: []string{"mail"}, Alive: true},
+		},
+	}
+	byQueue := map[string]diagnostics.Finding{}
+	for _, f := range diagnostics.Evaluate(r, diagnostics.DefaultThresholds()) {
+		if f.Code == diagnostics.CodeExpiredLeases {
+			byQueue[f.Subject["queue"].(string)] = f
+		}
+	}
+	require.NotContains(t, byQueue, "reports", "a reclaim an hour old is history, not a finding")
+
+	mail := byQueue["mail"]
+	require.Equal(t, diagnostics.SeverityInfo, mail.Severity, "no lease expired: the jobs came back early")
+	require.Equal(t, "Queue mail: a dead worker's 8 running jobs were reclaimed early", mail.Title)
+	require.Contains(t, mail.Evidence, "worker w-dead (node-7, pid 4242) was found dead at 2026-06-20T14:01:12Z")
+	require.Empty(t, mail.Actions, "nothing to do: the jobs run again")
+
+	billing := byQueue["billing"]
+	require.Equal(t, diagnostics.SeverityWarning, billing.Severity)
+	require.Equal(t, "Queue billing: 3 running jobs with expired leases", billing.Title)
+	require.Contains(t, billing.Evidence, "worker w-dead (node-7, pid 4242) was found dead at 2026-06-20T14:01:12Z")
+	require.Equal(t, []string{diagnostics.ActionLeaseExpire}, billing.Actions)
+}

@@ -221,6 +221,11 @@ type Worker struct {
 	// database (claims, acks, renewals...), newest last, as of its last
 	// heartbeat.
 	RecentErrors []queues.EngineError `db:"recent_errors" json:"recent_errors"`
+	// ReclaimedAt is when another process found this worker dead (its
+	// heartbeat stale and its session gone from the server) and took back
+	// its ReclaimedJobs running jobs at once, before their leases expired.
+	ReclaimedAt   *time.Time `db:"reclaimed_at" json:"reclaimed_at,omitempty"`
+	ReclaimedJobs int32      `db:"reclaimed_jobs" json:"reclaimed_jobs,omitempty"`
 }
 
 // LastError is the worker's newest engine error as one line ("claim 53100:

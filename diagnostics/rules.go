@@ -324,17 +324,59 @@ func queueBacklogFinding(_ Round, t Thresholds, q QueueStat) (Finding, bool) {
 		Actions: actions}, true
 }
 
-// expiredLeasesFinding: ExpiredLeases running jobs hold an expired lease.
-func expiredLeasesFinding(_ Round, t Thresholds, q QueueStat) (Finding, bool) {
-	if t.ExpiredLeases <= 0 || q.ExpiredLeases < t.ExpiredLeases {
+// expiredLeasesFinding: ExpiredLeases running jobs hold an expired lease
+// (warning). A worker serving the queue that was found dead within
+// recentReclaim had its running jobs taken back without waiting for their
+// leases: the evidence says so, and without expired leases it is a finding
+// of its own (info), so the on-call engineer sees why jobs restarted.
+func expiredLeasesFinding(r Round, t Thresholds, q QueueStat) (Finding, bool) {
+	reclaimed := recentReclaims(r, q.Queue)
+	if t.ExpiredLeases > 0 && q.ExpiredLeases >= t.ExpiredLeases {
+		return Finding{Severity: SeverityWarning,
+			Title:   fmt.Sprintf("Queue %s: %d running jobs with expired leases", q.Queue, q.ExpiredLeases),
+			Subject: map[string]any{"queue": q.Queue, "count": q.ExpiredLeases, "reclaimed_workers": len(reclaimed)},
+			Evidence: fmt.Sprintf("%s: %d of %d running jobs in %s have lease_until in the past (oldest %s); their workers crashed, stalled or cannot renew%s",
+				CheckQueueHealth, q.ExpiredLeases, q.Running, q.Queue, timeText(q.OldestExpiredLease), reclaimText(reclaimed)),
+			Actions: []string{ActionLeaseExpire}}, true
+	}
+	if len(reclaimed) == 0 {
 		return Finding{}, false
 	}
-	return Finding{Severity: SeverityWarning,
-		Title:   fmt.Sprintf("Queue %s: %d running jobs with expired leases", q.Queue, q.ExpiredLeases),
-		Subject: map[string]any{"queue": q.Queue, "count": q.ExpiredLeases},
-		Evidence: fmt.Sprintf("%s: %d of %d running jobs in %s have lease_until in the past (oldest %s); their workers crashed, stalled or cannot renew",
-			CheckQueueHealth, q.ExpiredLeases, q.Running, q.Queue, timeText(q.OldestExpiredLease)),
-		Actions: []string{ActionLeaseExpire}}, true
+	jobs := int32(0)
+	for _, w := range reclaimed {
+		jobs += w.ReclaimedJobs
+	}
+	return Finding{Severity: SeverityInfo,
+		Title:   fmt.Sprintf("Queue %s: a dead worker's %d running jobs were reclaimed early", q.Queue, jobs),
+		Subject: map[string]any{"queue": q.Queue, "count": 0, "reclaimed_workers": len(reclaimed), "reclaimed_jobs": jobs},
+		Evidence: fmt.Sprintf("%s: no running job of %s holds an expired lease%s",
+			CheckWorkers, q.Queue, reclaimText(reclaimed))}, true
+}
+
+// recentReclaim is how long a worker found dead stays in the expired-leases
+// finding of its queues.
+const recentReclaim = 15 * time.Minute
+
+// recentReclaims are the workers serving queue that were found dead within
+// recentReclaim of the round.
+func recentReclaims(r Round, queue string) []Worker {
+	var out []Worker
+	for _, w := range r.Workers {
+		if w.ReclaimedAt != nil && r.At.Sub(*w.ReclaimedAt) <= recentReclaim && w.Serves(queue) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// reclaimText says which dead workers' jobs were reclaimed early, and when.
+func reclaimText(ws []Worker) string {
+	var b strings.Builder
+	for _, w := range ws {
+		fmt.Fprintf(&b, "; worker %s (%s, pid %d) was found dead at %s (heartbeat stale, its session gone from the server) and its %d running jobs were reclaimed then, without waiting for their leases",
+			w.ID, w.Host, w.PID, w.ReclaimedAt.UTC().Format(time.RFC3339), w.ReclaimedJobs)
+	}
+	return b.String()
 }
 
 // deadLettersFinding: DeadLetters jobs of the queue died within

@@ -31,6 +31,10 @@ type Worker struct {
 	// LISTEN connection); nil until recorded, once the worker stopped, and
 	// for workers that do not listen.
 	BackendPID *int `db:"backend_pid"`
+	// SessionOpen is whether that session is on the server now. A live
+	// process keeps it even when its heartbeat stalls (SIGSTOP, a long GC);
+	// a dead one's is gone.
+	SessionOpen bool `db:"session_open"`
 	// ReclaimedAt is when another process last found this worker dead (a
 	// stale heartbeat and its session gone from the server) and took back
 	// its running jobs at once, ReclaimedJobs how many it took. Nil when

@@ -32,6 +32,9 @@ func TestBrowserMainPages(t *testing.T) {
 		 FROM generate_series(1, 12)`,
 		`INSERT INTO workers (id, host, pid, queues, concurrency, in_flight)
 		 VALUES ('w-seeded-1', 'host-seeded', 4242, '{emails-eu}', 8, 3)`,
+		`INSERT INTO workers (id, host, pid, queues, concurrency, last_seen_at, stopped_at, reclaimed_at, reclaimed_jobs)
+		 VALUES ('w-seeded-dead', 'host-killed', 4343, '{emails-eu}', 8, now() - interval '3 minutes',
+		         now() - interval '2 minutes', now() - interval '2 minutes', 6)`,
 		`INSERT INTO outbox_events (topic, event_type, payload) SELECT 'orders', 'created', '{}' FROM generate_series(1, 7)`,
 		`INSERT INTO schedules (name, spec, kind, queue, next_run_at)
 		 VALUES ('archive-nightly', '0 3 * * *', 'archive_jobs', 'maintenance', now() + interval '1 hour')`,
@@ -89,7 +92,7 @@ func TestBrowserMainPages(t *testing.T) {
 			js: fmt.Sprintf(`document.querySelector('main a[href="/jobs/%d"]') !== null`, newestJob)},
 		{path: "/deadletters", testid: "deadletters", texts: []string{"emails-eu", "smtp.timeout", "dial tcp 10.0.0.7:25: i/o timeout"}},
 		{path: "/outbox", testid: "outbox", texts: []string{"7 due"}},
-		{path: "/workers", testid: "workers", texts: []string{"w-seeded-1", "host-seeded"}},
+		{path: "/workers", testid: "workers", texts: []string{"w-seeded-1", "host-seeded", "6 running jobs reclaimed"}},
 		{path: "/schedules", testid: "schedules", texts: []string{"archive-nightly", "daily at 03:00 UTC"}},
 		{path: "/audit", testid: "audit-events", texts: []string{"seeded: SMTP provider outage", "queue:emails-eu"}},
 		{path: "/actions", testid: "actions", texts: []string{"deadletters.requeue", "backend.cancel"}},

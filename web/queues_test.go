@@ -226,6 +226,29 @@ func TestWorkersPage(t *testing.T) {
 
 	body = c.page("/workers", "HX-Request", "true")
 	require.NotContains(t, body, "<html")
+
+	// Liveness evidence beside the heartbeat: the worker's session on the
+	// server, and a worker another one found dead.
+	e.exec(t, `INSERT INTO workers (id, host, pid, queues, concurrency, version, last_seen_at, backend_pid, backend_started_at)
+		SELECT 'w-open', 'app-3', 1, '{email}', 4, 'v1', now(), pid, backend_start
+		FROM pg_stat_activity WHERE pid = pg_backend_pid()`)
+	e.exec(t, `INSERT INTO workers (id, host, pid, queues, concurrency, version, last_seen_at, backend_pid, backend_started_at)
+		VALUES ('w-gone', 'app-4', 2, '{email}', 4, 'v1', now(), 1, now())`)
+	e.exec(t, `INSERT INTO workers (id, host, pid, queues, concurrency, version, last_seen_at, stopped_at, reclaimed_at, reclaimed_jobs)
+		VALUES ('w-dead', 'app-5', 3, '{email}', 4, 'v1', now() - interval '3 minutes', now() - interval '2 minutes', now() - interval '2 minutes', 8)`)
+	require.Equal(t, http.StatusOK, c.getJSON("/workers", &m))
+	rows := map[string][]views.Cell{}
+	for _, r := range m.Workers.Rows {
+		rows[r[2].Text] = r
+	}
+	const state, session = 1, 9
+	require.Equal(t, "Session", m.Workers.Columns[session].Label)
+	require.Regexp(t, `^open \(backend \d+\)$`, rows["w-open"][session].Text)
+	require.Equal(t, "gone (backend 1)", rows["w-gone"][session].Text)
+	require.Equal(t, "warning", rows["w-gone"][session].Sev)
+	require.Regexp(t, `^found dead 2m0\ds ago$`, rows["w-dead"][state].Text)
+	require.Regexp(t, `^gone: found dead 2m0\ds ago, 8 running jobs reclaimed$`, rows["w-dead"][session].Text)
+	require.Equal(t, "none recorded", rows["w-live"][session].Text)
 }
 
 func TestQueueLimits(t *testing.T) {

@@ -250,11 +250,13 @@ var runbookTargets = []runbookTarget{
 	},
 	{
 		Slug: diagnostics.RunbookExpiredLeases, Title: "Expired leases and stuck running jobs",
-		Symptoms:  "Running jobs whose lease is in the past.",
-		Diagnosis: []string{"Workers crashed, the lease is too short, handlers do not renew, or a process paused.", "Is a stuck job's backend blocked by someone? The blocking tree joins them."},
-		Mitigate:  []string{"Let the reaper return them in batches.", "Force one stuck job back with lease.expire: its old worker's ack is then refused."},
-		Dont:      []string{"Reset large numbers of running rows by hand: a duplicate-execution storm."},
-		Steps:     []string{diagnostics.StepQueues, diagnostics.StepBlocking}, Actions: []string{"lease.expire"},
+		Symptoms: "Running jobs whose lease is in the past, or jobs that restarted because their worker was found dead.",
+		Diagnosis: []string{"Workers crashed, the lease is too short, handlers do not renew, or a process paused.",
+			"A worker whose heartbeat is stale and whose session left the server is dead: another worker takes its running jobs back at once, without waiting for the leases, and the finding says which worker and when (info). A paused or stalled process keeps its session and its leases; the workers page shows both pieces of evidence.",
+			"Is a stuck job's backend blocked by someone? The blocking tree joins them."},
+		Mitigate: []string{"Let the reaper return them in batches.", "Force one stuck job back with lease.expire: its old worker's ack is then refused."},
+		Dont:     []string{"Reset large numbers of running rows by hand: a duplicate-execution storm."},
+		Steps:    []string{diagnostics.StepQueues, diagnostics.StepBlocking}, Actions: []string{"lease.expire"},
 	},
 	{
 		Slug: diagnostics.RunbookDeadLetters, Title: "Dead-letter spike",

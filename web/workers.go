@@ -44,7 +44,9 @@ func workerPanel(ws []queues.Worker, queue string, now time.Time) views.Panel {
 	p := views.Panel{
 		ID: "workers", Title: "Worker processes", Status: "ok",
 		Columns: []views.Column{{Label: "Health"}, {Label: "State"}, {Label: "Worker"}, {Label: "Host"}, {Label: "PID", Num: true}, {Label: "Queues"},
-			{Label: "Concurrency", Num: true}, {Label: "In flight", Num: true}, {Label: "Heartbeat"}, {Label: "Started"}, {Label: "Version"}},
+			{Label: "Concurrency", Num: true}, {Label: "In flight", Num: true}, {Label: "Heartbeat"},
+			{Label: "Session", Hint: "the worker's long-lived database session: a dead process's is gone, a paused one's stays"},
+			{Label: "Started"}, {Label: "Version"}},
 		EmptyTitle: "No worker process has registered.",
 		EmptyWhy:   " Every engine process registers here and heartbeats every few seconds; none has, so no job is being worked on.",
 	}
@@ -71,11 +73,32 @@ func workerPanel(ws []queues.Worker, queue string, now time.Time) views.Panel {
 			{Text: humanize.Int(int64(w.Concurrency))},
 			{Text: humanize.Int(int64(inFlight))},
 			ageCell(&seen, now),
+			sessionCell(w, now),
 			ageCell(&started, now),
 			{Text: w.Version, Mono: true},
 		})
 	}
 	return p
+}
+
+// sessionCell is the liveness evidence beside the heartbeat: whether the
+// worker's long-lived session is on the server, and when the worker was
+// found dead and its jobs reclaimed early.
+func sessionCell(w queues.Worker, now time.Time) views.Cell {
+	switch {
+	case w.ReclaimedAt != nil && w.StoppedAt != nil:
+		a := age(*w.ReclaimedAt, now)
+		return views.Cell{Text: fmt.Sprintf("gone: found dead %s, %s running jobs reclaimed", a.Text, humanize.Int(int64(w.ReclaimedJobs))),
+			Title: "heartbeat stale and session gone from the server at " + a.UTC + ": its jobs ran again elsewhere without waiting for their leases"}
+	case w.StoppedAt != nil:
+		return views.Cell{Text: "closed at stop"}
+	case w.BackendPID == nil:
+		return views.Cell{Text: "none recorded", Title: "this worker does not listen; only its heartbeat and its leases tell whether it is alive"}
+	case w.SessionOpen:
+		return views.Cell{Text: fmt.Sprintf("open (backend %d)", *w.BackendPID), Mono: true}
+	}
+	return views.Cell{Sev: "warning", Text: fmt.Sprintf("gone (backend %d)", *w.BackendPID), Mono: true,
+		Title: "the session is no longer on the server: once the heartbeat is stale too, another worker reclaims its jobs"}
 }
 
 // workerQueues lists a worker's queues with their in-flight counts.
@@ -91,9 +114,13 @@ func workerQueues(w queues.Worker) string {
 }
 
 // workerState is a worker's health badge and its state in words: live,
-// stale (no heartbeat for 30 seconds) or stopped.
+// stale (no heartbeat for 30 seconds), stopped, or found dead by another
+// worker (which took its jobs back).
 func workerState(w queues.Worker, now time.Time) (health, state views.Cell) {
 	switch {
+	case w.ReclaimedAt != nil && w.StoppedAt != nil:
+		a := age(*w.ReclaimedAt, now)
+		return views.Cell{Sev: "warning"}, views.Cell{Text: "found dead " + a.Text, Title: a.UTC + ": another worker took its running jobs back"}
 	case w.StoppedAt != nil:
 		a := age(*w.StoppedAt, now)
 		return views.Cell{Sev: "warning"}, views.Cell{Text: "stopped " + a.Text, Title: a.UTC}

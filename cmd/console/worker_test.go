@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/queues"
@@ -336,12 +337,30 @@ func TestWorkerKilledJobsBackInSeconds(t *testing.T) {
 			require.NotNil(t, w.ReclaimedAt, "the read API says when the dead worker's jobs were reclaimed")
 			require.Equal(t, n, w.ReclaimedJobs)
 			require.NotNil(t, w.StoppedAt)
+			require.False(t, w.SessionOpen)
 			reclaimed++
 		} else {
 			require.Nil(t, w.ReclaimedAt)
+			require.True(t, w.SessionOpen, "the live worker's session is on the server")
 		}
 	}
 	require.Equal(t, 1, reclaimed)
+
+	// The expired-leases finding of the queue says its jobs came back early.
+	diag, err := diagnostics.Open(ctx, pool.Config().ConnString(), diagnostics.Config{})
+	require.NoError(t, err)
+	defer diag.Close()
+	rep, err := diag.Findings(ctx)
+	require.NoError(t, err)
+	found := false
+	for _, f := range rep.Findings {
+		if f.Code == diagnostics.CodeExpiredLeases && f.Subject["queue"] == "dead" {
+			require.Equal(t, diagnostics.SeverityInfo, f.Severity)
+			require.Contains(t, f.Evidence, fmt.Sprintf("pid %d) was found dead at", first.Process.Pid))
+			found = true
+		}
+	}
+	require.True(t, found, "no expired-leases finding for queue dead: %v", rep.Findings)
 	require.Equal(t, n, count(`SELECT count(*) FROM jobs WHERE errors->0->>'class' = 'worker_died'`),
 		"each job's history says its worker died")
 }
@@ -367,6 +386,13 @@ func TestWorkerStoppedKeepsLeases(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT id FROM workers WHERE pid = $1", first.Process.Pid).Scan(&firstID))
 	require.Zero(t, count("SELECT count(*) FROM workers WHERE reclaimed_at IS NOT NULL"),
 		"a paused worker's session is alive: it is not dead")
+	ws, err := queues.WorkerList(ctx, pool)
+	require.NoError(t, err)
+	for _, w := range ws {
+		if w.PID == first.Process.Pid {
+			require.True(t, w.SessionOpen, "the paused worker's session stays on the server: the evidence it is alive")
+		}
+	}
 	require.Equal(t, n, count(`SELECT count(*) FROM jobs WHERE errors->0->>'class' = 'lease_expired'`),
 		"the jobs moved because their leases expired")
 	// The lease was renewed until the stop: it expired no sooner than a
