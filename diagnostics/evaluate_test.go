@@ -146,4 +146,10 @@ func TestExpiredLeasesFindingSaysWhenJobsWereReclaimedEarly(t *testing.T) {
 	require.Equal(t, "Queue billing: 3 running jobs with expired leases", billing.Title)
 	require.Contains(t, billing.Evidence, "worker w-dead (node-7, pid 4242) was found dead at 2026-06-20T14:01:12Z")
 	require.Equal(t, []string{diagnostics.ActionLeaseExpire}, billing.Actions)
+
+	off := diagnostics.DefaultThresholds()
+	off.ExpiredLeases = 0
+	for _, f := range diagnostics.Evaluate(r, off) {
+		require.NotEqual(t, diagnostics.CodeExpiredLeases, f.Code, "a zero threshold turns the finding off")
+	}
 }

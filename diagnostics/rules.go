@@ -328,10 +328,14 @@ func queueBacklogFinding(_ Round, t Thresholds, q QueueStat) (Finding, bool) {
 // (warning). A worker serving the queue that was found dead within
 // recentReclaim had its running jobs taken back without waiting for their
 // leases: the evidence says so, and without expired leases it is a finding
-// of its own (info), so the on-call engineer sees why jobs restarted.
+// of its own (info), so the on-call engineer sees why jobs restarted. A
+// zero threshold turns off both.
 func expiredLeasesFinding(r Round, t Thresholds, q QueueStat) (Finding, bool) {
+	if t.ExpiredLeases <= 0 {
+		return Finding{}, false
+	}
 	reclaimed := recentReclaims(r, q.Queue)
-	if t.ExpiredLeases > 0 && q.ExpiredLeases >= t.ExpiredLeases {
+	if q.ExpiredLeases >= t.ExpiredLeases {
 		return Finding{Severity: SeverityWarning,
 			Title:   fmt.Sprintf("Queue %s: %d running jobs with expired leases", q.Queue, q.ExpiredLeases),
 			Subject: map[string]any{"queue": q.Queue, "count": q.ExpiredLeases, "reclaimed_workers": len(reclaimed)},
