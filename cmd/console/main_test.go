@@ -175,20 +175,14 @@ func TestClearFailures(t *testing.T) {
 // and a line that says it never served, not with the step's "context
 // canceled".
 func TestServeSIGTERMWhileStarting(t *testing.T) {
-	ctx := context.Background()
 	url := testdb.URL(t)
-	holder := testdb.Connect(t, url, "operators-lock-holder")
-	tx, err := holder.Begin(ctx)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, "LOCK TABLE operators IN ACCESS EXCLUSIVE MODE")
-	require.NoError(t, err)
-
+	release := testdb.HoldLock(t, url, "operators")
 	cmd, out := startConsoleOutput(t, url, "serve --addr 127.0.0.1:0")
 	testdb.WaitBackend(t, testdb.Pool(t, url), "console", "wait_event_type = 'Lock'")
 	require.NoError(t, exitOnSIGTERM(t, cmd, "serve"), "serve stopped while starting exits 0")
 	require.Contains(t, out.String(), "stopped before the console started serving")
 	require.NotContains(t, out.String(), "serving on")
-	require.NoError(t, tx.Rollback(ctx))
+	release()
 }
 
 func TestFindingsCommand(t *testing.T) {

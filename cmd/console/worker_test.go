@@ -165,19 +165,13 @@ func TestWorkerSIGTERMDrain(t *testing.T) {
 // holds on workers) stops it cleanly: exit 0, a line saying no job was
 // claimed, and the queue's job untouched.
 func TestWorkerSIGTERMWhileStarting(t *testing.T) {
-	ctx := context.Background()
 	url, pool, ids := sleepJobs(t, "early", 1, func(int) int { return 10 })
-	holder := testdb.Connect(t, url, "workers-lock-holder")
-	tx, err := holder.Begin(ctx)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, "LOCK TABLE workers IN ACCESS EXCLUSIVE MODE")
-	require.NoError(t, err)
-
+	release := testdb.HoldLock(t, url, "workers")
 	w, out := startWorkerOutput(t, url, "--queues early --poll 100ms")
 	testdb.WaitBackend(t, pool, "console-worker", "wait_event_type = 'Lock'")
 	require.NoError(t, exitOnSIGTERM(t, w, "the worker"), "a worker stopped while starting exits 0")
 	require.Contains(t, out.String(), "stopped before the workers started; no job was claimed")
-	require.NoError(t, tx.Rollback(ctx))
+	release()
 	require.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM jobs WHERE id = $1 AND status = 'ready' AND attempts = 0", ids[0]))
 }
 

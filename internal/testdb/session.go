@@ -27,6 +27,23 @@ func Connect(t testing.TB, url, app string) *pgx.Conn {
 	return conn
 }
 
+// HoldLock takes an ACCESS EXCLUSIVE lock on table in a transaction of a
+// session of its own (application_name "<table>-lock-holder") and returns
+// the function that releases it (rolls back); the session closes at
+// cleanup. Tests use it to stop a process at the step that needs table.
+func HoldLock(t testing.TB, url, table string) (release func()) {
+	t.Helper()
+	conn := Connect(t, url, table+"-lock-holder")
+	if _, err := conn.Exec(context.Background(), "BEGIN; LOCK TABLE "+pgx.Identifier{table}.Sanitize()+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatalf("lock %s: %v", table, err)
+	}
+	return func() {
+		if _, err := conn.Exec(context.Background(), "ROLLBACK"); err != nil {
+			t.Errorf("release the lock on %s: %v", table, err)
+		}
+	}
+}
+
 // WaitBackend waits until exactly one backend named app matches cond, a
 // boolean SQL expression over pg_stat_activity such as
 // "wait_event_type = 'Lock'", asking through on: a pool or a session of the
