@@ -160,10 +160,9 @@ func enqueueNew(ctx context.Context, db DBTX, p EnqueueParams, payload []byte) (
 		j.TenantID = &tenant
 	}
 	var stored []byte // jsonb as raw bytes: pgx would json.Unmarshal into a json.RawMessage
-	var notified int64
 	err := db.QueryRow(ctx, sqlText("job_insert_new"), p.Queue, p.Kind, payload, p.Priority,
 		p.runAt(), p.MaxAttempts, p.TenantID, notifyDue(p.Queue)).
-		Scan(&j.ID, &stored, &j.AvailableAt, &j.CreatedAt, &notified)
+		Scan(&j.ID, &stored, &j.AvailableAt, &j.CreatedAt, nil) // nil: the NOTIFY count, only there to run it
 	if err != nil {
 		return nil, fmt.Errorf("enqueue %s on %q: %w", p.Kind, p.Queue, err)
 	}

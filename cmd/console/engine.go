@@ -181,7 +181,7 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
 	check, err := attach(ctx, getenv, "console-cli")
 	if err != nil {
-		return stoppedStarting(ctx, stdout, err)
+		return stoppedStarting(ctx, stdout, err, workerStopped)
 	}
 	check.Close()
 	if *allowSQL {
@@ -209,7 +209,7 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 	e, err := startEngine(ctx, raw, engineConfig{Queues: qs, Concurrency: *concurrency, AllowSQL: *allowSQL, Scheduler: true, Relay: pub,
 		Lease: *lease, Poll: *poll, Drain: *drain}, reg, logger)
 	if err != nil {
-		return stoppedStarting(ctx, stdout, err)
+		return stoppedStarting(ctx, stdout, err, workerStopped)
 	}
 	fmt.Fprintf(stdout, "worker %s working queues %s with concurrency %d\n", e.client.ID(), strings.Join(qs, ","), *concurrency)
 	<-ctx.Done()
@@ -221,18 +221,22 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 	return nil
 }
 
-// stoppedStarting returns err, the failure of a step of the worker's start,
-// unless ctx ended (SIGTERM) during it: then it says so on stdout and
-// returns nil. Every such step fails only while no worker runs (startEngine
-// returns the engine, not an error, once one does), so no job was claimed,
-// and stopping is what the supervisor asked for.
-func stoppedStarting(ctx context.Context, stdout io.Writer, err error) error {
-	if ctx.Err() == nil {
+// stoppedStarting returns err, the failure of a step of a command's start,
+// unless ctx ended (SIGTERM) during it: then it prints line on stdout and
+// returns nil, since stopping is what the supervisor asked for and the
+// command has undone what it started. For the worker every such step fails
+// only while no worker runs (startEngine returns the engine, not an error,
+// once one does), so no job was claimed.
+func stoppedStarting(ctx context.Context, stdout io.Writer, err error, line string) error {
+	if err == nil || ctx.Err() == nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "stopped before the workers started; no job was claimed")
+	fmt.Fprintln(stdout, line)
 	return nil
 }
+
+// workerStopped is the line of a worker stopped while starting.
+const workerStopped = "stopped before the workers started; no job was claimed"
 
 func envDuration(getenv env, key string, def time.Duration) time.Duration {
 	if v := getenv(key); v != "" {

@@ -58,9 +58,8 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	// is a clean exit, not a crash for a supervisor to report.
 	serving := false
 	defer func() {
-		if err != nil && !serving && ctx.Err() != nil {
-			fmt.Fprintln(stdout, "stopped before the console started serving")
-			err = nil
+		if !serving {
+			err = stoppedStarting(ctx, stdout, err, "stopped before the console started serving")
 		}
 	}()
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
