@@ -240,7 +240,7 @@ func TestStandbyConflictCanceledQuery(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	primary := primaryWithSchema(t, nil)
-	standby := startStandby(t, primary, map[string]string{
+	standby := testdb.Standby(t, primary, map[string]string{
 		"max_standby_streaming_delay": "0",
 		"hot_standby_feedback":        "off",
 	}, "standby-conflicts")

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/testdb"
 )
 
 // xminAgeThresholds find a holder by age only: no test consumes 2^40
@@ -74,7 +75,7 @@ func TestStandbyFeedbackHeldByLongQueryIsFoundByAge(t *testing.T) {
 	ctx := context.Background()
 	primary := primaryWithSchema(t, nil)
 	const app = "report-standby"
-	standby := startStandby(t, primary, map[string]string{"hot_standby_feedback": "on"}, app)
+	standby := testdb.Standby(t, primary, map[string]string{"hot_standby_feedback": "on"}, app)
 	writer := connect(t, primary.URL("postgres"), "writer")
 	report := connect(t, standby.URL("postgres"), "long-report")
 
