@@ -129,12 +129,16 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 	cfg = cfg.withDefaults()
 	// One connection of MaxConns is kept for the lock watchers, so "locked
 	// by pid N" is still answered when every query connection is waiting.
+	// Both pools stay open whole once connected: in a connection storm
+	// (every slot of max_connections taken) no new connection can be had,
+	// and these are what the console diagnoses the storm with.
 	own := &ownpid.Set{}
-	pool, err := newPool(url, max(cfg.MaxConns-1, 1), own)
+	queries := max(cfg.MaxConns-1, 1)
+	pool, err := newPool(url, queries, queries, own)
 	if err != nil {
 		return nil, fmt.Errorf("diagnostics pool: %w", err)
 	}
-	watch, err := newPool(url, 1, own)
+	watch, err := newPool(url, 1, 1, own)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("diagnostics pool: %w", err)
@@ -149,7 +153,7 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 	}
 	for _, u := range cfg.StandbyURLs {
 		sown := &ownpid.Set{}
-		sp, err := newPool(u, 2, sown)
+		sp, err := newPool(u, 2, 0, sown)
 		if err != nil {
 			d.Close()
 			return nil, fmt.Errorf("standby pool %s: %w", standbyName(u, d.standbys), err)
@@ -160,15 +164,22 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 }
 
 // newPool returns a pool of diagnostics connections whose backend pids are
-// kept in own while they are open.
-func newPool(url string, maxConns int32, own *ownpid.Set) (*pgxpool.Pool, error) {
+// kept in own while they are open. The pool keeps floor connections open
+// from the start and never recycles them by age (a recycled connection may
+// not come back while the server is full); above the floor, idle
+// connections close after a minute.
+func newPool(url string, maxConns, floor int32, own *ownpid.Set) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, err
 	}
 	own.Track(pc)
 	pc.MaxConns = maxConns
-	pc.MinConns = 0
+	pc.MinConns = floor
+	pc.MaxConnIdleTime = time.Minute
+	if floor > 0 {
+		pc.MaxConnLifetime = 7 * 24 * time.Hour
+	}
 	pc.ConnConfig.RuntimeParams["application_name"] = ApplicationName
 	if pc.ConnConfig.ConnectTimeout == 0 || pc.ConnConfig.ConnectTimeout > 5*time.Second {
 		pc.ConnConfig.ConnectTimeout = 5 * time.Second

@@ -55,3 +55,15 @@ type Age struct {
 	Text string // "4m12s ago"
 	UTC  string // RFC 3339, for the tooltip and the live ticker
 }
+
+// StartingPage is the body a console shows while it cannot start serving
+// yet: the step it waits on, why, and what the operator can do meanwhile.
+type StartingPage struct {
+	Step     string // "connecting to the database at app@db:5432/app"
+	Reason   string // the database's last answer, in words; empty while the first try runs
+	Since    string // "03:12:04 UTC (2m10s ago)"
+	Attempts string // "7 tries"
+	Next     string // "next try in 8s"
+	Hint     string // what to do about Reason
+	HintSQL  string // a statement that helps, shown as code after Hint
+}

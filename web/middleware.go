@@ -28,26 +28,31 @@ import (
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
+// setSecurityHeaders sets the headers every answer carries, the starting
+// page's included; HSTS when the request came over TLS.
+func setSecurityHeaders(h http.Header, overTLS bool) {
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	// same-origin, not no-referrer: under no-referrer browsers send
+	// "Origin: null" on the console's own form posts, which the origin
+	// check could not tell from a sandboxed attacker's.
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+	if overTLS {
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+	}
+}
+
 // securityHeaders sets the headers every answer carries. HSTS is sent when
 // the request came over TLS, directly or through a trusted proxy.
 func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		h := c.Response().Header()
-		h.Set("Content-Security-Policy", contentSecurityPolicy)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
-		// same-origin, not no-referrer: under no-referrer browsers send
-		// "Origin: null" on the console's own form posts, which the origin
-		// check could not tell from a sandboxed attacker's.
-		h.Set("Referrer-Policy", "same-origin")
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
-		h.Set("Cross-Origin-Resource-Policy", "same-origin")
-		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
-		if s.overTLS(c.Request()) {
-			h.Set("Strict-Transport-Security", "max-age=31536000")
-		}
+		setSecurityHeaders(c.Response().Header(), s.overTLS(c.Request()))
 		if !strings.HasPrefix(c.Request().URL.Path, "/static/") {
-			h.Set("Cache-Control", "no-store")
+			c.Response().Header().Set("Cache-Control", "no-store")
 		}
 		return next(c)
 	}

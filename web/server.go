@@ -205,6 +205,14 @@ const maxHeaderBytes = 64 << 10
 // that sends or reads slowly cannot hold a connection for ever. Its errors
 // go to the server's logger.
 func (s *Server) HTTPServer(t HTTPTimeouts) *http.Server {
+	return NewHTTPServer(s.e, s.log, t)
+}
+
+// NewHTTPServer returns an http.Server for h with the console's timeouts
+// (zero fields take DefaultHTTPTimeouts) and header limit, logging the
+// server's own errors to log. A caller that must answer before the console
+// exists serves Starting through it and hands over to Server.Handler.
+func NewHTTPServer(h http.Handler, log *slog.Logger, t HTTPTimeouts) *http.Server {
 	d := DefaultHTTPTimeouts
 	if t.ReadHeader == 0 {
 		t.ReadHeader = d.ReadHeader
@@ -219,13 +227,13 @@ func (s *Server) HTTPServer(t HTTPTimeouts) *http.Server {
 		t.Idle = d.Idle
 	}
 	return &http.Server{
-		Handler:           s.e,
+		Handler:           h,
 		ReadHeaderTimeout: t.ReadHeader,
 		ReadTimeout:       t.Read,
 		WriteTimeout:      t.Write,
 		IdleTimeout:       t.Idle,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }
 

@@ -56,7 +56,22 @@ func openPool(ctx context.Context, raw, appName string, maxConns int32, own *own
 	return pool, nil
 }
 
+// connectError turns a failed connect into one line that says what is wrong
+// and what to do; the driver's error stays underneath for errors.As.
 func connectError(raw string, err error) error {
+	return &connectFailure{msg: connectSentence(raw, err).Error(), err: err}
+}
+
+// connectFailure is connectError's error: its sentence over the cause.
+type connectFailure struct {
+	msg string
+	err error
+}
+
+func (e *connectFailure) Error() string { return e.msg }
+func (e *connectFailure) Unwrap() error { return e.err }
+
+func connectSentence(raw string, err error) error {
 	where := target(raw)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {

@@ -81,9 +81,25 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	}
 	defer ln.Close()
 
+	// From here on the console answers: the starting page says what it
+	// waits on (a full server, one that is starting) until it serves.
 	dbURL := cfg.DatabaseURL
 	embedded := dbURL == ""
+	gate := newStartGate(startingTarget(dbURL), version)
+	hs := web.NewHTTPServer(gate, logger, web.HTTPTimeouts{})
+	served := make(chan error, 1)
+	scheme := "http"
+	if cfg.TLSCert != "" {
+		scheme = "https"
+		go func() { served <- hs.ServeTLS(ln, cfg.TLSCert, cfg.TLSKey) }()
+	} else {
+		go func() { served <- hs.Serve(ln) }()
+	}
+	defer hs.Close()
+	fmt.Fprintf(stdout, "listening on %s://%s; the page there says what the console waits on until it serves\n", scheme, ln.Addr())
+
 	if embedded {
+		gate.step("starting the embedded PostgreSQL")
 		srv, err := startEmbedded(ctx, cfg, stdout)
 		if err != nil {
 			return err
@@ -101,11 +117,13 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	// pid: the web pool's and the engine's here, the diagnostics pool's
 	// through RunnerConfig.Diagnostics.
 	own := &ownpid.Set{}
-	pool, err := openPool(ctx, dbURL, "console", 10, own)
+	gate.step("connecting to the database at " + target(dbURL))
+	pool, err := connectPatiently(ctx, dbURL, "console", 10, own, gate, stdout)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	gate.step("checking the schema and starting the diagnostics")
 	st, err := ensureSchema(ctx, pool, embedded || cfg.Migrate)
 	if err != nil {
 		return err
@@ -201,15 +219,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	hs := ws.HTTPServer(web.HTTPTimeouts{})
-	served := make(chan error, 1)
-	scheme := "http"
-	if cfg.TLSCert != "" {
-		scheme = "https"
-		go func() { served <- hs.ServeTLS(ln, cfg.TLSCert, cfg.TLSKey) }()
-	} else {
-		go func() { served <- hs.Serve(ln) }()
-	}
+	gate.open(ws.Handler())
 	serving = true
 	fmt.Fprintf(stdout, "console is serving on %s://%s\n", scheme, ln.Addr())
 
@@ -224,6 +234,14 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return hs.Shutdown(sctx)
+}
+
+// startingTarget names the database on the starting page.
+func startingTarget(dbURL string) string {
+	if dbURL == "" {
+		return "the embedded PostgreSQL"
+	}
+	return target(dbURL)
 }
 
 // startEmbedded starts the private PostgreSQL in --data-dir and creates the
