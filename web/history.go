@@ -269,10 +269,9 @@ func historyModel(q historyQuery, ev historyEvidence) views.HistoryPage {
 	m.Found = true
 	m.SampleAt = ev.Tree.At.UTC().Format(time.RFC3339)
 	m.RecordedBy = ev.Tree.RecordedBy
+	var unread []string
 	var nodes []diagnostics.BlockingNode
-	if err := json.Unmarshal(ev.Tree.Data, &nodes); err != nil {
-		m.Error = "The recorded blocking tree could not be read: " + err.Error()
-	}
+	decodeRecorded("blocking tree", ev.Tree.Data, &nodes, &unread)
 	for _, n := range nodes {
 		r := views.HistoryTreeRow{PID: fmt.Sprint(n.PID), Indent: strings.Repeat("  ", n.Depth), Root: n.IsRoot,
 			Blocked: fmt.Sprint(n.BlockedCount), State: n.State, Wait: waitText(n.WaitEventType, n.WaitEvent),
@@ -286,22 +285,38 @@ func historyModel(q historyQuery, ev historyEvidence) views.HistoryPage {
 		m.Tree = append(m.Tree, r)
 	}
 	var act []diagnostics.Backend
-	_ = json.Unmarshal(ev.Activity.Data, &act)
+	decodeRecorded("activity", ev.Activity.Data, &act, &unread)
 	for _, a := range act {
 		m.Activity = append(m.Activity, views.HistoryActivityRow{PID: fmt.Sprint(a.PID), State: a.State, Wait: waitText(a.WaitEventType, a.WaitEvent),
 			XactAge: humanSeconds(a.XactAgeSeconds), QueryAge: humanSeconds(a.QueryAgeSeconds), App: a.ApplicationName, Query: a.Query})
 	}
 	var waits []diagnostics.WaitEventCount
-	_ = json.Unmarshal(ev.Waits.Data, &waits)
+	decodeRecorded("wait events", ev.Waits.Data, &waits, &unread)
 	for _, w := range waits {
 		m.Waits = append(m.Waits, views.HistoryWaitRow{Event: waitText(w.WaitEventType, w.WaitEvent), Backends: fmt.Sprint(w.Backends)})
 	}
 	var findings []diagnostics.Finding
-	_ = json.Unmarshal(ev.Findings.Data, &findings)
+	decodeRecorded("findings", ev.Findings.Data, &findings, &unread)
 	for _, f := range findings {
 		m.Findings = append(m.Findings, views.HistoryFindingRow{Severity: f.Severity, Title: f.Title, Evidence: f.Evidence})
 	}
+	if len(unread) > 0 {
+		m.Error = "Part of the recorded sample could not be read, so its table is empty here: " + strings.Join(unread, "; ") + "."
+	}
 	return m
+}
+
+// decodeRecorded decodes one recorded document into v; a document that
+// does not decode is named in unread (the page says so instead of showing
+// an empty table as if nothing had been recorded). A check the sample did
+// not keep has no document and is not an error.
+func decodeRecorded(what string, data []byte, v any, unread *[]string) {
+	if len(data) == 0 {
+		return
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		*unread = append(*unread, "the "+what+" ("+err.Error()+")")
+	}
 }
 
 // waitText shows a wait event as "Lock: transactionid", or "on CPU" for a

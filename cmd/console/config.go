@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -65,23 +64,33 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 func parseServe(args []string, getenv env) (serveConfig, error) {
 	c := serveConfig{}
 	fs := flagSet("serve")
-	fs.StringVar(&c.Addr, "addr", envOr(getenv, "CONSOLE_ADDR", "127.0.0.1:8080"), "listen address")
-	fs.StringVar(&c.DataDir, "data-dir", envOr(getenv, "CONSOLE_DATA_DIR", "./var"), "embedded PostgreSQL folder")
-	fs.StringVar(&c.PGBin, "pg-bin", getenv("CONSOLE_PG_BIN"), "PostgreSQL server binaries")
-	fs.BoolVar(&c.Migrate, "migrate", envBool(getenv, "CONSOLE_MIGRATE"), "apply pending migrations")
-	fs.StringVar(&c.Metrics, "metrics", envOr(getenv, "CONSOLE_METRICS", "open"), "metrics access")
-	proxies := fs.String("trusted-proxies", getenv("CONSOLE_TRUSTED_PROXIES"), "trusted proxies")
-	fs.BoolVar(&c.SecureCookies, "secure-cookies", envBool(getenv, "CONSOLE_SECURE_COOKIES"), "Secure cookies")
-	proxyRoles := fs.String("proxy-roles", getenv("CONSOLE_PROXY_ROLES"), "proxy user/group to role mapping")
-	fs.BoolVar(&c.ProxyRoleHeader, "proxy-role-header", envBool(getenv, "CONSOLE_PROXY_ROLE_HEADER"), "believe the proxy's role header")
-	fs.BoolVar(&c.SignalAnyDatabase, "signal-any-database", envBool(getenv, "CONSOLE_SIGNAL_ANY_DATABASE"), "signal backends of any database")
-	fs.StringVar(&c.TLSCert, "tls-cert", getenv("CONSOLE_TLS_CERT"), "TLS certificate (PEM)")
-	fs.StringVar(&c.TLSKey, "tls-key", getenv("CONSOLE_TLS_KEY"), "TLS private key (PEM)")
-	fs.DurationVar(&c.HistoryInterval, "history-interval", envDuration(getenv, "CONSOLE_HISTORY_INTERVAL", 10*time.Second), "how often the flight recorder samples")
+	fe := flagEnv{
+		"addr": "CONSOLE_ADDR", "data-dir": "CONSOLE_DATA_DIR", "pg-bin": "CONSOLE_PG_BIN", "migrate": "CONSOLE_MIGRATE",
+		"metrics": "CONSOLE_METRICS", "trusted-proxies": "CONSOLE_TRUSTED_PROXIES", "secure-cookies": "CONSOLE_SECURE_COOKIES",
+		"proxy-roles": "CONSOLE_PROXY_ROLES", "proxy-role-header": "CONSOLE_PROXY_ROLE_HEADER",
+		"signal-any-database": "CONSOLE_SIGNAL_ANY_DATABASE", "tls-cert": "CONSOLE_TLS_CERT", "tls-key": "CONSOLE_TLS_KEY",
+		"history-interval": "CONSOLE_HISTORY_INTERVAL",
+	}
+	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address")
+	fs.StringVar(&c.DataDir, "data-dir", "./var", "embedded PostgreSQL folder")
+	fs.StringVar(&c.PGBin, "pg-bin", "", "PostgreSQL server binaries")
+	fs.BoolVar(&c.Migrate, "migrate", false, "apply pending migrations")
+	fs.StringVar(&c.Metrics, "metrics", "open", "metrics access")
+	proxies := fs.String("trusted-proxies", "", "trusted proxies")
+	fs.BoolVar(&c.SecureCookies, "secure-cookies", false, "Secure cookies")
+	proxyRoles := fs.String("proxy-roles", "", "proxy user/group to role mapping")
+	fs.BoolVar(&c.ProxyRoleHeader, "proxy-role-header", false, "believe the proxy's role header")
+	fs.BoolVar(&c.SignalAnyDatabase, "signal-any-database", false, "signal backends of any database")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "TLS certificate (PEM)")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "TLS private key (PEM)")
+	fs.DurationVar(&c.HistoryInterval, "history-interval", 10*time.Second, "how often the flight recorder samples")
 	var thresholds thresholdFlags
 	fs.Var(&thresholds, "threshold", "CODE=VALUE")
-	c.Relay = relayFlags(fs, getenv)
+	c.Relay = relayFlags(fs, fe)
 	if err := parseFlags(fs, args); err != nil {
+		return c, err
+	}
+	if err := fe.apply(fs, getenv); err != nil {
 		return c, err
 	}
 	th, err := parseThresholds(getenv, thresholds)
@@ -92,13 +101,13 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	switch c.Metrics {
 	case "open", "token", "off":
 	default:
-		return c, usageError{fmt.Sprintf("--metrics %q: use open, token or off", c.Metrics)}
+		return c, usageError{fmt.Sprintf("--metrics (CONSOLE_METRICS) %q: use open, token or off", c.Metrics)}
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return c, usageError{"--tls-cert and --tls-key go together: give both to serve https, or neither"}
 	}
 	if c.HistoryInterval < time.Second || c.HistoryInterval > 10*time.Minute {
-		return c, usageError{fmt.Sprintf("--history-interval %s: use 1s to 10m", c.HistoryInterval)}
+		return c, usageError{fmt.Sprintf("--history-interval (CONSOLE_HISTORY_INTERVAL) %s: use 1s to 10m", c.HistoryInterval)}
 	}
 	c.TrustedProxies = splitList(*proxies)
 	if c.ProxyRoles, err = parseProxyRoles(*proxyRoles); err != nil {
@@ -109,7 +118,11 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 		return c, err
 	}
 	c.DatabaseURL = u
-	if u == "" && envBool(getenv, "CONSOLE_REQUIRE_DATABASE_URL") {
+	required, err := envBool(getenv, "CONSOLE_REQUIRE_DATABASE_URL")
+	if err != nil {
+		return c, err
+	}
+	if u == "" && required {
 		return c, fmt.Errorf("DATABASE_URL is required here (CONSOLE_REQUIRE_DATABASE_URL is set, as in the container image, which has no embedded PostgreSQL); set DATABASE_URL or DATABASE_URL_FILE")
 	}
 	c.StandbyURLs = splitList(getenv("STANDBY_URLS"))
@@ -221,18 +234,6 @@ func target(raw string) string {
 	return s
 }
 
-func envOr(getenv env, key, def string) string {
-	if v := getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
-func envBool(getenv env, key string) bool {
-	b, _ := strconv.ParseBool(getenv(key))
-	return b
-}
-
 func splitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -281,7 +282,7 @@ func parseProxyRoles(list string) (map[string]string, error) {
 		who, role, ok := strings.Cut(item, "=")
 		who, role = strings.TrimSpace(who), strings.TrimSpace(role)
 		if !ok || who == "" || who == "group:" || !auth.ValidRole(role) {
-			return nil, usageError{fmt.Sprintf("--proxy-roles %q: give USER=ROLE or group:NAME=ROLE, ROLE one of viewer, operator, admin", item)}
+			return nil, usageError{fmt.Sprintf("--proxy-roles (CONSOLE_PROXY_ROLES) %q: give USER=ROLE or group:NAME=ROLE, ROLE one of viewer, operator, admin", item)}
 		}
 		out[who] = role
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -149,26 +148,31 @@ func (e *engine) stop() error {
 // runWorker is `console worker`: only the engine, no web.
 func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	fs := flagSet("worker")
-	queueList := fs.String("queues", envOr(getenv, "CONSOLE_QUEUES", "default"), "queues")
-	concurrency := fs.Int("concurrency", envInt(getenv, "CONSOLE_CONCURRENCY", 10), "jobs at once per queue")
-	allowSQL := fs.Bool("allow-sql-jobs", envBool(getenv, "CONSOLE_ALLOW_SQL_JOBS"), "register the sql kind")
-	rf := relayFlags(fs, getenv)
-	metricsAddr := fs.String("metrics-addr", getenv("CONSOLE_METRICS_ADDR"), "serve the engine's /metrics here")
-	lease := fs.Duration("lease", envDuration(getenv, "CONSOLE_LEASE", 30*time.Second), "how long a claim holds a job before others may take it over")
-	poll := fs.Duration("poll", envDuration(getenv, "CONSOLE_POLL", time.Second), "poll interval: how soon settings changes and new jobs are seen")
-	drain := fs.Duration("drain", envDuration(getenv, "CONSOLE_DRAIN", defaultDrain),
+	fe := flagEnv{"queues": "CONSOLE_QUEUES", "concurrency": "CONSOLE_CONCURRENCY", "allow-sql-jobs": "CONSOLE_ALLOW_SQL_JOBS",
+		"metrics-addr": "CONSOLE_METRICS_ADDR", "lease": "CONSOLE_LEASE", "poll": "CONSOLE_POLL", "drain": "CONSOLE_DRAIN"}
+	queueList := fs.String("queues", "default", "queues")
+	concurrency := fs.Int("concurrency", 10, "jobs at once per queue")
+	allowSQL := fs.Bool("allow-sql-jobs", false, "register the sql kind")
+	rf := relayFlags(fs, fe)
+	metricsAddr := fs.String("metrics-addr", "", "serve the engine's /metrics here")
+	lease := fs.Duration("lease", 30*time.Second, "how long a claim holds a job before others may take it over")
+	poll := fs.Duration("poll", time.Second, "poll interval: how soon settings changes and new jobs are seen")
+	drain := fs.Duration("drain", defaultDrain,
 		"on SIGTERM, how long running jobs may finish before they are released to run again elsewhere")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := fe.apply(fs, getenv); err != nil {
+		return err
+	}
 	if *lease < time.Second || *poll < 10*time.Millisecond || *poll > time.Minute {
-		return usageError{"--lease must be at least 1s and --poll between 10ms and 1m"}
+		return usageError{fmt.Sprintf("--lease (CONSOLE_LEASE) %s and --poll (CONSOLE_POLL) %s: the lease must be at least 1s and the poll between 10ms and 1m", *lease, *poll)}
 	}
 	if *drain < 100*time.Millisecond || *drain > time.Hour {
-		return usageError{fmt.Sprintf("--drain %s: use 100ms to 1h (keep it below the supervisor's kill timeout)", *drain)}
+		return usageError{fmt.Sprintf("--drain (CONSOLE_DRAIN) %s: use 100ms to 1h (keep it below the supervisor's kill timeout)", *drain)}
 	}
 	if *concurrency < 1 || *concurrency > 10000 {
-		return usageError{fmt.Sprintf("--concurrency %d: use 1 to 10000", *concurrency)}
+		return usageError{fmt.Sprintf("--concurrency (CONSOLE_CONCURRENCY) %d: use 1 to 10000", *concurrency)}
 	}
 	qs := splitList(*queueList)
 	if len(qs) == 0 {
@@ -237,21 +241,3 @@ func stoppedStarting(ctx context.Context, stdout io.Writer, err error, line stri
 
 // workerStopped is the line of a worker stopped while starting.
 const workerStopped = "stopped before the workers started; no job was claimed"
-
-func envDuration(getenv env, key string, def time.Duration) time.Duration {
-	if v := getenv(key); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
-	}
-	return def
-}
-
-func envInt(getenv env, key string, def int) int {
-	if v := getenv(key); v != "" {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
-		}
-	}
-	return def
-}

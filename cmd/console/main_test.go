@@ -90,7 +90,7 @@ func TestHelpAndUsage(t *testing.T) {
 	for _, d := range []string{"0s", "-1s", "2h"} {
 		_, err = runCmd(t, envMap(), "worker", "--drain", d)
 		require.ErrorAs(t, err, new(usageError), "--drain %s", d)
-		require.ErrorContains(t, err, "--drain "+d)
+		require.ErrorContains(t, err, "--drain (CONSOLE_DRAIN) "+d)
 	}
 	_, err = runCmd(t, envMap(), "serve", "--tls-cert", "cert.pem")
 	require.ErrorContains(t, err, "--tls-cert and --tls-key go together")

@@ -19,12 +19,17 @@ type relayOptions struct {
 	natsURL, natsPrefix, natsStream, webhookURL *string
 }
 
-func relayFlags(fs *flag.FlagSet, getenv env) relayOptions {
+// relayFlags registers the relay's flags on fs and their variables in fe.
+func relayFlags(fs *flag.FlagSet, fe flagEnv) relayOptions {
+	fe["relay-nats-url"] = "CONSOLE_RELAY_NATS_URL"
+	fe["relay-nats-subject-prefix"] = "CONSOLE_RELAY_NATS_SUBJECT_PREFIX"
+	fe["relay-nats-stream"] = "CONSOLE_RELAY_NATS_STREAM"
+	fe["relay-webhook-url"] = "CONSOLE_RELAY_WEBHOOK_URL"
 	return relayOptions{
-		natsURL:    fs.String("relay-nats-url", getenv("CONSOLE_RELAY_NATS_URL"), "publish outbox events to this NATS JetStream server"),
-		natsPrefix: fs.String("relay-nats-subject-prefix", envOr(getenv, "CONSOLE_RELAY_NATS_SUBJECT_PREFIX", ""), "subject prefix"),
-		natsStream: fs.String("relay-nats-stream", getenv("CONSOLE_RELAY_NATS_STREAM"), "expected JetStream stream"),
-		webhookURL: fs.String("relay-webhook-url", getenv("CONSOLE_RELAY_WEBHOOK_URL"), "POST outbox events to this URL"),
+		natsURL:    fs.String("relay-nats-url", "", "publish outbox events to this NATS JetStream server"),
+		natsPrefix: fs.String("relay-nats-subject-prefix", "", "subject prefix"),
+		natsStream: fs.String("relay-nats-stream", "", "expected JetStream stream"),
+		webhookURL: fs.String("relay-webhook-url", "", "POST outbox events to this URL"),
 	}
 }
 
