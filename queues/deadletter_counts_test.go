@@ -240,33 +240,45 @@ func TestScaleStatementPlans(t *testing.T) {
 			// partial index; PostgreSQL keeps custom plans for it, since
 			// the generic one costs far more.
 			customOnly bool
+			// counters: the statement answers from dead_letter_counts
+			// alone, in every plan: it reads that table and never jobs,
+			// so it costs the same for ten dead jobs or ten million.
+			counters bool
 		}{
-			{"dead_letter_groups", "('', 200)", nil, false}, // dead_letter_counts only
-			{"dead_letter_groups", "('sq3', 200)", nil, false},
-			{"dead_letter_class_stats", "(900, 10000, 200)", []string{"jobs_dead_finished_idx"}, false},
-			{"dead_letter_totals", "('')", nil, false},
-			{"dead_letter_count", "('{}', 'sq3', 'class 3', NULL, NULL)", nil, false},          // dead_letter_counts; the jobs branch (never run here) may use either dead index
-			{"dead_letter_class_list", "('{}', 'sq3', 'class 3', NULL, NULL, 50)", nil, false}, // jobs_dead_idx or jobs_dead_queue_class_id_idx
-			{"dead_letter_sample", "('{}', 'sq3', 'class 3', NULL, NULL, 10)", nil, false},     // jobs_dead_idx or jobs_dead_queue_class_id_idx
-			{"queue_stats", "(10000)", []string{"jobs_ready_pick_idx"}, false},
-			{"job_list", "('', '', 'dead', '', NULL, NULL, 0, 50)", []string{"jobs_dead_id_idx"}, true},
-			{"job_list", "('', '', 'dead', 'class 3', NULL, NULL, 0, 50)", []string{"jobs_dead_class_id_idx"}, true},
-			{"job_list", "('sq3', '', 'dead', 'class 3', NULL, NULL, 0, 50)", []string{"jobs_dead_queue_class_id_idx"}, true},
-			{"job_list", "('', '', '', 'class 3', NULL, NULL, 0, 50)", []string{"jobs_error_class_id_idx"}, true},
-			{"job_list", "('', '', 'done', '', NULL, NULL, 0, 50)", []string{"jobs_done_id_idx"}, true},
+			{"dead_letter_groups", "('', 200)", nil, false, true},
+			{"dead_letter_groups", "('sq3', 200)", nil, false, true},
+			{"dead_letter_class_stats", "(900, 10000, 200)", []string{"jobs_dead_finished_idx"}, false, false},
+			{"dead_letter_totals", "('')", nil, false, true},
+			{"dead_letter_totals", "('sq3')", nil, false, true},
+			{"dead_letter_count", "('{}', 'sq3', 'class 3', NULL, NULL)", nil, false, false},          // dead_letter_counts; the jobs branch (never run here) may use either dead index
+			{"dead_letter_class_list", "('{}', 'sq3', 'class 3', NULL, NULL, 50)", nil, false, false}, // jobs_dead_idx or jobs_dead_queue_class_id_idx
+			{"dead_letter_sample", "('{}', 'sq3', 'class 3', NULL, NULL, 10)", nil, false, false},     // jobs_dead_idx or jobs_dead_queue_class_id_idx
+			{"queue_stats", "(10000)", []string{"jobs_ready_pick_idx"}, false, false},
+			{"job_list", "('', '', 'dead', '', NULL, NULL, 0, 50)", []string{"jobs_dead_id_idx"}, true, false},
+			{"job_list", "('', '', 'dead', 'class 3', NULL, NULL, 0, 50)", []string{"jobs_dead_class_id_idx"}, true, false},
+			{"job_list", "('sq3', '', 'dead', 'class 3', NULL, NULL, 0, 50)", []string{"jobs_dead_queue_class_id_idx"}, true, false},
+			{"job_list", "('', '', '', 'class 3', NULL, NULL, 0, 50)", []string{"jobs_error_class_id_idx"}, true, false},
+			{"job_list", "('', '', 'done', '', NULL, NULL, 0, 50)", []string{"jobs_done_id_idx"}, true, false},
 		} {
 			if c.customOnly && mode != "force_custom_plan" {
 				continue
 			}
 			stmt := fmt.Sprintf("scale_plan_%d_%s", i, strings.TrimPrefix(mode, "force_"))
 			raw := []byte(strings.Join(explainPrepared(t, conn, stmt, c.name, "(FORMAT JSON)", c.args), "\n"))
-			used := map[string]bool{}
+			used, read := map[string]bool{}, map[string]bool{}
 			for _, n := range planNodes(t, raw) {
 				require.False(t, n["Node Type"] == "Seq Scan" && n["Relation Name"] == "jobs",
 					"%s%s (%s) reads jobs with a Seq Scan:\n%s", c.name, c.args, mode, raw)
 				if ix, ok := n["Index Name"].(string); ok {
 					used[ix] = true
 				}
+				if rel, ok := n["Relation Name"].(string); ok {
+					read[rel] = true
+				}
+			}
+			if c.counters {
+				require.True(t, read["dead_letter_counts"] && !read["jobs"],
+					"%s%s (%s) must answer from dead_letter_counts alone; it reads %v:\n%s", c.name, c.args, mode, read, raw)
 			}
 			if mode == "force_custom_plan" {
 				for _, w := range c.want {
