@@ -108,6 +108,23 @@ func TestActionExecuteNeedsItsPreview(t *testing.T) {
 		require.Contains(t, body, "Requeued 4 dead jobs of class <code>smtp.timeout</code>")
 		require.Equal(t, 4, e.queryInt(t, `SELECT count(*) FROM jobs WHERE queue = 'stale' AND status = 'ready'`))
 	})
+	t.Run("ClassesChangedAtTheSameCount", func(t *testing.T) {
+		// The count alone is not the decision: 2 timeouts and 1 bounce
+		// are not 1 timeout and 2 bounces.
+		e.exec(t, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at)
+			SELECT 'mixed', 'send', 'dead', c, 'x', now() FROM unnest(ARRAY['smtp.timeout', 'smtp.timeout', 'smtp.bounce']) AS c`)
+		form, body := preview(op, "deadletters.requeue", url.Values{"queue": {"mixed"}})
+		require.Contains(t, body, "Requeue 3 dead jobs in queue <code>mixed</code>")
+		// Meanwhile a timeout is retried elsewhere and another bounce dies.
+		e.exec(t, `UPDATE jobs SET status = 'ready', finished_at = NULL
+			WHERE id = (SELECT min(id) FROM jobs WHERE queue = 'mixed' AND error_class = 'smtp.timeout')`)
+		e.exec(t, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at)
+			VALUES ('mixed', 'send', 'dead', 'smtp.bounce', 'x', now())`)
+		resp, body := op.post("/actions/deadletters.requeue", form)
+		require.Equal(t, http.StatusConflict, resp.StatusCode, body)
+		require.Contains(t, body, "Nothing was done: what this action would act on changed since your preview")
+		require.Equal(t, 3, e.queryInt(t, `SELECT count(*) FROM jobs WHERE queue = 'mixed' AND status = 'dead'`), "nothing moved")
+	})
 	t.Run("GoneMeanwhile", func(t *testing.T) {
 		e.exec(t, `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at)
 			SELECT 'gone', 'send', 'dead', 'smtp.timeout', 'timeout', now() FROM generate_series(1, 2)`)
