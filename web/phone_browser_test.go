@@ -30,18 +30,28 @@ func signIn(t *testing.T, b context.Context, base, user string) {
 	)
 }
 
-// overflowJS names the elements that stick out of the page's width (those
-// inside a box that scrolls on its own do not count), or "" when the page
-// does not scroll sideways.
+// overflowJS names the elements that stick out of the page's width, or ""
+// when there is none. Those inside a box that scrolls sideways on its own
+// are fine, and so is what a screen-reader-only box holds; those clipped by
+// an ancestor with overflow-x hidden or clip count (the page does not
+// scroll, but the content cannot be reached), and so does anything that
+// makes the page itself scroll.
 const overflowJS = `(() => {
 	const w = innerWidth;
-	if (document.documentElement.scrollWidth <= w) return "";
-	const scrolls = el => { for (let p = el.parentElement; p; p = p.parentElement) {
-		const o = getComputedStyle(p).overflowX; if (o === "auto" || o === "scroll" || o === "hidden") return true; } return false; };
-	const out = [...document.querySelectorAll("body *")].filter(el => el.getBoundingClientRect().right > w + 1 && !scrolls(el))
-		.slice(0, 4).map(el => el.tagName.toLowerCase() + (el.className ? "." + String(el.className).split(" ").join(".") : "") +
-			" right=" + Math.round(el.getBoundingClientRect().right));
-	return "scrollWidth " + document.documentElement.scrollWidth + " > innerWidth " + w + ": " + out.join(", ");
+	const within = el => { for (let p = el.parentElement; p; p = p.parentElement) {
+		const st = getComputedStyle(p);
+		if (st.clipPath !== "none" || p.getBoundingClientRect().width <= 1) return "visually hidden";
+		const o = st.overflowX;
+		if (o === "auto" || o === "scroll") return "a scrolling box";
+		if (o === "hidden" || o === "clip") return "clipped by " + p.tagName.toLowerCase() + (p.className ? "." + String(p.className).split(" ").join(".") : "");
+	} return "the page"; };
+	const out = [...document.querySelectorAll("body *")].filter(el => {
+		const r = el.getBoundingClientRect();
+		return r.width > 0 && r.height > 0 && r.right > w + 1 && getComputedStyle(el).visibility !== "hidden" && !["a scrolling box", "visually hidden"].includes(within(el));
+	}).slice(0, 4).map(el => el.tagName.toLowerCase() + (el.className ? "." + String(el.className).split(" ").join(".") : "") +
+		" right=" + Math.round(el.getBoundingClientRect().right) + " (" + within(el) + ")");
+	if (document.documentElement.scrollWidth <= w && out.length === 0) return "";
+	return "scrollWidth " + document.documentElement.scrollWidth + ", innerWidth " + w + ": " + out.join(", ");
 })()`
 
 // waitLeft waits until the tab has left the page at path and the next one
@@ -64,10 +74,11 @@ func waitLeft(t *testing.T, b context.Context, path string) string {
 	}
 }
 
-// requireNoPageOverflow fails when the page scrolls sideways.
+// requireNoPageOverflow fails when the page scrolls sideways or clips
+// content at its right edge.
 func requireNoPageOverflow(t *testing.T, b context.Context, what string) {
 	t.Helper()
-	require.Empty(t, browser.Get(t, b, chromedp.Evaluate[string](overflowJS)), "%s scrolls sideways", what)
+	require.Empty(t, browser.Get(t, b, chromedp.Evaluate[string](overflowJS)), "%s scrolls sideways or clips content", what)
 }
 
 // requireInView fails unless the element is shown whole within the
