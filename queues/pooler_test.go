@@ -1,0 +1,177 @@
+package queues
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// pooledPool opens an engine pool named app on url, a database reached
+// through a pooler in transaction mode, closed at cleanup.
+func pooledPool(t *testing.T, url, app string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := PoolConfig(url)
+	require.NoError(t, err)
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	ForTransactionPooler(cfg.ConnConfig)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// TestJobsRunOnceThroughTransactionPooler: two workers reach the database
+// only through PgBouncer in transaction mode. Every job's effect, written on
+// its JobConn, lands exactly once and under the job's tag, and no server
+// session keeps the tag once the jobs are done (a session-level name would
+// stay on the server session the pooler lends to the next client).
+func TestJobsRunOnceThroughTransactionPooler(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := testdb.URL(t)
+	through := testdb.PgBouncer(t, dbURL)
+	direct := testdb.Pool(t, dbURL)
+	_, err := direct.Exec(ctx, "CREATE TABLE job_effects (job_id bigint NOT NULL, worker text NOT NULL, app text NOT NULL)")
+	require.NoError(t, err)
+
+	const jobs = 120
+	var clients []*Client
+	for _, name := range []string{"pooled-a", "pooled-b"} {
+		c, err := NewClient(pooledPool(t, through, ApplicationName), ClientConfig{
+			Queues:            map[string]QueueConfig{"pooled": {Concurrency: 3}},
+			ID:                name,
+			PollInterval:      50 * time.Millisecond,
+			TransactionPooler: true,
+		})
+		require.NoError(t, err)
+		c.Handle("effect", func(ctx context.Context, j *Job) error {
+			conn, err := JobConn(ctx)
+			if err != nil {
+				return err
+			}
+			_, err = conn.Exec(ctx, "INSERT INTO job_effects VALUES ($1, $2, current_setting('application_name'))", j.ID, name)
+			return err
+		})
+		clients = append(clients, c)
+	}
+	params := make([]EnqueueParams, jobs)
+	for i := range params {
+		params[i] = EnqueueParams{Queue: "pooled", Kind: "effect"}
+	}
+	ids, err := clients[0].EnqueueMany(ctx, params)
+	require.NoError(t, err)
+	require.Len(t, ids, jobs)
+	for _, c := range clients {
+		require.NoError(t, c.Start(ctx))
+		t.Cleanup(func() { c.Stop(context.Background()) })
+	}
+	testdb.Eventually(t, 60*time.Second, "every job done", func() bool {
+		return testdb.Count(t, direct, "SELECT count(*) FROM jobs WHERE queue = 'pooled' AND status = 'done'") == jobs
+	})
+	for _, c := range clients {
+		require.NoError(t, c.Stop(ctx))
+	}
+
+	type effect struct {
+		JobID  int64  `db:"job_id"`
+		Times  int    `db:"times"`
+		Apps   string `db:"apps"`
+		Worker string `db:"worker"`
+	}
+	rows, err := direct.Query(ctx, `SELECT job_id, count(*)::int AS times, string_agg(app, ',') AS apps, min(worker) AS worker
+		FROM job_effects GROUP BY job_id ORDER BY job_id`)
+	require.NoError(t, err)
+	effects, err := pgx.CollectRows(rows, pgx.RowToStructByName[effect])
+	require.NoError(t, err)
+	require.Len(t, effects, jobs, "every job has its effect")
+	byWorker := map[string]int{}
+	for _, e := range effects {
+		require.Equal(t, 1, e.Times, "job %d ran its effect %d times", e.JobID, e.Times)
+		require.Equal(t, fmt.Sprintf("console-worker job=%d", e.JobID), e.Apps, "job %d's statement ran untagged", e.JobID)
+		byWorker[e.Worker]++
+	}
+	require.Len(t, byWorker, 2, "both workers ran jobs: %v", byWorker)
+	require.Zero(t, testdb.Count(t, direct, "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'console-worker job=%'"),
+		"a server session kept a job's tag after the job")
+}
+
+// TestSchedulerTicksOnceThroughTransactionPooler: two schedulers reach the
+// database only through PgBouncer in transaction mode, with no direct
+// session: every tick of an every-second schedule is enqueued exactly once,
+// with no gap, and no advisory lock outlives the schedulers (a session lock
+// taken through the pooler would stay on a server session it lends to
+// others, held forever).
+func TestSchedulerTicksOnceThroughTransactionPooler(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := testdb.URL(t)
+	through := testdb.PgBouncer(t, dbURL)
+	direct := testdb.Pool(t, dbURL)
+	_, err := direct.Exec(ctx, `
+		CREATE TABLE test_enqueue_log (
+			dedupe_key text NOT NULL,
+			app        text NOT NULL,
+			at         timestamptz NOT NULL DEFAULT clock_timestamp());
+		CREATE FUNCTION test_log_enqueue() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			INSERT INTO test_enqueue_log (dedupe_key, app)
+			VALUES (NEW.dedupe_key, current_setting('application_name'));
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER test_log_enqueue BEFORE INSERT ON jobs
+			FOR EACH ROW EXECUTE FUNCTION test_log_enqueue()`)
+	require.NoError(t, err)
+	_, err = ScheduleCreate(ctx, direct, ScheduleParams{Name: "every-second", Spec: "@every 1s", Kind: "noop", Queue: "ticks"})
+	require.NoError(t, err)
+
+	var scheds []*Scheduler
+	for _, app := range []string{"sched-a", "sched-b"} {
+		s, err := NewScheduler(pooledPool(t, through, app), SchedulerConfig{ID: app, Interval: 100 * time.Millisecond, TransactionPooler: true})
+		require.NoError(t, err)
+		require.NoError(t, s.Start(ctx))
+		t.Cleanup(s.Stop)
+		scheds = append(scheds, s)
+	}
+	testdb.Eventually(t, 30*time.Second, "five ticks enqueued", func() bool {
+		return testdb.Count(t, direct, "SELECT count(DISTINCT dedupe_key) FROM test_enqueue_log") >= 5
+	})
+	for _, s := range scheds {
+		s.Stop()
+	}
+
+	type logged struct {
+		Key  string `db:"dedupe_key"`
+		Apps string `db:"apps"`
+		N    int    `db:"n"`
+	}
+	rows, err := direct.Query(ctx, `SELECT dedupe_key, string_agg(app, ',' ORDER BY at) AS apps, count(*)::int AS n
+		FROM test_enqueue_log GROUP BY dedupe_key ORDER BY dedupe_key`)
+	require.NoError(t, err)
+	log, err := pgx.CollectRows(rows, pgx.RowToStructByName[logged])
+	require.NoError(t, err)
+	var times []time.Time
+	for _, l := range log {
+		require.Equal(t, 1, l.N, "tick %s enqueued %d times (by %s)", l.Key, l.N, l.Apps)
+		ts, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(l.Key, "schedule:every-second:"))
+		require.NoError(t, err)
+		times = append(times, ts)
+	}
+	require.Equal(t, len(log), testdb.Count(t, direct, "SELECT count(*) FROM jobs WHERE queue = 'ticks'"), "every logged enqueue is a job")
+	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	for i := 1; i < len(times); i++ {
+		require.Equal(t, time.Second, times[i].Sub(times[i-1]), "gap or overlap between ticks %s and %s", times[i-1], times[i])
+	}
+	key := int64(0x7363686564756c65)
+	require.Zero(t, testdb.Count(t, direct, `SELECT count(*) FROM pg_locks
+		WHERE locktype = 'advisory' AND classid::bigint = $1 AND objid::bigint = $2`, key>>32, key&0xffffffff),
+		"the scheduler's advisory lock outlived the schedulers on a pooled server session")
+}
