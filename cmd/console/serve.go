@@ -29,21 +29,14 @@ import (
 const embeddedDatabase = "console"
 
 // attach opens the DATABASE_URL pool for the command-line subcommands and
-// checks the schema is current.
+// checks the schema is current; CONSOLE_POOLER says whether DATABASE_URL
+// goes through a transaction pooler.
 func attach(ctx context.Context, getenv env, appName string) (*pgxpool.Pool, error) {
-	raw, err := requiredDatabaseURL(getenv, "this command needs DATABASE_URL (or DATABASE_URL_FILE); `console serve` prints the embedded server's URL at start")
+	pooler, err := envPooler(getenv)
 	if err != nil {
 		return nil, err
 	}
-	pool, err := openPool(ctx, raw, appName, 4, nil)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := ensureSchema(ctx, pool, false); err != nil {
-		pool.Close()
-		return nil, err
-	}
-	return pool, nil
+	return attachWith(ctx, getenv, appName, pooler)
 }
 
 func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) (err error) {
@@ -101,12 +94,12 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	// pid: the web pool's and the engine's here, the diagnostics pool's
 	// through RunnerConfig.Diagnostics.
 	own := &ownpid.Set{}
-	pool, err := openPool(ctx, dbURL, "console", 10, own)
+	pool, err := openPool(ctx, dbURL, "console", 10, own, cfg.Pooler)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	st, err := ensureSchema(ctx, pool, embedded || cfg.Migrate)
+	st, err := ensureSchema(ctx, pool, embedded || cfg.Migrate, cfg.Pooler)
 	if err != nil {
 		return err
 	}
@@ -117,7 +110,8 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return err
 	}
 
-	diag, err := diagnostics.Open(ctx, dbURL, diagnostics.Config{StandbyURLs: cfg.StandbyURLs, Thresholds: &cfg.Thresholds})
+	diag, err := diagnostics.Open(ctx, dbURL, diagnostics.Config{StandbyURLs: cfg.StandbyURLs, Thresholds: &cfg.Thresholds,
+		TransactionPooler: cfg.Pooler.transaction()})
 	if err != nil {
 		return fmt.Errorf("open the diagnostics pool: %w", err)
 	}
@@ -154,7 +148,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return err
 	}
 	defer closePub()
-	ecfg := engineConfig{Scheduler: true, Relay: pub, Own: own}
+	ecfg := engineConfig{Scheduler: true, Relay: pub, Own: own, Pooler: cfg.Pooler}
 	if embedded {
 		ecfg = engineConfig{Queues: demoQueues, Concurrency: 4, AllowSQL: true, Scheduler: true, Relay: pub, Own: own}
 		if pub == nil {
