@@ -175,3 +175,55 @@ func TestSchedulerTicksOnceThroughTransactionPooler(t *testing.T) {
 		WHERE locktype = 'advisory' AND classid::bigint = $1 AND objid::bigint = $2`, key>>32, key&0xffffffff),
 		"the scheduler's advisory lock outlived the schedulers on a pooled server session")
 }
+
+// TestDirectSessionBesideTransactionPooler: behind a transaction pooler
+// with a direct session, the worker LISTENs on it (a job enqueued through
+// the pooler wakes it long before its one-minute poll) and records it as
+// its proof of life, and the scheduler's leader lock is a session lock on
+// it, gone when the scheduler stops.
+func TestDirectSessionBesideTransactionPooler(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := testdb.URL(t)
+	through := testdb.PgBouncer(t, dbURL)
+	direct := testdb.Pool(t, dbURL)
+	dcfg, err := PoolConfig(dbURL)
+	require.NoError(t, err)
+
+	pool := pooledPool(t, through, ApplicationName)
+	c, err := NewClient(pool, ClientConfig{
+		Queues:            map[string]QueueConfig{"woken": {Concurrency: 1}},
+		ID:                "direct-listener",
+		PollInterval:      time.Minute,
+		TransactionPooler: true,
+		SessionConnConfig: dcfg.ConnConfig,
+	})
+	require.NoError(t, err)
+	registerTestKinds(c)
+	require.NoError(t, c.Start(ctx))
+	t.Cleanup(func() { c.Stop(context.Background()) })
+	testdb.Eventually(t, 20*time.Second, "the worker's direct session recorded", func() bool {
+		return testdb.Count(t, direct, `SELECT count(*) FROM workers w JOIN pg_stat_activity a ON a.pid = w.backend_pid
+			WHERE w.id = 'direct-listener' AND a.backend_start = w.backend_started_at`) == 1
+	})
+	_, err = c.Enqueue(ctx, EnqueueParams{Queue: "woken", Kind: "noop"})
+	require.NoError(t, err)
+	testdb.Eventually(t, 20*time.Second, "the job woken by NOTIFY on the direct session", func() bool {
+		return testdb.Count(t, direct, "SELECT count(*) FROM jobs WHERE queue = 'woken' AND status = 'done'") == 1
+	})
+
+	s, err := NewScheduler(pool, SchedulerConfig{ID: "direct-leader", Interval: 100 * time.Millisecond,
+		TransactionPooler: true, SessionConnConfig: dcfg.ConnConfig})
+	require.NoError(t, err)
+	require.NoError(t, s.Start(ctx))
+	t.Cleanup(s.Stop)
+	key := int64(0x7363686564756c65)
+	held := func() int {
+		return testdb.Count(t, direct, `SELECT count(*) FROM pg_locks
+			WHERE locktype = 'advisory' AND granted AND classid::bigint = $1 AND objid::bigint = $2 AND pid = $3`,
+			key>>32, key&0xffffffff, int32(s.pid.Load()))
+	}
+	testdb.Eventually(t, 20*time.Second, "the leader lock held on the direct session", func() bool { return s.IsLeader() && held() == 1 })
+	s.Stop()
+	testdb.Eventually(t, 20*time.Second, "the leader lock gone with the scheduler", func() bool { return held() == 0 })
+}
