@@ -3,8 +3,6 @@ package queues
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -100,7 +98,8 @@ func TestJobsRunOnceThroughTransactionPooler(t *testing.T) {
 		byWorker[e.Worker]++
 	}
 	require.Len(t, byWorker, 2, "both workers ran jobs: %v", byWorker)
-	require.Zero(t, testdb.Count(t, direct, "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'console-worker job=%'"),
+	require.Zero(t, testdb.Count(t, direct, `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name LIKE 'console-worker job=%'`),
 		"a server session kept a job's tag after the job")
 }
 
@@ -116,22 +115,7 @@ func TestSchedulerTicksOnceThroughTransactionPooler(t *testing.T) {
 	dbURL := testdb.URL(t)
 	through := testdb.PgBouncer(t, dbURL)
 	direct := testdb.Pool(t, dbURL)
-	_, err := direct.Exec(ctx, `
-		CREATE TABLE test_enqueue_log (
-			dedupe_key text NOT NULL,
-			app        text NOT NULL,
-			at         timestamptz NOT NULL DEFAULT clock_timestamp());
-		CREATE FUNCTION test_log_enqueue() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN
-			INSERT INTO test_enqueue_log (dedupe_key, app)
-			VALUES (NEW.dedupe_key, current_setting('application_name'));
-			RETURN NEW;
-		END $$;
-		CREATE TRIGGER test_log_enqueue BEFORE INSERT ON jobs
-			FOR EACH ROW EXECUTE FUNCTION test_log_enqueue()`)
-	require.NoError(t, err)
-	_, err = ScheduleCreate(ctx, direct, ScheduleParams{Name: "every-second", Spec: "@every 1s", Kind: "noop", Queue: "ticks"})
-	require.NoError(t, err)
+	everySecondLogged(t, direct)
 
 	var scheds []*Scheduler
 	for _, app := range []string{"sched-a", "sched-b"} {
@@ -148,31 +132,11 @@ func TestSchedulerTicksOnceThroughTransactionPooler(t *testing.T) {
 		s.Stop()
 	}
 
-	type logged struct {
-		Key  string `db:"dedupe_key"`
-		Apps string `db:"apps"`
-		N    int    `db:"n"`
-	}
-	rows, err := direct.Query(ctx, `SELECT dedupe_key, string_agg(app, ',' ORDER BY at) AS apps, count(*)::int AS n
-		FROM test_enqueue_log GROUP BY dedupe_key ORDER BY dedupe_key`)
-	require.NoError(t, err)
-	log, err := pgx.CollectRows(rows, pgx.RowToStructByName[logged])
-	require.NoError(t, err)
-	var times []time.Time
-	for _, l := range log {
-		require.Equal(t, 1, l.N, "tick %s enqueued %d times (by %s)", l.Key, l.N, l.Apps)
-		ts, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(l.Key, "schedule:every-second:"))
-		require.NoError(t, err)
-		times = append(times, ts)
-	}
-	require.Equal(t, len(log), testdb.Count(t, direct, "SELECT count(*) FROM jobs WHERE queue = 'ticks'"), "every logged enqueue is a job")
-	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
-	for i := 1; i < len(times); i++ {
-		require.Equal(t, time.Second, times[i].Sub(times[i-1]), "gap or overlap between ticks %s and %s", times[i-1], times[i])
-	}
+	ticksOnce(t, direct)
 	key := int64(0x7363686564756c65)
 	require.Zero(t, testdb.Count(t, direct, `SELECT count(*) FROM pg_locks
-		WHERE locktype = 'advisory' AND classid::bigint = $1 AND objid::bigint = $2`, key>>32, key&0xffffffff),
+		WHERE locktype = 'advisory' AND classid::bigint = $1 AND objid::bigint = $2
+		  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, key>>32, key&0xffffffff),
 		"the scheduler's advisory lock outlived the schedulers on a pooled server session")
 }
 
