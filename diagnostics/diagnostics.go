@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgconsole/console/internal/ownpid"
+	"github.com/pgconsole/console/queues"
 )
 
 // ApplicationName is the application_name of the diagnostics pool; activity
@@ -39,6 +40,13 @@ type Config struct {
 	MaxConns int32
 	// StandbyURLs are standbys to read receiver and replay state from.
 	StandbyURLs []string
+	// TransactionPooler says the URL given to Open goes through a pooler
+	// in transaction mode (PgBouncer pool_mode=transaction): its
+	// connections then send only what the pooler accepts at connect and
+	// use no server-side prepared statement (queues.ForTransactionPooler).
+	// Every check runs in a transaction of its own with SET LOCAL
+	// settings, so each works there. Standby URLs are taken as direct.
+	TransactionPooler bool
 	// Thresholds for Findings; nil means DefaultThresholds().
 	Thresholds *Thresholds
 	// Budget bounds one Findings round; default 5s.
@@ -134,11 +142,11 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 	// and these are what the console diagnoses the storm with.
 	own := &ownpid.Set{}
 	queries := max(cfg.MaxConns-1, 1)
-	pool, err := newPool(url, queries, queries, own)
+	pool, err := newPool(url, queries, queries, own, cfg.TransactionPooler)
 	if err != nil {
 		return nil, fmt.Errorf("diagnostics pool: %w", err)
 	}
-	watch, err := newPool(url, 1, 1, own)
+	watch, err := newPool(url, 1, 1, own, cfg.TransactionPooler)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("diagnostics pool: %w", err)
@@ -153,7 +161,7 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 	}
 	for _, u := range cfg.StandbyURLs {
 		sown := &ownpid.Set{}
-		sp, err := newPool(u, 2, 0, sown)
+		sp, err := newPool(u, 2, 0, sown, false)
 		if err != nil {
 			d.Close()
 			return nil, fmt.Errorf("standby pool %s: %w", standbyName(u, d.standbys), err)
@@ -164,11 +172,12 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 }
 
 // newPool returns a pool of diagnostics connections whose backend pids are
-// kept in own while they are open. The pool keeps floor connections open
-// from the start and never recycles them by age (a recycled connection may
-// not come back while the server is full); above the floor, idle
-// connections close after a minute.
-func newPool(url string, maxConns, floor int32, own *ownpid.Set) (*pgxpool.Pool, error) {
+// kept in own while they are open; pooled says url goes through a
+// transaction pooler. The pool keeps floor connections open from the start
+// and never recycles them by age (a recycled connection may not come back
+// while the server is full); above the floor, idle connections close after
+// a minute.
+func newPool(url string, maxConns, floor int32, own *ownpid.Set, pooled bool) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, err
@@ -181,6 +190,9 @@ func newPool(url string, maxConns, floor int32, own *ownpid.Set) (*pgxpool.Pool,
 		pc.MaxConnLifetime = 7 * 24 * time.Hour
 	}
 	pc.ConnConfig.RuntimeParams["application_name"] = ApplicationName
+	if pooled {
+		queues.ForTransactionPooler(pc.ConnConfig)
+	}
 	if pc.ConnConfig.ConnectTimeout == 0 || pc.ConnConfig.ConnectTimeout > 5*time.Second {
 		pc.ConnConfig.ConnectTimeout = 5 * time.Second
 	}

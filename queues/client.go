@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -96,6 +97,19 @@ type ClientConfig struct {
 	// DisableListen turns off LISTEN (for poolers in transaction mode,
 	// where LISTEN does not work); wake-ups then come from polling only.
 	DisableListen bool
+	// TransactionPooler says the pool reaches PostgreSQL through a pooler
+	// in transaction mode (PgBouncer pool_mode=transaction; build the pool
+	// with ForTransactionPooler): JobConn's connection is then a
+	// transaction tagged with SET LOCAL, and without SessionConnConfig
+	// LISTEN is off (as with DisableListen) and the worker records no
+	// session, so a dead worker's jobs come back when their leases expire
+	// instead of at once.
+	TransactionPooler bool
+	// SessionConnConfig, when set, is the connection of the LISTEN session
+	// instead of the pool's: a direct connection to PostgreSQL beside a
+	// pool behind a transaction pooler. That session also proves the
+	// worker alive (see WorkerDeadFind). nil: the pool's settings.
+	SessionConnConfig *pgx.ConnConfig
 	// ShutdownGrace is how long Stop waits for handlers to return after
 	// their contexts were cancelled at the drain deadline (default 5s).
 	ShutdownGrace time.Duration
@@ -267,6 +281,12 @@ func NewClient(pool *pgxpool.Pool, cfg ClientConfig) (*Client, error) {
 	return c, nil
 }
 
+// listens reports whether the client keeps a LISTEN session: not when
+// disabled, nor behind a transaction pooler without a direct session.
+func (c *Client) listens() bool {
+	return !c.cfg.DisableListen && (!c.cfg.TransactionPooler || c.cfg.SessionConnConfig != nil)
+}
+
 // ID returns the client's worker id (its lease_owner).
 func (c *Client) ID() string { return c.cfg.ID }
 
@@ -362,7 +382,7 @@ func (c *Client) Start(ctx context.Context) error {
 		defer c.loops.Done()
 		c.maintenanceLoop(c.claimCtx)
 	}()
-	if !c.cfg.DisableListen {
+	if c.listens() {
 		c.loops.Add(1)
 		go func() {
 			defer c.loops.Done()

@@ -247,6 +247,21 @@
 //	FROM pg_stat_activity
 //	WHERE application_name = 'console-worker job=' || $1
 //
+// # Behind a transaction pooler
+//
+// A pool that reaches PostgreSQL through a pooler in transaction mode
+// (PgBouncer pool_mode=transaction) is built with ForTransactionPooler,
+// and ClientConfig.TransactionPooler and SchedulerConfig.TransactionPooler
+// say so. No session outlives a transaction there, so what needs one
+// changes: JobConn's connection is a transaction, committed when the
+// handler returns nil, whose tag is SET LOCAL; LISTEN, and with it the
+// worker's recorded session, takes SessionConnConfig, a direct connection
+// (without one, wake-ups poll and a dead worker's jobs wait for their
+// leases); the scheduler keeps a leader on SessionConnConfig, or without
+// one elects it per tick with a transaction-level lock. Settings the pool
+// cannot send at connect (default_transaction_isolation) belong to the
+// role: RequireReadCommitted still checks them.
+//
 // # Outbox
 //
 // EnqueueEventTx writes an event in the caller's transaction; a Relay

@@ -99,7 +99,7 @@ func (c *Client) prepareJobs(q *queueRunner, jobs []Job) []*jobContext {
 		job := &jobs[i]
 		ctx, cancel := context.WithCancelCause(context.Background()) // cancelled by cancelRunning
 		jc := &jobContext{Context: ctx, job: job, cancel: cancel}
-		jc.session.pool, jc.session.jobID = c.pool, job.ID
+		jc.session.pool, jc.session.jobID, jc.session.pooled = c.pool, job.ID, c.cfg.TransactionPooler
 		jc.slot = c.running.add(runningJob{id: job.ID, generation: job.LeaseGeneration, cancel: cancel})
 		prepared[i] = jc
 	}
@@ -185,7 +185,7 @@ func (c *Client) runJob(jc *jobContext, q *queueRunner) bool {
 	}
 	end := c.clock()
 	q.m.runSeconds.Observe((end - start).Seconds())
-	session.release()
+	session.release(err == nil && ctx.Err() == nil)
 	// The slot is free as soon as the handler returns; the outcome write
 	// below is bounded separately (queueRunner.writing), and the job stays
 	// leased (and heartbeated) until it is written.

@@ -68,6 +68,10 @@ type RelayConfig struct {
 	// DisableListen turns off LISTEN (behind a pooler in transaction mode,
 	// where LISTEN does not work); wake-ups then come from polling only.
 	DisableListen bool
+	// SessionConnConfig, when set, is the connection of the LISTEN session
+	// instead of the pool's: a direct connection to PostgreSQL beside a
+	// pool behind a transaction pooler. nil: the pool's settings.
+	SessionConnConfig *pgx.ConnConfig
 	// Registerer receives the relay metrics; nil keeps them private.
 	Registerer prometheus.Registerer
 	// Logger receives operational logs; nil discards them.
@@ -260,7 +264,7 @@ func (r *Relay) listen(ctx context.Context) {
 }
 
 func (r *Relay) listenOnce(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, sessionConfig(r.pool))
+	conn, err := pgx.ConnectConfig(ctx, sessionConfig(r.pool, r.cfg.SessionConnConfig))
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}

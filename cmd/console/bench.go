@@ -210,7 +210,7 @@ func benchPool(ctx context.Context, database string, size int) (*pgxpool.Pool, e
 	if err != nil {
 		return nil, connectError(database, err)
 	}
-	if _, err := ensureSchema(ctx, pool, true); err != nil {
+	if _, err := ensureSchema(ctx, pool, true, poolerConfig{}); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -293,7 +293,7 @@ func benchConsole(ctx context.Context, database string) (c *bench.Console, stop 
 			stop()
 		}
 	}()
-	pool, err := openPool(ctx, database, "console", 10, nil)
+	pool, err := openPool(ctx, database, "console", 10, nil, poolerConfig{})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -39,6 +39,88 @@ type serveConfig struct {
 	// HistoryInterval is how often the sampler samples and the flight
 	// recorder records (--history-interval, default 10s).
 	HistoryInterval time.Duration
+	// Pooler says whether DATABASE_URL goes through a transaction pooler.
+	Pooler poolerConfig
+}
+
+// The poolers the console can run behind (--pooler, CONSOLE_POOLER).
+const (
+	poolerNone        = "none"        // DATABASE_URL reaches PostgreSQL itself
+	poolerTransaction = "transaction" // a pooler in transaction mode (PgBouncer pool_mode=transaction)
+)
+
+// poolerConfig says how the console's connections reach PostgreSQL. A
+// pooler in transaction mode cannot be detected from the client side (it
+// answers as PostgreSQL does, and PgBouncer's SHOW commands are for its
+// admin console only), so it is declared.
+type poolerConfig struct {
+	// Mode is poolerNone or poolerTransaction.
+	Mode string
+	// DirectURL reaches PostgreSQL itself, beside a transaction pooler, for
+	// what needs a session that outlives a transaction: LISTEN, the
+	// scheduler's lasting leader lock, the worker's proof of life and
+	// migrations. Empty: wake-ups come from polling, the scheduler is
+	// elected per tick, and migrations are refused through the pooler.
+	DirectURL string
+}
+
+// transaction reports whether the console runs behind a transaction pooler.
+func (p poolerConfig) transaction() bool { return p.Mode == poolerTransaction }
+
+// poolerFlags declares --pooler and --direct-url on fs, and their variables
+// CONSOLE_POOLER and CONSOLE_DIRECT_DATABASE_URL in fe; check the result
+// after parsing.
+func poolerFlags(fs *flag.FlagSet, fe flagEnv) *poolerConfig {
+	p := &poolerConfig{}
+	fe["pooler"], fe["direct-url"] = "CONSOLE_POOLER", "CONSOLE_DIRECT_DATABASE_URL"
+	fs.StringVar(&p.Mode, "pooler", poolerNone, "none, or transaction behind a pooler in transaction mode (PgBouncer)")
+	fs.StringVar(&p.DirectURL, "direct-url", "", "PostgreSQL itself, beside a transaction pooler, for LISTEN and the scheduler's leader session")
+	return p
+}
+
+// envPooler is the pooler configuration of the subcommands that take it
+// from the environment only (CONSOLE_POOLER, CONSOLE_DIRECT_DATABASE_URL).
+func envPooler(getenv env) (poolerConfig, error) {
+	p := poolerConfig{Mode: getenv("CONSOLE_POOLER"), DirectURL: getenv("CONSOLE_DIRECT_DATABASE_URL")}
+	if p.Mode == "" {
+		p.Mode = poolerNone
+	}
+	return p, p.check()
+}
+
+// check refuses a mode the console does not know and a direct URL that
+// has nothing to do.
+func (p poolerConfig) check() error {
+	switch p.Mode {
+	case poolerNone:
+		if p.DirectURL != "" {
+			return usageError{"--direct-url (CONSOLE_DIRECT_DATABASE_URL) is for --pooler transaction only: without a pooler, DATABASE_URL already reaches PostgreSQL; remove it or add --pooler transaction"}
+		}
+	case poolerTransaction:
+		if p.DirectURL != "" {
+			if _, err := checkURL("CONSOLE_DIRECT_DATABASE_URL", p.DirectURL); err != nil {
+				return err
+			}
+		}
+	default:
+		return usageError{fmt.Sprintf("--pooler %q (CONSOLE_POOLER): use none (DATABASE_URL reaches PostgreSQL) or transaction (a pooler in transaction mode, such as PgBouncer with pool_mode=transaction)", p.Mode)}
+	}
+	return nil
+}
+
+// migrationURL is the URL migrations run on: DATABASE_URL, or behind a
+// transaction pooler the direct URL, since migrations hold a session
+// advisory lock the pooler would leave on a server session it lends to
+// others. Behind a pooler without a direct URL it is an error.
+func (p poolerConfig) migrationURL(databaseURL string) (string, error) {
+	if !p.transaction() {
+		return databaseURL, nil
+	}
+	if p.DirectURL == "" {
+		return "", usageError{"migrations cannot run through a transaction pooler (they hold a session advisory lock): " +
+			"set CONSOLE_DIRECT_DATABASE_URL (or --direct-url) to PostgreSQL itself, or run `console migrate up` with DATABASE_URL pointing at PostgreSQL"}
+	}
+	return p.DirectURL, nil
 }
 
 // flagSet returns a FlagSet that reports errors instead of exiting.
@@ -87,12 +169,17 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	var thresholds thresholdFlags
 	fs.Var(&thresholds, "threshold", "CODE=VALUE")
 	c.Relay = relayFlags(fs, fe)
+	pooler := poolerFlags(fs, fe)
 	if err := parseFlags(fs, args); err != nil {
 		return c, err
 	}
 	if err := fe.apply(fs, getenv); err != nil {
 		return c, err
 	}
+	if err := pooler.check(); err != nil {
+		return c, err
+	}
+	c.Pooler = *pooler
 	th, err := parseThresholds(getenv, thresholds)
 	if err != nil {
 		return c, err
@@ -124,6 +211,15 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	}
 	if u == "" && required {
 		return c, fmt.Errorf("DATABASE_URL is required here (CONSOLE_REQUIRE_DATABASE_URL is set, as in the container image, which has no embedded PostgreSQL); set DATABASE_URL or DATABASE_URL_FILE")
+	}
+	if c.Pooler.transaction() {
+		if u == "" {
+			return c, usageError{"--pooler transaction needs DATABASE_URL pointing at the pooler; the embedded PostgreSQL has none"}
+		}
+		if c.Migrate && c.Pooler.DirectURL == "" {
+			_, err := c.Pooler.migrationURL(u)
+			return c, err
+		}
 	}
 	c.StandbyURLs = splitList(getenv("STANDBY_URLS"))
 	for _, s := range c.StandbyURLs {
@@ -270,6 +366,12 @@ func (c serveConfig) print(w io.Writer) {
 	}
 	if c.SignalAnyDatabase {
 		fmt.Fprint(w, " signal-any-database=true")
+	}
+	if c.Pooler.transaction() {
+		fmt.Fprintf(w, " pooler=%s", c.Pooler.Mode)
+		if c.Pooler.DirectURL != "" {
+			fmt.Fprintf(w, " direct-url=%s", redact(c.Pooler.DirectURL))
+		}
 	}
 	fmt.Fprintln(w)
 }

@@ -13,12 +13,15 @@ import (
 
 	"github.com/pgconsole/console/internal/ownpid"
 	"github.com/pgconsole/console/migrations"
+	"github.com/pgconsole/console/queues"
 )
 
 // openPool connects to the database, turning the usual failures into one line
 // that says what is wrong and what to do. A non-nil own gets the pids of the
-// pool's connections.
-func openPool(ctx context.Context, raw, appName string, maxConns int32, own *ownpid.Set) (*pgxpool.Pool, error) {
+// pool's connections. Behind a transaction pooler the connections send only
+// what the pooler accepts at connect and use no server-side prepared
+// statement (queues.ForTransactionPooler).
+func openPool(ctx context.Context, raw, appName string, maxConns int32, own *ownpid.Set, pooler poolerConfig) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL cannot be parsed (%s); expected postgres://user:password@host:5432/dbname",
@@ -34,6 +37,13 @@ func openPool(ctx context.Context, raw, appName string, maxConns int32, own *own
 	// for READ COMMITTED (see queues.RequireReadCommitted): a stricter
 	// default of the server, database or role must not reach them.
 	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
+	if pooler.transaction() {
+		// Neither setting passes a transaction pooler: the diagnostics
+		// turn JIT off with SET LOCAL in their own transactions, the
+		// engine checks the isolation when it starts, and the README
+		// asks for both on the console's role (ALTER ROLE ... SET).
+		queues.ForTransactionPooler(cfg.ConnConfig)
+	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
@@ -81,6 +91,9 @@ func connectSentence(raw string, err error) error {
 		case "3D000":
 			return fmt.Errorf("the database at %s does not exist (%s): create it or fix the database name in DATABASE_URL", where, pgErr.Message)
 		}
+		if strings.HasPrefix(pgErr.Message, "unsupported startup parameter") {
+			return fmt.Errorf("cannot connect to %s: %s: DATABASE_URL looks like a pooler (PgBouncer); start with --pooler transaction (CONSOLE_POOLER=transaction) when it pools transactions, or point DATABASE_URL at PostgreSQL", where, pgErr.Message)
+		}
 		return fmt.Errorf("cannot connect to %s: %s (SQLSTATE %s)", where, pgErr.Message, pgErr.Code)
 	}
 	msg := redactErr(err, raw)
@@ -95,9 +108,30 @@ func connectSentence(raw string, err error) error {
 	return fmt.Errorf("cannot connect to %s: %s", where, msg)
 }
 
+// attachWith is attach behind the pooler a command's flags named.
+func attachWith(ctx context.Context, getenv env, appName string, pooler poolerConfig) (*pgxpool.Pool, error) {
+	raw, err := requiredDatabaseURL(getenv, "this command needs DATABASE_URL (or DATABASE_URL_FILE); `console serve` prints the embedded server's URL at start")
+	if err != nil {
+		return nil, err
+	}
+	pool, err := openPool(ctx, raw, appName, 4, nil, pooler)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ensureSchema(ctx, pool, false, pooler); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
 // ensureSchema applies migrations when allowed, or refuses an old schema with
-// the command that fixes it.
-func ensureSchema(ctx context.Context, pool *pgxpool.Pool, migrate bool) (migrations.Status, error) {
+// the command that fixes it. Behind a transaction pooler migrations run on
+// the direct URL (see poolerConfig.migrationURL).
+func ensureSchema(ctx context.Context, pool *pgxpool.Pool, migrate bool, pooler poolerConfig) (migrations.Status, error) {
+	if migrate && pooler.transaction() {
+		return migrateDirect(ctx, pooler)
+	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return migrations.Status{}, err
@@ -115,6 +149,26 @@ func ensureSchema(ctx context.Context, pool *pgxpool.Pool, migrate bool) (migrat
 		return st, fmt.Errorf("%w; upgrade this console binary", err)
 	}
 	return st, err
+}
+
+// migrateDirect applies pending migrations on a session of the direct URL,
+// beside a transaction pooler.
+func migrateDirect(ctx context.Context, pooler poolerConfig) (migrations.Status, error) {
+	raw, err := pooler.migrationURL("")
+	if err != nil {
+		return migrations.Status{}, err
+	}
+	pool, err := openPool(ctx, raw, "console-migrate", 1, nil, poolerConfig{})
+	if err != nil {
+		return migrations.Status{}, fmt.Errorf("the direct URL (CONSOLE_DIRECT_DATABASE_URL): %w", err)
+	}
+	defer pool.Close()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return migrations.Status{}, err
+	}
+	defer conn.Release()
+	return migrations.Up(ctx, conn.Conn())
 }
 
 // ensureDatabase creates a database on the embedded server if it is missing.

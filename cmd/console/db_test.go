@@ -16,7 +16,7 @@ func TestOpenPoolIsReadCommitted(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	testdb.SetDatabaseDefault(t, url, "default_transaction_isolation", "serializable")
-	pool, err := openPool(ctx, url, "console-test", 2, nil)
+	pool, err := openPool(ctx, url, "console-test", 2, nil, poolerConfig{})
 	require.NoError(t, err)
 	defer pool.Close()
 	var level string

@@ -117,7 +117,11 @@ func runDemo(ctx context.Context, args []string, getenv env, stdout, stderr io.W
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
-	pool, err := attach(ctx, getenv, "console-demo")
+	pooler, err := envPooler(getenv)
+	if err != nil {
+		return err
+	}
+	pool, err := attachWith(ctx, getenv, "console-demo", pooler)
 	if err != nil {
 		return err
 	}
@@ -131,7 +135,7 @@ func runDemo(ctx context.Context, args []string, getenv env, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	e, err := startEngine(ctx, raw, engineConfig{Queues: demoQueues, Concurrency: 4, AllowSQL: true, Scheduler: true, Relay: pub},
+	e, err := startEngine(ctx, raw, engineConfig{Queues: demoQueues, Concurrency: 4, AllowSQL: true, Scheduler: true, Relay: pub, Pooler: pooler},
 		prometheus.NewRegistry(), logger)
 	if err != nil {
 		return err

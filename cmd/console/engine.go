@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -36,6 +37,9 @@ type engineConfig struct {
 	Drain time.Duration
 	// Own, when set, gets the pids of the engine's connections.
 	Own *ownpid.Set
+	// Pooler says whether the database URL goes through a transaction
+	// pooler, and the direct URL for the sessions that need one.
+	Pooler poolerConfig
 }
 
 // defaultDrain is how long a stopping engine lets running jobs finish.
@@ -64,6 +68,18 @@ func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg promet
 		return nil, err
 	}
 	pcfg.MaxConns = int32(len(cfg.Queues) + cfg.Concurrency*len(cfg.Queues)/2 + 6)
+	pooled := cfg.Pooler.transaction()
+	var session *pgx.ConnConfig // LISTEN and the scheduler leader's: the pool's when nil
+	if pooled {
+		queues.ForTransactionPooler(pcfg.ConnConfig)
+		if cfg.Pooler.DirectURL != "" {
+			dcfg, err := queues.PoolConfig(cfg.Pooler.DirectURL)
+			if err != nil {
+				return nil, fmt.Errorf("CONSOLE_DIRECT_DATABASE_URL: %w", err)
+			}
+			session = dcfg.ConnConfig
+		}
+	}
 	if cfg.Own != nil {
 		cfg.Own.Track(pcfg)
 	}
@@ -81,7 +97,7 @@ func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg promet
 		qc[q] = queues.QueueConfig{Concurrency: cfg.Concurrency, Timeout: 5 * time.Minute}
 	}
 	e.client, err = queues.NewClient(pool, queues.ClientConfig{Queues: qc, Version: version, Registerer: reg, Logger: logger,
-		LeaseDuration: cfg.Lease, PollInterval: cfg.Poll})
+		LeaseDuration: cfg.Lease, PollInterval: cfg.Poll, TransactionPooler: pooled, SessionConnConfig: session})
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -94,7 +110,8 @@ func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg promet
 		return nil, fmt.Errorf("start workers: %w", err)
 	}
 	if cfg.Scheduler {
-		e.scheduler, err = queues.NewScheduler(pool, queues.SchedulerConfig{Registerer: reg, Logger: logger})
+		e.scheduler, err = queues.NewScheduler(pool, queues.SchedulerConfig{Registerer: reg, Logger: logger,
+			TransactionPooler: pooled, SessionConnConfig: session})
 		if err == nil {
 			err = e.scheduler.Start(ctx)
 		}
@@ -108,7 +125,8 @@ func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg promet
 		}
 	}
 	if cfg.Relay != nil {
-		e.relay, err = queues.NewRelay(pool, queues.RelayConfig{Publisher: cfg.Relay, Registerer: reg, Logger: logger})
+		e.relay, err = queues.NewRelay(pool, queues.RelayConfig{Publisher: cfg.Relay, Registerer: reg, Logger: logger,
+			DisableListen: pooled && session == nil, SessionConnConfig: session})
 		if err == nil {
 			err = e.relay.Start(ctx)
 		}
@@ -159,10 +177,14 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 	poll := fs.Duration("poll", time.Second, "poll interval: how soon settings changes and new jobs are seen")
 	drain := fs.Duration("drain", defaultDrain,
 		"on SIGTERM, how long running jobs may finish before they are released to run again elsewhere")
+	pooler := poolerFlags(fs, fe)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := fe.apply(fs, getenv); err != nil {
+		return err
+	}
+	if err := pooler.check(); err != nil {
 		return err
 	}
 	if *lease < time.Second || *poll < 10*time.Millisecond || *poll > time.Minute {
@@ -183,7 +205,7 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
-	check, err := attach(ctx, getenv, "console-cli")
+	check, err := attachWith(ctx, getenv, "console-cli", *pooler)
 	if err != nil {
 		return stoppedStarting(ctx, stdout, err, workerStopped)
 	}
@@ -211,7 +233,7 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 		fmt.Fprintf(stdout, "engine metrics on http://%s/metrics\n", ln.Addr())
 	}
 	e, err := startEngine(ctx, raw, engineConfig{Queues: qs, Concurrency: *concurrency, AllowSQL: *allowSQL, Scheduler: true, Relay: pub,
-		Lease: *lease, Poll: *poll, Drain: *drain}, reg, logger)
+		Lease: *lease, Poll: *poll, Drain: *drain, Pooler: *pooler}, reg, logger)
 	if err != nil {
 		return stoppedStarting(ctx, stdout, err, workerStopped)
 	}

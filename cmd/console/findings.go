@@ -49,13 +49,18 @@ func runFindings(ctx context.Context, args []string, getenv env, stdout io.Write
 	if err != nil {
 		return err
 	}
+	pooler, err := envPooler(getenv)
+	if err != nil {
+		return err
+	}
 	// Check the connection first for a clear message.
-	pool, err := openPool(ctx, raw, "console-cli", 1, nil)
+	pool, err := openPool(ctx, raw, "console-cli", 1, nil, pooler)
 	if err != nil {
 		return err
 	}
 	pool.Close()
-	d, err := diagnostics.Open(ctx, raw, diagnostics.Config{Thresholds: &th, StandbyURLs: splitList(getenv("STANDBY_URLS"))})
+	d, err := diagnostics.Open(ctx, raw, diagnostics.Config{Thresholds: &th, StandbyURLs: splitList(getenv("STANDBY_URLS")),
+		TransactionPooler: pooler.transaction()})
 	if err != nil {
 		return err
 	}

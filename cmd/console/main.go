@@ -189,6 +189,13 @@ Serve flags (each has an environment fallback):
   --threshold CODE=VALUE  override a finding's threshold, repeatable (CONSOLE_THRESHOLDS, comma
                         list), e.g. tx.long_running=30s, table.dead_tuples=100000,
                         replication.slot_retention=64MB
+  --pooler MODE         none, or transaction when DATABASE_URL is a pooler in transaction mode
+                        (PgBouncer pool_mode=transaction) (CONSOLE_POOLER; the other commands
+                        read CONSOLE_POOLER); worker takes it too
+  --direct-url URL      beside --pooler transaction, PostgreSQL itself for LISTEN, the
+                        scheduler's leader session and migrations; without it wake-ups poll,
+                        the scheduler is elected per tick and --migrate is refused
+                        (CONSOLE_DIRECT_DATABASE_URL); worker takes it too
 
 Database:
   DATABASE_URL          PostgreSQL connection URL to attach to

@@ -34,7 +34,18 @@ func runMigrate(ctx context.Context, args []string, getenv env, stdout io.Writer
 	if err != nil {
 		return err
 	}
-	pool, err := openPool(ctx, raw, "console-migrate", 2, nil)
+	pooler, err := envPooler(getenv)
+	if err != nil {
+		return err
+	}
+	if sub == "up" && pooler.transaction() {
+		// Migrations take the direct URL: see migrationURL.
+		if raw, err = pooler.migrationURL(raw); err != nil {
+			return err
+		}
+		pooler = poolerConfig{}
+	}
+	pool, err := openPool(ctx, raw, "console-migrate", 2, nil, pooler)
 	if err != nil {
 		return err
 	}

@@ -29,21 +29,14 @@ import (
 const embeddedDatabase = "console"
 
 // attach opens the DATABASE_URL pool for the command-line subcommands and
-// checks the schema is current.
+// checks the schema is current; CONSOLE_POOLER says whether DATABASE_URL
+// goes through a transaction pooler.
 func attach(ctx context.Context, getenv env, appName string) (*pgxpool.Pool, error) {
-	raw, err := requiredDatabaseURL(getenv, "this command needs DATABASE_URL (or DATABASE_URL_FILE); `console serve` prints the embedded server's URL at start")
+	pooler, err := envPooler(getenv)
 	if err != nil {
 		return nil, err
 	}
-	pool, err := openPool(ctx, raw, appName, 4, nil)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := ensureSchema(ctx, pool, false); err != nil {
-		pool.Close()
-		return nil, err
-	}
-	return pool, nil
+	return attachWith(ctx, getenv, appName, pooler)
 }
 
 func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) (err error) {
@@ -118,13 +111,13 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	// through RunnerConfig.Diagnostics.
 	own := &ownpid.Set{}
 	gate.step("connecting to the database at " + target(dbURL))
-	pool, err := connectPatiently(ctx, dbURL, "console", 10, own, gate, stdout)
+	pool, err := connectPatiently(ctx, dbURL, "console", 10, own, cfg.Pooler, gate, stdout)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 	gate.step("checking the schema and starting the diagnostics")
-	st, err := ensureSchema(ctx, pool, embedded || cfg.Migrate)
+	st, err := ensureSchema(ctx, pool, embedded || cfg.Migrate, cfg.Pooler)
 	if err != nil {
 		return err
 	}
@@ -135,7 +128,8 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return err
 	}
 
-	diag, err := diagnostics.Open(ctx, dbURL, diagnostics.Config{StandbyURLs: cfg.StandbyURLs, Thresholds: &cfg.Thresholds})
+	diag, err := diagnostics.Open(ctx, dbURL, diagnostics.Config{StandbyURLs: cfg.StandbyURLs, Thresholds: &cfg.Thresholds,
+		TransactionPooler: cfg.Pooler.transaction()})
 	if err != nil {
 		return fmt.Errorf("open the diagnostics pool: %w", err)
 	}
@@ -172,7 +166,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return err
 	}
 	defer closePub()
-	ecfg := engineConfig{Scheduler: true, Relay: pub, Own: own}
+	ecfg := engineConfig{Scheduler: true, Relay: pub, Own: own, Pooler: cfg.Pooler}
 	if embedded {
 		ecfg = engineConfig{Queues: demoQueues, Concurrency: 4, AllowSQL: true, Scheduler: true, Relay: pub, Own: own}
 		if pub == nil {

@@ -80,11 +80,11 @@ var connectWait = [2]time.Duration{time.Second, 15 * time.Second}
 // lets it in, and meanwhile the gate's page says why it waits. A refusal
 // that does not pass by itself (a wrong password, a missing database)
 // fails at once. Each new reason is printed once to stdout.
-func connectPatiently(ctx context.Context, raw, appName string, maxConns int32, own *ownpid.Set, gate *startGate, stdout io.Writer) (*pgxpool.Pool, error) {
+func connectPatiently(ctx context.Context, raw, appName string, maxConns int32, own *ownpid.Set, pooler poolerConfig, gate *startGate, stdout io.Writer) (*pgxpool.Pool, error) {
 	wait := connectWait[0]
 	said := ""
 	for {
-		pool, err := openPool(ctx, raw, appName, maxConns, own)
+		pool, err := openPool(ctx, raw, appName, maxConns, own, pooler)
 		if err == nil || !refusalPasses(err) || ctx.Err() != nil {
 			return pool, err
 		}
@@ -110,11 +110,12 @@ func connectPatiently(ctx context.Context, raw, appName string, maxConns int32, 
 func refusalPasses(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		switch pgErr.Code[:2] {
-		case "53", "08": // insufficient resources (53300 too many connections), connection exceptions
+		switch pgErr.Code {
+		case "08000", "08001", "08003", "08006", // connection exceptions; not 08P01, a protocol the server refuses (a pooler's "unsupported startup parameter")
+			"57P03", "57P01": // cannot connect now (starting up), admin shutdown
 			return true
 		}
-		return pgErr.Code == "57P03" || pgErr.Code == "57P01" // cannot connect now (starting), admin shutdown
+		return pgErr.Code[:2] == "53" // insufficient resources: 53300 too many connections
 	}
 	var netErr net.Error
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||

@@ -217,6 +217,7 @@ func TestRefusalPasses(t *testing.T) {
 		{"StartingUp", &pgconn.PgError{Code: "57P03"}, true},
 		{"AdminShutdown", &pgconn.PgError{Code: "57P01"}, true},
 		{"ConnectionFailure", &pgconn.PgError{Code: "08006"}, true},
+		{"PoolerRefusesAStartupParameter", &pgconn.PgError{Code: "08P01"}, false},
 		{"WrongPassword", &pgconn.PgError{Code: "28P01"}, false},
 		{"NoSuchDatabase", &pgconn.PgError{Code: "3D000"}, false},
 		{"ConnectionRefused", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, true},
