@@ -1,6 +1,11 @@
 package diagnostics
 
-import "context"
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+)
 
 // PanelResult is a Result with its rows untyped, for code that walks the
 // whole catalog (capturing evidence, the catalog test).
@@ -34,13 +39,76 @@ func (d *Diagnostics) RunCatalog(ctx context.Context) []PanelResult {
 	return out
 }
 
-// Panel runs one query of the catalog by name, for pages that load each
-// panel on its own. standby_status merges the rows of every configured
-// standby (and reports the first failure). ok is false for an unknown name.
+// Panel returns the latest result of one catalog check by name, shared by
+// every caller: the query runs at most once per Config.PanelMaxAge however
+// many people watch the panel (callers that arrive while it runs wait for
+// it), and Result.At says how old what is served is. The blocking tree is
+// the shared findings round's (LatestRound), which the overview and the
+// findings already pay for. standby_status merges the rows of every
+// configured standby (and reports the first failure). ok is false for an
+// unknown name.
 func (d *Diagnostics) Panel(ctx context.Context, name string) (PanelResult, bool) {
-	c, ok := CheckNamed(name)
+	c, ok := d.panels[name]
 	if !ok {
 		return PanelResult{}, false
 	}
-	return c.panel(d, ctx), true
+	r, err := c.Get(ctx, 0)
+	if err != nil { // ctx ended while the shared query ran; it goes on for the next caller
+		return PanelResult{Name: name, SQL: d.SQL(name), Err: err, TimedOut: true, At: d.now()}, true
+	}
+	return r, true
+}
+
+// panelLoadTimeout bounds one shared panel load, which runs detached from
+// the callers that wait for it.
+const panelLoadTimeout = 15 * time.Second
+
+// newPanelCaches makes the shared result of every check of the catalog.
+func (d *Diagnostics) newPanelCaches() map[string]*Cache[PanelResult] {
+	out := make(map[string]*Cache[PanelResult], len(checks))
+	for _, c := range checks {
+		load := func(ctx context.Context) (PanelResult, error) {
+			ctx, cancel := context.WithTimeout(ctx, panelLoadTimeout)
+			defer cancel()
+			start := d.now()
+			r := c.panel(d, ctx)
+			if r.At.IsZero() {
+				r.At = start
+			}
+			return r, nil
+		}
+		if c.Name == CheckBlockingTree {
+			load = d.treeFromRound
+		}
+		out[c.Name] = NewCache(load, CacheConfig{MaxAge: d.cfg.PanelMaxAge, NowFunc: d.cfg.NowFunc})
+	}
+	return out
+}
+
+// treeFromRound is the blocking tree panel as the shared findings round
+// read it: the tree is the costliest read of a lock storm, and the round
+// reads it anyway.
+func (d *Diagnostics) treeFromRound(ctx context.Context) (PanelResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, panelLoadTimeout)
+	defer cancel()
+	r := PanelResult{Name: CheckBlockingTree, SQL: d.SQL(CheckBlockingTree)}
+	round, err := d.LatestRound(ctx, d.cfg.PanelMaxAge)
+	if err != nil {
+		r.Err, r.TimedOut, r.At = err, errors.Is(err, context.DeadlineExceeded), d.now()
+		return r, nil
+	}
+	r.At, r.Took = round.At, round.Timings[CheckBlockingTree]
+	for _, u := range round.Unavailable {
+		if name, _, _ := strings.Cut(u.Check, " "); name == CheckBlockingTree || name == CheckServerInfo || name == "connect" {
+			r.Err, r.TimedOut, r.LockedBy = u.Err, u.TimedOut, u.LockedBy
+			if r.Err == nil {
+				r.Err = errors.New(u.Status)
+			}
+			return r, nil
+		}
+	}
+	for _, n := range round.Blocking {
+		r.Rows = append(r.Rows, n)
+	}
+	return r, nil
 }

@@ -169,6 +169,10 @@ var (
 		"Diagnostics rounds run for scrapes.", nil, nil)
 	cdCheckFailures = prometheus.NewDesc("console_diagnostics_check_failures_total",
 		"Checks of diagnostics rounds that failed or timed out, by check.", []string{"check"}, nil)
+	cdStatements = prometheus.NewDesc("console_diagnostics_statements_total",
+		"Statements the console's diagnostics sent to the database, by check (rounds, panels, the sampler; lock_watcher for the lock watcher's polls).", []string{"check"}, nil)
+	cdStatementSeconds = prometheus.NewDesc("console_diagnostics_statement_seconds_total",
+		"Wall time of those statements, by check: what the console itself costs the database.", []string{"check"}, nil)
 )
 
 var collectorDescs = []*prometheus.Desc{
@@ -178,7 +182,7 @@ var collectorDescs = []*prometheus.Desc{
 	cdQueueReady, cdQueueScheduled, cdQueueRunning, cdQueueDead, cdQueueDeadRecent, cdQueueExpired,
 	cdQueueOldest, cdQueuePaused, cdQueueWorkers, cdTenantOldest, cdTenantReady,
 	cdOutboxPending, cdOutboxOldest, cdOutboxInflight, cdOutboxExpired, cdOutboxDead, cdOutboxPaused,
-	cdRoundOK, cdRoundAge, cdRoundTook, cdRounds, cdCheckFailures, cdFindings,
+	cdRoundOK, cdRoundAge, cdRoundTook, cdRounds, cdCheckFailures, cdFindings, cdStatements, cdStatementSeconds,
 }
 
 // Describe implements prometheus.Collector.
@@ -221,6 +225,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(cdRounds, rounds)
 	for check, n := range failures {
 		counter(cdCheckFailures, n, check)
+	}
+	for check, cost := range c.d.Cost() {
+		counter(cdStatements, float64(cost.Statements), check)
+		counter(cdStatementSeconds, cost.Seconds, check)
 	}
 	if !have {
 		return

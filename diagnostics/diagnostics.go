@@ -59,6 +59,10 @@ type Config struct {
 	// default 3s. However many pages poll, the catalog runs at most once
 	// per RoundMaxAge for them.
 	RoundMaxAge time.Duration
+	// PanelMaxAge is how old a panel's shared result (Panel) may be; default
+	// 5s. However many people watch a panel, its query runs at most once
+	// per PanelMaxAge.
+	PanelMaxAge time.Duration
 	// ServerInfoMaxAge is how long ServerInfo serves what it read before
 	// reading again; default 30s, so the role follows a failover (and the
 	// version an upgrade) within that time.
@@ -78,6 +82,7 @@ func (c Config) withDefaults() Config {
 	orDefault(&c.Budget, 5*time.Second)
 	orDefault(&c.WALSampleWindow, time.Second)
 	orDefault(&c.RoundMaxAge, 3*time.Second)
+	orDefault(&c.PanelMaxAge, 5*time.Second)
 	orDefault(&c.ServerInfoMaxAge, 30*time.Second)
 	return c
 }
@@ -104,6 +109,10 @@ type Diagnostics struct {
 	server    *Cache[Server]
 	rounds    *Cache[Round]
 	roundsRun atomic.Int64 // rounds run for LatestRound
+	// panels share each catalog check's latest result among every viewer
+	// (see Panel).
+	panels map[string]*Cache[PanelResult]
+	cost   costLedger
 
 	mu         sync.Mutex
 	thresholds Thresholds
@@ -154,6 +163,7 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 	d := &Diagnostics{cfg: cfg, pool: pool, watchPool: watch, own: own}
 	d.server = NewCache(d.readServerInfo, CacheConfig{MaxAge: cfg.ServerInfoMaxAge, NowFunc: cfg.NowFunc})
 	d.rounds = NewCache(d.sharedRound, CacheConfig{MaxAge: cfg.RoundMaxAge, NowFunc: cfg.NowFunc})
+	d.panels = d.newPanelCaches()
 	if cfg.Thresholds != nil {
 		d.thresholds = *cfg.Thresholds
 	} else {
@@ -321,6 +331,9 @@ type Result[T any] struct {
 	LockedBy []int32 `json:"locked_by,omitempty"`
 	// Took is the query's wall time.
 	Took time.Duration `json:"took"`
+	// At is when the query started: a shared result (Panel) is served
+	// until it is Config.PanelMaxAge old, and pages say how old it is.
+	At time.Time `json:"at"`
 }
 
 // Status is a short text for the panel: "ok", "timed out", "locked by pid
@@ -427,9 +440,10 @@ func (s *session) end() {
 // by pid N". When the watcher saw nothing (a loaded server answers late),
 // the holders of ACCESS EXCLUSIVE locks on tables, the only mode a reader
 // waits for, are asked instead.
-func (s *session) run(ctx context.Context, tables []string, fn func(context.Context, DBTX) error) probe {
+func (s *session) run(ctx context.Context, check string, tables []string, fn func(context.Context, DBTX) error) probe {
 	start := time.Now()
 	var p probe
+	defer func() { s.d.cost.add(check, p.Took) }()
 	sp, err := s.tx.Begin(ctx)
 	if err != nil {
 		p.Err = err
@@ -439,7 +453,13 @@ func (s *session) run(ctx context.Context, tables []string, fn func(context.Cont
 	}
 	stop := make(chan struct{})
 	blockers := make(chan []int32, 1)
-	go s.watch(ctx, stop, blockers)
+	if lockGraphReads[check] {
+		// It reads the lock tables themselves and waits on no lock a
+		// watcher could name: watching it would only double its cost.
+		blockers <- nil
+	} else {
+		go s.watch(ctx, stop, blockers)
+	}
 	err = fn(ctx, sp)
 	close(stop)
 	p.LockedBy = <-blockers
@@ -462,10 +482,20 @@ func (s *session) run(ctx context.Context, tables []string, fn func(context.Cont
 // watchQueryTimeout bounds one pg_blocking_pids poll of the lock watcher.
 const watchQueryTimeout = time.Second
 
+// lockGraphReads are the checks that read pg_locks and pg_blocking_pids
+// themselves: they take no lock a writer holds, so no lock watcher runs
+// beside them.
+var lockGraphReads = map[string]bool{CheckBlockingTree: true, CheckLockWaits: true}
+
+// maxWatchInterval bounds the lock watcher's backoff between polls.
+const maxWatchInterval = time.Second
+
 // watch polls pg_blocking_pids of the session's backend while a statement
 // runs, from a quarter of the lock timeout on, and sends the last non-empty
 // answer once stop is closed (a poll in flight is allowed to finish). The
-// loop is bounded by the statement (statement_timeout).
+// wait between polls doubles up to maxWatchInterval, so a slow statement
+// costs a few polls, not one every 50ms. The loop is bounded by the
+// statement (statement_timeout).
 func (s *session) watch(ctx context.Context, stop <-chan struct{}, out chan<- []int32) {
 	var last []int32
 	defer func() { out <- last }()
@@ -483,12 +513,15 @@ func (s *session) watch(ctx context.Context, stop <-chan struct{}, out chan<- []
 		}
 		qctx, cancel := context.WithTimeout(ctx, watchQueryTimeout)
 		var pids []int32
+		start := time.Now()
 		err := s.pool.QueryRow(qctx, "SELECT pg_blocking_pids($1)", int32(s.pid)).Scan(&pids)
+		s.d.cost.add(lockWatcherCost, time.Since(start))
 		cancel()
 		if err == nil && len(pids) > 0 {
 			last = pids
 		}
 		t.Reset(interval)
+		interval = min(2*interval, maxWatchInterval)
 	}
 }
 
@@ -550,7 +583,7 @@ func (d *Diagnostics) exec(ctx context.Context, pool *pgxpool.Pool, iso pgx.TxIs
 		return p
 	}
 	defer s.end()
-	p := s.run(ctx, tablesOf(name), fn)
+	p := s.run(ctx, name, tablesOf(name), fn)
 	p.Took = time.Since(start)
 	return p
 }
@@ -561,7 +594,7 @@ func (d *Diagnostics) exec(ctx context.Context, pool *pgxpool.Pool, iso pgx.TxIs
 // never guessed, and a server whose version cannot be read is refused.
 func panel[T any](ctx context.Context, d *Diagnostics, name string, fn func(context.Context, DBTX, int) ([]T, error)) Result[T] {
 	v := d.version(ctx)
-	r := Result[T]{Name: name}
+	r := Result[T]{Name: name, At: d.now()}
 	if v != 0 {
 		r.SQL, _ = SQLFor(name, v)
 		if _, err := fileFor(name, v); err != nil {

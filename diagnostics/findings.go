@@ -229,7 +229,7 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 			r.Unavailable = append(r.Unavailable, Unavailable{Check: c.Name, Status: "skipped: findings budget exhausted", TimedOut: true, Err: ctx.Err()})
 			continue
 		}
-		p := s.run(ctx, c.tables, func(ctx context.Context, db DBTX) error { return c.round.read(ctx, db, st) })
+		p := s.run(ctx, c.Name, c.tables, func(ctx context.Context, db DBTX) error { return c.round.read(ctx, db, st) })
 		r.Timings[c.Name] = p.Took
 		if p.Err != nil {
 			r.Unavailable = append(r.Unavailable, unavailable(c.Name, p))
@@ -263,7 +263,7 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 			if ws, err := d.begin(ctx, d.pool, pgx.ReadCommitted); err != nil {
 				p = probeOf(err)
 			} else if p.Err == nil {
-				p = ws.run(ctx, nil, func(ctx context.Context, db DBTX) (err error) { walTo, err = WALPosition(ctx, db); return })
+				p = ws.run(ctx, CheckWALPosition, nil, func(ctx context.Context, db DBTX) (err error) { walTo, err = WALPosition(ctx, db); return })
 				ws.end()
 			}
 			if p.Err == nil {

@@ -174,7 +174,7 @@ func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Samp
 		if _, err := fileFor(c.Name, v); err != nil {
 			continue // the server is too old for it
 		}
-		sess.run(ctx, nil, func(ctx context.Context, db DBTX) error { return c.sample(ctx, db, st) })
+		sess.run(ctx, c.Name, nil, func(ctx context.Context, db DBTX) error { return c.sample(ctx, db, st) })
 	}
 }
 

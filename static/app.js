@@ -100,8 +100,22 @@
     }
     return null;
   }
+  // A hidden tab (another tab in front, a minimised window) does not poll:
+  // its refreshes wait in pausedLive and all run at once when it is shown.
+  var pausedLive = [], statusPaused = false;
+  document.addEventListener("visibilitychange", function () {
+    if (document.hidden) return;
+    var els = pausedLive;
+    pausedLive = [];
+    els.forEach(refreshLive);
+    if (statusPaused) { statusPaused = false; checkDatabase(); }
+  });
   function refreshLive(el) {
     if (!el.isConnected || !el.hasAttribute("data-refresh-url")) return;
+    if (document.hidden) {
+      if (pausedLive.indexOf(el) < 0) pausedLive.push(el);
+      return;
+    }
     var ctrl = new AbortController();
     var timer = setTimeout(function () { ctrl.abort(); }, FETCH_TIMEOUT);
     fetch(el.getAttribute("data-refresh-url"), {
@@ -197,6 +211,7 @@
   }
   function checkDatabase() {
     statusDue = 0;
+    if (document.hidden) { statusPaused = true; return; }
     var ctrl = new AbortController();
     var timer = setTimeout(function () { ctrl.abort(); }, 5000);
     fetch("/status/database", { headers: { Accept: "application/json" }, credentials: "same-origin", cache: "no-store", signal: ctrl.signal })

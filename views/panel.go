@@ -18,6 +18,9 @@ type Panel struct {
 	EmptyTitle string `json:"-"`
 	EmptyWhy   string `json:"-"`
 	Took       string `json:"took,omitempty"`
+	// AsOf says how old the rows are ("as of 03:12:04 UTC, 2s old"): a
+	// live panel is served from a result shared by every viewer.
+	AsOf string `json:"as_of,omitempty"`
 	// RefreshURL, when set, makes the panel refresh itself every
 	// RefreshSeconds (app.js polls it; a refresh that fails keeps the last
 	// good rows, marked stale, and retries with backoff).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,6 +27,9 @@ func panelView(ck diagnostics.Check, r diagnostics.PanelResult, role string, now
 	}
 	if r.Took > 0 {
 		p.Took = humanSeconds(r.Took.Seconds())
+	}
+	if !r.At.IsZero() {
+		p.AsOf = "as of " + clock(r.At) + " UTC, " + humanSeconds(max(now.Sub(r.At), 0).Seconds()) + " old"
 	}
 	switch {
 	case len(r.LockedBy) > 0:
@@ -256,7 +260,8 @@ func (s *Server) panel(c echo.Context) error {
 	}
 	if wantsJSON(c) {
 		body := map[string]any{"name": res.Name, "sql": res.SQL, "rows": res.Rows, "status": res.Status(),
-			"timed_out": res.TimedOut, "locked_by": res.LockedBy, "took_ms": res.Took.Milliseconds()}
+			"timed_out": res.TimedOut, "locked_by": res.LockedBy, "took_ms": res.Took.Milliseconds(),
+			"at": res.At, "age_ms": time.Since(res.At).Milliseconds()}
 		if res.Err != nil {
 			body["error"] = res.Err.Error()
 		}
@@ -265,7 +270,7 @@ func (s *Server) panel(c echo.Context) error {
 	p, _ := principalFrom(c)
 	v := panelView(check, res, p.Role, time.Now())
 	v = withRates(name, v, s.cfg.Sampler, time.Now())
-	v.RefreshURL, v.RefreshSeconds = "/panels/"+name, panelRefreshSeconds
+	v.RefreshURL, v.RefreshSeconds = "/panels/"+name, refreshSeconds(res.Took)
 	if inc := s.openIncident(ctx); inc != nil && auth.RoleRank(p.Role) >= auth.RoleRank(auth.RoleOperator) {
 		v.CaptureURL = fmt.Sprintf("/incidents/%d/capture", inc.ID)
 		v.CSRF = csrfToken(c)
@@ -300,7 +305,7 @@ func pastPanelView(ck diagnostics.Check, res diagnostics.PanelResult, e diagnost
 			Missing: "No sample was recorded in the 30 seconds before " + clock(at) + " UTC. " + recording}
 	}
 	v := panelView(ck, res, historyRole, e.At)
-	v.SQL, v.Took = "", ""
+	v.SQL, v.Took, v.AsOf = "", "", ""
 	v.History = marker + " (sample " + clock(e.At) + ")"
 	if v.Status == "error" {
 		v.Status, v.Message, v.Missing = "ok", "", "This check failed when the sample of "+clock(e.At)+" UTC was recorded; nothing of it was kept."
@@ -329,5 +334,14 @@ func notAnsweringPanel(ck diagnostics.Check, w *dbWatch) views.Panel {
 }
 
 // panelRefreshSeconds is how often a panel refreshes while its queries
-// succeed.
+// succeed and are cheap.
 const panelRefreshSeconds = 10
+
+// refreshSeconds is when a panel whose query took took refreshes next: every
+// panelRefreshSeconds while the query is cheap, and 50 times its cost when
+// it is not (a 600ms query every 30s), at most every two minutes, so a slow
+// check costs the database at most a fiftieth of its time however long the
+// page stays open.
+func refreshSeconds(took time.Duration) int {
+	return min(max(panelRefreshSeconds, int(math.Ceil(50*took.Seconds()))), 120)
+}
