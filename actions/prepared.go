@@ -124,6 +124,10 @@ func (a *preparedRollback) guard(p *PreparedXact) error {
 		return fmt.Errorf("prepared transaction %q was prepared at %s, not at %s as previewed: it is another transaction with the same gid: %w",
 			a.gid, p.Prepared.UTC().Format(time.RFC3339Nano), a.prepared.UTC().Format(time.RFC3339Nano), ErrGuard)
 	}
+	if p.Database == "" {
+		return fmt.Errorf("the database of prepared transaction %q could not be resolved (it was created after this read began, or is being dropped); try again in a moment: %w",
+			a.gid, ErrGuard)
+	}
 	if p.Database != p.ConnectedDatabase {
 		return fmt.Errorf("prepared transaction %q belongs to database %q and the console is connected to %q; run ROLLBACK PREPARED connected to %q: %w",
 			a.gid, p.Database, p.ConnectedDatabase, p.Database, ErrInvalid)

@@ -235,7 +235,7 @@ func preparedRootFinding(n BlockingNode) Finding {
 		Title:   fmt.Sprintf("Prepared transaction %q blocks %d %s", n.GID, n.BlockedCount, plural(n.BlockedCount, "backend", "backends")),
 		Subject: subj,
 		Evidence: fmt.Sprintf("%s: prepared transaction %q (prepared at %s by %s in %s, %s old) holds locks %d %s wait for; the longest has waited %s; no process holds it, only COMMIT/ROLLBACK PREPARED releases it",
-			CheckBlockingTree, n.GID, timeText(n.PreparedAt), n.Owner, n.Database, seconds(n.XactAgeSeconds), n.BlockedCount,
+			CheckBlockingTree, n.GID, timeText(n.PreparedAt), n.Owner, databaseText(n.Database), seconds(n.XactAgeSeconds), n.BlockedCount,
 			plural(n.BlockedCount, "backend", "backends"), seconds(n.MaxWaitSeconds)),
 		Runbook: RunbookURL(RunbookPreparedXact),
 		Actions: []string{ActionPreparedRollback}}
@@ -681,9 +681,19 @@ func preparedXactFindings(r Round, t Thresholds) []Finding {
 			Title:   fmt.Sprintf("Prepared transaction %q is %s old", p.GID, seconds(p.AgeSeconds)),
 			Subject: map[string]any{"gid": p.GID, "seconds": round1(p.AgeSeconds), "database": p.Database, "owner": p.Owner, "xid_age": p.XIDAge},
 			Evidence: fmt.Sprintf("%s: %q prepared at %s in %s by %s keeps its locks and the xmin horizon (xid %s, age %d) until COMMIT/ROLLBACK PREPARED",
-				CheckPreparedXacts, p.GID, p.Prepared.UTC().Format(time.RFC3339), p.Database, p.Owner, p.XID, p.XIDAge)})
+				CheckPreparedXacts, p.GID, p.Prepared.UTC().Format(time.RFC3339), databaseText(p.Database), p.Owner, p.XID, p.XIDAge)})
 	}
 	return out
+}
+
+// databaseText names a prepared transaction's database in evidence; an
+// empty name is one the round could not resolve (the database was created
+// after the round's snapshot began, or is being dropped).
+func databaseText(name string) string {
+	if name == "" {
+		return "(unknown database)"
+	}
+	return name
 }
 
 // xminHorizonFindings: a holder of the xmin horizon whose transaction is

@@ -5,6 +5,9 @@
 -- and backends of other databases. Reads pg_stat_activity (the transaction's stats snapshot:
 -- run it first in a transaction, or on a pool) and pg_blocking_pids once.
 -- No locks.
+-- NULL-safe: the text columns (NULL for walsenders, background workers,
+-- other roles' rows without pg_read_all_stats) are coalesced to ''; the
+-- timestamps are pointers.
 SELECT a.pid,
        a.backend_start,
        a.xact_start,

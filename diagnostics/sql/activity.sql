@@ -3,6 +3,9 @@
 -- process's diagnostics backends by pid (console.own_pids), never by name.
 -- Reads pg_stat_activity and pg_blocking_pids only: no table locks, cost
 -- proportional to max_connections.
+-- NULL-safe: the text columns (NULL for walsenders, background workers,
+-- other roles' rows without pg_read_all_stats) are coalesced to ''; the
+-- timestamps and xmin_age are pointers; the ages of a missing start are 0.
 SELECT a.pid,
        coalesce(a.datname, '')                                  AS datname,
        coalesce(a.usename, '')                                  AS usename,

@@ -3,11 +3,16 @@
 -- failing is true when the last failure is newer than the last success.
 -- ready_segments counts the .ready files in pg_wal/archive_status (NULL
 -- when archiving is off or the role may not list that folder: it needs
--- pg_monitor); segments_behind is the distance from the segment being
--- written to the last archived one, on a primary with anything archived.
+-- pg_monitor). The listing runs through query_to_xml, planned only when
+-- allowed: a function named in the statement is checked for EXECUTE when
+-- it starts, even in a CASE branch never taken. segments_behind is the
+-- distance from the segment being written to the last archived one, on a
+-- primary with anything archived.
 -- A backlog shows here before the first failure is recorded: an archive
 -- command that hangs fails nothing. Reads pg_stat_archiver and the
 -- archive status folder: no locks; one row.
+-- NULL-safe: the last archived/failed WAL names are coalesced to ''; their
+-- times, stats_reset and the two segment counts are pointers.
 WITH seg AS (
     SELECT 4294967296 / pg_size_bytes(current_setting('wal_segment_size')) AS per_xlogid
 )
@@ -23,7 +28,9 @@ SELECT current_setting('archive_mode')                     AS archive_mode,
        a.stats_reset,
        CASE WHEN current_setting('archive_mode') <> 'off'
              AND has_function_privilege('pg_ls_archive_statusdir()', 'EXECUTE')
-            THEN (SELECT count(*) FROM pg_ls_archive_statusdir() AS f WHERE f.name LIKE '%.ready')
+            THEN (xpath('/row/n/text()',
+                        query_to_xml('SELECT count(*) AS n FROM pg_ls_archive_statusdir() AS f WHERE f.name LIKE ''%.ready''',
+                                     false, true, '')))[1]::text
        END::int8                                           AS ready_segments,
        CASE WHEN current_setting('archive_mode') <> 'off' AND NOT pg_is_in_recovery()
              AND a.last_archived_wal ~ '^[0-9A-F]{24}$'

@@ -17,6 +17,11 @@
 -- connections, by pid (console.own_pids, set by the session that runs the
 -- query), never by application_name, which any client may choose.
 -- Reads pg_stat_activity, pg_locks and pg_prepared_xacts: no table locks.
+-- NULL-safe: every pg_stat_activity text column (NULL for walsenders,
+-- workers, other roles' rows) and a prepared transaction's database and
+-- owner (unresolvable mid-snapshot) are coalesced to ''; the timestamps are
+-- *time.Time; pg_locks' NULL pid (a prepared transaction's lock) is matched
+-- with IS NOT DISTINCT FROM and kept out of the edges.
 WITH act AS MATERIALIZED (
     SELECT a.pid, a.state, a.wait_event_type, a.wait_event, a.query,
            a.application_name, a.client_addr, a.backend_type,
@@ -114,7 +119,7 @@ UNION ALL
 SELECT DISTINCT ON (p.gid)
        'prepared', 0, p.gid, '{}'::int4[], '{}'::text[],
        'prepared', '', '', '', '', '', '',
-       p.database::text, p.owner::text,
+       coalesce(p.database::text, ''), coalesce(p.owner::text, ''),
        NULL, p.prepared, NULL, p.prepared,
        extract(epoch FROM clock_timestamp() - p.prepared)::float8, 0, 0
 FROM prepared AS p

@@ -4,6 +4,8 @@
 -- a walsender or a background worker takes one of those slots. Rows are the
 -- client backends grouped by database, user and state, most first, each
 -- carrying the server-wide figures. Reads pg_stat_activity: no locks.
+-- NULL-safe: datname (unresolvable mid-snapshot), usename and state (other
+-- roles' rows) are coalesced to ''.
 WITH settings AS (
     SELECT current_setting('max_connections')::int8                          AS max_connections,
            current_setting('superuser_reserved_connections')::int8           AS superuser_reserved,

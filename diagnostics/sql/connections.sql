@@ -1,6 +1,8 @@
 -- Connections: client backends by database, application and state against
 -- max_connections (runbook step 2, RB-A): a pool holding connections idle in
 -- transaction shows here. Reads pg_stat_activity: no locks.
+-- NULL-safe: datname (unresolvable mid-snapshot), application_name and state
+-- (other roles' rows without pg_read_all_stats) are coalesced to ''.
 SELECT coalesce(datname, '')                               AS datname,
        coalesce(application_name, '')                      AS application_name,
        coalesce(state, '')                                 AS state,

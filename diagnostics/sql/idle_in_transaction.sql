@@ -2,6 +2,8 @@
 -- a statement, longest idle first. They hold locks and the xmin horizon while
 -- the application does something else (RB-A). Reads pg_stat_activity only:
 -- no table locks. Hides this process's diagnostics backends by pid.
+-- NULL-safe: the text columns are coalesced to ''; state is never NULL
+-- here (filtered); xact_start and state_change are pointers.
 SELECT a.pid,
        coalesce(a.datname, '')                                   AS datname,
        coalesce(a.usename, '')                                   AS usename,

@@ -5,12 +5,15 @@
 -- CREATE INDEX CONCURRENTLY's own index, and REINDEX CONCURRENTLY's
 -- "_ccnew" copy, are left out while pg_stat_progress_create_index shows
 -- their build.
+-- NULL-safe: pg_get_indexdef is NULL for an index dropped while the
+-- statement runs and is coalesced to ''; a progress row this role may not
+-- read (NULL relid and index_relid) matches nothing, so the index is listed.
 SELECT n.nspname::text                          AS schema_name,
        ic.relname::text                         AS index_name,
        tc.relname::text                         AS table_name,
        i.indisvalid                             AS valid,
        i.indisready                             AS ready,
-       pg_get_indexdef(i.indexrelid)            AS definition
+       coalesce(pg_get_indexdef(i.indexrelid), '') AS definition
 FROM pg_index AS i
 JOIN pg_class AS ic ON ic.oid = i.indexrelid
 JOIN pg_class AS tc ON tc.oid = i.indrelid

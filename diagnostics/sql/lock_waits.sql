@@ -4,6 +4,11 @@
 -- the same lock" at a glance. Relation names are resolved in the console's
 -- database; a relation of another database is named by its oid there.
 -- Reads pg_locks once: no table locks. waitstart is PostgreSQL 14+.
+-- NULL-safe: database and relation are NULL for locks on no relation
+-- (transactionid, virtualxid, advisory) and read as ''; an unresolvable
+-- database reads as ''; a lock with no pid (a prepared transaction's) is
+-- always granted, so never a waiter here; a NULL waitstart (fast-path)
+-- counts as 0 seconds.
 WITH here AS (
     SELECT oid FROM pg_database WHERE datname = current_database()
 ),

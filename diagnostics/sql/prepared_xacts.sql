@@ -2,6 +2,9 @@
 -- rolled back, oldest first (RB-L). They keep their locks and hold the xmin
 -- horizon across restarts until someone resolves them. Reads
 -- pg_prepared_xacts: no locks.
+-- NULL-safe: database and owner are NULL while unresolvable in the
+-- statement's snapshot (created after it began, or being dropped) and are
+-- coalesced to '' (shown as a dash).
 SELECT gid,
        p.transaction::text                                                AS xid,
        age(p.transaction)                                                 AS xid_age,

@@ -3,6 +3,10 @@
 -- behind the current position and in time (write/flush/replay_lag are
 -- recent estimates; NULL means no recent measurement, not zero lag).
 -- Reads pg_stat_replication: no locks.
+-- NULL-safe: application_name, client_addr (NULL for a Unix-socket standby
+-- or another role's walsender), state and sync_state are coalesced to '';
+-- the LSNs, lags, xmin_age and reply_time are pointers; bytes behind an
+-- unknown LSN read as 0.
 WITH cur AS (
     SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_receive_lsn()
                 ELSE pg_current_wal_lsn() END AS lsn

@@ -2,6 +2,10 @@
 -- wal_status, safe_wal_size, the xmin / catalog_xmin it holds back, and 17's
 -- inactive_since and invalidation_reason (runbook step 9, RB-B). Reads
 -- pg_replication_slots: no locks.
+-- NULL-safe: plugin and database (NULL for physical slots) and wal_status
+-- (NULL for a slot that never reserved WAL) are coalesced to ''; active_pid,
+-- xmin, catalog_xmin, restart_lsn, confirmed_flush_lsn, safe_wal_size and
+-- the ages are pointers; retained_bytes of a slot with no restart_lsn is 0.
 WITH cur AS (
     SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()
                 ELSE pg_current_wal_lsn() END AS lsn

@@ -6,6 +6,7 @@
 -- conflicts are rarer; total counts every confl_ column the server has, so
 -- it needs no version variant. Cumulative since the standby's statistics
 -- were reset: a round measures the increase. Zero on a primary. No locks.
+-- NULL-safe: the shared row (datname NULL) is left out.
 SELECT c.datname::text              AS database,
        c.confl_tablespace::int8     AS tablespace,
        c.confl_lock::int8           AS lock,

@@ -2,6 +2,9 @@
 -- are doing (runbook step 9): received versus replayed position, replay
 -- delay from the last replayed commit, and whether replay is paused. On a
 -- primary in_recovery is false and the rest is empty. No locks; one row.
+-- NULL-safe: every LSN and pg_stat_wal_receiver column (NULL on a primary,
+-- with no receiver, or for a role without pg_read_all_stats) is coalesced
+-- to '' or 0, or is a pointer (the times).
 SELECT pg_is_in_recovery()                                      AS in_recovery,
        coalesce(pg_last_wal_receive_lsn()::text, '')            AS receive_lsn,
        coalesce(pg_last_wal_replay_lsn()::text, '')             AS replay_lsn,

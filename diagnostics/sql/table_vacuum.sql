@@ -3,6 +3,8 @@
 -- 7): queue tables churn, and a held xmin horizon shows here first as dead
 -- rows that vacuum cannot remove. Reads pg_stat_user_tables (statistics,
 -- estimates): no table locks.
+-- NULL-safe: the counters are never NULL (0 without statistics); the last
+-- (auto)vacuum/analyze times are pointers.
 SELECT schemaname::text                                      AS schema_name,
        relname::text                                         AS table_name,
        n_live_tup::int8,

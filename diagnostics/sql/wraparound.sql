@@ -7,6 +7,8 @@
 -- relations of the console's database by either age), oldest first; a
 -- table's database is the console's. Reads pg_database and pg_class: no
 -- locks.
+-- NULL-safe: nothing read here is NULL (pg_database and pg_class columns
+-- are NOT NULL; a database created after the snapshot is simply absent).
 SELECT kind, database_name, name, xid_age, mxid_age,
        current_setting('autovacuum_freeze_max_age')::int8           AS freeze_max_age,
        current_setting('autovacuum_multixact_freeze_max_age')::int8 AS multixact_freeze_max_age

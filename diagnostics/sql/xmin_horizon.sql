@@ -5,6 +5,11 @@
 -- Reads pg_stat_activity, pg_prepared_xacts, pg_replication_slots and
 -- pg_stat_replication: no locks. Hides this process's diagnostics backends
 -- by pid.
+-- NULL-safe: database (a prepared transaction's is NULL while its database is
+-- unresolvable in this snapshot: created after it began, or being dropped;
+-- a walsender's, a background worker's) and owner are coalesced to '' (the
+-- detail says "(unknown database)"); age_seconds is NULL for a row whose
+-- xact_start this role may not see, and is a *float64.
 SELECT kind, holder, database, xmin, xid_age, age_seconds, detail
 FROM (
     SELECT 'backend'::text                                        AS kind,
@@ -24,9 +29,10 @@ FROM (
       -- (it is ignored when the horizon is computed); it is no holder.
       AND a.pid NOT IN (SELECT v.pid FROM pg_stat_progress_vacuum AS v)
     UNION ALL
-    SELECT 'prepared_xact', p.gid, p.database::text, p.transaction::text, age(p.transaction),
+    SELECT 'prepared_xact', p.gid, coalesce(p.database::text, ''), p.transaction::text, age(p.transaction),
            extract(epoch FROM clock_timestamp() - p.prepared)::float8,
-           concat_ws(' ', 'database', p.database, 'owner', p.owner)
+           concat_ws(' ', 'database', coalesce(p.database::text, '(unknown database)'),
+                     'owner', coalesce(p.owner::text, '(unknown owner)'))
     FROM pg_prepared_xacts AS p
     UNION ALL
     SELECT 'slot', s.slot_name::text, coalesce(s.database::text, ''), s.xmin::text, age(s.xmin), NULL::float8,
