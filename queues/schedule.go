@@ -211,6 +211,9 @@ type Scheduler struct {
 	life lifecycle.Runner
 	conn *pgx.Conn     // the leader connection, owned by the loop
 	pid  atomic.Uint32 // backend pid of the leader connection, for tests
+	// readOnly stands the scheduler down while the database is a
+	// standby; owned by the loop.
+	readOnly readOnlyWatch
 }
 
 // NewScheduler builds a scheduler on pool (whose connection settings its
@@ -238,6 +241,7 @@ func NewScheduler(pool *pgxpool.Pool, cfg SchedulerConfig) (*Scheduler, error) {
 		reg = prometheus.NewRegistry()
 	}
 	s := &Scheduler{pool: pool, cfg: cfg, log: log.With("scheduler", cfg.ID)}
+	s.readOnly = readOnlyWatch{what: "scheduler", log: s.log}
 	var err error
 	if s.enqueued, err = registerCollector(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "queues_scheduler_enqueued_total", Help: "Scheduled runs enqueued."})); err != nil {
@@ -317,6 +321,9 @@ func (s *Scheduler) step(ctx context.Context) error {
 		s.conn = conn
 		s.pid.Store(conn.PgConn().PID())
 	}
+	if down, err := s.readOnly.standingDown(ctx, s.conn); down || err != nil {
+		return err
+	}
 	if !s.leader.Load() {
 		var got bool
 		if err := s.conn.QueryRow(ctx, sqlText("schedule_try_lock"), s.cfg.LockKey).Scan(&got); err != nil {
@@ -329,7 +336,10 @@ func (s *Scheduler) step(ctx context.Context) error {
 		s.isLeader.Set(1)
 		s.log.Info("scheduler became leader")
 	}
-	return s.tick(ctx)
+	if err := s.tick(ctx); err != nil && !s.readOnly.refused(err) {
+		return err
+	}
+	return nil
 }
 
 type dueSchedule struct {
