@@ -26,10 +26,15 @@ import (
 // few seconds, so the console leaves read-only mode by itself once the
 // standby is promoted.
 type readOnlyState struct {
-	mu      sync.Mutex
-	on      bool
-	primary string // where the primary is, "host:port"; empty when the standby does not say
+	mu        sync.Mutex
+	on        bool
+	primary   string    // where the primary is, "host:port"; empty when the standby does not say
+	primaryAt time.Time // when primary was last looked up
 }
+
+// primaryRecheck is how long a standby that did not say where its primary
+// is goes before the console asks again.
+const primaryRecheck = 30 * time.Second
 
 // readOnlyCode is the stable code of a read-only refusal in the JSON API's
 // error answer ("code": "read_only").
@@ -73,7 +78,7 @@ func (s *Server) readOnly(ctx context.Context) string {
 	if err == nil && info.InRecovery != st.on {
 		st.on = info.InRecovery
 		if st.on {
-			st.primary = s.primaryOf(ctx)
+			st.primary, st.primaryAt = s.primaryOf(ctx), time.Now()
 			s.log.Info("read-only mode: the database is a standby; actions, incidents and schedule changes are off until it is promoted",
 				"primary", st.primary)
 		} else {
@@ -83,6 +88,9 @@ func (s *Server) readOnly(ctx context.Context) string {
 	}
 	if !st.on {
 		return ""
+	}
+	if st.primary == "" && time.Since(st.primaryAt) >= primaryRecheck {
+		st.primary, st.primaryAt = s.primaryOf(ctx), time.Now()
 	}
 	return readOnlySentence(st.primary)
 }
