@@ -260,6 +260,11 @@ func (r *Runner) run(ctx context.Context, rc *runContext, name string) (Outcome,
 		return out, r.refuse(ctx, rc, name, "", nil, err)
 	}
 	rc.spec = d.spec
+	if !req.DryRun {
+		if err := r.checkWritable(ctx); err != nil {
+			return out, err
+		}
+	}
 	if err := checkRole(rc.actor, d.spec); err != nil {
 		return out, r.refuse(ctx, rc, name, "", nil, err)
 	}
@@ -303,10 +308,27 @@ func (r *Runner) run(ctx context.Context, rc *runContext, name string) (Outcome,
 	}
 	result, auditID, err := r.execute(ctx, rc, pl, preview)
 	if err != nil {
+		err = readOnly(err)
 		return out, r.refuse(ctx, rc, name, pl.target(), preview, fmt.Errorf("%s: %w", name, err))
 	}
 	out.Result, out.AuditID, out.ResultSummary = result, auditID, pl.done(result)
 	return out, nil
+}
+
+// checkWritable refuses a run, before it starts, while the database is a
+// standby, as far as Diagnostics.ServerInfo (cached) knows; a run that
+// races a demotion is refused by the server instead, with the same error.
+// Without Diagnostics, or when ServerInfo fails, the run goes ahead.
+func (r *Runner) checkWritable(ctx context.Context) error {
+	if r.cfg.Diagnostics == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if info, err := r.cfg.Diagnostics.ServerInfo(ctx); err == nil && info.InRecovery {
+		return ErrReadOnly
+	}
+	return nil
 }
 
 // checkIncident refuses a link to an incident that does not exist or is
@@ -376,10 +398,11 @@ func (r *Runner) execute(ctx context.Context, rc *runContext, pl runPlan, previe
 }
 
 // refuse audits a refused or failed attempt in its own transaction and
-// returns err. A dry run is not audited. The audit write outlives a
+// returns err. A dry run is not audited, nor a refusal because the database
+// is read-only (nothing can be written there). The audit write outlives a
 // cancelled ctx (the operator closing the page must not erase the record).
 func (r *Runner) refuse(ctx context.Context, rc *runContext, name, target string, preview Preview, err error) error {
-	if rc.req.DryRun {
+	if rc.req.DryRun || errors.Is(err, ErrReadOnly) {
 		return err
 	}
 	outcome := audit.OutcomeFailed

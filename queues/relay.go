@@ -94,6 +94,9 @@ type Relay struct {
 	settings  RelaySettings // owned by the claim loop
 	settingAt time.Time
 	reclaimAt time.Time
+	// readOnly stands the relay down while the database is a standby;
+	// owned by the claim loop.
+	readOnly readOnlyWatch
 }
 
 // relayHooks are crash-window injection points for tests: each runs with the
@@ -212,10 +215,12 @@ func NewRelay(pool *pgxpool.Pool, cfg RelayConfig) (*Relay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay metrics: %w", err)
 	}
-	return &Relay{
+	r := &Relay{
 		pool: pool, cfg: cfg, log: log.With("relay", cfg.ID), metrics: m,
 		wake: make(chan struct{}, 1),
-	}, nil
+	}
+	r.readOnly = readOnlyWatch{what: "outbox relay", log: r.log}
+	return r, nil
 }
 
 // ID returns the lease owner name of this relay.
@@ -312,6 +317,13 @@ func (r *Relay) currentSettings(ctx context.Context) RelaySettings {
 func (r *Relay) loop(ctx context.Context) {
 	limiter := rate.NewLimiter(rate.Inf, 1)
 	for ctx.Err() == nil {
+		if down, err := r.readOnly.standingDown(ctx, r.pool); down || err != nil {
+			if err != nil && ctx.Err() == nil {
+				r.log.Warn("relay standing down", "error", err)
+			}
+			_ = sleepCtx(ctx, r.cfg.PollInterval)
+			continue
+		}
 		s := r.currentSettings(ctx)
 		if s.Paused {
 			r.waitWake(ctx)
@@ -337,7 +349,9 @@ func (r *Relay) loop(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			r.log.Warn("relay batch failed", "error", err)
+			if !r.readOnly.refused(err) {
+				r.log.Warn("relay batch failed", "error", err)
+			}
 			_ = sleepCtx(ctx, r.cfg.PollInterval)
 			continue
 		}
@@ -354,7 +368,7 @@ func (r *Relay) reclaimExpired(ctx context.Context) {
 	}
 	got, err := sqlset.All[reclaimed](ctx, r.pool, sqlText("outbox_reclaim_expired"), 1000)
 	if err != nil {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !r.readOnly.refused(err) {
 			r.log.Warn("reclaim expired relay leases", "error", err)
 		}
 		return

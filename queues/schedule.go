@@ -226,6 +226,9 @@ type Scheduler struct {
 	life lifecycle.Runner
 	conn *pgx.Conn     // the leader connection, owned by the loop
 	pid  atomic.Uint32 // backend pid of the leader connection, for tests
+	// readOnly stands the scheduler down while the database is a
+	// standby; owned by the loop.
+	readOnly readOnlyWatch
 }
 
 // NewScheduler builds a scheduler on pool (whose connection settings its
@@ -253,6 +256,7 @@ func NewScheduler(pool *pgxpool.Pool, cfg SchedulerConfig) (*Scheduler, error) {
 		reg = prometheus.NewRegistry()
 	}
 	s := &Scheduler{pool: pool, cfg: cfg, log: log.With("scheduler", cfg.ID)}
+	s.readOnly = readOnlyWatch{what: "scheduler", log: s.log}
 	var err error
 	if s.enqueued, err = registerCollector(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "queues_scheduler_enqueued_total", Help: "Scheduled runs enqueued."})); err != nil {
@@ -341,6 +345,9 @@ func (s *Scheduler) step(ctx context.Context) error {
 		s.conn = conn
 		s.pid.Store(conn.PgConn().PID())
 	}
+	if down, err := s.readOnly.standingDown(ctx, s.conn); down || err != nil {
+		return err
+	}
 	if !s.leader.Load() {
 		var got bool
 		if err := s.conn.QueryRow(ctx, sqlText("schedule_try_lock"), s.cfg.LockKey).Scan(&got); err != nil {
@@ -357,12 +364,24 @@ func (s *Scheduler) step(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("begin tick: %w", err)
 	}
-	return s.tick(ctx, tx)
+	return s.tickQuietly(ctx, tx)
+}
+
+// tickQuietly runs a tick; a write the database refuses because it is a
+// standby stands the scheduler down (one log line) instead of failing.
+func (s *Scheduler) tickQuietly(ctx context.Context, tx pgx.Tx) error {
+	if err := s.tick(ctx, tx); err != nil && !s.readOnly.refused(err) {
+		return err
+	}
+	return nil
 }
 
 // stepPerTick runs one tick on the pool when no other scheduler's tick
 // holds the tick lock; the lock ends with the tick's transaction.
 func (s *Scheduler) stepPerTick(ctx context.Context) error {
+	if down, err := s.readOnly.standingDown(ctx, s.pool); down || err != nil {
+		return err
+	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin tick: %w", err)
@@ -378,7 +397,7 @@ func (s *Scheduler) stepPerTick(ctx context.Context) error {
 		return tx.Rollback(ctx)
 	}
 	s.isLeader.Set(1)
-	return s.tick(ctx, tx)
+	return s.tickQuietly(ctx, tx)
 }
 
 type dueSchedule struct {

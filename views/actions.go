@@ -54,7 +54,10 @@ type ActionPage struct {
 	Incident     *IncidentRef `json:"incident,omitempty"`
 	CSRF         string       `json:"-"`
 	Allowed      bool         `json:"allowed"`
-	Next         []ActionLink `json:"next,omitempty"`
+	// ReadOnly, when set, is why nothing can run (the database is a
+	// standby): the page shows it instead of the button that executes.
+	ReadOnly string       `json:"read_only,omitempty"`
+	Next     []ActionLink `json:"next,omitempty"`
 	// Follow are links to what the action made or changed (the job a
 	// schedule's run enqueued), shown with the result.
 	Follow []ResultLink `json:"follow,omitempty"`

@@ -27,6 +27,11 @@ type Chrome struct {
 	HTMX        string
 	Favicon     string
 	Theme       string // the script that applies the saved theme before the page paints
+
+	// ReadOnly, when set, is the banner saying the database is a standby
+	// and actions are off ("Read-only: connected to a standby of
+	// 10.0.0.5:5432; actions are off").
+	ReadOnly string
 }
 
 // NavGroup is one heading of the left navigation.

@@ -313,6 +313,7 @@ func (s *Server) actionPage(c echo.Context, spec actions.Spec, values map[string
 	m := views.ActionPage{
 		Name: spec.Name, Title: spec.Title, Description: spec.Description, Risk: riskWord(spec.Risk), Role: spec.Role,
 		Reason: reason, CSRF: csrfToken(c), Allowed: auth.RoleAtLeast(p.Role, spec.Role),
+		ReadOnly: s.readOnly(c.Request().Context()),
 	}
 	ctx, cancel := readContext(c)
 	defer cancel()

@@ -137,7 +137,8 @@ func (s *Server) databaseStatus(c echo.Context) error {
 // (sign-in and sign-out included: they read and change sessions) and the
 // pages that read the database, with a 503 that says so. The overview, the
 // runbook, the panels and the status endpoint are exempt: they show the
-// frame and say what is missing themselves.
+// frame and say what is missing themselves. A write while the database is
+// a standby is refused with 409 (refuseOnStandby).
 func (s *Server) needsDatabase(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
@@ -150,6 +151,9 @@ func (s *Server) needsDatabase(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if err := s.db.check(r.Context()); err != nil {
 			return echo.NewHTTPError(http.StatusServiceUnavailable, s.notAnsweringMessage(!read)).SetInternal(err)
+		}
+		if err := s.refuseOnStandby(c); err != nil {
+			return err
 		}
 		return next(c)
 	}

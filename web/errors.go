@@ -35,7 +35,12 @@ var errNotFound = errors.New("not found")
 func statusOf(err error) (int, string) {
 	var he *echo.HTTPError
 	var br badRequest
+	var ro readOnlyRefusal
 	switch {
+	case errors.As(err, &ro):
+		return http.StatusConflict, ro.msg
+	case isReadOnlyError(err):
+		return http.StatusConflict, readOnlySentence("")
 	case errors.As(err, &he):
 		return he.Code, fmt.Sprint(he.Message)
 	case errors.As(err, &br):
@@ -71,6 +76,14 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
+	code := ""
+	if isReadOnlyError(err) {
+		// A write that raced a demotion says where the primary is too.
+		code = readOnlyCode
+		if msg := s.readOnly(c.Request().Context()); msg != "" {
+			err = readOnlyRefusal{msg: msg}
+		}
+	}
 	status, msg := statusOf(err)
 	reqID := requestIDOf(c)
 	if status >= 500 {
@@ -94,7 +107,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 			_ = c.NoContent(status)
 			return
 		}
-		_ = c.JSON(status, map[string]any{"error": msg, "status": status, "request_id": reqID})
+		body := map[string]any{"error": msg, "status": status, "request_id": reqID}
+		if code != "" {
+			body["code"] = code
+		}
+		_ = c.JSON(status, body)
 		return
 	}
 	body := views.ErrorPage{Status: status, Title: http.StatusText(status), Message: msg, Hint: hintFor(status)}

@@ -25,9 +25,22 @@ func (s *Server) loginForm(c echo.Context) error {
 	if _, ok := principalFrom(c); ok {
 		return c.Redirect(http.StatusSeeOther, cleanNext(c.QueryParam("next")))
 	}
+	notice := s.cfg.LoginNotice
+	if ro := s.readOnly(c.Request().Context()); ro != "" {
+		notice = loginReadOnly(ro)
+	}
 	return s.renderBare(c, http.StatusOK, "Sign in", views.LoginBody(views.LoginPage{
-		Next: cleanNext(c.QueryParam("next")), CSRF: csrfToken(c), Notice: s.cfg.LoginNotice,
+		Next: cleanNext(c.QueryParam("next")), CSRF: csrfToken(c), Notice: notice,
 	}))
+}
+
+// loginReadOnly is what the sign-in page says on a standby: a password
+// sign-in stores a session, which a standby cannot, so it is refused; a
+// session started on the primary (its row is replicated) and API tokens
+// keep working.
+func loginReadOnly(sentence string) string {
+	return sentence + ". Signing in stores a session, which a standby cannot: sign in on a console attached to the primary " +
+		"(sessions started there work here too), or use an API token."
 }
 
 func (s *Server) login(c echo.Context) error {
@@ -37,6 +50,11 @@ func (s *Server) login(c echo.Context) error {
 	shown := clip(name, auth.MaxNameLength)
 	next := cleanNext(c.FormValue("next"))
 	form := views.LoginPage{Next: next, Name: shown, CSRF: csrfToken(c), Notice: s.cfg.LoginNotice}
+	if ro := s.readOnly(c.Request().Context()); ro != "" {
+		setRefusal(c, "sign-in on a standby", "name", shown)
+		form.Error = loginReadOnly(ro)
+		return s.renderBare(c, http.StatusConflict, "Sign in", views.LoginBody(form))
+	}
 	account := auth.LimiterKey{Kind: "account", Value: shown}
 	res, ok, wait := s.limiter.Reserve(s.limiterNow(), auth.LimiterKey{Kind: "addr", Value: c.RealIP()}, account)
 	if !ok {
@@ -73,10 +91,14 @@ func (s *Server) login(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
+// logout ends the session. On a standby its row cannot be deleted: the
+// browser's cookie is dropped, and the session expires as it would.
 func (s *Server) logout(c echo.Context) error {
 	if secret, ok := c.Get(sessionSecretKey).(string); ok {
-		if err := auth.SessionDelete(c.Request().Context(), s.cfg.Pool, secret); err != nil {
-			return err
+		if s.readOnly(c.Request().Context()) == "" {
+			if err := auth.SessionDelete(c.Request().Context(), s.cfg.Pool, secret); err != nil {
+				return err
+			}
 		}
 		s.sessions.forget(secret)
 	}

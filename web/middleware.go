@@ -418,16 +418,20 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx := c.Request().Context()
 		if tok := bearer(c); tok != "" {
-			tctx, cancel := context.WithTimeout(ctx, sessionLookupTimeout)
-			p, err := auth.TokenLookup(tctx, s.cfg.Pool, tok)
-			cancel()
+			_, down := s.db.down()
+			p, err := s.tokens.lookup(ctx, s.cfg.Pool, tok, time.Now(), down)
 			if err != nil {
 				if errors.Is(err, auth.ErrNoSession) {
 					return echo.NewHTTPError(http.StatusUnauthorized, "API token not recognised or revoked")
 				}
+				why := "the database did not answer within " + sessionLookupTimeout.String()
+				if !errors.Is(err, context.DeadlineExceeded) {
+					why = "the database refused the lookup (the console's log has the error)"
+				}
 				return echo.NewHTTPError(http.StatusServiceUnavailable,
-					"the API token could not be checked: the database did not answer within "+sessionLookupTimeout.String()+"; retry later").SetInternal(err)
+					"the API token could not be checked: "+why+"; retry later").SetInternal(err)
 			}
+			s.noteTokenUse(p.ID)
 			if p.Scope == auth.ScopeAlerts && !(c.Request().Method == http.MethodPost && c.Path() == alertsPath) {
 				return fmt.Errorf("%w: token %s may only post Alertmanager notifications to %s (it was created with --scope alerts)", errForbidden, p.Name, alertsPath)
 			}

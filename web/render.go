@@ -104,6 +104,9 @@ func (s *Server) chrome(c echo.Context, title, active string) views.Chrome {
 		} else {
 			info := s.databaseInfo(c.Request().Context())
 			ch.DBServer, ch.DBRole = info.server, info.role
+			if ch.ReadOnly = s.readOnly(c.Request().Context()); ch.ReadOnly != "" {
+				ch.DBRole = "standby, read-only"
+			}
 			ch.Incident = s.incidentPill(c.Request().Context())
 		}
 	}

@@ -25,7 +25,9 @@ type Config struct {
 	// Pool is the console's own pool for reads and actions. Required.
 	Pool *pgxpool.Pool
 	// Diagnostics runs the runbook's read-only queries on its own pool.
-	// Required.
+	// Required. Its ServerInfo also says whether the database is a
+	// standby: the console is read-only while it is, and follows a
+	// promotion within its ServerInfoMaxAge.
 	Diagnostics *diagnostics.Diagnostics
 	// Sampler keeps the recent samples behind the sparklines; nil shows
 	// numbers without trends.
@@ -103,6 +105,13 @@ type Server struct {
 	// everyone out.
 	db       *dbWatch
 	sessions *sessionCache
+	// tokens caches API token verdicts as sessions does sessions, and
+	// tokenUses records their last use in batches, so a token request
+	// costs no write and works on a standby.
+	tokens    *sessionCache
+	tokenUses tokenUses
+	// readOnlyState is whether the database is a standby (readOnly).
+	readOnlyState readOnlyState
 
 	// openIncidents caches openIncident's lookup, which every panel
 	// refresh makes; the handlers that open or close an incident
@@ -160,7 +169,9 @@ func New(cfg Config) (*Server, error) {
 		metrics:    m,
 		csrfKey:    cfg.CSRFKey,
 		db:         newDBWatch(cfg.Pool),
-		sessions:   newSessionCache(),
+		sessions:   newSessionCache(auth.SessionLookup),
+		tokens:     newSessionCache(auth.TokenLookup),
+		tokenUses:  tokenUses{usage: auth.NewTokenUsage(), every: tokenUseEvery},
 	}
 	if len(s.csrfKey) == 0 {
 		s.csrfKey = make([]byte, 32)

@@ -28,7 +28,7 @@ func TestSessionCache(t *testing.T) {
 	down := testdb.Pool(t, url)
 	down.Close() // a real pool whose every query fails
 
-	sc := newSessionCache()
+	sc := newSessionCache(auth.SessionLookup)
 	now := time.Now()
 	p, err := sc.lookup(ctx, pool, secret, now, false)
 	require.NoError(t, err)
@@ -58,7 +58,7 @@ func TestSessionCache(t *testing.T) {
 		require.NotErrorIs(t, err, auth.ErrNoSession)
 	})
 	t.Run("DeletedSessionIsRefusedOnceStale", func(t *testing.T) {
-		sc := newSessionCache()
+		sc := newSessionCache(auth.SessionLookup)
 		secret, err := auth.SessionCreate(ctx, pool, id, time.Hour)
 		require.NoError(t, err)
 		_, err = sc.lookup(ctx, pool, secret, now, false)

@@ -36,11 +36,19 @@ var serveURLRE = regexp.MustCompile(`console is serving on (http://\S+)`)
 // console's base URL.
 func serveAttached(t *testing.T, dbURL string) string {
 	t.Helper()
+	url, _, _ := serveAttachedLogs(t, dbURL)
+	return url
+}
+
+// serveAttachedLogs is serveAttached that also returns what the console
+// printed (stdout) and logged (stderr, JSON lines).
+func serveAttachedLogs(t *testing.T, dbURL string) (url string, stdout, stderr *logbuf.Buffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr logbuf.Buffer
+	stdout, stderr = &logbuf.Buffer{}, &logbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- runServe(ctx, []string{"--addr", "127.0.0.1:0", "--metrics", "token"}, envMap("DATABASE_URL", dbURL), &stdout, &stderr)
+		done <- runServe(ctx, []string{"--addr", "127.0.0.1:0", "--metrics", "token"}, envMap("DATABASE_URL", dbURL), stdout, stderr)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -54,7 +62,7 @@ func serveAttached(t *testing.T, dbURL string) string {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if m := serveURLRE.FindStringSubmatch(stdout.String()); m != nil {
-			return m[1]
+			return m[1], stdout, stderr
 		}
 		select {
 		case err := <-done:

@@ -117,25 +117,30 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	}
 	defer pool.Close()
 	gate.step("checking the schema and starting the diagnostics")
-	st, err := ensureSchema(ctx, pool, embedded || cfg.Migrate, cfg.Pooler)
+	diag, err := diagnostics.Open(ctx, dbURL, diagnostics.Config{StandbyURLs: cfg.StandbyURLs, Thresholds: &cfg.Thresholds,
+		ServerInfoMaxAge: roleRecheck, TransactionPooler: cfg.Pooler.transaction()})
+	if err != nil {
+		return fmt.Errorf("open the diagnostics pool: %w", err)
+	}
+	defer diag.Close()
+	standby, err := isStandby(ctx, diag, stdout)
+	if err != nil {
+		return err
+	}
+	st, err := ensureSchema(ctx, pool, (embedded || cfg.Migrate) && !standby, cfg.Pooler)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "schema at version %d\n", st.Current)
 
-	notice, err := firstLogin(ctx, pool, embedded, stdout)
+	notice, err := firstLogin(ctx, pool, embedded, standby, stdout)
 	if err != nil {
 		return err
 	}
-
-	diag, err := diagnostics.Open(ctx, dbURL, diagnostics.Config{StandbyURLs: cfg.StandbyURLs, Thresholds: &cfg.Thresholds,
-		TransactionPooler: cfg.Pooler.transaction()})
-	if err != nil {
-		return fmt.Errorf("open the diagnostics pool: %w", err)
-	}
-	defer diag.Close()
-	if err := ensurePruneHistorySchedule(ctx, pool); err != nil {
-		return err
+	if !standby {
+		if err := ensurePruneHistorySchedule(ctx, pool); err != nil {
+			return err
+		}
 	}
 	recorder := diag.NewRecorder(pool, diagnostics.RecorderConfig{Interval: cfg.HistoryInterval, Name: recorderName(), Logger: logger})
 	sampler := diag.NewSampler(diagnostics.SamplerConfig{Interval: cfg.HistoryInterval, OnSampleFunc: recorder.Record})
@@ -262,10 +267,30 @@ func startEmbedded(ctx context.Context, cfg serveConfig, stdout io.Writer) (*pgs
 	return srv, nil
 }
 
+// roleRecheck is how often serve re-reads whether the database is a
+// standby (diagnostics' ServerInfo): the console enters read-only mode, and
+// leaves it after a promotion, within that time.
+const roleRecheck = 5 * time.Second
+
+// isStandby reads whether the database is a standby and, when it is, says
+// what the console does there. The embedded default never is one.
+func isStandby(ctx context.Context, diag *diagnostics.Diagnostics, stdout io.Writer) (bool, error) {
+	info, err := diag.ServerInfo(ctx)
+	if err != nil {
+		return false, fmt.Errorf("read whether the database is a primary or a standby: %w", err)
+	}
+	if info.InRecovery {
+		fmt.Fprintln(stdout, "the database is a standby (read-only): pages and evidence are served; migrations, actions, "+
+			"incidents and schedule changes are off until it is promoted")
+	}
+	return info.InRecovery, nil
+}
+
 // firstLogin makes sure someone can sign in. The embedded default resets an
 // "admin" account to a fresh password at every start and prints it; an
-// attached database gets one only when it has no operator at all.
-func firstLogin(ctx context.Context, pool *pgxpool.Pool, embedded bool, stdout io.Writer) (string, error) {
+// attached database gets one only when it has no operator at all, unless
+// it is a standby, where nothing can be written: it then says so.
+func firstLogin(ctx context.Context, pool *pgxpool.Pool, embedded, standby bool, stdout io.Writer) (string, error) {
 	if !embedded {
 		n, err := auth.OperatorCount(ctx, pool)
 		if err != nil {
@@ -273,6 +298,12 @@ func firstLogin(ctx context.Context, pool *pgxpool.Pool, embedded bool, stdout i
 		}
 		if n > 0 {
 			return "", nil
+		}
+		if standby {
+			const msg = "No operator exists, and this database is a standby: sign-in needs an operator created on the primary " +
+				"(`console operator add` with the primary's DATABASE_URL)."
+			fmt.Fprintln(stdout, msg)
+			return msg, nil
 		}
 	}
 	password := auth.NewSecret()[:20]

@@ -255,17 +255,15 @@ func TokenCreateWith(ctx context.Context, db DBTX, name, role string, o TokenOpt
 	return secret, nil
 }
 
-// TokenLookup returns the principal behind a bearer secret.
+// TokenLookup returns the principal behind a bearer secret. It only
+// reads (a token works on a standby); the caller records the use with a
+// TokenUsage.
 func TokenLookup(ctx context.Context, db DBTX, secret string) (Principal, error) {
 	if !strings.HasPrefix(secret, TokenPrefix) {
 		return Principal{}, ErrNoSession
 	}
 	p := Principal{Kind: "token"}
-	h := hashSecret(secret)
-	err := db.QueryRow(ctx, sqlText("token_lookup"), h).Scan(&p.ID, &p.Name, &p.Role, &p.Scope)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = db.QueryRow(ctx, sqlText("token_get"), h).Scan(&p.ID, &p.Name, &p.Role, &p.Scope)
-	}
+	err := db.QueryRow(ctx, sqlText("token_get"), hashSecret(secret)).Scan(&p.ID, &p.Name, &p.Role, &p.Scope)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Principal{}, ErrNoSession
 	}
