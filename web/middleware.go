@@ -521,6 +521,11 @@ func (s *Server) proxyPrincipal(h http.Header) (auth.Principal, error) {
 		}
 	}
 	user := h.Get(s.cfg.ProxyUserHeader)
+	if err := auth.ValidProxyUser(user); err != nil {
+		return auth.Principal{}, echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf(
+			"request refused: %v. The console takes the user from the proxy's %s header; have the proxy send plain user names",
+			err, s.cfg.ProxyUserHeader))
+	}
 	if s.cfg.ProxyTrustRoleHeader {
 		role := h.Get(s.cfg.ProxyRoleHeader)
 		if role == "" {
@@ -536,7 +541,7 @@ func (s *Server) proxyPrincipal(h http.Header) (auth.Principal, error) {
 	for _, g := range strings.Split(h.Get(s.cfg.ProxyGroupsHeader), ",") {
 		if g = strings.TrimSpace(g); g != "" {
 			groups = append(groups, g)
-			if r := s.cfg.ProxyRoles["group:"+g]; auth.RoleRank(r) > auth.RoleRank(role) {
+			if r := s.cfg.ProxyRoles[auth.ProxyGroupPrefix+g]; auth.RoleRank(r) > auth.RoleRank(role) {
 				role = r
 			}
 		}
