@@ -1,6 +1,7 @@
 package web
 
 import (
+	"math"
 	"net/url"
 	"regexp"
 	"slices"
@@ -105,18 +106,25 @@ func parseTypedTime(v string, now time.Time) (time.Time, bool) {
 	return t, t.Year() >= 1
 }
 
-// filterID parses an optional positive id; empty means 0 (no filter).
-func filterID(q url.Values, name string) (int64, error) {
+// filterID parses an optional id from 1 to max; empty means 0 (no filter).
+func filterID(q url.Values, name string, max int64) (int64, error) {
 	v := strings.TrimSpace(q.Get(name))
 	if v == "" {
 		return 0, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 {
+	switch {
+	case (err != nil || n <= 0) && max == math.MaxInt64:
 		return 0, errBadRequest("%s %q is not a positive whole number", name, truncate(v, 40))
+	case err != nil || n <= 0 || n > max:
+		return 0, errBadRequest("%s %q is not a whole number from 1 to %d", name, truncate(v, 40), max)
 	}
 	return n, nil
 }
+
+// auditBeforeMax is the largest cursor the audit list takes: its query
+// compares the cursor as a 32-bit integer.
+const auditBeforeMax = math.MaxInt32
 
 // filterLimit parses the page size: empty means def, otherwise 1..max.
 func filterLimit(q url.Values, def, max int) (int, error) {
@@ -186,11 +194,11 @@ func parseJobFilter(q url.Values, now time.Time) (jobListFilter, error) {
 	if p.CreatedFrom != nil && p.CreatedUntil != nil && !p.CreatedFrom.Before(*p.CreatedUntil) {
 		check("created_until", errBadRequest("created_from must be before created_until"))
 	}
-	p.BeforeID, err = filterID(q, "before")
+	p.BeforeID, err = filterID(q, "before", math.MaxInt64)
 	check("before", err)
 	p.Limit, err = filterLimit(q, jobListDefaultLimit, jobListMaxLimit)
 	check("limit", err)
-	f.JumpID, err = filterID(q, "id")
+	f.JumpID, err = filterID(q, "id", math.MaxInt64)
 	check("id", err)
 	f.Form = views.JobFilter{
 		Queue: p.Queue, Kind: p.Kind, Status: p.Status, ErrorClass: p.ErrorClass,
@@ -269,14 +277,14 @@ func parseAuditFilter(q url.Values) (auditListFilter, error) {
 		}
 		p.Outcome = outcome
 	}
-	incident, err := filterID(q, "incident")
+	incident, err := filterID(q, "incident", math.MaxInt64)
 	if err != nil {
 		return f, err
 	}
 	if incident > 0 {
 		p.IncidentID = &incident
 	}
-	if p.BeforeID, err = filterID(q, "before"); err != nil {
+	if p.BeforeID, err = filterID(q, "before", auditBeforeMax); err != nil {
 		return f, err
 	}
 	if p.Limit, err = filterLimit(q, auditListDefaultLimit, auditListMaxLimit); err != nil {

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/internal/auth"
 )
 
 // serve sends one request straight to the server's handler, from remote.
@@ -92,4 +94,32 @@ func TestRequestIDIsTheConsoles(t *testing.T) {
 	for _, sent := range []string{"lb-7f3a:42", "abcdefghijklmnop", strings.Repeat("a", 40<<10)} {
 		require.NotEqual(t, sent, id("198.51.100.7:5000", sent), "an untrusted client's id %.40q is replaced", sent)
 	}
+}
+
+// TestOutOfRangeInputIsABadRequest: an audit cursor beyond what the list
+// takes and an Idempotency-Key the key store cannot hold are 400s that say
+// what is accepted, not a 500 or a 503 a client would retry.
+func TestOutOfRangeInputIsABadRequest(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	viewer := e.signedIn(t, auth.RoleViewer)
+	for _, before := range []string{"9223372036854775807", "9223372036854775808", "2147483648", "-1", "0"} {
+		resp, body := viewer.get("/audit?before="+before, "Accept", "application/json")
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "before=%s: %s", before, body)
+		require.Contains(t, body, "from 1 to 2147483647", "before=%s", before)
+	}
+	viewer.page("/audit?before=2147483647")
+
+	token, err := auth.TokenCreate(t.Context(), e.srv.cfg.Pool, "hostile-operator", auth.RoleOperator)
+	require.NoError(t, err)
+	body := `{"params": {"queue": "hostile"}, "reason": "idempotency key test"}`
+	for _, key := range []string{strings.Repeat("k", 50000), strings.Repeat("k", 256), "kéy"} {
+		resp, answer := viewer.apiPost("/api/v1/actions/queue.pause", token, body, IdempotencyKeyHeader, key)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "a %d-byte key: %s", len(key), answer)
+		require.Contains(t, answer, "use 1 to 255 printable ASCII characters")
+	}
+	require.Zero(t, e.queryInt(t, "SELECT count(*) FROM idempotency_requests"))
+	require.Zero(t, e.queryInt(t, "SELECT count(*) FROM queue_settings WHERE paused"), "a refused key ran the action")
+	resp, answer := viewer.apiPost("/api/v1/actions/queue.pause", token, body, IdempotencyKeyHeader, strings.Repeat("k", 255))
+	require.Equal(t, http.StatusOK, resp.StatusCode, answer)
 }
