@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/testdb"
 )
 
 // serve sends one request straight to the server's handler, from remote.
@@ -122,4 +125,42 @@ func TestOutOfRangeInputIsABadRequest(t *testing.T) {
 	require.Zero(t, e.queryInt(t, "SELECT count(*) FROM queue_settings WHERE paused"), "a refused key ran the action")
 	resp, answer := viewer.apiPost("/api/v1/actions/queue.pause", token, body, IdempotencyKeyHeader, strings.Repeat("k", 255))
 	require.Equal(t, http.StatusOK, resp.StatusCode, answer)
+}
+
+// TestStalledDatabasePagesAnswer200 freezes the database and checks that
+// every page served with its frame (the overview, a runbook step, a panel
+// alone or refreshed by htmx) answers 200, saying the database is not
+// answering, while /readyz and a write answer 503.
+func TestStalledDatabasePagesAnswer200(t *testing.T) {
+	t.Parallel()
+	srv := testdb.NewServer(t, nil)
+	e := setupWith(t, setupOpts{url: privateDatabase(t, srv)})
+	c := e.signedIn(t, auth.RoleOperator)
+	c.hc.Timeout = 20 * time.Second
+	c.page("/incidents")
+	c.page("/panels/blocking_tree")
+
+	freezeServer(t, srv)
+	waitUntil(t, 30*time.Second, "the console to see the database is not answering", func() bool {
+		_, body := c.get("/status/database", "Accept", "application/json")
+		return strings.Contains(body, `"answering":false`)
+	})
+	for _, tc := range []struct {
+		path   string
+		header []string
+		says   string
+	}{
+		{"/panels/blocking_tree", nil, "Database not answering"},
+		{"/panels/blocking_tree", []string{"HX-Request", "true"}, "Database not answering"},
+		{"/", nil, `<nav class="side"`},
+		{"/runbook/queues", nil, `<nav class="side"`},
+	} {
+		resp, body := c.get(tc.path, tc.header...)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "GET %s %v with the database frozen: %.300s", tc.path, tc.header, body)
+		require.True(t, strings.Contains(body, tc.says), "GET %s %v does not say %q: %.300s", tc.path, tc.header, tc.says, body)
+	}
+	resp, _ := c.get("/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "/readyz")
+	resp, body := c.post("/incidents", url.Values{"_csrf": {c.csrf}, "title": {"written during the stall"}})
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "a write: %.300s", body)
 }
