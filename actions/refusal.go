@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +59,27 @@ func cleanText(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// maxLoggedText bounds each text field of a run's log line: a target,
+// reason or refusal quoting what a client sent is cut there, so no attempt
+// writes an unbounded log line (the audit row keeps what it may).
+const maxLoggedText = 512
+
+// clipLogAttrs cuts each string attribute to maxLoggedText bytes, on a rune
+// boundary, marking the cut.
+func clipLogAttrs(attrs []slog.Attr) []slog.Attr {
+	for i, a := range attrs {
+		if v := a.Value; v.Kind() == slog.KindString && len(v.String()) > maxLoggedText {
+			s := v.String()
+			cut := maxLoggedText
+			for cut > 0 && !utf8.RuneStart(s[cut]) {
+				cut--
+			}
+			attrs[i].Value = slog.StringValue(s[:cut] + "…")
+		}
+	}
+	return attrs
 }
 
 // maxRefusalFolds bounds the folder's memory: past it, a refusal of a new

@@ -258,7 +258,7 @@ func (r *Runner) logRun(ctx context.Context, rc *runContext, name string, out Ou
 		level = slog.LevelWarn
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
-	r.log.LogAttrs(context.WithoutCancel(ctx), level, "action", attrs...)
+	r.log.LogAttrs(context.WithoutCancel(ctx), level, "action", clipLogAttrs(attrs)...)
 }
 
 func (r *Runner) run(ctx context.Context, rc *runContext, name string) (Outcome, error) {
