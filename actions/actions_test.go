@@ -382,7 +382,8 @@ func TestChangeAndAuditCommitTogether(t *testing.T) {
 func TestValidation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, r := setupRunner(t, actions.RunnerConfig{})
+	// Every refusal audited: the cases repeat one kind of refusal.
+	pool, r := setupRunner(t, actions.RunnerConfig{RefusalWindow: -1})
 	for _, c := range []struct {
 		action string
 		params any

@@ -37,7 +37,7 @@ func FuzzActionParams(f *testing.F) {
 		f.Add(uint8(i), "", "\xff{", reason)
 	}
 	pool := testdb.New(f)
-	r, err := actions.NewRunner(pool, actions.RunnerConfig{RefusalBurst: 1 << 20, RefusalRate: 1 << 20})
+	r, err := actions.NewRunner(pool, actions.RunnerConfig{RefusalWindow: -1})
 	require.NoError(f, err)
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, idx uint8, param, value, why string) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -18,7 +19,8 @@ import (
 func TestHostileInputIsRefusedAndAudited(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, r := setupRunner(t, actions.RunnerConfig{})
+	// Every refusal audited: the cases repeat one kind of refusal.
+	pool, r := setupRunner(t, actions.RunnerConfig{RefusalWindow: -1})
 	for _, c := range []struct {
 		name, action string
 		params       json.RawMessage
@@ -52,13 +54,15 @@ func TestHostileInputIsRefusedAndAudited(t *testing.T) {
 	}
 }
 
-// TestRefusalsAreCappedAndRateLimited posts a 4 MB body as a viewer: the
-// audit row holds a digest of a few hundred bytes, and a loop of refusals
-// records no more than the burst.
-func TestRefusalsAreCappedAndRateLimited(t *testing.T) {
+// TestRefusalsAreCappedAndFolded posts a 4 MB body as a viewer: the audit
+// row holds a digest of a few hundred bytes. Then a loop of the same
+// refusal is folded: the first is audited as it is, the repeats within the
+// window are one row that counts them, written at the flush; another
+// actor's and another kind of refusal are audited at once.
+func TestRefusalsAreCappedAndFolded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, r := setupRunner(t, actions.RunnerConfig{RefusalRate: 0.001, RefusalBurst: 3})
+	pool, r := setupRunner(t, actions.RunnerConfig{RefusalWindow: time.Hour})
 	big, err := json.Marshal(map[string]string{"queue": strings.Repeat("x", 4<<20)})
 	require.NoError(t, err)
 	_, err = r.Run(ctx, viewer, "queue.pause", actions.Request{Params: json.RawMessage(big), Reason: reason})
@@ -79,10 +83,36 @@ func TestRefusalsAreCappedAndRateLimited(t *testing.T) {
 		_, err := r.Run(ctx, viewer, "queue.pause", actions.Request{Params: map[string]any{"queue": "q"}, Reason: reason})
 		require.ErrorIs(t, err, actions.ErrForbidden)
 	}
-	require.Equal(t, int64(3), queryInt(t, pool, "SELECT count(*) FROM audit_events WHERE actor = $1", viewer.Name),
-		"refusals past the burst are not audited")
+	require.Equal(t, int64(1), queryInt(t, pool, "SELECT count(*) FROM audit_events WHERE actor = $1", viewer.Name),
+		"repeated refusals within the window are folded")
 	_, err = r.Run(ctx, operator, "queue.pause", actions.Request{Params: map[string]any{"queue": "q"}})
 	require.ErrorIs(t, err, actions.ErrReasonRequired)
 	require.Equal(t, int64(1), queryInt(t, pool, "SELECT count(*) FROM audit_events WHERE actor = $1", operator.Name),
 		"another actor's refusals are audited")
+	_, err = r.Run(ctx, viewer, "queue.resume", actions.Request{Params: map[string]any{"queue": "q"}, Reason: reason})
+	require.ErrorIs(t, err, actions.ErrForbidden)
+	require.Equal(t, int64(2), queryInt(t, pool, "SELECT count(*) FROM audit_events WHERE actor = $1", viewer.Name),
+		"a refusal of another action is audited")
+
+	r.FlushRefusals(ctx)
+	require.Equal(t, int64(3), queryInt(t, pool, "SELECT count(*) FROM audit_events WHERE actor = $1", viewer.Name),
+		"the flush writes one row for the ten folded refusals")
+	folded := lastAudit(t, pool)
+	require.Equal(t, audit.OutcomeRefused, folded.Outcome)
+	require.Equal(t, "queue.pause", folded.Action)
+	require.Equal(t, viewer.Role, folded.Role)
+	require.Equal(t, reason, folded.Reason)
+	require.JSONEq(t, `{"queue": "q"}`, string(folded.Params), "the row keeps the last refusal's params")
+	require.Contains(t, folded.Error, "10 more refusals (forbidden) of queue.pause by vera")
+	var count struct {
+		Folded int `json:"folded_refusals"`
+	}
+	require.NoError(t, json.Unmarshal(folded.Result, &count))
+	require.Equal(t, 10, count.Folded)
+	r.FlushRefusals(ctx)
+	require.Equal(t, int64(3), queryInt(t, pool, "SELECT count(*) FROM audit_events WHERE actor = $1", viewer.Name),
+		"a second flush has nothing to write")
+	v, err := audit.Verify(ctx, pool)
+	require.NoError(t, err)
+	require.True(t, v.OK, "the chain holds: %s", v.Reason)
 }

@@ -58,13 +58,14 @@ type RunnerConfig struct {
 	Logger *slog.Logger
 	// Now is the clock for schedule previews. Nil means time.Now.
 	Now func() time.Time
-	// RefusalRate and RefusalBurst bound how many refused attempts of one
-	// actor are audited, per second and at once, so a client looping on a
-	// refused request cannot fill the audit table. Refusals over the limit
-	// are counted and logged, and the next audited refusal of that actor
-	// says how many were left out. Defaults 1 per second and 60.
-	RefusalRate  float64
-	RefusalBurst int
+	// RefusalWindow folds repeated refused (or failed) attempts, so a
+	// client looping on a refused request cannot fill the audit table: the
+	// first refusal of an actor, action and kind of reason is audited at
+	// once, the ones of that kind within the window after it are counted
+	// and logged, and one audit row says how many there were when the
+	// window ends (FlushRefusals writes the pending rows at shutdown).
+	// Default 1 minute; negative audits every refusal.
+	RefusalWindow time.Duration
 }
 
 // Runner runs actions: it enforces roles and reasons, previews, re-checks
@@ -74,7 +75,7 @@ type Runner struct {
 	cfg      RunnerConfig
 	log      *slog.Logger
 	m        *metrics
-	refusals *refusalLimiter
+	refusals *refusalFolder
 }
 
 // NewRunner returns a Runner that runs every action on pool. The pool must
@@ -96,11 +97,8 @@ func NewRunner(pool *pgxpool.Pool, cfg RunnerConfig) (*Runner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.RefusalRate <= 0 {
-		cfg.RefusalRate = 1
-	}
-	if cfg.RefusalBurst <= 0 {
-		cfg.RefusalBurst = 60
+	if cfg.RefusalWindow == 0 {
+		cfg.RefusalWindow = time.Minute
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -110,7 +108,21 @@ func NewRunner(pool *pgxpool.Pool, cfg RunnerConfig) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{pool: pool, cfg: cfg, log: log, m: m, refusals: newRefusalLimiter(cfg.RefusalRate, cfg.RefusalBurst)}, nil
+	r := &Runner{pool: pool, cfg: cfg, log: log, m: m}
+	r.refusals = newRefusalFolder(cfg.RefusalWindow, r.recordFolded)
+	return r, nil
+}
+
+// FlushRefusals audits now the refusals RefusalWindow is still folding, one
+// row per kind, so none is lost when the process stops. ctx bounds the
+// writes.
+func (r *Runner) FlushRefusals(ctx context.Context) { r.refusals.flush(ctx) }
+
+// recordFolded audits the row of a window of folded refusals.
+func (r *Runner) recordFolded(ctx context.Context, ev audit.Event) {
+	if _, err := audit.RecordTx(ctx, r.pool, ev); err != nil {
+		r.log.Error("audit folded refusals", "action", ev.Action, "actor", ev.Actor, "refusal", ev.Error, "err", err)
+	}
 }
 
 // Request is one attempt to run an action.
@@ -246,7 +258,7 @@ func (r *Runner) logRun(ctx context.Context, rc *runContext, name string, out Ou
 		level = slog.LevelWarn
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
-	r.log.LogAttrs(context.WithoutCancel(ctx), level, "action", attrs...)
+	r.log.LogAttrs(context.WithoutCancel(ctx), level, "action", clipLogAttrs(attrs)...)
 }
 
 func (r *Runner) run(ctx context.Context, rc *runContext, name string) (Outcome, error) {
@@ -414,18 +426,18 @@ func (r *Runner) refuse(ctx context.Context, rc *runContext, name, target string
 	}
 	ev, eerr := rc.event(target, preview, nil, outcome, err)
 	ev.Params = refusalParams(rc.params)
-	allowed, suppressed := r.refusals.allow(ev.Actor)
-	if !allowed {
-		r.log.Warn("refused action not audited: the actor is over the refusal rate",
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	auditNow, ended := r.refusals.fold(refusalKindOf(ev, err), ev, time.Now())
+	if ended != nil {
+		r.recordFolded(actx, *ended)
+	}
+	if !auditNow {
+		r.log.Warn("refused action folded into its window's audit row: the same refusal was audited within the refusal window",
 			"action", name, "actor", rc.actor.Name, "refusal", err)
 		return err
 	}
-	if suppressed > 0 {
-		ev.Error += fmt.Sprintf(" (%d earlier refusals of %s were not audited: over the refusal rate)", suppressed, ev.Actor)
-	}
 	if eerr == nil {
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
 		rc.recorded, eerr = audit.RecordTx(actx, r.pool, ev)
 	}
 	if eerr != nil {

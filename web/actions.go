@@ -395,12 +395,11 @@ func (s *Server) renderActionStatus(c echo.Context, status int, m views.ActionPa
 // may come as several fields (the checkboxes of a list's selected rows).
 func formParams(c echo.Context, spec actions.Spec) (map[string]string, string) {
 	values := map[string]string{}
-	form, _ := c.FormParams()
 	for _, prm := range spec.Params {
-		v := strings.TrimSpace(c.FormValue("p." + prm.Name))
+		v := strings.TrimSpace(c.FormValue("p." + prm.Name)) // parses the form into Request().Form
 		if prm.Type == actions.ParamIntList {
 			var parts []string
-			for _, p := range form["p."+prm.Name] {
+			for _, p := range c.Request().Form["p."+prm.Name] {
 				if p = strings.TrimSpace(p); p != "" {
 					parts = append(parts, p)
 				}

@@ -156,13 +156,14 @@ func TestActionsAPIIdempotencyKey(t *testing.T) {
 	})
 	t.Run("RefusalIsNotStored", func(t *testing.T) {
 		// A refused attempt is audited but its answer is not kept: the
-		// retry is judged again.
+		// retry is judged again (and, the same refusal within the refusal
+		// window, folded into the first one's window instead of audited).
 		for range 2 {
 			resp, got := c.apiPost(path, ciToken, `{"params": {"title": "x"}}`, IdempotencyKeyHeader, "no-reason")
 			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, got)
 			require.Contains(t, got, "say why")
 		}
-		require.Equal(t, 2, e.queryInt(t, "SELECT count(*) FROM audit_events WHERE outcome = 'refused'"))
+		require.Equal(t, 1, e.queryInt(t, "SELECT count(*) FROM audit_events WHERE outcome = 'refused'"))
 		require.Equal(t, 0, e.queryInt(t, "SELECT count(*) FROM idempotency_requests WHERE idempotency_key = 'no-reason'"))
 	})
 }

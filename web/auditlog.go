@@ -16,7 +16,7 @@ import (
 // filtered keyset page of events. A failed verification read shows in the
 // chain box; the list still renders.
 func (s *Server) auditLog(c echo.Context) error {
-	f, err := parseAuditFilter(c.QueryParams())
+	f, err := parseAuditFilter(paramsOf(c))
 	if err != nil {
 		return err
 	}

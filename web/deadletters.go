@@ -15,7 +15,7 @@ import (
 // deadLetters serves GET /deadletters (optionally ?queue=): dead jobs
 // grouped by queue and error class.
 func (s *Server) deadLetters(c echo.Context) error {
-	queue, err := filterText(c.QueryParams(), "queue")
+	queue, err := filterText(paramsOf(c), "queue")
 	if err != nil {
 		return err
 	}

@@ -87,8 +87,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 	status, msg := statusOf(err)
 	reqID := requestIDOf(c)
 	if status >= 500 {
-		s.log.Error("request failed", "request_id", reqID, "method", c.Request().Method,
-			"path", c.Request().URL.Path, "err", err)
+		s.log.Error("request failed", "request_id", reqID, "method", clip(c.Request().Method, maxLoggedMethod),
+			"path", clip(c.Request().URL.Path, maxLoggedPath), "err", err)
 	} else if refusedStatus(status) {
 		setRefusal(c, msg) // observe logs the refusal with the status the client gets
 	}

@@ -1,12 +1,15 @@
 package web
 
 import (
+	"math"
 	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/queues"
@@ -16,6 +19,18 @@ import (
 // Parsers of the query-string filters of the jobs and audit lists. They are
 // pure: a bad value becomes a badRequest naming the field and what it
 // accepts, so the operator sees a 400 with the reason, never a 500.
+
+// queryParams is how handlers read a request's query string: by name,
+// through echo.Context's QueryParam (paramsOf), never as a whole, so a
+// test can list every parameter a route reads. url.Values is one too.
+type queryParams interface{ Get(name string) string }
+
+// paramsOf reads c's query parameters by name.
+func paramsOf(c echo.Context) queryParams { return contextParams{c} }
+
+type contextParams struct{ c echo.Context }
+
+func (p contextParams) Get(name string) string { return p.c.QueryParam(name) }
 
 // maxFilterText bounds free-text filters: nothing legitimate is longer, and
 // it keeps silly input away from the database.
@@ -37,7 +52,7 @@ const filterTimeHelp = "type 2026-12-03 10:00 (UTC), 2026-12-03, RFC 3339 (2026-
 
 // filterText returns a trimmed free-text filter, refusing control characters
 // and overlong values.
-func filterText(q url.Values, name string) (string, error) {
+func filterText(q queryParams, name string) (string, error) {
 	v := strings.TrimSpace(q.Get(name))
 	if len(v) > maxFilterText {
 		return "", errBadRequest("%s is too long (at most %d characters)", name, maxFilterText)
@@ -53,7 +68,7 @@ func filterText(q url.Values, name string) (string, error) {
 // filterTime parses an optional time filter; empty means no bound. Besides
 // the layouts it takes now, today and yesterday (midnight UTC) and
 // "<n><unit> ago" for seconds, minutes, hours, days and weeks.
-func filterTime(q url.Values, name string, now time.Time) (*time.Time, error) {
+func filterTime(q queryParams, name string, now time.Time) (*time.Time, error) {
 	v := strings.TrimSpace(q.Get(name))
 	if v == "" {
 		return nil, nil
@@ -105,21 +120,28 @@ func parseTypedTime(v string, now time.Time) (time.Time, bool) {
 	return t, t.Year() >= 1
 }
 
-// filterID parses an optional positive id; empty means 0 (no filter).
-func filterID(q url.Values, name string) (int64, error) {
+// filterID parses an optional id from 1 to max; empty means 0 (no filter).
+func filterID(q queryParams, name string, max int64) (int64, error) {
 	v := strings.TrimSpace(q.Get(name))
 	if v == "" {
 		return 0, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 {
+	switch {
+	case (err != nil || n <= 0) && max == math.MaxInt64:
 		return 0, errBadRequest("%s %q is not a positive whole number", name, truncate(v, 40))
+	case err != nil || n <= 0 || n > max:
+		return 0, errBadRequest("%s %q is not a whole number from 1 to %d", name, truncate(v, 40), max)
 	}
 	return n, nil
 }
 
+// auditBeforeMax is the largest cursor the audit list takes: its query
+// compares the cursor as a 32-bit integer.
+const auditBeforeMax = math.MaxInt32
+
 // filterLimit parses the page size: empty means def, otherwise 1..max.
-func filterLimit(q url.Values, def, max int) (int, error) {
+func filterLimit(q queryParams, def, max int) (int, error) {
 	v := strings.TrimSpace(q.Get("limit"))
 	if v == "" {
 		return def, nil
@@ -153,7 +175,7 @@ const (
 // and id (jump to one job). Every bad value is a message next to its field
 // in f.Form.Errors, with what was typed kept in the form; the error returned
 // is a badRequest saying all of them.
-func parseJobFilter(q url.Values, now time.Time) (jobListFilter, error) {
+func parseJobFilter(q queryParams, now time.Time) (jobListFilter, error) {
 	var f jobListFilter
 	errs := map[string]string{}
 	var msgs []string
@@ -186,11 +208,11 @@ func parseJobFilter(q url.Values, now time.Time) (jobListFilter, error) {
 	if p.CreatedFrom != nil && p.CreatedUntil != nil && !p.CreatedFrom.Before(*p.CreatedUntil) {
 		check("created_until", errBadRequest("created_from must be before created_until"))
 	}
-	p.BeforeID, err = filterID(q, "before")
+	p.BeforeID, err = filterID(q, "before", math.MaxInt64)
 	check("before", err)
 	p.Limit, err = filterLimit(q, jobListDefaultLimit, jobListMaxLimit)
 	check("limit", err)
-	f.JumpID, err = filterID(q, "id")
+	f.JumpID, err = filterID(q, "id", math.MaxInt64)
 	check("id", err)
 	f.Form = views.JobFilter{
 		Queue: p.Queue, Kind: p.Kind, Status: p.Status, ErrorClass: p.ErrorClass,
@@ -249,7 +271,7 @@ var auditOutcomes = []string{string(audit.OutcomeSucceeded), string(audit.Outcom
 
 // parseAuditFilter reads the /audit query string: actor, action, target,
 // outcome, incident, before (keyset cursor) and limit.
-func parseAuditFilter(q url.Values) (auditListFilter, error) {
+func parseAuditFilter(q queryParams) (auditListFilter, error) {
 	var f auditListFilter
 	var err error
 	p := &f.Params
@@ -269,14 +291,14 @@ func parseAuditFilter(q url.Values) (auditListFilter, error) {
 		}
 		p.Outcome = outcome
 	}
-	incident, err := filterID(q, "incident")
+	incident, err := filterID(q, "incident", math.MaxInt64)
 	if err != nil {
 		return f, err
 	}
 	if incident > 0 {
 		p.IncidentID = &incident
 	}
-	if p.BeforeID, err = filterID(q, "before"); err != nil {
+	if p.BeforeID, err = filterID(q, "before", auditBeforeMax); err != nil {
 		return f, err
 	}
 	if p.Limit, err = filterLimit(q, auditListDefaultLimit, auditListMaxLimit); err != nil {

@@ -22,7 +22,7 @@ type filterCase[F any] struct {
 }
 
 // runFilterCases runs each case through parse as a parallel subtest.
-func runFilterCases[F any](t *testing.T, parse func(url.Values) (F, error), tests []filterCase[F]) {
+func runFilterCases[F any](t *testing.T, parse func(queryParams) (F, error), tests []filterCase[F]) {
 	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

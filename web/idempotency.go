@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -127,6 +128,9 @@ func IdempotencyMiddleware(pool *pgxpool.Pool, opts ...IdempotencyOption) echo.M
 				}
 				return next(c)
 			}
+			if err := checkIdempotencyKey(key); err != nil {
+				return err
+			}
 			body, err := io.ReadAll(io.LimitReader(req.Body, o.maxBody+1))
 			if err != nil {
 				return echo.NewHTTPError(http.StatusBadRequest, "read request body").SetInternal(err)
@@ -143,6 +147,25 @@ func IdempotencyMiddleware(pool *pgxpool.Pool, opts ...IdempotencyOption) echo.M
 			return idempotentServe(c, next, pool, o, scope, key, hash)
 		}
 	}
+}
+
+// maxIdempotencyKey is the longest Idempotency-Key the key store takes.
+const maxIdempotencyKey = 255
+
+// checkIdempotencyKey refuses, with a 400 that says what is accepted, a key
+// the key store would not take: longer than maxIdempotencyKey, or with a
+// byte outside printable ASCII. Nothing is stored or retried for it.
+func checkIdempotencyKey(key string) error {
+	ok := len(key) <= maxIdempotencyKey
+	for i := 0; ok && i < len(key); i++ {
+		ok = key[i] >= 0x20 && key[i] < 0x7f
+	}
+	if ok {
+		return nil
+	}
+	return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf(
+		"the Idempotency-Key header (%d bytes) was refused: use 1 to %d printable ASCII characters, such as a UUID; nothing was run",
+		len(key), maxIdempotencyKey))
 }
 
 func idempotentServe(c echo.Context, next echo.HandlerFunc, pool *pgxpool.Pool, o idempotencyOptions, scope, key string, hash []byte) error {

@@ -34,7 +34,7 @@ const jobListTimedOut = "The list is read newest first and stops once it has a p
 // next to the field (JSON clients get the error alone).
 func (s *Server) jobsList(c echo.Context) error {
 	now := time.Now()
-	f, ferr := parseJobFilter(c.QueryParams(), now)
+	f, ferr := parseJobFilter(paramsOf(c), now)
 	if ferr != nil && (wantsJSON(c) || len(f.Form.Errors) == 0) {
 		return ferr
 	}

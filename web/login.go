@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -62,7 +64,13 @@ func (s *Server) login(c echo.Context) error {
 		form.Error = fmt.Sprintf("Too many failed attempts. Wait %s and try again.", wait.Round(time.Second))
 		return s.renderBare(c, http.StatusTooManyRequests, "Sign in", views.LoginBody(form))
 	}
-	p, err := auth.Authenticate(c.Request().Context(), s.cfg.Pool, name, password)
+	var p auth.Principal
+	var err error
+	if possibleAccountName(name) {
+		p, err = auth.Authenticate(c.Request().Context(), s.cfg.Pool, name, password)
+	} else {
+		err = auth.ErrBadCredentials
+	}
 	if errors.Is(err, auth.ErrBadCredentials) {
 		setRefusal(c, "wrong name or password", "name", shown)
 		form.Error = "Wrong name or password."
@@ -105,4 +113,11 @@ func (s *Server) logout(c echo.Context) error {
 	s.setCookie(c, "console_session", "", -1)
 	s.rotatePreSession(c)
 	return c.Redirect(http.StatusSeeOther, "/login")
+}
+
+// possibleAccountName reports whether some account could have name: the
+// database keeps names as text, which holds neither NUL nor invalid UTF-8,
+// so such a name is wrong without asking it (asking would fail).
+func possibleAccountName(name string) bool {
+	return utf8.ValidString(name) && !strings.ContainsRune(name, 0)
 }

@@ -40,7 +40,8 @@ type env struct {
 // setupOpts adjusts setupWith.
 type setupOpts struct {
 	thresholds *diagnostics.Thresholds
-	// log receives the server's log (JSON); nil discards it.
+	// log receives the server's and its action runner's log (JSON); nil
+	// discards them.
 	log io.Writer
 	// configure adjusts the server's Config before New.
 	configure func(*Config)
@@ -74,12 +75,12 @@ func setupWith(t testing.TB, o setupOpts) *env {
 		_, err = auth.OperatorAdd(context.Background(), pool, role, role, testPassword)
 		require.NoError(t, err)
 	}
-	runner, err := actions.NewRunner(pool, actions.RunnerConfig{Diagnostics: diag, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if o.log != nil {
 		logger = slog.New(slog.NewJSONHandler(o.log, nil))
 	}
+	runner, err := actions.NewRunner(pool, actions.RunnerConfig{Diagnostics: diag, Logger: logger})
+	require.NoError(t, err)
 	cfg := Config{Pool: pool, Diagnostics: diag, Actions: runner, Database: "console@test/db", Version: "test",
 		Logger: logger}
 	if o.configure != nil {

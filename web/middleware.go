@@ -11,12 +11,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgconsole/console/internal/auth"
@@ -184,16 +185,13 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			c.Error(err)
 		}
-		route := c.Path()
-		if route == "" {
-			route = "unmatched"
-		}
+		route := s.routeLabel(c.Path())
 		status := c.Response().Status
 		took := time.Since(start)
-		s.metrics.requests.WithLabelValues(route, c.Request().Method, fmt.Sprint(status)).Inc()
+		s.metrics.requests.WithLabelValues(route, methodLabel(c.Request().Method), statusLabel(status)).Inc()
 		s.metrics.duration.WithLabelValues(route).Observe(took.Seconds())
 		attrs := []any{"request_id", requestIDOf(c),
-			"method", c.Request().Method, "path", clip(c.Request().URL.Path, 512), "route", route,
+			"method", clip(c.Request().Method, maxLoggedMethod), "path", clip(c.Request().URL.Path, maxLoggedPath), "route", route,
 			"status", status, "ms", took.Milliseconds(), "actor", actorName(c)}
 		switch {
 		case refusedStatus(status):
@@ -209,8 +207,66 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func requestID() echo.MiddlewareFunc {
-	return middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: func() string { return auth.NewSecret()[:16] }})
+// The request metrics' labels are bounded whatever clients send: the route
+// is a registered pattern (never the raw path), the method one of the
+// standard ones or "other", the status a three-digit code. The log line
+// clips the method and path the client chose.
+const (
+	maxLoggedMethod = 16
+	maxLoggedPath   = 512
+)
+
+// standardMethods are the methods of RFC 9110 (and PATCH) that the request
+// metrics name; any other is counted as "other".
+var standardMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true, http.MethodPatch: true,
+	http.MethodDelete: true, http.MethodOptions: true, http.MethodConnect: true, http.MethodTrace: true,
+}
+
+func methodLabel(method string) string {
+	if standardMethods[method] {
+		return method
+	}
+	return "other"
+}
+
+func statusLabel(status int) string {
+	if status < 100 || status > 999 {
+		return "other"
+	}
+	return strconv.Itoa(status)
+}
+
+// routeLabel is the route pattern echo matched when it is one the console
+// registered, otherwise "unmatched".
+func (s *Server) routeLabel(pattern string) string {
+	if s.routePatterns[pattern] {
+		return pattern
+	}
+	return "unmatched"
+}
+
+// requestIDPattern is what a request id taken from a trusted proxy must
+// look like: short, and nothing a log reader could mistake for another
+// field or line.
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+
+// requestID gives every request its id, in the response's X-Request-Id
+// header and every log line about it. An X-Request-Id sent by a trusted
+// proxy is kept when it matches requestIDPattern, so its logs and the
+// console's join up; one sent by any other client is replaced, so nobody
+// can pose as another request in the logs or choose an id the console
+// itself might generate.
+func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		id := r.Header.Get(echo.HeaderXRequestID)
+		if !s.proxies.contains(r.RemoteAddr) || !requestIDPattern.MatchString(id) {
+			id = auth.NewSecret()[:16]
+		}
+		c.Response().Header().Set(echo.HeaderXRequestID, id)
+		return next(c)
+	}
 }
 
 // requestIDOf is the id requestID gave the request (it is in the response's
@@ -474,6 +530,11 @@ func (s *Server) proxyPrincipal(h http.Header) (auth.Principal, error) {
 		}
 	}
 	user := h.Get(s.cfg.ProxyUserHeader)
+	if err := auth.ValidProxyUser(user); err != nil {
+		return auth.Principal{}, echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf(
+			"request refused: %v. The console takes the user from the proxy's %s header; have the proxy send plain user names",
+			err, s.cfg.ProxyUserHeader))
+	}
 	if s.cfg.ProxyTrustRoleHeader {
 		role := h.Get(s.cfg.ProxyRoleHeader)
 		if role == "" {
@@ -489,7 +550,7 @@ func (s *Server) proxyPrincipal(h http.Header) (auth.Principal, error) {
 	for _, g := range strings.Split(h.Get(s.cfg.ProxyGroupsHeader), ",") {
 		if g = strings.TrimSpace(g); g != "" {
 			groups = append(groups, g)
-			if r := s.cfg.ProxyRoles["group:"+g]; auth.RoleRank(r) > auth.RoleRank(role) {
+			if r := s.cfg.ProxyRoles[auth.ProxyGroupPrefix+g]; auth.RoleRank(r) > auth.RoleRank(role) {
 				role = r
 			}
 		}

@@ -30,7 +30,7 @@ type outboxLookupQuery struct {
 func parseOutboxLookup(c echo.Context) (outboxLookupQuery, error) {
 	var l outboxLookupQuery
 	var err error
-	q := c.QueryParams()
+	q := paramsOf(c)
 	if l.EventID, err = filterText(q, "event_id"); err != nil {
 		return l, err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -250,7 +249,11 @@ func (s *Server) panel(c echo.Context) error {
 		if wantsJSON(c) {
 			return err
 		}
-		return s.render(c, page{Title: check.Title, Status: http.StatusServiceUnavailable, Body: views.PanelView(notAnsweringPanel(check, s.db))})
+		// 200, not 503: the page and its frame are served (the panel says
+		// what is missing in its data-status), and a reverse proxy that
+		// replaces 5xx answers with error pages of its own must not
+		// replace it.
+		return s.render(c, page{Title: check.Title, Body: views.PanelView(notAnsweringPanel(check, s.db))})
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 10*time.Second)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -94,7 +95,20 @@ func TestTrustedProxyHeader(t *testing.T) {
 		require.Contains(t, rec.Body.String(), "the proxy must remove")
 	}
 
+	// A user name the mapping could mistake for a group, or one no
+	// proxy sends on purpose, is refused with what is accepted.
 	roleHeader := newServer([]string{"10.1.2.3"}, func(c *Config) { c.ProxyTrustRoleHeader = true })
+	for _, odd := range []string{"group:sre", "Group:sre", " sso-alice", "sso-alice ", "sso\x01alice", "sso\u0085alice",
+		"\xff\xfe", strings.Repeat("a", auth.MaxProxyUserLength+1)} {
+		for _, s := range []*Server{trusting, roleHeader} {
+			rec = get(s, "10.1.2.3:5555", h("X-Forwarded-User", odd, "X-Forwarded-Role", "viewer"))
+			require.Equal(t, http.StatusForbidden, rec.Code, "proxy user %q: %s", odd, rec.Body.String())
+			require.Contains(t, rec.Body.String(), "a proxy user name is 1 to 128 bytes", "proxy user %q", odd)
+		}
+	}
+	require.Equal(t, "admin", role(get(trusting, "10.1.2.3:5555", h("X-Forwarded-User", "sso-carol", "X-Forwarded-Groups", "sre"))),
+		"a plain user still takes its group's role")
+
 	require.Equal(t, "admin", role(get(roleHeader, "10.1.2.3:5555", h("X-Forwarded-User", "sso-bob", "X-Forwarded-Role", "admin"))),
 		"opted in, the role header decides")
 	require.Equal(t, "viewer", role(get(roleHeader, "10.1.2.3:5555", h("X-Forwarded-User", "sso-bob"))), "viewer when absent")

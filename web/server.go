@@ -97,8 +97,11 @@ type Server struct {
 	limiterNow func() time.Time
 	proxies    *proxyList
 	metrics    *httpMetrics
-	csrfKey    []byte
-	ready      readiness
+	// routePatterns are the registered route patterns, the only values
+	// of the request metrics' route label besides "unmatched".
+	routePatterns map[string]bool
+	csrfKey       []byte
+	ready         readiness
 
 	// db knows whether the database answers; sessions caches session
 	// lookups so a stalled database neither hangs pages nor signs
@@ -185,6 +188,10 @@ func New(cfg Config) (*Server, error) {
 	s.e.HidePort = true
 	s.e.HTTPErrorHandler = s.handleError
 	s.routes()
+	s.routePatterns = map[string]bool{}
+	for _, r := range s.e.Routes() {
+		s.routePatterns[r.Path] = true
+	}
 	return s, nil
 }
 

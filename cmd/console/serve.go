@@ -232,7 +232,11 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return hs.Shutdown(sctx)
+	err = hs.Shutdown(sctx)
+	// Refusals folded into a window that has not ended yet are written now,
+	// so none goes unaudited because the console stopped.
+	runner.FlushRefusals(sctx)
+	return err
 }
 
 // startingTarget names the database on the starting page.
