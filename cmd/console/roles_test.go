@@ -19,8 +19,8 @@ import (
 )
 
 // serveInProcess runs `console serve` with getenv until the test ends and
-// returns the URL it serves on.
-func serveInProcess(t *testing.T, getenv env, args ...string) string {
+// returns the URL it serves on and the lines it printed before serving.
+func serveInProcess(t *testing.T, getenv env, args ...string) (string, []string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
@@ -53,7 +53,7 @@ func serveInProcess(t *testing.T, getenv env, args ...string) string {
 					for range lines {
 					}
 				}()
-				return m[1]
+				return m[1], seen
 			}
 		case <-deadline:
 			t.Fatalf("serve did not start in time:\n%s", strings.Join(seen, "\n"))
@@ -79,7 +79,8 @@ func TestServeAndWorkerAsRuntimeRoles(t *testing.T) {
 		webURL := testdb.AsUser(t, dbURL, "console_web")
 		token, err := auth.TokenCreate(ctx, owner, "ci", auth.RoleOperator)
 		require.NoError(t, err)
-		base := serveInProcess(t, envMap("DATABASE_URL", webURL))
+		base, started := serveInProcess(t, envMap("DATABASE_URL", webURL))
+		require.Contains(t, started, "history recording: on (every 10s)")
 
 		post := func(key string) (int, string) {
 			req, err := http.NewRequest(http.MethodPost, base+"/api/v1/actions/queue.pause",
@@ -142,6 +143,16 @@ func TestServeAndWorkerAsRuntimeRoles(t *testing.T) {
 			require.NoError(t, owner.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE status = 'done'").Scan(&n))
 			return n == 3
 		}, 60*time.Second, 50*time.Millisecond, "the worker ran the jobs, prune_history too, as console_worker")
+	})
+
+	t.Run("HistoryOffSaysWhyAtStart", func(t *testing.T) {
+		super := testdb.Pool(t, dbURL)
+		_, err := super.Exec(ctx, "REVOKE INSERT ON history_samples FROM console_web")
+		require.NoError(t, err)
+		t.Cleanup(func() { testdb.Roles(t, dbURL, out) })
+		_, started := serveInProcess(t, envMap("DATABASE_URL", testdb.AsUser(t, dbURL, "console_web")))
+		require.Contains(t, started, "history recording: off: the role console_web may not read and insert into history_samples; "+
+			"run `console roles sql` as a superuser in this database (it grants them to console_web)")
 	})
 
 	t.Run("MigrateStatusAsTheRuntimeRole", func(t *testing.T) {
