@@ -1,7 +1,80 @@
 package actions
 
-// rolesSQL is the least-privilege setup; see RolesSQL.
-const rolesSQL = `-- Least-privilege roles for the incident console.
+import "strings"
+
+// A tableGrant is what each role may do on a group of tables: an empty field
+// grants nothing. Monitor's rights reach console_readonly, console_operator
+// and console_web, Operator's and Worker's reach console_web (see the
+// memberships in rolesHeader and rolesFooter). Why is the script's comment.
+type tableGrant struct {
+	Tables                         []string
+	Why                            string
+	Monitor, Operator, Worker, Web string
+}
+
+// tableGrants is the one place that says which role may do what on each
+// table of the schema; RolesSQL grants from it. Every table the migrations
+// create has an entry, even one that grants nothing (a test fails when one
+// is missing). Sequences need no grant: every id is an identity column, whose
+// sequence PostgreSQL advances without checking privileges on it.
+var tableGrants = []tableGrant{
+	{Tables: []string{"console_schema_version"},
+		Why:     "Every console process checks the schema version at start.",
+		Monitor: "SELECT", Worker: "SELECT"},
+	{Tables: []string{"jobs", "outbox_events"},
+		Why: "Jobs and outbox events: the engine claims, acks, archives and prunes them,\n" +
+			"and relays the events; operators requeue, retry, cancel and enqueue.",
+		Monitor: "SELECT", Operator: "INSERT, UPDATE", Worker: "SELECT, INSERT, UPDATE, DELETE"},
+	{Tables: []string{"jobs_archive", "workers", "consumer_inbox", "idempotency_requests"},
+		Why: "The engine's own tables: the archive_jobs kind, the worker registry, the\n" +
+			"inbox and idempotency keys (the console's API requests use them too).",
+		Monitor: "SELECT", Worker: "SELECT, INSERT, UPDATE, DELETE"},
+	{Tables: []string{"maintenance_runs"},
+		Why:     "Maintenance runs: the engine records them; an operator may ask one to stop.",
+		Monitor: "SELECT", Operator: "UPDATE (stop_requested)", Worker: "SELECT, INSERT, UPDATE, DELETE"},
+	{Tables: []string{"queue_settings", "relay_settings"},
+		Why:     "Queue and relay settings: operators change them, the engine follows them.",
+		Monitor: "SELECT", Operator: "INSERT, UPDATE", Worker: "SELECT"},
+	{Tables: []string{"schedules"},
+		Why:     "Schedules: operators edit them, the scheduler advances them.",
+		Monitor: "SELECT", Operator: "INSERT, UPDATE", Worker: "SELECT, UPDATE"},
+	{Tables: []string{"tenant_limits"},
+		Why:     "Tenant limits: operators set and remove them, fair claims read them.",
+		Monitor: "SELECT", Operator: "INSERT, UPDATE, DELETE", Worker: "SELECT"},
+	{Tables: []string{"tenant_rate_tokens"},
+		Why:     "Tenant rate buckets, refilled and spent by fair claims.",
+		Monitor: "SELECT", Worker: "SELECT, INSERT, UPDATE"},
+	{Tables: []string{"incidents"},
+		Why:     "Incidents: operators and Alertmanager notifications open and close them.",
+		Monitor: "SELECT", Operator: "INSERT, UPDATE"},
+	{Tables: []string{"incident_evidence", "audit_events"},
+		Why: "Evidence and the audit trail are append-only for every runtime role: they\n" +
+			"can neither rewrite history nor disable its append-only trigger.",
+		Monitor: "SELECT", Operator: "INSERT"},
+	{Tables: []string{"audit_chain_head", "dead_letter_counts", "queue_job_counts", "job_kind_runs"},
+		Why: "Kept by the owner's SECURITY DEFINER functions and triggers (the audit\n" +
+			"chain's head, dead-letter and job counts, each kind's run times): read only.",
+		Monitor: "SELECT"},
+	{Tables: []string{"dead_letter_count_changes"},
+		Why: "dead_letter_count_changes is the counting triggers' scratch table, written\n" +
+			"and read only by the owner's SECURITY DEFINER functions: no grant."},
+	{Tables: []string{"operators", "api_tokens", "operator_sessions"},
+		Why: "Operator accounts, API tokens and sessions: password and token hashes, for\n" +
+			"the console server only.",
+		Web: "SELECT, INSERT, UPDATE, DELETE"},
+	{Tables: []string{"history_samples"},
+		Why: "The flight recorder: console serve records a sample every interval and\n" +
+			"reads them back (/history, ?window=); the prune_history kind deletes old ones.",
+		Monitor: "SELECT", Worker: "SELECT, DELETE", Web: "INSERT"},
+	{Tables: []string{"alert_notifications"},
+		Why: "Alertmanager notifications already acted on, kept by the console server's\n" +
+			"webhook (POST /api/v1/alerts) so a repeat opens no second incident.",
+		Monitor: "SELECT", Web: "INSERT, UPDATE"},
+}
+
+// rolesHeader creates the roles and grants what does not depend on the
+// tables.
+const rolesHeader = `-- Least-privilege roles for the incident console.
 --
 -- Two kinds of role: the one that owns the schema, and the ones the
 -- console runs as. Run "console migrate up" as the owner (a role of your
@@ -17,8 +90,10 @@ const rolesSQL = `-- Least-privilege roles for the incident console.
 --                       and pg_signal_backend for backend.cancel / backend.terminate
 --   console_worker    login for "console worker": the engine (jobs, outbox
 --                       relay, inbox, idempotency keys, scheduler, maintenance)
---   console_web       login for "console serve": operator + worker + the
---                       operator accounts, API tokens and sessions
+--   console_web       login for "console serve": operator + worker (serve runs
+--                       the scheduler, the relay and idempotent API requests) +
+--                       the operator accounts, API tokens and sessions, the
+--                       history it records and Alertmanager's notifications
 --   console_readonly  login for people or tools that only look
 --
 -- pg_signal_backend cannot signal superuser backends: run the application
@@ -27,6 +102,11 @@ const rolesSQL = `-- Least-privilege roles for the incident console.
 -- they can neither rewrite history nor disable its append-only trigger; the
 -- chain triggers and audit_chain_lock() are SECURITY DEFINER and move the
 -- chain head themselves.
+--
+-- On PostgreSQL 16 and later console_web and console_readonly may use the
+-- connection slots kept by reserved_connections, so the console can still
+-- connect when the application has taken every other one. Set it, for
+-- example reserved_connections = 3 in postgresql.conf (a restart applies it).
 
 DO $roles$
 DECLARE
@@ -53,51 +133,49 @@ BEGIN
         END IF;
     END LOOP;
     EXECUTE format('GRANT CONNECT ON DATABASE %I TO console_monitor, console_worker', current_database());
+    -- pg_use_reserved_connections exists from PostgreSQL 16 on.
+    IF current_setting('server_version_num')::int >= 160000 THEN
+        EXECUTE 'GRANT pg_use_reserved_connections TO console_web, console_readonly';
+    END IF;
 END
 $roles$;
 
--- Everyone reads the schema version: every console process checks it at start.
 GRANT USAGE ON SCHEMA public TO console_monitor, console_worker;
-GRANT SELECT ON console_schema_version TO console_monitor, console_worker;
 
 -- Monitoring: pg_stat_activity with every query text, pg_locks, replication
 -- and WAL views, pg_stat_statements.
 GRANT pg_monitor TO console_monitor;
-GRANT SELECT ON jobs, jobs_archive, queue_settings, workers, outbox_events, relay_settings,
-    consumer_inbox, idempotency_requests, schedules, maintenance_runs,
-    incidents, incident_evidence, audit_events, audit_chain_head, dead_letter_counts,
-    queue_job_counts, job_kind_runs TO console_monitor;
-GRANT SELECT ON tenant_limits, tenant_rate_tokens TO console_monitor;
-
--- Operator actions: queue and relay settings, job and outbox state changes,
--- schedules, enqueueing scheduled runs, incidents and the audit trail.
+-- Operator actions, and pg_signal_backend for backend.cancel / terminate.
 GRANT console_monitor TO console_operator;
 GRANT pg_signal_backend TO console_operator;
-GRANT INSERT, UPDATE ON queue_settings, relay_settings, schedules TO console_operator;
-GRANT INSERT, UPDATE, DELETE ON tenant_limits TO console_operator;
-GRANT INSERT, UPDATE ON jobs, outbox_events TO console_operator;
-GRANT UPDATE (stop_requested) ON maintenance_runs TO console_operator;
-GRANT INSERT, UPDATE ON incidents TO console_operator;
-GRANT INSERT ON incident_evidence, audit_events TO console_operator;
 GRANT EXECUTE ON FUNCTION audit_chain_lock() TO console_operator;
-
--- Engine processes: claim, ack, archive and prune, the registry, the relay,
--- the inbox, idempotency keys and the scheduler; replica lag for the
--- maintenance kinds' pauses (pg_read_all_stats).
+-- Engine processes: replica lag for the maintenance kinds' pauses.
 GRANT pg_read_all_stats TO console_worker;
-GRANT SELECT, INSERT, UPDATE, DELETE ON jobs, jobs_archive, workers, outbox_events,
-    consumer_inbox, idempotency_requests, maintenance_runs TO console_worker;
-GRANT SELECT ON queue_settings, relay_settings, tenant_limits TO console_worker;
-GRANT SELECT, INSERT, UPDATE ON tenant_rate_tokens TO console_worker;
-GRANT SELECT, UPDATE ON schedules TO console_worker;
-
--- The console server: operator rights, the engine it runs (scheduler,
--- relay, idempotent API requests), its accounts and sessions.
+-- The console server: operator rights and the engine it runs.
 GRANT console_operator, console_worker TO console_web;
-GRANT SELECT, INSERT, UPDATE, DELETE ON operators, api_tokens, operator_sessions TO console_web;
-
 GRANT console_monitor TO console_readonly;
 `
+
+// rolesSQL is the script RolesSQL returns, built once from tableGrants.
+var rolesSQL = buildRolesSQL()
+
+func buildRolesSQL() string {
+	var b strings.Builder
+	b.WriteString(rolesHeader)
+	for _, g := range tableGrants {
+		b.WriteString("\n-- ")
+		b.WriteString(strings.ReplaceAll(g.Why, "\n", "\n-- "))
+		b.WriteString("\n")
+		for _, rg := range []struct{ role, rights string }{
+			{"console_monitor", g.Monitor}, {"console_operator", g.Operator}, {"console_worker", g.Worker}, {"console_web", g.Web},
+		} {
+			if rg.rights != "" {
+				b.WriteString("GRANT " + rg.rights + " ON " + strings.Join(g.Tables, ", ") + " TO " + rg.role + ";\n")
+			}
+		}
+	}
+	return b.String()
+}
 
 // RolesSQL returns a SQL script that sets up least-privilege database roles
 // for production, for a schema owned by a separate migration role:

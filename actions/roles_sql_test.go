@@ -3,6 +3,9 @@ package actions_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -39,6 +42,7 @@ func TestRolesSQLIsEnough(t *testing.T) {
 	var isSuper bool
 	require.NoError(t, super.QueryRow(ctx, "SELECT rolsuper FROM pg_roles WHERE rolname = 'console_web'").Scan(&isSuper))
 	require.False(t, isSuper)
+	require.Empty(t, testdb.ConsoleGrantsDiff(t, dbURL), "the roles hold exactly the rights reviewed")
 	exec(t, super, `DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'shop_app') THEN
 		CREATE ROLE shop_app LOGIN; END IF; END $$`)
 
@@ -89,6 +93,87 @@ func TestRolesSQLIsEnough(t *testing.T) {
 	}
 	_, err = app.Exec(ctx, "SELECT * FROM audit_chain_lock()")
 	require.ErrorContains(t, err, "permission denied")
+}
+
+// TestRolesDeclareEveryTable compares the tables and sequences of the
+// migrated schema with the declaration RolesSQL is built from: a table a
+// migration adds without deciding who may use it fails here, by name.
+func TestRolesDeclareEveryTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	super := testdb.Pool(t, testdb.OwnedURL(t))
+	declared := actions.DeclaredTables()
+	rows, err := super.Query(ctx, `SELECT c.relname, c.relkind::text,
+			EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'i')
+		FROM pg_class c
+		WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+		  AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.objid = c.oid AND e.deptype = 'e') -- pg_stat_statements
+		ORDER BY c.relname`)
+	require.NoError(t, err)
+	var name, kind string
+	var identity bool
+	var tables, missing []string
+	_, err = pgx.ForEachRow(rows, []any{&name, &kind, &identity}, func() error {
+		switch {
+		case kind == "S" && identity:
+			// An identity column's sequence: INSERT on its table is enough.
+		case kind == "S":
+			missing = append(missing, fmt.Sprintf("sequence %s is not an identity column's: make the column "+
+				"GENERATED ALWAYS AS IDENTITY, or grant USAGE on it to the roles that insert into its table", name))
+		default:
+			tables = append(tables, name)
+			if !slices.Contains(declared, name) {
+				missing = append(missing, fmt.Sprintf("table %s has no entry in tableGrants (actions/roles_sql.go): "+
+					"decide what console_monitor needs on it (console_readonly and diagnostics read it), "+
+					"console_operator (the actions change it), console_worker (`console worker`: the engine) and "+
+					"console_web (`console serve`: pages, API, alerts, history recording); an entry may grant nothing", name))
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Empty(t, missing)
+	for i, table := range declared {
+		require.NotContains(t, declared[:i], table, "tableGrants declares %s twice: keep one entry", table)
+		require.True(t, slices.Contains(tables, table), "tableGrants declares %s, which no migration creates: remove it", table)
+	}
+	require.Contains(t, tables, "history_samples", "the schema was read")
+}
+
+// TestRolesSQLGrantsExactly reads back every right each role holds after
+// `console roles sql` ran twice, and compares it with the reviewed list:
+// enough is not the test, nothing more is.
+func TestRolesSQLGrantsExactly(t *testing.T) {
+	t.Parallel()
+	dbURL, _ := runtimeDatabase(t)
+	require.Empty(t, testdb.ConsoleGrantsDiff(t, dbURL))
+
+	// One right too many is named. (Only this database's grants change:
+	// memberships are the whole server's, which other tests read.)
+	super := testdb.Pool(t, dbURL)
+	exec(t, super, "GRANT SELECT ON operators TO console_worker")
+	diff := strings.Join(testdb.ConsoleGrantsDiff(t, dbURL), "\n")
+	require.Contains(t, diff, "console_worker holds SELECT ON operators (directly)")
+	require.Contains(t, diff, "console_worker holds SELECT ON operators (in effect)")
+}
+
+// TestRolesSQLReservedConnections checks console_web and console_readonly
+// may use the reserved connection slots where the server has them
+// (PostgreSQL 16 and later), and that the script runs on older servers.
+func TestRolesSQLReservedConnections(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL, _ := runtimeDatabase(t)
+	super := testdb.Pool(t, dbURL)
+	version := queryInt(t, super, "SELECT current_setting('server_version_num')::int")
+	for _, role := range []string{"console_web", "console_readonly", "console_worker"} {
+		var member bool
+		require.NoError(t, super.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_auth_members m
+			JOIN pg_roles r ON r.oid = m.roleid JOIN pg_roles u ON u.oid = m.member
+			WHERE r.rolname = 'pg_use_reserved_connections' AND u.rolname = $1)`, role).Scan(&member))
+		require.Equal(t, version >= 160000 && role != "console_worker", member, "%s on server %d", role, version)
+	}
+	require.Contains(t, actions.RolesSQL(), "reserved_connections = 3", "the script says to set the slots aside")
 }
 
 // TestEveryActionRunsAsTheRuntimeRole runs every action of the registry as

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -179,6 +180,60 @@ func (r *Recorder) setStatus(on bool, reason string, recorded *time.Time) {
 	}
 }
 
+// String is the status in a few words, as `console serve` prints it at
+// start: "on (every 10s)", or "off: " and why.
+func (s HistoryStatus) String() string {
+	if s.On {
+		return "on (" + s.Reason + ")"
+	}
+	return "off: " + strings.TrimPrefix(s.Reason, "history is off: ")
+}
+
+// Check tells, before the first sample, whether this console can record
+// history: not on a standby, nor as a role that may not read and insert
+// into history_samples, nor in read-only transactions. When it cannot,
+// Status says so from now on, and the caller should tell the operator; a
+// failed check (the database is unreachable) is reported as off with the
+// error, and the first sample tries again.
+func (r *Recorder) Check(ctx context.Context) HistoryStatus {
+	off := func(reason string) HistoryStatus {
+		r.setStatus(false, reason, nil)
+		return r.Status()
+	}
+	if info, err := r.d.ServerInfo(ctx); err == nil && info.InRecovery {
+		return off(historyOffStandby)
+	}
+	rows, _ := r.pool.Query(ctx, mustSQL("history_writable"))
+	w, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[historyWritable])
+	switch {
+	case err != nil:
+		return off("history is off: cannot check the database: " + err.Error())
+	case !w.TableExists:
+		return off(historyOffNoTable)
+	case !w.MayWrite:
+		return off(fmt.Sprintf("history is off: the role %s may not read and insert into history_samples; "+
+			"run `console roles sql` as a superuser in this database (it grants them to console_web)", w.Role))
+	case w.ReadOnly:
+		return off(historyOffReadOnly)
+	}
+	return HistoryStatus{On: true, Reason: "every " + r.cfg.Interval.String()}
+}
+
+// historyWritable is a row of history_writable.sql.
+type historyWritable struct {
+	Role        string `db:"role"`
+	TableExists bool   `db:"table_exists"`
+	MayWrite    bool   `db:"may_write"`
+	ReadOnly    bool   `db:"read_only"`
+}
+
+// Reasons history is off that Check and Record share.
+const (
+	historyOffStandby  = "history is off: this server is a standby (read-only); the primary's console records it"
+	historyOffNoTable  = "history is off: the table history_samples does not exist; run `console migrate up`"
+	historyOffReadOnly = "history is off: the database refuses writes (read-only transaction or standby)"
+)
+
 // ErrHistoryOff is returned by Record when the database cannot keep history
 // (a standby, a read-only database or role, a schema without
 // history_samples); Status says which.
@@ -195,7 +250,7 @@ func (r *Recorder) Record(ctx context.Context, smp Sample) error {
 	ctx, cancel := context.WithTimeout(ctx, max(r.cfg.Interval, 5*time.Second))
 	defer cancel()
 	if info, err := r.d.ServerInfo(ctx); err == nil && info.InRecovery {
-		reason := "history is off: this server is a standby (read-only); the primary's console records it"
+		reason := historyOffStandby
 		r.setStatus(false, reason, nil)
 		return fmt.Errorf("%w: %s", ErrHistoryOff, reason)
 	}
@@ -225,11 +280,11 @@ func historyOffReason(err error) string {
 	}
 	switch pgErr.Code {
 	case "25006": // read_only_sql_transaction
-		return "history is off: the database refuses writes (read-only transaction or standby)"
+		return historyOffReadOnly
 	case "42501": // insufficient_privilege
-		return "history is off: the console's database role may not write history_samples; grant INSERT, SELECT and DELETE on it"
+		return "history is off: the console's database role may not write history_samples; run `console roles sql` as a superuser in this database (it grants INSERT and SELECT on it to console_web)"
 	case "42P01": // undefined_table
-		return "history is off: the table history_samples does not exist; run `console migrate up`"
+		return historyOffNoTable
 	}
 	return ""
 }

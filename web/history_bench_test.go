@@ -34,7 +34,7 @@ const historyWeek = 7 * 24 * 360
 func BenchmarkHistoryWeek(b *testing.B) {
 	ctx := context.Background()
 	e := setup(b)
-	pool := e.srv.cfg.Pool
+	pool := e.owner
 	var opID int64
 	require.NoError(b, pool.QueryRow(ctx, "SELECT id FROM operators WHERE name = 'operator'").Scan(&opID))
 	secret, err := auth.SessionCreate(ctx, pool, opID, time.Hour)

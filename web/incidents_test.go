@@ -24,7 +24,7 @@ func withOpenIncidentMaxAge(t *testing.T, e *env, maxAge time.Duration) *env {
 	s.openIncidents = s.newOpenIncidentCache(maxAge)
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
-	return &env{srv: s, http: hs, url: e.url}
+	return &env{srv: s, http: hs, url: e.url, superURL: e.superURL, owner: e.owner}
 }
 
 var captureFormRE = regexp.MustCompile(`action="/incidents/(\d+)/capture"`)

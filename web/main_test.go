@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/actions"
@@ -30,11 +31,22 @@ func TestMain(m *testing.M) { testdb.Main(m) }
 const testPassword = "correct horse battery"
 
 // env is a console under test: a real server on a fresh database, with one
-// operator of each role.
+// operator of each role. The server runs as console_web with the rights
+// `console roles sql` grants and nothing more, on a schema owned by
+// testdb.OwnerRole, so a page or action that needs a grant the script lacks
+// fails its test.
 type env struct {
 	srv  *Server
 	http *httptest.Server
-	url  string // the database
+	// url is the database as its owner, not a superuser: sessions a test
+	// stages with it (lock holders, idle transactions) are ones the console
+	// may cancel and terminate.
+	url string
+	// superURL is the database as a superuser, for the fixtures only a
+	// superuser may make.
+	superURL string
+	// owner is a pool on url, for fixtures the console's role may not write.
+	owner *pgxpool.Pool
 }
 
 // setupOpts adjusts setupWith.
@@ -47,8 +59,9 @@ type setupOpts struct {
 	configure func(*Config)
 	// tls serves over https (httptest's own certificate).
 	tls bool
-	// url is a migrated database to use instead of a fresh one on the
-	// shared test server (a test that freezes its server brings its own).
+	// url is a database from privateDatabase (a superuser's URL) to use
+	// instead of a fresh one on the shared test server (a test that
+	// freezes its server brings its own).
 	url string
 	// private gives the test a PostgreSQL server of its own: the blocking
 	// tree and its findings span every database of a server, so a test
@@ -60,15 +73,18 @@ func setup(t testing.TB) *env { return setupWith(t, setupOpts{}) }
 
 func setupWith(t testing.TB, o setupOpts) *env {
 	t.Helper()
-	url := o.url
+	superURL := o.url
 	switch {
-	case url == "" && o.private:
-		url = privateDatabase(t, testdb.NewServer(t, nil))
-	case url == "":
-		url = testdb.URL(t)
+	case superURL == "" && o.private:
+		superURL = privateDatabase(t, testdb.NewServer(t, nil))
+	case superURL == "":
+		superURL = testdb.OwnedURL(t)
 	}
-	pool := testdb.Pool(t, url)
-	diag, err := diagnostics.Open(context.Background(), url, diagnostics.Config{Thresholds: o.thresholds})
+	testdb.Roles(t, superURL, actions.RolesSQL())
+	url := testdb.AsUser(t, superURL, testdb.OwnerRole)
+	webURL := testdb.AsUser(t, superURL, "console_web")
+	pool := testdb.Pool(t, webURL)
+	diag, err := diagnostics.Open(context.Background(), webURL, diagnostics.Config{Thresholds: o.thresholds})
 	require.NoError(t, err)
 	t.Cleanup(diag.Close)
 	for _, role := range []string{auth.RoleViewer, auth.RoleOperator, auth.RoleAdmin} {
@@ -95,7 +111,7 @@ func setupWith(t testing.TB, o setupOpts) *env {
 		hs.Start()
 	}
 	t.Cleanup(hs.Close)
-	return &env{srv: s, http: hs, url: url}
+	return &env{srv: s, http: hs, url: url, superURL: superURL, owner: testdb.Pool(t, url)}
 }
 
 // client is a browser-like client: cookie jar, no redirect following, and
@@ -187,8 +203,9 @@ func (c *client) login(role string) {
 	require.Equal(c.t, "/", resp.Header.Get("Location"))
 }
 
-// privateDatabase creates a migrated database on srv, a server of the
-// test's own (which it may freeze, or where no other test runs).
+// privateDatabase creates a database on srv, a server of the test's own
+// (which it may freeze, or where no other test runs), owned and migrated by
+// testdb.OwnerRole as testdb.OwnedURL does, and returns its superuser URL.
 func privateDatabase(t testing.TB, srv *pgserver.Server) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -196,9 +213,11 @@ func privateDatabase(t testing.TB, srv *pgserver.Server) string {
 	admin, err := pgx.Connect(ctx, srv.URL("postgres"))
 	require.NoError(t, err)
 	defer admin.Close(ctx)
-	_, err = admin.Exec(ctx, "CREATE DATABASE console")
+	_, err = admin.Exec(ctx, "CREATE ROLE "+testdb.OwnerRole+" LOGIN NOSUPERUSER NOCREATEROLE")
 	require.NoError(t, err)
-	conn, err := pgx.Connect(ctx, srv.URL("console"))
+	_, err = admin.Exec(ctx, "CREATE DATABASE console OWNER "+testdb.OwnerRole)
+	require.NoError(t, err)
+	conn, err := pgx.Connect(ctx, testdb.AsUser(t, srv.URL("console"), testdb.OwnerRole))
 	require.NoError(t, err)
 	defer conn.Close(ctx)
 	_, err = migrations.Up(ctx, conn)

@@ -104,7 +104,7 @@ func TestBrowserIncidentFlow(t *testing.T) {
 	th := diagnostics.DefaultThresholds()
 	th.RootBlockerWait = 200 * time.Millisecond
 	e := setupWith(t, setupOpts{thresholds: &th, private: true})
-	db := e.srv.cfg.Pool
+	db := e.owner // fixtures, and the test's own accounts table
 	// An older, closed incident takes id 1, so a page that assumed the new
 	// incident's id would land on the wrong one.
 	_, err := db.Exec(context.Background(), `INSERT INTO incidents (title, status, opened_by, closed_by, closed_at, window_end, summary)

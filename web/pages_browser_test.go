@@ -25,7 +25,7 @@ import (
 func TestBrowserMainPages(t *testing.T) {
 	e, smp := setupSampledByHand(t)
 	ctx := context.Background()
-	db := e.srv.cfg.Pool
+	db := testdb.Pool(t, e.superURL) // a replication slot, a prepared transaction and CHECKPOINT need a superuser
 	for _, q := range []string{
 		`INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, attempts)
 		 SELECT 'emails-eu', 'send_receipt', 'dead', 'smtp.timeout', 'dial tcp 10.0.0.7:25: i/o timeout', now(), 8

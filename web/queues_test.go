@@ -17,10 +17,10 @@ import (
 	"github.com/pgconsole/console/views"
 )
 
-// exec runs SQL on the test database (fixtures).
+// exec runs SQL on the test database as its owner (fixtures).
 func (e *env) exec(t *testing.T, sql string, args ...any) {
 	t.Helper()
-	_, err := e.srv.cfg.Pool.Exec(t.Context(), sql, args...)
+	_, err := e.owner.Exec(t.Context(), sql, args...)
 	require.NoError(t, err)
 }
 

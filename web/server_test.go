@@ -33,7 +33,7 @@ func TestHealthAndReady(t *testing.T) {
 func TestReadyzReportsSchemaBehind(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	_, err := e.srv.cfg.Pool.Exec(t.Context(), "UPDATE console_schema_version SET version = 1")
+	_, err := e.owner.Exec(t.Context(), "UPDATE console_schema_version SET version = 1")
 	require.NoError(t, err)
 	resp, body := e.client(t).get("/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)

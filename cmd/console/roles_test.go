@@ -12,14 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/queues"
 )
 
 // serveInProcess runs `console serve` with getenv until the test ends and
-// returns the URL it serves on.
-func serveInProcess(t *testing.T, getenv env, args ...string) string {
+// returns the URL it serves on and the lines it printed before serving.
+func serveInProcess(t *testing.T, getenv env, args ...string) (string, []string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
@@ -52,7 +53,7 @@ func serveInProcess(t *testing.T, getenv env, args ...string) string {
 					for range lines {
 					}
 				}()
-				return m[1]
+				return m[1], seen
 			}
 		case <-deadline:
 			t.Fatalf("serve did not start in time:\n%s", strings.Join(seen, "\n"))
@@ -62,7 +63,8 @@ func serveInProcess(t *testing.T, getenv env, args ...string) string {
 
 // TestServeAndWorkerAsRuntimeRoles runs `console serve` as console_web and
 // `console worker` as console_worker on a schema owned by a separate
-// migration role, with nothing granted beyond `console roles sql`.
+// migration role, with nothing granted beyond `console roles sql`, and
+// checks the roles hold exactly the reviewed rights (testdb.ConsoleGrants).
 func TestServeAndWorkerAsRuntimeRoles(t *testing.T) {
 	ctx := context.Background()
 	dbURL := testdb.OwnedURL(t)
@@ -70,13 +72,15 @@ func TestServeAndWorkerAsRuntimeRoles(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, actions.RolesSQL(), out)
 	testdb.Roles(t, dbURL, out)
+	require.Empty(t, testdb.ConsoleGrantsDiff(t, dbURL), "the roles hold exactly the rights reviewed, no more")
 	owner := testdb.Pool(t, testdb.AsUser(t, dbURL, testdb.OwnerRole))
 
 	t.Run("ServeAsConsoleWeb", func(t *testing.T) {
 		webURL := testdb.AsUser(t, dbURL, "console_web")
 		token, err := auth.TokenCreate(ctx, owner, "ci", auth.RoleOperator)
 		require.NoError(t, err)
-		base := serveInProcess(t, envMap("DATABASE_URL", webURL))
+		base, started := serveInProcess(t, envMap("DATABASE_URL", webURL))
+		require.Contains(t, started, "history recording: on (every 10s)")
 
 		post := func(key string) (int, string) {
 			req, err := http.NewRequest(http.MethodPost, base+"/api/v1/actions/queue.pause",
@@ -102,7 +106,19 @@ func TestServeAndWorkerAsRuntimeRoles(t *testing.T) {
 		require.Equal(t, http.StatusOK, code, again)
 		require.JSONEq(t, body, again, "the keyed request is replayed")
 
-		for _, path := range []string{"/api/v1/findings", "/readyz"} {
+		// Alertmanager's webhook records the notification it acts on.
+		req, err := http.NewRequest(http.MethodPost, base+"/api/v1/alerts", strings.NewReader(`{"version": "4", "alerts": [
+			{"status": "firing", "labels": {"alertname": "QueueBacklog"}, "fingerprint": "f1", "startsAt": "2026-01-01T00:00:00Z"}]}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "POST /api/v1/alerts: %s", b)
+
+		for _, path := range []string{"/api/v1/findings", "/readyz", "/api/v1/history?check=queues&from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", "/history?window=15m"} {
 			req, err := http.NewRequest(http.MethodGet, base+path, nil)
 			require.NoError(t, err)
 			req.Header.Set("Authorization", "Bearer "+token)
@@ -118,14 +134,25 @@ func TestServeAndWorkerAsRuntimeRoles(t *testing.T) {
 		_, err := queues.EnqueueManyTx(ctx, owner, []queues.EnqueueParams{
 			{Queue: "runtime", Kind: "sleep", Payload: map[string]int{"ms": 10}},
 			{Queue: "runtime", Kind: "sleep", Payload: map[string]int{"ms": 10}},
+			{Queue: "runtime", Kind: diagnostics.KindPruneHistory},
 		})
 		require.NoError(t, err)
 		startWorker(t, testdb.AsUser(t, dbURL, "console_worker"), "--queues runtime --concurrency 2 --poll 100ms")
 		require.Eventually(t, func() bool {
 			var n int
 			require.NoError(t, owner.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE status = 'done'").Scan(&n))
-			return n == 2
-		}, 60*time.Second, 50*time.Millisecond, "the worker ran the jobs as console_worker")
+			return n == 3
+		}, 60*time.Second, 50*time.Millisecond, "the worker ran the jobs, prune_history too, as console_worker")
+	})
+
+	t.Run("HistoryOffSaysWhyAtStart", func(t *testing.T) {
+		super := testdb.Pool(t, dbURL)
+		_, err := super.Exec(ctx, "REVOKE INSERT ON history_samples FROM console_web")
+		require.NoError(t, err)
+		t.Cleanup(func() { testdb.Roles(t, dbURL, out) })
+		_, started := serveInProcess(t, envMap("DATABASE_URL", testdb.AsUser(t, dbURL, "console_web")))
+		require.Contains(t, started, "history recording: off: the role console_web may not read and insert into history_samples; "+
+			"run `console roles sql` as a superuser in this database (it grants them to console_web)")
 	})
 
 	t.Run("MigrateStatusAsTheRuntimeRole", func(t *testing.T) {

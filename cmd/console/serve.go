@@ -143,6 +143,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 	}
 	recorder := diag.NewRecorder(pool, diagnostics.RecorderConfig{Interval: cfg.HistoryInterval, Name: recorderName(), Logger: logger})
+	fmt.Fprintf(stdout, "history recording: %s\n", recorder.Check(ctx))
 	sampler := diag.NewSampler(diagnostics.SamplerConfig{Interval: cfg.HistoryInterval, OnSampleFunc: recorder.Record})
 	if err := sampler.Start(ctx); err != nil {
 		return fmt.Errorf("start the diagnostics sampler: %w", err)
