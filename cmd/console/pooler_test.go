@@ -36,7 +36,7 @@ func TestServeAndWorkerThroughTransactionPooler(t *testing.T) {
 	t.Run("Serve", func(t *testing.T) {
 		token, err := auth.TokenCreate(ctx, direct, "ci", auth.RoleOperator)
 		require.NoError(t, err)
-		base := serveInProcess(t, envMap("DATABASE_URL", through, "CONSOLE_POOLER", "transaction"), "--history-interval", "1s")
+		base, _ := serveInProcess(t, envMap("DATABASE_URL", through, "CONSOLE_POOLER", "transaction"), "--history-interval", "1s")
 		send := func(method, path, body string) (int, string, error) {
 			req, err := http.NewRequest(method, base+path, strings.NewReader(body))
 			if err != nil {
