@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/internal/humanize"
 )
 
 var updateDoc = flag.Bool("update-checks-doc", false, "rewrite docs/checks.md from the catalog")
@@ -77,9 +79,9 @@ func thresholdText(s thresholdSetting, t *Thresholds) string {
 	case kindCount:
 		return fmt.Sprint(*s.num(t))
 	case kindSize:
-		return FormatBytes(float64(*s.num(t)))
+		return humanize.Bytes(float64(*s.num(t)))
 	case kindRate:
-		return FormatBytes(*s.flt(t)) + "/s"
+		return humanize.Bytes(*s.flt(t)) + "/s"
 	}
 	return fmt.Sprintf("%g", *s.flt(t))
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgconsole/console/internal/humanize"
 )
 
 // Severities of a Finding, worst first.
@@ -496,7 +498,7 @@ func rateText(bytesPerSecond *float64) string {
 	if bytesPerSecond == nil {
 		return "an unknown rate"
 	}
-	return FormatBytes(*bytesPerSecond) + "/s"
+	return humanize.Bytes(*bytesPerSecond) + "/s"
 }
 
 func countText(n *int64) string {
@@ -510,7 +512,7 @@ func sizeText(n *int64) string {
 	if n == nil {
 		return "unlimited"
 	}
-	return FormatBytes(float64(*n))
+	return humanize.Bytes(float64(*n))
 }
 
 func timeText(t *time.Time) string {

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/pgconsole/console/internal/humanize"
 )
 
 // The rules of this file watch the server's long-term health (wraparound,
@@ -111,7 +113,7 @@ func checkpointFindings(r Round, t Thresholds) []Finding {
 			"window_seconds": span.Seconds(), "write_seconds": round1(write), "sync_seconds": round1(sync), "max_wal_size": w.End.MaxWALSize},
 		Evidence: fmt.Sprintf("%s: %d requested and %d timed checkpoints between %s and %s, writing for %s and syncing for %s; max_wal_size %s, checkpoint_timeout %s: WAL reaches max_wal_size before the timeout (or CHECKPOINT is run), and after each checkpoint the first change to every page writes a full-page image",
 			CheckCheckpointer, req, timed, w.From.UTC().Format(time.RFC3339), w.To.UTC().Format(time.RFC3339), seconds(write), seconds(sync),
-			FormatBytes(float64(w.End.MaxWALSize)), seconds(w.End.CheckpointTimeout))}}
+			humanize.Bytes(float64(w.End.MaxWALSize)), seconds(w.End.CheckpointTimeout))}}
 }
 
 // standbyConflictFindings: replay canceled StandbyConflicts queries on a
@@ -239,17 +241,17 @@ func walDirFindings(r Round, t Thresholds) []Finding {
 	}
 	subj := map[string]any{"wal_bytes": *w.Bytes, "max_wal_size": w.MaxWALSize, "wal_keep_size": w.WALKeepSize, "times": round1(times)}
 	if top != nil && top.RetainedBytes > 0 {
-		holders = append(holders, fmt.Sprintf("slot %s (%s) retains %s", top.SlotName, activeText(top.Active), FormatBytes(float64(top.RetainedBytes))))
+		holders = append(holders, fmt.Sprintf("slot %s (%s) retains %s", top.SlotName, activeText(top.Active), humanize.Bytes(float64(top.RetainedBytes))))
 		subj["slot_name"] = top.SlotName
 	}
 	if a := r.Archiver; a != nil && a.Backlog() > 0 {
 		holders = append(holders, fmt.Sprintf("%d segments wait to be archived", a.Backlog()))
 	}
 	return []Finding{{Severity: sev,
-		Title:   fmt.Sprintf("pg_wal takes %s, %.1f times max_wal_size", FormatBytes(float64(*w.Bytes)), times),
+		Title:   fmt.Sprintf("pg_wal takes %s, %.1f times max_wal_size", humanize.Bytes(float64(*w.Bytes)), times),
 		Subject: subj,
 		Evidence: fmt.Sprintf("%s: pg_wal holds %s in %s segments; max_wal_size %s, wal_keep_size %s; what may hold it: %s. When the WAL disk fills the server stops; the free space itself is not visible from SQL",
-			CheckWALDir, FormatBytes(float64(*w.Bytes)), countText(w.Segments), FormatBytes(float64(w.MaxWALSize)), FormatBytes(float64(w.WALKeepSize)),
+			CheckWALDir, humanize.Bytes(float64(*w.Bytes)), countText(w.Segments), humanize.Bytes(float64(w.MaxWALSize)), humanize.Bytes(float64(w.WALKeepSize)),
 			nonEmpty(strings.Join(holders, "; "), "no slot or archive backlog: look at checkpoints (checkpointer panel)"))}}
 }
 
@@ -258,14 +260,14 @@ func walDirFindings(r Round, t Thresholds) []Finding {
 // wal.dir_size fires); zero when neither is known. text says which.
 func walBudget(r Round, t Thresholds) (budget int64, text string) {
 	if t.WALDirBudget > 0 {
-		return t.WALDirBudget, fmt.Sprintf("the WAL budget %s (threshold %s)", FormatBytes(float64(t.WALDirBudget)), CodeWALDir)
+		return t.WALDirBudget, fmt.Sprintf("the WAL budget %s (threshold %s)", humanize.Bytes(float64(t.WALDirBudget)), CodeWALDir)
 	}
 	if r.WALDir == nil || t.WALDirFactor <= 0 || r.WALDir.Expected() <= 0 {
 		return 0, ""
 	}
 	b := t.WALDirFactor * r.WALDir.Expected()
 	return b, fmt.Sprintf("%s, %d times max_wal_size, where %s fires (set --threshold %s=<size of the WAL disk> to forecast to the disk itself)",
-		FormatBytes(float64(b)), t.WALDirFactor, CodeWALDir, CodeWALDir)
+		humanize.Bytes(float64(b)), t.WALDirFactor, CodeWALDir, CodeWALDir)
 }
 
 // slotDiskForecastFinding: a slot that nothing caps (max_slot_wal_keep_size
@@ -283,10 +285,10 @@ func slotDiskForecastFinding(r Round, t Thresholds, s Slot) (Finding, bool) {
 		return Finding{}, false
 	}
 	used := s.RetainedBytes
-	usedText := fmt.Sprintf("pg_wal's size is not readable (the console's role needs pg_monitor, or superuser, for pg_ls_waldir()), so the forecast counts the slot's %s alone, a lower bound", FormatBytes(float64(used)))
+	usedText := fmt.Sprintf("pg_wal's size is not readable (the console's role needs pg_monitor, or superuser, for pg_ls_waldir()), so the forecast counts the slot's %s alone, a lower bound", humanize.Bytes(float64(used)))
 	if s.PGWALBytes != nil {
 		used = max(*s.PGWALBytes, s.RetainedBytes)
-		usedText = "pg_wal is " + FormatBytes(float64(*s.PGWALBytes))
+		usedText = "pg_wal is " + humanize.Bytes(float64(*s.PGWALBytes))
 	}
 	rate := *s.RetainedGrowth
 	secs := max(float64(budget-used), 0) / rate
@@ -302,6 +304,6 @@ func slotDiskForecastFinding(r Round, t Thresholds, s Slot) (Finding, bool) {
 		Title:   fmt.Sprintf("Slot %s fills pg_wal to its budget in %s", s.SlotName, seconds(secs)),
 		Subject: subj,
 		Evidence: fmt.Sprintf("%s: %s (%s, %s) keeps %s of WAL, growing %s/s over the last %s; max_slot_wal_keep_size is unlimited, so nothing invalidates it before the WAL disk is full; %s, and at this rate it reaches %s in %s",
-			CheckReplicationSlots, s.SlotName, s.SlotType, activeText(s.Active), FormatBytes(float64(s.RetainedBytes)), FormatBytes(rate), lagText(s.GrowthSeconds),
+			CheckReplicationSlots, s.SlotName, s.SlotType, activeText(s.Active), humanize.Bytes(float64(s.RetainedBytes)), humanize.Bytes(rate), lagText(s.GrowthSeconds),
 			usedText, budgetText, seconds(secs))}, true
 }

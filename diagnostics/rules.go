@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/pgconsole/console/internal/humanize"
 )
 
 // Names of the actions findings suggest, as the actions package registers
@@ -490,11 +492,11 @@ func replicationLagFindings(r Round, t Thresholds) []Finding {
 			continue
 		}
 		out = append(out, Finding{Severity: SeverityWarning,
-			Title:   fmt.Sprintf("Standby %s replays %s behind", nonEmpty(s.ApplicationName, s.ClientAddr), FormatBytes(float64(s.ReplayLagBytes))),
+			Title:   fmt.Sprintf("Standby %s replays %s behind", nonEmpty(s.ApplicationName, s.ClientAddr), humanize.Bytes(float64(s.ReplayLagBytes))),
 			Subject: map[string]any{"application_name": s.ApplicationName, "replay_lag_bytes": s.ReplayLagBytes, "replay_lag_seconds": round1(secs), "sync_state": s.SyncState, "client_addr": s.ClientAddr},
 			Evidence: fmt.Sprintf("%s: %s (%s, %s) sent %s / flushed %s / replayed %s behind; replay_lag %s",
-				CheckReplication, nonEmpty(s.ApplicationName, "?"), s.State, s.SyncState, FormatBytes(float64(s.SentLagBytes)), FormatBytes(float64(s.FlushLagBytes)),
-				FormatBytes(float64(s.ReplayLagBytes)), lagText(s.ReplayLagSeconds))})
+				CheckReplication, nonEmpty(s.ApplicationName, "?"), s.State, s.SyncState, humanize.Bytes(float64(s.SentLagBytes)), humanize.Bytes(float64(s.FlushLagBytes)),
+				humanize.Bytes(float64(s.ReplayLagBytes)), lagText(s.ReplayLagSeconds))})
 	}
 	for _, s := range r.Standbys {
 		lag, title := s.ReplayLagBytes, "Standby %s has received %s it has not replayed"
@@ -505,10 +507,10 @@ func replicationLagFindings(r Round, t Thresholds) []Finding {
 			continue
 		}
 		out = append(out, Finding{Severity: SeverityWarning,
-			Title:   fmt.Sprintf(title, s.URL, FormatBytes(float64(lag))),
+			Title:   fmt.Sprintf(title, s.URL, humanize.Bytes(float64(lag))),
 			Subject: map[string]any{"application_name": "standby " + s.URL, "standby": s.URL, "replay_lag_bytes": lag, "received_not_replayed_bytes": s.ReplayLagBytes, "replay_lag_seconds": round1(s.ReplayDelaySeconds), "paused": s.Paused()},
 			Evidence: fmt.Sprintf("%s on %s: %s behind the primary's position of this round; received %s, replayed %s (%s received and not replayed), last replayed commit %s; replay %s; receiver %s",
-				CheckStandbyStatus, s.URL, sizeText(s.PrimaryLagBytes), s.ReceiveLSN, s.ReplayLSN, FormatBytes(float64(s.ReplayLagBytes)), timeText(s.LastReplayAt), nonEmpty(s.ReplayPauseState, "?"), nonEmpty(s.ReceiverStatus, "not running"))})
+				CheckStandbyStatus, s.URL, sizeText(s.PrimaryLagBytes), s.ReceiveLSN, s.ReplayLSN, humanize.Bytes(float64(s.ReplayLagBytes)), timeText(s.LastReplayAt), nonEmpty(s.ReplayPauseState, "?"), nonEmpty(s.ReceiverStatus, "not running"))})
 	}
 	return out
 }
@@ -587,7 +589,7 @@ func slotRetentionFinding(r Round, t Thresholds, s Slot) (Finding, bool) {
 	if s.PGWALBytes != nil {
 		subj["pg_wal_bytes"] = *s.PGWALBytes
 	}
-	title := fmt.Sprintf("Slot %s retains %s of WAL", s.SlotName, FormatBytes(float64(s.RetainedBytes)))
+	title := fmt.Sprintf("Slot %s retains %s of WAL", s.SlotName, humanize.Bytes(float64(s.RetainedBytes)))
 	switch {
 	case lost:
 		title = fmt.Sprintf("Slot %s is invalidated (%s)", s.SlotName, nonEmpty(s.InvalidationReason, s.WALStatus))
@@ -605,7 +607,7 @@ func slotRetentionFinding(r Round, t Thresholds, s Slot) (Finding, bool) {
 		Title:   title,
 		Subject: subj,
 		Evidence: fmt.Sprintf("%s: %s (%s, %s since %s) restart_lsn %s keeps %s; wal_status %s; invalidation_reason %s; %s",
-			CheckReplicationSlots, s.SlotName, s.SlotType, activeText(s.Active), timeText(s.InactiveSince), deref(s.RestartLSN), FormatBytes(float64(s.RetainedBytes)),
+			CheckReplicationSlots, s.SlotName, s.SlotType, activeText(s.Active), timeText(s.InactiveSince), deref(s.RestartLSN), humanize.Bytes(float64(s.RetainedBytes)),
 			nonEmpty(s.WALStatus, "?"), nonEmpty(s.InvalidationReason, "none"), limit)}, true
 }
 
@@ -623,7 +625,7 @@ func slotInactiveFinding(r Round, t Thresholds, s Slot) (Finding, bool) {
 		Title:   fmt.Sprintf("Slot %s has no consumer", s.SlotName),
 		Subject: subj,
 		Evidence: fmt.Sprintf("%s: %s (%s) is inactive since %s and keeps %s of WAL and xmin %s / catalog_xmin %s",
-			CheckReplicationSlots, s.SlotName, s.SlotType, timeText(s.InactiveSince), FormatBytes(float64(s.RetainedBytes)), deref(s.Xmin), deref(s.CatalogXmin))}, true
+			CheckReplicationSlots, s.SlotName, s.SlotType, timeText(s.InactiveSince), humanize.Bytes(float64(s.RetainedBytes)), deref(s.Xmin), deref(s.CatalogXmin))}, true
 }
 
 // walRateFindings: WAL is written faster than WALRate.
@@ -632,9 +634,9 @@ func walRateFindings(r Round, t Thresholds) []Finding {
 		return nil
 	}
 	return []Finding{{Severity: SeverityWarning,
-		Title:    fmt.Sprintf("WAL generated at %s/s", FormatBytes(*r.WALRate)),
+		Title:    fmt.Sprintf("WAL generated at %s/s", humanize.Bytes(*r.WALRate)),
 		Subject:  map[string]any{"bytes_per_second": round1(*r.WALRate)},
-		Evidence: fmt.Sprintf("%s: %s/s between two samples (threshold %s/s)", CheckWALPosition, FormatBytes(*r.WALRate), FormatBytes(t.WALRate)),
+		Evidence: fmt.Sprintf("%s: %s/s between two samples (threshold %s/s)", CheckWALPosition, humanize.Bytes(*r.WALRate), humanize.Bytes(t.WALRate)),
 		Actions:  []string{ActionQueueThrottle}}}
 }
 

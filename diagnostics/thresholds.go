@@ -336,17 +336,3 @@ func ParseSize(s string) (int64, error) {
 	}
 	return int64(v), nil
 }
-
-// FormatBytes renders a byte count for evidence text ("1.5 GB").
-func FormatBytes(n float64) string {
-	units := []string{"B", "kB", "MB", "GB", "TB"}
-	i := 0
-	for math.Abs(n) >= 1024 && i < len(units)-1 {
-		n /= 1024
-		i++
-	}
-	if i == 0 {
-		return fmt.Sprintf("%.0f B", n)
-	}
-	return fmt.Sprintf("%.1f %s", n, units[i])
-}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/views"
 )
@@ -74,7 +75,7 @@ func previewView(p actions.Preview, now time.Time) *views.Value {
 
 func preparedXactView(p actions.PreparedXact) *views.Value {
 	return pairs(kv("gid", text(p.GID)), kv("prepared at", timeText(p.Prepared)), kv("owner", text(p.Owner)),
-		kv("database", text(p.Database)), kv("age", text(humanSeconds(p.AgeSeconds))))
+		kv("database", text(p.Database)), kv("age", text(humanize.Seconds(p.AgeSeconds))))
 }
 
 // resultView maps an action's typed result to what the page shows after it
@@ -102,7 +103,7 @@ func resultView(r actions.Result, now time.Time) *views.Value {
 			kv("outcome", text(x.Message)), kv("signalled", yesNo(x.Signalled)), kv("chain cleared", yesNo(x.Cleared)),
 			kv("target gone", yesNo(x.TargetGone)), optional("target state", x.TargetState),
 			kv("new roots", idList(x.NewRoots)), kv("still waiting", idList(x.StillWaits)),
-			kv("watched for", text(humanSeconds(float64(x.WaitedMS)/1000))),
+			kv("watched for", text(humanize.Seconds(float64(x.WaitedMS)/1000))),
 			kv("blocking tree now", treeView(x.Tree)), optional("next step", x.NextStep))
 	case actions.ScheduleResult:
 		return pairs(kv("schedule", storedScheduleView(x.Schedule)))
@@ -276,7 +277,7 @@ func treeView(nodes []diagnostics.BlockingNode) *views.Value {
 		}
 		rows = append(rows, []*views.Value{
 			text(strings.Repeat("· ", n.Depth) + strconv.Itoa(int(n.PID))), text(role), text(n.State),
-			integer(n.BlockedCount), text(humanSeconds(n.XactAgeSeconds)), text(n.ApplicationName), text(truncate(n.Query, 60)),
+			integer(n.BlockedCount), text(humanize.Seconds(n.XactAgeSeconds)), text(n.ApplicationName), text(truncate(n.Query, 60)),
 		})
 	}
 	return valueTable([]string{"pid", "role", "state", "blocks", "transaction", "application", "query"}, rows)

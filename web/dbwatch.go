@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/humanize"
 )
 
 // dbProbeTimeout is how long the database has to answer a ping before the
@@ -107,7 +108,7 @@ func notAnsweringFor(since, now time.Time) string {
 	if d < time.Second {
 		return ""
 	}
-	return " for " + humanSeconds(d.Truncate(time.Second).Seconds())
+	return " for " + humanize.Seconds(d.Truncate(time.Second).Seconds())
 }
 
 // dbStatus is the answer of GET /status/database.

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -13,53 +12,6 @@ import (
 
 // Plain formatting functions from domain values to display strings; no I/O,
 // table-tested in format_test.go.
-
-// humanBytes: 1536 -> "1.5 KiB".
-func humanBytes(n float64) string {
-	if math.IsNaN(n) {
-		return "n/a"
-	}
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-	i := 0
-	for n >= 1024 && i < len(units)-1 {
-		n /= 1024
-		i++
-	}
-	s := strconv.FormatFloat(n, 'f', 1, 64)
-	if i == 0 {
-		s = strconv.FormatFloat(n, 'f', 0, 64)
-	}
-	s = strings.TrimSuffix(s, ".0")
-	if neg {
-		s = "-" + s
-	}
-	return s + " " + units[i]
-}
-
-// humanSeconds: 252.4 -> "4m12s"; sub-second values keep milliseconds.
-func humanSeconds(sec float64) string {
-	if math.IsNaN(sec) || math.IsInf(sec, 0) {
-		return "n/a"
-	}
-	if sec < 0 {
-		sec = 0
-	}
-	switch {
-	case sec < 1:
-		return fmt.Sprintf("%dms", int(sec*1000))
-	case sec < 60:
-		return fmt.Sprintf("%ds", int(sec))
-	case sec < 3600:
-		return fmt.Sprintf("%dm%02ds", int(sec)/60, int(sec)%60)
-	case sec < 86400:
-		return fmt.Sprintf("%dh%02dm", int(sec)/3600, (int(sec)%3600)/60)
-	}
-	return fmt.Sprintf("%dd%dh", int(sec)/86400, (int(sec)%86400)/3600)
-}
 
 // humanRate: 1234.5 -> "1,234/s"; small rates keep a decimal.
 func humanRate(perSecond float64) string { return humanPer(perSecond, "/s") }
@@ -80,9 +32,9 @@ func age(t time.Time, now time.Time) views.Age {
 		return views.Age{Text: "never"}
 	}
 	d := now.Sub(t).Seconds()
-	text := humanSeconds(d) + " ago"
+	text := humanize.Seconds(d) + " ago"
 	if d < 0 {
-		text = "in " + humanSeconds(-d)
+		text = "in " + humanize.Seconds(-d)
 	}
 	return views.Age{Text: text, UTC: t.UTC().Format(time.RFC3339)}
 }

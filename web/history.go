@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/views"
 )
 
@@ -275,7 +276,7 @@ func historyModel(q historyQuery, ev historyEvidence) views.HistoryPage {
 	for _, n := range nodes {
 		r := views.HistoryTreeRow{PID: fmt.Sprint(n.PID), Indent: strings.Repeat("  ", n.Depth), Root: n.IsRoot,
 			Blocked: fmt.Sprint(n.BlockedCount), State: n.State, Wait: waitText(n.WaitEventType, n.WaitEvent),
-			Waited: humanSeconds(n.WaitSeconds), XactAge: humanSeconds(n.XactAgeSeconds), App: n.ApplicationName, Query: n.Query}
+			Waited: humanize.Seconds(n.WaitSeconds), XactAge: humanize.Seconds(n.XactAgeSeconds), App: n.ApplicationName, Query: n.Query}
 		if n.Depth > 0 {
 			r.Indent += "└ "
 		}
@@ -288,7 +289,7 @@ func historyModel(q historyQuery, ev historyEvidence) views.HistoryPage {
 	decodeRecorded("activity", ev.Activity.Data, &act, &unread)
 	for _, a := range act {
 		m.Activity = append(m.Activity, views.HistoryActivityRow{PID: fmt.Sprint(a.PID), State: a.State, Wait: waitText(a.WaitEventType, a.WaitEvent),
-			XactAge: humanSeconds(a.XactAgeSeconds), QueryAge: humanSeconds(a.QueryAgeSeconds), App: a.ApplicationName, Query: a.Query})
+			XactAge: humanize.Seconds(a.XactAgeSeconds), QueryAge: humanize.Seconds(a.QueryAgeSeconds), App: a.ApplicationName, Query: a.Query})
 	}
 	var waits []diagnostics.WaitEventCount
 	decodeRecorded("wait events", ev.Waits.Data, &waits, &unread)

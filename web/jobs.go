@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/views"
 )
@@ -76,7 +77,7 @@ func (s *Server) jobsList(c echo.Context) error {
 		setRefusal(c, ferr.Error())
 	case listTimedOut:
 		status = http.StatusGatewayTimeout
-		m.Jobs.EmptyTitle, m.Jobs.EmptyWhy = "No page of jobs within "+humanSeconds(jobListBudget.Seconds())+".", " "+jobListTimedOut
+		m.Jobs.EmptyTitle, m.Jobs.EmptyWhy = "No page of jobs within "+humanize.Seconds(jobListBudget.Seconds())+".", " "+jobListTimedOut
 	}
 	return s.render(c, page{Title: "Jobs", Nav: "jobs", Model: m, Body: views.JobsBody(m), Status: status})
 }

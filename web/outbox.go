@@ -130,7 +130,7 @@ func outboxModel(st queues.OutboxStatsResult, relay queues.RelaySettings, trend 
 	published := max(st.RowsEstimate-st.Pending-st.Inflight-st.Dead, 0)
 	pending := views.Tile{ID: "pending", Label: "Pending", Value: humanize.Int(st.Pending), State: "ok",
 		Meta:      fmt.Sprintf("%s due · %s", humanize.Int(st.Due), oldestText(st.Pending, st.OldestPendingSeconds)),
-		Threshold: "alert at " + humanSeconds(th.OutboxBacklogAge.Seconds()) + " waited",
+		Threshold: "alert at " + humanize.Seconds(th.OutboxBacklogAge.Seconds()) + " waited",
 		Spark:     spark(trend["outbox.pending"], 0, "pending outbox events", count)}
 	if (relay.Paused && st.Pending > 0) || (th.OutboxBacklogAge > 0 && st.Pending > 0 && st.OldestPendingSeconds >= th.OutboxBacklogAge.Seconds()) {
 		pending.State = "warning"

@@ -151,12 +151,12 @@ func overviewTiles(r diagnostics.Round, findings []diagnostics.Finding, th diagn
 	tiles := []views.Tile{
 		{ID: "queue-ready", Label: "Ready jobs", Value: humanize.Int(ready), Meta: oldestText(ready, oldest),
 			State: worst(diagnostics.CodeQueueBacklog, diagnostics.CodeQueuePaused, diagnostics.CodeWorkersNoneAlive), Href: "/queues",
-			Threshold: "alert at " + humanSeconds(th.QueueBacklogAge.Seconds())},
+			Threshold: "alert at " + humanize.Seconds(th.QueueBacklogAge.Seconds())},
 		{ID: "queue-running", Label: "Running jobs", Value: humanize.Int(running), Meta: humanize.Int(expired) + " expired leases",
 			State: worst(diagnostics.CodeExpiredLeases), Href: "/queues", Threshold: fmt.Sprintf("alert at %d expired", th.ExpiredLeases)},
 		{ID: "queue-dead", Label: "Dead letters", Value: humanize.Int(dead),
 			State: worst(diagnostics.CodeDeadLetters), Href: "/deadletters",
-			Threshold: fmt.Sprintf("alert at %d in %s", th.DeadLetters, humanSeconds(th.DeadLetterWindow.Seconds()))},
+			Threshold: fmt.Sprintf("alert at %d in %s", th.DeadLetters, humanize.Seconds(th.DeadLetterWindow.Seconds()))},
 	}
 	if unavailable(diagnostics.CheckQueueHealth) {
 		for i := range tiles {
@@ -169,7 +169,7 @@ func overviewTiles(r diagnostics.Round, findings []diagnostics.Finding, th diagn
 		outbox.Value = humanize.Int(r.Outbox.Pending)
 		outbox.Meta = oldestText(r.Outbox.Pending, r.Outbox.OldestPendingSeconds)
 		outbox.State = worst(diagnostics.CodeOutboxBacklog, diagnostics.CodeOutboxDead)
-		outbox.Threshold = "alert at " + humanSeconds(th.OutboxBacklogAge.Seconds())
+		outbox.Threshold = "alert at " + humanize.Seconds(th.OutboxBacklogAge.Seconds())
 	}
 
 	blocked := 0
@@ -185,9 +185,9 @@ func overviewTiles(r diagnostics.Round, findings []diagnostics.Finding, th diagn
 		}
 	}
 	locks := views.Tile{ID: "blocked", Label: "Blocked backends", Value: fmt.Sprint(blocked),
-		Meta: "oldest transaction " + humanSeconds(oldestTx), Href: diagnostics.RunbookURL(diagnostics.StepBlocking),
+		Meta: "oldest transaction " + humanize.Seconds(oldestTx), Href: diagnostics.RunbookURL(diagnostics.StepBlocking),
 		State:     worst(diagnostics.CodeRootBlocker, diagnostics.CodeLongRunning, diagnostics.CodeIdleInTransaction),
-		Threshold: "alert at " + humanSeconds(th.RootBlockerWait.Seconds()) + " wait"}
+		Threshold: "alert at " + humanize.Seconds(th.RootBlockerWait.Seconds()) + " wait"}
 	if unavailable(diagnostics.CheckBlockingTree) {
 		locks.State, locks.Value = "unknown", "?"
 	}
@@ -202,10 +202,10 @@ func overviewTiles(r diagnostics.Round, findings []diagnostics.Finding, th diagn
 			lagSeconds = *st.ReplayLagSeconds
 		}
 	}
-	repl := views.Tile{ID: "replication", Label: "Replication lag", Value: humanBytes(float64(lagBytes)),
-		Meta: fmt.Sprintf("%d standbys, %s", len(r.Replication), humanSeconds(lagSeconds)), Href: diagnostics.RunbookURL(diagnostics.StepReplication),
+	repl := views.Tile{ID: "replication", Label: "Replication lag", Value: humanize.Bytes(float64(lagBytes)),
+		Meta: fmt.Sprintf("%d standbys, %s", len(r.Replication), humanize.Seconds(lagSeconds)), Href: diagnostics.RunbookURL(diagnostics.StepReplication),
 		State:     worst(diagnostics.CodeReplicationLag),
-		Threshold: "alert at " + humanBytes(float64(th.ReplicationLagBytes))}
+		Threshold: "alert at " + humanize.Bytes(float64(th.ReplicationLagBytes))}
 	if len(r.Replication) == 0 {
 		repl.Value, repl.Meta = "none", "no standby attached"
 	}
@@ -216,16 +216,16 @@ func overviewTiles(r diagnostics.Round, findings []diagnostics.Finding, th diagn
 			retained = sl.RetainedBytes
 		}
 	}
-	slots := views.Tile{ID: "slots", Label: "Slot retention", Value: humanBytes(float64(retained)),
+	slots := views.Tile{ID: "slots", Label: "Slot retention", Value: humanize.Bytes(float64(retained)),
 		Meta: fmt.Sprintf("%d slots", len(r.Slots)), Href: diagnostics.RunbookURL(diagnostics.StepReplication),
 		State:     worst(diagnostics.CodeSlotRetention, diagnostics.CodeSlotInactive),
-		Threshold: "alert at " + humanBytes(float64(th.SlotRetentionBytes))}
+		Threshold: "alert at " + humanize.Bytes(float64(th.SlotRetentionBytes))}
 
 	wal := views.Tile{ID: "wal", Label: "WAL rate", Value: "measuring", State: "unknown", Href: diagnostics.RunbookURL(diagnostics.StepResources)}
 	if r.WALRate != nil {
-		wal.Value = humanBytes(*r.WALRate) + "/s"
+		wal.Value = humanize.Bytes(*r.WALRate) + "/s"
 		wal.State = worst(diagnostics.CodeWALRateHigh)
-		wal.Threshold = "alert at " + humanBytes(float64(th.WALRate)) + "/s"
+		wal.Threshold = "alert at " + humanize.Bytes(float64(th.WALRate)) + "/s"
 	}
 	return append(tiles, outbox, locks, repl, slots, wal)
 }
@@ -235,7 +235,7 @@ func oldestText(n int64, seconds float64) string {
 	if n == 0 {
 		return "none waiting"
 	}
-	return "oldest waited " + humanSeconds(seconds)
+	return "oldest waited " + humanize.Seconds(seconds)
 }
 
 // tileCharts says, for each tile with a chart, what it draws: the noun,
@@ -250,8 +250,8 @@ var tileCharts = map[string]struct {
 	"queue-dead":    {"dead letters", nil, count},
 	"outbox":        {"pending outbox events", nil, count},
 	"blocked":       {"blocked backends", nil, count},
-	"replication":   {"worst replay lag", func(th diagnostics.Thresholds) float64 { return float64(th.ReplicationLagBytes) }, humanBytes},
-	"slots":         {"largest slot retention", func(th diagnostics.Thresholds) float64 { return float64(th.SlotRetentionBytes) }, humanBytes},
+	"replication":   {"worst replay lag", func(th diagnostics.Thresholds) float64 { return float64(th.ReplicationLagBytes) }, humanize.Bytes},
+	"slots":         {"largest slot retention", func(th diagnostics.Thresholds) float64 { return float64(th.SlotRetentionBytes) }, humanize.Bytes},
 	"wal":           {"WAL bytes per second", func(th diagnostics.Thresholds) float64 { return th.WALRate }, bytesPerSecond},
 }
 

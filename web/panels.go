@@ -25,10 +25,10 @@ func panelView(ck diagnostics.Check, r diagnostics.PanelResult, role string, now
 		p.EmptyTitle = "No rows."
 	}
 	if r.Took > 0 {
-		p.Took = humanSeconds(r.Took.Seconds())
+		p.Took = humanize.Seconds(r.Took.Seconds())
 	}
 	if !r.At.IsZero() {
-		p.AsOf = "as of " + clock(r.At) + " UTC, " + humanSeconds(max(now.Sub(r.At), 0).Seconds()) + " old"
+		p.AsOf = "as of " + clock(r.At) + " UTC, " + humanize.Seconds(max(now.Sub(r.At), 0).Seconds()) + " old"
 	}
 	switch {
 	case len(r.LockedBy) > 0:
@@ -75,7 +75,7 @@ func blockingPanel(p views.Panel, r diagnostics.PanelResult, role string, now ti
 		wait := strings.Trim(n.WaitEventType+": "+n.WaitEvent, ": ")
 		state := views.Cell{Text: n.State}
 		next := views.Cell{}
-		waiting := views.Cell{Text: humanSeconds(n.WaitSeconds)}
+		waiting := views.Cell{Text: humanize.Seconds(n.WaitSeconds)}
 		if n.IsRoot {
 			state = views.Cell{Sev: "critical", Text: "root blocker, " + n.State}
 			params := map[string]string{"pid": strconv.Itoa(int(n.PID))}
@@ -90,7 +90,7 @@ func blockingPanel(p views.Panel, r diagnostics.PanelResult, role string, now ti
 			pid, state, {Text: wait},
 			{Text: strconv.Itoa(n.BlockedCount)},
 			waiting,
-			{Text: humanSeconds(n.XactAgeSeconds)},
+			{Text: humanize.Seconds(n.XactAgeSeconds)},
 			{Text: n.ApplicationName},
 			job,
 			{Text: truncate(n.Query, 80), Title: n.Query, Mono: true},
@@ -134,9 +134,9 @@ func formatValue(f diagnostics.Format, v diagnostics.Value, now time.Time) views
 	case diagnostics.AsAge:
 		return ageCell(&v.Time, now)
 	case diagnostics.AsSeconds:
-		return views.Cell{Text: humanSeconds(v.Float)}
+		return views.Cell{Text: humanize.Seconds(v.Float)}
 	case diagnostics.AsBytes:
-		return views.Cell{Text: humanBytes(v.Float)}
+		return views.Cell{Text: humanize.Bytes(v.Float)}
 	case diagnostics.AsRate:
 		return views.Cell{Text: humanRate(v.Float)}
 	case diagnostics.AsPercent:

@@ -40,7 +40,7 @@ func tenantPanel(rows []queues.TenantReady, limits []queues.TenantLimits, queue,
 		if r.TenantID == nil {
 			p.Rows = append(p.Rows, []views.Cell{
 				{Text: fmt.Sprintf("other (%d tenants)", r.Tenants)},
-				{Text: humanSeconds(r.OldestReadySeconds)}, {Text: humanize.Int(r.Ready)}, {Text: "–"}, {Text: "–"}, {Text: "–"}, {},
+				{Text: humanize.Seconds(r.OldestReadySeconds)}, {Text: humanize.Int(r.Ready)}, {Text: "–"}, {Text: "–"}, {Text: "–"}, {},
 			})
 			continue
 		}
@@ -55,7 +55,7 @@ func tenantPanel(rows []queues.TenantReady, limits []queues.TenantLimits, queue,
 		}
 		p.Rows = append(p.Rows, []views.Cell{
 			{Text: t, Mono: true},
-			{Text: humanSeconds(r.OldestReadySeconds)}, {Text: humanize.Int(r.Ready)}, {Text: humanize.Int(r.Running)},
+			{Text: humanize.Seconds(r.OldestReadySeconds)}, {Text: humanize.Int(r.Ready)}, {Text: humanize.Int(r.Running)},
 			{Text: optInt(maxInFlight, "no limit")}, {Text: optRate(rate, "no limit")},
 			{Actions: actionLinks([]string{"tenant.throttle"}, role, map[string]string{"queue": queue, "tenant": t})},
 		})

@@ -40,7 +40,7 @@ func panelError(p views.Panel, err error) views.Panel {
 	p.Status = "error"
 	if errorsIsTimeout(err) {
 		p.Status = "timed_out"
-		p.Message = "The database did not answer within " + humanSeconds(readTimeout.Seconds()) + "; reload to try again."
+		p.Message = "The database did not answer within " + humanize.Seconds(readTimeout.Seconds()) + "; reload to try again."
 		return p
 	}
 	p.Message = "Could not read this panel: " + err.Error()
@@ -116,7 +116,7 @@ func oldestReadyCell(due int64, seconds float64) views.Cell {
 	if due == 0 {
 		return views.Cell{Text: "–", Title: "no due ready job"}
 	}
-	return views.Cell{Text: humanSeconds(seconds)}
+	return views.Cell{Text: humanize.Seconds(seconds)}
 }
 
 // exactCount is the hint of the counts kept exact as jobs move.
@@ -233,7 +233,7 @@ func (s *Server) queueDetail(c echo.Context) error {
 func queueDetailModel(q queues.QueueStat, st queues.QueueSettings, role string, now time.Time) views.QueueDetail {
 	oldest := "–"
 	if q.Due > 0 {
-		oldest = humanSeconds(q.OldestReadySeconds)
+		oldest = humanize.Seconds(q.OldestReadySeconds)
 	}
 	m := views.QueueDetail{
 		Name:        q.Queue,
@@ -328,7 +328,7 @@ func queueBacklogState(q queues.QueueStat, th diagnostics.Thresholds) string {
 
 // queueBacklogThreshold says when a backlog becomes a finding.
 func queueBacklogThreshold(th diagnostics.Thresholds) string {
-	s := "alert at " + humanSeconds(th.QueueBacklogAge.Seconds()) + " waited"
+	s := "alert at " + humanize.Seconds(th.QueueBacklogAge.Seconds()) + " waited"
 	if th.QueueBacklogReady > 0 {
 		s += " or " + humanize.Int(th.QueueBacklogReady) + " ready"
 	}
@@ -361,20 +361,20 @@ func queueDetailTrends(q queues.QueueStat, trend map[string]trend, th diagnostic
 	}
 	oldest := "–"
 	if q.Due > 0 {
-		oldest = humanSeconds(q.OldestReadySeconds)
+		oldest = humanize.Seconds(q.OldestReadySeconds)
 	}
 	return []views.Tile{
 		{ID: "ready", Label: "Ready", Value: humanize.Int(q.Ready), Meta: humanize.Int(q.Due) + " due now", State: state,
 			Href: jobsHref("queue", q.Queue, "status", queues.StatusReady), Threshold: queueBacklogThreshold(th),
 			Spark: spark(trend["ready"], float64(th.QueueBacklogReady), "ready jobs", count)},
 		{ID: "oldest", Label: "Oldest due ready", Value: oldest, State: state,
-			Threshold: "alert at " + humanSeconds(th.QueueBacklogAge.Seconds()),
-			Spark:     spark(trend["oldest_ready_seconds"], th.QueueBacklogAge.Seconds(), "oldest ready age", humanSeconds)},
+			Threshold: "alert at " + humanize.Seconds(th.QueueBacklogAge.Seconds()),
+			Spark:     spark(trend["oldest_ready_seconds"], th.QueueBacklogAge.Seconds(), "oldest ready age", humanize.Seconds)},
 		{ID: "running", Label: "Running", Value: humanize.Int(q.Running), Meta: humanize.Int(q.ExpiredLeases) + " expired leases", State: expiredState,
 			Href: jobsHref("queue", q.Queue, "status", queues.StatusRunning), Threshold: fmt.Sprintf("alert at %d expired", th.ExpiredLeases),
 			Spark: spark(trend["running"], 0, "running jobs", count)},
 		{ID: "dead", Label: "Dead", Value: humanize.Int(q.Dead), State: deadState, Href: deadLettersHref(q.Queue),
-			Threshold: fmt.Sprintf("alert at %d in %s", th.DeadLetters, humanSeconds(th.DeadLetterWindow.Seconds())),
+			Threshold: fmt.Sprintf("alert at %d in %s", th.DeadLetters, humanize.Seconds(th.DeadLetterWindow.Seconds())),
 			Spark:     spark(trend["dead"], 0, "dead jobs", count)},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/views"
 )
 
@@ -27,7 +28,7 @@ type rateColumn struct {
 	format func(float64) string
 }
 
-func perSecondBytes(v float64) string { return humanBytes(v) + "/s" }
+func perSecondBytes(v float64) string { return humanize.Bytes(v) + "/s" }
 
 func perMinute(v float64) string { return humanPer(v, "/min") }
 
@@ -73,7 +74,7 @@ func withRates(name string, p views.Panel, smp *diagnostics.Sampler, now time.Ti
 		row = append(row, views.Cell{Text: r.format(rates[i])})
 	}
 	cols = append(cols, views.Column{Label: "Measured", Hint: "the two samples the rates come from"})
-	row = append(row, views.Cell{Text: "over " + humanSeconds(to.Sub(from).Seconds()) + ", " + humanSeconds(now.Sub(to).Seconds()) + " ago",
+	row = append(row, views.Cell{Text: "over " + humanize.Seconds(to.Sub(from).Seconds()) + ", " + humanize.Seconds(now.Sub(to).Seconds()) + " ago",
 		Title: utc(from) + " to " + utc(to)})
 	for _, k := range slices.Concat(rv.totals, rv.settings) {
 		for i, c := range p.Columns {

@@ -94,7 +94,7 @@ func combined(s *diagnostics.Sampler, match func(string) bool, useMax bool, now 
 // range of the past it shows.
 func (tr trend) spanText() string {
 	if tr.mark.IsZero() {
-		return "last " + strings.TrimSuffix(humanSeconds(tr.to.Sub(tr.from).Seconds()), "00s")
+		return "last " + strings.TrimSuffix(humanize.Seconds(tr.to.Sub(tr.from).Seconds()), "00s")
 	}
 	return axisTime(tr.from, tr) + " to " + axisTime(tr.to, tr) + " UTC"
 }
@@ -182,7 +182,7 @@ func spark(tr trend, threshold float64, noun string, show func(float64) string) 
 func count(v float64) string { return humanize.Int(int64(math.Round(v))) }
 
 // bytesPerSecond shows a rate of bytes on a chart's scale.
-func bytesPerSecond(v float64) string { return humanBytes(v) + "/s" }
+func bytesPerSecond(v float64) string { return humanize.Bytes(v) + "/s" }
 
 // pastTileTrends are the overview tiles' trends over the picked range,
 // from recorded samples, with the picked moment marked.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/static"
 	"github.com/pgconsole/console/views"
 )
@@ -106,7 +107,7 @@ func startingPage(st StartingState, now time.Time) views.StartingPage {
 	if st.Reason == "" {
 		return p
 	}
-	p.Since = utc(st.Since) + " (" + humanSeconds(now.Sub(st.Since).Seconds()) + " ago)"
+	p.Since = utc(st.Since) + " (" + humanize.Seconds(now.Sub(st.Since).Seconds()) + " ago)"
 	p.Attempts = fmt.Sprintf("%d tries", st.Attempts)
 	if st.Attempts == 1 {
 		p.Attempts = "1 try"

@@ -125,7 +125,7 @@ func workerState(w queues.Worker, now time.Time) (health, state views.Cell) {
 		a := age(*w.StoppedAt, now)
 		return views.Cell{Sev: "warning"}, views.Cell{Text: "stopped " + a.Text, Title: a.UTC}
 	case w.Stale:
-		return views.Cell{Sev: "warning"}, views.Cell{Text: "stale: no heartbeat for " + humanSeconds(now.Sub(w.LastSeenAt).Seconds()),
+		return views.Cell{Sev: "warning"}, views.Cell{Text: "stale: no heartbeat for " + humanize.Seconds(now.Sub(w.LastSeenAt).Seconds()),
 			Title: "its in-flight counts are no longer true; its leases expire and the reaper requeues them"}
 	}
 	return views.Cell{Sev: "ok"}, views.Cell{Text: "live"}
