@@ -141,7 +141,7 @@
 // only the jobs scheduled for later are counted from jobs, up to
 // QueueStatsScheduledCap, and QueueStat.DueExact says when Due is an upper
 // bound. The write cost, measured with `console bench floor` and `burn`
-// against the previous schema, is in BENCHMARKS.md. The fold runs only
+// against the previous schema, is in docs/benchmarks-log.md. The fold runs only
 // under READ COMMITTED: inside a caller's REPEATABLE READ transaction (an
 // EnqueueTx) its snapshot may predate another fold's commit, and deleting
 // the rows that fold deleted would fail the caller with 40001.

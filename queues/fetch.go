@@ -236,7 +236,7 @@ func (q *queueRunner) outcomeWritten() { q.outcomesWritten(1) }
 // write it while the next turn runs; claims stop only when a second turn
 // has piled up behind it. At one limit, a queue of fast jobs stopped
 // claiming whenever a turn's acks were being written, and its burn-down
-// ran about 7 % slower (BENCHMARKS.md, run 11). The caller holds q.mu.
+// ran about 7 % slower (docs/benchmarks-log.md, run 11). The caller holds q.mu.
 func (q *queueRunner) writeBackupLocked() int {
 	return max(2*q.limit, 1)
 }

@@ -43,7 +43,7 @@ func main() {
 // 200,000-job burn-down, a fifth of the engine's CPU, which a worker takes
 // from the database on a small machine. At 400 the engine's CPU per job
 // fell by almost a fifth and the burn-down ran about 8 % faster
-// (BENCHMARKS.md, run 15), for a heap goal of tens of megabytes. GOGC (and
+// (docs/benchmarks-log.md, run 15), for a heap goal of tens of megabytes. GOGC (and
 // GOMEMLIMIT, which bounds the heap whatever the target) still decide when
 // set.
 const gcPercent = 400

@@ -286,7 +286,7 @@ func vacuumJobs(ctx context.Context, cfg Config) error {
 // a phase starts on new files, as a burn-down in its fresh database does,
 // and returns the size of the table and its indexes then. On a table a
 // previous phase filled, emptied and vacuumed (its indexes keep their
-// pages) the same statements ran about 15 % faster (BENCHMARKS.md, run 12),
+// pages) the same statements ran about 15 % faster (docs/benchmarks-log.md, run 12),
 // so a floor measured there is not the burn-down's.
 func freshJobs(ctx context.Context, cfg Config) (int64, error) {
 	if _, err := cfg.Pool.Exec(ctx, "TRUNCATE jobs, job_kind_runs"); err != nil {

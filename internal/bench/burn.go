@@ -75,7 +75,7 @@ func unfinished(ctx context.Context, cfg Config, queue string) (int64, error) {
 // running jobs that came back zero. That count, run while the last acks
 // commit, walks the index entries every claimed job left behind: in eight
 // burn-downs of 200,000 jobs timed both ways it stopped 29-247 ms (median
-// 56 ms, 0.5-4.9 %) after the Client had every ack committed (BENCHMARKS.md,
+// 56 ms, 0.5-4.9 %) after the Client had every ack committed (docs/benchmarks-log.md,
 // run 18). That was a cost of the measurement, which River's bench (it
 // counts completions in its process) does not pay.
 func Burn(ctx context.Context, cfg Config) (Report, error) {

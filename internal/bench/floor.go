@@ -71,7 +71,7 @@ func Floor(ctx context.Context, cfg Config) (Report, error) {
 // touches each page of the shared buffers, and a phase run on the
 // connections of the one before it starts with those pages mapped. On the
 // seed phase's connections the engine's statements took 0.01 page faults
-// per job, against 0.22 in a burn-down on its new pool (BENCHMARKS.md, run
+// per job, against 0.22 in a burn-down on its new pool (docs/benchmarks-log.md, run
 // 18), and were held to a floor the burn-down could not reach.
 func floorPhase(ctx context.Context, cfg Config, name string,
 	loop func(ctx context.Context, cfg Config, queue, owner string, done *atomic.Int64) error) (float64, time.Duration, error) {
