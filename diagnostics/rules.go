@@ -401,9 +401,21 @@ func deadLettersFinding(r Round, t Thresholds, q QueueStat) (Finding, bool) {
 	return Finding{Severity: SeverityWarning,
 		Title:   fmt.Sprintf("Queue %s: %d jobs died in the last %s", q.Queue, q.DeadRecent, t.DeadLetterWindow),
 		Subject: map[string]any{"queue": q.Queue, "count": q.DeadRecent, "error_class": top.ErrorClass, "error_class_count": top.DeadRecent, "window_seconds": t.DeadLetterWindow.Seconds()},
-		Evidence: fmt.Sprintf("%s: %d dead in %s within %s (%d in total); top error class %q with %d; classify before requeueing",
-			CheckDeadLetters, q.DeadRecent, q.Queue, t.DeadLetterWindow, q.Dead, top.ErrorClass, top.DeadRecent),
+		Evidence: fmt.Sprintf("%s: %d dead in %s within %s (%d in total); %s; classify before requeueing",
+			CheckDeadLetters, q.DeadRecent, q.Queue, t.DeadLetterWindow, q.Dead, topClassText(top, found)),
 		Actions: []string{ActionDeadLettersRequeue}}, true
+}
+
+// topClassText says which error class most of a queue's recent dead jobs
+// share, or that none is known, never `class "" with 0`.
+func topClassText(top DeadLetterGroup, found bool) string {
+	switch {
+	case !found || top.DeadRecent == 0:
+		return "their error classes are not known yet (the dead-letter groups have not counted them); the dead letters page lists them"
+	case top.ErrorClass == "":
+		return fmt.Sprintf("most (%d) died without an error class", top.DeadRecent)
+	}
+	return fmt.Sprintf("top error class %q with %d", top.ErrorClass, top.DeadRecent)
 }
 
 // workersNoneAliveFinding: a queue that is not paused has ready jobs and no

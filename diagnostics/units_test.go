@@ -27,3 +27,37 @@ func TestFindingsWriteSizesAsThePagesDo(t *testing.T) {
 	require.Equal(t, "1.5 GiB", humanize.Bytes(retained), "what the tile shows")
 	require.True(t, strings.Contains(title, humanize.Bytes(retained)), "the finding says %q", title)
 }
+
+// The dead-letters finding never says `top error class "" with 0`: it names
+// the class most dead jobs share, says they have none, or that the groups
+// have not counted them yet.
+func TestDeadLettersFindingNamesItsTopClassHonestly(t *testing.T) {
+	th := diagnostics.DefaultThresholds()
+	th.DeadLetters = 5
+	q := diagnostics.QueueStat{Queue: "emails", DeadRecent: 20, Dead: 40}
+	evidence := func(groups []diagnostics.DeadLetterGroup) string {
+		for _, f := range diagnostics.Evaluate(diagnostics.Round{Queues: []diagnostics.QueueStat{q}, DeadLetters: groups}, th) {
+			if f.Code == diagnostics.CodeDeadLetters {
+				return f.Evidence
+			}
+		}
+		t.Fatal("no dead-letters finding")
+		return ""
+	}
+	for name, tc := range map[string]struct {
+		groups []diagnostics.DeadLetterGroup
+		says   string
+	}{
+		"NoGroups":   {nil, "not known yet"},
+		"NoClass":    {[]diagnostics.DeadLetterGroup{{Queue: "emails", DeadRecent: 18}}, "most (18) died without an error class"},
+		"TopClass":   {[]diagnostics.DeadLetterGroup{{Queue: "emails", ErrorClass: "smtp", DeadRecent: 3}, {Queue: "emails", ErrorClass: "dns", DeadRecent: 17}}, `top error class "dns" with 17`},
+		"OtherQueue": {[]diagnostics.DeadLetterGroup{{Queue: "sms", ErrorClass: "x", DeadRecent: 9}}, "not known yet"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := evidence(tc.groups)
+			require.Contains(t, e, tc.says)
+			require.NotContains(t, e, `""`)
+			require.NotContains(t, e, "with 0")
+		})
+	}
+}
