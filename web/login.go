@@ -36,13 +36,13 @@ func (s *Server) loginForm(c echo.Context) error {
 	}))
 }
 
-// loginReadOnly is what the sign-in page says on a standby: a password
-// sign-in stores a session, which a standby cannot, so it is refused; a
-// session started on the primary (its row is replicated) and API tokens
-// keep working.
+// loginReadOnly is what the sign-in page says on a standby: the standby
+// cannot store a session, so a sign-in here lasts for this console process
+// only; a session started on the primary (its row is replicated) and API
+// tokens work as anywhere.
 func loginReadOnly(sentence string) string {
-	return sentence + ". Signing in stores a session, which a standby cannot: sign in on a console attached to the primary " +
-		"(sessions started there work here too), or use an API token."
+	return sentence + ". A standby cannot store sessions: a sign-in here lasts until this console stops " +
+		"(sessions started on the primary's console work here too)."
 }
 
 func (s *Server) login(c echo.Context) error {
@@ -52,10 +52,10 @@ func (s *Server) login(c echo.Context) error {
 	shown := clip(name, auth.MaxNameLength)
 	next := cleanNext(c.FormValue("next"))
 	form := views.LoginPage{Next: next, Name: shown, CSRF: csrfToken(c), Notice: s.cfg.LoginNotice}
-	if ro := s.readOnly(c.Request().Context()); ro != "" {
-		setRefusal(c, "sign-in on a standby", "name", shown)
-		form.Error = loginReadOnly(ro)
-		return s.renderBare(c, http.StatusConflict, "Sign in", views.LoginBody(form))
+	ro := s.readOnly(c.Request().Context())
+	standby := ro != ""
+	if standby {
+		form.Notice = loginReadOnly(ro)
 	}
 	account := auth.LimiterKey{Kind: "account", Value: shown}
 	res, ok, wait := s.limiter.Reserve(s.limiterNow(), auth.LimiterKey{Kind: "addr", Value: c.RealIP()}, account)
@@ -66,10 +66,13 @@ func (s *Server) login(c echo.Context) error {
 	}
 	var p auth.Principal
 	var err error
-	if possibleAccountName(name) {
-		p, err = auth.Authenticate(c.Request().Context(), s.cfg.Pool, name, password)
-	} else {
+	switch {
+	case !possibleAccountName(name):
 		err = auth.ErrBadCredentials
+	case standby:
+		p, err = auth.CheckPassword(c.Request().Context(), s.cfg.Pool, name, password)
+	default:
+		p, err = auth.Authenticate(c.Request().Context(), s.cfg.Pool, name, password)
 	}
 	if errors.Is(err, auth.ErrBadCredentials) {
 		setRefusal(c, "wrong name or password", "name", shown)
@@ -81,26 +84,52 @@ func (s *Server) login(c echo.Context) error {
 		return err
 	}
 	s.limiter.Forget(account)
-	secret, err := auth.SessionCreate(c.Request().Context(), s.cfg.Pool, p.ID, s.cfg.SessionTTL)
+	secret, err := s.startSession(c, p, standby)
 	if err != nil {
 		return err
 	}
-	if ck, err := c.Cookie(sessionCookieName(s.secureCookies(c.Request()))); err == nil && len(ck.Value) <= 64 {
-		// A session the browser still carried ends here, so a planted
-		// cookie cannot outlive the sign-in.
-		if err := auth.SessionDelete(c.Request().Context(), s.cfg.Pool, ck.Value); err != nil {
-			return err
-		}
-		s.sessions.forget(ck.Value)
-	}
 	s.setCookie(c, "console_session", secret, int(s.cfg.SessionTTL.Seconds()))
 	s.rotatePreSession(c)
-	s.log.Info("login", "actor", p.Name, "role", p.Role, "client", c.RealIP())
+	s.log.Info("login", "actor", p.Name, "role", p.Role, "client", c.RealIP(), "standby", standby)
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
-// logout ends the session. On a standby its row cannot be deleted: the
-// browser's cookie is dropped, and the session expires as it would.
+// startSession starts p's session and returns its secret, ending the one
+// the browser still carried, so a planted cookie cannot outlive the
+// sign-in. On a standby the session lives in this process only
+// (standbySessions): the database cannot store it.
+func (s *Server) startSession(c echo.Context, p auth.Principal, standby bool) (string, error) {
+	ctx := c.Request().Context()
+	old := ""
+	if ck, err := c.Cookie(sessionCookieName(s.secureCookies(c.Request()))); err == nil && len(ck.Value) <= 64 {
+		old = ck.Value
+	}
+	if standby {
+		secret := auth.NewSecret()
+		s.standbySessions.add(secret, p.Name, time.Now().Add(s.cfg.SessionTTL))
+		if old != "" {
+			s.standbySessions.forget(old)
+			s.sessions.forget(old)
+		}
+		return secret, nil
+	}
+	secret, err := auth.SessionCreate(ctx, s.cfg.Pool, p.ID, s.cfg.SessionTTL)
+	if err != nil {
+		return "", err
+	}
+	if old != "" {
+		if err := auth.SessionDelete(ctx, s.cfg.Pool, old); err != nil {
+			return "", err
+		}
+		s.standbySessions.forget(old)
+		s.sessions.forget(old)
+	}
+	return secret, nil
+}
+
+// logout ends the session. On a standby a session row cannot be deleted:
+// the browser's cookie is dropped, and a session started on the primary
+// expires as it would (a sign-in made on the standby ends at once).
 func (s *Server) logout(c echo.Context) error {
 	if secret, ok := c.Get(sessionSecretKey).(string); ok {
 		if s.readOnly(c.Request().Context()) == "" {
@@ -108,6 +137,7 @@ func (s *Server) logout(c echo.Context) error {
 				return err
 			}
 		}
+		s.standbySessions.forget(secret)
 		s.sessions.forget(secret)
 	}
 	s.setCookie(c, "console_session", "", -1)

@@ -113,6 +113,9 @@ type Server struct {
 	// costs no write and works on a standby.
 	tokens    *sessionCache
 	tokenUses tokenUses
+	// standbySessions are the sign-ins made while attached to a standby,
+	// held by this process since the database cannot store them.
+	standbySessions standbySessions
 	// readOnlyState is whether the database is a standby (readOnly).
 	readOnlyState readOnlyState
 
@@ -172,7 +175,6 @@ func New(cfg Config) (*Server, error) {
 		metrics:    m,
 		csrfKey:    cfg.CSRFKey,
 		db:         newDBWatch(cfg.Pool),
-		sessions:   newSessionCache(auth.SessionLookup),
 		tokens:     newSessionCache(auth.TokenLookup),
 		tokenUses:  tokenUses{usage: auth.NewTokenUsage(), every: tokenUseEvery},
 	}
@@ -182,6 +184,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("make the CSRF key: %w", err)
 		}
 	}
+	s.sessions = newSessionCache(s.lookupSession)
 	s.e.IPExtractor = s.clientIP
 	s.openIncidents = s.newOpenIncidentCache(openIncidentMaxAge)
 	s.e.HideBanner = true

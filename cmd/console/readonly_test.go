@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -78,11 +81,21 @@ func TestServeOnAStandby(t *testing.T) {
 	require.Equal(t, sentence, refusal.Error)
 	require.Equal(t, "read_only", refusal.Code)
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/login", nil)
+	// A password sign-in works on the standby: the session lives in this
+	// process, since the standby cannot store it, and sign-out ends it.
+	_, login := browserGet(t, http.DefaultClient, base+"/login")
+	require.Contains(t, login, "A standby cannot store sessions: a sign-in here lasts until this console stops")
+	browser := signInWithPassword(t, base, "ann", "correct horse battery")
+	status, body = browserGet(t, browser, base+"/queues")
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, sentence)
+	require.Contains(t, body, "ann (operator)", "signed in as ann")
+	_, page := browserGet(t, browser, base+"/incidents")
+	resp, err := browser.PostForm(base+"/logout", url.Values{"_csrf": {csrfOf(t, page)}})
 	require.NoError(t, err)
-	status, body = do(t, req)
-	require.Equal(t, http.StatusOK, status)
-	require.Contains(t, body, "Signing in stores a session, which a standby cannot")
+	resp.Body.Close()
+	_, body = browserGet(t, browser, base+"/queues")
+	require.True(t, strings.Contains(body, `data-testid="login"`), "signed out: the next page asks for a sign-in")
 
 	// The scheduler stands down with one line; the history writer, off
 	// from the start, says nothing.
@@ -139,4 +152,42 @@ func countLogLines(log, msg string) int {
 		}
 	}
 	return n
+}
+
+var csrfRE = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+
+// csrfOf is the CSRF token of a page's forms.
+func csrfOf(t *testing.T, page string) string {
+	t.Helper()
+	m := csrfRE.FindStringSubmatch(page)
+	require.NotNil(t, m, "no form with a CSRF token: %s", page)
+	return m[1]
+}
+
+// signInWithPassword signs name in at base as a browser would (its cookies
+// in a jar) and returns that browser.
+func signInWithPassword(t *testing.T, base, name, password string) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	_, form := browserGet(t, c, base+"/login")
+	resp, err := c.PostForm(base+"/login", url.Values{"_csrf": {csrfOf(t, form)}, "name": {name}, "password": {password}, "next": {"/"}})
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the sign-in leads to the overview: %s", b)
+	require.NotContains(t, string(b), `data-testid="login-error"`, "signed in")
+	return c
+}
+
+// browserGet fetches url with c's cookies.
+func browserGet(t *testing.T, c *http.Client, url string) (int, string) {
+	t.Helper()
+	resp, err := c.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
 }

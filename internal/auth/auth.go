@@ -144,9 +144,23 @@ func OperatorCount(ctx context.Context, db DBTX) (int64, error) {
 // long for a missing account as for a wrong password.
 var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("not a real password"), bcrypt.DefaultCost)
 
-// Authenticate checks a name and password. A name or password longer than
-// MaxNameLength or MaxPasswordLength is ErrBadCredentials at once.
+// Authenticate checks a name and password and records the sign-in
+// (last_login_at). A name or password longer than MaxNameLength or
+// MaxPasswordLength is ErrBadCredentials at once.
 func Authenticate(ctx context.Context, db DBTX, name, password string) (Principal, error) {
+	p, err := CheckPassword(ctx, db, name, password)
+	if err != nil {
+		return p, err
+	}
+	if _, err := db.Exec(ctx, sqlText("operator_login_touch"), p.ID); err != nil {
+		return Principal{}, fmt.Errorf("record login: %w", err)
+	}
+	return p, nil
+}
+
+// CheckPassword is Authenticate without the write: it only reads, so it
+// works on a standby.
+func CheckPassword(ctx context.Context, db DBTX, name, password string) (Principal, error) {
 	if len(name) > MaxNameLength || len(password) > MaxPasswordLength {
 		return Principal{}, ErrBadCredentials
 	}
@@ -166,10 +180,27 @@ func Authenticate(ctx context.Context, db DBTX, name, password string) (Principa
 	if bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) != nil || disabled {
 		return Principal{}, ErrBadCredentials
 	}
-	if _, err := db.Exec(ctx, sqlText("operator_login_touch"), p.ID); err != nil {
-		return Principal{}, fmt.Errorf("record login: %w", err)
-	}
 	p.Kind = "operator"
+	return p, nil
+}
+
+// OperatorActive returns the operator named name while it may sign in
+// (ErrNoSession once it is disabled or gone): how a session that lives
+// outside the database (a sign-in on a standby) is checked again, with a
+// read.
+func OperatorActive(ctx context.Context, db DBTX, name string) (Principal, error) {
+	p := Principal{Kind: "operator"}
+	var (
+		hash     string
+		disabled bool
+	)
+	err := db.QueryRow(ctx, sqlText("operator_by_name"), name).Scan(&p.ID, &p.Name, &hash, &p.Role, &disabled)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && disabled) {
+		return Principal{}, ErrNoSession
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("look up operator: %w", err)
+	}
 	return p, nil
 }
 
