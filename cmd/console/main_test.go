@@ -290,6 +290,7 @@ func TestAuditVerifyCommand(t *testing.T) {
 // checks what each one proves (counts, exactly-once, every event in the
 // stream), never how fast: the figures belong in BENCHMARKS.md.
 func TestBenchSmoke(t *testing.T) {
+	testdb.SkipShort(t, "every bench mode at a tiny size")
 	admin := testdb.AdminURL(t)
 	bench := func(t *testing.T, args ...string) map[string]any {
 		t.Helper()
@@ -478,6 +479,7 @@ var (
 
 func startConsole(t *testing.T, dataDir string) *child {
 	t.Helper()
+	testdb.SkipShort(t, "a console process of its own")
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "CONSOLE_TEST_MAIN=1",
 		"CONSOLE_TEST_ARGS=serve --addr 127.0.0.1:0 --data-dir "+dataDir, "DATABASE_URL=")

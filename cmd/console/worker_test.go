@@ -46,6 +46,7 @@ func startWorkerOutput(t *testing.T, url string, args string) (*exec.Cmd, *bytes
 // fails.
 func startConsoleOutput(t *testing.T, url string, args string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
+	testdb.SkipShort(t, "a console process of its own")
 	cmd := exec.Command(os.Args[0])
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out

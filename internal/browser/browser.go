@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/pgconsole/console/internal/testdb"
 )
 
 // Path returns the Chromium executable, or an error that says how to get it.
@@ -31,6 +33,7 @@ func Path() (string, error) {
 // whole test is bounded by timeout.
 func New(t testing.TB, timeout time.Duration) context.Context {
 	t.Helper()
+	testdb.SkipShort(t, "a browser test")
 	exe, err := Path()
 	if err != nil {
 		t.Fatal(err)

@@ -35,6 +35,7 @@ const PgBouncerPath = "/usr/sbin/pgbouncer"
 // set (scripts/deps.sh test installs it).
 func PgBouncer(t testing.TB, dbURL string) string {
 	t.Helper()
+	SkipShort(t, "a test through PgBouncer")
 	bin := pgBouncerBinary(t)
 	srv := Server(t)
 	if srv == nil {

@@ -162,9 +162,21 @@ func ensureBaseDir() (string, error) {
 	return baseDir, nil
 }
 
+// SkipShort skips t under `go test -short`, the inner loop of unit and
+// single-database tests: what (a browser test, a dedicated server, a
+// process of its own) runs in the full suite, `make test` and CI.
+func SkipShort(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("%s: skipped by -short (make test runs it)", what)
+	}
+}
+
 // NewServer starts a dedicated server for one test and stops it at cleanup.
+// It is skipped by -short.
 func NewServer(t testing.TB, settings map[string]string) *pgserver.Server {
 	t.Helper()
+	SkipShort(t, "a test with a PostgreSQL server of its own")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if settings == nil {
