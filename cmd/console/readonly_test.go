@@ -18,7 +18,6 @@ import (
 
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/testdb"
-	"github.com/pgconsole/console/migrations"
 )
 
 // TestServeOnAStandby: `console serve` attached to a real streaming
@@ -35,15 +34,7 @@ func TestServeOnAStandby(t *testing.T) {
 	_, err = admin.Exec(ctx, "CREATE DATABASE console")
 	require.NoError(t, err)
 	admin.Close(ctx)
-	conn, err := pgx.Connect(ctx, primary.URL("console"))
-	require.NoError(t, err)
-	_, err = migrations.Up(ctx, conn)
-	require.NoError(t, err)
-	_, err = auth.OperatorAdd(ctx, conn, "ann", auth.RoleOperator, "correct horse battery")
-	require.NoError(t, err)
-	token, err := auth.TokenCreate(ctx, conn, "ci", auth.RoleOperator)
-	require.NoError(t, err)
-	conn.Close(ctx)
+	token := seedConsole(t, primary.URL("console"), "ann", auth.RoleOperator)
 
 	standby := testdb.Standby(t, primary, nil, "console_standby")
 	base, stdout, stderr := serveAttachedLogs(t, standby.URL("console"))

@@ -22,42 +22,22 @@ import (
 // returns the URL it serves on and the lines it printed before serving.
 func serveInProcess(t *testing.T, getenv env, args ...string) (string, []string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), getenv, strings.NewReader(""), pw, io.Discard)
-		pw.Close()
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err, "serve stops cleanly")
-		case <-time.After(60 * time.Second):
-			t.Error("serve did not stop within 60s")
-		}
-	})
-	lines := lineChan(pr)
-	deadline := time.After(90 * time.Second)
-	var seen []string
+	out := serveBackground(t, getenv, args...)
+	deadline := time.Now().Add(90 * time.Second)
 	for {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("serve exited before serving: %v\n%s", <-done, strings.Join(seen, "\n"))
-			}
-			seen = append(seen, l)
+		lines, closed := out.snapshot()
+		for i, l := range lines {
 			if m := servingRE.FindStringSubmatch(l); m != nil {
-				go func() {
-					for range lines {
-					}
-				}()
-				return m[1], seen
+				return m[1], lines[:i+1]
 			}
-		case <-deadline:
-			t.Fatalf("serve did not start in time:\n%s", strings.Join(seen, "\n"))
 		}
+		if closed {
+			t.Fatalf("serve exited before serving:\n%s", strings.Join(lines, "\n"))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start in time:\n%s", strings.Join(lines, "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,8 +28,9 @@ import (
 
 // outputLog collects a process's output lines for tests that wait on them.
 type outputLog struct {
-	mu    sync.Mutex
-	lines []string
+	mu     sync.Mutex
+	lines  []string
+	closed bool // the output ended
 }
 
 func (o *outputLog) follow(r io.Reader) {
@@ -37,13 +39,22 @@ func (o *outputLog) follow(r io.Reader) {
 		o.lines = append(o.lines, l)
 		o.mu.Unlock()
 	}
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
+}
+
+// snapshot returns the lines so far and whether the output has ended.
+func (o *outputLog) snapshot() ([]string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.lines), o.closed
 }
 
 // find returns the first submatch of re in the output so far, or "".
 func (o *outputLog) find(re *regexp.Regexp) string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, l := range o.lines {
+	lines, _ := o.snapshot()
+	for _, l := range lines {
 		if m := re.FindStringSubmatch(l); m != nil {
 			return m[len(m)-1]
 		}
@@ -52,9 +63,55 @@ func (o *outputLog) find(re *regexp.Regexp) string {
 }
 
 func (o *outputLog) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return strings.Join(o.lines, "\n")
+	lines, _ := o.snapshot()
+	return strings.Join(lines, "\n")
+}
+
+// serveBackground runs `console serve --addr 127.0.0.1:0` with getenv in
+// this process until the test ends (it must then stop cleanly within 60s)
+// and returns its output as it comes; a failed test logs it.
+func serveBackground(t *testing.T, getenv env, args ...string) *outputLog {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), getenv, strings.NewReader(""), pw, io.Discard)
+		pw.Close()
+	}()
+	out := &outputLog{}
+	go out.follow(pr)
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err, "serve stops cleanly")
+		case <-time.After(60 * time.Second):
+			t.Error("serve did not stop within 60s")
+		}
+		if t.Failed() {
+			t.Logf("serve's output:\n%s", out)
+		}
+	})
+	return out
+}
+
+// seedConsole migrates the database at dbURL and adds the operator name
+// (password "correct horse battery") and an API token of role, which it
+// returns.
+func seedConsole(t *testing.T, dbURL, name, role string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = migrations.Up(ctx, conn)
+	require.NoError(t, err)
+	_, err = auth.OperatorAdd(ctx, conn, name, role, "correct horse battery")
+	require.NoError(t, err)
+	token, err := auth.TokenCreate(ctx, conn, "ci", role)
+	require.NoError(t, err)
+	return token
 }
 
 // fillSlots opens superuser connections to url until the server refuses one
@@ -112,38 +169,10 @@ func TestServeWaitsForAFullServer(t *testing.T) {
 	srv := testdb.NewServer(t, settings)
 	dbURL := srv.URL("postgres")
 	ctx := context.Background()
-	setup, err := pgx.Connect(ctx, dbURL)
-	require.NoError(t, err)
-	_, err = migrations.Up(ctx, setup)
-	require.NoError(t, err)
-	_, err = auth.OperatorAdd(ctx, setup, "alice", auth.RoleAdmin, "correct horse battery")
-	require.NoError(t, err)
-	token, err := auth.TokenCreate(ctx, setup, "ci", auth.RoleViewer)
-	require.NoError(t, err)
-	require.NoError(t, setup.Close(ctx))
+	token := seedConsole(t, dbURL, "alice", auth.RoleViewer)
 
 	fillers := fillSlots(t, dbURL)
-	sctx, cancel := context.WithCancel(ctx)
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(sctx, []string{"serve", "--addr", "127.0.0.1:0"}, envMap("DATABASE_URL", dbURL), strings.NewReader(""), pw, io.Discard)
-		pw.Close()
-	}()
-	out := &outputLog{}
-	go out.follow(pr)
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err, "serve stops cleanly")
-		case <-time.After(60 * time.Second):
-			t.Error("serve did not stop within 60s")
-		}
-		if t.Failed() {
-			t.Logf("serve's output:\n%s", out)
-		}
-	})
+	out := serveBackground(t, envMap("DATABASE_URL", dbURL))
 
 	listening := regexp.MustCompile(`listening on (http://\S+);`)
 	testdb.Eventually(t, 30*time.Second, "serve listens and says it waits for the database", func() bool {
