@@ -88,7 +88,7 @@ func TestEveryPostRouteRefusesAbuse(t *testing.T) {
 	// state is the content of every table a POST route may change (the
 	// audit trail is counted apart), so a refused request that updated a
 	// row fails as surely as one that added one.
-	digests := newTableDigester(t, pool)
+	digests := newTableDigester(t, e.owner)
 	state := func() map[string]string { return digests.all(t) }
 	auditCount := func() int {
 		var n int

@@ -258,7 +258,7 @@ func TestEveryParameterRefusesHostileValues(t *testing.T) {
 	require.Contains(t, rec.of("/audit"), "before", "the first pass learnt the audit page's parameters")
 	require.Contains(t, rec.of("/jobs"), "queue")
 
-	before := newTableDigester(t, pool).all(t)
+	before := newTableDigester(t, e.owner).all(t)
 	auditBefore := e.queryInt(t, "SELECT coalesce(max(id), 0) FROM audit_events")
 	logsBefore := len(logs.String())
 
@@ -313,7 +313,7 @@ func TestEveryParameterRefusesHostileValues(t *testing.T) {
 	// run one at a time, and each that is refused must leave every table
 	// as it was; the rest (GETs, anonymous POSTs) run four at a time and
 	// must change nothing at all.
-	digests := newTableDigester(t, pool)
+	digests := newTableDigester(t, e.owner)
 	start := time.Now()
 	var mu sync.Mutex
 	var failures, done []string
