@@ -4,10 +4,13 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -170,15 +173,27 @@ func TestEveryPostRouteRefusesAbuse(t *testing.T) {
 	}
 }
 
-// TestOversizedBodiesAreNotRead streams a 32 MiB body to every POST route,
-// anonymously and as a signed-in operator, and checks how much the whole
-// process allocated meanwhile: a route that read such a body, or parsed it
-// as a form, would allocate at least its size. Not parallel, so no other
-// test allocates meanwhile.
+// TestOversizedBodiesAreNotRead posts 32 MiB to every POST route, as
+// anyone and as an operator, with its length declared and without (chunked),
+// in a shape the route's decoder would keep reading (a form value or a JSON
+// string that never ends): each route reads at most its body limit (64 KB
+// for forms, 1 MB for the API) and no post allocates its size. Not
+// parallel, so no other test allocates meanwhile.
 func TestOversizedBodiesAreNotRead(t *testing.T) {
 	e := setup(t)
 	operator := e.signedIn(t, auth.RoleOperator)
 	operator.page("/incidents")
+	var mu sync.Mutex
+	read := map[string]int64{} // the most the console read of one body, by path
+	counted := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := &countingBody{ReadCloser: r.Body}
+		r.Body = body
+		e.srv.Handler().ServeHTTP(w, r)
+		mu.Lock()
+		read[r.URL.Path] = max(read[r.URL.Path], body.n.Load())
+		mu.Unlock()
+	}))
+	t.Cleanup(counted.Close)
 	const size = 32 << 20
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -186,34 +201,63 @@ func TestOversizedBodiesAreNotRead(t *testing.T) {
 	sent := 0
 	for pattern, rt := range postRoutes {
 		path := strings.ReplaceAll(rt.path, "{incident}", "1")
-		for _, c := range []*client{e.client(t), operator} {
-			ctype := "application/x-www-form-urlencoded"
-			if rt.api {
-				ctype = "application/json"
-			}
-			req, err := http.NewRequest(http.MethodPost, c.base+path, io.LimitReader(zeros{}, size))
-			require.NoError(t, err)
-			req.ContentLength = size
-			req.Header.Set("Content-Type", ctype)
-			req.Header.Set("X-CSRF-Token", operator.csrf)
-			resp, err := c.hc.Do(req)
-			if err == nil { // the server may close the connection before the client has sent it all
-				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-				resp.Body.Close()
-				require.NotEqual(t, http.StatusOK, resp.StatusCode, "POST %s took a 32 MiB body", pattern)
-			}
-			sent++
+		ctype, prefix, limit := "application/x-www-form-urlencoded", "reason=", int64(formBodyLimit)
+		if rt.api {
+			ctype, prefix, limit = "application/json", `{"reason": "`, apiBodyLimit
 		}
+		for _, c := range []*client{e.client(t), operator} {
+			for _, declared := range []bool{true, false} {
+				req, err := http.NewRequest(http.MethodPost, counted.URL+path, io.LimitReader(&endlessText{prefix: prefix}, size))
+				require.NoError(t, err)
+				req.ContentLength = -1 // chunked: no length to refuse up front
+				if declared {
+					req.ContentLength = size
+				}
+				req.Header.Set("Content-Type", ctype)
+				req.Header.Set("X-CSRF-Token", operator.csrf)
+				resp, err := c.hc.Do(req)
+				if err == nil { // the server may close the connection before the client has sent it all
+					_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+					resp.Body.Close()
+					require.NotEqual(t, http.StatusOK, resp.StatusCode, "POST %s took a 32 MiB body", pattern)
+				}
+				sent++
+			}
+		}
+		mu.Lock()
+		n := read[path]
+		mu.Unlock()
+		require.LessOrEqual(t, n, limit+1, "POST %s read %d bytes of a body over its limit of %d", pattern, n, limit)
 	}
 	runtime.ReadMemStats(&after)
 	allocated := after.TotalAlloc - before.TotalAlloc
 	require.Less(t, allocated, uint64(64<<20), "%d oversized posts allocated %d MiB: some route reads the body", sent, allocated>>20)
 }
 
-// zeros is an endless body.
-type zeros struct{}
+// endlessText is a body a decoder keeps reading: prefix (the start of a
+// form value or of a JSON string), then letters for ever.
+type endlessText struct {
+	prefix string
+	off    int
+}
 
-func (zeros) Read(p []byte) (int, error) {
-	clear(p)
+func (e *endlessText) Read(p []byte) (int, error) {
+	n := copy(p, e.prefix[min(e.off, len(e.prefix)):])
+	e.off += n
+	for i := n; i < len(p); i++ {
+		p[i] = 'a'
+	}
 	return len(p), nil
+}
+
+// countingBody counts the bytes read of a request body.
+type countingBody struct {
+	io.ReadCloser
+	n atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
 }

@@ -20,8 +20,9 @@ import (
 // Read-only mode: attached to a standby (on purpose, or because a DNS name
 // followed a failover to the wrong side), the console serves every page and
 // the standby-side evidence, and refuses what would write (actions,
-// incidents, schedules, alert notifications, password sign-in) before it
-// starts, with 409 and one sentence that says so. Whether the database is a
+// incidents, schedules, alert notifications) before it starts, with 409 and
+// one sentence that says so; a password sign-in is held by this process
+// (standbySessions). Whether the database is a
 // standby comes from Diagnostics.ServerInfo, which serve re-reads every
 // few seconds, so the console leaves read-only mode by itself once the
 // standby is promoted.
