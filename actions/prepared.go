@@ -15,18 +15,13 @@ import (
 	"github.com/pgconsole/console/internal/sqlset"
 )
 
-// PreparedXact is a prepared transaction as the prepared_xact actions show
-// it. Prepared is its identity beyond the gid: a gid freed by COMMIT or
-// ROLLBACK PREPARED can be prepared again, at another time.
+// PreparedXact is a prepared transaction as the prepared_xact actions see
+// it: the diagnostics' row (the one definition of that fact), and the
+// database the console is connected to, which ROLLBACK PREPARED must run
+// in.
 type PreparedXact struct {
-	GID               string    `json:"gid" db:"gid"`
-	Prepared          time.Time `json:"prepared_at" db:"prepared"`
-	Owner             string    `json:"owner" db:"owner"`
-	Database          string    `json:"database" db:"database"`
-	XID               string    `json:"xid" db:"xid"`
-	XIDAge            int64     `json:"xid_age" db:"xid_age"`
-	AgeSeconds        float64   `json:"age_seconds" db:"age_seconds"`
-	ConnectedDatabase string    `json:"-" db:"connected_database"`
+	diagnostics.PreparedXact
+	ConnectedDatabase string `json:"-" db:"connected_database"`
 }
 
 func preparedXactFingerprint(ctx context.Context, db DBTX, gid string) (*PreparedXact, error) {

@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -54,4 +56,18 @@ func TestPreparedXactFingerprintOfAnUnresolvableDatabase(t *testing.T) {
 	err = (&preparedRollback{gid: gid}).guard(p)
 	require.ErrorIs(t, err, ErrGuard)
 	require.ErrorContains(t, err, "could not be resolved")
+}
+
+// The rollback's target is the diagnostics' prepared transaction, field for
+// field and name for name in JSON (the API's preview and the runbook's
+// panel say the same), plus only the database the console is connected to,
+// which is not shown.
+func TestPreparedXactIsTheDiagnosticsRow(t *testing.T) {
+	row := diagnostics.PreparedXact{GID: "tx-42", XID: "7301", XIDAge: 12, Prepared: time.Date(2026, 12, 6, 3, 12, 0, 0, time.UTC),
+		AgeSeconds: 60, Owner: "app", Database: "shop"}
+	want, err := json.Marshal(row)
+	require.NoError(t, err)
+	got, err := json.Marshal(PreparedXact{PreparedXact: row, ConnectedDatabase: "console"})
+	require.NoError(t, err)
+	require.JSONEq(t, string(want), string(got))
 }

@@ -187,7 +187,7 @@ func TestActionOutcomeViews(t *testing.T) {
 			wantResult:  []string{"status=closed"},
 		},
 		"prepared_xact.rollback": {
-			preview: actions.PreparedXactPreview{Target: actions.PreparedXact{GID: "tx-42", Prepared: now.Add(-time.Hour), Owner: "app", Database: "shop", AgeSeconds: 3600},
+			preview: actions.PreparedXactPreview{Target: actions.PreparedXact{PreparedXact: diagnostics.PreparedXact{GID: "tx-42", Prepared: now.Add(-time.Hour), Owner: "app", Database: "shop", AgeSeconds: 3600}},
 				IsRoot: true, BlockedCount: 3, Effect: "rolls back tx-42"},
 			result:      actions.PreparedXactResult{RolledBack: true, Cleared: true, StillWaits: []int32{}, Message: "rolled back"},
 			wantPreview: []string{"target/gid=tx-42", "target/owner=app", "target/database=shop", "backends behind=3", "effect=rolls back tx-42"},

@@ -6,7 +6,7 @@
 -- coalesced to ''; the guard refuses an unresolved database.
 SELECT p.gid, p.prepared, coalesce(p.owner::text, '') AS owner,
        coalesce(p.database::text, '') AS database,
-       p.transaction::text AS xid, age(p.transaction)::int8 AS xid_age,
+       p.transaction::text AS xid, age(p.transaction) AS xid_age,
        extract(epoch FROM clock_timestamp() - p.prepared)::float8 AS age_seconds,
        current_database()::text AS connected_database
 FROM pg_prepared_xacts p
