@@ -70,11 +70,14 @@ func checkNotRecorded(name string, at time.Time) views.Panel {
 }
 
 // recordedQueue is a recorded queue as the queue pages' models take it.
-// Done is not recorded; it shows as 0. Due is exact when the recorded
-// count of scheduled jobs stayed below the default count cap (a raised
-// threshold may have counted further; below the default it is certain).
+// The recorded Ready counts the due jobs and Scheduled the rest, so the
+// live page's Ready (every ready job) is their sum and its Due is the
+// recorded Ready. Done is not recorded; it shows as 0. Due is exact when
+// the recorded count of scheduled jobs stayed below the default count cap
+// (a raised threshold may have counted further; below the default it is
+// certain).
 func recordedQueue(r diagnostics.QueueStat) queues.QueueStat {
-	q := queues.QueueStat{Queue: r.Queue, Ready: r.Ready, Due: max(r.Ready-r.Scheduled, 0), DueExact: r.Scheduled < diagnostics.DefaultCountCap, Running: r.Running,
+	q := queues.QueueStat{Queue: r.Queue, Ready: r.Ready + r.Scheduled, Due: r.Ready, DueExact: r.Scheduled < diagnostics.DefaultCountCap, Running: r.Running,
 		ExpiredLeases: r.ExpiredLeases, Dead: r.Dead, OldestReadySeconds: r.OldestReadySeconds, Paused: r.Paused, RatePerSecond: r.RatePerSecond}
 	if r.MaxWorkers != nil {
 		n := int(*r.MaxWorkers)
@@ -181,9 +184,7 @@ func (s *Server) pastOutbox(c echo.Context, t travel) error {
 			"outbox.pending": pastTrend(entries, t, func(o *diagnostics.OutboxStat) float64 { return float64(o.Pending) }),
 			"outbox.dead":    pastTrend(entries, t, func(o *diagnostics.OutboxStat) float64 { return float64(o.Dead) }),
 		}
-		st := queues.OutboxStatsResult{Pending: o.Pending, Due: max(o.Pending-o.PendingLater, 0), Inflight: o.Inflight,
-			ExpiredLeases: o.ExpiredLeases, Dead: o.Dead, OldestPendingSeconds: o.OldestPendingSeconds}
-		m = outboxModel(st, queues.RelaySettings{Paused: o.RelayPaused}, trends, s.cfg.Diagnostics.Thresholds(), historyRole, e.At)
+		m = outboxModel(recordedOutbox(o), queues.RelaySettings{Paused: o.RelayPaused}, trends, s.cfg.Diagnostics.Thresholds(), historyRole, e.At)
 		// Only what was recorded: the published estimate and the relay's
 		// limits were not.
 		m.States, m.Relay = m.States[:3], m.Relay[:1]
@@ -196,4 +197,14 @@ func (s *Server) pastOutbox(c echo.Context, t travel) error {
 	m.Dead = notRecordedPanel("outbox-dead", "Dead events", t.q.at)
 	m.Recent = notRecordedPanel("outbox-recent", "Recent events", t.q.at)
 	return s.render(c, page{Title: "Outbox", Nav: "outbox", Model: m, Body: views.OutboxBody(m), Travel: &t})
+}
+
+// recordedOutbox is a recorded outbox as the outbox page's model takes it.
+// The recorded Pending counts the due events and PendingLater the rest, so
+// the live page's Pending is their sum and its Due the recorded Pending;
+// the published estimate and the accepted-but-unmarked count were not
+// recorded.
+func recordedOutbox(o diagnostics.OutboxStat) queues.OutboxStatsResult {
+	return queues.OutboxStatsResult{Pending: o.Pending + o.PendingLater, Due: o.Pending, Inflight: o.Inflight,
+		ExpiredLeases: o.ExpiredLeases, Dead: o.Dead, OldestPendingSeconds: o.OldestPendingSeconds}
 }
