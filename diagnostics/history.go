@@ -256,6 +256,11 @@ func (r *Recorder) Record(ctx context.Context, smp Sample) error {
 	}
 	wrote, at, err := r.write(ctx, smp)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// Stopped mid-write (the sampler stops): that says nothing
+			// about whether the database keeps history.
+			return err
+		}
 		if reason := historyOffReason(err); reason != "" {
 			r.setStatus(false, reason, nil)
 			return fmt.Errorf("%w: %s", ErrHistoryOff, reason)

@@ -381,3 +381,18 @@ func TestHistorySeriesSlicesTheRangeAndKeepsTheMoment(t *testing.T) {
 	_, _, err = diagnostics.PanelAt(ctx, pool, diagnostics.CheckQueueHealth, t0.Add(-time.Hour))
 	require.ErrorIs(t, err, diagnostics.ErrNoHistory)
 }
+
+// A write cut short because the recorder is stopping (its context
+// canceled) says nothing about whether the database keeps history: the
+// status stays on.
+func TestRecorderStoppedMidWriteStaysOn(t *testing.T) {
+	ctx, url := freshDB(t)
+	d := open(t, url, diagnostics.Config{})
+	rec := d.NewRecorder(testdb.Pool(t, url), diagnostics.RecorderConfig{Interval: time.Hour, Name: "test"})
+	require.NoError(t, rec.Record(ctx, diagnostics.Sample{At: time.Now()}))
+	require.True(t, rec.Status().On)
+	stopped, cancel := context.WithCancel(ctx)
+	cancel()
+	require.Error(t, rec.Record(stopped, diagnostics.Sample{At: time.Now()}))
+	require.True(t, rec.Status().On, "status after a stop: %+v", rec.Status())
+}

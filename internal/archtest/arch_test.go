@@ -25,8 +25,10 @@ type rule struct {
 var (
 	engineDeps = []string{"github.com/jackc/pgx/v5", "github.com/prometheus/client_golang", "github.com/robfig/cron/v3"}
 	// shared are the small internal packages the domain packages build on:
-	// the embedded-SQL loader and the start/stop lifecycle of a service.
-	shared = []string{"internal/sqlset", "internal/lifecycle", "internal/ownpid"}
+	// the embedded-SQL loader, the start/stop lifecycle of a service, the
+	// set of this process's own backends, and the one formatter of sizes
+	// and durations.
+	shared = []string{"internal/sqlset", "internal/lifecycle", "internal/ownpid", "internal/humanize"}
 	rules  = map[string]rule{
 		// x/time has the token bucket behind per-queue and relay rate
 		// limits. The broker clients live in the publisher packages below,
@@ -40,13 +42,11 @@ var (
 		"views":             {external: []string{"github.com/a-h/templ"}},
 		"static":            {},
 		"actions": {
-			internal: append([]string{"queues", "diagnostics", "audit", "internal/auth", "internal/humanize"}, shared...),
-			// x/time's token bucket limits how many refusals one actor
-			// can have audited.
-			external: append(engineDeps, "golang.org/x/time"),
+			internal: append([]string{"queues", "diagnostics", "audit", "internal/auth"}, shared...),
+			external: engineDeps,
 		},
 		"web": {
-			internal: append([]string{"views", "actions", "diagnostics", "queues", "audit", "static", "migrations", "internal/auth", "internal/humanize"}, shared...),
+			internal: append([]string{"views", "actions", "diagnostics", "queues", "audit", "static", "migrations", "internal/auth"}, shared...),
 			external: append(engineDeps, "github.com/labstack/echo/v4", "github.com/a-h/templ", "golang.org/x/"),
 		},
 		"internal/sqlset":    {external: []string{"github.com/jackc/pgx/v5"}},
