@@ -160,7 +160,8 @@ Usage:
   console version                print the version
   console help                   this text
 
-Serve flags (each has an environment fallback):
+Serve flags (each has an environment fallback; the flag wins, and a value that does not
+parse stops the start and says what is accepted):
   --addr ADDR           listen address (CONSOLE_ADDR, default 127.0.0.1:8080)
   --data-dir DIR        embedded PostgreSQL's folder (CONSOLE_DATA_DIR, default ./var)
   --pg-bin DIR          PostgreSQL server binaries (CONSOLE_PG_BIN, default: found on PATH,
@@ -186,6 +187,8 @@ Serve flags (each has an environment fallback):
                         --relay-nats-subject-prefix, --relay-nats-stream refine it
   --relay-webhook-url URL  run an outbox relay POSTing events there, event id in
                         Idempotency-Key (CONSOLE_RELAY_WEBHOOK_URL); worker takes both too
+  --history-interval D  how often the sampler samples and the flight recorder records,
+                        1s to 10m (CONSOLE_HISTORY_INTERVAL, default 10s)
   --threshold CODE=VALUE  override a finding's threshold, repeatable (CONSOLE_THRESHOLDS, comma
                         list), e.g. tx.long_running=30s, table.dead_tuples=100000,
                         replication.slot_retention=64MB
