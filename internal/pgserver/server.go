@@ -198,7 +198,7 @@ func (s *Server) checkNotRunning() error {
 func (s *Server) start(ctx context.Context) error {
 	port := s.cfg.Port
 	if port == 0 {
-		p, err := freePort()
+		p, err := FreePort()
 		if err != nil {
 			return fmt.Errorf("pick a port for PostgreSQL: %w", err)
 		}
@@ -441,7 +441,10 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func freePort() (int, error) {
+// FreePort returns a TCP port on 127.0.0.1 that nothing listens on now,
+// for a server this process is about to start (PostgreSQL, or a pooler in
+// front of it in tests).
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgconsole/console/internal/pgserver"
 )
 
 // PgBouncerPath is where Debian's pgbouncer package installs the binary.
@@ -54,7 +56,7 @@ func PgBouncer(t testing.TB, dbURL string) string {
 		t.Fatalf("pgbouncer folder: %v", err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	port, err := freeTCPPort()
+	port, err := pgserver.FreePort()
 	if err != nil {
 		t.Fatalf("pgbouncer port: %v", err)
 	}
@@ -153,15 +155,6 @@ func onCI() bool {
 		return false
 	}
 	return true
-}
-
-func freeTCPPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // lockedBuffer collects a child's output while the test reads it.
