@@ -184,9 +184,9 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 // newPool returns a pool of diagnostics connections whose backend pids are
 // kept in own while they are open; pooled says url goes through a
 // transaction pooler. The pool keeps floor connections open from the start
-// and never recycles them by age (a recycled connection may not come back
-// while the server is full); above the floor, idle connections close after
-// a minute.
+// and recycles them only after a week (a recycled connection may not come
+// back while the server is full); above the floor, idle connections close
+// after a minute.
 func newPool(url string, maxConns, floor int32, own *ownpid.Set, pooled bool) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
