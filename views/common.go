@@ -59,7 +59,7 @@ type Age struct {
 // StartingPage is the body a console shows while it cannot start serving
 // yet: the step it waits on, why, and what the operator can do meanwhile.
 type StartingPage struct {
-	Step     string // "connecting to the database at app@db:5432/app"
+	Step     string // "connecting to the database"
 	Reason   string // the database's last answer, in words; empty while the first try runs
 	Since    string // "03:12:04 UTC (2m10s ago)"
 	Attempts string // "7 tries"

@@ -16,8 +16,9 @@ import (
 
 // StartingState is what a console that cannot serve yet is waiting for.
 type StartingState struct {
-	// Step says what the console is doing, after "It is":
-	// "connecting to the database at app@db:5432/app".
+	// Step says what the console is doing, after "It is": "connecting to
+	// the database". Anyone who reaches the console reads it: it names no
+	// address or user.
 	Step string
 	// Reason is the last refusal in words ("the server has no free
 	// connection slot: too many clients already (SQLSTATE 53300)"); empty
@@ -76,7 +77,7 @@ func Starting(cfg StartingConfig) http.Handler {
 			h.Set("Refresh", fmt.Sprint(startingRefresh))
 			page := startingPage(st, cfg.NowFunc())
 			ch := views.Chrome{
-				Title: "Starting", Database: cfg.Database, Version: cfg.Version,
+				Title: "Starting", Version: cfg.Version,
 				Now: cfg.NowFunc().UTC().Format(time.RFC3339),
 				CSS: static.Path("app.css"), Favicon: static.Path("favicon.svg"), Theme: static.Path("theme.js"),
 			}

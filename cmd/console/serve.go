@@ -78,7 +78,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	// waits on (a full server, one that is starting) until it serves.
 	dbURL := cfg.DatabaseURL
 	embedded := dbURL == ""
-	gate := newStartGate(startingTarget(dbURL), version)
+	gate := newStartGate(version)
 	hs := web.NewHTTPServer(gate, logger, web.HTTPTimeouts{})
 	served := make(chan error, 1)
 	scheme := "http"
@@ -110,7 +110,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	// pid: the web pool's and the engine's here, the diagnostics pool's
 	// through RunnerConfig.Diagnostics.
 	own := &ownpid.Set{}
-	gate.step("connecting to the database at " + target(dbURL))
+	gate.step("connecting to the database")
 	pool, err := connectPatiently(ctx, dbURL, "console", 10, own, cfg.Pooler, gate, stdout)
 	if err != nil {
 		return err
@@ -238,14 +238,6 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	// so none goes unaudited because the console stopped.
 	runner.FlushRefusals(sctx)
 	return err
-}
-
-// startingTarget names the database on the starting page.
-func startingTarget(dbURL string) string {
-	if dbURL == "" {
-		return "the embedded PostgreSQL"
-	}
-	return target(dbURL)
 }
 
 // startEmbedded starts the private PostgreSQL in --data-dir and creates the

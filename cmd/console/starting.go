@@ -28,10 +28,13 @@ type startGate struct {
 	state   web.StartingState
 }
 
-// newStartGate returns a gate that shows the starting page for database.
-func newStartGate(database, version string) *startGate {
+// newStartGate returns a gate that shows the starting page. The page is
+// served to anyone who reaches the console before anyone can sign in, so
+// it never names the database's address or user: the console's own output
+// has those.
+func newStartGate(version string) *startGate {
 	g := &startGate{state: web.StartingState{Step: "starting"}}
-	h := web.Starting(web.StartingConfig{Database: database, Version: version, StateFunc: g.current})
+	h := web.Starting(web.StartingConfig{Version: version, StateFunc: g.current})
 	g.handler.Store(&h)
 	return g
 }
@@ -138,6 +141,7 @@ func refusalWords(err error) (reason, hint, hintSQL string) {
 		return "The database does not accept connections yet: " + pgErr.Message + ".",
 			"The console connects as soon as the server accepts connections.", ""
 	}
-	return err.Error(), "The console connects as soon as the database answers; check that PostgreSQL runs there " +
-		"and that the network lets the console through.", ""
+	return "The database does not answer (the connection was refused, reset or timed out); the console's output says where it tries.",
+		"The console connects as soon as the database answers; check that PostgreSQL runs there " +
+			"and that the network lets the console through.", ""
 }

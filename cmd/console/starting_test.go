@@ -186,9 +186,11 @@ func TestServeWaitsForAFullServer(t *testing.T) {
 	require.Contains(t, body, `data-testid="starting-reason"`)
 	require.Contains(t, body, "too many clients")
 	require.Contains(t, body, "reserved_connections", "the page says what to do")
+	require.NotContains(t, body, target(dbURL), "anyone may read the page: it names no address or user")
 	status, body = get(t, base+"/api/v1/findings", token)
 	require.Equal(t, http.StatusServiceUnavailable, status)
 	require.Contains(t, body, `"error":"starting"`)
+	require.NotContains(t, body, target(dbURL))
 	status, _ = get(t, base+"/healthz", "")
 	require.Equal(t, http.StatusOK, status)
 
