@@ -80,25 +80,52 @@ func demoWorkload(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, 
 const demoSetupSQL = `CREATE TABLE IF NOT EXISTS demo_accounts (id int PRIMARY KEY, balance bigint NOT NULL DEFAULT 0);
 INSERT INTO demo_accounts (id) VALUES (1), (2) ON CONFLICT DO NOTHING`
 
-// demoLockChain enqueues three sql jobs that build a real blocking chain for
-// about a minute: the first holds a row lock while it sleeps, the second
-// waits for it while holding another row, the third waits for the second.
+// demoRootApplication is the application_name of the session that holds
+// the demo's lock chain, named like the application a real incident's root
+// belongs to.
+const demoRootApplication = "billing-api"
+
+// demoRootHold is how long the demo's root holds its row lock when nobody
+// cancels it.
+const demoRootHold = 60 * time.Second
+
+// demoLockChain stages a real blocking chain the way one happens in
+// production: a session of another application (billing-api, a connection
+// of its own, not one of the console's, so the guards let an operator
+// cancel it) holds a row lock in a long statement, and two sql jobs of the
+// drills queue queue behind it, the second behind the first. Cancelling the
+// root clears the chain and the jobs finish; left alone, the root lets go
+// after demoRootHold. It returns once the chain stands; the root's session
+// closes when its statement ends.
 func demoLockChain(ctx context.Context, pool *pgxpool.Pool) error {
-	steps := []string{
-		`SELECT pg_sleep(60) FROM (SELECT id FROM demo_accounts WHERE id = 1 FOR UPDATE) AS held`,
+	cfg := pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = demoRootApplication
+	root, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("connect the demo's %s session: %w", demoRootApplication, err)
+	}
+	go func() {
+		defer root.Close(context.WithoutCancel(ctx))
+		hold := fmt.Sprintf(`SELECT pg_sleep(%d) FROM (SELECT id FROM demo_accounts WHERE id = 1 FOR UPDATE) AS held`,
+			int(demoRootHold/time.Second))
+		// Cancelled by an operator or ended with the demo: either way the
+		// chain is over, and its error is the demo's story, not a fault.
+		_, _ = root.Exec(ctx, hold)
+	}()
+	waiters := []string{
 		`WITH second AS (SELECT id FROM demo_accounts WHERE id = 2 FOR UPDATE) UPDATE demo_accounts SET balance = balance + 1 WHERE id IN (1, (SELECT id FROM second))`,
 		`UPDATE demo_accounts SET balance = balance - 1 WHERE id = 2`,
 	}
-	for i, st := range steps {
-		if _, err := queues.EnqueueTx(ctx, pool, queues.EnqueueParams{Queue: "drills", Kind: "sql",
-			Payload: map[string]string{"statement": st}, MaxAttempts: 1}); err != nil {
-			return fmt.Errorf("enqueue lock step %d: %w", i+1, err)
-		}
-		// Each step must have started before the next queues behind it.
+	for i, st := range waiters {
+		// Each link must stand before the next queues behind it.
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(time.Second):
+		}
+		if _, err := queues.EnqueueTx(ctx, pool, queues.EnqueueParams{Queue: "drills", Kind: "sql",
+			Payload: map[string]string{"statement": st}, MaxAttempts: 1}); err != nil {
+			return fmt.Errorf("enqueue lock waiter %d: %w", i+1, err)
 		}
 	}
 	return nil
