@@ -276,16 +276,20 @@ func (c *Client) finishAcked(batch []ackRequest) {
 	c.jobsWG.Add(-len(batch))
 }
 
-// ackResult logs and counts an ack's result as of now (Client.clock).
+// ackResult logs and counts an ack's result as of now (Client.clock). Every
+// attempt whose handler returned is counted once in queues_jobs_finished_total,
+// an ack that failed or timed out too (ack_failed).
 func (c *Client) ackResult(r *ackRequest, err error, held bool, now time.Duration) {
 	q := r.q
 	log := jobLog{log: c.log, job: r.job}
 	switch {
 	case errors.Is(err, errAckOutcomeUnknown):
 		c.errs.note("ack", err)
+		c.metrics.finished.WithLabelValues(q.name, "ack_failed").Inc()
 		log.Error("ack outcome unknown: the reply was lost and the check failed; the job is done if the ack committed, otherwise it runs again after its lease expires", "err", err)
 	case err != nil:
 		c.errs.note("ack", err)
+		c.metrics.finished.WithLabelValues(q.name, "ack_failed").Inc()
 		log.Error("ack failed; the job will run again after its lease expires", "err", err)
 	case !held:
 		c.metrics.staleAcks.WithLabelValues(q.name).Inc()

@@ -487,7 +487,8 @@ func TestOrphanClaimReleased(t *testing.T) {
 //   - the check answers: the job is counted done, not logged or counted as
 //     a stale ack;
 //   - the check's reply is lost too: the outcome is unknown, and said so,
-//     not logged or counted as a stale ack (a lost lease it cannot tell).
+//     not logged or counted as a stale ack (a lost lease it cannot tell), and
+//     still counted as an ended attempt (ack_failed).
 func TestAckReplyLost(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -496,7 +497,7 @@ func TestAckReplyLost(t *testing.T) {
 		finished   map[string]float64
 	}{
 		{"confirmed", "", "acks whose reply was lost were committed", map[string]float64{"done": 1}},
-		{"check lost too", "jobackconfirm:", "ack outcome unknown", map[string]float64{}},
+		{"check lost too", "jobackconfirm:", "ack outcome unknown", map[string]float64{"ack_failed": 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
