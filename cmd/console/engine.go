@@ -213,13 +213,13 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 	if *allowSQL {
 		fmt.Fprintln(stdout, "warning: --allow-sql-jobs registers the sql kind, which runs arbitrary SQL from job payloads")
 	}
-	pub, closePub, err := rf.publisher(stdout)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	pub, closePub, err := rf.publisher(stdout, reg, logger)
 	if err != nil {
 		return err
 	}
 	defer closePub()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if *metricsAddr != "" {
 		ln, err := net.Listen("tcp", *metricsAddr)
 		if err != nil {

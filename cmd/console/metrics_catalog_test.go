@@ -241,6 +241,12 @@ func catalogRegistry(t *testing.T) (*prometheus.Registry, *recordingRegisterer) 
 	eng, err := startEngine(ctx, url, engineConfig{Queues: []string{"catalog"}, Concurrency: 2, Scheduler: true, Relay: publisher}, rec, logger)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = eng.stop() })
+	// The NATS relay's broker gauge, registered as serve and worker do when
+	// given --relay-nats-url; the broker need not be up.
+	natsURL, none := "nats://127.0.0.1:1", ""
+	_, closeNATS, err := relayOptions{natsURL: &natsURL, natsPrefix: &none, natsStream: &none, webhookURL: &none}.publisher(io.Discard, rec, logger)
+	require.NoError(t, err)
+	t.Cleanup(closeNATS)
 	ws, err := web.New(web.Config{Pool: pool, Diagnostics: diag, Actions: runner, Database: "test", Version: "test",
 		Gatherer: reg, Registerer: rec, Logger: logger})
 	require.NoError(t, err)

@@ -4,9 +4,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/queues/natspub"
@@ -35,13 +37,29 @@ func relayFlags(fs *flag.FlagSet, fe flagEnv) relayOptions {
 
 // publisher builds the configured publisher; nil when the process runs no
 // relay. The returned func closes what it opened.
-func (o relayOptions) publisher(stdout io.Writer) (queues.Publisher, func(), error) {
+//
+// A NATS server that is down when the process starts does not stop it: the
+// connection is made in the background and retried forever, the relay's
+// publishes fail (and its events wait, unharmed) until it is up, and
+// console_relay_broker_up on reg says which it is. Only a URL that cannot
+// work at all (it does not parse) fails the start.
+func (o relayOptions) publisher(stdout io.Writer, reg prometheus.Registerer, logger *slog.Logger) (queues.Publisher, func(), error) {
 	none := func() {}
 	switch {
 	case *o.natsURL != "" && *o.webhookURL != "":
 		return nil, none, usageError{"give --relay-nats-url or --relay-webhook-url, not both"}
 	case *o.natsURL != "":
-		nc, err := nats.Connect(*o.natsURL, nats.Name("console-relay"), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second))
+		nc, err := nats.Connect(*o.natsURL, nats.Name("console-relay"), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second),
+			nats.RetryOnFailedConnect(true),
+			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				logger.Warn("outbox relay: NATS connection lost; publishing waits until it is back", "url", *o.natsURL, "err", err)
+			}),
+			nats.ConnectHandler(func(*nats.Conn) {
+				logger.Info("outbox relay: connected to NATS", "url", *o.natsURL)
+			}),
+			nats.ReconnectHandler(func(*nats.Conn) {
+				logger.Info("outbox relay: connected to NATS again", "url", *o.natsURL)
+			}))
 		if err != nil {
 			return nil, none, fmt.Errorf("connect to NATS at %s: %w; check --relay-nats-url", *o.natsURL, err)
 		}
@@ -50,7 +68,27 @@ func (o relayOptions) publisher(stdout io.Writer) (queues.Publisher, func(), err
 			nc.Close()
 			return nil, none, err
 		}
-		fmt.Fprintf(stdout, "outbox relay publishing to NATS JetStream at %s\n", *o.natsURL)
+		up := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "console_relay_broker_up",
+			Help:        "1 while the outbox relay's broker connection is up, 0 while it is being retried.",
+			ConstLabels: prometheus.Labels{"broker": "nats"},
+		}, func() float64 {
+			if nc.IsConnected() {
+				return 1
+			}
+			return 0
+		})
+		if reg != nil {
+			if err := reg.Register(up); err != nil {
+				nc.Close()
+				return nil, none, fmt.Errorf("register console_relay_broker_up: %w", err)
+			}
+		}
+		if nc.IsConnected() {
+			fmt.Fprintf(stdout, "outbox relay publishing to NATS JetStream at %s\n", *o.natsURL)
+		} else {
+			fmt.Fprintf(stdout, "outbox relay: NATS at %s is not reachable yet; connecting in the background, events wait until it is\n", *o.natsURL)
+		}
 		return pub, nc.Close, nil
 	case *o.webhookURL != "":
 		pub, err := webhookpub.New(webhookpub.Config{URL: *o.webhookURL})

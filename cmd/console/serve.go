@@ -167,7 +167,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	// (including the sql kind the lock drills use) and a workload feeds it.
 	// Attached to a real database, serve runs the scheduler only; workers
 	// run with `console worker`.
-	pub, closePub, err := cfg.Relay.publisher(stdout)
+	pub, closePub, err := cfg.Relay.publisher(stdout, reg, logger)
 	if err != nil {
 		return err
 	}

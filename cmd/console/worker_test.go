@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/logbuf"
 	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/queues"
 )
@@ -36,19 +36,19 @@ func startWorker(t *testing.T, url string, args string) *exec.Cmd {
 
 // startWorkerOutput is startWorker that also returns the worker's stdout
 // and stderr, to read once the process has been waited for.
-func startWorkerOutput(t *testing.T, url string, args string) (*exec.Cmd, *bytes.Buffer) {
+func startWorkerOutput(t *testing.T, url string, args string) (*exec.Cmd, *logbuf.Buffer) {
 	t.Helper()
 	return startConsoleOutput(t, url, "worker "+args)
 }
 
 // startConsoleOutput starts the console binary with args (a command and
-// its flags) on url; its output is collected, and logged when the test
-// fails.
-func startConsoleOutput(t *testing.T, url string, args string) (*exec.Cmd, *bytes.Buffer) {
+// its flags) on url; its output is collected (safe to read while it runs),
+// and logged when the test fails.
+func startConsoleOutput(t *testing.T, url string, args string) (*exec.Cmd, *logbuf.Buffer) {
 	t.Helper()
 	testdb.SkipShort(t, "a console process of its own")
 	cmd := exec.Command(os.Args[0])
-	out := &bytes.Buffer{}
+	out := &logbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = append(os.Environ(), "CONSOLE_TEST_MAIN=1", "CONSOLE_TEST_ARGS="+args, "DATABASE_URL="+url)
 	require.NoError(t, cmd.Start())
