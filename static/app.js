@@ -30,7 +30,18 @@
       clock.textContent = "refreshed " + fmtAge((Date.now() - Number(clock.dataset.at)) / 1000) + " ago";
     }
   }
+  // The time pickers read typed times in the person's zone: the browser's
+  // is kept in the tz cookie, which the server reads when a page does not
+  // say (?tz=) which zone its times are shown in.
+  function keepZone() {
+    var zone;
+    try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone; } catch (e) { return; }
+    if (!zone || /^[A-Za-z_]+(\/[A-Za-z0-9_+-]+)*$/.test(zone) === false) return;
+    if (document.cookie.split("; ").indexOf("tz=" + zone) >= 0) return;
+    document.cookie = "tz=" + zone + "; path=/; max-age=31536000; samesite=lax" + (location.protocol === "https:" ? "; secure" : "");
+  }
   document.addEventListener("DOMContentLoaded", function () {
+    keepZone();
     var n = Date.parse(document.body.getAttribute("data-now") || "");
     if (!isNaN(n)) skew = n - Date.now();
     var clock = document.getElementById("refreshed");

@@ -8,11 +8,15 @@ type HistoryPage struct {
 	Recording    bool
 	RecordingWhy string
 	// Window is the picked window ("15m", "1h", "24h", "7d" or "custom");
-	// From and To bound it (UTC, RFC 3339); At is the moment shown.
+	// From and To bound it and At is the moment shown, in Zone, as the
+	// inputs take them back ("2026-12-03 03:12:40").
 	Window string
 	From   string
-	To     string
-	At     string
+	// Zone is the zone the inputs are read in (see TimeBar.Zone); Problem
+	// says why what was typed could not be read (the inputs keep it).
+	Zone, Problem string
+	To            string
+	At            string
 	// Windows are the quick picks.
 	Windows []HistoryWindowLink
 	// Found is false when no sample was recorded near At; Missing says

@@ -13,10 +13,17 @@ type TimeBar struct {
 	Marker  string
 	// Custom is true when the range or moment was typed.
 	Custom bool
-	// From, To and At are the inputs' values, UTC, in a form that can be
-	// typed back ("2026-12-03 03:12:40").
+	// From, To and At are the inputs' values, in Zone, in a form that can
+	// be typed back ("2026-12-03 03:12:40"), or what was typed when it
+	// could not be read (Problem says why).
 	From, To, At string
-	LiveHref     string
+	// Zone is the IANA name of the zone typed times are read in ("UTC"
+	// unless the browser said otherwise).
+	Zone string
+	// Problem is the sentence saying why what was typed could not be read
+	// and what to type instead; the page is then live.
+	Problem  string
+	LiveHref string
 	// Query is the choice as URL parameters; Paths the page prefixes that
 	// honour it, space separated ("/" alone is the overview).
 	Query string

@@ -27,20 +27,14 @@ var historyWindows = []struct {
 // historyMomentsLimit bounds the moments listed on the history page.
 const historyMomentsLimit = 200
 
-// historyTimeLayouts are the forms a time may be given in; all are UTC
-// unless they carry an offset.
-var historyTimeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02T15:04", "2006-01-02 15:04"}
-
-// parseHistoryTime reads a time given by an operator; name is the
-// parameter, for the error.
-func parseHistoryTime(name, s string) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	for _, layout := range historyTimeLayouts {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
-			return t.UTC(), nil
-		}
+// parseHistoryTime reads a time given by an operator (see parseWhen), in
+// zone loc unless it names its own; name is the parameter, for the error.
+func parseHistoryTime(name, s string, now time.Time, loc *time.Location) (time.Time, error) {
+	t, err := parseWhen(s, now, loc)
+	if err != nil {
+		return time.Time{}, errBadRequest("%s: %v", name, err)
 	}
-	return time.Time{}, errBadRequest("%s=%q is not a time; use UTC like 2026-12-03T03:12:40Z", name, s)
+	return t, nil
 }
 
 // historyQuery is the window and moment a history request asks for.
@@ -48,12 +42,15 @@ type historyQuery struct {
 	window   string
 	from, to time.Time
 	at       time.Time
+	// loc is the zone typed times are read and shown in (?tz=, the
+	// browser's), UTC when none is given.
+	loc *time.Location
 }
 
 // parseHistoryQuery reads window (15m, 1h, 24h, 7d or custom, default 1h),
 // from, to and at. Quick windows end now; at defaults to the window's end.
 func parseHistoryQuery(c echo.Context, now time.Time) (historyQuery, error) {
-	q := historyQuery{window: c.QueryParam("window"), to: now}
+	q := historyQuery{window: c.QueryParam("window"), to: now, loc: personZone(c)}
 	from, to, at := c.QueryParam("from"), c.QueryParam("to"), c.QueryParam("at")
 	if q.window == "" {
 		q.window = "1h"
@@ -65,13 +62,13 @@ func parseHistoryQuery(c echo.Context, now time.Time) (historyQuery, error) {
 	switch q.window {
 	case "custom":
 		if to != "" {
-			if q.to, err = parseHistoryTime("to", to); err != nil {
+			if q.to, err = parseHistoryTime("to", to, now, q.loc); err != nil {
 				return q, err
 			}
 		}
 		q.from = q.to.Add(-time.Hour)
 		if from != "" {
-			if q.from, err = parseHistoryTime("from", from); err != nil {
+			if q.from, err = parseHistoryTime("from", from, now, q.loc); err != nil {
 				return q, err
 			}
 		}
@@ -91,7 +88,7 @@ func parseHistoryQuery(c echo.Context, now time.Time) (historyQuery, error) {
 	}
 	q.at = q.to
 	if at != "" {
-		if q.at, err = parseHistoryTime("at", at); err != nil {
+		if q.at, err = parseHistoryTime("at", at, now, q.loc); err != nil {
 			return q, err
 		}
 	}
@@ -107,6 +104,9 @@ func (q historyQuery) href(window string, at time.Time) string {
 	}
 	if !at.IsZero() {
 		v.Set("at", at.UTC().Format(time.RFC3339Nano))
+	}
+	if q.loc != nil && q.loc != time.UTC {
+		v.Set("tz", q.loc.String())
 	}
 	return "/history?" + v.Encode()
 }
@@ -152,12 +152,13 @@ func (s *Server) historyAPI(c echo.Context) error {
 		return errBadRequest("check=%q: use one of %s", check, strings.Join(diagnostics.HistoryChecks, ", "))
 	}
 	at, from, to := c.QueryParam("at"), c.QueryParam("from"), c.QueryParam("to")
+	now, loc := time.Now().UTC(), personZone(c)
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
 	defer cancel()
 	ans := historyAnswer{Check: check, History: true, Recording: s.historyStatus()}
 	switch {
 	case at != "" && from == "" && to == "":
-		t, err := parseHistoryTime("at", at)
+		t, err := parseHistoryTime("at", at, now, loc)
 		if err != nil {
 			return err
 		}
@@ -171,11 +172,11 @@ func (s *Server) historyAPI(c echo.Context) error {
 		ans.At = &t
 		ans.Sample = &historyRecord{At: e.At, RecordedBy: e.RecordedBy, Data: e.Data}
 	case at == "" && from != "" && to != "":
-		f, err := parseHistoryTime("from", from)
+		f, err := parseHistoryTime("from", from, now, loc)
 		if err != nil {
 			return err
 		}
-		t, err := parseHistoryTime("to", to)
+		t, err := parseHistoryTime("to", to, now, loc)
 		if err != nil {
 			return err
 		}
@@ -192,7 +193,7 @@ func (s *Server) historyAPI(c echo.Context) error {
 			ans.Samples = append(ans.Samples, historyRecord{At: e.At, RecordedBy: e.RecordedBy, Data: e.Data})
 		}
 	default:
-		return errBadRequest("give either at=<time> or both from=<time> and to=<time> (UTC, like 2026-12-03T03:12:40Z)")
+		return errBadRequest("give either at=<time> or both from=<time> and to=<time> (like 2026-12-03T03:12:40Z, \"5m ago\" or \"03:20\" in UTC or ?tz=)")
 	}
 	return c.JSON(http.StatusOK, ans)
 }
@@ -201,7 +202,14 @@ func (s *Server) historyAPI(c echo.Context) error {
 func (s *Server) historyPage(c echo.Context) error {
 	now := time.Now().UTC()
 	q, err := parseHistoryQuery(c, now)
-	if err != nil {
+	var bad badRequest
+	problem := ""
+	if errors.As(err, &bad) {
+		// What was typed stays in the form beside what to type instead;
+		// the page shows the last hour meanwhile.
+		problem = bad.msg
+		q = historyQuery{window: "1h", from: now.Add(-time.Hour), to: now, at: now, loc: personZone(c)}
+	} else if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
@@ -226,6 +234,9 @@ func (s *Server) historyPage(c echo.Context) error {
 		return ev.Err
 	}
 	m := historyModel(q, ev)
+	if problem != "" {
+		m.Problem, m.From, m.To, m.At = problem, c.QueryParam("from"), c.QueryParam("to"), c.QueryParam("at")
+	}
 	return s.render(c, page{Title: "History", Nav: "history", Model: m, Body: views.HistoryBody(m)})
 }
 
@@ -242,8 +253,8 @@ type historyEvidence struct {
 func historyModel(q historyQuery, ev historyEvidence) views.HistoryPage {
 	m := views.HistoryPage{
 		Recording: ev.Status.On, RecordingWhy: ev.Status.Reason,
-		Window: q.window, From: q.from.Format(time.RFC3339), To: q.to.Format(time.RFC3339),
-		At:      q.at.Format(time.RFC3339),
+		Window: q.window, From: inputTime(q.from, q.loc), To: inputTime(q.to, q.loc),
+		At: inputTime(q.at, q.loc), Zone: zoneName(q.loc),
 		APIHref: "/api/v1/history?" + url.Values{"check": {diagnostics.HistoryBlockingTree}, "at": {q.at.Format(time.RFC3339Nano)}}.Encode(),
 	}
 	for _, w := range historyWindows {

@@ -201,7 +201,7 @@ func TestHistoryAPIRefusesBadInput(t *testing.T) {
 	c := e.signedIn(t, "viewer")
 	for _, tc := range []struct{ query, want string }{
 		{"check=nope&at=2026-12-03T03:12:40Z", "use one of blocking_tree"},
-		{"check=blocking_tree&at=yesterday", `at=\"yesterday\" is not a time`},
+		{"check=blocking_tree&at=yesterday", `at: \"yesterday\" is not a time; type \"5m ago\"`},
 		{"check=blocking_tree", "give either at"},
 		{"check=blocking_tree&from=2026-12-03T04:00:00Z&to=2026-12-03T03:00:00Z", "must not be after"},
 	} {
@@ -218,8 +218,23 @@ func TestHistoryAPIRefusesBadInput(t *testing.T) {
 	body = c.page("/history?window=15m")
 	require.Contains(t, body, "No lock chains recorded in this window")
 	require.True(t, strings.Contains(body, "history is off"), "the page says history is off on a console without a recorder")
-	resp, _ = c.get("/history?window=2w")
-	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	// What the page cannot read keeps the form, with what was typed and
+	// what to type instead, never a page of its own with a 400.
+	for query, want := range map[string]string{
+		"window=2w":                       `window=&#34;2w&#34;: use 15m, 1h, 24h, 7d or custom`,
+		"window=custom&at=half+past+nine": `at: &#34;half past nine&#34; is not a time; type &#34;5m ago&#34;`,
+	} {
+		body = c.page("/history?" + query)
+		require.Contains(t, body, `data-testid="history-problem"`, query)
+		require.Contains(t, body, want, query)
+	}
+	require.Contains(t, body, `value="half past nine"`, "what was typed stays in the form")
+	// A time of day in the browser's zone (its cookie) reads in that zone
+	// and says so.
+	resp, body = c.get("/history?window=custom&at=03:20", "Cookie", "tz=Asia/Tokyo")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Contains(t, body, `data-testid="history-zone">Asia/Tokyo<`)
+	require.Contains(t, body, ` 03:20:00"`, "the moment shown back as typed, in Tokyo time")
 }
 
 // testDatabase is the database name of a test's URL.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/url"
 	"time"
 
@@ -20,6 +21,13 @@ type travel struct {
 	atOnly bool
 	// atGiven is whether the moment was picked, not the window's end.
 	atGiven bool
+	// problem says why what was typed could not be read; the page is then
+	// live, and the picker keeps what was typed (typed) beside the
+	// sentence, instead of a page of its own with a 400.
+	problem string
+	typed   url.Values
+	// loc is the zone typed times are read and shown in (?tz=).
+	loc *time.Location
 }
 
 // historyRole is the role a page in the past acts with: one that may run
@@ -37,15 +45,29 @@ const momentSpan = 30 * time.Minute
 // none of them, or window=live, is live.
 func parseTravel(c echo.Context, now time.Time) (travel, error) {
 	at, window, from, to := c.QueryParam("at"), c.QueryParam("window"), c.QueryParam("from"), c.QueryParam("to")
+	loc := personZone(c)
 	if window == "live" || (at == "" && window == "" && from == "" && to == "") {
-		return travel{}, nil
+		return travel{loc: loc}, nil
 	}
+	t, err := readTravel(c, now, loc)
+	var bad badRequest
+	if errors.As(err, &bad) {
+		return travel{loc: loc, problem: bad.msg, typed: url.Values{"from": {from}, "to": {to}, "at": {at}}}, nil
+	}
+	t.loc = loc
+	return t, err
+}
+
+// readTravel reads a choice of the past from the request: a moment alone,
+// or a window (see parseHistoryQuery).
+func readTravel(c echo.Context, now time.Time, loc *time.Location) (travel, error) {
+	at, window, from, to := c.QueryParam("at"), c.QueryParam("window"), c.QueryParam("from"), c.QueryParam("to")
 	if window == "" && from == "" && to == "" {
-		t, err := parseHistoryTime("at", at)
+		t, err := parseHistoryTime("at", at, now, loc)
 		if err != nil {
 			return travel{}, err
 		}
-		q := historyQuery{window: "custom", at: t, from: t.Add(-momentSpan), to: t.Add(momentSpan)}
+		q := historyQuery{window: "custom", at: t, from: t.Add(-momentSpan), to: t.Add(momentSpan), loc: loc}
 		if q.to.After(now) {
 			q.to = now
 		}
@@ -66,6 +88,9 @@ func (t travel) query() url.Values {
 	v := url.Values{}
 	if !t.history {
 		return v
+	}
+	if t.loc != nil && t.loc != time.UTC {
+		v.Set("tz", t.loc.String())
 	}
 	if !t.atOnly {
 		v.Set("window", t.q.window)
@@ -112,26 +137,44 @@ func windowLabel(w string) string {
 // pickLabel is a quick pick as the picker shows it: "15 m", "1 h".
 func pickLabel(key string) string { return key[:len(key)-1] + " " + key[len(key)-1:] }
 
-// inputTime is a time as the picker's inputs show it, so it can be typed
-// back: "2026-12-03 03:12:40".
-func inputTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") }
+// inputTime is a time as the picker's inputs show it, in the person's zone,
+// so it can be typed back: "2026-12-03 03:12:40".
+func inputTime(t time.Time, loc *time.Location) string {
+	if loc == nil {
+		loc = time.UTC
+	}
+	return t.In(loc).Format("2006-01-02 15:04:05")
+}
+
+// zoneName is the zone the picker's inputs are in, as its label says it.
+func zoneName(loc *time.Location) string {
+	if loc == nil {
+		return "UTC"
+	}
+	return loc.String()
+}
 
 // timeBar is the time picker of an evidence page at path; no I/O.
 func timeBar(path string, t travel) views.TimeBar {
-	b := views.TimeBar{Path: path, History: t.history, LiveHref: path, Paths: travelPaths}
+	b := views.TimeBar{Path: path, History: t.history, LiveHref: path, Paths: travelPaths, Zone: zoneName(t.loc)}
 	b.Choices = append(b.Choices, views.HistoryWindowLink{Label: "Live", Href: path, Active: !t.history})
 	for _, w := range historyWindows {
 		b.Choices = append(b.Choices, views.HistoryWindowLink{Label: pickLabel(w.key), Href: path + "?window=" + w.key,
 			Active: t.history && !t.atOnly && t.q.window == w.key})
+	}
+	if t.problem != "" {
+		b.Problem, b.Custom = t.problem, true
+		b.From, b.To, b.At = t.typed.Get("from"), t.typed.Get("to"), t.typed.Get("at")
+		return b
 	}
 	if !t.history {
 		return b
 	}
 	b.Marker = t.marker()
 	b.Query = t.query().Encode()
-	b.From, b.To = inputTime(t.q.from), inputTime(t.q.to)
+	b.From, b.To = inputTime(t.q.from, t.loc), inputTime(t.q.to, t.loc)
 	if t.atGiven {
-		b.At = inputTime(t.q.at)
+		b.At = inputTime(t.q.at, t.loc)
 	}
 	b.Custom = !t.atOnly && t.q.window == "custom"
 	return b

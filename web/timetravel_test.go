@@ -229,9 +229,11 @@ func TestPanelsAtAMoment(t *testing.T) {
 		require.Contains(t, ranged, "blocked backends, ", "each chart says what it draws")
 
 		require.Contains(t, c.page("/?window=15m"), "History · last 15 m")
-		resp, body := c.get("/?at=yesterday")
-		require.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
-		require.Contains(t, body, `at=&#34;yesterday&#34; is not a time; use UTC like 2026-12-03T03:12:40Z`)
+		// A time it cannot read: the page, live, with the picker open on
+		// what was typed and what to type instead.
+		body := c.page("/?at=yesterday")
+		require.Contains(t, body, `data-testid="timebar-problem">at: &#34;yesterday&#34; is not a time; type &#34;5m ago&#34;`)
+		require.Contains(t, body, `value="yesterday"`)
 	})
 
 	t.Run("Browser", func(t *testing.T) {
@@ -311,6 +313,22 @@ func TestPanelsAtAMoment(t *testing.T) {
 		)
 		require.Empty(t, browser.Get(t, b, chromedp.Evaluate[string](overflowJS)), "nothing wider than the phone")
 		browser.Screenshot(t, b, "history-overview-390")
+
+		// A time the picker cannot read: the page stays, live, with what was
+		// typed and what to type instead.
+		for _, width := range []int64{390, 1440} {
+			browser.Do(t, b,
+				chromedp.EmulateViewport(width, 900),
+				chromedp.Navigate(e.http.URL+"/runbook/blocking"),
+				chromedp.Click(css(`[data-testid="pick-custom"]`)),
+				chromedp.SetValue(css(`[data-testid="timebar-at"]`), "half past nine"),
+				chromedp.Click(css(`[data-testid="timebar-show"]`)),
+				chromedp.WaitVisible(css(`[data-testid="timebar-problem"]`)),
+			)
+			require.Contains(t, browser.Get(t, b, chromedp.Text(css(`[data-testid="timebar-problem"]`))), `"half past nine" is not a time; type "5m ago"`)
+			require.Equal(t, "half past nine", browser.Get(t, b, chromedp.Value(css(`[data-testid="timebar-at"]`))))
+			browser.Screenshot(t, b, fmt.Sprintf("timebar-problem-%d", width))
+		}
 	})
 }
 
@@ -374,13 +392,35 @@ func TestParseTravel(t *testing.T) {
 	require.True(t, live.Choices[0].Active, "Live")
 	require.Empty(t, live.Query)
 
+	tr, err = parse("at=5m+ago")
+	require.NoError(t, err, "a moment relative to now")
+	require.Equal(t, now.Add(-5*time.Minute), tr.q.at)
+
+	tr, err = parse("at=03:20&tz=Europe/Berlin")
+	require.NoError(t, err, "a time of day in the person's zone")
+	require.Equal(t, time.Date(2026, 12, 3, 2, 20, 0, 0, time.UTC), tr.q.at)
+	require.Equal(t, "Europe/Berlin", tr.query().Get("tz"), "links carry the zone")
+	bar = timeBar("/", tr)
+	require.Equal(t, "2026-12-03 03:20:00", bar.At, "shown back in the zone it was typed in")
+	require.Equal(t, "Europe/Berlin", bar.Zone)
+	require.Equal(t, "UTC", timeBar("/", travel{}).Zone)
+
+	// What cannot be read keeps the form, with what was typed and what to
+	// type instead; the page is live meanwhile, never a 400 page.
 	for query, msg := range map[string]string{
-		"at=yesterday":                  `at="yesterday" is not a time`,
-		"window=2h":                     `window="2h": use 15m, 1h, 24h, 7d or custom`,
-		"from=2026-12-03&to=2026-12-02": `to="2026-12-02" is not a time`,
+		"at=yesterday":                              `at: "yesterday" is not a time; type "5m ago"`,
+		"at=5+fortnights+ago":                       `at: "5 fortnights ago" is not a time ago`,
+		"window=2h":                                 `window="2h": use 15m, 1h, 24h, 7d or custom`,
+		"from=2026-12-03&to=2026-12-02":             "must be before",
 		"from=2026-12-03+05:00&to=2026-12-03+04:00": "must be before",
 	} {
-		_, err := parse(query)
-		require.ErrorContains(t, err, msg, query)
+		tr, err := parse(query)
+		require.NoError(t, err, query)
+		require.False(t, tr.history, "%s: live meanwhile", query)
+		bar := timeBar("/", tr)
+		require.Contains(t, bar.Problem, msg, query)
+		require.True(t, bar.Custom, "%s: the form stays open", query)
+		v, _ := url.ParseQuery(query)
+		require.Equal(t, []string{v.Get("from"), v.Get("to"), v.Get("at")}, []string{bar.From, bar.To, bar.At}, "%s: what was typed is kept", query)
 	}
 }

@@ -14,6 +14,9 @@ import (
 	"runtime/debug"
 	"slices"
 	"syscall"
+	// The time pickers read typed times in the person's zone: the zone
+	// database travels in the binary, whatever the image it runs in has.
+	_ "time/tzdata"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
