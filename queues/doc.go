@@ -247,6 +247,13 @@
 //	FROM pg_stat_activity
 //	WHERE application_name = 'console-worker job=' || $1
 //
+// When the server refuses JobConn a connection (every slot taken by other
+// clients, a restart), JobConn returns an error wrapping ErrNoConnection; a
+// handler that returns it (wrapped or not) has its job handed back due a
+// second later with its attempt taken back, counted as no_connection in
+// queues_jobs_finished_total. Waiting for a connection is the engine's
+// problem and never spends a job's retries.
+//
 // # Behind a transaction pooler
 //
 // A pool that reaches PostgreSQL through a pooler in transaction mode

@@ -25,6 +25,12 @@ var (
 	// ErrInvalidState reports an operator mutation on a job whose status does
 	// not allow it (for example cancelling a done job).
 	ErrInvalidState = errors.New("job is not in a state that allows this")
+	// ErrNoConnection reports that JobConn could not get the job a database
+	// connection (the server refused a new one: every slot taken, a
+	// restart). It is the engine's problem, not the job's: a handler that
+	// returns it (wrapped or not) has its job handed back without spending
+	// an attempt, to run again a moment later.
+	ErrNoConnection = errors.New("the engine could not give the job a database connection")
 )
 
 // permanentError marks an error that must not be retried.

@@ -204,6 +204,10 @@ func (c *Client) runJob(jc *jobContext, q *queueRunner) bool {
 		c.release(q, job, log)
 		return false
 	}
+	if errors.Is(err, ErrNoConnection) && ctx.Err() == nil {
+		c.postpone(q, job, err, log)
+		return false
+	}
 	if err == nil {
 		c.acks.queue(ackRequest{q: q, job: job, id: job.ID, generation: job.LeaseGeneration,
 			cancel: jc.cancel, slot: jc.slot, start: end})
@@ -301,6 +305,34 @@ func (c *Client) fail(q *queueRunner, job *Job, jobErr error, class string, log 
 		c.metrics.retries.WithLabelValues(q.name).Inc()
 		c.metrics.finished.WithLabelValues(q.name, "retried").Inc()
 		log.Warn("job failed; will retry", "err", jobErr, "class", class, "retry_in", delay)
+	}
+}
+
+// postponeDelay is how long a job that could not get a database connection
+// waits before it is claimed again: long enough not to spin on a full
+// server, short enough that the queue resumes within a second or two of it
+// taking connections again.
+const postponeDelay = time.Second
+
+// postpone hands back a job whose handler could not get a database
+// connection (ErrNoConnection): its attempt is taken back and it is due
+// again after postponeDelay. A full server must not burn a job's retries.
+func (c *Client) postpone(q *queueRunner, job *Job, jobErr error, log jobLog) {
+	ctx, cancel := c.outcomeCtx()
+	defer cancel()
+	err := c.retryOutcome(ctx, func(ctx context.Context) error {
+		return JobPostpone(ctx, c.pool, job.ID, c.cfg.ID, job.LeaseGeneration, postponeDelay)
+	})
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		c.metrics.staleAcks.WithLabelValues(q.name).Inc()
+		c.metrics.finished.WithLabelValues(q.name, "lease_lost").Inc()
+	case err != nil:
+		c.errs.note("postpone", err)
+		log.Error("handing back a job that got no connection failed; the lease will expire", "err", err, "job_err", jobErr)
+	default:
+		c.metrics.finished.WithLabelValues(q.name, "no_connection").Inc()
+		log.Warn("no database connection for the job; handed back without spending an attempt", "err", jobErr, "retry_in", postponeDelay)
 	}
 }
 

@@ -292,6 +292,14 @@ func JobRelease(ctx context.Context, db DBTX, id int64, owner string, generation
 	return fenced("release", id, tag.RowsAffected(), err)
 }
 
+// JobPostpone hands a running job back to ready after delay without
+// recording a failure and takes its claim's attempt back, fenced by owner
+// and generation: the engine could not give it what it needed to run.
+func JobPostpone(ctx context.Context, db DBTX, id int64, owner string, generation int64, delay time.Duration) error {
+	tag, err := db.Exec(ctx, sqlText("job_postpone"), id, owner, generation, delay.Milliseconds())
+	return fenced("postpone", id, tag.RowsAffected(), err)
+}
+
 // ReapResult counts what one JobReap batch did.
 type ReapResult struct {
 	Requeued, Dead int

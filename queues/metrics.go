@@ -63,7 +63,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "queues_jobs_claimed_total", Help: "Jobs leased to this process.",
 		}, []string{"queue"}),
 		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "queues_jobs_finished_total", Help: "Attempts ended, by result (done, retried, dead, released, lease_lost, ack_failed: the ack's outcome is unknown).",
+			Name: "queues_jobs_finished_total", Help: "Attempts ended, by result (done, retried, dead, released, lease_lost, ack_failed: the ack's outcome is unknown, no_connection: handed back without spending an attempt).",
 		}, []string{"queue", "result"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queues_job_retries_total", Help: "Failed attempts scheduled for a retry.",

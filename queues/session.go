@@ -162,6 +162,9 @@ func JobConn(ctx context.Context) (*pgx.Conn, error) {
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
+		if ctx.Err() == nil {
+			return nil, fmt.Errorf("job conn: %w: %w", ErrNoConnection, err)
+		}
 		return nil, fmt.Errorf("job conn: acquire: %w", err)
 	}
 	name := ApplicationName + " job=" + strconv.FormatInt(s.jobID, 10)
