@@ -19,7 +19,7 @@ import (
 // ScheduleKinds are the job kinds operators may schedule from the console:
 // the engine's maintenance kinds (archive finished jobs, prune published
 // outbox events and old inbox rows). Anything else is scheduled in code.
-var ScheduleKinds = []string{"archive_jobs", "prune_outbox", "prune_inbox"}
+var ScheduleKinds = []string{"archive_jobs", "prune_outbox", "prune_inbox", "prune_jobs"}
 
 var scheduleName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 

@@ -22,6 +22,10 @@ const (
 	// KindPruneInbox deletes consumer inbox records older than the
 	// retention, which must exceed every redelivery window.
 	KindPruneInbox = "prune_inbox"
+	// KindPruneJobs deletes done jobs (not dead ones: those are the dead
+	// letters) that finished longer ago than the retention. The scheduler
+	// leader runs it by itself when SchedulerConfig.JobRetention is set.
+	KindPruneJobs = "prune_jobs"
 )
 
 // MaintenanceConfig bounds what the maintenance kinds may do to the
@@ -31,7 +35,7 @@ type MaintenanceConfig struct {
 	// own short transaction.
 	BatchSize int
 	// Retention applies when a job's payload gives none: default 7 days for
-	// archive_jobs and prune_outbox, 30 days for prune_inbox.
+	// archive_jobs, prune_outbox and prune_jobs, 30 days for prune_inbox.
 	Retention time.Duration
 	// MinInboxRetention is the shortest retention prune_inbox accepts
 	// (default 7 days): the broker's redelivery and replay windows and the
@@ -114,6 +118,7 @@ var maintenanceStatements = map[string]string{
 	KindArchiveJobs: "maintenance_archive_jobs",
 	KindPruneOutbox: "maintenance_prune_outbox",
 	KindPruneInbox:  "maintenance_prune_inbox",
+	KindPruneJobs:   "maintenance_prune_jobs",
 }
 
 // RunMaintenance runs one maintenance kind to completion in small batches:
@@ -275,8 +280,8 @@ func walPosition(ctx context.Context, db DBTX) (pos, lag int64, err error) {
 	return pos, lag, nil
 }
 
-// RegisterMaintenance registers the archive_jobs, prune_outbox and
-// prune_inbox kinds on c. Each job's payload is a MaintenanceParams; a job
+// RegisterMaintenance registers the archive_jobs, prune_outbox,
+// prune_inbox and prune_jobs kinds on c. Each job's payload is a MaintenanceParams; a job
 // is stopped early by its context (worker shutdown, cancellation) or by
 // MaintenanceStopTx, and is not retried then.
 func RegisterMaintenance(c *Client, cfg MaintenanceConfig) {

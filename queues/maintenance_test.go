@@ -289,3 +289,65 @@ func TestMaintenanceScheduledArchiveRunsOnWorker(t *testing.T) {
 		return false
 	})
 }
+
+// The scheduler leader keeps done jobs for SchedulerConfig.JobRetention and
+// deletes older ones by itself (no schedule, no worker), in batches, with a
+// recorded run; dead jobs, younger done jobs and unfinished jobs stay; a
+// scheduler without a retention prunes nothing.
+func TestSchedulerPrunesDoneJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	obInsertFinished(t, pool, 1000) // 900 done, 100 dead, finished 2 days ago
+	_, err := pool.Exec(ctx, `
+		INSERT INTO jobs (queue, kind, status, attempts, created_at, finished_at)
+		SELECT 'recent', 'noop', 'done', 1, clock_timestamp() - interval '2 hours', clock_timestamp() - interval '1 hour'
+		FROM generate_series(1, 7)`)
+	require.NoError(t, err)
+	ready, err := EnqueueTx(ctx, pool, EnqueueParams{Queue: "pending", Kind: "noop"})
+	require.NoError(t, err)
+
+	cfg := SchedulerConfig{Interval: 50 * time.Millisecond, JobRetention: 24 * time.Hour,
+		Maintenance: MaintenanceConfig{BatchSize: 250, MaxWALBytesPerSecond: -1}}
+	sched, err := NewScheduler(pool, cfg)
+	require.NoError(t, err)
+	require.NoError(t, sched.Start(ctx))
+	defer sched.Stop()
+	testdb.Eventually(t, 30*time.Second, "a finished prune_jobs run", func() bool {
+		runs, err := MaintenanceRunList(ctx, pool, 10)
+		require.NoError(t, err)
+		for _, r := range runs {
+			if r.Kind == KindPruneJobs && r.State == "finished" {
+				require.EqualValues(t, 900, r.RowsMoved, "every old done job, and only those")
+				require.Equal(t, 4, r.Batches)
+				return true
+			}
+		}
+		return false
+	})
+	counts := map[string]int{}
+	rows, err := pool.Query(ctx, `SELECT queue || '/' || status, count(*) FROM jobs GROUP BY 1`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var k string
+		var n int
+		require.NoError(t, rows.Scan(&k, &n))
+		counts[k] = n
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, map[string]int{"history/dead": 100, "recent/done": 7, "pending/ready": 1}, counts,
+		"dead letters, younger done jobs and job %d (ready) are kept", ready.ID)
+
+	// Off (zero retention): nothing is pruned.
+	obInsertFinished(t, pool, 10)
+	off, err := NewScheduler(pool, SchedulerConfig{Interval: 50 * time.Millisecond, LockKey: 77, Maintenance: cfg.Maintenance})
+	require.NoError(t, err)
+	sched.Stop()
+	require.NoError(t, off.Start(ctx))
+	defer off.Stop()
+	testdb.Eventually(t, 10*time.Second, "the other scheduler leads", off.IsLeader)
+	time.Sleep(300 * time.Millisecond)
+	var old int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE queue = 'history' AND status = 'done'`).Scan(&old))
+	require.Equal(t, 9, old, "a scheduler without a retention keeps every done job")
+}

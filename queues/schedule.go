@@ -199,6 +199,16 @@ type SchedulerConfig struct {
 	// the pool's: a direct connection to PostgreSQL, which keeps a lasting
 	// leader behind a transaction pooler. nil: the pool's settings.
 	SessionConnConfig *pgx.ConnConfig
+	// JobRetention, when positive, makes the leader delete done jobs that
+	// finished longer ago than it (prune_jobs, in WAL-aware batches, each
+	// run recorded in maintenance_runs), every RetentionEvery (default
+	// 1h) and once soon after it becomes leader. Dead jobs are kept: they
+	// are the dead letters. Zero keeps every done job.
+	JobRetention   time.Duration
+	RetentionEvery time.Duration
+	// Maintenance bounds the retention's runs (batch size, WAL and lag
+	// thresholds); its Retention is JobRetention.
+	Maintenance MaintenanceConfig
 	// Registerer receives the scheduler metrics; nil keeps them private.
 	Registerer prometheus.Registerer
 	// Logger receives operational logs; nil discards them.
@@ -229,6 +239,8 @@ type Scheduler struct {
 	// readOnly stands the scheduler down while the database is a
 	// standby; owned by the loop.
 	readOnly readOnlyWatch
+	// retention is the done-job retention's state, owned by the loop.
+	retention retentionRunner
 }
 
 // NewScheduler builds a scheduler on pool (whose connection settings its
@@ -246,6 +258,9 @@ func NewScheduler(pool *pgxpool.Pool, cfg SchedulerConfig) (*Scheduler, error) {
 	}
 	if cfg.MaxCatchUp <= 0 {
 		cfg.MaxCatchUp = 100
+	}
+	if cfg.RetentionEvery <= 0 {
+		cfg.RetentionEvery = time.Hour
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -308,10 +323,15 @@ func (s *Scheduler) dropConn() {
 
 func (s *Scheduler) loop(ctx context.Context) {
 	defer s.dropConn()
+	defer s.retention.wait()
 	t := time.NewTicker(s.cfg.Interval)
 	defer t.Stop()
 	for {
-		if err := s.step(ctx); err != nil && ctx.Err() == nil {
+		err := s.step(ctx)
+		if err == nil && s.leader.Load() && !s.readOnly.on {
+			s.retention.maybeRun(ctx, s)
+		}
+		if err != nil && ctx.Err() == nil {
 			s.log.Warn("scheduler step failed", "error", err)
 			// Leadership lives with the connection: give it up only when the
 			// connection is gone (or cannot be trusted to be idle).

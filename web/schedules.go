@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/views"
 )
@@ -37,7 +39,13 @@ func (s *Server) schedulesList(c echo.Context) error {
 		}
 		last[*sc.LastJobID] = j
 	}
-	m := schedulesModel(list, last, readRole(c), time.Now())
+	runs, err := queues.MaintenanceRunList(ctx, s.cfg.Pool, retentionRunsScanned)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	m := schedulesModel(list, last, readRole(c), now)
+	m.Retention = retentionModel(s.cfg.JobRetention, runs, now)
 	return s.render(c, page{Title: "Schedules", Nav: "schedules", Model: m, Body: views.SchedulesBody(m)})
 }
 
@@ -217,4 +225,51 @@ func lastJobCell(id *int64, last map[int64]*queues.Job) views.Cell {
 		c.Title = truncate(deref(j.LastError, ""), 500)
 	}
 	return c
+}
+
+// retentionRunsScanned is how many of the newest maintenance runs the page
+// looks through for the retention's last one.
+const retentionRunsScanned = 50
+
+// retentionModel says how long done jobs are kept (this console's
+// --job-retention) and what the newest recorded prune_jobs run did, which
+// may have been another process's: the leader's setting is the one that
+// applies. No I/O.
+func retentionModel(keep time.Duration, runs []queues.MaintenanceRun, now time.Time) views.Retention {
+	r := views.Retention{On: keep > 0}
+	if r.On {
+		r.Sentence = "Done jobs are kept " + humanize.Seconds(keep.Seconds()) + "; older ones are deleted every hour, in batches that pause " +
+			"while the server writes WAL fast or a standby lags. Dead jobs are kept (they are the dead letters). Set with --job-retention."
+	} else {
+		r.Sentence = "This console keeps every done job (--job-retention 0): the jobs table grows with every job that finishes " +
+			"(about 240 bytes each) until an archive_jobs schedule or a retention removes them."
+	}
+	for _, run := range runs {
+		if run.Kind != queues.KindPruneJobs {
+			continue
+		}
+		var p struct {
+			Retention string `json:"retention"`
+		}
+		kept := "—"
+		if json.Unmarshal(run.Params, &p) == nil && p.Retention != "" {
+			if d, err := time.ParseDuration(p.Retention); err == nil {
+				kept = humanize.Seconds(d.Seconds())
+			}
+		}
+		a := age(run.StartedAt, now)
+		r.LastRun = []views.Fact{
+			{Label: "Started", Value: a.Text, TS: a.UTC},
+			{Label: "State", Value: run.State},
+			{Label: "Done jobs deleted", Value: strconv.FormatInt(run.RowsMoved, 10)},
+			{Label: "Batches", Value: strconv.Itoa(run.Batches)},
+			{Label: "Kept", Value: kept},
+			{Label: "WAL meanwhile", Value: humanize.Bytes(float64(run.WALBytes))},
+		}
+		if run.LastError != nil {
+			r.LastRun = append(r.LastRun, views.Fact{Label: "Error", Value: *run.LastError})
+		}
+		break
+	}
+	return r
 }

@@ -60,6 +60,35 @@ func TestSchedulesPage(t *testing.T) {
 	resp, body = v.get("/schedules")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.NotContains(t, body, `data-testid="action-schedule.run_now"`)
+
+	// The built-in retention: this console keeps every done job (its
+	// --job-retention is 0 here), and no run is recorded yet.
+	require.Contains(t, body, "keeps every done job (--job-retention 0)")
+	require.Contains(t, body, `data-testid="retention-none"`)
+	// The leader (another process, say) ran it: its last run is shown.
+	e.exec(t, `INSERT INTO maintenance_runs (kind, params, state, rows_moved, batches, wal_bytes, started_at, finished_at)
+		VALUES ('prune_jobs', '{"retention": "168h0m0s"}', 'finished', 900, 4, 3145728, now() - interval '2 hours', now() - interval '2 hours'),
+		       ('prune_jobs', '{"retention": "168h0m0s"}', 'finished', 1234, 3, 2097152, now() - interval '10 minutes', now() - interval '10 minutes'),
+		       ('archive_jobs', '{"retention": "24h0m0s"}', 'finished', 5, 1, 0, now() - interval '1 minute', now())`)
+	require.Equal(t, http.StatusOK, v.getJSON("/schedules", &m))
+	facts := map[string]string{}
+	for _, f := range m.Retention.LastRun {
+		facts[f.Label] = f.Value
+	}
+	require.Regexp(t, `^10m\d\ds ago$`, facts["Started"])
+	delete(facts, "Started")
+	require.Equal(t, map[string]string{"State": "finished", "Done jobs deleted": "1234", "Batches": "3",
+		"Kept": "7d0h", "WAL meanwhile": "2 MiB"}, facts, "the newest prune_jobs run, not the archive's")
+	require.False(t, m.Retention.On)
+}
+
+// TestRetentionSentence: a console with a retention says how long done
+// jobs are kept.
+func TestRetentionSentence(t *testing.T) {
+	r := retentionModel(7*24*time.Hour, nil, time.Now())
+	require.True(t, r.On)
+	require.Contains(t, r.Sentence, "Done jobs are kept 7d0h; older ones are deleted every hour")
+	require.Empty(t, r.LastRun)
 }
 
 func TestCronWords(t *testing.T) {

@@ -38,6 +38,10 @@ type Config struct {
 	Recorder *diagnostics.Recorder
 	// Actions runs every operator mutation. Required.
 	Actions *actions.Runner
+	// JobRetention is how long this console's scheduler keeps done jobs
+	// when it leads (zero: all of them); /schedules says so beside the
+	// retention's recorded runs.
+	JobRetention time.Duration
 	// Database is the redacted connection target shown in the top bar.
 	Database string
 	// Version is the console's version string.

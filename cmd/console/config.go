@@ -41,6 +41,9 @@ type serveConfig struct {
 	HistoryInterval time.Duration
 	// Pooler says whether DATABASE_URL goes through a transaction pooler.
 	Pooler poolerConfig
+	// JobRetention is how long done jobs are kept (--job-retention); zero
+	// keeps them all.
+	JobRetention time.Duration
 }
 
 // The poolers the console can run behind (--pooler, CONSOLE_POOLER).
@@ -66,6 +69,28 @@ type poolerConfig struct {
 
 // transaction reports whether the console runs behind a transaction pooler.
 func (p poolerConfig) transaction() bool { return p.Mode == poolerTransaction }
+
+// defaultJobRetention is how long done jobs are kept unless
+// --job-retention says otherwise.
+const defaultJobRetention = 7 * 24 * time.Hour
+
+// retentionFlag declares --job-retention on fs and its variable
+// CONSOLE_JOB_RETENTION in fe; check the result with checkJobRetention
+// after parsing.
+func retentionFlag(fs *flag.FlagSet, fe flagEnv) *time.Duration {
+	fe["job-retention"] = "CONSOLE_JOB_RETENTION"
+	return fs.Duration("job-retention", defaultJobRetention,
+		"done jobs older than this are deleted by the scheduler leader every hour, in WAL-aware batches (dead jobs are kept); 0 keeps them all")
+}
+
+// checkJobRetention refuses a retention that would delete jobs still
+// being looked at.
+func checkJobRetention(d time.Duration) error {
+	if d != 0 && d < time.Hour {
+		return usageError{fmt.Sprintf("--job-retention (CONSOLE_JOB_RETENTION) %s: use 0 (keep every done job) or at least 1h", d)}
+	}
+	return nil
+}
 
 // poolerFlags declares --pooler and --direct-url on fs, and their variables
 // CONSOLE_POOLER and CONSOLE_DIRECT_DATABASE_URL in fe; check the result
@@ -170,6 +195,7 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	fs.Var(&thresholds, "threshold", "CODE=VALUE")
 	c.Relay = relayFlags(fs, fe)
 	pooler := poolerFlags(fs, fe)
+	retention := retentionFlag(fs, fe)
 	if err := parseFlags(fs, args); err != nil {
 		return c, err
 	}
@@ -179,6 +205,10 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	if err := pooler.check(); err != nil {
 		return c, err
 	}
+	if err := checkJobRetention(*retention); err != nil {
+		return c, err
+	}
+	c.JobRetention = *retention
 	c.Pooler = *pooler
 	th, err := parseThresholds(getenv, thresholds)
 	if err != nil {

@@ -35,6 +35,9 @@ type engineConfig struct {
 	// Drain is how long stop lets running jobs finish before it releases
 	// them (zero: defaultDrain).
 	Drain time.Duration
+	// JobRetention is how long done jobs are kept when this process's
+	// scheduler leads (zero: all of them).
+	JobRetention time.Duration
 	// Own, when set, gets the pids of the engine's connections.
 	Own *ownpid.Set
 	// Pooler says whether the database URL goes through a transaction
@@ -111,7 +114,7 @@ func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg promet
 	}
 	if cfg.Scheduler {
 		e.scheduler, err = queues.NewScheduler(pool, queues.SchedulerConfig{Registerer: reg, Logger: logger,
-			TransactionPooler: pooled, SessionConnConfig: session})
+			TransactionPooler: pooled, SessionConnConfig: session, JobRetention: cfg.JobRetention})
 		if err == nil {
 			err = e.scheduler.Start(ctx)
 		}
@@ -178,6 +181,7 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 	drain := fs.Duration("drain", defaultDrain,
 		"on SIGTERM, how long running jobs may finish before they are released to run again elsewhere")
 	pooler := poolerFlags(fs, fe)
+	retention := retentionFlag(fs, fe)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -185,6 +189,9 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 		return err
 	}
 	if err := pooler.check(); err != nil {
+		return err
+	}
+	if err := checkJobRetention(*retention); err != nil {
 		return err
 	}
 	if *lease < time.Second || *poll < 10*time.Millisecond || *poll > time.Minute {
@@ -233,7 +240,7 @@ func runWorker(ctx context.Context, args []string, getenv env, stdout, stderr io
 		fmt.Fprintf(stdout, "engine metrics on http://%s/metrics\n", ln.Addr())
 	}
 	e, err := startEngine(ctx, raw, engineConfig{Queues: qs, Concurrency: *concurrency, AllowSQL: *allowSQL, Scheduler: true, Relay: pub,
-		Lease: *lease, Poll: *poll, Drain: *drain, Pooler: *pooler}, reg, logger)
+		Lease: *lease, Poll: *poll, Drain: *drain, Pooler: *pooler, JobRetention: *retention}, reg, logger)
 	if err != nil {
 		return stoppedStarting(ctx, stdout, err, workerStopped)
 	}

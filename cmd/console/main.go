@@ -202,6 +202,10 @@ parse stops the start and says what is accepted):
                         scheduler's leader session and migrations; without it wake-ups poll,
                         the scheduler is elected per tick and --migrate is refused
                         (CONSOLE_DIRECT_DATABASE_URL); worker takes it too
+  --job-retention D     done jobs older than D are deleted by the scheduler leader every hour,
+                        in WAL-aware batches, each run on /schedules; dead jobs are kept; 0
+                        keeps every done job, else at least 1h (CONSOLE_JOB_RETENTION, default
+                        168h); worker takes it too
 
 Database:
   DATABASE_URL          PostgreSQL connection URL to attach to

@@ -172,9 +172,9 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return err
 	}
 	defer closePub()
-	ecfg := engineConfig{Scheduler: true, Relay: pub, Own: own, Pooler: cfg.Pooler}
+	ecfg := engineConfig{Scheduler: true, Relay: pub, Own: own, Pooler: cfg.Pooler, JobRetention: cfg.JobRetention}
 	if embedded {
-		ecfg = engineConfig{Queues: demoQueues, Concurrency: 4, AllowSQL: true, Scheduler: true, Relay: pub, Own: own}
+		ecfg = engineConfig{Queues: demoQueues, Concurrency: 4, AllowSQL: true, Scheduler: true, Relay: pub, Own: own, JobRetention: cfg.JobRetention}
 		if pub == nil {
 			// The demo's events go to a loopback consumer that applies
 			// each once through the inbox, counted on /metrics.
@@ -204,6 +204,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		Sampler:              sampler,
 		Recorder:             recorder,
 		Actions:              runner,
+		JobRetention:         cfg.JobRetention,
 		Database:             target(dbURL),
 		Version:              version,
 		Gatherer:             reg,
