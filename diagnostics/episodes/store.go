@@ -185,8 +185,8 @@ func Prune(ctx context.Context, db DBTX, p PruneParams) (int64, error) {
 
 // Stat is how much is kept.
 type Stat struct {
-	Episodes int64      `db:"episodes" json:"episodes"`
-	RowBytes int64      `db:"row_bytes" json:"row_bytes"`
+	Episodes int64 `db:"episodes" json:"episodes"`
+	RowBytes int64 `db:"row_bytes" json:"row_bytes"`
 	// TableBytes is both tables on disk, indexes and TOAST included.
 	TableBytes int64      `db:"table_bytes" json:"table_bytes"`
 	Oldest     *time.Time `db:"oldest" json:"oldest"`
