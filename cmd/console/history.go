@@ -48,7 +48,7 @@ func registerPruneHistory(c *queues.Client, pool *pgxpool.Pool, logger *slog.Log
 			return err
 		}
 		// Lock episodes are pruned with the history they complete, on
-		// their own defaults (30 days, 1 GiB).
+		// their own defaults (30 days, 512 MiB).
 		eps, err := episodes.Prune(ctx, pool, episodes.PruneParams{})
 		if err != nil {
 			return err

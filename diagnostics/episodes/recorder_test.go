@@ -260,3 +260,31 @@ func TestRepeatBlockerOfClaims(t *testing.T) {
 	require.Equal(t, []string{"BEGIN; LOCK TABLE jobs IN SHARE MODE"}, got[0].Statements)
 	require.Contains(t, got[0].Sentence("last hour"), `"nightly-report" blocked the job claims 3 times`)
 }
+
+// TestCostAtRest measures what the recorder costs while nothing waits: one
+// statement a look, read from pg_stat_statements over ten seconds.
+func TestCostAtRest(t *testing.T) {
+	testdb.SkipShort(t, "ten seconds of looks")
+	t.Parallel()
+	url := testdb.URL(t)
+	ctx := context.Background()
+	pool := testdb.Pool(t, url)
+	_, err := pool.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+	require.NoError(t, err)
+	r, err := episodes.New(episodes.Config{URL: url, Interval: time.Second, Name: "rest"})
+	require.NoError(t, err)
+	require.NoError(t, r.Start(ctx))
+	testdb.Eventually(t, 30*time.Second, "recording", func() bool { return r.Status().Leader })
+	const window = 10 * time.Second
+	time.Sleep(window) // the measured stretch of looks
+	r.Stop()
+	var calls int
+	var ms float64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::int, coalesce(sum(total_exec_time), 0)
+		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND query LIKE '%EpisodeProbe%'`).Scan(&calls, &ms))
+	t.Logf("at rest: %d probes in %s: %.2f statements/s, %.3f ms/s of server time (%.3f ms each)",
+		calls, window, float64(calls)/window.Seconds(), ms/window.Seconds(), ms/float64(max(calls, 1)))
+	require.GreaterOrEqual(t, calls, 3, "the recorder looks about every second")
+	require.Less(t, ms/float64(max(calls, 1)), 100.0, "a look while nothing waits is a trivial statement")
+}

@@ -138,8 +138,10 @@ func List(ctx context.Context, db DBTX, p ListParams) ([]Episode, error) {
 type PruneParams struct {
 	// Retention is how long episodes are kept; default 30 days.
 	Retention time.Duration
-	// MaxBytes caps the kept episodes' rows; the oldest go first. Default
-	// 1 GiB; negative means no cap.
+	// MaxBytes caps the kept episodes' rows (as recorded in bytes, before
+	// TOAST; on disk they take about twice that once updated and
+	// vacuumed); the oldest go first. Default 512 MiB; negative means no
+	// cap.
 	MaxBytes int64
 	// BatchSize is the episodes per statement; default 1000.
 	BatchSize int
@@ -154,7 +156,7 @@ func Prune(ctx context.Context, db DBTX, p PruneParams) (int64, error) {
 		p.Retention = 30 * 24 * time.Hour
 	}
 	if p.MaxBytes == 0 {
-		p.MaxBytes = 1 << 30
+		p.MaxBytes = 512 << 20
 	}
 	if p.BatchSize <= 0 {
 		p.BatchSize = 1000
