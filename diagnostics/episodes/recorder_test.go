@@ -114,7 +114,7 @@ func TestShortWaitIsOneEpisode(t *testing.T) {
 	began, released := holdWait(t, testdb.Pool(t, url), holder, waiter, "billing", 2*time.Second)
 
 	eps := closedEpisodes(t, url, 1)
-	require.Len(t, eps, 1, "one wait, one episode")
+	require.Equal(t, 1, len(eps), "one wait, one episode")
 	e := eps[0]
 	require.Equal(t, holderPID, e.RootPID)
 	require.Equal(t, "batch-import", e.RootApplication)
@@ -149,7 +149,7 @@ func TestWaitsInARowAreSeparateEpisodes(t *testing.T) {
 		holdWait(t, pool, holder, waiter, "billing", h)
 	}
 	eps := closedEpisodes(t, url, len(holds))
-	require.Len(t, eps, len(holds))
+	require.Equal(t, len(holds), len(eps), "one episode per wait")
 	// List sorts by impact: the longest first.
 	require.InDelta(t, 3.0, eps[0].Duration().Seconds(), 1.0)
 	for _, e := range eps {
@@ -221,7 +221,7 @@ func TestOnlyOneOfTwoRecordersRecords(t *testing.T) {
 
 	holdWait(t, testdb.Pool(t, url), testdb.Connect(t, url, "batch-import"), testdb.Connect(t, url, "billing"), "billing", time.Second)
 	eps := closedEpisodes(t, url, 1)
-	require.Len(t, eps, 1)
+	require.Equal(t, 1, len(eps), "recorded once")
 	require.Equal(t, name, eps[0].RecordedBy)
 }
 
