@@ -197,8 +197,8 @@ func episodeCard(e episodes.Episode) views.LockEpisodeCard {
 	card := views.LockEpisodeCard{
 		ID:   strconv.FormatInt(e.ID, 10),
 		Lock: strings.TrimSpace(e.LockMode + " on " + orDash(e.LockTarget)), Start: e.Start.UTC().Format("2006-01-02 15:04:05.0Z"),
-		Duration: humanize.Seconds(e.Duration().Seconds()), Waiting: strconv.Itoa(e.PeakWaiting),
-		Waited:    humanize.Seconds(e.WaitedSeconds),
+		Duration: humanize.SecondsTenths(e.Duration().Seconds()), Waiting: strconv.Itoa(e.PeakWaiting),
+		Waited:    humanize.SecondsTenths(e.WaitedSeconds),
 		Root:      fmt.Sprintf("pid %d · %s", e.RootPID, orDash(e.RootApplication)),
 		RootQuery: e.RootQuery,
 	}
@@ -218,6 +218,9 @@ func episodeCard(e episodes.Episode) views.LockEpisodeCard {
 	}
 	if e.ClaimsDelayed > 0 {
 		card.Claims = fmt.Sprintf("%d job claims of the engine held up", e.ClaimsDelayed)
+		if e.ClaimsDelayed == 1 {
+			card.Claims = "1 job claim of the engine held up"
+		}
 	}
 	// The nearest full sample of the flight recorder: the newest at or
 	// before the episode's end.
@@ -228,6 +231,11 @@ func episodeCard(e episodes.Episode) views.LockEpisodeCard {
 	for _, p := range e.Participants {
 		row := views.LockEpisodeSession{PID: strconv.Itoa(int(p.PID)), Role: p.Role, App: orDash(p.Application),
 			Query: p.Query, Fingerprint: p.Fingerprint}
+		if name, _, ok := strings.Cut(p.Fingerprint, ":"); ok && !strings.HasPrefix(p.Query, "--") {
+			// One of the console's own statements, by the name its
+			// header gives it (JobClaim).
+			row.Query = name + " · " + p.Query
+		}
 		if p.LockMode != "" {
 			row.Lock = p.LockMode + " on " + p.LockTarget
 		}
@@ -240,7 +248,7 @@ func episodeCard(e episodes.Episode) views.LockEpisodeCard {
 			if p.LastSeenAt.Before(e.LastSeen) {
 				to = p.LastSeenAt
 			}
-			row.Waited = humanize.Seconds(max(to.Sub(from).Seconds(), 0))
+			row.Waited = humanize.SecondsTenths(max(to.Sub(from).Seconds(), 0))
 		} else {
 			row.Waited = "—"
 			if len(p.Held) > 0 {

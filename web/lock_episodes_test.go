@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics/episodes"
+	"github.com/pgconsole/console/internal/browser"
 	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/queues"
 )
@@ -132,4 +134,67 @@ func TestLockEpisodesPageAndAPIFilter(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, bad.query+": "+body)
 		require.Contains(t, body, bad.want, bad.query)
 	}
+}
+
+// claimBlocked holds a SHARE lock on jobs as holderApp for about hold while
+// the engine's claim (a session named queues.ApplicationName) waits on it.
+func (e *env) claimBlocked(t *testing.T, holderApp string, hold time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	holder := testdb.Connect(t, e.url, holderApp)
+	claimer := testdb.Connect(t, e.url, queues.ApplicationName)
+	_, err := holder.Exec(ctx, "BEGIN; LOCK TABLE jobs IN SHARE MODE")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := queues.JobClaim(ctx, claimer, queues.JobClaimParams{Queue: "email", Limit: 1, Owner: "w1", Lease: time.Minute})
+		done <- err
+	}()
+	testdb.WaitBackend(t, e.owner, queues.ApplicationName, "wait_event_type = 'Lock'")
+	time.Sleep(hold) // the wait the page must show
+	_, err = holder.Exec(ctx, "ROLLBACK")
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+}
+
+// TestBrowserLockEpisodes shows the page at 1440 and 390 pixels wide with
+// recorded episodes, a job delayed and an application that blocked the
+// claims three times: the finding leads, each episode shows its root and
+// timeline, and the phone's page never scrolls sideways.
+func TestBrowserLockEpisodes(t *testing.T) {
+	e := lockEpisodesEnv(t)
+	b := browser.New(t, 180*time.Second)
+	ctx := context.Background()
+	_, err := e.owner.Exec(ctx, `CREATE TABLE accounts (id int PRIMARY KEY, n int NOT NULL); INSERT INTO accounts VALUES (1, 0);
+		GRANT SELECT, UPDATE ON accounts TO PUBLIC`)
+	require.NoError(t, err)
+	job, err := queues.EnqueueTx(ctx, e.owner, queues.EnqueueParams{Queue: "email", Kind: "send_receipt", RunAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	e.wait(t, "accounts", "batch-import", "billing-api", 1500*time.Millisecond)
+	e.wait(t, "accounts", "batch-import", fmt.Sprintf("%s job=%d", queues.ApplicationName, job.ID), 600*time.Millisecond)
+	for range 3 {
+		e.claimBlocked(t, "nightly-report", 300*time.Millisecond)
+	}
+	c := e.signedIn(t, "viewer")
+	testdb.Eventually(t, 30*time.Second, "five closed episodes", func() bool {
+		n := 0
+		for _, ep := range episodesJSON(t, c, "since=15m").Episodes {
+			if ep.End != nil {
+				n++
+			}
+		}
+		return n == 5
+	})
+
+	signIn(t, b, e.http.URL, "viewer")
+	browser.Do(t, b, chromedp.Navigate(e.http.URL+"/lock-episodes"), chromedp.WaitVisible(css(`[data-testid="lock-episodes-finding"]`)))
+	finding := browser.Get(t, b, chromedp.Text(css(`[data-testid="lock-episodes-finding"]`)))
+	require.Contains(t, finding, `"nightly-report" blocked the job claims 3 times`)
+	require.Contains(t, finding, "LOCK TABLE jobs IN SHARE MODE")
+	require.Equal(t, 5, browser.Get(t, b, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="lock-episode-root"]').length`)))
+	require.Contains(t, browser.Get(t, b, chromedp.Text(css(`main`))), "-- JobClaim:", "a held-up claim is named by its statement")
+	browser.Screenshot(t, b, "lock-episodes-1440")
+	browser.Do(t, b, chromedp.EmulateViewport(390, 844), chromedp.Reload(), chromedp.WaitVisible(css(`[data-testid="lock-episodes"]`)))
+	requireNoPageOverflow(t, b, "the lock episodes page")
+	browser.Screenshot(t, b, "lock-episodes-390")
 }

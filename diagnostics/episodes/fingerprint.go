@@ -16,14 +16,14 @@ import (
 // which of the engine's statements waited. An empty statement has an
 // empty fingerprint.
 func Fingerprint(query string) string {
-	norm := normalize(query)
-	if norm == "" {
+	name, norm := statementName(query), normalize(query)
+	if norm == "" && name == "" {
 		return ""
 	}
 	h := fnv.New64a()
 	h.Write([]byte(norm))
 	fp := fmt.Sprintf("%016x", h.Sum64())
-	if name := statementName(query); name != "" {
+	if name != "" {
 		return name + ":" + fp
 	}
 	return fp
@@ -116,4 +116,27 @@ func lastByte(b *strings.Builder) byte {
 
 func isWordByte(c byte) bool {
 	return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+}
+
+// statementText is the statement without its leading comment lines: the
+// header of a named statement says what it does at length, and its name
+// is already in the fingerprint.
+// The server keeps only the first track_activity_query_size bytes (1kB by
+// default) of a statement, which a long header can fill: the header's
+// first line then stands for it.
+func statementText(query string) string {
+	s := strings.TrimSpace(query)
+	first, _, _ := strings.Cut(s, "\n")
+	for strings.HasPrefix(s, "--") {
+		_, rest, ok := strings.Cut(s, "\n")
+		if !ok {
+			s = ""
+			break
+		}
+		s = strings.TrimSpace(rest)
+	}
+	if s == "" {
+		return first
+	}
+	return s
 }

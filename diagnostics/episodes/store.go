@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/internal/sqlset"
 )
 
@@ -242,6 +243,6 @@ func (r RepeatBlocker) Sentence(window string) string {
 	if app == "" {
 		app = "(no application_name)"
 	}
-	return fmt.Sprintf("The same root application %q blocked the job claims %d times in the %s (%d claims held up, %.1f s waited in all)",
-		app, r.Episodes, window, r.ClaimsDelayed, r.WaitedSeconds)
+	return fmt.Sprintf("The same root application %q blocked the job claims %d times in the %s (%d claims held up, %s waited in all)",
+		app, r.Episodes, window, r.ClaimsDelayed, humanize.SecondsTenths(r.WaitedSeconds))
 }

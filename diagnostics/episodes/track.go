@@ -346,7 +346,7 @@ func (ep *tracked) participant(s session, role string, at time.Time) *Participan
 	}
 	p := &Participant{Seq: int16(len(ep.participants) + 1), PID: s.PID, BackendStart: s.BackendStart, Role: role,
 		BlockedBy: s.BlockedBy, Application: s.ApplicationName, Fingerprint: Fingerprint(s.Query),
-		Query: truncate(s.Query, queryChars), LockType: s.LockType, LockMode: s.LockMode, LockTarget: s.LockTarget,
+		Query: truncate(statementText(s.Query), queryChars), LockType: s.LockType, LockMode: s.LockMode, LockTarget: s.LockTarget,
 		Held: s.Held, JobID: jobIDOf(s.ApplicationName), WaitStart: s.WaitStart, FirstSeenAt: at, LastSeenAt: at}
 	if p.BlockedBy == nil {
 		p.BlockedBy = []int32{}

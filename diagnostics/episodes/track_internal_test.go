@@ -118,4 +118,9 @@ func TestFingerprint(t *testing.T) {
 	require.NotEqual(t, Fingerprint("SELECT x FROM t1"), Fingerprint("SELECT x FROM t2"), "digits inside names are kept")
 	require.Regexp(t, `^JobClaim:[0-9a-f]{16}$`, Fingerprint("-- JobClaim: leases jobs\nWITH s AS (SELECT 1) SELECT 2"))
 	require.Empty(t, Fingerprint("  -- only a comment"))
+	require.Equal(t, "WITH s AS (SELECT 1) SELECT 2", statementText("-- JobClaim: leases jobs\n-- more header\nWITH s AS (SELECT 1) SELECT 2"),
+		"the recorded text leaves out the header, whose name the fingerprint keeps")
+	require.Equal(t, "-- JobClaim: leases jobs", statementText("-- JobClaim: leases jobs\n-- the rest of a header the server cut"),
+		"a header that fills the text the server kept stands for the statement")
+	require.Regexp(t, `^JobClaim:`, Fingerprint("-- JobClaim: leases jobs\n-- the rest of a header the server cut"))
 }
