@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgconsole/console/diagnostics/episodes"
 	"github.com/pgconsole/console/internal/testdb"
+	"github.com/pgconsole/console/migrations"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -287,4 +288,27 @@ func TestCostAtRest(t *testing.T) {
 		calls, window, float64(calls)/window.Seconds(), ms/window.Seconds(), ms/float64(max(calls, 1)))
 	require.GreaterOrEqual(t, calls, 3, "the recorder looks about every second")
 	require.Less(t, ms/float64(max(calls, 1)), 100.0, "a look while nothing waits is a trivial statement")
+}
+
+// On a standby nothing is recorded (it could not be written), the lock is
+// given back, and Status says where the episodes are recorded instead.
+func TestRecorderStandsDownOnAStandby(t *testing.T) {
+	testdb.AdminURL(t) // the shared server first: its base folder is made without a lock
+	primary := testdb.NewServer(t, nil)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, primary.URL("postgres"))
+	require.NoError(t, err)
+	_, err = migrations.Up(ctx, conn)
+	require.NoError(t, err)
+	conn.Close(ctx)
+	standby := testdb.Standby(t, primary, nil, "episodes-standby")
+
+	r := startRecorder(t, standby.URL("postgres"), "on-standby")
+	st := r.Status()
+	require.False(t, st.On)
+	require.False(t, st.Leader)
+	require.Contains(t, st.Reason, "standby")
+	held := testdb.Count(t, testdb.Pool(t, standby.URL("postgres")),
+		"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
+	require.Zero(t, held, "the recorder's lock is given back on a standby")
 }
