@@ -49,7 +49,7 @@ func (e *env) wait(t *testing.T, table, holderApp, waiterApp string, hold time.D
 		_, err := waiter.Exec(ctx, "UPDATE "+tbl+" SET n = n + 1 WHERE id = 1")
 		done <- err
 	}()
-	testdb.WaitBackend(t, e.owner, waiterApp, "wait_event_type = 'Lock'")
+	testdb.WaitBackend(t, e.owner, waiterApp, "wait_event_type = 'Lock' AND datname = current_database()")
 	time.Sleep(hold) // the wait the page must show
 	_, err = holder.Exec(ctx, "ROLLBACK")
 	require.NoError(t, err)
@@ -150,7 +150,7 @@ func (e *env) claimBlocked(t *testing.T, holderApp string, hold time.Duration) {
 		_, err := queues.JobClaim(ctx, claimer, queues.JobClaimParams{Queue: "email", Limit: 1, Owner: "w1", Lease: time.Minute})
 		done <- err
 	}()
-	testdb.WaitBackend(t, e.owner, queues.ApplicationName, "wait_event_type = 'Lock'")
+	testdb.WaitBackend(t, e.owner, queues.ApplicationName, "wait_event_type = 'Lock' AND datname = current_database()")
 	time.Sleep(hold) // the wait the page must show
 	_, err = holder.Exec(ctx, "ROLLBACK")
 	require.NoError(t, err)
