@@ -50,7 +50,7 @@ func parseEpisodeQuery(c echo.Context, now time.Time) (episodeQuery, error) {
 		} else {
 			t, err := parseHistoryTime("since", q.since)
 			if err != nil {
-				return q, errBadRequest("since=%q: give a window (15m, 1h, 6h, 24h, 7d, 30d or any Go duration such as 90m) or a UTC time like 2026-12-03T03:12:40Z", q.since)
+				return q, errBadRequest("since=%q: give a window (15m, 1h, 6h, 24h, 7d, 30d or any Go duration such as 90m) or a UTC time like 2026-12-03T03:12:40Z", truncate(q.since, 40))
 			}
 			q.params.Since = t
 		}
@@ -59,20 +59,26 @@ func parseEpisodeQuery(c echo.Context, now time.Time) (episodeQuery, error) {
 		d, err := time.ParseDuration(q.minGiven)
 		if err != nil {
 			secs, ferr := strconv.ParseFloat(q.minGiven, 64)
-			if ferr != nil {
-				return q, errBadRequest("min_duration=%q: give a duration such as 500ms, 2s or 1m (or a number of seconds)", q.minGiven)
+			if ferr != nil || secs > 366*86400 {
+				return q, errBadRequest("min_duration=%q: give a duration such as 500ms, 2s or 1m (or a number of seconds)", truncate(q.minGiven, 40))
 			}
 			d = time.Duration(secs * float64(time.Second))
 		}
 		if d < 0 {
-			return q, errBadRequest("min_duration=%q: give a duration of zero or more", q.minGiven)
+			return q, errBadRequest("min_duration=%q: give a duration of zero or more", truncate(q.minGiven, 40))
 		}
 		q.params.MinDuration = d
 	}
-	q.params.Table = strings.TrimSpace(c.QueryParam("table"))
-	q.params.Application = strings.TrimSpace(c.QueryParam("application"))
-	q.params.JobKind = strings.TrimSpace(c.QueryParam("kind"))
-	q.params.Queue = strings.TrimSpace(c.QueryParam("queue"))
+	for _, f := range []struct {
+		name string
+		into *string
+	}{{"table", &q.params.Table}, {"application", &q.params.Application}, {"kind", &q.params.JobKind}, {"queue", &q.params.Queue}} {
+		v, err := filterText(paramsOf(c), f.name)
+		if err != nil {
+			return q, err
+		}
+		*f.into = v
+	}
 	q.params.Limit = episodes.ListMax + 1
 	return q, nil
 }
