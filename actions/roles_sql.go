@@ -70,6 +70,10 @@ var tableGrants = []tableGrant{
 		Why: "Alertmanager notifications already acted on, kept by the console server's\n" +
 			"webhook (POST /api/v1/alerts) so a repeat opens no second incident.",
 		Monitor: "SELECT", Web: "INSERT, UPDATE"},
+	{Tables: []string{"lock_episodes", "lock_episode_participants"},
+		Why: "Lock episodes: console serve records every lock wait it sees, closing each\n" +
+			"when it ends; the prune_history kind deletes old ones.",
+		Monitor: "SELECT", Worker: "SELECT, DELETE", Web: "INSERT, UPDATE"},
 }
 
 // rolesHeader creates the roles and grants what does not depend on the

@@ -47,6 +47,8 @@ func (s *Server) routes() {
 	viewer.GET("/jump", s.jump)
 	viewer.GET("/history", s.historyPage)
 	viewer.GET("/api/v1/history", s.historyAPI)
+	viewer.GET("/lock-episodes", s.lockEpisodesPage)
+	viewer.GET("/api/v1/lock-episodes", s.lockEpisodesAPI)
 	// Alertmanager's webhook: operator API tokens only (alertsWebhook).
 	viewer.POST(alertsPath, s.alertsWebhook)
 	// Actions check the role themselves (actions.Runner), so a viewer can
@@ -92,6 +94,7 @@ var navigation = []navEntry{
 	{"Database", "db-maintenance", "Vacuum and indexes", "/database/maintenance", auth.RoleViewer},
 	{"Database", "db-statements", "Statements", "/database/statements", auth.RoleViewer},
 	{"Database", "history", "History", "/history", auth.RoleViewer},
+	{"Database", "lock-episodes", "Lock episodes", "/lock-episodes", auth.RoleViewer},
 	{"Operations", "actions", "Actions", "/actions", auth.RoleViewer},
 	{"Operations", "schedules", "Schedules", "/schedules", auth.RoleViewer},
 	{"Operations", "audit", "Audit", "/audit", auth.RoleViewer},

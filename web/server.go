@@ -17,6 +17,7 @@ import (
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/episodes"
 	"github.com/pgconsole/console/internal/auth"
 )
 
@@ -36,6 +37,10 @@ type Config struct {
 	// whether history is recorded. Nil means this console records nothing
 	// (history recorded by another console is still shown).
 	Recorder *diagnostics.Recorder
+	// Episodes is the lock-episode recorder; its Status tells the lock
+	// episodes page whether they are recorded. Nil means this console
+	// records none (episodes recorded by another console are still shown).
+	Episodes *episodes.Recorder
 	// Actions runs every operator mutation. Required.
 	Actions *actions.Runner
 	// JobRetention is how long this console's scheduler keeps done jobs

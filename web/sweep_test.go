@@ -138,6 +138,8 @@ var sweepPaths = map[string]string{
 	"/audit":                   "/audit",
 	"/jump":                    "/jump",
 	"/history":                 "/history",
+	"/lock-episodes":           "/lock-episodes",
+	"/api/v1/lock-episodes":    "/api/v1/lock-episodes",
 	"/actions":                 "/actions",
 }
 

@@ -39,6 +39,9 @@ type serveConfig struct {
 	// HistoryInterval is how often the sampler samples and the flight
 	// recorder records (--history-interval, default 10s).
 	HistoryInterval time.Duration
+	// EpisodeInterval is how often the lock-episode recorder looks at the
+	// ungranted locks (--episode-interval, default 1s; 0 turns it off).
+	EpisodeInterval time.Duration
 	// Pooler says whether DATABASE_URL goes through a transaction pooler.
 	Pooler poolerConfig
 	// JobRetention is how long done jobs are kept (--job-retention); zero
@@ -176,7 +179,7 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 		"metrics": "CONSOLE_METRICS", "trusted-proxies": "CONSOLE_TRUSTED_PROXIES", "secure-cookies": "CONSOLE_SECURE_COOKIES",
 		"proxy-roles": "CONSOLE_PROXY_ROLES", "proxy-role-header": "CONSOLE_PROXY_ROLE_HEADER",
 		"signal-any-database": "CONSOLE_SIGNAL_ANY_DATABASE", "tls-cert": "CONSOLE_TLS_CERT", "tls-key": "CONSOLE_TLS_KEY",
-		"history-interval": "CONSOLE_HISTORY_INTERVAL",
+		"history-interval": "CONSOLE_HISTORY_INTERVAL", "episode-interval": "CONSOLE_EPISODE_INTERVAL",
 	}
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&c.DataDir, "data-dir", "./var", "embedded PostgreSQL folder")
@@ -191,6 +194,7 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "TLS certificate (PEM)")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "TLS private key (PEM)")
 	fs.DurationVar(&c.HistoryInterval, "history-interval", 10*time.Second, "how often the flight recorder samples")
+	fs.DurationVar(&c.EpisodeInterval, "episode-interval", time.Second, "how often the lock-episode recorder looks at the ungranted locks; 0 turns it off")
 	var thresholds thresholdFlags
 	fs.Var(&thresholds, "threshold", "CODE=VALUE")
 	c.Relay = relayFlags(fs, fe)
@@ -225,6 +229,9 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	}
 	if c.HistoryInterval < time.Second || c.HistoryInterval > 10*time.Minute {
 		return c, usageError{fmt.Sprintf("--history-interval (CONSOLE_HISTORY_INTERVAL) %s: use 1s to 10m", c.HistoryInterval)}
+	}
+	if c.EpisodeInterval != 0 && (c.EpisodeInterval < 100*time.Millisecond || c.EpisodeInterval > time.Minute) {
+		return c, usageError{fmt.Sprintf("--episode-interval (CONSOLE_EPISODE_INTERVAL) %s: use 100ms to 1m, or 0 to record no lock episodes", c.EpisodeInterval)}
 	}
 	c.TrustedProxies = splitList(*proxies)
 	if c.ProxyRoles, err = parseProxyRoles(*proxyRoles); err != nil {
@@ -380,7 +387,7 @@ func (c serveConfig) print(w io.Writer) {
 	if c.DatabaseURL == "" {
 		migrate = "always (embedded)"
 	}
-	fmt.Fprintf(w, "config: addr=%s database=%s migrate=%s metrics=%s history-interval=%s", c.Addr, db, migrate, c.Metrics, c.HistoryInterval)
+	fmt.Fprintf(w, "config: addr=%s database=%s migrate=%s metrics=%s history-interval=%s episode-interval=%s", c.Addr, db, migrate, c.Metrics, c.HistoryInterval, c.EpisodeInterval)
 	if c.TLSCert != "" {
 		fmt.Fprintf(w, " tls-cert=%s", c.TLSCert)
 	}

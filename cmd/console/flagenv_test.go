@@ -24,6 +24,8 @@ func TestBadConfigurationIsRefused(t *testing.T) {
 		{"serve", "CONSOLE_JOB_RETENTION", "10m", "use 0 (keep every done job) or at least 1h"},
 		{"worker", "CONSOLE_JOB_RETENTION", "7d", "duration with its unit"},
 		{"worker", "CONSOLE_JOB_RETENTION", "30s", "at least 1h"},
+		{"serve", "CONSOLE_EPISODE_INTERVAL", "1", "duration with its unit"},
+		{"serve", "CONSOLE_EPISODE_INTERVAL", "10ms", "use 100ms to 1m, or 0"},
 		{"serve", "CONSOLE_METRICS", "public", "use open, token or off"},
 		{"serve", "CONSOLE_REQUIRE_DATABASE_URL", "yes", "true or false"},
 		{"serve", "CONSOLE_PROXY_ROLES", "alice=root", "USER=ROLE"},
@@ -62,5 +64,9 @@ func TestEnvironmentStandsInForFlags(t *testing.T) {
 	c, err = parseServe(nil, envMap())
 	require.NoError(t, err)
 	require.Equal(t, 10*time.Second, c.HistoryInterval, "the default")
+	require.Equal(t, time.Second, c.EpisodeInterval, "lock waits are looked for every second by default")
+	c, err = parseServe(nil, envMap("CONSOLE_EPISODE_INTERVAL", "0"))
+	require.NoError(t, err)
+	require.Zero(t, c.EpisodeInterval, "0 turns the lock-episode recorder off")
 	require.Equal(t, "127.0.0.1:8080", c.Addr)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/episodes"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -46,7 +47,13 @@ func registerPruneHistory(c *queues.Client, pool *pgxpool.Pool, logger *slog.Log
 		if err != nil {
 			return err
 		}
-		logger.Info("history pruned", "samples", n, "job_id", job.ID)
+		// Lock episodes are pruned with the history they complete, on
+		// their own defaults (30 days, 512 MiB).
+		eps, err := episodes.Prune(ctx, pool, episodes.PruneParams{})
+		if err != nil {
+			return err
+		}
+		logger.Info("history pruned", "samples", n, "lock_episodes", eps, "job_id", job.ID)
 		return nil
 	})
 }

@@ -192,6 +192,8 @@ parse stops the start and says what is accepted):
                         Idempotency-Key (CONSOLE_RELAY_WEBHOOK_URL); worker takes both too
   --history-interval D  how often the sampler samples and the flight recorder records,
                         1s to 10m (CONSOLE_HISTORY_INTERVAL, default 10s)
+  --episode-interval D  how often lock waits are looked for and kept as lock episodes,
+                        100ms to 1m, 0 for never (CONSOLE_EPISODE_INTERVAL, default 1s)
   --threshold CODE=VALUE  override a finding's threshold, repeatable (CONSOLE_THRESHOLDS, comma
                         list), e.g. tx.long_running=30s, table.dead_tuples=100000,
                         replication.slot_retention=64MB

@@ -61,6 +61,7 @@ func TestServeAndWorkerAsRuntimeRoles(t *testing.T) {
 		require.NoError(t, err)
 		base, started := serveInProcess(t, envMap("DATABASE_URL", webURL))
 		require.Contains(t, started, "history recording: on (every 10s)")
+		require.Contains(t, started, "lock episodes: looking for lock waits every 1s")
 
 		post := func(key string) (int, string) {
 			req, err := http.NewRequest(http.MethodPost, base+"/api/v1/actions/queue.pause",
@@ -98,7 +99,7 @@ func TestServeAndWorkerAsRuntimeRoles(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode, "POST /api/v1/alerts: %s", b)
 
-		for _, path := range []string{"/api/v1/findings", "/readyz", "/api/v1/history?check=queues&from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", "/history?window=15m"} {
+		for _, path := range []string{"/api/v1/findings", "/readyz", "/api/v1/history?check=queues&from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z", "/history?window=15m", "/lock-episodes", "/api/v1/lock-episodes?since=1h"} {
 			req, err := http.NewRequest(http.MethodGet, base+path, nil)
 			require.NoError(t, err)
 			req.Header.Set("Authorization", "Bearer "+token)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/episodes"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/ownpid"
 	"github.com/pgconsole/console/internal/pgserver"
@@ -153,6 +154,13 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		diagnostics.NewPoolCollector("console", pool))
+	lockEpisodes, err := startEpisodes(ctx, cfg, dbURL, reg, logger, stdout)
+	if err != nil {
+		return err
+	}
+	if lockEpisodes != nil {
+		defer lockEpisodes.Stop()
+	}
 	if _, err := diagnostics.NewCollector(diag, diagnostics.CollectorConfig{Registerer: reg}); err != nil {
 		return fmt.Errorf("register the diagnostics metrics: %w", err)
 	}
@@ -203,6 +211,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		Diagnostics:          diag,
 		Sampler:              sampler,
 		Recorder:             recorder,
+		Episodes:             lockEpisodes,
 		Actions:              runner,
 		JobRetention:         cfg.JobRetention,
 		Database:             target(dbURL),
@@ -310,4 +319,30 @@ func firstLogin(ctx context.Context, pool *pgxpool.Pool, embedded, standby bool,
 	}
 	fmt.Fprintf(stdout, "sign in as admin with the one-time password %s\n", password)
 	return "The admin password is printed in the terminal that started the console.", nil
+}
+
+// startEpisodes starts the lock-episode recorder on a session of its own,
+// or says why it does not run: --episode-interval 0, or a transaction
+// pooler without --direct-url (the recorder's lock is a session's). Nil
+// means it does not run.
+func startEpisodes(ctx context.Context, cfg serveConfig, dbURL string, reg prometheus.Registerer, logger *slog.Logger, stdout io.Writer) (*episodes.Recorder, error) {
+	switch {
+	case cfg.EpisodeInterval == 0:
+		fmt.Fprintln(stdout, "lock episodes: off (--episode-interval 0)")
+		return nil, nil
+	case cfg.Pooler.transaction() && cfg.Pooler.DirectURL == "":
+		fmt.Fprintln(stdout, "lock episodes: off: behind a transaction pooler the recorder needs --direct-url (its lock is a session's)")
+		return nil, nil
+	case cfg.Pooler.transaction():
+		dbURL = cfg.Pooler.DirectURL
+	}
+	rec, err := episodes.New(episodes.Config{URL: dbURL, Interval: cfg.EpisodeInterval, Name: recorderName(), Logger: logger, Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	if err := rec.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start the lock-episode recorder: %w", err)
+	}
+	fmt.Fprintf(stdout, "lock episodes: looking for lock waits every %s\n", cfg.EpisodeInterval)
+	return rec, nil
 }

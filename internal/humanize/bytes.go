@@ -56,3 +56,13 @@ func Seconds(sec float64) string {
 	}
 	return fmt.Sprintf("%dd%dh", int(sec)/86400, (int(sec)%86400)/3600)
 }
+
+// SecondsTenths is Seconds with tenths of a second from 1 to 10 seconds
+// (1.7 is "1.7s"), for the lengths of short waits, where "1s" for 1.7 would
+// hide most of a second.
+func SecondsTenths(sec float64) string {
+	if sec >= 1 && sec < 10 {
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", math.Floor(sec*10)/10), ".0") + "s"
+	}
+	return Seconds(sec)
+}

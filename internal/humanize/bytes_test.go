@@ -21,3 +21,11 @@ func TestSeconds(t *testing.T) {
 		}
 	}
 }
+
+func TestSecondsTenths(t *testing.T) {
+	for in, want := range map[float64]string{0.25: "250ms", 1.75: "1.7s", 2: "2s", 9.99: "9.9s", 12.5: "12s"} {
+		if got := SecondsTenths(in); got != want {
+			t.Errorf("SecondsTenths(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
