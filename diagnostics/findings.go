@@ -278,10 +278,10 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 			r.WALRate = &rate
 		}
 	}
-	if !failed(r, CheckXminHorizon) {
+	if !r.Failed(CheckXminHorizon) {
 		d.ageXmin(r.At, r.Xmin)
 	}
-	if !failed(r, CheckReplicationSlots) {
+	if !r.Failed(CheckReplicationSlots) {
 		d.slotGrowth(r.At, r.Slots)
 	}
 	if r.Checkpointer != nil {

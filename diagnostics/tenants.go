@@ -55,10 +55,10 @@ func tenantStarvationFindings(r Round, t Thresholds) []Finding {
 	return out
 }
 
-// tenantLabel is a backlog row's tenant as the panel and the metrics show
+// TenantLabel is a backlog row's tenant as the panel and the metrics show
 // it: "other" for the folded row; a real tenant named "other" gets quotes so
 // it never collides with it.
-func tenantLabel(b TenantBacklog) string {
+func TenantLabel(b TenantBacklog) string {
 	switch {
 	case b.TenantID == nil:
 		return "other"

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/collector"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/ownpid"
 	"github.com/pgconsole/console/internal/pgserver"
@@ -152,8 +153,8 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		diagnostics.NewPoolCollector("console", pool))
-	if _, err := diagnostics.NewCollector(diag, diagnostics.CollectorConfig{Registerer: reg}); err != nil {
+		collector.NewPool("console", pool))
+	if _, err := collector.New(diag, collector.Config{Registerer: reg}); err != nil {
 		return fmt.Errorf("register the diagnostics metrics: %w", err)
 	}
 
