@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/collector"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -137,8 +138,8 @@ func TestCollectorExposesTheRound(t *testing.T) {
 	g.must(t, "console_diagnostics_archiver_failed_total")
 	g.must(t, "console_diagnostics_archiver_failing")
 	g.must(t, "console_diagnostics_round_duration_seconds")
-	require.Equal(t, 1.0, g.must(t, "console_diagnostics_findings", "code", diagnostics.CodeExpiredLeases))
-	require.Equal(t, 0.0, g.must(t, "console_diagnostics_findings", "code", diagnostics.CodeArchiverBacklog), "every code has a series")
+	require.Equal(t, 1.0, g.must(t, "console_diagnostics_findings", "code", findings.CodeExpiredLeases))
+	require.Equal(t, 0.0, g.must(t, "console_diagnostics_findings", "code", findings.CodeArchiverBacklog), "every code has a series")
 	require.Equal(t, 3.0, g.must(t, "console_pool_max_connections", "pool", "diagnostics"))
 	for name := range g {
 		require.True(t, strings.HasPrefix(name, "console_"), name)

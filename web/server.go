@@ -17,6 +17,7 @@ import (
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/recorder"
 	"github.com/pgconsole/console/internal/auth"
 )
 
@@ -35,7 +36,7 @@ type Config struct {
 	// Recorder is the flight recorder; its Status tells the history page
 	// whether history is recorded. Nil means this console records nothing
 	// (history recorded by another console is still shown).
-	Recorder *diagnostics.Recorder
+	Recorder *recorder.Recorder
 	// Actions runs every operator mutation. Required.
 	Actions *actions.Runner
 	// Database is the redacted connection target shown in the top bar.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/recorder"
 	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/views"
 )
@@ -187,8 +188,8 @@ func bytesPerSecond(v float64) string { return humanize.Bytes(v) + "/s" }
 // pastTileTrends are the overview tiles' trends over the picked range,
 // from recorded samples, with the picked moment marked.
 func pastTileTrends(ctx context.Context, db diagnostics.DBTX, t travel) (map[string]trend, error) {
-	read := func(check string) ([]diagnostics.HistoryEntry, error) {
-		return diagnostics.HistorySeries(ctx, db, check, t.q.from, t.q.to, t.q.at, 0)
+	read := func(check string) ([]recorder.HistoryEntry, error) {
+		return recorder.HistorySeries(ctx, db, check, t.q.from, t.q.to, t.q.at, 0)
 	}
 	out := map[string]trend{}
 	qs, err := read(diagnostics.HistoryQueues)
@@ -269,13 +270,13 @@ func decoded[T any](measure func(T) float64) func(json.RawMessage) (float64, boo
 }
 
 // pastTrend is pastPoints for a value decoded as T.
-func pastTrend[T any](entries []diagnostics.HistoryEntry, t travel, measure func(T) float64) trend {
+func pastTrend[T any](entries []recorder.HistoryEntry, t travel, measure func(T) float64) trend {
 	return pastPoints(entries, t, decoded(measure))
 }
 
 // pastPoints is the trend of recorded entries over t's range, marking t's
 // moment.
-func pastPoints(entries []diagnostics.HistoryEntry, t travel, value func(json.RawMessage) (float64, bool)) trend {
+func pastPoints(entries []recorder.HistoryEntry, t travel, value func(json.RawMessage) (float64, bool)) trend {
 	tr := trend{from: t.q.from, to: t.q.to, mark: t.q.at}
 	for _, e := range entries {
 		if v, ok := value(e.Data); ok {

@@ -19,6 +19,7 @@ import (
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/collector"
+	"github.com/pgconsole/console/diagnostics/recorder"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/ownpid"
 	"github.com/pgconsole/console/internal/pgserver"
@@ -143,7 +144,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			return err
 		}
 	}
-	recorder := diag.NewRecorder(pool, diagnostics.RecorderConfig{Interval: cfg.HistoryInterval, Name: recorderName(), Logger: logger})
+	recorder := recorder.New(diag, pool, recorder.Config{Interval: cfg.HistoryInterval, Name: recorderName(), Logger: logger})
 	fmt.Fprintf(stdout, "history recording: %s\n", recorder.Check(ctx))
 	sampler := diag.NewSampler(diagnostics.SamplerConfig{Interval: cfg.HistoryInterval, OnSampleFunc: recorder.Record})
 	if err := sampler.Start(ctx); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 )
 
 // Config configures New. Zero values are defaults.
@@ -241,10 +242,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(cdRoundTook, took.Seconds())
 	byCode := map[string]int{}
-	for _, f := range diagnostics.Evaluate(r, c.d.Thresholds()) {
+	for _, f := range findings.Evaluate(r, c.d.Thresholds()) {
 		byCode[f.Code]++
 	}
-	for _, rule := range diagnostics.Rules() {
+	for _, rule := range findings.Rules() {
 		gauge(cdFindings, float64(byCode[rule.Code]), rule.Code)
 	}
 
