@@ -315,10 +315,10 @@ func primaryLag(primary *WALPoint, s StandbyState) *int64 {
 // the remembered position is younger than half a window.
 func (d *Diagnostics) rateSince(p WALPoint) (float64, bool) {
 	d.mu.Lock()
-	sampler, last, lastRate := d.sampler, d.lastWAL, d.lastRate
+	walRate, last, lastRate := d.walRate, d.lastWAL, d.lastRate
 	d.mu.Unlock()
-	if sampler != nil {
-		if rate, ok := sampler.freshWALRate(); ok {
+	if walRate != nil {
+		if rate, ok := walRate(); ok {
 			return rate, true
 		}
 	}
@@ -353,10 +353,10 @@ func (d *Diagnostics) rememberWAL(p WALPoint, rate float64, ok bool) {
 // sampler's, else the last round's), or 0.
 func (d *Diagnostics) knownWALRate() float64 {
 	d.mu.Lock()
-	sampler, rate := d.sampler, d.lastRate
+	walRate, rate := d.walRate, d.lastRate
 	d.mu.Unlock()
-	if sampler != nil {
-		if r, ok := sampler.freshWALRate(); ok {
+	if walRate != nil {
+		if r, ok := walRate(); ok {
 			return r
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/diagnostics/recorder"
+	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -76,7 +77,7 @@ func TestRecorderKeepsALockChainAfterItClears(t *testing.T) {
 	defer cancel()
 	d := open(t, url, diagnostics.Config{Thresholds: lowThresholds()})
 	rec := recorder.New(d, testdb.Pool(t, url), recorder.Config{Interval: 200 * time.Millisecond, Name: "test"})
-	smp := d.NewSampler(diagnostics.SamplerConfig{Interval: 200 * time.Millisecond, OnSampleFunc: rec.Record})
+	smp := sampler.New(d, sampler.Config{Interval: 200 * time.Millisecond, OnSampleFunc: rec.Record})
 	pool := testdb.Pool(t, url)
 
 	rootPID, workerPID, release := stageChain(t, url, 4242)

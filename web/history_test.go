@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/recorder"
+	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/browser"
 	"github.com/pgconsole/console/internal/testdb"
 )
@@ -26,7 +27,7 @@ import (
 func withRecorder(t *testing.T, e *env, interval time.Duration) *recorder.Recorder {
 	t.Helper()
 	rec := recorder.New(e.srv.cfg.Diagnostics, e.srv.cfg.Pool, recorder.Config{Interval: interval, Name: "test-console"})
-	smp := e.srv.cfg.Diagnostics.NewSampler(diagnostics.SamplerConfig{Interval: interval, OnSampleFunc: rec.Record})
+	smp := sampler.New(e.srv.cfg.Diagnostics, sampler.Config{Interval: interval, OnSampleFunc: rec.Record})
 	require.NoError(t, smp.Start(context.Background()))
 	t.Cleanup(smp.Stop)
 	e.srv.cfg.Recorder = rec

@@ -13,6 +13,7 @@ import (
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/diagnostics/recorder"
+	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/views"
 )
@@ -275,7 +276,7 @@ func addSparklines(tiles []views.Tile, trends map[string]trend, th diagnostics.T
 }
 
 // liveTileTrends are the tiles' trends from the sampler's memory.
-func liveTileTrends(smp *diagnostics.Sampler, now time.Time) map[string]trend {
+func liveTileTrends(smp *sampler.Sampler, now time.Time) map[string]trend {
 	queueField := func(field string) func(string) bool {
 		return func(n string) bool { return strings.HasPrefix(n, "queue.") && strings.HasSuffix(n, "."+field) }
 	}

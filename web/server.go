@@ -18,6 +18,7 @@ import (
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/recorder"
+	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/auth"
 )
 
@@ -32,7 +33,7 @@ type Config struct {
 	Diagnostics *diagnostics.Diagnostics
 	// Sampler keeps the recent samples behind the sparklines; nil shows
 	// numbers without trends.
-	Sampler *diagnostics.Sampler
+	Sampler *sampler.Sampler
 	// Recorder is the flight recorder; its Status tells the history page
 	// whether history is recorded. Nil means this console records nothing
 	// (history recorded by another console is still shown).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/recorder"
+	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/views"
 )
@@ -39,7 +40,7 @@ func liveTrend(points []trendPoint, now time.Time) trend {
 
 // series reads one sampler series within the sparkline window. A nil
 // sampler (tests, CLI) gives nothing.
-func series(s *diagnostics.Sampler, name string, now time.Time) trend {
+func series(s *sampler.Sampler, name string, now time.Time) trend {
 	if s == nil {
 		return liveTrend(nil, now)
 	}
@@ -55,7 +56,7 @@ func series(s *diagnostics.Sampler, name string, now time.Time) trend {
 // combined merges the series whose names match, point by point at equal
 // sample times, with sum or max: the total ready jobs over every queue, the
 // worst replication lag over every standby.
-func combined(s *diagnostics.Sampler, match func(string) bool, useMax bool, now time.Time) trend {
+func combined(s *sampler.Sampler, match func(string) bool, useMax bool, now time.Time) trend {
 	if s == nil {
 		return liveTrend(nil, now)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/collector"
 	"github.com/pgconsole/console/diagnostics/recorder"
+	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/ownpid"
 	"github.com/pgconsole/console/internal/pgserver"
@@ -144,13 +145,13 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			return err
 		}
 	}
-	recorder := recorder.New(diag, pool, recorder.Config{Interval: cfg.HistoryInterval, Name: recorderName(), Logger: logger})
-	fmt.Fprintf(stdout, "history recording: %s\n", recorder.Check(ctx))
-	sampler := diag.NewSampler(diagnostics.SamplerConfig{Interval: cfg.HistoryInterval, OnSampleFunc: recorder.Record})
-	if err := sampler.Start(ctx); err != nil {
+	rec := recorder.New(diag, pool, recorder.Config{Interval: cfg.HistoryInterval, Name: recorderName(), Logger: logger})
+	fmt.Fprintf(stdout, "history recording: %s\n", rec.Check(ctx))
+	smp := sampler.New(diag, sampler.Config{Interval: cfg.HistoryInterval, OnSampleFunc: rec.Record})
+	if err := smp.Start(ctx); err != nil {
 		return fmt.Errorf("start the diagnostics sampler: %w", err)
 	}
-	defer sampler.Stop()
+	defer smp.Stop()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -203,8 +204,8 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	ws, err := web.New(web.Config{
 		Pool:                 pool,
 		Diagnostics:          diag,
-		Sampler:              sampler,
-		Recorder:             recorder,
+		Sampler:              smp,
+		Recorder:             rec,
 		Actions:              runner,
 		Database:             target(dbURL),
 		Version:              version,

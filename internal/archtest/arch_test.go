@@ -37,12 +37,13 @@ var (
 		"queues/natspub":    {internal: []string{"queues"}, external: []string{"github.com/nats-io/nats.go"}},
 		"queues/webhookpub": {internal: []string{"queues"}},
 		"diagnostics":       {internal: append([]string{"queues"}, shared...), external: engineDeps},
-		// The rooms of diagnostics: the finding rules read the catalog's
-		// round; the recorder and the metrics exporter read both, and
-		// nothing in diagnostics reads them back.
+		// The rooms of diagnostics: the finding rules and the sampler read
+		// the catalog; the recorder and the metrics exporter read the
+		// findings and samples too; nothing reads them back.
 		"diagnostics/findings":  {internal: append([]string{"diagnostics"}, shared...), external: engineDeps},
-		"diagnostics/recorder":  {internal: append([]string{"diagnostics", "diagnostics/findings"}, shared...), external: engineDeps},
-		"diagnostics/collector": {internal: append([]string{"diagnostics", "diagnostics/findings"}, shared...), external: engineDeps},
+		"diagnostics/sampler":   {internal: append([]string{"diagnostics"}, shared...), external: engineDeps},
+		"diagnostics/recorder":  {internal: append([]string{"diagnostics", "diagnostics/findings", "diagnostics/sampler"}, shared...), external: engineDeps},
+		"diagnostics/collector": {internal: append([]string{"diagnostics", "diagnostics/findings", "diagnostics/sampler"}, shared...), external: engineDeps},
 		"audit":                 {internal: shared, external: engineDeps},
 		"migrations":            {external: append(engineDeps, "github.com/jackc/tern/v2")},
 		"views":                 {external: []string{"github.com/a-h/templ"}},
@@ -52,7 +53,7 @@ var (
 			external: engineDeps,
 		},
 		"web": {
-			internal: append([]string{"views", "actions", "diagnostics", "diagnostics/findings", "diagnostics/recorder", "queues", "audit", "static", "migrations", "internal/auth"}, shared...),
+			internal: append([]string{"views", "actions", "diagnostics", "diagnostics/findings", "diagnostics/recorder", "diagnostics/sampler", "queues", "audit", "static", "migrations", "internal/auth"}, shared...),
 			external: append(engineDeps, "github.com/labstack/echo/v4", "github.com/a-h/templ", "golang.org/x/"),
 		},
 		"internal/sqlset":    {external: []string{"github.com/jackc/pgx/v5"}},
