@@ -199,7 +199,7 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 	}
 	for i := range r.Slots {
 		if r.WALRate != nil {
-			r.Slots[i].SecondsToExhaustion = SlotExhaustion(r.Slots[i].SafeWALSize, *r.WALRate)
+			r.Slots[i].SecondsToExhaustion = slotExhaustion(r.Slots[i].SafeWALSize, *r.WALRate)
 		}
 	}
 	for _, sp := range d.standbys {
@@ -301,7 +301,7 @@ func primaryLag(primary *WALPoint, s StandbyState) *int64 {
 	if primary == nil || primary.InRecovery || !s.InRecovery {
 		return nil
 	}
-	replay, err := ParseLSN(s.ReplayLSN)
+	replay, err := parseLSN(s.ReplayLSN)
 	if err != nil {
 		return nil
 	}

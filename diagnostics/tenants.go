@@ -10,14 +10,14 @@ import (
 // tenants past the top, folded into one row).
 type TenantBacklog = queues.TenantReady
 
-// TenantTop is how many tenants per queue the check names; the rest are
+// tenantTop is how many tenants per queue the check names; the rest are
 // one "other" row, so the metrics' tenant label stays bounded.
-const TenantTop = 10
+const tenantTop = 10
 
-// TenantBacklogs reads, per queue, the TenantTop tenants whose oldest ready
+// TenantBacklogs reads, per queue, the tenantTop tenants whose oldest ready
 // job has waited longest, then "other" (queues.TenantReadyList).
 func TenantBacklogs(ctx context.Context, db DBTX, _ int) ([]TenantBacklog, error) {
-	return queues.TenantReadyList(ctx, db, "", TenantTop)
+	return queues.TenantReadyList(ctx, db, "", tenantTop)
 }
 
 // TenantBacklog runs the tenant backlog check as a panel.
