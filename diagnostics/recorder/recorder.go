@@ -109,7 +109,7 @@ type Recorder struct {
 
 // New returns a Recorder of d's samples that writes through pool, which the
 // caller owns and closes after the Recorder's last use. Hook it to a
-// Sampler with SamplerConfig.OnSampleFunc = r.Record.
+// Sampler with sampler.Config.OnSampleFunc = r.Record.
 func New(d *diagnostics.Diagnostics, pool *pgxpool.Pool, cfg Config) *Recorder {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 10 * time.Second
