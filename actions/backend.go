@@ -18,21 +18,11 @@ import (
 // Fingerprint identifies a backend beyond its pid: pids are reused, so the
 // backend actions refuse when backend_start or xact_start differ from what
 // the operator previewed (and query_start, when the request carries it).
+// The backend is the row the activity panel shows (diagnostics.Backend);
+// the guard adds whether it is the connection asking and which database
+// that connection is on.
 type Fingerprint struct {
-	PID             int32      `json:"pid" db:"pid"`
-	BackendStart    *time.Time `json:"backend_start" db:"backend_start"`
-	XactStart       *time.Time `json:"xact_start" db:"xact_start"`
-	QueryStart      *time.Time `json:"query_start" db:"query_start"`
-	State           string     `json:"state" db:"state"`
-	ApplicationName string     `json:"application_name" db:"application_name"`
-	BackendType     string     `json:"backend_type" db:"backend_type"`
-	User            string     `json:"user" db:"usename"`
-	Database        string     `json:"database" db:"datname"`
-	ClientAddr      string     `json:"client_addr" db:"client_addr"`
-	WaitEventType   string     `json:"wait_event_type" db:"wait_event_type"`
-	WaitEvent       string     `json:"wait_event" db:"wait_event"`
-	Query           string     `json:"query" db:"query"`
-	BlockedBy       []int32    `json:"blocked_by" db:"blocked_by"`
+	diagnostics.Backend
 
 	isSelf      bool
 	ownDatabase string
@@ -41,9 +31,10 @@ type Fingerprint struct {
 func backendFingerprint(ctx context.Context, db DBTX, pid int32) (*Fingerprint, error) {
 	var f Fingerprint
 	err := db.QueryRow(ctx, sqlText("backend_fingerprint"), pid).Scan(
-		&f.PID, &f.BackendStart, &f.XactStart, &f.QueryStart, &f.State, &f.ApplicationName,
-		&f.BackendType, &f.User, &f.Database, &f.ClientAddr, &f.WaitEventType, &f.WaitEvent,
-		&f.Query, &f.BlockedBy, &f.isSelf, &f.ownDatabase)
+		&f.PID, &f.Database, &f.User, &f.ApplicationName, &f.ClientAddr, &f.BackendType, &f.State,
+		&f.WaitEventType, &f.WaitEvent, &f.BackendStart, &f.XactStart, &f.QueryStart, &f.StateChange,
+		&f.XactAgeSeconds, &f.QueryAgeSeconds, &f.XminAge, &f.BlockedBy, &f.Query,
+		&f.isSelf, &f.ownDatabase)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("no session has pid %d any more; it may have finished. Refresh the blocking tree: %w", pid, ErrNotFound)
 	}

@@ -1,6 +1,7 @@
 package diagnostics
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -183,7 +184,7 @@ func (s Server) Supported() error {
 			ErrUnsupportedServer, fmt.Sprint(s.VersionNum))
 	case s.VersionNum < MinVersionNum:
 		return fmt.Errorf("%w: PostgreSQL %s (server_version_num %d) is older than 14, the oldest version the console supports; upgrade the server or use an older console",
-			ErrUnsupportedServer, nonEmpty(s.Version, "?"), s.VersionNum)
+			ErrUnsupportedServer, cmp.Or(s.Version, "?"), s.VersionNum)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -85,7 +86,7 @@ func BenchmarkFindingsRoundLarge(b *testing.B) {
 	}
 	b.Logf("checks:%s", line)
 	line = ""
-	for _, f := range diagnostics.Evaluate(last, diagnostics.DefaultThresholds()) {
+	for _, f := range findings.Evaluate(last, diagnostics.DefaultThresholds()) {
 		line += fmt.Sprintf(" [%s %v]", f.Code, f.Subject["blocked_count"])
 	}
 	b.Logf("findings:%s", line)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 )
 
 // begin starts a transaction on c with sql, failing the test on error.
@@ -125,18 +126,18 @@ func TestBlockingTreePreparedTransactionRoot(t *testing.T) {
 			th := diagnostics.DefaultThresholds()
 			th.RootBlockerWait = 0
 			d.SetThresholds(th)
-			rep, err := d.Findings(ctx)
+			rep, err := findings.Run(ctx, d)
 			require.NoError(t, err)
-			f, ok := findingFor(rep, diagnostics.CodeRootBlocker, "gid", gid)
+			f, ok := findingFor(rep, findings.CodeRootBlocker, "gid", gid)
 			require.True(t, ok, "lock.root_blocker for %s in %v", gid, codes(rep))
 			require.Equal(t, "/runbook/rb-l", f.Runbook)
-			require.Equal(t, []string{diagnostics.ActionPreparedRollback}, f.Actions)
+			require.Equal(t, []string{findings.ActionPreparedRollback}, f.Actions)
 			require.Equal(t, 1, f.Subject["blocked_count"])
 			require.NotEmpty(t, f.Subject["owner"])
 			require.NotEmpty(t, f.Subject["database"])
 			require.Equal(t, root.PreparedAt.UTC(), f.Subject["prepared_at"])
 			require.Contains(t, f.Evidence, gid)
-			_, ok = findingFor(rep, diagnostics.CodeRootBlocker, "pid", 0)
+			_, ok = findingFor(rep, findings.CodeRootBlocker, "pid", 0)
 			require.False(t, ok, "no finding names pid 0: %v", codes(rep))
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 )
 
 // A three-level chain with three real sessions: root updates row 1 and
@@ -80,18 +81,18 @@ func TestBlockingTreeThreeLevelChain(t *testing.T) {
 	require.Nil(t, chain[2].JobID)
 	require.Contains(t, chain[2].Query, "priority = 4")
 
-	rep, err := d.Findings(ctx)
+	rep, err := findings.Run(ctx, d)
 	require.NoError(t, err)
-	f, ok := findingFor(rep, diagnostics.CodeRootBlocker, "pid", rootPID)
+	f, ok := findingFor(rep, findings.CodeRootBlocker, "pid", rootPID)
 	require.True(t, ok, "lock.root_blocker for pid %d in %v", rootPID, codes(rep))
 	require.Equal(t, 2, f.Subject["blocked_count"])
-	require.Equal(t, diagnostics.SeverityCritical, f.Severity)
+	require.Equal(t, findings.SeverityCritical, f.Severity)
 	require.Equal(t, "/runbook/blocking", f.Runbook)
 	require.Contains(t, f.Actions, "backend.cancel")
 	require.Contains(t, f.Evidence, "blocking_tree")
-	_, ok = findingFor(rep, diagnostics.CodeRootBlocker, "pid", midPID)
+	_, ok = findingFor(rep, findings.CodeRootBlocker, "pid", midPID)
 	require.False(t, ok, "only roots are reported")
-	_, ok = findingFor(rep, diagnostics.CodeIdleInTransaction, "pid", rootPID)
+	_, ok = findingFor(rep, findings.CodeIdleInTransaction, "pid", rootPID)
 	require.True(t, ok, "the idle root is also idle in transaction: %v", codes(rep))
 
 	lw := d.LockWaits(ctx)

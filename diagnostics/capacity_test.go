@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -54,11 +55,11 @@ func TestConnectionPressureGroupsByUser(t *testing.T) {
 	// With the threshold at a handful of slots, the finding names the
 	// largest group.
 	th := diagnostics.DefaultThresholds()
-	require.NoError(t, th.SetFlag(fmt.Sprintf("connections.near_max=%.4f", 5.0/float64(rows[0].Available()))))
+	require.NoError(t, findings.SetThresholdFlag(&th, fmt.Sprintf("connections.near_max=%.4f", 5.0/float64(rows[0].Available()))))
 	d := open(t, url, diagnostics.Config{Thresholds: &th})
-	rep, err := d.Findings(ctx)
+	rep, err := findings.Run(ctx, d)
 	require.NoError(t, err)
-	f := findingsWith(rep, diagnostics.CodeConnections)
+	f := findingsWith(rep, findings.CodeConnections)
 	require.Len(t, f, 1, "%v", codes(rep))
 	require.Equal(t, rows[0].Available(), f[0].Subject["available"])
 	require.Contains(t, f[0].Evidence, user)
@@ -144,17 +145,17 @@ func TestSequenceExhaustionUsesTheColumnLimit(t *testing.T) {
 	// Default threshold: the three nearly exhausted sequences are findings,
 	// each naming the column it feeds; the roomy one is not.
 	d := open(t, url, diagnostics.Config{})
-	rep, err := d.Findings(ctx)
+	rep, err := findings.Run(ctx, d)
 	require.NoError(t, err)
-	fs := findingsWith(rep, diagnostics.CodeSequence)
+	fs := findingsWith(rep, findings.CodeSequence)
 	require.Len(t, fs, 3, "%v", codes(rep))
-	f, ok := findingFor(rep, diagnostics.CodeSequence, "sequence", wide.Sequence)
+	f, ok := findingFor(rep, findings.CodeSequence, "sequence", wide.Sequence)
 	require.True(t, ok)
 	require.Equal(t, "narrow", f.Subject["table"])
 	require.Equal(t, "id", f.Subject["column"])
 	require.Contains(t, f.Evidence, "narrow.id (int4)")
-	require.Equal(t, diagnostics.SeverityWarning, f.Severity)
-	_, ok = findingFor(rep, diagnostics.CodeSequence, "sequence", by["roomy_seq"].Sequence)
+	require.Equal(t, findings.SeverityWarning, f.Severity)
+	_, ok = findingFor(rep, findings.CodeSequence, "sequence", by["roomy_seq"].Sequence)
 	require.False(t, ok)
 }
 

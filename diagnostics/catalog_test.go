@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 )
 
 // Every query of the catalog runs on this server (15 or 18) without error,
@@ -151,10 +152,10 @@ func TestCatalogRunsOnThisServer(t *testing.T) {
 	th.DeadTuples = 50
 	d.SetThresholds(*th)
 	eventually(t, 20*time.Second, func() (bool, string) {
-		rep, err := d.Findings(ctx)
+		rep, err := findings.Run(ctx, d)
 		require.NoError(t, err)
-		_, okIdx := findingFor(rep, diagnostics.CodeIndexInvalid, "index", "public.dup_x_idx")
-		_, okDead := findingFor(rep, diagnostics.CodeDeadTuples, "table", "public.churn")
+		_, okIdx := findingFor(rep, findings.CodeIndexInvalid, "index", "public.dup_x_idx")
+		_, okDead := findingFor(rep, findings.CodeDeadTuples, "table", "public.churn")
 		return okIdx && okDead, fmt.Sprint(codes(rep))
 	})
 }

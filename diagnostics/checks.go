@@ -421,7 +421,7 @@ func init() {
 			metrics:    true,
 			Columns: []Column{
 				textCol("queue", AsText, func(r TenantBacklog) string { return r.Queue }),
-				textCol("tenant", AsText, func(r TenantBacklog) string { return tenantLabel(r) }),
+				textCol("tenant", AsText, func(r TenantBacklog) string { return TenantLabel(r) }),
 				floatCol("oldest_ready_seconds", AsSeconds, func(r TenantBacklog) float64 { return r.OldestReadySeconds }),
 				intCol("ready", AsCount, func(r TenantBacklog) int64 { return r.Ready }),
 				intCol("running", AsCount, func(r TenantBacklog) int64 { return r.Running }),

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/collector"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -65,11 +67,11 @@ func (g gathered) must(t *testing.T, name string, labels ...string) float64 {
 
 // collectorOn registers a collector of d, configured by cfg, on a new
 // registry it returns.
-func collectorOn(t *testing.T, d *diagnostics.Diagnostics, cfg diagnostics.CollectorConfig) *prometheus.Registry {
+func collectorOn(t *testing.T, d *diagnostics.Diagnostics, cfg collector.Config) *prometheus.Registry {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	cfg.Registerer = reg
-	_, err := diagnostics.NewCollector(d, cfg)
+	_, err := collector.New(d, cfg)
 	require.NoError(t, err)
 	return reg
 }
@@ -110,7 +112,7 @@ func TestCollectorExposesTheRound(t *testing.T) {
 	testdb.WaitBackend(t, pool, "collector-waiter", "wait_event_type = 'Lock'")
 
 	d := open(t, url, diagnostics.Config{})
-	reg := collectorOn(t, d, diagnostics.CollectorConfig{Wait: 10 * time.Second})
+	reg := collectorOn(t, d, collector.Config{Wait: 10 * time.Second})
 	g := gather(t, reg)
 
 	require.Equal(t, 1.0, g.must(t, "console_diagnostics_last_round_success"))
@@ -136,8 +138,8 @@ func TestCollectorExposesTheRound(t *testing.T) {
 	g.must(t, "console_diagnostics_archiver_failed_total")
 	g.must(t, "console_diagnostics_archiver_failing")
 	g.must(t, "console_diagnostics_round_duration_seconds")
-	require.Equal(t, 1.0, g.must(t, "console_diagnostics_findings", "code", diagnostics.CodeExpiredLeases))
-	require.Equal(t, 0.0, g.must(t, "console_diagnostics_findings", "code", diagnostics.CodeArchiverBacklog), "every code has a series")
+	require.Equal(t, 1.0, g.must(t, "console_diagnostics_findings", "code", findings.CodeExpiredLeases))
+	require.Equal(t, 0.0, g.must(t, "console_diagnostics_findings", "code", findings.CodeArchiverBacklog), "every code has a series")
 	require.Equal(t, 3.0, g.must(t, "console_pool_max_connections", "pool", "diagnostics"))
 	for name := range g {
 		require.True(t, strings.HasPrefix(name, "console_"), name)
@@ -158,7 +160,7 @@ func TestCollectorScrapeIsBounded(t *testing.T) {
 	_, err := pool.Exec(ctx, "INSERT INTO jobs (queue, kind) VALUES ('bounded', 'k')")
 	require.NoError(t, err)
 	d := open(t, url, diagnostics.Config{})
-	reg := collectorOn(t, d, diagnostics.CollectorConfig{Wait: time.Nanosecond, Refresh: time.Hour})
+	reg := collectorOn(t, d, collector.Config{Wait: time.Nanosecond, Refresh: time.Hour})
 
 	start := time.Now()
 	g := gather(t, reg)
@@ -185,7 +187,7 @@ func TestCollectorKeepsLastGoodValues(t *testing.T) {
 	require.NoError(t, err)
 	d, err := diagnostics.Open(ctx, url, diagnostics.Config{})
 	require.NoError(t, err)
-	reg := collectorOn(t, d, diagnostics.CollectorConfig{Refresh: time.Nanosecond, Wait: 10 * time.Second})
+	reg := collectorOn(t, d, collector.Config{Refresh: time.Nanosecond, Wait: 10 * time.Second})
 	g := gather(t, reg)
 	require.Equal(t, 1.0, g.must(t, "console_diagnostics_last_round_success"))
 	require.Equal(t, 4.0, g.must(t, "console_diagnostics_queue_ready_jobs", "queue", "kept"))
@@ -205,9 +207,9 @@ func TestPoolCollector(t *testing.T) {
 	ctx := context.Background()
 	pool := testdb.New(t)
 	reg := prometheus.NewRegistry()
-	require.NoError(t, reg.Register(diagnostics.NewPoolCollector("engine", pool)))
-	require.NoError(t, reg.Register(diagnostics.NewPoolCollector("console", pool)))
-	require.Error(t, reg.Register(diagnostics.NewPoolCollector("engine", pool)), "one name per pool")
+	require.NoError(t, reg.Register(collector.NewPool("engine", pool)))
+	require.NoError(t, reg.Register(collector.NewPool("console", pool)))
+	require.Error(t, reg.Register(collector.NewPool("engine", pool)), "one name per pool")
 
 	conn, err := pool.Acquire(ctx)
 	require.NoError(t, err)

@@ -128,7 +128,7 @@ type Diagnostics struct {
 	// rounds measure checkpoint pressure and standby conflicts against.
 	checkpoints counterWindow[CheckpointerStat]
 	conflicts   map[string]*counterWindow[StandbyConflict]
-	sampler     *Sampler
+	walRate     func() (float64, bool) // a sampler's fresh WAL rate (UseWALRate)
 }
 
 // standbyPool is the pool of one standby of Config.StandbyURLs.

@@ -1,15 +1,22 @@
-// Package diagnostics is the console's read-only evidence: the SQL an
-// operator runs during an incident, one embedded .sql file and one Go
-// function per query, the blocking tree, a sampler that turns cumulative
-// statistics into rates, and findings that turn evidence into statements.
+// Package diagnostics is the console's read-only evidence: the catalog of
+// checks an operator runs during an incident (one embedded .sql file and
+// one Go function per query), the runner that reads them safely, the
+// blocking tree, and the evidence of a findings round (Round).
 //
 // The catalog (Catalog, CheckNamed) has one entry per check: its name,
 // title, runbook step, the tables it reads, its files per server version,
 // what an empty result means, its panel's columns, and where its rows land
-// in a findings round and a sampler sample. Panel, Round, the Sampler, the
-// Collector and the console's pages all walk it. Findings come from Rules,
-// one small rule per finding code, each naming its runbook page and the
-// actions it may suggest by constants (StepBlocking, ActionBackendCancel).
+// in a findings round, a sample and the flight recorder's document. Panel,
+// Round, TakeSample and the console's pages all walk it.
+//
+// The rooms below read this package and are never read by it:
+// diagnostics/findings turns a Round into findings (the rules, their
+// thresholds by code, the report), diagnostics/sampler keeps a ring of
+// samples for rates and sparklines, diagnostics/recorder keeps samples in
+// history_samples and reads them back, and diagnostics/collector exposes a
+// round as Prometheus metrics. Thresholds live here because checks read
+// them as parameters (the worker heartbeat, the dead-letter window), and
+// so do the runbook steps a check names (StepBlocking).
 //
 // Every query has two forms. The package-level function (BlockingTree,
 // ReplicationSlots, ...) takes a DBTX and runs the statement as is, on a
@@ -22,10 +29,11 @@
 // 18 have one file per variant (wal_stats.sql, wal_stats_v18.sql) chosen by
 // server_version_num; SQL returns the exact text a panel ran.
 //
-// Findings runs one consistent round (one REPEATABLE READ, READ ONLY
-// transaction, one savepoint per check) within a time budget and evaluates
-// it against Thresholds. A check that fails or times out becomes a
-// diagnostics.unavailable finding naming the check, never a silent gap.
+// Round runs one consistent round (one REPEATABLE READ, READ ONLY
+// transaction, one savepoint per check) within a time budget. A check that
+// fails or times out is listed in Round.Unavailable, which the findings
+// package turns into a diagnostics.unavailable finding naming the check,
+// never a silent gap.
 //
 // Queue and outbox counts never scan finished history or the backlog: each
 // queue's ready and running totals are summed from the engine's counters
@@ -38,7 +46,7 @@
 //
 // Pages that many engineers keep open share one round: LatestRound serves
 // the round of the last few seconds (Config.RoundMaxAge) to the overview,
-// the findings API and the Prometheus Collector alike, and runs at most one
+// the findings API and the Prometheus collector alike, and runs at most one
 // round at a time; Cache is that mechanism, reusable for other reads every
 // page makes. ServerInfo is cached the same way for Config.ServerInfoMaxAge,
 // so the role follows a failover.
@@ -59,13 +67,12 @@
 // OutboxHealth counts those events through their own partial index and the
 // outbox backlog finding names them.
 //
-// A Sampler (Diagnostics.NewSampler) keeps a ring of samples for rates and
-// sparklines (Series); NewCollector exposes a findings round as Prometheus
-// gauges. A Recorder keeps samples in history_samples; a check whose rows it
-// keeps names the document key in Check.History, so PanelAt can show its
-// panel as it was, and HistorySeries reads a range for charts.
+// A sampler (diagnostics/sampler) reads a Sample with TakeSample at each
+// interval and lends its fresh WAL rate to rounds (UseWALRate). A check
+// the flight recorder keeps names the document key in Check.History, and
+// Check.RecordedRows shows a recorded value as the check's panel.
 //
-// The package imports only the standard library, pgx and prometheus: it
-// knows the queue tables' schema, not the queues package, so the engine and
-// the console can change apart.
+// The package imports only the standard library, pgx, the shared internal
+// packages and, for the tenant backlog and dead letters, the queues
+// package's readers of its own counters.
 package diagnostics

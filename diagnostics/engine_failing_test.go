@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/internal/metricsum"
 	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/queues"
@@ -153,21 +154,21 @@ func TestEngineFailingOnAFullDisk(t *testing.T) {
 
 	// The worker reports the server's refusals in its heartbeat.
 	d := open(t, url, diagnostics.Config{})
-	var failing diagnostics.Finding
+	var failing findings.Finding
 	eventually(t, 90*time.Second, func() (bool, string) {
-		rep, err := d.Findings(ctx)
+		rep, err := findings.Run(ctx, d)
 		if err != nil {
 			return false, err.Error()
 		}
 		for _, f := range rep.Findings {
-			if f.Code == diagnostics.CodeEngineErrors {
+			if f.Code == findings.CodeEngineErrors {
 				failing = f
 				return true, ""
 			}
 		}
-		return false, fmt.Sprintf("no %s finding yet: %+v", diagnostics.CodeEngineErrors, rep.Findings)
+		return false, fmt.Sprintf("no %s finding yet: %+v", findings.CodeEngineErrors, rep.Findings)
 	})
-	require.Equal(t, diagnostics.SeverityCritical, failing.Severity, "%+v", failing)
+	require.Equal(t, findings.SeverityCritical, failing.Severity, "%+v", failing)
 	require.Equal(t, "53100", failing.Subject["sqlstate"], "%+v", failing)
 	require.Contains(t, failing.Title, "The engine is failing:")
 	require.Contains(t, failing.Title, "53100")

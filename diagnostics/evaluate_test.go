@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -30,25 +31,25 @@ func TestEvaluateAndReportJSON(t *testing.T) {
 		Unavailable: []diagnostics.Unavailable{{Check: "queue_health", Status: "locked by pid 7", LockedBy: []int32{7}}},
 		Standbys:    []diagnostics.StandbyState{{InRecovery: true, URL: "10.0.0.2:5432", ReplayLagBytes: 100 << 20, ReplayPauseState: "paused"}},
 	}
-	fs := diagnostics.Evaluate(r, diagnostics.DefaultThresholds())
-	byCode := map[string]diagnostics.Finding{}
+	fs := findings.Evaluate(r, diagnostics.DefaultThresholds())
+	byCode := map[string]findings.Finding{}
 	for _, f := range fs {
 		byCode[f.Code] = f
 		require.NotNil(t, f.Actions, f.Code)
 		require.NotEmpty(t, f.Runbook, f.Code)
 		require.NotEmpty(t, f.Evidence, f.Code)
 	}
-	require.Equal(t, diagnostics.SeverityCritical, byCode["notify.queue_usage"].Severity)
-	require.Equal(t, diagnostics.SeverityCritical, byCode["replication.slot_retention"].Severity, "unreserved is critical")
+	require.Equal(t, findings.SeverityCritical, byCode["notify.queue_usage"].Severity)
+	require.Equal(t, findings.SeverityCritical, byCode["replication.slot_retention"].Severity, "unreserved is critical")
 	require.NotContains(t, byCode, "replication.slot_inactive", "the slot is active")
 	require.Equal(t, "000000010000000000000042", byCode["archiver.failing"].Subject["last_failed_wal"])
 	require.Contains(t, byCode, "wal.rate_high")
 	require.Equal(t, "queue_health", byCode["diagnostics.unavailable"].Subject["check"])
 	require.Equal(t, "/runbook/queues", byCode["diagnostics.unavailable"].Runbook)
 	require.Equal(t, true, byCode["replication.lag"].Subject["paused"])
-	require.Equal(t, diagnostics.SeverityCritical, fs[0].Severity, "worst first")
+	require.Equal(t, findings.SeverityCritical, fs[0].Severity, "worst first")
 
-	b, err := json.Marshal(diagnostics.Report{GeneratedAt: now, Findings: fs})
+	b, err := json.Marshal(findings.Report{GeneratedAt: now, Findings: fs})
 	require.NoError(t, err)
 	var decoded struct {
 		GeneratedAt string                       `json:"generated_at"`
@@ -64,7 +65,7 @@ func TestEvaluateAndReportJSON(t *testing.T) {
 		require.ElementsMatch(t, []string{"code", "severity", "title", "subject", "evidence", "runbook", "actions"}, keys)
 	}
 
-	empty, err := json.Marshal(diagnostics.Report{GeneratedAt: now, Findings: diagnostics.Evaluate(diagnostics.Round{At: now}, diagnostics.DefaultThresholds())})
+	empty, err := json.Marshal(findings.Report{GeneratedAt: now, Findings: findings.Evaluate(diagnostics.Round{At: now}, diagnostics.DefaultThresholds())})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"generated_at":"2026-06-20T14:03:12Z","findings":[]}`, string(empty))
 }
@@ -76,10 +77,10 @@ func TestFindingsWhenTheDatabaseIsDown(t *testing.T) {
 	d := open(t, "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=1", diagnostics.Config{Budget: 3 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rep, err := d.Findings(ctx)
+	rep, err := findings.Run(ctx, d)
 	require.NoError(t, err)
 	require.Len(t, rep.Findings, 1)
-	require.Equal(t, diagnostics.CodeUnavailable, rep.Findings[0].Code)
+	require.Equal(t, findings.CodeUnavailable, rep.Findings[0].Code)
 	require.Equal(t, "server_info", rep.Findings[0].Subject["check"])
 	res := d.BlockingTree(ctx)
 	require.Error(t, res.Err)
@@ -89,20 +90,20 @@ func TestFindingsWhenTheDatabaseIsDown(t *testing.T) {
 func TestReportText(t *testing.T) {
 	now := time.Date(2026, 6, 20, 14, 3, 12, 0, time.UTC)
 	var b strings.Builder
-	require.NoError(t, diagnostics.Report{GeneratedAt: now, Findings: []diagnostics.Finding{}}.WriteText(&b))
+	require.NoError(t, findings.Report{GeneratedAt: now, Findings: []findings.Finding{}}.WriteText(&b))
 	require.Contains(t, b.String(), "no findings")
-	rep := diagnostics.Report{GeneratedAt: now, Findings: diagnostics.Evaluate(diagnostics.Round{At: now,
+	rep := findings.Report{GeneratedAt: now, Findings: findings.Evaluate(diagnostics.Round{At: now,
 		Notify: &diagnostics.NotifyUsage{Usage: 0.6}}, diagnostics.DefaultThresholds())}
 	b.Reset()
 	require.NoError(t, rep.WriteText(&b))
 	require.Contains(t, b.String(), "WARNING  notify.queue_usage")
 	require.Contains(t, b.String(), "runbook /runbook/rb-p")
-	require.Equal(t, diagnostics.SeverityWarning, rep.Worst())
+	require.Equal(t, findings.SeverityWarning, rep.Worst())
 
 	th := diagnostics.DefaultThresholds()
-	require.NoError(t, th.SetFlag("tx.long_running=45s"))
+	require.NoError(t, findings.SetThresholdFlag(&th, "tx.long_running=45s"))
 	require.Equal(t, 45*time.Second, th.LongRunningTx)
-	require.Error(t, th.SetFlag("tx.long_running"))
+	require.Error(t, findings.SetThresholdFlag(&th, "tx.long_running"))
 }
 
 // A worker found dead had its running jobs reclaimed before their leases
@@ -127,29 +128,29 @@ func TestExpiredLeasesFindingSaysWhenJobsWereReclaimedEarly(t *testing.T) {
 			{ID: "w-live", Host: "node-8", PID: 7, Queues: []string{"mail"}, Alive: true},
 		},
 	}
-	byQueue := map[string]diagnostics.Finding{}
-	for _, f := range diagnostics.Evaluate(r, diagnostics.DefaultThresholds()) {
-		if f.Code == diagnostics.CodeExpiredLeases {
+	byQueue := map[string]findings.Finding{}
+	for _, f := range findings.Evaluate(r, diagnostics.DefaultThresholds()) {
+		if f.Code == findings.CodeExpiredLeases {
 			byQueue[f.Subject["queue"].(string)] = f
 		}
 	}
 	require.NotContains(t, byQueue, "reports", "a reclaim an hour old is history, not a finding")
 
 	mail := byQueue["mail"]
-	require.Equal(t, diagnostics.SeverityInfo, mail.Severity, "no lease expired: the jobs came back early")
+	require.Equal(t, findings.SeverityInfo, mail.Severity, "no lease expired: the jobs came back early")
 	require.Equal(t, "Queue mail: a dead worker's 8 running jobs were reclaimed early", mail.Title)
 	require.Contains(t, mail.Evidence, "worker w-dead (node-7, pid 4242) was found dead at 2026-06-20T14:01:12Z")
 	require.Empty(t, mail.Actions, "nothing to do: the jobs run again")
 
 	billing := byQueue["billing"]
-	require.Equal(t, diagnostics.SeverityWarning, billing.Severity)
+	require.Equal(t, findings.SeverityWarning, billing.Severity)
 	require.Equal(t, "Queue billing: 3 running jobs with expired leases", billing.Title)
 	require.Contains(t, billing.Evidence, "worker w-dead (node-7, pid 4242) was found dead at 2026-06-20T14:01:12Z")
-	require.Equal(t, []string{diagnostics.ActionLeaseExpire}, billing.Actions)
+	require.Equal(t, []string{findings.ActionLeaseExpire}, billing.Actions)
 
 	off := diagnostics.DefaultThresholds()
 	off.ExpiredLeases = 0
-	for _, f := range diagnostics.Evaluate(r, off) {
-		require.NotEqual(t, diagnostics.CodeExpiredLeases, f.Code, "a zero threshold turns the finding off")
+	for _, f := range findings.Evaluate(r, off) {
+		require.NotEqual(t, findings.CodeExpiredLeases, f.Code, "a zero threshold turns the finding off")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/internal/pgserver"
 	"github.com/pgconsole/console/internal/testdb"
 )
@@ -61,9 +62,9 @@ func TestInvalidIndexesSkipIndexesBeingBuilt(t *testing.T) {
 		"SELECT NOT indisvalid FROM pg_index WHERE indexrelid = 'jobs_building_idx'::regclass").Scan(&inCatalog))
 	require.True(t, inCatalog, "the index being built is invalid in pg_index")
 	require.NotContains(t, names(), "jobs_building_idx", "an index being built is not reported")
-	rep, err := d.Findings(ctx)
+	rep, err := findings.Run(ctx, d)
 	require.NoError(t, err)
-	_, found := findingFor(rep, diagnostics.CodeIndexInvalid, "index", "jobs_building_idx")
+	_, found := findingFor(rep, findings.CodeIndexInvalid, "index", "jobs_building_idx")
 	require.False(t, found, "no index.invalid finding while the index is built")
 
 	_, err = writer.Exec(ctx, "ROLLBACK")
@@ -95,9 +96,9 @@ func TestOutboxBacklogAgeCountsRetryBackoff(t *testing.T) {
 
 	// Only backoff events are left, and they are the backlog.
 	d := open(t, url, diagnostics.Config{Thresholds: lowThresholds()})
-	rep, err := d.Findings(ctx)
+	rep, err := findings.Run(ctx, d)
 	require.NoError(t, err)
-	f := findingsWith(rep, diagnostics.CodeOutboxBacklog)
+	f := findingsWith(rep, findings.CodeOutboxBacklog)
 	require.Len(t, f, 1, "%v", codes(rep))
 	require.EqualValues(t, 50, f[0].Subject["pending_later"])
 	require.Contains(t, f[0].Evidence, "50 waiting in retry backoff")
@@ -217,15 +218,15 @@ func TestArchiverBacklogBeforeAnyFailure(t *testing.T) {
 	require.GreaterOrEqual(t, *a.ReadySegments, int64(2))
 
 	th := diagnostics.DefaultThresholds()
-	require.NoError(t, th.SetFlag("archiver.backlog=2"))
+	require.NoError(t, findings.SetThresholdFlag(&th, "archiver.backlog=2"))
 	d := open(t, srv.URL("postgres"), diagnostics.Config{Thresholds: &th})
-	rep, err := d.Findings(ctx)
+	rep, err := findings.Run(ctx, d)
 	require.NoError(t, err)
-	f := findingsWith(rep, diagnostics.CodeArchiverBacklog)
+	f := findingsWith(rep, findings.CodeArchiverBacklog)
 	require.Len(t, f, 1, "%v", codes(rep))
 	require.Equal(t, false, f[0].Subject["failing"])
 	require.Equal(t, "/runbook/rb-j", f[0].Runbook)
-	require.Empty(t, findingsWith(rep, diagnostics.CodeArchiverFailing))
+	require.Empty(t, findingsWith(rep, findings.CodeArchiverFailing))
 }
 
 // The backlog's age is one probe of outbox_undelivered_created_idx, however

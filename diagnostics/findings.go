@@ -4,88 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/pgconsole/console/internal/humanize"
-)
-
-// Severities of a Finding, worst first.
-const (
-	SeverityCritical = "critical"
-	SeverityWarning  = "warning"
-	SeverityInfo     = "info"
-)
-
-// Finding is one statement about the database, with the evidence it rests
-// on, the runbook page that explains it and the actions that fit.
-type Finding struct {
-	// Code is the finding's kind, e.g. "lock.root_blocker" (the Code
-	// constants); diagnostics.unavailable when a check could not run.
-	Code string `json:"code"`
-	// Severity is critical, warning or info.
-	Severity string `json:"severity"`
-	Title    string `json:"title"`
-	// Subject identifies what the finding is about (pid, queue, slot_name,
-	// ...), with the measured values.
-	Subject map[string]any `json:"subject"`
-	// Evidence says, in one line, what was measured and by which check.
-	Evidence string `json:"evidence"`
-	// Runbook is the page that explains it: "/runbook/<step>" or
-	// "/runbook/rb-<letter>".
-	Runbook string `json:"runbook"`
-	// Actions are the names of the actions that fit, e.g. "backend.cancel";
-	// never nil.
-	Actions []string `json:"actions"`
-}
-
-// Report is the answer of GET /api/v1/findings and `console findings --json`.
-type Report struct {
-	GeneratedAt time.Time `json:"generated_at"`
-	Findings    []Finding `json:"findings"`
-}
-
-// Finding codes: each has one Rule, and thresholds are set by code
-// (Thresholds.SetFlag).
-const (
-	CodeRootBlocker       = "lock.root_blocker"
-	CodeIdleInTransaction = "tx.idle_in_transaction"
-	CodeLongRunning       = "tx.long_running"
-	CodeQueueBacklog      = "queue.backlog"
-	CodeTenantStarvation  = "queue.tenant_starvation"
-	CodeExpiredLeases     = "queue.expired_leases"
-	CodeDeadLetters       = "queue.dead_letters"
-	CodeQueuePaused       = "queue.paused"
-	CodeOutboxBacklog     = "outbox.backlog"
-	CodeOutboxDead        = "outbox.dead"
-	CodeReplicationLag    = "replication.lag"
-	CodeSlotRetention     = "replication.slot_retention"
-	CodeSlotInactive      = "replication.slot_inactive"
-	CodeStandbyReceiver   = "replication.receiver_down"
-	CodeReplayPaused      = "replication.replay_paused"
-	CodeWALRateHigh       = "wal.rate_high"
-	CodeArchiverFailing   = "archiver.failing"
-	CodeArchiverBacklog   = "archiver.backlog"
-	CodePreparedXactOld   = "prepared_xact.old"
-	CodeXminHorizon       = "vacuum.xmin_horizon"
-	CodeDeadTuples        = "table.dead_tuples"
-	CodeIndexInvalid      = "index.invalid"
-	CodeNotifyQueueUsage  = "notify.queue_usage"
-	CodeConnections       = "connections.near_max"
-	CodeSequence          = "sequence.exhaustion"
-	CodeWorkersNoneAlive  = "workers.none_alive"
-	CodeUnavailable       = "diagnostics.unavailable"
-	CodeWraparound        = "vacuum.wraparound"
-	CodeIdempotencyStuck  = "idempotency.stuck"
-	CodeLongRunningJob    = "jobs.long_running"
-	CodeCheckpoints       = "checkpoint.pressure"
-	CodeStandbyConflicts  = "replication.standby_conflicts"
-	CodeEngineErrors      = "engine.errors"
-	CodeWALDir            = "wal.dir_size"
-	CodeSlotDiskForecast  = "replication.slot_disk_forecast"
 )
 
 // Round is the evidence of one Findings round: what each check returned.
@@ -138,18 +60,6 @@ type Unavailable struct {
 	TimedOut bool
 	LockedBy []int32
 	Err      error
-}
-
-// Findings runs a round of its own and evaluates it against the current
-// thresholds (pages share LatestRound's instead). It returns an error only
-// when ctx is already done; a database that cannot be reached, or a check
-// that times out, is itself a finding.
-func (d *Diagnostics) Findings(ctx context.Context) (Report, error) {
-	if err := ctx.Err(); err != nil {
-		return Report{}, err
-	}
-	r := d.Round(ctx)
-	return Report{GeneratedAt: r.At, Findings: Evaluate(r, d.Thresholds())}, nil
 }
 
 // LatestRound returns a findings round no older than maxAge (zero means
@@ -278,10 +188,10 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 			r.WALRate = &rate
 		}
 	}
-	if !failed(r, CheckXminHorizon) {
+	if !r.Failed(CheckXminHorizon) {
 		d.ageXmin(r.At, r.Xmin)
 	}
-	if !failed(r, CheckReplicationSlots) {
+	if !r.Failed(CheckReplicationSlots) {
 		d.slotGrowth(r.At, r.Slots)
 	}
 	if r.Checkpointer != nil {
@@ -289,7 +199,7 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 	}
 	for i := range r.Slots {
 		if r.WALRate != nil {
-			r.Slots[i].SecondsToExhaustion = SlotExhaustion(r.Slots[i].SafeWALSize, *r.WALRate)
+			r.Slots[i].SecondsToExhaustion = slotExhaustion(r.Slots[i].SafeWALSize, *r.WALRate)
 		}
 	}
 	for _, sp := range d.standbys {
@@ -391,7 +301,7 @@ func primaryLag(primary *WALPoint, s StandbyState) *int64 {
 	if primary == nil || primary.InRecovery || !s.InRecovery {
 		return nil
 	}
-	replay, err := ParseLSN(s.ReplayLSN)
+	replay, err := parseLSN(s.ReplayLSN)
 	if err != nil {
 		return nil
 	}
@@ -405,10 +315,10 @@ func primaryLag(primary *WALPoint, s StandbyState) *int64 {
 // the remembered position is younger than half a window.
 func (d *Diagnostics) rateSince(p WALPoint) (float64, bool) {
 	d.mu.Lock()
-	sampler, last, lastRate := d.sampler, d.lastWAL, d.lastRate
+	walRate, last, lastRate := d.walRate, d.lastWAL, d.lastRate
 	d.mu.Unlock()
-	if sampler != nil {
-		if rate, ok := sampler.freshWALRate(); ok {
+	if walRate != nil {
+		if rate, ok := walRate(); ok {
 			return rate, true
 		}
 	}
@@ -443,10 +353,10 @@ func (d *Diagnostics) rememberWAL(p WALPoint, rate float64, ok bool) {
 // sampler's, else the last round's), or 0.
 func (d *Diagnostics) knownWALRate() float64 {
 	d.mu.Lock()
-	sampler, rate := d.sampler, d.lastRate
+	walRate, rate := d.walRate, d.lastRate
 	d.mu.Unlock()
-	if sampler != nil {
-		if r, ok := sampler.freshWALRate(); ok {
+	if walRate != nil {
+		if r, ok := walRate(); ok {
 			return r
 		}
 	}
@@ -464,102 +374,4 @@ func probeOf(err error) probe {
 
 func unavailable(check string, p probe) Unavailable {
 	return Unavailable{Check: check, Status: statusText(p.Err, p.TimedOut, p.LockedBy), TimedOut: p.TimedOut, LockedBy: p.LockedBy, Err: p.Err}
-}
-
-func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
-func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-func seconds(s float64) string {
-	return (time.Duration(s*10) * time.Second / 10).Round(100 * time.Millisecond).String()
-}
-
-func ageText(s *float64) string {
-	if s == nil {
-		return ""
-	}
-	return ", transaction " + seconds(*s) + " old"
-}
-
-func lagText(s *float64) string {
-	if s == nil {
-		return "unknown"
-	}
-	return seconds(*s)
-}
-
-func rateText(bytesPerSecond *float64) string {
-	if bytesPerSecond == nil {
-		return "an unknown rate"
-	}
-	return humanize.Bytes(*bytesPerSecond) + "/s"
-}
-
-func countText(n *int64) string {
-	if n == nil {
-		return "unknown"
-	}
-	return fmt.Sprint(*n)
-}
-
-func sizeText(n *int64) string {
-	if n == nil {
-		return "unlimited"
-	}
-	return humanize.Bytes(float64(*n))
-}
-
-func timeText(t *time.Time) string {
-	if t == nil {
-		return "never"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-// idList renders the first ids of a set of count, "17, 18 and 3 more".
-func idList(ids []int64, count int64) string {
-	parts := make([]string, len(ids))
-	for i, id := range ids {
-		parts[i] = strconv.FormatInt(id, 10)
-	}
-	out := strings.Join(parts, ", ")
-	if more := count - int64(len(ids)); more > 0 {
-		out += fmt.Sprintf(" and %d more", more)
-	}
-	return out
-}
-
-func activeText(a bool) string {
-	if a {
-		return "active"
-	}
-	return "inactive"
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return "none"
-	}
-	return *s
-}
-
-func nonEmpty(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
-}
-
-func short(q string) string {
-	q = strings.Join(strings.Fields(q), " ")
-	if len(q) > 160 {
-		return q[:157] + "..."
-	}
-	return q
 }

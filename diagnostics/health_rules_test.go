@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/queues"
 )
@@ -29,11 +30,11 @@ func burnXIDs(t *testing.T, c *pgx.Conn, n int) {
 
 // awaitFinding runs findings rounds until one has a finding of code that
 // match accepts (any, when match is nil), and returns it.
-func awaitFinding(t *testing.T, d *diagnostics.Diagnostics, code string, within time.Duration, match func(diagnostics.Finding) bool) diagnostics.Finding {
+func awaitFinding(t *testing.T, d *diagnostics.Diagnostics, code string, within time.Duration, match func(findings.Finding) bool) findings.Finding {
 	t.Helper()
-	var f diagnostics.Finding
+	var f findings.Finding
 	eventually(t, within, func() (bool, string) {
-		rep, err := d.Findings(context.Background())
+		rep, err := findings.Run(context.Background(), d)
 		require.NoError(t, err)
 		for _, x := range findingsWith(rep, code) {
 			if match == nil || match(x) {
@@ -50,7 +51,7 @@ func awaitFinding(t *testing.T, d *diagnostics.Diagnostics, code string, within 
 // finding of code; why says why none is expected.
 func requireNoFinding(t *testing.T, d *diagnostics.Diagnostics, code, why string) {
 	t.Helper()
-	rep, err := d.Findings(context.Background())
+	rep, err := findings.Run(context.Background(), d)
 	require.NoError(t, err)
 	require.Empty(t, findingsWith(rep, code), "%s: %v", why, codes(rep))
 }
@@ -73,18 +74,18 @@ func TestWraparoundFindingNamesDatabaseAndOldestTables(t *testing.T) {
 
 	th := diagnostics.DefaultThresholds()
 	d := open(t, url, diagnostics.Config{Thresholds: &th})
-	rep, err := d.Findings(ctx)
+	rep, err := findings.Run(ctx, d)
 	require.NoError(t, err)
-	_, ok := findingFor(rep, diagnostics.CodeWraparound, "database", db)
+	_, ok := findingFor(rep, findings.CodeWraparound, "database", db)
 	require.False(t, ok, "the default threshold is far above %d: %v", age, codes(rep))
 
-	require.NoError(t, th.SetFlag(fmt.Sprintf("vacuum.wraparound=%.8f", 25_000.0/diagnostics.WraparoundLimit)))
+	require.NoError(t, findings.SetThresholdFlag(&th, fmt.Sprintf("vacuum.wraparound=%.8f", 25_000.0/diagnostics.WraparoundLimit)))
 	d.SetThresholds(th)
-	rep, err = d.Findings(ctx)
+	rep, err = findings.Run(ctx, d)
 	require.NoError(t, err)
-	f, ok := findingFor(rep, diagnostics.CodeWraparound, "database", db)
+	f, ok := findingFor(rep, findings.CodeWraparound, "database", db)
 	require.True(t, ok, "%v", codes(rep))
-	require.Equal(t, diagnostics.SeverityWarning, f.Severity)
+	require.Equal(t, findings.SeverityWarning, f.Severity)
 	require.GreaterOrEqual(t, f.Subject["xid_age"].(int64), int64(30_000))
 	require.Contains(t, f.Title, "transaction ID wraparound")
 	require.Contains(t, f.Evidence, "autovacuum_freeze_max_age 200000000: the anti-wraparound vacuum is not due yet")
@@ -117,17 +118,17 @@ func TestWraparoundSeverityAndMultixact(t *testing.T) {
 		{Kind: "database", Database: "other", Name: "other", XIDAge: 1000, MXIDAge: 700_000_000, FreezeMaxAge: 200_000_000, MultixactFreezeMaxAge: 400_000_000},
 		{Kind: "database", Database: "young", Name: "young", XIDAge: 300_000_000, MXIDAge: 0, FreezeMaxAge: 200_000_000, MultixactFreezeMaxAge: 400_000_000},
 	}}
-	fs := diagnostics.Evaluate(r, th)
-	got := map[string]diagnostics.Finding{}
+	fs := findings.Evaluate(r, th)
+	got := map[string]findings.Finding{}
 	for _, f := range fs {
-		if f.Code == diagnostics.CodeWraparound {
+		if f.Code == findings.CodeWraparound {
 			got[f.Subject["database"].(string)] = f
 		}
 	}
 	require.Len(t, got, 2, "young is 14%% of the way: %v", fs)
-	require.Equal(t, diagnostics.SeverityCritical, got["app"].Severity)
+	require.Equal(t, findings.SeverityCritical, got["app"].Severity)
 	require.Contains(t, got["app"].Evidence, "overdue by 1000000000")
-	require.Equal(t, diagnostics.SeverityWarning, got["other"].Severity)
+	require.Equal(t, findings.SeverityWarning, got["other"].Severity)
 	require.Contains(t, got["other"].Title, "multixact wraparound")
 	require.Contains(t, got["other"].Evidence, "autovacuum_freeze_max_age 400000000")
 }
@@ -143,7 +144,7 @@ func TestIdempotencyStuckFinding(t *testing.T) {
 		('api', 'done', '\x00', 'completed', 200, '{}', now() - interval '50 minutes', NULL)`)
 	require.NoError(t, err)
 	d := open(t, url, diagnostics.Config{})
-	f, _ := onlyFinding(t, d, diagnostics.CodeIdempotencyStuck, "the fresh claim and the completed key are not stuck")
+	f, _ := onlyFinding(t, d, findings.CodeIdempotencyStuck, "the fresh claim and the completed key are not stuck")
 	require.EqualValues(t, 2, f.Subject["count"])
 	require.Equal(t, "oldest-claim", f.Subject["key"])
 	require.Equal(t, "api", f.Subject["scope"])
@@ -152,9 +153,9 @@ func TestIdempotencyStuckFinding(t *testing.T) {
 	require.Equal(t, "/runbook/entry", f.Runbook)
 
 	th := diagnostics.DefaultThresholds()
-	require.NoError(t, th.SetFlag("idempotency.stuck=1h"))
+	require.NoError(t, findings.SetThresholdFlag(&th, "idempotency.stuck=1h"))
 	d.SetThresholds(th)
-	requireNoFinding(t, d, diagnostics.CodeIdempotencyStuck, "nothing is an hour old")
+	requireNoFinding(t, d, findings.CodeIdempotencyStuck, "nothing is an hour old")
 }
 
 // A running job whose lease is renewed but which has run far longer than
@@ -182,7 +183,7 @@ func TestLongRunningJobPerKind(t *testing.T) {
 	unknown := running("transcode", 20*time.Minute)
 
 	d := open(t, url, diagnostics.Config{})
-	f, rep := onlyFinding(t, d, diagnostics.CodeLongRunningJob, "only the stuck resize")
+	f, rep := onlyFinding(t, d, findings.CodeLongRunningJob, "only the stuck resize")
 	require.Equal(t, stuck, f.Subject["job_id"])
 	require.Equal(t, "resize", f.Subject["kind"])
 	require.Equal(t, "worker-7", f.Subject["lease_owner"])
@@ -190,17 +191,17 @@ func TestLongRunningJobPerKind(t *testing.T) {
 	require.Contains(t, f.Evidence, "latest 30 done jobs")
 	require.Equal(t, "/runbook/rb-f", f.Runbook)
 	for _, id := range []int64{usual, unknown} {
-		_, ok := findingFor(rep, diagnostics.CodeLongRunningJob, "job_id", id)
+		_, ok := findingFor(rep, findings.CodeLongRunningJob, "job_id", id)
 		require.False(t, ok, "job %d: %v", id, codes(rep))
 	}
-	require.Empty(t, findingsWith(rep, diagnostics.CodeExpiredLeases), "the leases are renewed")
+	require.Empty(t, findingsWith(rep, findings.CodeExpiredLeases), "the leases are renewed")
 
 	// Above the floor but under the factor: 10 minutes is 300 times 2s; a
 	// factor of 400 leaves it out.
 	th := diagnostics.DefaultThresholds()
-	require.NoError(t, th.SetFlag("jobs.long_running=400"))
+	require.NoError(t, findings.SetThresholdFlag(&th, "jobs.long_running=400"))
 	d.SetThresholds(th)
-	requireNoFinding(t, d, diagnostics.CodeLongRunningJob, "every job is under the raised factor")
+	requireNoFinding(t, d, findings.CodeLongRunningJob, "every job is under the raised factor")
 }
 
 // Checkpoints requested because WAL filled max_wal_size, not timed, are
@@ -215,14 +216,14 @@ func TestCheckpointPressureFromRequestedCheckpoints(t *testing.T) {
 	first := d.Round(ctx)
 	require.NotNil(t, first.Checkpointer, "%+v", first.Unavailable)
 	require.Nil(t, first.Checkpoints, "one read is no window")
-	requireNoFinding(t, d, diagnostics.CodeCheckpoints, "nothing written yet")
+	requireNoFinding(t, d, findings.CodeCheckpoints, "nothing written yet")
 
 	// Five times max_wal_size, in a bounded number of writes: the
 	// checkpointer is asked for a checkpoint every time WAL reaches it.
 	for i := 0; i < 20; i++ {
 		writeWAL(t, conn, 8<<20)
 	}
-	f := awaitFinding(t, d, diagnostics.CodeCheckpoints, 60*time.Second, nil)
+	f := awaitFinding(t, d, findings.CodeCheckpoints, 60*time.Second, nil)
 	require.GreaterOrEqual(t, f.Subject["requested"].(int64), int64(2))
 	require.EqualValues(t, 0, f.Subject["timed"])
 	require.EqualValues(t, 32<<20, f.Subject["max_wal_size"])
@@ -264,7 +265,7 @@ func TestStandbyConflictCanceledQuery(t *testing.T) {
 	_, err = writer.Exec(ctx, "TRUNCATE conflicted")
 	require.NoError(t, err)
 
-	f := awaitFinding(t, d, diagnostics.CodeStandbyConflicts, 30*time.Second, nil)
+	f := awaitFinding(t, d, findings.CodeStandbyConflicts, 30*time.Second, nil)
 	require.GreaterOrEqual(t, f.Subject["lock"].(int64), int64(1))
 	require.GreaterOrEqual(t, f.Subject["canceled"].(int64), int64(1))
 	require.Contains(t, f.Evidence, "postgres 1")
@@ -278,7 +279,7 @@ func TestStandbyConflictCanceledQuery(t *testing.T) {
 	d.SetThresholds(th)
 	d.Round(ctx)
 	d.Round(ctx)
-	requireNoFinding(t, d, diagnostics.CodeStandbyConflicts, "no conflict since the last round")
+	requireNoFinding(t, d, findings.CodeStandbyConflicts, "no conflict since the last round")
 }
 
 // Engine errors a worker reported in its heartbeat within the window are a
@@ -310,8 +311,8 @@ func TestEngineErrorsFromHeartbeats(t *testing.T) {
 		require.NoError(t, err)
 	}
 	d := open(t, url, diagnostics.Config{})
-	f, _ := onlyFinding(t, d, diagnostics.CodeEngineErrors, "the serialization failure is older than the window")
-	require.Equal(t, diagnostics.SeverityCritical, f.Severity)
+	f, _ := onlyFinding(t, d, findings.CodeEngineErrors, "the serialization failure is older than the window")
+	require.Equal(t, findings.SeverityCritical, f.Severity)
 	require.Equal(t, "53100", f.Subject["sqlstate"])
 	require.Equal(t, 3, f.Subject["count"])
 	require.Equal(t, []string{"w-a", "w-b"}, f.Subject["workers"])
@@ -329,14 +330,14 @@ func TestEngineErrorsFromHeartbeats(t *testing.T) {
 	}
 
 	th := diagnostics.DefaultThresholds()
-	require.NoError(t, th.SetFlag("engine.errors=1h"))
+	require.NoError(t, findings.SetThresholdFlag(&th, "engine.errors=1h"))
 	d.SetThresholds(th)
-	rep, err := d.Findings(ctx)
+	rep, err := findings.Run(ctx, d)
 	require.NoError(t, err)
-	fs := findingsWith(rep, diagnostics.CodeEngineErrors)
+	fs := findingsWith(rep, findings.CodeEngineErrors)
 	require.Len(t, fs, 2, "an hour's window takes the serialization failure in: %v", codes(rep))
 	require.Equal(t, "40001", fs[1].Subject["sqlstate"], "critical first")
-	require.Equal(t, diagnostics.SeverityWarning, fs[1].Severity)
+	require.Equal(t, findings.SeverityWarning, fs[1].Severity)
 }
 
 // A slot that keeps WAL makes pg_wal grow past twice max_wal_size: a
@@ -347,14 +348,14 @@ func TestWALDirSizeNamesTheSlotHoldingIt(t *testing.T) {
 	ctx := context.Background()
 	primary, conn := primaryWithSlot(t, nil, "wal_keeper")
 	d := open(t, primary.URL("postgres"), diagnostics.Config{})
-	requireNoFinding(t, d, diagnostics.CodeWALDir, "nothing retained yet")
+	requireNoFinding(t, d, findings.CodeWALDir, "nothing retained yet")
 
 	// The slot keeps everything written from now on: three times
 	// max_wal_size, in a bounded number of writes.
 	for i := 0; i < 12; i++ {
 		writeWAL(t, conn, 8<<20)
 	}
-	f := awaitFinding(t, d, diagnostics.CodeWALDir, 30*time.Second, nil)
+	f := awaitFinding(t, d, findings.CodeWALDir, 30*time.Second, nil)
 	require.GreaterOrEqual(t, f.Subject["wal_bytes"].(int64), int64(64<<20))
 	require.Equal(t, "wal_keeper", f.Subject["slot_name"])
 	require.Contains(t, f.Evidence, "slot wal_keeper (inactive) retains")
@@ -372,7 +373,7 @@ func TestWALDirSizeNamesTheSlotHoldingIt(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, w.Readable)
 	require.Nil(t, w.Bytes)
-	require.Empty(t, diagnostics.Evaluate(diagnostics.Round{WALDir: &w}, diagnostics.DefaultThresholds()))
+	require.Empty(t, findings.Evaluate(diagnostics.Round{WALDir: &w}, diagnostics.DefaultThresholds()))
 	// The slots query reads the size of pg_wal the same way: without
 	// pg_monitor the slots still come back, with no size of pg_wal.
 	var version int

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/recorder"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -17,11 +18,11 @@ import (
 // Status carries it before the first sample.
 func TestRecorderCheckSaysWhyItCannotRecord(t *testing.T) {
 	t.Parallel()
-	check := func(t *testing.T, url string) diagnostics.HistoryStatus {
+	check := func(t *testing.T, url string) recorder.HistoryStatus {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		rec := open(t, url, diagnostics.Config{}).NewRecorder(testdb.Pool(t, url), diagnostics.RecorderConfig{})
+		rec := recorder.New(open(t, url, diagnostics.Config{}), testdb.Pool(t, url), recorder.Config{})
 		st := rec.Check(ctx)
 		if !st.On {
 			require.Equal(t, st, rec.Status(), "the pages say it too")

@@ -14,6 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
+	"github.com/pgconsole/console/diagnostics/recorder"
+	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -73,8 +76,8 @@ func TestRecorderKeepsALockChainAfterItClears(t *testing.T) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	d := open(t, url, diagnostics.Config{Thresholds: lowThresholds()})
-	rec := d.NewRecorder(testdb.Pool(t, url), diagnostics.RecorderConfig{Interval: 200 * time.Millisecond, Name: "test"})
-	smp := d.NewSampler(diagnostics.SamplerConfig{Interval: 200 * time.Millisecond, OnSampleFunc: rec.Record})
+	rec := recorder.New(d, testdb.Pool(t, url), recorder.Config{Interval: 200 * time.Millisecond, Name: "test"})
+	smp := sampler.New(d, sampler.Config{Interval: 200 * time.Millisecond, OnSampleFunc: rec.Record})
 	pool := testdb.Pool(t, url)
 
 	rootPID, workerPID, release := stageChain(t, url, 4242)
@@ -101,11 +104,11 @@ func TestRecorderKeepsALockChainAfterItClears(t *testing.T) {
 	// instant on the lock manager's own LWLock instead, so the sample
 	// looked at is one whose tree and wait events both show the chain.
 	lockWaitsAt := func(at time.Time) (int, string) {
-		w, err := diagnostics.HistoryAt(ctx, pool, diagnostics.HistoryWaitEvents, at, 0)
+		w, err := recorder.HistoryAt(ctx, pool, diagnostics.HistoryWaitEvents, at, 0)
 		if err != nil {
 			return 0, err.Error()
 		}
-		var waits []diagnostics.WaitEventCount
+		var waits []recorder.WaitEventCount
 		require.NoError(t, json.Unmarshal(w.Data, &waits))
 		for _, w := range waits {
 			if w.WaitEventType == "Lock" && w.WaitEvent == "transactionid" {
@@ -118,7 +121,7 @@ func TestRecorderKeepsALockChainAfterItClears(t *testing.T) {
 	// Wait for a recorded sample holding the whole chain.
 	var at time.Time
 	eventually(t, 30*time.Second, func() (bool, string) {
-		entries, err := diagnostics.HistoryRange(ctx, pool, diagnostics.HistoryBlockingTree, time.Now().Add(-time.Minute), time.Now().Add(time.Minute), 0)
+		entries, err := recorder.HistoryRange(ctx, pool, diagnostics.HistoryBlockingTree, time.Now().Add(-time.Minute), time.Now().Add(time.Minute), 0)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -140,7 +143,7 @@ func TestRecorderKeepsALockChainAfterItClears(t *testing.T) {
 	// Wait until a sample after the chain cleared is recorded, so the
 	// chain is gone "now" and only history has it.
 	eventually(t, 30*time.Second, func() (bool, string) {
-		e, err := diagnostics.HistoryAt(ctx, pool, diagnostics.HistoryBlockingTree, time.Now(), time.Minute)
+		e, err := recorder.HistoryAt(ctx, pool, diagnostics.HistoryBlockingTree, time.Now(), time.Minute)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -148,7 +151,7 @@ func TestRecorderKeepsALockChainAfterItClears(t *testing.T) {
 	})
 	smp.Stop()
 
-	e, err := diagnostics.HistoryAt(ctx, pool, diagnostics.HistoryBlockingTree, at.Add(50*time.Millisecond), 0)
+	e, err := recorder.HistoryAt(ctx, pool, diagnostics.HistoryBlockingTree, at.Add(50*time.Millisecond), 0)
 	require.NoError(t, err)
 	require.Equal(t, at, e.At)
 	require.Equal(t, "test", e.RecordedBy)
@@ -161,17 +164,17 @@ func TestRecorderKeepsALockChainAfterItClears(t *testing.T) {
 	require.NotNil(t, nodes[1].JobID, "the job behind the worker backend")
 	require.Equal(t, int64(4242), *nodes[1].JobID)
 
-	f, err := diagnostics.HistoryAt(ctx, pool, diagnostics.HistoryFindings, at, 0)
+	f, err := recorder.HistoryAt(ctx, pool, diagnostics.HistoryFindings, at, 0)
 	require.NoError(t, err)
-	require.Contains(t, string(f.Data), diagnostics.CodeRootBlocker)
-	q, err := diagnostics.HistoryAt(ctx, pool, diagnostics.HistoryQueues, at, 0)
+	require.Contains(t, string(f.Data), findings.CodeRootBlocker)
+	q, err := recorder.HistoryAt(ctx, pool, diagnostics.HistoryQueues, at, 0)
 	require.NoError(t, err)
 	require.Contains(t, string(q.Data), `"queue": "history"`)
 
-	_, err = diagnostics.HistoryAt(ctx, pool, diagnostics.HistoryBlockingTree, at.Add(-time.Hour), time.Minute)
-	require.ErrorIs(t, err, diagnostics.ErrNoHistory)
-	_, err = diagnostics.HistoryAt(ctx, pool, "blocking", at, 0)
-	require.ErrorIs(t, err, diagnostics.ErrUnknownCheck)
+	_, err = recorder.HistoryAt(ctx, pool, diagnostics.HistoryBlockingTree, at.Add(-time.Hour), time.Minute)
+	require.ErrorIs(t, err, recorder.ErrNoHistory)
+	_, err = recorder.HistoryAt(ctx, pool, "blocking", at, 0)
+	require.ErrorIs(t, err, recorder.ErrUnknownCheck)
 	require.True(t, rec.Status().On)
 }
 
@@ -184,10 +187,10 @@ func TestRecorderRecordsOnceAcrossConsoles(t *testing.T) {
 	// round after round, so some of them try the lock in the instant the
 	// first writer commits and lets it go: they must still see its sample.
 	const consoles, attempts, rounds = 4, 40, 50
-	var recs []*diagnostics.Recorder
+	var recs []*recorder.Recorder
 	for i := range consoles {
 		d := open(t, url, diagnostics.Config{})
-		recs = append(recs, d.NewRecorder(testdb.Pool(t, url), diagnostics.RecorderConfig{Interval: time.Hour, Name: fmt.Sprint("console-", i)}))
+		recs = append(recs, recorder.New(d, testdb.Pool(t, url), recorder.Config{Interval: time.Hour, Name: fmt.Sprint("console-", i)}))
 	}
 	pool := testdb.Pool(t, url)
 	for round := range rounds {
@@ -232,16 +235,16 @@ func TestRecorderIsOffOnAReadOnlyDatabase(t *testing.T) {
 	require.NoError(t, err)
 
 	d := open(t, url, diagnostics.Config{})
-	rec := d.NewRecorder(testdb.Pool(t, url), diagnostics.RecorderConfig{})
+	rec := recorder.New(d, testdb.Pool(t, url), recorder.Config{})
 	err = rec.Record(ctx, diagnostics.Sample{At: time.Now()})
-	require.ErrorIs(t, err, diagnostics.ErrHistoryOff)
+	require.ErrorIs(t, err, recorder.ErrHistoryOff)
 	st := rec.Status()
 	require.False(t, st.On)
 	require.Contains(t, st.Reason, "history is off")
 	require.Contains(t, st.Reason, "refuses writes")
 	// Reading still works: the views say there is nothing rather than fail.
-	_, err = diagnostics.HistoryAt(ctx, admin, diagnostics.HistoryActivity, time.Now(), 0)
-	require.True(t, errors.Is(err, diagnostics.ErrNoHistory), "got %v", err)
+	_, err = recorder.HistoryAt(ctx, admin, diagnostics.HistoryActivity, time.Now(), 0)
+	require.True(t, errors.Is(err, recorder.ErrNoHistory), "got %v", err)
 }
 
 func TestHistoryPruneRetentionAndSizeCap(t *testing.T) {
@@ -259,15 +262,15 @@ func TestHistoryPruneRetentionAndSizeCap(t *testing.T) {
 	var size int64
 	require.NoError(t, pool.QueryRow(ctx, "SELECT pg_column_size($1::jsonb)", doc).Scan(&size))
 
-	n, err := diagnostics.HistoryPrune(ctx, pool, diagnostics.HistoryPruneParams{BatchSize: 3, MaxBytes: -1})
+	n, err := recorder.HistoryPrune(ctx, pool, recorder.HistoryPruneParams{BatchSize: 3, MaxBytes: -1})
 	require.NoError(t, err)
 	require.Equal(t, int64(10), n, "the 8-day-old samples go, in batches of 3")
 
 	// A cap of 5 documents keeps the 5 newest.
-	n, err = diagnostics.HistoryPrune(ctx, pool, diagnostics.HistoryPruneParams{BatchSize: 4, MaxBytes: 5 * size})
+	n, err = recorder.HistoryPrune(ctx, pool, recorder.HistoryPruneParams{BatchSize: 4, MaxBytes: 5 * size})
 	require.NoError(t, err)
 	require.Equal(t, int64(15), n)
-	st, err := diagnostics.HistoryStats(ctx, pool)
+	st, err := recorder.HistoryStats(ctx, pool)
 	require.NoError(t, err)
 	require.Equal(t, int64(5), st.Samples)
 	require.Equal(t, 5*size, st.DocBytes)
@@ -294,7 +297,7 @@ func TestHistoryTimelineSummarisesChainsAndFindings(t *testing.T) {
 	insert(20, tree, fmt.Sprintf(finding, 13)) // same finding, new value: not new
 	insert(30, "[]", "[]")
 
-	items, err := diagnostics.HistoryTimeline(ctx, pool, t0, t0.Add(time.Minute))
+	items, err := recorder.HistoryTimeline(ctx, pool, t0, t0.Add(time.Minute))
 	require.NoError(t, err)
 	var titles []string
 	for _, it := range items {
@@ -314,7 +317,7 @@ func TestHistoryChainsKeepsOverlappingChainsApart(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	// Newest first, the largest root first within a sample.
-	moments := []diagnostics.HistoryMoment{
+	moments := []recorder.HistoryMoment{
 		{At: at(100), RootPID: 7, Blocked: 1},
 		{At: at(10), RootPID: 9, Blocked: 5},
 		{At: at(10), RootPID: 7, Blocked: 2},
@@ -322,7 +325,7 @@ func TestHistoryChainsKeepsOverlappingChainsApart(t *testing.T) {
 		{At: at(5), RootPID: 7, Blocked: 1},
 		{At: at(0), RootPID: 9, Blocked: 4},
 	}
-	chains := diagnostics.HistoryChains(moments)
+	chains := recorder.HistoryChains(moments)
 	type got struct {
 		root           string
 		blocked, count int
@@ -354,7 +357,7 @@ func TestHistorySeriesSlicesTheRangeAndKeepsTheMoment(t *testing.T) {
 		_, err := pool.Exec(ctx, "INSERT INTO history_samples (sampled_at, recorded_by, bytes, doc) VALUES ($1, 't', 0, $2)", t0.Add(time.Duration(i)*time.Second), doc)
 		require.NoError(t, err)
 	}
-	ready := func(es []diagnostics.HistoryEntry) []int {
+	ready := func(es []recorder.HistoryEntry) []int {
 		var out []int
 		for _, e := range es {
 			var qs []diagnostics.QueueStat
@@ -364,22 +367,22 @@ func TestHistorySeriesSlicesTheRangeAndKeepsTheMoment(t *testing.T) {
 		return out
 	}
 	end := t0.Add(19 * time.Second)
-	es, err := diagnostics.HistorySeries(ctx, pool, diagnostics.HistoryQueues, t0, end, time.Time{}, 4)
+	es, err := recorder.HistorySeries(ctx, pool, diagnostics.HistoryQueues, t0, end, time.Time{}, 4)
 	require.NoError(t, err)
 	require.Equal(t, []int{4, 9, 14, 18, 19}, ready(es), "the newest of each 4.75s slice (the range's end starts a fifth)")
 
-	es, err = diagnostics.HistorySeries(ctx, pool, diagnostics.HistoryQueues, t0, end, t0.Add(6500*time.Millisecond), 4)
+	es, err = recorder.HistorySeries(ctx, pool, diagnostics.HistoryQueues, t0, end, t0.Add(6500*time.Millisecond), 4)
 	require.NoError(t, err)
 	require.Equal(t, []int{4, 6, 9, 14, 18, 19}, ready(es), "the sample shown at 03:00:06.5 is kept")
 
-	res, e, err := diagnostics.PanelAt(ctx, pool, diagnostics.CheckQueueHealth, t0.Add(6500*time.Millisecond))
+	res, e, err := recorder.PanelAt(ctx, pool, diagnostics.CheckQueueHealth, t0.Add(6500*time.Millisecond))
 	require.NoError(t, err)
 	require.Equal(t, t0.Add(6*time.Second), e.At.UTC())
 	require.Equal(t, int64(6), res.Rows[0].(diagnostics.QueueStat).Ready)
-	_, _, err = diagnostics.PanelAt(ctx, pool, diagnostics.CheckLockWaits, t0)
-	require.ErrorIs(t, err, diagnostics.ErrNotRecorded)
-	_, _, err = diagnostics.PanelAt(ctx, pool, diagnostics.CheckQueueHealth, t0.Add(-time.Hour))
-	require.ErrorIs(t, err, diagnostics.ErrNoHistory)
+	_, _, err = recorder.PanelAt(ctx, pool, diagnostics.CheckLockWaits, t0)
+	require.ErrorIs(t, err, recorder.ErrNotRecorded)
+	_, _, err = recorder.PanelAt(ctx, pool, diagnostics.CheckQueueHealth, t0.Add(-time.Hour))
+	require.ErrorIs(t, err, recorder.ErrNoHistory)
 }
 
 // A write cut short because the recorder is stopping (its context
@@ -388,7 +391,7 @@ func TestHistorySeriesSlicesTheRangeAndKeepsTheMoment(t *testing.T) {
 func TestRecorderStoppedMidWriteStaysOn(t *testing.T) {
 	ctx, url := freshDB(t)
 	d := open(t, url, diagnostics.Config{})
-	rec := d.NewRecorder(testdb.Pool(t, url), diagnostics.RecorderConfig{Interval: time.Hour, Name: "test"})
+	rec := recorder.New(d, testdb.Pool(t, url), recorder.Config{Interval: time.Hour, Name: "test"})
 	require.NoError(t, rec.Record(ctx, diagnostics.Sample{At: time.Now()}))
 	require.True(t, rec.Status().On)
 	stopped, cancel := context.WithCancel(ctx)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 )
 
 // With ACCESS EXCLUSIVE held on jobs, every query returns within its
@@ -47,10 +48,10 @@ func TestQueriesUnderAccessExclusiveLockOnJobs(t *testing.T) {
 	tree := d.BlockingTree(ctx)
 	require.NoError(t, tree.Err)
 
-	rep, err := d.Findings(ctx)
+	rep, err := findings.Run(ctx, d)
 	require.NoError(t, err)
 	var checks []string
-	for _, f := range findingsWith(rep, diagnostics.CodeUnavailable) {
+	for _, f := range findingsWith(rep, findings.CodeUnavailable) {
 		checks = append(checks, f.Subject["check"].(string))
 		if f.Subject["check"] == "queue_health" {
 			require.Contains(t, f.Subject["locked_by"], holderPID)

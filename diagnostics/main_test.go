@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -95,8 +96,8 @@ func eventually(t *testing.T, within time.Duration, cond func() (bool, string)) 
 }
 
 // findingsWith returns the findings of code in rep.
-func findingsWith(rep diagnostics.Report, code string) []diagnostics.Finding {
-	var out []diagnostics.Finding
+func findingsWith(rep findings.Report, code string) []findings.Finding {
+	var out []findings.Finding
 	for _, f := range rep.Findings {
 		if f.Code == code {
 			out = append(out, f)
@@ -107,9 +108,9 @@ func findingsWith(rep diagnostics.Report, code string) []diagnostics.Finding {
 
 // onlyFinding runs a findings round on d and returns its one finding of
 // code, with the report; the test fails unless there is exactly one.
-func onlyFinding(t *testing.T, d *diagnostics.Diagnostics, code, why string) (diagnostics.Finding, diagnostics.Report) {
+func onlyFinding(t *testing.T, d *diagnostics.Diagnostics, code, why string) (findings.Finding, findings.Report) {
 	t.Helper()
-	rep, err := d.Findings(context.Background())
+	rep, err := findings.Run(context.Background(), d)
 	require.NoError(t, err)
 	fs := findingsWith(rep, code)
 	require.Len(t, fs, 1, "%s: %v", why, codes(rep))
@@ -117,16 +118,16 @@ func onlyFinding(t *testing.T, d *diagnostics.Diagnostics, code, why string) (di
 }
 
 // findingFor returns the finding of code whose subject[key] prints as value.
-func findingFor(rep diagnostics.Report, code, key string, value any) (diagnostics.Finding, bool) {
+func findingFor(rep findings.Report, code, key string, value any) (findings.Finding, bool) {
 	for _, f := range findingsWith(rep, code) {
 		if fmt.Sprint(f.Subject[key]) == fmt.Sprint(value) {
 			return f, true
 		}
 	}
-	return diagnostics.Finding{}, false
+	return findings.Finding{}, false
 }
 
-func codes(rep diagnostics.Report) []string {
+func codes(rep findings.Report) []string {
 	var out []string
 	for _, f := range rep.Findings {
 		out = append(out, f.Code+" "+fmt.Sprint(f.Subject))

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -196,7 +197,7 @@ func TestEveryCheckAnswersOnAMessyServer(t *testing.T) {
 		require.NotNil(t, lateXact, "the round saw the late prepared transaction: %+v", r.Prepared)
 		require.Empty(t, lateXact.Database, "its database was created after the round's snapshot")
 		fs := requireNoUnavailable(t, r)
-		f, ok := findingFor(diagnostics.Report{Findings: fs}, diagnostics.CodePreparedXactOld, "gid", "messy-late")
+		f, ok := findingFor(findings.Report{Findings: fs}, findings.CodePreparedXactOld, "gid", "messy-late")
 		require.True(t, ok, "%v", fs)
 		require.Contains(t, f.Evidence, "in (unknown database) by")
 	})
@@ -213,11 +214,11 @@ func unavailable(r diagnostics.Round) []string {
 
 // requireNoUnavailable evaluates r with thresholds that fire on anything and
 // returns its findings, none of which may say a check could not run.
-func requireNoUnavailable(t *testing.T, r diagnostics.Round) []diagnostics.Finding {
+func requireNoUnavailable(t *testing.T, r diagnostics.Round) []findings.Finding {
 	t.Helper()
-	fs := diagnostics.Evaluate(r, *lowThresholds())
+	fs := findings.Evaluate(r, *lowThresholds())
 	for _, f := range fs {
-		require.NotEqual(t, diagnostics.CodeUnavailable, f.Code, "%+v", f)
+		require.NotEqual(t, findings.CodeUnavailable, f.Code, "%+v", f)
 	}
 	return fs
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -53,7 +54,7 @@ func TestOutboxAcceptedButNotMarkedIsEvidence(t *testing.T) {
 	th := diagnostics.DefaultThresholds()
 	th.OutboxBacklogPending = 1
 	d := open(t, url, diagnostics.Config{Thresholds: &th})
-	f, _ := onlyFinding(t, d, diagnostics.CodeOutboxBacklog, "one queue's backlog")
+	f, _ := onlyFinding(t, d, findings.CodeOutboxBacklog, "one queue's backlog")
 	require.EqualValues(t, 3, f.Subject["accepted_unmarked"])
 	require.EqualValues(t, 3, f.Subject["inflight"], "in flight under the dead relay's lease")
 	require.Equal(t, ids, f.Subject["accepted_unmarked_ids"])

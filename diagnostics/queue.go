@@ -235,11 +235,12 @@ func (w Worker) LastError() string {
 		return ""
 	}
 	e := w.RecentErrors[len(w.RecentErrors)-1]
-	return engineErrorText(e)
+	return EngineErrorText(e)
 }
 
-// engineErrorText renders an engine error for panels and evidence.
-func engineErrorText(e queues.EngineError) string {
+// EngineErrorText renders an engine error for panels and evidence (one
+// line: operation, SQLSTATE, message).
+func EngineErrorText(e queues.EngineError) string {
 	return strings.TrimSpace(fmt.Sprintf("%s %s: %s", e.Op, e.SQLState, e.Error))
 }
 

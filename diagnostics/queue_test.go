@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 )
 
 func TestQueueAndOutboxFindings(t *testing.T) {
@@ -52,46 +53,46 @@ func TestQueueAndOutboxFindings(t *testing.T) {
 	}
 
 	d := open(t, url, diagnostics.Config{Thresholds: lowThresholds()})
-	rep, err := d.Findings(ctx)
+	rep, err := findings.Run(ctx, d)
 	require.NoError(t, err)
-	require.Empty(t, findingsWith(rep, diagnostics.CodeUnavailable), "%v", codes(rep))
+	require.Empty(t, findingsWith(rep, findings.CodeUnavailable), "%v", codes(rep))
 
-	f, ok := findingFor(rep, diagnostics.CodeExpiredLeases, "queue", "lease-q")
+	f, ok := findingFor(rep, findings.CodeExpiredLeases, "queue", "lease-q")
 	require.True(t, ok, "%v", codes(rep))
 	require.EqualValues(t, 3, f.Subject["count"])
 	require.Equal(t, "/runbook/rb-f", f.Runbook)
 
-	f, ok = findingFor(rep, diagnostics.CodeDeadLetters, "queue", "dead-q")
+	f, ok = findingFor(rep, findings.CodeDeadLetters, "queue", "dead-q")
 	require.True(t, ok, "%v", codes(rep))
 	require.EqualValues(t, 14, f.Subject["count"])
 	require.Equal(t, "TimeoutError", f.Subject["error_class"])
 	require.Equal(t, []string{"deadletters.requeue"}, f.Actions)
-	_, ok = findingFor(rep, diagnostics.CodeDeadLetters, "queue", "old-dead-q")
+	_, ok = findingFor(rep, findings.CodeDeadLetters, "queue", "old-dead-q")
 	require.False(t, ok, "old dead letters are not a burst")
 
-	f, ok = findingFor(rep, diagnostics.CodeQueueBacklog, "queue", "backlog-q")
+	f, ok = findingFor(rep, findings.CodeQueueBacklog, "queue", "backlog-q")
 	require.True(t, ok, "%v", codes(rep))
 	require.EqualValues(t, 20, f.Subject["ready"])
 	require.GreaterOrEqual(t, f.Subject["oldest_ready_seconds"].(float64), 590.0)
-	_, ok = findingFor(rep, diagnostics.CodeQueueBacklog, "queue", "later-q")
+	_, ok = findingFor(rep, findings.CodeQueueBacklog, "queue", "later-q")
 	require.False(t, ok, "jobs scheduled for later are not a backlog")
 
-	_, ok = findingFor(rep, diagnostics.CodeWorkersNoneAlive, "queue", "backlog-q")
+	_, ok = findingFor(rep, findings.CodeWorkersNoneAlive, "queue", "backlog-q")
 	require.True(t, ok, "w2's heartbeat is an hour old: %v", codes(rep))
-	_, ok = findingFor(rep, diagnostics.CodeWorkersNoneAlive, "queue", "paused-q")
+	_, ok = findingFor(rep, findings.CodeWorkersNoneAlive, "queue", "paused-q")
 	require.False(t, ok, "a paused queue needs no worker")
 
-	f, ok = findingFor(rep, diagnostics.CodeQueuePaused, "queue", "paused-q")
+	f, ok = findingFor(rep, findings.CodeQueuePaused, "queue", "paused-q")
 	require.True(t, ok, "%v", codes(rep))
-	require.Equal(t, diagnostics.SeverityInfo, f.Severity)
+	require.Equal(t, findings.SeverityInfo, f.Severity)
 	require.Equal(t, []string{"queue.resume"}, f.Actions)
 
-	ob := findingsWith(rep, diagnostics.CodeOutboxBacklog)
+	ob := findingsWith(rep, findings.CodeOutboxBacklog)
 	require.Len(t, ob, 1, "%v", codes(rep))
 	require.EqualValues(t, 5, ob[0].Subject["pending"])
 	require.GreaterOrEqual(t, ob[0].Subject["oldest_pending_seconds"].(float64), 590.0)
 	require.Equal(t, "/runbook/rb-h", ob[0].Runbook)
-	od := findingsWith(rep, diagnostics.CodeOutboxDead)
+	od := findingsWith(rep, findings.CodeOutboxDead)
 	require.Len(t, od, 1)
 	require.EqualValues(t, 1, od[0].Subject["count"])
 
@@ -110,7 +111,7 @@ func TestQueueAndOutboxFindings(t *testing.T) {
 	require.Zero(t, byQueue["lease-q"].Ready)
 	require.Zero(t, byQueue["lease-q"].Scheduled)
 	require.Zero(t, byQueue["lease-q"].DeadRecent)
-	_, leaseQDead := findingFor(rep, diagnostics.CodeDeadLetters, "queue", "lease-q")
+	_, leaseQDead := findingFor(rep, findings.CodeDeadLetters, "queue", "lease-q")
 	require.False(t, leaseQDead, "no dead-letter finding for a queue without dead letters")
 	require.EqualValues(t, 50, byQueue["old-dead-q"].Dead)
 	require.EqualValues(t, 0, byQueue["old-dead-q"].DeadRecent)

@@ -75,9 +75,9 @@ type StandbyState struct {
 	PrimaryLagBytes *int64 `db:"-" json:"primary_lag_bytes"`
 }
 
-// ParseLSN converts a WAL position written as PostgreSQL prints it
+// parseLSN converts a WAL position written as PostgreSQL prints it
 // ("16/B374D848") to bytes.
-func ParseLSN(lsn string) (int64, error) {
+func parseLSN(lsn string) (int64, error) {
 	hi, lo, ok := strings.Cut(lsn, "/")
 	if !ok {
 		return 0, fmt.Errorf("WAL position %q: want two hex numbers separated by /", lsn)
@@ -157,14 +157,14 @@ func (d *Diagnostics) ReplicationSlots(ctx context.Context) Result[Slot] {
 	r := panel(ctx, d, CheckReplicationSlots, ReplicationSlots)
 	rate := d.knownWALRate()
 	for i := range r.Rows {
-		r.Rows[i].SecondsToExhaustion = SlotExhaustion(r.Rows[i].SafeWALSize, rate)
+		r.Rows[i].SecondsToExhaustion = slotExhaustion(r.Rows[i].SafeWALSize, rate)
 	}
 	return r
 }
 
-// SlotExhaustion estimates the seconds until a slot with safeWALSize bytes of
+// slotExhaustion estimates the seconds until a slot with safeWALSize bytes of
 // headroom is invalidated at bytesPerSecond, or nil when either is unknown.
-func SlotExhaustion(safeWALSize *int64, bytesPerSecond float64) *float64 {
+func slotExhaustion(safeWALSize *int64, bytesPerSecond float64) *float64 {
 	if safeWALSize == nil || bytesPerSecond <= 0 {
 		return nil
 	}

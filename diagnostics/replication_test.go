@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/internal/pgserver"
 	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/migrations"
@@ -121,11 +122,11 @@ func TestStandbyReplayPausedLag(t *testing.T) {
 	})
 
 	// Lag grows while replay is paused and writes continue.
-	lagOf := func(rep diagnostics.Report) (primarySide, standbySide int64, paused bool) {
-		if f, ok := findingFor(rep, diagnostics.CodeReplicationLag, "application_name", "standby1"); ok {
+	lagOf := func(rep findings.Report) (primarySide, standbySide int64, paused bool) {
+		if f, ok := findingFor(rep, findings.CodeReplicationLag, "application_name", "standby1"); ok {
 			primarySide = f.Subject["replay_lag_bytes"].(int64)
 		}
-		for _, f := range findingsWith(rep, diagnostics.CodeReplicationLag) {
+		for _, f := range findingsWith(rep, findings.CodeReplicationLag) {
 			if f.Subject["standby"] != nil {
 				standbySide = f.Subject["replay_lag_bytes"].(int64)
 				paused = f.Subject["paused"].(bool)
@@ -136,22 +137,22 @@ func TestStandbyReplayPausedLag(t *testing.T) {
 	var first, firstStandby int64
 	eventually(t, 30*time.Second, func() (bool, string) {
 		writeWAL(t, writer, 1<<20)
-		rep, err := d.Findings(ctx)
+		rep, err := findings.Run(ctx, d)
 		require.NoError(t, err)
 		p, s, paused := lagOf(rep)
 		first, firstStandby = p, s
 		return p > 0 && s > 0 && paused, fmt.Sprint(codes(rep))
 	})
 	require.GreaterOrEqual(t, first, lagBytes)
-	rep, err := d.Findings(ctx)
+	rep, err := findings.Run(ctx, d)
 	require.NoError(t, err)
-	paused := findingsWith(rep, diagnostics.CodeReplayPaused)
+	paused := findingsWith(rep, findings.CodeReplayPaused)
 	require.Len(t, paused, 1, "paused replay is a finding of its own: %v", codes(rep))
 	require.Equal(t, "paused", paused[0].Subject["replay_pause_state"])
-	require.Empty(t, findingsWith(rep, diagnostics.CodeStandbyReceiver), "the receiver still streams")
+	require.Empty(t, findingsWith(rep, findings.CodeStandbyReceiver), "the receiver still streams")
 	eventually(t, 30*time.Second, func() (bool, string) {
 		writeWAL(t, writer, 1<<20)
-		rep, err := d.Findings(ctx)
+		rep, err := findings.Run(ctx, d)
 		require.NoError(t, err)
 		p, s, _ := lagOf(rep)
 		return p > first && s > firstStandby, fmt.Sprintf("primary side %d (first %d), standby side %d (first %d)", p, first, s, firstStandby)
@@ -161,9 +162,9 @@ func TestStandbyReplayPausedLag(t *testing.T) {
 	_, err = sconn.Exec(ctx, "SELECT pg_wal_replay_resume()")
 	require.NoError(t, err)
 	eventually(t, 30*time.Second, func() (bool, string) {
-		rep, err := d.Findings(ctx)
+		rep, err := findings.Run(ctx, d)
 		require.NoError(t, err)
-		return len(findingsWith(rep, diagnostics.CodeReplicationLag)) == 0, fmt.Sprint(codes(rep))
+		return len(findingsWith(rep, findings.CodeReplicationLag)) == 0, fmt.Sprint(codes(rep))
 	})
 }
 
@@ -208,30 +209,30 @@ func TestLogicalSlotWithoutConsumer(t *testing.T) {
 	th.WALRate = 1
 	d := open(t, primary.URL("postgres"), diagnostics.Config{Thresholds: &th, WALSampleWindow: 100 * time.Millisecond})
 
-	retained := func(rep diagnostics.Report) (int64, diagnostics.Finding) {
-		f, ok := findingFor(rep, diagnostics.CodeSlotRetention, "slot_name", "orders_cdc")
+	retained := func(rep findings.Report) (int64, findings.Finding) {
+		f, ok := findingFor(rep, findings.CodeSlotRetention, "slot_name", "orders_cdc")
 		if !ok {
 			return 0, f
 		}
 		return f.Subject["retained_bytes"].(int64), f
 	}
 	var first int64
-	var rep diagnostics.Report
+	var rep findings.Report
 	eventually(t, 30*time.Second, func() (bool, string) {
 		writeWAL(t, conn, 1<<20)
-		rep, err = d.Findings(ctx)
+		rep, err = findings.Run(ctx, d)
 		require.NoError(t, err)
 		first, _ = retained(rep)
 		return first > 0, fmt.Sprint(codes(rep))
 	})
-	inactive, ok := findingFor(rep, diagnostics.CodeSlotInactive, "slot_name", "orders_cdc")
+	inactive, ok := findingFor(rep, findings.CodeSlotInactive, "slot_name", "orders_cdc")
 	require.True(t, ok, "%v", codes(rep))
 	require.Equal(t, "/runbook/rb-b", inactive.Runbook)
 
-	var f diagnostics.Finding
+	var f findings.Finding
 	eventually(t, 30*time.Second, func() (bool, string) {
 		writeWAL(t, conn, 1<<20)
-		rep, err = d.Findings(ctx)
+		rep, err = findings.Run(ctx, d)
 		require.NoError(t, err)
 		var n int64
 		n, f = retained(rep)
@@ -240,7 +241,7 @@ func TestLogicalSlotWithoutConsumer(t *testing.T) {
 	require.Equal(t, "reserved", f.Subject["wal_status"])
 	require.NotNil(t, f.Subject["safe_wal_size"], "max_slot_wal_keep_size is set")
 	require.NotNil(t, f.Subject["seconds_to_exhaustion"], "the WAL rate is known from the previous round: %+v", f)
-	require.Len(t, findingsWith(rep, diagnostics.CodeWALRateHigh), 1, "wal.rate_high over 1 B/s: %v", codes(rep))
+	require.Len(t, findingsWith(rep, findings.CodeWALRateHigh), 1, "wal.rate_high over 1 B/s: %v", codes(rep))
 
 	slots := d.ReplicationSlots(ctx)
 	require.NoError(t, slots.Err)
@@ -255,9 +256,9 @@ func TestLogicalSlotWithoutConsumer(t *testing.T) {
 	_, err = conn.Exec(ctx, "SELECT pg_switch_wal()")
 	require.NoError(t, err)
 	eventually(t, 30*time.Second, func() (bool, string) {
-		rep, err = d.Findings(ctx)
+		rep, err = findings.Run(ctx, d)
 		require.NoError(t, err)
-		return len(findingsWith(rep, diagnostics.CodeArchiverFailing)) == 1, fmt.Sprint(codes(rep))
+		return len(findingsWith(rep, findings.CodeArchiverFailing)) == 1, fmt.Sprint(codes(rep))
 	})
 
 	_, err = conn.Exec(ctx, "SELECT pg_drop_replication_slot('orders_cdc')")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 )
 
 // A write transaction that pauses between its statements is old even while
@@ -27,26 +28,26 @@ func TestLongRunningCoversPausesBetweenStatements(t *testing.T) {
 	th.LongRunningTx = 300 * time.Millisecond
 	th.IdleInTransaction = time.Hour
 	d := open(t, url, diagnostics.Config{Thresholds: &th})
-	var rep diagnostics.Report
+	var rep findings.Report
 	eventually(t, 15*time.Second, func() (bool, string) {
 		var err error
-		rep, err = d.Findings(ctx)
+		rep, err = findings.Run(ctx, d)
 		require.NoError(t, err)
-		_, ok := findingFor(rep, diagnostics.CodeLongRunning, "pid", pid)
+		_, ok := findingFor(rep, findings.CodeLongRunning, "pid", pid)
 		return ok, "no tx.long_running: " + strings.Join(codes(rep), "; ")
 	})
-	f, _ := findingFor(rep, diagnostics.CodeLongRunning, "pid", pid)
+	f, _ := findingFor(rep, findings.CodeLongRunning, "pid", pid)
 	require.Equal(t, "idle in transaction", f.Subject["state"])
-	_, ok := findingFor(rep, diagnostics.CodeIdleInTransaction, "pid", pid)
+	_, ok := findingFor(rep, findings.CodeIdleInTransaction, "pid", pid)
 	require.False(t, ok, "not idle long enough for tx.idle_in_transaction")
 
 	th.IdleInTransaction = 0
 	d.SetThresholds(th)
-	rep, err := d.Findings(ctx)
+	rep, err := findings.Run(ctx, d)
 	require.NoError(t, err)
-	_, ok = findingFor(rep, diagnostics.CodeIdleInTransaction, "pid", pid)
+	_, ok = findingFor(rep, findings.CodeIdleInTransaction, "pid", pid)
 	require.True(t, ok, "idle in transaction: %v", codes(rep))
-	_, ok = findingFor(rep, diagnostics.CodeLongRunning, "pid", pid)
+	_, ok = findingFor(rep, findings.CodeLongRunning, "pid", pid)
 	require.False(t, ok, "reported once for its open transaction: %v", codes(rep))
 }
 
@@ -73,9 +74,9 @@ func TestSlotNearExhaustionWhateverItRetains(t *testing.T) {
 	})
 	require.Less(t, slot.RetainedBytes, th.SlotRetentionBytes)
 	require.NotNil(t, slot.SafeWALSize)
-	rep, err := d.Findings(ctx)
+	rep, err := findings.Run(ctx, d)
 	require.NoError(t, err)
-	f, ok := findingFor(rep, diagnostics.CodeSlotRetention, "slot_name", "far_behind")
+	f, ok := findingFor(rep, findings.CodeSlotRetention, "slot_name", "far_behind")
 	require.True(t, ok, "%v", codes(rep))
 	require.Equal(t, "extended", f.Subject["wal_status"])
 	require.Contains(t, f.Title, "left before it is invalidated")
@@ -96,7 +97,7 @@ func TestStandbyReceiverDownAndTrueLag(t *testing.T) {
 		st := d.StandbyStatus(ctx)
 		return len(st) == 1 && st[0].Err == nil && st[0].Rows[0].ReceiverStatus == "streaming", fmt.Sprint(st)
 	})
-	requireNoFinding(t, d, diagnostics.CodeStandbyReceiver, "streaming")
+	requireNoFinding(t, d, findings.CodeStandbyReceiver, "streaming")
 
 	// The primary refuses replication connections from now on; ending the
 	// standby's walsender stops its receiver for good.
@@ -113,20 +114,20 @@ func TestStandbyReceiverDownAndTrueLag(t *testing.T) {
 		return len(st) == 1 && st[0].Err == nil && st[0].Rows[0].ReceiverStatus != "streaming", fmt.Sprint(st)
 	})
 	writeWAL(t, writer, 2<<20)
-	var rep diagnostics.Report
+	var rep findings.Report
 	eventually(t, 30*time.Second, func() (bool, string) {
-		rep, err = d.Findings(ctx)
+		rep, err = findings.Run(ctx, d)
 		require.NoError(t, err)
-		return len(findingsWith(rep, diagnostics.CodeReplicationLag)) > 0, fmt.Sprint(codes(rep))
+		return len(findingsWith(rep, findings.CodeReplicationLag)) > 0, fmt.Sprint(codes(rep))
 	})
-	down := findingsWith(rep, diagnostics.CodeStandbyReceiver)
+	down := findingsWith(rep, findings.CodeStandbyReceiver)
 	require.Len(t, down, 1, "%v %+v", codes(rep), d.StandbyStatus(ctx)[0].Rows)
 	require.NotEqual(t, "streaming", down[0].Subject["receiver_status"])
-	require.Equal(t, diagnostics.SeverityCritical, down[0].Severity)
-	lag := findingsWith(rep, diagnostics.CodeReplicationLag)[0]
+	require.Equal(t, findings.SeverityCritical, down[0].Severity)
+	lag := findingsWith(rep, findings.CodeReplicationLag)[0]
 	require.GreaterOrEqual(t, lag.Subject["replay_lag_bytes"].(int64), lagBytes)
 	require.Less(t, lag.Subject["received_not_replayed_bytes"].(int64), lagBytes, "nothing received to replay")
-	require.Empty(t, findingsWith(rep, diagnostics.CodeReplayPaused))
+	require.Empty(t, findingsWith(rep, findings.CodeReplayPaused))
 }
 
 // While a round waits for its second WAL position it holds no transaction:

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -83,21 +84,21 @@ func everyCodeRound() diagnostics.Round {
 // rule's runbook page (a failed check to its own step) and suggests only
 // actions its rule declares.
 func TestEveryRuleLinksWhereItSays(t *testing.T) {
-	rules := map[string]diagnostics.Rule{}
-	for _, r := range diagnostics.Rules() {
+	rules := map[string]findings.Rule{}
+	for _, r := range findings.Rules() {
 		require.NotContains(t, rules, r.Code, "two rules for %s", r.Code)
 		rules[r.Code] = r
-		if r.Code != diagnostics.CodeUnavailable {
+		if r.Code != findings.CodeUnavailable {
 			require.NotEmpty(t, r.Runbook, "%s links to no runbook page", r.Code)
 		}
 	}
 	fired := map[string]bool{}
-	for _, f := range diagnostics.Evaluate(everyCodeRound(), diagnostics.DefaultThresholds()) {
+	for _, f := range findings.Evaluate(everyCodeRound(), diagnostics.DefaultThresholds()) {
 		rule, ok := rules[f.Code]
 		require.True(t, ok, "%s has no rule", f.Code)
 		fired[f.Code] = true
 		want := diagnostics.RunbookURL(rule.Runbook)
-		if f.Code == diagnostics.CodeUnavailable {
+		if f.Code == findings.CodeUnavailable {
 			want = diagnostics.RunbookURL(diagnostics.StepActivity)
 			if c, ok := diagnostics.CheckNamed(f.Subject["check"].(string)); ok {
 				want = diagnostics.RunbookURL(c.Step)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/sampler"
 )
 
 // Rates come from deltas; a stats reset between two samples gives no point
@@ -15,7 +16,7 @@ import (
 func TestSamplerRatesAndStatsReset(t *testing.T) {
 	ctx, url, db := freshPool(t)
 	d := open(t, url, diagnostics.Config{})
-	s := d.NewSampler(diagnostics.SamplerConfig{Interval: time.Hour, Size: 10})
+	s := sampler.New(d, sampler.Config{Interval: time.Hour, Size: 10})
 	write := func() {
 		_, err := db.Exec(ctx, "INSERT INTO jobs (queue, kind) SELECT 'sampled', 'k' FROM generate_series(1, 500)")
 		require.NoError(t, err)
@@ -67,7 +68,7 @@ func TestSamplerRatesAndStatsReset(t *testing.T) {
 func TestSamplerService(t *testing.T) {
 	ctx, url, db := freshPool(t)
 	d := open(t, url, diagnostics.Config{})
-	s := d.NewSampler(diagnostics.SamplerConfig{Interval: 50 * time.Millisecond, Size: 100})
+	s := sampler.New(d, sampler.Config{Interval: 50 * time.Millisecond, Size: 100})
 	require.NoError(t, s.Start(ctx))
 	require.NotEmpty(t, s.Samples(), "Start returns after a first sample")
 	require.Error(t, s.Start(ctx), "started once")

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 )
 
 // slotIn returns the slot named name in r.
@@ -62,11 +63,11 @@ func TestSlotDiskForecastWithoutKeepLimit(t *testing.T) {
 	// A budget 256 MB above what pg_wal takes: at ~16 MB a minute it is
 	// reached well within the hour.
 	th.WALDirBudget = *s2.PGWALBytes + 256<<20
-	fs := findingsWithin(diagnostics.Evaluate(second, th), diagnostics.CodeSlotDiskForecast)
+	fs := findingsWithin(findings.Evaluate(second, th), findings.CodeSlotDiskForecast)
 	require.Len(t, fs, 1, "%+v", fs)
 	f := fs[0]
 	require.Equal(t, "disk_filler", f.Subject["slot_name"])
-	require.Equal(t, diagnostics.SeverityCritical, f.Severity)
+	require.Equal(t, findings.SeverityCritical, f.Severity)
 	want := float64(256<<20) / growth
 	require.InDelta(t, want, f.Subject["seconds_to_budget"].(float64), 1)
 	require.Less(t, want, time.Hour.Seconds())
@@ -81,11 +82,11 @@ func TestSlotDiskForecastWithoutKeepLimit(t *testing.T) {
 	// forecasts those from safe_wal_size).
 	far := th
 	far.WALDirBudget = *s2.PGWALBytes + int64(growth*2*time.Hour.Seconds())
-	require.Empty(t, findingsWithin(diagnostics.Evaluate(second, far), diagnostics.CodeSlotDiskForecast))
+	require.Empty(t, findingsWithin(findings.Evaluate(second, far), findings.CodeSlotDiskForecast))
 	capped := second
 	capped.Slots = []diagnostics.Slot{s2}
 	capped.Slots[0].MaxSlotWALKeepBytes = 1 << 30
-	require.Empty(t, findingsWithin(diagnostics.Evaluate(capped, th), diagnostics.CodeSlotDiskForecast))
+	require.Empty(t, findingsWithin(findings.Evaluate(capped, th), findings.CodeSlotDiskForecast))
 
 	// Without pg_monitor the size of pg_wal is unreadable: the forecast
 	// counts the slot's retained WAL alone, and says why.
@@ -102,7 +103,7 @@ func TestSlotDiskForecastWithoutKeepLimit(t *testing.T) {
 	r := peek.Round(ctx)
 	b := slotIn(t, r, "disk_filler")
 	th.WALDirBudget = b.RetainedBytes + 256<<20
-	fs = findingsWithin(diagnostics.Evaluate(r, th), diagnostics.CodeSlotDiskForecast)
+	fs = findingsWithin(findings.Evaluate(r, th), findings.CodeSlotDiskForecast)
 	require.Len(t, fs, 1)
 	require.Contains(t, fs[0].Evidence, "needs pg_monitor")
 	require.Contains(t, fs[0].Evidence, "a lower bound")
@@ -110,6 +111,6 @@ func TestSlotDiskForecastWithoutKeepLimit(t *testing.T) {
 }
 
 // findingsWithin returns the findings of code in fs.
-func findingsWithin(fs []diagnostics.Finding, code string) []diagnostics.Finding {
-	return findingsWith(diagnostics.Report{Findings: fs}, code)
+func findingsWithin(fs []findings.Finding, code string) []findings.Finding {
+	return findingsWith(findings.Report{Findings: fs}, code)
 }

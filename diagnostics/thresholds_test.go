@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -34,27 +35,27 @@ func TestThresholdsSet(t *testing.T) {
 	} {
 		t.Run(tc.code+"="+tc.value, func(t *testing.T) {
 			th := diagnostics.DefaultThresholds()
-			require.NoError(t, th.Set(tc.code, tc.value))
+			require.NoError(t, findings.SetThreshold(&th, tc.code, tc.value))
 			tc.check(t, th)
 		})
 	}
 	th := diagnostics.DefaultThresholds()
-	require.ErrorContains(t, th.Set("no.such", "1"), "unknown threshold")
-	require.ErrorContains(t, th.Set("tx.long_running", "soon"), "duration")
-	require.ErrorContains(t, th.Set("replication.slot_retention", "64XB"), "size")
-	require.ErrorContains(t, th.Set("notify.queue_usage", "2"), "fraction")
+	require.ErrorContains(t, findings.SetThreshold(&th, "no.such", "1"), "unknown threshold")
+	require.ErrorContains(t, findings.SetThreshold(&th, "tx.long_running", "soon"), "duration")
+	require.ErrorContains(t, findings.SetThreshold(&th, "replication.slot_retention", "64XB"), "size")
+	require.ErrorContains(t, findings.SetThreshold(&th, "notify.queue_usage", "2"), "fraction")
 	require.Equal(t, diagnostics.DefaultThresholds(), th, "a refused value changes nothing")
-	require.Contains(t, diagnostics.ThresholdCodes(), "lock.root_blocker")
+	require.Contains(t, findings.ThresholdCodes(), "lock.root_blocker")
 }
 
 func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int64{"0": 0, "512": 512, "64MB": 64 << 20, "1.5GB": 3 << 29, "8kB": 8 << 10, "2 TiB": 2 << 40} {
-		got, err := diagnostics.ParseSize(in)
+		got, err := findings.ParseSize(in)
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)
 	}
 	for _, in := range []string{"", "MB", "12 parsecs"} {
-		_, err := diagnostics.ParseSize(in)
+		_, err := findings.ParseSize(in)
 		require.Error(t, err, in)
 	}
 }

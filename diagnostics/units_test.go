@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/internal/humanize"
 )
 
@@ -18,8 +19,8 @@ func TestFindingsWriteSizesAsThePagesDo(t *testing.T) {
 	th.SlotRetentionBytes = 1 << 30
 	r := diagnostics.Round{Slots: []diagnostics.Slot{{SlotName: "cdc", Active: true, RetainedBytes: retained}}}
 	var title string
-	for _, f := range diagnostics.Evaluate(r, th) {
-		if f.Code == diagnostics.CodeSlotRetention {
+	for _, f := range findings.Evaluate(r, th) {
+		if f.Code == findings.CodeSlotRetention {
 			title = f.Title
 		}
 	}
@@ -36,8 +37,8 @@ func TestDeadLettersFindingNamesItsTopClassHonestly(t *testing.T) {
 	th.DeadLetters = 5
 	q := diagnostics.QueueStat{Queue: "emails", DeadRecent: 20, Dead: 40}
 	evidence := func(groups []diagnostics.DeadLetterGroup) string {
-		for _, f := range diagnostics.Evaluate(diagnostics.Round{Queues: []diagnostics.QueueStat{q}, DeadLetters: groups}, th) {
-			if f.Code == diagnostics.CodeDeadLetters {
+		for _, f := range findings.Evaluate(diagnostics.Round{Queues: []diagnostics.QueueStat{q}, DeadLetters: groups}, th) {
+			if f.Code == findings.CodeDeadLetters {
 				return f.Evidence
 			}
 		}

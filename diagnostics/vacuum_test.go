@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 )
 
 // A real prepared transaction and a long repeatable-read transaction both
@@ -29,25 +30,25 @@ func TestPreparedTransactionAndXminHorizon(t *testing.T) {
 	th.IdleInTransaction = time.Hour
 	d := open(t, url, diagnostics.Config{Thresholds: th})
 
-	var rep diagnostics.Report
+	var rep findings.Report
 	eventually(t, 10*time.Second, func() (bool, string) {
-		rep, err = d.Findings(ctx)
+		rep, err = findings.Run(ctx, d)
 		require.NoError(t, err)
 		// The age is reported to a tenth of a second: a round within
 		// 50 ms of the PREPARE says 0, so wait for one that can say more.
-		f, ok1 := findingFor(rep, diagnostics.CodePreparedXactOld, "gid", gid)
-		_, ok2 := findingFor(rep, diagnostics.CodeXminHorizon, "holder_id", pidOf(long))
+		f, ok1 := findingFor(rep, findings.CodePreparedXactOld, "gid", gid)
+		_, ok2 := findingFor(rep, findings.CodeXminHorizon, "holder_id", pidOf(long))
 		return ok1 && ok2 && f.Subject["seconds"].(float64) > 0, fmt.Sprint(codes(rep))
 	})
-	f, _ := findingFor(rep, diagnostics.CodePreparedXactOld, "gid", gid)
-	require.Equal(t, diagnostics.SeverityCritical, f.Severity)
+	f, _ := findingFor(rep, findings.CodePreparedXactOld, "gid", gid)
+	require.Equal(t, findings.SeverityCritical, f.Severity)
 	require.Equal(t, "/runbook/rb-l", f.Runbook)
 	require.Greater(t, f.Subject["seconds"].(float64), 0.0)
 
-	h, ok := findingFor(rep, diagnostics.CodeXminHorizon, "holder_id", gid)
+	h, ok := findingFor(rep, findings.CodeXminHorizon, "holder_id", gid)
 	require.True(t, ok, "the prepared transaction holds the horizon: %v", codes(rep))
 	require.Equal(t, "prepared_xact", h.Subject["holder_kind"])
-	h, _ = findingFor(rep, diagnostics.CodeXminHorizon, "holder_id", pidOf(long))
+	h, _ = findingFor(rep, findings.CodeXminHorizon, "holder_id", pidOf(long))
 	require.Equal(t, "backend", h.Subject["holder_kind"])
 	require.Equal(t, []string{"backend.terminate"}, h.Actions)
 

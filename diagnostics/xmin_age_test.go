@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -52,13 +53,13 @@ func TestXminHolderWithoutTransactionGetsAnAge(t *testing.T) {
 	require.True(t, ok, "%+v %+v", first.Xmin, first.Unavailable)
 	require.NotNil(t, h.AgeSeconds)
 	require.Zero(t, *h.AgeSeconds, "first sight: no age yet")
-	_, found := findingFor(diagnostics.Report{Findings: diagnostics.Evaluate(first, th)}, diagnostics.CodeXminHorizon, "holder_id", slot)
+	_, found := findingFor(findings.Report{Findings: findings.Evaluate(first, th)}, findings.CodeXminHorizon, "holder_id", slot)
 	require.False(t, found, "just seen")
 
 	clock.Advance(31 * time.Minute)
-	rep, err := d.Findings(ctx)
+	rep, err := findings.Run(ctx, d)
 	require.NoError(t, err)
-	f, ok := findingFor(rep, diagnostics.CodeXminHorizon, "holder_id", slot)
+	f, ok := findingFor(rep, findings.CodeXminHorizon, "holder_id", slot)
 	require.True(t, ok, "held 31m on the console's clock: %v", codes(rep))
 	require.Equal(t, "slot_catalog", f.Subject["holder_kind"])
 	require.EqualValues(t, 1860, f.Subject["age_seconds"])
@@ -105,17 +106,17 @@ func TestStandbyFeedbackHeldByLongQueryIsFoundByAge(t *testing.T) {
 	clock := &fakeClock{now: time.Now().UTC().Truncate(time.Second)}
 	d := open(t, primary.URL("postgres"), diagnostics.Config{Thresholds: &th, NowFunc: clock.Now})
 	firstAt := clock.Now()
-	rep, err := d.Findings(ctx)
+	rep, err := findings.Run(ctx, d)
 	require.NoError(t, err)
-	_, found := findingFor(rep, diagnostics.CodeXminHorizon, "holder_id", app)
+	_, found := findingFor(rep, findings.CodeXminHorizon, "holder_id", app)
 	require.False(t, found, "just seen: %v", codes(rep))
 
 	// The primary moves on; the report does not.
 	burnXIDs(t, writer, 5)
 	clock.Advance(31 * time.Minute)
-	rep, err = d.Findings(ctx)
+	rep, err = findings.Run(ctx, d)
 	require.NoError(t, err)
-	f, ok := findingFor(rep, diagnostics.CodeXminHorizon, "holder_id", app)
+	f, ok := findingFor(rep, findings.CodeXminHorizon, "holder_id", app)
 	require.True(t, ok, "standby held its xmin 31m on the console's clock: %v", codes(rep))
 	require.Equal(t, "standby", f.Subject["holder_kind"])
 	require.EqualValues(t, 1860, f.Subject["age_seconds"])
@@ -137,6 +138,6 @@ func TestStandbyFeedbackHeldByLongQueryIsFoundByAge(t *testing.T) {
 	require.True(t, ok, "an idle standby still reports an xmin: %+v", r.Xmin)
 	require.NotEqual(t, pinned, h.Xmin)
 	require.Less(t, *h.AgeSeconds, 60.0, "a new xmin is a new clock")
-	_, found = findingFor(diagnostics.Report{Findings: diagnostics.Evaluate(r, th)}, diagnostics.CodeXminHorizon, "holder_id", app)
+	_, found = findingFor(findings.Report{Findings: findings.Evaluate(r, th)}, findings.CodeXminHorizon, "holder_id", app)
 	require.False(t, found, "the horizon moved: %+v", r.Xmin)
 }

@@ -74,9 +74,9 @@ func TestActionOutcomeViews(t *testing.T) {
 			XactAgeSeconds: 125, Query: "UPDATE accounts SET balance = balance - 1 WHERE id = 1"},
 		{PID: 101, ParentPID: &parent, RootPID: 100, Depth: 1, State: "active", ApplicationName: "api", Query: "UPDATE accounts"},
 	}
-	target := actions.Fingerprint{PID: 100, State: "idle in transaction", ApplicationName: "billing", User: "app",
+	target := actions.Fingerprint{Backend: diagnostics.Backend{PID: 100, State: "idle in transaction", ApplicationName: "billing", User: "app",
 		BackendType: "client backend", BackendStart: &at, XactStart: &at, WaitEventType: "Client", WaitEvent: "ClientRead",
-		Query: "UPDATE accounts SET balance = balance - 1 WHERE id = 1"}
+		Query: "UPDATE accounts SET balance = balance - 1 WHERE id = 1"}}
 	schedule := actions.ScheduleView{Name: "archive-nightly", Spec: "0 3 * * *", Kind: "archive_jobs", Queue: "maintenance",
 		Payload: json.RawMessage(`{"older_than":"7d"}`), Enabled: true}
 	incident := actions.IncidentView{ID: 3, Title: "orders slow", Status: "open"}
@@ -224,7 +224,7 @@ func TestActionOutcomeViews(t *testing.T) {
 func TestPreviewParams(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 3, 1, 11, 58, 30, 123456000, time.UTC)
-	got := previewParams(actions.BackendPreview{Target: actions.Fingerprint{PID: 100, BackendStart: &at, XactStart: &at}})
+	got := previewParams(actions.BackendPreview{Target: actions.Fingerprint{Backend: diagnostics.Backend{PID: 100, BackendStart: &at, XactStart: &at}}})
 	require.Equal(t, map[string]string{"backend_start": "2026-03-01T11:58:30.123456Z", "xact_start": "2026-03-01T11:58:30.123456Z"}, got)
 	require.Empty(t, previewParams(actions.JobPreview{}), "only a backend's fingerprint is fixed by its preview")
 }
@@ -241,7 +241,7 @@ func TestActionStages(t *testing.T) {
 	values := map[string]string{"pid": "100"}
 	m, sealed := previewStage(views.ActionPage{Name: spec.Name}, spec, values, actions.Outcome{
 		Summary: "Cancel the statement of backend 100",
-		Preview: actions.BackendPreview{Target: actions.Fingerprint{PID: 100, BackendStart: &at, XactStart: &at}},
+		Preview: actions.BackendPreview{Target: actions.Fingerprint{Backend: diagnostics.Backend{PID: 100, BackendStart: &at, XactStart: &at}}},
 	}, now)
 	require.Equal(t, "preview", m.Stage)
 	require.NotNil(t, m.Preview)

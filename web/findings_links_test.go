@@ -7,6 +7,7 @@ import (
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 )
 
 // TestFindingLinksResolve: the runbook page of every finding rule is a page
@@ -16,9 +17,9 @@ import (
 // (TestRunbookContentIsWired checks every check's step), or to the activity
 // step when no check of the catalog failed.
 func TestFindingLinksResolve(t *testing.T) {
-	for _, r := range diagnostics.Rules() {
+	for _, r := range findings.Rules() {
 		page := r.Runbook
-		if r.Code == diagnostics.CodeUnavailable {
+		if r.Code == findings.CodeUnavailable {
 			require.Empty(t, page, "a failed check links to its own step")
 			page = diagnostics.StepActivity
 		}

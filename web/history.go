@@ -14,6 +14,8 @@ import (
 
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
+	"github.com/pgconsole/console/diagnostics/recorder"
 	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/views"
 )
@@ -112,9 +114,9 @@ func (q historyQuery) href(window string, at time.Time) string {
 }
 
 // historyStatus is what the page and the API say about recording.
-func (s *Server) historyStatus() diagnostics.HistoryStatus {
+func (s *Server) historyStatus() recorder.HistoryStatus {
 	if s.cfg.Recorder == nil {
-		return diagnostics.HistoryStatus{Reason: "history is off: this console does not record (history recorded by other consoles is still shown)"}
+		return recorder.HistoryStatus{Reason: "history is off: this console does not record (history recorded by other consoles is still shown)"}
 	}
 	st := s.cfg.Recorder.Status()
 	if st.Reason == "" {
@@ -133,14 +135,14 @@ type historyRecord struct {
 // historyAnswer is GET /api/v1/history's answer: one sample (at) or the
 // samples of a range (from, to), always with whether history is recorded.
 type historyAnswer struct {
-	Check     string                    `json:"check"`
-	History   bool                      `json:"history"`
-	Recording diagnostics.HistoryStatus `json:"recording"`
-	At        *time.Time                `json:"at,omitempty"`
-	From      *time.Time                `json:"from,omitempty"`
-	To        *time.Time                `json:"to,omitempty"`
-	Sample    *historyRecord            `json:"sample,omitempty"`
-	Samples   []historyRecord           `json:"samples,omitempty"`
+	Check     string                 `json:"check"`
+	History   bool                   `json:"history"`
+	Recording recorder.HistoryStatus `json:"recording"`
+	At        *time.Time             `json:"at,omitempty"`
+	From      *time.Time             `json:"from,omitempty"`
+	To        *time.Time             `json:"to,omitempty"`
+	Sample    *historyRecord         `json:"sample,omitempty"`
+	Samples   []historyRecord        `json:"samples,omitempty"`
 }
 
 // historyAPI is GET /api/v1/history?check=...&at=... (the newest sample at
@@ -162,8 +164,8 @@ func (s *Server) historyAPI(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		e, err := diagnostics.HistoryAt(ctx, s.cfg.Pool, check, t, 0)
-		if errors.Is(err, diagnostics.ErrNoHistory) {
+		e, err := recorder.HistoryAt(ctx, s.cfg.Pool, check, t, 0)
+		if errors.Is(err, recorder.ErrNoHistory) {
 			return echo.NewHTTPError(http.StatusNotFound, err.Error()+"; "+ans.Recording.Reason)
 		}
 		if err != nil {
@@ -183,7 +185,7 @@ func (s *Server) historyAPI(c echo.Context) error {
 		if t.Before(f) {
 			return errBadRequest("from (%s) must not be after to (%s)", from, to)
 		}
-		entries, err := diagnostics.HistoryRange(ctx, s.cfg.Pool, check, f, t, 0)
+		entries, err := recorder.HistoryRange(ctx, s.cfg.Pool, check, f, t, 0)
 		if err != nil {
 			return err
 		}
@@ -215,22 +217,22 @@ func (s *Server) historyPage(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
 	defer cancel()
 	ev := historyEvidence{Status: s.historyStatus()}
-	ev.Moments, err = diagnostics.HistoryMoments(ctx, s.cfg.Pool, q.from, q.to, historyMomentsLimit+1)
+	ev.Moments, err = recorder.HistoryMoments(ctx, s.cfg.Pool, q.from, q.to, historyMomentsLimit+1)
 	if err != nil {
 		return err
 	}
-	ev.Tree, ev.Err = diagnostics.HistoryAt(ctx, s.cfg.Pool, diagnostics.HistoryBlockingTree, q.at, 0)
+	ev.Tree, ev.Err = recorder.HistoryAt(ctx, s.cfg.Pool, diagnostics.HistoryBlockingTree, q.at, 0)
 	if ev.Err == nil {
 		for _, part := range []struct {
 			check string
-			into  *diagnostics.HistoryEntry
+			into  *recorder.HistoryEntry
 		}{{diagnostics.HistoryActivity, &ev.Activity}, {diagnostics.HistoryWaitEvents, &ev.Waits}, {diagnostics.HistoryFindings, &ev.Findings}} {
 			// The same sample: ask at its exact time.
-			if *part.into, err = diagnostics.HistoryAt(ctx, s.cfg.Pool, part.check, ev.Tree.At, time.Nanosecond); err != nil {
+			if *part.into, err = recorder.HistoryAt(ctx, s.cfg.Pool, part.check, ev.Tree.At, time.Nanosecond); err != nil {
 				return err
 			}
 		}
-	} else if !errors.Is(ev.Err, diagnostics.ErrNoHistory) {
+	} else if !errors.Is(ev.Err, recorder.ErrNoHistory) {
 		return ev.Err
 	}
 	m := historyModel(q, ev)
@@ -242,10 +244,10 @@ func (s *Server) historyPage(c echo.Context) error {
 
 // historyEvidence is what the history page read.
 type historyEvidence struct {
-	Status  diagnostics.HistoryStatus
-	Moments []diagnostics.HistoryMoment
+	Status  recorder.HistoryStatus
+	Moments []recorder.HistoryMoment
 	// Tree is the sample shown; Err is ErrNoHistory when there is none.
-	Tree, Activity, Waits, Findings diagnostics.HistoryEntry
+	Tree, Activity, Waits, Findings recorder.HistoryEntry
 	Err                             error
 }
 
@@ -265,7 +267,7 @@ func historyModel(q historyQuery, ev historyEvidence) views.HistoryPage {
 	if len(moments) > historyMomentsLimit {
 		moments, m.MomentsLimit = moments[:historyMomentsLimit], true
 	}
-	for _, ch := range diagnostics.HistoryChains(moments) {
+	for _, ch := range recorder.HistoryChains(moments) {
 		shown := ev.Err == nil && !ev.Tree.At.Before(ch.First) && !ev.Tree.At.After(ch.Last)
 		span := ch.First.UTC().Format(time.RFC3339)
 		if !ch.First.Equal(ch.Last) {
@@ -302,14 +304,14 @@ func historyModel(q historyQuery, ev historyEvidence) views.HistoryPage {
 		m.Activity = append(m.Activity, views.HistoryActivityRow{PID: fmt.Sprint(a.PID), State: a.State, Wait: waitText(a.WaitEventType, a.WaitEvent),
 			XactAge: humanize.Seconds(a.XactAgeSeconds), QueryAge: humanize.Seconds(a.QueryAgeSeconds), App: a.ApplicationName, Query: a.Query})
 	}
-	var waits []diagnostics.WaitEventCount
+	var waits []recorder.WaitEventCount
 	decodeRecorded("wait events", ev.Waits.Data, &waits, &unread)
 	for _, w := range waits {
 		m.Waits = append(m.Waits, views.HistoryWaitRow{Event: waitText(w.WaitEventType, w.WaitEvent), Backends: fmt.Sprint(w.Backends)})
 	}
-	var findings []diagnostics.Finding
-	decodeRecorded("findings", ev.Findings.Data, &findings, &unread)
-	for _, f := range findings {
+	var list []findings.Finding
+	decodeRecorded("findings", ev.Findings.Data, &list, &unread)
+	for _, f := range list {
 		m.Findings = append(m.Findings, views.HistoryFindingRow{Severity: f.Severity, Title: f.Title, Evidence: f.Evidence})
 	}
 	if len(unread) > 0 {
@@ -345,12 +347,12 @@ func waitText(typ, event string) string {
 // history that cannot be read becomes one item that says so, so the
 // incident page and its export still work.
 func (s *Server) recordedEvidence(ctx context.Context, inc *audit.Incident) []audit.RecordedEvidence {
-	from := inc.WindowStart.Add(-diagnostics.HistoryLeadTime)
+	from := inc.WindowStart.Add(-recorder.HistoryLeadTime)
 	to := time.Now()
 	if inc.WindowEnd != nil {
 		to = *inc.WindowEnd
 	}
-	items, err := diagnostics.HistoryTimeline(ctx, s.cfg.Pool, from, to)
+	items, err := recorder.HistoryTimeline(ctx, s.cfg.Pool, from, to)
 	if err != nil {
 		b, _ := json.Marshal(map[string]string{"error": err.Error()})
 		return []audit.RecordedEvidence{{At: from, Title: "recorded history could not be read", Check: "history", Data: b}}

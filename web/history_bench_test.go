@@ -14,6 +14,8 @@ import (
 
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
+	"github.com/pgconsole/console/diagnostics/recorder"
 	"github.com/pgconsole/console/internal/auth"
 )
 
@@ -113,9 +115,9 @@ func benchHistoryDocs(b *testing.B) (chain, quiet []byte) {
 	for _, q := range []string{"email", "billing", "reports", "webhooks", "default"} {
 		queues = append(queues, diagnostics.QueueStat{Queue: q, Ready: 120, Running: 8})
 	}
-	doc := diagnostics.HistoryDoc{
+	doc := recorder.HistoryDoc{
 		Activity:   activity,
-		WaitEvents: []diagnostics.WaitEventCount{{WaitEventType: "Client", WaitEvent: "ClientRead", Backends: 40}},
+		WaitEvents: []recorder.WaitEventCount{{WaitEventType: "Client", WaitEvent: "ClientRead", Backends: 40}},
 		Queues:     queues,
 	}
 	quiet, err := json.Marshal(doc)
@@ -128,7 +130,7 @@ func benchHistoryDocs(b *testing.B) (chain, quiet []byte) {
 		{PID: root + 2, RootPID: root, Depth: 2, State: "active", Database: "app",
 			ApplicationName: "reports", WaitEventType: "Lock", WaitEvent: "transactionid", Query: "UPDATE accounts SET balance = balance + 1 WHERE id = 2"},
 	}
-	doc.Findings = []diagnostics.Finding{{Code: diagnostics.CodeRootBlocker, Severity: diagnostics.SeverityCritical,
+	doc.Findings = []findings.Finding{{Code: findings.CodeRootBlocker, Severity: findings.SeverityCritical,
 		Title: fmt.Sprintf("pid %d blocks 2 backends", root)}}
 	chain, err = json.Marshal(doc)
 	require.NoError(b, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/recorder"
 )
 
 // A recorded document that does not decode is named on the page; it never
@@ -19,9 +20,9 @@ func TestHistoryModelSaysWhatCouldNotBeRead(t *testing.T) {
 	tree, err := json.Marshal([]diagnostics.BlockingNode{{PID: 4242, IsRoot: true, BlockedCount: 2}})
 	require.NoError(t, err)
 	ev := historyEvidence{
-		Tree:     diagnostics.HistoryEntry{At: at, Data: tree},
-		Activity: diagnostics.HistoryEntry{At: at, Data: json.RawMessage(`{"not":"a list"}`)},
-		Findings: diagnostics.HistoryEntry{At: at, Data: json.RawMessage(`[{"code":"lock.root_blocker","severity":"critical","title":"t"}]`)},
+		Tree:     recorder.HistoryEntry{At: at, Data: tree},
+		Activity: recorder.HistoryEntry{At: at, Data: json.RawMessage(`{"not":"a list"}`)},
+		Findings: recorder.HistoryEntry{At: at, Data: json.RawMessage(`[{"code":"lock.root_blocker","severity":"critical","title":"t"}]`)},
 	}
 	m := historyModel(q, ev)
 	require.Len(t, m.Tree, 1)

@@ -16,16 +16,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/recorder"
+	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/browser"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
 // withRecorder starts a sampler that records every interval into e's
 // database, stopped at cleanup.
-func withRecorder(t *testing.T, e *env, interval time.Duration) *diagnostics.Recorder {
+func withRecorder(t *testing.T, e *env, interval time.Duration) *recorder.Recorder {
 	t.Helper()
-	rec := e.srv.cfg.Diagnostics.NewRecorder(e.srv.cfg.Pool, diagnostics.RecorderConfig{Interval: interval, Name: "test-console"})
-	smp := e.srv.cfg.Diagnostics.NewSampler(diagnostics.SamplerConfig{Interval: interval, OnSampleFunc: rec.Record})
+	rec := recorder.New(e.srv.cfg.Diagnostics, e.srv.cfg.Pool, recorder.Config{Interval: interval, Name: "test-console"})
+	smp := sampler.New(e.srv.cfg.Diagnostics, sampler.Config{Interval: interval, OnSampleFunc: rec.Record})
 	require.NoError(t, smp.Start(context.Background()))
 	t.Cleanup(smp.Stop)
 	e.srv.cfg.Recorder = rec

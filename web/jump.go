@@ -15,6 +15,7 @@ import (
 
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/views"
 )
@@ -226,7 +227,7 @@ func jumpBackendView(b diagnostics.Backend, role string, now time.Time) *views.J
 	}
 	facts = append(facts, views.Fact{Label: "Query", Value: truncate(b.Query, 300), Title: b.Query, Mono: true})
 	return &views.JumpBackend{PID: pid, Facts: facts,
-		Actions: actionLinks([]string{diagnostics.ActionBackendCancel, diagnostics.ActionBackendTerminate}, role, map[string]string{"pid": pid})}
+		Actions: actionLinks([]string{findings.ActionBackendCancel, findings.ActionBackendTerminate}, role, map[string]string{"pid": pid})}
 }
 
 func orDash(s string) string {

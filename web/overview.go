@@ -11,6 +11,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
+	"github.com/pgconsole/console/diagnostics/recorder"
+	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/views"
 )
@@ -46,7 +49,7 @@ func (s *Server) overview(c echo.Context) error {
 	} else {
 		th := s.cfg.Diagnostics.Thresholds()
 		now := time.Now()
-		m = overviewModel(round, diagnostics.Evaluate(round, th), th, p.Role, now)
+		m = overviewModel(round, findings.Evaluate(round, th), th, p.Role, now)
 		addSparklines(m.Tiles, liveTileTrends(s.cfg.Sampler, now), th)
 	}
 	m.RefreshURL = "/"
@@ -61,8 +64,8 @@ func (s *Server) pastOverview(c echo.Context, t travel) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), overviewWait)
 	defer cancel()
 	th := s.cfg.Diagnostics.Thresholds()
-	doc, e, err := diagnostics.HistoryDocAt(ctx, s.cfg.Pool, t.q.at)
-	if err != nil && !errors.Is(err, diagnostics.ErrNoHistory) {
+	doc, e, err := recorder.HistoryDocAt(ctx, s.cfg.Pool, t.q.at)
+	if err != nil && !errors.Is(err, recorder.ErrNoHistory) {
 		return err
 	}
 	m := pastOverviewModel(doc, e, err, t.q.at, th, s.historyStatus().Reason)
@@ -77,7 +80,7 @@ func (s *Server) pastOverview(c echo.Context, t travel) error {
 // pastOverviewModel maps a recorded sample (or why there is none: err is
 // ErrNoHistory) to the overview; no I/O. Ages are counted from the
 // sample's time.
-func pastOverviewModel(doc diagnostics.HistoryDoc, e diagnostics.HistoryEntry, err error, at time.Time, th diagnostics.Thresholds, recording string) views.Overview {
+func pastOverviewModel(doc recorder.HistoryDoc, e recorder.HistoryEntry, err error, at time.Time, th diagnostics.Thresholds, recording string) views.Overview {
 	if err != nil {
 		return views.Overview{History: "History · at " + clock(at),
 			Missing: "No sample was recorded in the 30 seconds before " + clock(at) + " UTC, so there is nothing to show for that moment. " + recording}
@@ -97,30 +100,30 @@ func (s *Server) findingsAPI(c echo.Context) error {
 	if err != nil {
 		return fmt.Errorf("wait for a diagnostics round: %w", err)
 	}
-	return c.JSON(http.StatusOK, diagnostics.Report{GeneratedAt: round.At,
-		Findings: diagnostics.Evaluate(round, s.cfg.Diagnostics.Thresholds())})
+	return c.JSON(http.StatusOK, findings.Report{GeneratedAt: round.At,
+		Findings: findings.Evaluate(round, s.cfg.Diagnostics.Thresholds())})
 }
 
 // overviewModel maps a diagnostics round to the overview's view model.
-func overviewModel(r diagnostics.Round, findings []diagnostics.Finding, th diagnostics.Thresholds, role string, now time.Time) views.Overview {
+func overviewModel(r diagnostics.Round, list []findings.Finding, th diagnostics.Thresholds, role string, now time.Time) views.Overview {
 	m := views.Overview{GeneratedAt: r.At.UTC().Format(time.RFC3339), AsOf: "as of " + r.At.UTC().Format("15:04:05") + " UTC"}
-	m.Findings = findingRows(findings, role)
-	m.Tiles = overviewTiles(r, findings, th)
+	m.Findings = findingRows(list, role)
+	m.Tiles = overviewTiles(r, list, th)
 	return m
 }
 
 // overviewTiles are the numbers that matter, each with its state taken from
 // the findings about it (so a tile and a finding never disagree).
-func overviewTiles(r diagnostics.Round, findings []diagnostics.Finding, th diagnostics.Thresholds) []views.Tile {
+func overviewTiles(r diagnostics.Round, list []findings.Finding, th diagnostics.Thresholds) []views.Tile {
 	worst := func(prefixes ...string) string {
 		state := "ok"
-		for _, f := range findings {
+		for _, f := range list {
 			for _, p := range prefixes {
 				if f.Code == p {
-					if f.Severity == diagnostics.SeverityCritical {
+					if f.Severity == findings.SeverityCritical {
 						return "critical"
 					}
-					if f.Severity == diagnostics.SeverityWarning {
+					if f.Severity == findings.SeverityWarning {
 						state = "warning"
 					}
 				}
@@ -150,12 +153,12 @@ func overviewTiles(r diagnostics.Round, findings []diagnostics.Finding, th diagn
 	}
 	tiles := []views.Tile{
 		{ID: "queue-ready", Label: "Ready jobs", Value: humanize.Int(ready), Meta: oldestText(ready, oldest),
-			State: worst(diagnostics.CodeQueueBacklog, diagnostics.CodeQueuePaused, diagnostics.CodeWorkersNoneAlive), Href: "/queues",
+			State: worst(findings.CodeQueueBacklog, findings.CodeQueuePaused, findings.CodeWorkersNoneAlive), Href: "/queues",
 			Threshold: "alert at " + humanize.Seconds(th.QueueBacklogAge.Seconds())},
 		{ID: "queue-running", Label: "Running jobs", Value: humanize.Int(running), Meta: humanize.Int(expired) + " expired leases",
-			State: worst(diagnostics.CodeExpiredLeases), Href: "/queues", Threshold: fmt.Sprintf("alert at %d expired", th.ExpiredLeases)},
+			State: worst(findings.CodeExpiredLeases), Href: "/queues", Threshold: fmt.Sprintf("alert at %d expired", th.ExpiredLeases)},
 		{ID: "queue-dead", Label: "Dead letters", Value: humanize.Int(dead),
-			State: worst(diagnostics.CodeDeadLetters), Href: "/deadletters",
+			State: worst(findings.CodeDeadLetters), Href: "/deadletters",
 			Threshold: fmt.Sprintf("alert at %d in %s", th.DeadLetters, humanize.Seconds(th.DeadLetterWindow.Seconds()))},
 	}
 	if unavailable(diagnostics.CheckQueueHealth) {
@@ -168,7 +171,7 @@ func overviewTiles(r diagnostics.Round, findings []diagnostics.Finding, th diagn
 	if r.Outbox != nil {
 		outbox.Value = humanize.Int(r.Outbox.Pending)
 		outbox.Meta = oldestText(r.Outbox.Pending, r.Outbox.OldestPendingSeconds)
-		outbox.State = worst(diagnostics.CodeOutboxBacklog, diagnostics.CodeOutboxDead)
+		outbox.State = worst(findings.CodeOutboxBacklog, findings.CodeOutboxDead)
 		outbox.Threshold = "alert at " + humanize.Seconds(th.OutboxBacklogAge.Seconds())
 	}
 
@@ -186,7 +189,7 @@ func overviewTiles(r diagnostics.Round, findings []diagnostics.Finding, th diagn
 	}
 	locks := views.Tile{ID: "blocked", Label: "Blocked backends", Value: fmt.Sprint(blocked),
 		Meta: "oldest transaction " + humanize.Seconds(oldestTx), Href: diagnostics.RunbookURL(diagnostics.StepBlocking),
-		State:     worst(diagnostics.CodeRootBlocker, diagnostics.CodeLongRunning, diagnostics.CodeIdleInTransaction),
+		State:     worst(findings.CodeRootBlocker, findings.CodeLongRunning, findings.CodeIdleInTransaction),
 		Threshold: "alert at " + humanize.Seconds(th.RootBlockerWait.Seconds()) + " wait"}
 	if unavailable(diagnostics.CheckBlockingTree) {
 		locks.State, locks.Value = "unknown", "?"
@@ -204,7 +207,7 @@ func overviewTiles(r diagnostics.Round, findings []diagnostics.Finding, th diagn
 	}
 	repl := views.Tile{ID: "replication", Label: "Replication lag", Value: humanize.Bytes(float64(lagBytes)),
 		Meta: fmt.Sprintf("%d standbys, %s", len(r.Replication), humanize.Seconds(lagSeconds)), Href: diagnostics.RunbookURL(diagnostics.StepReplication),
-		State:     worst(diagnostics.CodeReplicationLag),
+		State:     worst(findings.CodeReplicationLag),
 		Threshold: "alert at " + humanize.Bytes(float64(th.ReplicationLagBytes))}
 	if len(r.Replication) == 0 {
 		repl.Value, repl.Meta = "none", "no standby attached"
@@ -218,13 +221,13 @@ func overviewTiles(r diagnostics.Round, findings []diagnostics.Finding, th diagn
 	}
 	slots := views.Tile{ID: "slots", Label: "Slot retention", Value: humanize.Bytes(float64(retained)),
 		Meta: fmt.Sprintf("%d slots", len(r.Slots)), Href: diagnostics.RunbookURL(diagnostics.StepReplication),
-		State:     worst(diagnostics.CodeSlotRetention, diagnostics.CodeSlotInactive),
+		State:     worst(findings.CodeSlotRetention, findings.CodeSlotInactive),
 		Threshold: "alert at " + humanize.Bytes(float64(th.SlotRetentionBytes))}
 
 	wal := views.Tile{ID: "wal", Label: "WAL rate", Value: "measuring", State: "unknown", Href: diagnostics.RunbookURL(diagnostics.StepResources)}
 	if r.WALRate != nil {
 		wal.Value = humanize.Bytes(*r.WALRate) + "/s"
-		wal.State = worst(diagnostics.CodeWALRateHigh)
+		wal.State = worst(findings.CodeWALRateHigh)
 		wal.Threshold = "alert at " + humanize.Bytes(float64(th.WALRate)) + "/s"
 	}
 	return append(tiles, outbox, locks, repl, slots, wal)
@@ -273,7 +276,7 @@ func addSparklines(tiles []views.Tile, trends map[string]trend, th diagnostics.T
 }
 
 // liveTileTrends are the tiles' trends from the sampler's memory.
-func liveTileTrends(smp *diagnostics.Sampler, now time.Time) map[string]trend {
+func liveTileTrends(smp *sampler.Sampler, now time.Time) map[string]trend {
 	queueField := func(field string) func(string) bool {
 		return func(n string) bool { return strings.HasPrefix(n, "queue.") && strings.HasSuffix(n, "."+field) }
 	}

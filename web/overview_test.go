@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/views"
 )
 
@@ -49,7 +50,7 @@ func TestOverviewShowsRootBlocker(t *testing.T) {
 	require.Empty(t, findingRow(m, "lock.root_blocker", root).Actions, "a viewer gets no action buttons")
 
 	body = op.page("/api/v1/findings")
-	var rep diagnostics.Report
+	var rep findings.Report
 	require.NoError(t, json.Unmarshal([]byte(body), &rep))
 	require.NotZero(t, rep.GeneratedAt)
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
+	"github.com/pgconsole/console/diagnostics/recorder"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/views"
@@ -79,7 +81,7 @@ func blockingPanel(p views.Panel, r diagnostics.PanelResult, role string, now ti
 		if n.IsRoot {
 			state = views.Cell{Sev: "critical", Text: "root blocker, " + n.State}
 			params := map[string]string{"pid": strconv.Itoa(int(n.PID))}
-			next.Actions = actionLinks([]string{diagnostics.ActionBackendCancel, diagnostics.ActionBackendTerminate}, role, params)
+			next.Actions = actionLinks([]string{findings.ActionBackendCancel, findings.ActionBackendTerminate}, role, params)
 			waiting.Text = "—"
 		}
 		job := views.Cell{Text: "—"}
@@ -287,8 +289,8 @@ func (s *Server) panel(c echo.Context) error {
 func (s *Server) pastPanel(c echo.Context, check diagnostics.Check, t travel) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
 	defer cancel()
-	res, e, err := diagnostics.PanelAt(ctx, s.cfg.Pool, check.Name, t.q.at)
-	if err != nil && !errors.Is(err, diagnostics.ErrNotRecorded) && !errors.Is(err, diagnostics.ErrNoHistory) {
+	res, e, err := recorder.PanelAt(ctx, s.cfg.Pool, check.Name, t.q.at)
+	if err != nil && !errors.Is(err, recorder.ErrNotRecorded) && !errors.Is(err, recorder.ErrNoHistory) {
 		return err
 	}
 	v := pastPanelView(check, res, e, err, t.q.at, s.historyStatus().Reason)
@@ -298,12 +300,12 @@ func (s *Server) pastPanel(c echo.Context, check diagnostics.Check, t travel) er
 // pastPanelView maps a recorded panel (or why there is none: err is
 // ErrNotRecorded or ErrNoHistory) to its view; no I/O. Ages are counted
 // from the sample's time, as they were then.
-func pastPanelView(ck diagnostics.Check, res diagnostics.PanelResult, e diagnostics.HistoryEntry, err error, at time.Time, recording string) views.Panel {
+func pastPanelView(ck diagnostics.Check, res diagnostics.PanelResult, e recorder.HistoryEntry, err error, at time.Time, recording string) views.Panel {
 	marker := "History · at " + clock(at)
 	switch {
-	case errors.Is(err, diagnostics.ErrNotRecorded):
+	case errors.Is(err, recorder.ErrNotRecorded):
 		return notRecordedPanel(ck.Name, ck.Title, at)
-	case errors.Is(err, diagnostics.ErrNoHistory):
+	case errors.Is(err, recorder.ErrNoHistory):
 		return views.Panel{ID: ck.Name, Title: ck.Title, Status: "ok", History: marker,
 			Missing: "No sample was recorded in the 30 seconds before " + clock(at) + " UTC. " + recording}
 	}
@@ -321,7 +323,7 @@ func pastPanelView(ck diagnostics.Check, res diagnostics.PanelResult, e diagnost
 // rows.
 func notRecordedPanel(id, title string, at time.Time) views.Panel {
 	return views.Panel{ID: id, Title: title, Status: "ok", History: "History · at " + clock(at),
-		Missing: "Not recorded: history keeps " + diagnostics.HistoryKept + ". This panel is live only; go back to live to see it now."}
+		Missing: "Not recorded: history keeps " + recorder.HistoryKept + ". This panel is live only; go back to live to see it now."}
 }
 
 // notAnsweringPanel is a panel whose query was not even sent: the

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/views"
@@ -303,7 +304,7 @@ var queueSeriesFields = []string{"ready", "running", "dead", "expired_leases", "
 
 // queueSeries reads a queue's recent samples for its sparklines (nil
 // sampler: none).
-func queueSeries(smp *diagnostics.Sampler, queue string, now time.Time) map[string]trend {
+func queueSeries(smp *sampler.Sampler, queue string, now time.Time) map[string]trend {
 	out := map[string]trend{}
 	for _, f := range queueSeriesFields {
 		out[f] = series(smp, "queue."+queue+"."+f, now)

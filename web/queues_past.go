@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/recorder"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/views"
 )
@@ -17,8 +18,8 @@ import (
 // pastQueues reads what the queue pages show at t's moment: the recorded
 // queues of the newest sample at or before it (err is ErrNoHistory when
 // there is none), and each queue's recorded trends over t's range.
-func (s *Server) pastQueues(ctx context.Context, t travel) ([]diagnostics.QueueStat, diagnostics.HistoryEntry, map[string]map[string]trend, error) {
-	e, err := diagnostics.HistoryAt(ctx, s.cfg.Pool, diagnostics.HistoryQueues, t.q.at, 0)
+func (s *Server) pastQueues(ctx context.Context, t travel) ([]diagnostics.QueueStat, recorder.HistoryEntry, map[string]map[string]trend, error) {
+	e, err := recorder.HistoryAt(ctx, s.cfg.Pool, diagnostics.HistoryQueues, t.q.at, 0)
 	if err != nil {
 		return nil, e, nil, err
 	}
@@ -26,7 +27,7 @@ func (s *Server) pastQueues(ctx context.Context, t travel) ([]diagnostics.QueueS
 	if err := decodeInto(e, &now); err != nil {
 		return nil, e, nil, err
 	}
-	entries, err := diagnostics.HistorySeries(ctx, s.cfg.Pool, diagnostics.HistoryQueues, t.q.from, t.q.to, t.q.at, 0)
+	entries, err := recorder.HistorySeries(ctx, s.cfg.Pool, diagnostics.HistoryQueues, t.q.from, t.q.to, t.q.at, 0)
 	if err != nil {
 		return nil, e, nil, err
 	}
@@ -53,7 +54,7 @@ func (s *Server) pastQueues(ctx context.Context, t travel) ([]diagnostics.QueueS
 }
 
 // decodeInto reads a recorded entry's data into v.
-func decodeInto(e diagnostics.HistoryEntry, v any) error {
+func decodeInto(e recorder.HistoryEntry, v any) error {
 	if string(e.Data) == "null" {
 		return fmt.Errorf("the queues were not recorded in the sample of %s UTC (the check failed then)", clock(e.At))
 	}
@@ -92,8 +93,8 @@ func (s *Server) pastQueuesList(c echo.Context, t travel) error {
 	ctx, cancel := readContext(c)
 	defer cancel()
 	ck, _ := diagnostics.CheckNamed(diagnostics.CheckQueueHealth)
-	res, e, err := diagnostics.PanelAt(ctx, s.cfg.Pool, ck.Name, t.q.at)
-	if err != nil && !errors.Is(err, diagnostics.ErrNoHistory) {
+	res, e, err := recorder.PanelAt(ctx, s.cfg.Pool, ck.Name, t.q.at)
+	if err != nil && !errors.Is(err, recorder.ErrNoHistory) {
 		return err
 	}
 	m := views.QueuesPage{Queues: pastPanelView(ck, res, e, err, t.q.at, s.historyStatus().Reason), History: true}
@@ -117,7 +118,7 @@ func (s *Server) pastQueueDetail(c echo.Context, name string, t travel) error {
 	ctx, cancel := readContext(c)
 	defer cancel()
 	stats, e, trends, err := s.pastQueues(ctx, t)
-	if err != nil && !errors.Is(err, diagnostics.ErrNoHistory) {
+	if err != nil && !errors.Is(err, recorder.ErrNoHistory) {
 		return err
 	}
 	var m views.QueueDetail
@@ -164,9 +165,9 @@ func (s *Server) pastOutbox(c echo.Context, t travel) error {
 	ctx, cancel := readContext(c)
 	defer cancel()
 	var m views.OutboxPage
-	e, err := diagnostics.HistoryAt(ctx, s.cfg.Pool, diagnostics.HistoryOutbox, t.q.at, 0)
+	e, err := recorder.HistoryAt(ctx, s.cfg.Pool, diagnostics.HistoryOutbox, t.q.at, 0)
 	switch {
-	case errors.Is(err, diagnostics.ErrNoHistory):
+	case errors.Is(err, recorder.ErrNoHistory):
 		m.Missing = "No sample was recorded in the 30 seconds before " + clock(t.q.at) + " UTC. " + s.historyStatus().Reason
 	case err != nil:
 		return err
@@ -176,7 +177,7 @@ func (s *Server) pastOutbox(c echo.Context, t travel) error {
 			m.Missing = err.Error()
 			break
 		}
-		entries, err := diagnostics.HistorySeries(ctx, s.cfg.Pool, diagnostics.HistoryOutbox, t.q.from, t.q.to, t.q.at, 0)
+		entries, err := recorder.HistorySeries(ctx, s.cfg.Pool, diagnostics.HistoryOutbox, t.q.from, t.q.to, t.q.at, 0)
 		if err != nil {
 			return err
 		}

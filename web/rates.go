@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/views"
 )
@@ -57,7 +58,7 @@ var rateViews = map[string]rateView{
 // withRates shows panel name's counters as rates when it is one of
 // rateViews. Without two samples (the sampler not running, or just
 // started) the panel keeps its totals and says when rates will appear.
-func withRates(name string, p views.Panel, smp *diagnostics.Sampler, now time.Time) views.Panel {
+func withRates(name string, p views.Panel, smp *sampler.Sampler, now time.Time) views.Panel {
 	rv, ok := rateViews[name]
 	if !ok || p.Status != "ok" || len(p.Rows) == 0 {
 		return p
@@ -94,7 +95,7 @@ func withRates(name string, p views.Panel, smp *diagnostics.Sampler, now time.Ti
 
 // latestRates reads each series at the sampler's newest sample that has
 // all of them, and the times of the two samples it spans.
-func latestRates(smp *diagnostics.Sampler, cols []rateColumn) (rates []float64, from, to time.Time, ok bool) {
+func latestRates(smp *sampler.Sampler, cols []rateColumn) (rates []float64, from, to time.Time, ok bool) {
 	if smp == nil {
 		return nil, from, to, false
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -49,11 +49,11 @@ func TestWALStatsShowRates(t *testing.T) {
 
 // setupSampledByHand is setup with a sampler that never samples by
 // itself: the test calls SampleNow, so it knows what the samples hold.
-func setupSampledByHand(t *testing.T) (*env, *diagnostics.Sampler) {
+func setupSampledByHand(t *testing.T) (*env, *sampler.Sampler) {
 	t.Helper()
-	var smp *diagnostics.Sampler
+	var smp *sampler.Sampler
 	e := setupWith(t, setupOpts{configure: func(c *Config) {
-		smp = c.Diagnostics.NewSampler(diagnostics.SamplerConfig{Interval: time.Hour})
+		smp = sampler.New(c.Diagnostics, sampler.Config{Interval: time.Hour})
 		c.Sampler = smp
 	}})
 	return e, smp

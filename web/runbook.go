@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/views"
 )
 
@@ -73,7 +74,7 @@ func (s *Server) runbookPage(c echo.Context) error {
 // nobody acts on the past).
 type runbookEvidence struct {
 	round    diagnostics.Round
-	findings []diagnostics.Finding
+	findings []findings.Finding
 }
 
 func (s *Server) runbookEvidence(ctx context.Context, t travel) runbookEvidence {
@@ -86,13 +87,13 @@ func (s *Server) runbookEvidence(ctx context.Context, t travel) runbookEvidence 
 	if err != nil {
 		return runbookEvidence{}
 	}
-	return runbookEvidence{round: round, findings: diagnostics.Evaluate(round, s.cfg.Diagnostics.Thresholds())}
+	return runbookEvidence{round: round, findings: findings.Evaluate(round, s.cfg.Diagnostics.Thresholds())}
 }
 
 // pointsAt returns the findings whose runbook page is slug.
-func pointsAt(findings []diagnostics.Finding, slug string) []diagnostics.Finding {
-	var out []diagnostics.Finding
-	for _, f := range findings {
+func pointsAt(list []findings.Finding, slug string) []findings.Finding {
+	var out []findings.Finding
+	for _, f := range list {
 		if f.Runbook == diagnostics.RunbookURL(slug) {
 			out = append(out, f)
 		}
@@ -102,11 +103,11 @@ func pointsAt(findings []diagnostics.Finding, slug string) []diagnostics.Finding
 
 // stepFindings returns the findings that point at a step: at the step's
 // page, or at a targeted runbook whose evidence starts with the step.
-func stepFindings(findings []diagnostics.Finding, step string) []diagnostics.Finding {
-	out := pointsAt(findings, step)
+func stepFindings(list []findings.Finding, step string) []findings.Finding {
+	out := pointsAt(list, step)
 	for _, t := range runbookTargets {
 		if len(t.Steps) > 0 && t.Steps[0] == step {
-			out = append(out, pointsAt(findings, t.Slug)...)
+			out = append(out, pointsAt(list, t.Slug)...)
 		}
 	}
 	return out
@@ -125,32 +126,32 @@ func findingMark(n int) string {
 }
 
 // worstSeverity is the most severe of findings' severities.
-func worstSeverity(findings []diagnostics.Finding) string {
+func worstSeverity(list []findings.Finding) string {
 	worst := ""
-	for _, f := range findings {
+	for _, f := range list {
 		switch {
-		case f.Severity == diagnostics.SeverityCritical:
+		case f.Severity == findings.SeverityCritical:
 			return f.Severity
-		case f.Severity == diagnostics.SeverityWarning || worst == "":
+		case f.Severity == findings.SeverityWarning || worst == "":
 			worst = f.Severity
 		}
 	}
 	return worst
 }
 
-func stepLinks(current string, findings []diagnostics.Finding) []views.StepLink {
+func stepLinks(current string, list []findings.Finding) []views.StepLink {
 	out := make([]views.StepLink, len(runbookSteps))
 	for i, st := range runbookSteps {
 		out[i] = views.StepLink{Number: st.Number, Slug: st.Slug, Title: st.Title, Short: st.Short, Href: diagnostics.RunbookURL(st.Slug),
-			Mark: findingMark(len(stepFindings(findings, st.Slug))), Current: st.Slug == current}
+			Mark: findingMark(len(stepFindings(list, st.Slug))), Current: st.Slug == current}
 	}
 	return out
 }
 
 // findingRows maps findings to the rows a runbook page lists them in.
-func findingRows(findings []diagnostics.Finding, role string) []views.FindingRow {
+func findingRows(list []findings.Finding, role string) []views.FindingRow {
 	var out []views.FindingRow
-	for _, f := range findings {
+	for _, f := range list {
 		out = append(out, views.FindingRow{Code: f.Code, Severity: f.Severity, Title: f.Title, Evidence: f.Evidence,
 			RunbookHref: f.Runbook, Actions: actionLinks(f.Actions, role, subjectParams(f.Subject))})
 	}
@@ -162,9 +163,9 @@ func findingRows(findings []diagnostics.Finding, role string) []views.FindingRow
 // backends (its pid) and the largest dead-letter group (its queue and
 // error class) of the round. from says, for the page, what was filled in
 // that one of the named actions takes.
-func evidenceParams(r diagnostics.Round, findings []diagnostics.Finding, names []string) (params map[string]string, from string) {
+func evidenceParams(r diagnostics.Round, list []findings.Finding, names []string) (params map[string]string, from string) {
 	params = map[string]string{}
-	for _, f := range findings {
+	for _, f := range list {
 		for k, v := range subjectParams(f.Subject) {
 			if _, ok := params[k]; !ok {
 				params[k] = v

@@ -18,6 +18,8 @@ import (
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/episodes"
+	"github.com/pgconsole/console/diagnostics/recorder"
+	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/auth"
 )
 
@@ -32,11 +34,11 @@ type Config struct {
 	Diagnostics *diagnostics.Diagnostics
 	// Sampler keeps the recent samples behind the sparklines; nil shows
 	// numbers without trends.
-	Sampler *diagnostics.Sampler
+	Sampler *sampler.Sampler
 	// Recorder is the flight recorder; its Status tells the history page
 	// whether history is recorded. Nil means this console records nothing
 	// (history recorded by another console is still shown).
-	Recorder *diagnostics.Recorder
+	Recorder *recorder.Recorder
 	// Episodes is the lock-episode recorder; its Status tells the lock
 	// episodes page whether they are recorded. Nil means this console
 	// records none (episodes recorded by another console are still shown).

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/recorder"
+	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/views"
 )
@@ -38,7 +40,7 @@ func liveTrend(points []trendPoint, now time.Time) trend {
 
 // series reads one sampler series within the sparkline window. A nil
 // sampler (tests, CLI) gives nothing.
-func series(s *diagnostics.Sampler, name string, now time.Time) trend {
+func series(s *sampler.Sampler, name string, now time.Time) trend {
 	if s == nil {
 		return liveTrend(nil, now)
 	}
@@ -54,7 +56,7 @@ func series(s *diagnostics.Sampler, name string, now time.Time) trend {
 // combined merges the series whose names match, point by point at equal
 // sample times, with sum or max: the total ready jobs over every queue, the
 // worst replication lag over every standby.
-func combined(s *diagnostics.Sampler, match func(string) bool, useMax bool, now time.Time) trend {
+func combined(s *sampler.Sampler, match func(string) bool, useMax bool, now time.Time) trend {
 	if s == nil {
 		return liveTrend(nil, now)
 	}
@@ -187,8 +189,8 @@ func bytesPerSecond(v float64) string { return humanize.Bytes(v) + "/s" }
 // pastTileTrends are the overview tiles' trends over the picked range,
 // from recorded samples, with the picked moment marked.
 func pastTileTrends(ctx context.Context, db diagnostics.DBTX, t travel) (map[string]trend, error) {
-	read := func(check string) ([]diagnostics.HistoryEntry, error) {
-		return diagnostics.HistorySeries(ctx, db, check, t.q.from, t.q.to, t.q.at, 0)
+	read := func(check string) ([]recorder.HistoryEntry, error) {
+		return recorder.HistorySeries(ctx, db, check, t.q.from, t.q.to, t.q.at, 0)
 	}
 	out := map[string]trend{}
 	qs, err := read(diagnostics.HistoryQueues)
@@ -269,13 +271,13 @@ func decoded[T any](measure func(T) float64) func(json.RawMessage) (float64, boo
 }
 
 // pastTrend is pastPoints for a value decoded as T.
-func pastTrend[T any](entries []diagnostics.HistoryEntry, t travel, measure func(T) float64) trend {
+func pastTrend[T any](entries []recorder.HistoryEntry, t travel, measure func(T) float64) trend {
 	return pastPoints(entries, t, decoded(measure))
 }
 
 // pastPoints is the trend of recorded entries over t's range, marking t's
 // moment.
-func pastPoints(entries []diagnostics.HistoryEntry, t travel, value func(json.RawMessage) (float64, bool)) trend {
+func pastPoints(entries []recorder.HistoryEntry, t travel, value func(json.RawMessage) (float64, bool)) trend {
 	tr := trend{from: t.q.from, to: t.q.to, mark: t.q.at}
 	for _, e := range entries {
 		if v, ok := value(e.Data); ok {

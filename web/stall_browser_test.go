@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/collector"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/browser"
 	"github.com/pgconsole/console/internal/pgserver"
@@ -43,7 +44,7 @@ func TestBrowserDatabaseStall(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(cd.Close)
 	creg := prometheus.NewRegistry()
-	_, err = diagnostics.NewCollector(cd, diagnostics.CollectorConfig{Registerer: creg, Refresh: time.Second, Wait: time.Second})
+	_, err = collector.New(cd, collector.Config{Registerer: creg, Refresh: time.Second, Wait: time.Second})
 	require.NoError(t, err)
 	_, err = e.srv.cfg.Pool.Exec(context.Background(), `INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, attempts)
 		SELECT 'stall-q', 'send', 'dead', 'stall.witness', 'seeded before the freeze', now(), 3 FROM generate_series(1, 12)`)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/recorder"
 	"github.com/pgconsole/console/internal/browser"
 	"github.com/pgconsole/console/internal/testdb"
 )
@@ -49,14 +50,14 @@ func pastMoment(t *testing.T, e *env) (at time.Time, rootPID int32) {
 	deadline := time.Now().Add(30 * time.Second)
 	for at.IsZero() {
 		require.False(t, time.Now().After(deadline), "no recorded sample held the chain within 30s")
-		res, entry, err := diagnostics.PanelAt(ctx, e.srv.cfg.Pool, diagnostics.CheckBlockingTree, time.Now())
+		res, entry, err := recorder.PanelAt(ctx, e.srv.cfg.Pool, diagnostics.CheckBlockingTree, time.Now())
 		if err == nil {
 			for _, row := range res.Rows {
 				if n := row.(diagnostics.BlockingNode); n.PID == rootPID && n.IsRoot {
 					at = entry.At
 				}
 			}
-		} else if !errors.Is(err, diagnostics.ErrNoHistory) {
+		} else if !errors.Is(err, recorder.ErrNoHistory) {
 			require.NoError(t, err)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -201,7 +202,7 @@ func TestPanelsAtAMoment(t *testing.T) {
 		// A chart needs two samples: wait for the recorder's next ones.
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			entries, err := diagnostics.HistoryRange(context.Background(), e.srv.cfg.Pool, diagnostics.HistoryBlockingTree, moment, time.Now(), 0)
+			entries, err := recorder.HistoryRange(context.Background(), e.srv.cfg.Pool, diagnostics.HistoryBlockingTree, moment, time.Now(), 0)
 			require.NoError(t, err)
 			if len(entries) >= 3 {
 				break

@@ -21,9 +21,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/cmd/console/bench"
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
-	"github.com/pgconsole/console/internal/bench"
 	"github.com/pgconsole/console/internal/pgserver"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/web"

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/collector"
 	"github.com/pgconsole/console/internal/ownpid"
 	"github.com/pgconsole/console/queues"
 )
@@ -91,7 +91,7 @@ func startEngine(ctx context.Context, dbURL string, cfg engineConfig, reg promet
 		return nil, connectError(dbURL, err)
 	}
 	e := &engine{pool: pool, drain: cmp.Or(cfg.Drain, defaultDrain)}
-	if err := reg.Register(diagnostics.NewPoolCollector("engine", pool)); err != nil {
+	if err := reg.Register(collector.NewPool("engine", pool)); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("register the engine pool metrics: %w", err)
 	}

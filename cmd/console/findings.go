@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 )
 
 // thresholdFlags collects repeated --threshold CODE=VALUE flags.
@@ -23,8 +24,8 @@ func parseThresholds(getenv env, flags []string) (diagnostics.Thresholds, error)
 	th := diagnostics.DefaultThresholds()
 	all := append(splitList(getenv("CONSOLE_THRESHOLDS")), flags...)
 	for _, s := range all {
-		if err := th.SetFlag(s); err != nil {
-			return th, usageError{fmt.Sprintf("--threshold %s: %v (codes: %s)", s, err, strings.Join(diagnostics.ThresholdCodes(), ", "))}
+		if err := findings.SetThresholdFlag(&th, s); err != nil {
+			return th, usageError{fmt.Sprintf("--threshold %s: %v (codes: %s)", s, err, strings.Join(findings.ThresholdCodes(), ", "))}
 		}
 	}
 	return th, nil
@@ -67,7 +68,7 @@ func runFindings(ctx context.Context, args []string, getenv env, stdout io.Write
 	defer d.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rep, err := d.Findings(ctx)
+	rep, err := findings.Run(ctx, d)
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/episodes"
+	"github.com/pgconsole/console/diagnostics/recorder"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -28,14 +28,14 @@ type pruneHistoryPayload struct {
 // registerPruneHistory makes the engine's workers run the prune_history
 // maintenance kind, which the migration schedules every 15 minutes.
 func registerPruneHistory(c *queues.Client, pool *pgxpool.Pool, logger *slog.Logger) {
-	c.Handle(diagnostics.KindPruneHistory, func(ctx context.Context, job *queues.Job) error {
+	c.Handle(recorder.KindPruneHistory, func(ctx context.Context, job *queues.Job) error {
 		var p pruneHistoryPayload
 		if len(job.Payload) > 0 {
 			if err := json.Unmarshal(job.Payload, &p); err != nil {
 				return queues.Permanent(fmt.Errorf("prune_history payload: %w", err))
 			}
 		}
-		params := diagnostics.HistoryPruneParams{MaxBytes: p.MaxBytes}
+		params := recorder.HistoryPruneParams{MaxBytes: p.MaxBytes}
 		if p.Retention != "" {
 			d, err := time.ParseDuration(p.Retention)
 			if err != nil || d <= 0 {
@@ -43,7 +43,7 @@ func registerPruneHistory(c *queues.Client, pool *pgxpool.Pool, logger *slog.Log
 			}
 			params.Retention = d
 		}
-		n, err := diagnostics.HistoryPrune(ctx, pool, params)
+		n, err := recorder.HistoryPrune(ctx, pool, params)
 		if err != nil {
 			return err
 		}
@@ -81,7 +81,7 @@ func ensurePruneHistorySchedule(ctx context.Context, pool *pgxpool.Pool) error {
 		return fmt.Errorf("read the %s schedule: %w", pruneHistorySchedule, err)
 	}
 	_, err := queues.ScheduleCreate(ctx, pool, queues.ScheduleParams{Name: pruneHistorySchedule, Spec: "*/15 * * * *",
-		Kind: diagnostics.KindPruneHistory, Queue: "maintenance", By: "console"})
+		Kind: recorder.KindPruneHistory, Queue: "maintenance", By: "console"})
 	if err != nil {
 		if _, again := queues.ScheduleGet(ctx, pool, pruneHistorySchedule); again == nil {
 			return nil

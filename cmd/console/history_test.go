@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/recorder"
 	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/queues"
 )
@@ -34,7 +34,7 @@ func TestEnsurePruneHistorySchedule(t *testing.T) {
 	list, err := queues.ScheduleList(ctx, pool)
 	require.NoError(t, err)
 	require.Len(t, list, 1)
-	require.Equal(t, diagnostics.KindPruneHistory, list[0].Kind)
+	require.Equal(t, recorder.KindPruneHistory, list[0].Kind)
 	require.Equal(t, "maintenance", list[0].Queue)
 
 	_, err = pool.Exec(ctx, "UPDATE schedules SET spec = '0 * * * *' WHERE name = $1", pruneHistorySchedule)

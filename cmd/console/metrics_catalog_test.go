@@ -25,6 +25,7 @@ import (
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/collector"
 	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/queues/webhookpub"
@@ -214,11 +215,11 @@ func catalogRegistry(t *testing.T) (*prometheus.Registry, *recordingRegisterer) 
 	reg := prometheus.NewRegistry()
 	rec := &recordingRegisterer{Registerer: reg}
 	rec.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		diagnostics.NewPoolCollector("console", pool))
+		collector.NewPool("console", pool))
 	diag, err := diagnostics.Open(ctx, url, diagnostics.Config{})
 	require.NoError(t, err)
 	t.Cleanup(diag.Close)
-	_, err = diagnostics.NewCollector(diag, diagnostics.CollectorConfig{Registerer: rec, Wait: 30 * time.Second})
+	_, err = collector.New(diag, collector.Config{Registerer: rec, Wait: 30 * time.Second})
 	require.NoError(t, err)
 	runner, err := actions.NewRunner(pool, actions.RunnerConfig{Diagnostics: diag, Registerer: rec, Logger: logger})
 	require.NoError(t, err)

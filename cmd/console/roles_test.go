@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/actions"
-	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/recorder"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/queues"
@@ -115,7 +115,7 @@ func TestServeAndWorkerAsRuntimeRoles(t *testing.T) {
 		_, err := queues.EnqueueManyTx(ctx, owner, []queues.EnqueueParams{
 			{Queue: "runtime", Kind: "sleep", Payload: map[string]int{"ms": 10}},
 			{Queue: "runtime", Kind: "sleep", Payload: map[string]int{"ms": 10}},
-			{Queue: "runtime", Kind: diagnostics.KindPruneHistory},
+			{Queue: "runtime", Kind: recorder.KindPruneHistory},
 		})
 		require.NoError(t, err)
 		startWorker(t, testdb.AsUser(t, dbURL, "console_worker"), "--queues runtime --concurrency 2 --poll 100ms")

@@ -18,7 +18,10 @@ import (
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/collector"
 	"github.com/pgconsole/console/diagnostics/episodes"
+	"github.com/pgconsole/console/diagnostics/recorder"
+	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/ownpid"
 	"github.com/pgconsole/console/internal/pgserver"
@@ -143,17 +146,17 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			return err
 		}
 	}
-	recorder := diag.NewRecorder(pool, diagnostics.RecorderConfig{Interval: cfg.HistoryInterval, Name: recorderName(), Logger: logger})
-	fmt.Fprintf(stdout, "history recording: %s\n", recorder.Check(ctx))
-	sampler := diag.NewSampler(diagnostics.SamplerConfig{Interval: cfg.HistoryInterval, OnSampleFunc: recorder.Record})
-	if err := sampler.Start(ctx); err != nil {
+	rec := recorder.New(diag, pool, recorder.Config{Interval: cfg.HistoryInterval, Name: recorderName(), Logger: logger})
+	fmt.Fprintf(stdout, "history recording: %s\n", rec.Check(ctx))
+	smp := sampler.New(diag, sampler.Config{Interval: cfg.HistoryInterval, OnSampleFunc: rec.Record})
+	if err := smp.Start(ctx); err != nil {
 		return fmt.Errorf("start the diagnostics sampler: %w", err)
 	}
-	defer sampler.Stop()
+	defer smp.Stop()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		diagnostics.NewPoolCollector("console", pool))
+		collector.NewPool("console", pool))
 	lockEpisodes, err := startEpisodes(ctx, cfg, dbURL, reg, logger, stdout)
 	if err != nil {
 		return err
@@ -161,7 +164,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if lockEpisodes != nil {
 		defer lockEpisodes.Stop()
 	}
-	if _, err := diagnostics.NewCollector(diag, diagnostics.CollectorConfig{Registerer: reg}); err != nil {
+	if _, err := collector.New(diag, collector.Config{Registerer: reg}); err != nil {
 		return fmt.Errorf("register the diagnostics metrics: %w", err)
 	}
 
@@ -209,8 +212,8 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	ws, err := web.New(web.Config{
 		Pool:                 pool,
 		Diagnostics:          diag,
-		Sampler:              sampler,
-		Recorder:             recorder,
+		Sampler:              smp,
+		Recorder:             rec,
 		Episodes:             lockEpisodes,
 		Actions:              runner,
 		JobRetention:         cfg.JobRetention,

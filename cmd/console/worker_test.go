@@ -20,6 +20,7 @@ import (
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/logbuf"
 	"github.com/pgconsole/console/internal/testdb"
@@ -345,12 +346,12 @@ func TestWorkerKilledJobsBackInSeconds(t *testing.T) {
 	diag, err := diagnostics.Open(ctx, pool.Config().ConnString(), diagnostics.Config{})
 	require.NoError(t, err)
 	defer diag.Close()
-	rep, err := diag.Findings(ctx)
+	rep, err := findings.Run(ctx, diag)
 	require.NoError(t, err)
 	found := false
 	for _, f := range rep.Findings {
-		if f.Code == diagnostics.CodeExpiredLeases && f.Subject["queue"] == "dead" {
-			require.Equal(t, diagnostics.SeverityInfo, f.Severity)
+		if f.Code == findings.CodeExpiredLeases && f.Subject["queue"] == "dead" {
+			require.Equal(t, findings.SeverityInfo, f.Severity)
 			require.Contains(t, f.Evidence, fmt.Sprintf("pid %d) was found dead at", first.Process.Pid))
 			found = true
 		}

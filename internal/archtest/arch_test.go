@@ -37,16 +37,23 @@ var (
 		"queues/natspub":    {internal: []string{"queues"}, external: []string{"github.com/nats-io/nats.go"}},
 		"queues/webhookpub": {internal: []string{"queues"}},
 		"diagnostics":       {internal: append([]string{"queues"}, shared...), external: engineDeps},
-		"audit":             {internal: shared, external: engineDeps},
-		"migrations":        {external: append(engineDeps, "github.com/jackc/tern/v2")},
-		"views":             {external: []string{"github.com/a-h/templ"}},
-		"static":            {},
+		// The rooms of diagnostics: the finding rules and the sampler read
+		// the catalog; the recorder and the metrics exporter read the
+		// findings and samples too; nothing reads them back.
+		"diagnostics/findings":  {internal: append([]string{"diagnostics"}, shared...), external: engineDeps},
+		"diagnostics/sampler":   {internal: append([]string{"diagnostics"}, shared...), external: engineDeps},
+		"diagnostics/recorder":  {internal: append([]string{"diagnostics", "diagnostics/findings", "diagnostics/sampler"}, shared...), external: engineDeps},
+		"diagnostics/collector": {internal: append([]string{"diagnostics", "diagnostics/findings", "diagnostics/sampler"}, shared...), external: engineDeps},
+		"audit":                 {internal: shared, external: engineDeps},
+		"migrations":            {external: append(engineDeps, "github.com/jackc/tern/v2")},
+		"views":                 {external: []string{"github.com/a-h/templ"}},
+		"static":                {},
 		"actions": {
 			internal: append([]string{"queues", "diagnostics", "audit", "internal/auth"}, shared...),
 			external: engineDeps,
 		},
 		"web": {
-			internal: append([]string{"views", "actions", "diagnostics", "queues", "audit", "static", "migrations", "internal/auth"}, shared...),
+			internal: append([]string{"views", "actions", "diagnostics", "diagnostics/findings", "diagnostics/recorder", "diagnostics/sampler", "queues", "audit", "static", "migrations", "internal/auth"}, shared...),
 			external: append(engineDeps, "github.com/labstack/echo/v4", "github.com/a-h/templ", "golang.org/x/"),
 		},
 		"internal/sqlset":    {external: []string{"github.com/jackc/pgx/v5"}},
@@ -129,6 +136,71 @@ func TestNothingImportsWebOrCmd(t *testing.T) {
 	}
 }
 
+// ruleFor is the rule that governs the module package rest: its own, or
+// that of the nearest folder above it with one ("" when none does).
+func ruleFor(rest string) string {
+	for p := rest; ; {
+		if hasRule(p) {
+			return p
+		}
+		i := strings.LastIndex(p, "/")
+		if i < 0 {
+			return ""
+		}
+		p = p[:i]
+	}
+}
+
+// console are the parts of the console that the libraries under internal/
+// build towards, never on: a package there that imports one of them (or a
+// folder below one) is a piece of a program, and lives beside it.
+var console = []string{"queues", "diagnostics", "actions", "web"}
+
+// internalViolation says why a file of a package under internal/ may not
+// import imp ("" when it may).
+func internalViolation(imp string) string {
+	rest, ok := strings.CutPrefix(imp, module)
+	if !ok {
+		return ""
+	}
+	for _, p := range console {
+		if rest == p || strings.HasPrefix(rest, p+"/") {
+			return "internal/ holds small shared libraries, which import no part of the console (" +
+				strings.Join(console, ", ") + "); move the package beside the program that uses it (as cmd/console/bench)"
+		}
+	}
+	return ""
+}
+
+// TestInternalIsShared: no file under internal/, test files included,
+// imports queues, diagnostics, actions or web.
+func TestInternalIsShared(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	files := 0
+	err := filepath.WalkDir(filepath.Join(root, "internal"), func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		files++
+		rel, _ := filepath.Rel(root, path)
+		for _, imp := range imports(t, path) {
+			if msg := internalViolation(imp); msg != "" {
+				t.Errorf("%s imports %s: %s", rel, imp, msg)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files == 0 {
+		t.Fatal("no Go files under internal/: the walk is broken")
+	}
+}
+
 func hasRule(pkg string) bool {
 	_, ok := rules[pkg]
 	return ok
@@ -136,24 +208,41 @@ func hasRule(pkg string) bool {
 
 func TestViolationsAreCaught(t *testing.T) {
 	cases := map[string]string{
-		"queues|" + module + "diagnostics":                    "inside",
-		"queues|github.com/labstack/echo/v4":                  "outside",
-		"queues|github.com/nats-io/nats.go":                   "outside",
-		"queues|" + module + "internal/sqlset":                "",
-		"queues|" + module + "internal/auth":                  "inside",
-		"queues/natspub|github.com/nats-io/nats.go/jetstream": "",
-		"queues/natspub|" + module + "queues":                 "",
-		"queues/webhookpub|" + module + "diagnostics":         "inside",
-		"diagnostics|" + module + "internal/lifecycle":        "",
-		"internal/sqlset|" + module + "queues":                "inside",
-		"views|github.com/jackc/pgx/v5":                       "outside",
-		"actions|" + module + "web":                           "inside",
-		"diagnostics|" + module + "queues":                    "",
-		"diagnostics|" + module + "actions":                   "inside",
-		"web|github.com/jackc/pgx/v5/pgxpool":                 "",
-		"actions|" + module + "queues":                        "",
-		"queues|fmt":                                          "",
-		"audit|github.com/robfig/cron/v3":                     "",
+		"queues|" + module + "diagnostics":                         "inside",
+		"queues|github.com/labstack/echo/v4":                       "outside",
+		"queues|github.com/nats-io/nats.go":                        "outside",
+		"queues|" + module + "internal/sqlset":                     "",
+		"queues|" + module + "internal/auth":                       "inside",
+		"queues/natspub|github.com/nats-io/nats.go/jetstream":      "",
+		"queues/natspub|" + module + "queues":                      "",
+		"queues/webhookpub|" + module + "diagnostics":              "inside",
+		"diagnostics|" + module + "internal/lifecycle":             "",
+		"internal/sqlset|" + module + "queues":                     "inside",
+		"views|github.com/jackc/pgx/v5":                            "outside",
+		"actions|" + module + "web":                                "inside",
+		"diagnostics|" + module + "queues":                         "",
+		"diagnostics|" + module + "actions":                        "inside",
+		"diagnostics|" + module + "diagnostics/findings":           "inside",
+		"diagnostics|" + module + "diagnostics/collector":          "inside",
+		"diagnostics/findings|" + module + "diagnostics":           "",
+		"diagnostics/findings|" + module + "diagnostics/recorder":  "inside",
+		"diagnostics/recorder|" + module + "diagnostics/findings":  "",
+		"diagnostics/collector|" + module + "diagnostics/findings": "",
+		"diagnostics/collector|" + module + "web":                  "inside",
+		"web|" + module + "diagnostics/recorder":                   "",
+		"web|github.com/jackc/pgx/v5/pgxpool":                      "",
+		"actions|" + module + "queues":                             "",
+		"queues|fmt":                                               "",
+		"audit|github.com/robfig/cron/v3":                          "",
+	}
+	for imp, want := range map[string]bool{
+		module + "queues": true, module + "diagnostics/findings": true, module + "actions": true,
+		module + "web": true, module + "internal/sqlset": false, module + "migrations": false,
+		module + "queuesx": false, "github.com/jackc/pgx/v5": false,
+	} {
+		if got := internalViolation(imp); (got != "") != want {
+			t.Errorf("internalViolation(%s) = %q, want a violation: %v", imp, got, want)
+		}
 	}
 	for in, want := range cases {
 		pkg, imp, _ := strings.Cut(in, "|")
@@ -166,11 +255,15 @@ func TestViolationsAreCaught(t *testing.T) {
 
 func violates(pkg string, r rule, imp string) string {
 	if rest, ok := strings.CutPrefix(imp, module); ok {
-		if rest == pkg || strings.HasPrefix(rest, pkg+"/") {
+		// A folder below pkg is pkg's own unless it has a rule of its
+		// own: diagnostics may not import diagnostics/findings.
+		if ruleFor(rest) == pkg {
 			return ""
 		}
 		for _, p := range r.internal {
-			if rest == p || strings.HasPrefix(rest, p+"/") {
+			// Listing a package allows the folders below it that have no
+			// rule of their own; one that has is listed by name.
+			if rest == p || strings.HasPrefix(rest, p+"/") && ruleFor(rest) == ruleFor(p) {
 				return ""
 			}
 		}

@@ -1,4 +1,4 @@
-package diagnostics
+package recorder
 
 import (
 	"context"
@@ -14,6 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 )
 
 // The flight recorder keeps the evidence of incidents that cleared before
@@ -23,36 +26,6 @@ import (
 // as a whole, and "the blocking tree at 03:12:40" is one primary-key probe
 // plus one key of the document. Rows per check would repeat the timestamp,
 // tuple header and index entry nine times over for no query the views need.
-
-// History check names: the keys of a recorded document and the values of
-// ?check= in GET /api/v1/history.
-const (
-	HistoryBlockingTree = "blocking_tree"
-	HistoryActivity     = "activity"
-	HistoryWaitEvents   = "wait_events"
-	HistoryWAL          = "wal"
-	HistoryReplication  = "replication"
-	HistorySlots        = "slots"
-	HistoryQueues       = "queues"
-	HistoryOutbox       = "outbox"
-	HistoryFindings     = "findings"
-)
-
-// HistoryChecks lists every check a recorded sample holds, in display order.
-var HistoryChecks = []string{
-	HistoryBlockingTree, HistoryActivity, HistoryWaitEvents, HistoryWAL,
-	HistoryReplication, HistorySlots, HistoryQueues, HistoryOutbox, HistoryFindings,
-}
-
-// IsHistoryCheck reports whether name is one of HistoryChecks.
-func IsHistoryCheck(name string) bool {
-	for _, c := range HistoryChecks {
-		if c == name {
-			return true
-		}
-	}
-	return false
-}
 
 // historyActivityRows bounds the activity kept per sample: the oldest
 // transactions first (activity.sql's order), which are the ones a
@@ -67,20 +40,20 @@ const historyQueryChars = 300
 type HistoryDoc struct {
 	// BlockingTree is the blocking tree in tree order, with the job behind
 	// each worker backend (BlockingNode.JobID).
-	BlockingTree []BlockingNode `json:"blocking_tree"`
+	BlockingTree []diagnostics.BlockingNode `json:"blocking_tree"`
 	// Activity is the backends with the oldest transactions, at most 50.
-	Activity []Backend `json:"activity"`
+	Activity []diagnostics.Backend `json:"activity"`
 	// WaitEvents counts the backends of Activity's query (all of them, not
 	// only the 50 kept) by wait event.
-	WaitEvents []WaitEventCount `json:"wait_events"`
-	WAL        *HistoryWALPoint `json:"wal"`
+	WaitEvents []WaitEventCount             `json:"wait_events"`
+	WAL        *diagnostics.HistoryWALPoint `json:"wal"`
 	// Replication is the lag of each standby; Slots the WAL each slot
 	// retains.
-	Replication []Standby   `json:"replication"`
-	Slots       []Slot      `json:"slots"`
-	Queues      []QueueStat `json:"queues"`
-	Outbox      *OutboxStat `json:"outbox"`
-	Findings    []Finding   `json:"findings"`
+	Replication []diagnostics.Standby   `json:"replication"`
+	Slots       []diagnostics.Slot      `json:"slots"`
+	Queues      []diagnostics.QueueStat `json:"queues"`
+	Outbox      *diagnostics.OutboxStat `json:"outbox"`
+	Findings    []findings.Finding      `json:"findings"`
 }
 
 // WaitEventCount is how many backends waited on one wait event.
@@ -90,16 +63,8 @@ type WaitEventCount struct {
 	Backends      int    `json:"backends"`
 }
 
-// HistoryWALPoint is the WAL position of a sample and the rate since the
-// sample before it (nil for the first sample or across a restart).
-type HistoryWALPoint struct {
-	LSN            string   `json:"lsn"`
-	LSNBytes       int64    `json:"lsn_bytes"`
-	BytesPerSecond *float64 `json:"bytes_per_second"`
-}
-
-// RecorderConfig configures a Recorder. Zero values are defaults.
-type RecorderConfig struct {
+// Config configures a Recorder. Zero values are defaults.
+type Config struct {
 	// Interval is the least time between two recorded samples across every
 	// console attached to the database; default 10s. It should match the
 	// Sampler's.
@@ -133,19 +98,19 @@ type HistoryStatus struct {
 // write that waits on the application is not. On a standby or a database
 // that refuses writes it records nothing and Status says so.
 type Recorder struct {
-	d    *Diagnostics
+	d    *diagnostics.Diagnostics
 	pool *pgxpool.Pool
-	cfg  RecorderConfig
+	cfg  Config
 
 	mu      sync.Mutex
 	status  HistoryStatus
-	lastWAL *WALPoint
+	lastWAL *diagnostics.WALPoint
 }
 
-// NewRecorder returns a Recorder that writes through pool, which the caller
-// owns and closes after the Recorder's last use. Hook it to a Sampler with
-// SamplerConfig.OnSampleFunc = r.Record.
-func (d *Diagnostics) NewRecorder(pool *pgxpool.Pool, cfg RecorderConfig) *Recorder {
+// New returns a Recorder of d's samples that writes through pool, which the
+// caller owns and closes after the Recorder's last use. Hook it to a
+// Sampler with sampler.Config.OnSampleFunc = r.Record.
+func New(d *diagnostics.Diagnostics, pool *pgxpool.Pool, cfg Config) *Recorder {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 10 * time.Second
 	}
@@ -244,7 +209,7 @@ var ErrHistoryOff = errors.New("history is off")
 // ErrHistoryOff (wrapped, with the reason) when the database cannot keep
 // history, and nil when it recorded or skipped. ctx bounds the write, as
 // does the larger of the interval and 5s.
-func (r *Recorder) Record(ctx context.Context, smp Sample) error {
+func (r *Recorder) Record(ctx context.Context, smp diagnostics.Sample) error {
 	// A write that cannot get a connection or finish within an interval
 	// is dropped; the next sample tries again.
 	ctx, cancel := context.WithTimeout(ctx, max(r.cfg.Interval, 5*time.Second))
@@ -296,7 +261,7 @@ func historyOffReason(err error) string {
 
 // write records one sample in one short transaction, or skips it when this
 // console is not the one to record it.
-func (r *Recorder) write(ctx context.Context, smp Sample) (bool, time.Time, error) {
+func (r *Recorder) write(ctx context.Context, smp diagnostics.Sample) (bool, time.Time, error) {
 	// READ COMMITTED whatever the server's default, so the recent-sample
 	// check below reads with a snapshot taken after the lock was granted.
 	tx, err := r.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
@@ -343,16 +308,19 @@ func (r *Recorder) write(ctx context.Context, smp Sample) (bool, time.Time, erro
 // collect builds the document of smp, reading the blocking tree and the
 // activity in the writing transaction (each in a savepoint, so a failed
 // read leaves its field nil and the rest is still recorded).
-func (r *Recorder) collect(ctx context.Context, tx pgx.Tx, smp Sample) HistoryDoc {
+func (r *Recorder) collect(ctx context.Context, tx pgx.Tx, smp diagnostics.Sample) HistoryDoc {
 	doc := HistoryDoc{Replication: smp.Replication, Slots: smp.Slots, Queues: smp.Queues, Outbox: smp.Outbox}
-	inSavepoint(ctx, tx, func(db DBTX) (err error) { doc.BlockingTree, err = BlockingTree(ctx, db); return })
-	var activity []Backend
-	ok := inSavepoint(ctx, tx, func(db DBTX) (err error) { activity, err = Activity(ctx, db); return })
+	inSavepoint(ctx, tx, func(db diagnostics.DBTX) (err error) {
+		doc.BlockingTree, err = diagnostics.BlockingTree(ctx, db)
+		return
+	})
+	var activity []diagnostics.Backend
+	ok := inSavepoint(ctx, tx, func(db diagnostics.DBTX) (err error) { activity, err = diagnostics.Activity(ctx, db); return })
 	if ok {
 		doc.WaitEvents = countWaitEvents(activity)
 		doc.Activity = activity[:min(len(activity), historyActivityRows)]
 		if doc.Activity == nil {
-			doc.Activity = []Backend{}
+			doc.Activity = []diagnostics.Backend{}
 		}
 	}
 	for i := range doc.Activity {
@@ -362,10 +330,10 @@ func (r *Recorder) collect(ctx context.Context, tx pgx.Tx, smp Sample) HistoryDo
 		doc.BlockingTree[i].Query = truncate(doc.BlockingTree[i].Query, historyQueryChars)
 	}
 	if smp.WAL != nil {
-		w := &HistoryWALPoint{LSN: smp.WAL.LSN, LSNBytes: smp.WAL.LSNBytes}
+		w := &diagnostics.HistoryWALPoint{LSN: smp.WAL.LSN, LSNBytes: smp.WAL.LSNBytes}
 		r.mu.Lock()
 		if r.lastWAL != nil {
-			if rate := WALRate(*r.lastWAL, *smp.WAL); smp.WAL.LSNBytes >= r.lastWAL.LSNBytes && smp.WAL.SampledAt.After(r.lastWAL.SampledAt) {
+			if rate := diagnostics.WALRate(*r.lastWAL, *smp.WAL); smp.WAL.LSNBytes >= r.lastWAL.LSNBytes && smp.WAL.SampledAt.After(r.lastWAL.SampledAt) {
 				w.BytesPerSecond = &rate
 			}
 		}
@@ -376,17 +344,17 @@ func (r *Recorder) collect(ctx context.Context, tx pgx.Tx, smp Sample) HistoryDo
 	}
 	// The findings of this sample, from its own evidence: the same
 	// statements the overview would have shown at that moment.
-	round := Round{At: smp.At, Blocking: doc.BlockingTree, Activity: activity, Replication: smp.Replication,
+	round := diagnostics.Round{At: smp.At, Blocking: doc.BlockingTree, Activity: activity, Replication: smp.Replication,
 		Slots: smp.Slots, Queues: smp.Queues, Outbox: smp.Outbox}
 	if doc.WAL != nil {
 		round.WALRate = doc.WAL.BytesPerSecond
 	}
-	doc.Findings = Evaluate(round, r.d.Thresholds())
+	doc.Findings = findings.Evaluate(round, r.d.Thresholds())
 	return doc
 }
 
 // inSavepoint runs fn in a savepoint of tx and reports whether it succeeded.
-func inSavepoint(ctx context.Context, tx pgx.Tx, fn func(DBTX) error) bool {
+func inSavepoint(ctx context.Context, tx pgx.Tx, fn func(diagnostics.DBTX) error) bool {
 	sp, err := tx.Begin(ctx)
 	if err != nil {
 		return false
@@ -400,7 +368,7 @@ func inSavepoint(ctx context.Context, tx pgx.Tx, fn func(DBTX) error) bool {
 
 // countWaitEvents counts backends by wait event, most first; backends not
 // waiting are counted under CPU (wait_event_type empty).
-func countWaitEvents(rows []Backend) []WaitEventCount {
+func countWaitEvents(rows []diagnostics.Backend) []WaitEventCount {
 	counts := map[[2]string]int{}
 	for _, b := range rows {
 		counts[[2]string{b.WaitEventType, b.WaitEvent}]++
@@ -455,8 +423,8 @@ var ErrNoHistory = errors.New("no history recorded at that time")
 // HistoryAt returns check's evidence from the newest sample at or before
 // at, if one was recorded within maxGap before it (zero means 30s, three
 // default intervals). ErrNoHistory when there is none.
-func HistoryAt(ctx context.Context, db DBTX, check string, at time.Time, maxGap time.Duration) (HistoryEntry, error) {
-	if !IsHistoryCheck(check) {
+func HistoryAt(ctx context.Context, db diagnostics.DBTX, check string, at time.Time, maxGap time.Duration) (HistoryEntry, error) {
+	if !diagnostics.IsHistoryCheck(check) {
 		return HistoryEntry{}, fmt.Errorf("%w %q", ErrUnknownCheck, check)
 	}
 	if maxGap <= 0 {
@@ -482,8 +450,8 @@ const HistoryRangeMax = 8640
 // HistoryRange returns check's evidence from every sample between from and
 // to (inclusive), oldest first, at most limit (zero or more than
 // HistoryRangeMax means HistoryRangeMax).
-func HistoryRange(ctx context.Context, db DBTX, check string, from, to time.Time, limit int) ([]HistoryEntry, error) {
-	if !IsHistoryCheck(check) {
+func HistoryRange(ctx context.Context, db diagnostics.DBTX, check string, from, to time.Time, limit int) ([]HistoryEntry, error) {
+	if !diagnostics.IsHistoryCheck(check) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownCheck, check)
 	}
 	if limit <= 0 || limit > HistoryRangeMax {
@@ -510,7 +478,7 @@ type HistoryStat struct {
 }
 
 // HistoryStats reads how much history is kept (history_stats.sql).
-func HistoryStats(ctx context.Context, db DBTX) (HistoryStat, error) {
+func HistoryStats(ctx context.Context, db diagnostics.DBTX) (HistoryStat, error) {
 	return collectOne[HistoryStat](ctx, db, "history_stats", 0)
 }
 
@@ -535,7 +503,7 @@ type HistoryPruneParams struct {
 // samples while the kept documents exceed the size cap, in batches of short
 // statements (history_prune_age.sql, history_prune_size.sql). It returns
 // how many samples it deleted; ctx ends it between batches.
-func HistoryPrune(ctx context.Context, db DBTX, p HistoryPruneParams) (int64, error) {
+func HistoryPrune(ctx context.Context, db diagnostics.DBTX, p HistoryPruneParams) (int64, error) {
 	if p.Retention <= 0 {
 		p.Retention = 7 * 24 * time.Hour
 	}
@@ -594,7 +562,7 @@ func (m HistoryMoment) Root() string {
 
 // HistoryMoments lists, for each sample between from and to, its root
 // blockers, newest first, at most limit (history_moments.sql).
-func HistoryMoments(ctx context.Context, db DBTX, from, to time.Time, limit int) ([]HistoryMoment, error) {
+func HistoryMoments(ctx context.Context, db diagnostics.DBTX, from, to time.Time, limit int) ([]HistoryMoment, error) {
 	return collect[HistoryMoment](ctx, db, "history_moments", 0, from, to, limit)
 }
 
@@ -663,33 +631,33 @@ type HistoryTimelineItem struct {
 // incident: each lock chain once (its worst sample's tree, with how long it
 // lasted) and each finding when it appeared and when it cleared, oldest
 // first, at most 100 items.
-func HistoryTimeline(ctx context.Context, db DBTX, from, to time.Time) ([]HistoryTimelineItem, error) {
+func HistoryTimeline(ctx context.Context, db diagnostics.DBTX, from, to time.Time) ([]HistoryTimelineItem, error) {
 	var items []HistoryTimelineItem
 	moments, err := HistoryMoments(ctx, db, from, to, HistoryRangeMax)
 	if err != nil {
 		return nil, err
 	}
 	for _, ch := range HistoryChains(moments) {
-		e, err := HistoryAt(ctx, db, HistoryBlockingTree, ch.Worst.At, time.Nanosecond)
+		e, err := HistoryAt(ctx, db, diagnostics.HistoryBlockingTree, ch.Worst.At, time.Nanosecond)
 		if err != nil {
 			return nil, err
 		}
-		items = append(items, HistoryTimelineItem{At: ch.Worst.At, Check: HistoryBlockingTree, Data: e.Data,
+		items = append(items, HistoryTimelineItem{At: ch.Worst.At, Check: diagnostics.HistoryBlockingTree, Data: e.Data,
 			Title: fmt.Sprintf("recorded lock chain: %s blocked %d backends (%d samples, %s to %s)",
 				ch.Worst.Root(), ch.Worst.Blocked, ch.Samples, ch.First.UTC().Format("15:04:05Z"), ch.Last.UTC().Format("15:04:05Z"))})
 	}
-	entries, err := HistoryRange(ctx, db, HistoryFindings, from, to, 0)
+	entries, err := HistoryRange(ctx, db, diagnostics.HistoryFindings, from, to, 0)
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]Finding{}
+	seen := map[string]findings.Finding{}
 	for _, e := range entries {
-		var fs []Finding
+		var fs []findings.Finding
 		if json.Unmarshal(e.Data, &fs) != nil {
 			continue
 		}
-		now := map[string]Finding{}
-		var appeared []Finding
+		now := map[string]findings.Finding{}
+		var appeared []findings.Finding
 		for _, f := range fs {
 			k := findingKey(f)
 			now[k] = f
@@ -697,7 +665,7 @@ func HistoryTimeline(ctx context.Context, db DBTX, from, to time.Time) ([]Histor
 				appeared = append(appeared, f)
 			}
 		}
-		var cleared []Finding
+		var cleared []findings.Finding
 		for k, f := range seen {
 			if _, ok := now[k]; !ok {
 				cleared = append(cleared, f)
@@ -706,12 +674,12 @@ func HistoryTimeline(ctx context.Context, db DBTX, from, to time.Time) ([]Histor
 		sort.Slice(cleared, func(i, j int) bool { return findingKey(cleared[i]) < findingKey(cleared[j]) })
 		for _, f := range appeared {
 			b, _ := json.Marshal(f)
-			items = append(items, HistoryTimelineItem{At: e.At, Check: HistoryFindings, Data: b,
+			items = append(items, HistoryTimelineItem{At: e.At, Check: diagnostics.HistoryFindings, Data: b,
 				Title: fmt.Sprintf("recorded finding appeared: %s %s", f.Severity, f.Title)})
 		}
 		for _, f := range cleared {
 			b, _ := json.Marshal(f)
-			items = append(items, HistoryTimelineItem{At: e.At, Check: HistoryFindings, Data: b,
+			items = append(items, HistoryTimelineItem{At: e.At, Check: diagnostics.HistoryFindings, Data: b,
 				Title: "recorded finding cleared: " + f.Title})
 		}
 		seen = now
@@ -725,7 +693,7 @@ func HistoryTimeline(ctx context.Context, db DBTX, from, to time.Time) ([]Histor
 
 // findingKey identifies a finding across samples: its code and the subject
 // fields that name what it is about (not the measured values).
-func findingKey(f Finding) string {
+func findingKey(f findings.Finding) string {
 	k := f.Code
 	for _, name := range []string{"pid", "queue", "slot_name", "application_name", "table", "index", "gid"} {
 		if v, ok := f.Subject[name]; ok {
@@ -747,65 +715,33 @@ const HistoryKept = "the blocking tree, activity and wait events, the WAL positi
 // at or before at recorded it (within 30s), with the sample it came from.
 // ErrNotRecorded for a check history does not keep, ErrNoHistory when no
 // sample is near enough, ErrUnknownCheck for a name not in the catalog.
-func PanelAt(ctx context.Context, db DBTX, name string, at time.Time) (PanelResult, HistoryEntry, error) {
-	c, ok := CheckNamed(name)
+func PanelAt(ctx context.Context, db diagnostics.DBTX, name string, at time.Time) (diagnostics.PanelResult, HistoryEntry, error) {
+	c, ok := diagnostics.CheckNamed(name)
 	if !ok {
-		return PanelResult{}, HistoryEntry{}, fmt.Errorf("%w %q", ErrUnknownCheck, name)
+		return diagnostics.PanelResult{}, HistoryEntry{}, fmt.Errorf("%w %q", ErrUnknownCheck, name)
 	}
 	if c.History == "" {
-		return PanelResult{}, HistoryEntry{}, fmt.Errorf("%s: %w", c.Title, ErrNotRecorded)
+		return diagnostics.PanelResult{}, HistoryEntry{}, fmt.Errorf("%s: %w", c.Title, ErrNotRecorded)
 	}
 	e, err := HistoryAt(ctx, db, c.History, at, 0)
 	if err != nil {
-		return PanelResult{}, HistoryEntry{}, err
+		return diagnostics.PanelResult{}, HistoryEntry{}, err
 	}
-	res := PanelResult{Name: c.Name}
+	res := diagnostics.PanelResult{Name: c.Name}
 	if string(e.Data) == "null" {
 		res.Err = fmt.Errorf("the check failed when this sample was recorded")
 		return res, e, nil
 	}
-	if res.Rows, err = c.historyRows(e.Data, e.At); err != nil {
-		return PanelResult{}, e, fmt.Errorf("read the recorded %s of %s: %w", c.History, e.At.UTC().Format(time.RFC3339), err)
+	if res.Rows, err = c.RecordedRows(e.Data, e.At); err != nil {
+		return diagnostics.PanelResult{}, e, fmt.Errorf("read the recorded %s of %s: %w", c.History, e.At.UTC().Format(time.RFC3339), err)
 	}
 	return res, e, nil
-}
-
-// recorded decodes a recorded list into panel rows.
-func recorded[T any](data json.RawMessage, _ time.Time) ([]any, error) {
-	var rows []T
-	if err := json.Unmarshal(data, &rows); err != nil {
-		return nil, err
-	}
-	out := make([]any, len(rows))
-	for i, r := range rows {
-		out[i] = r
-	}
-	return out, nil
-}
-
-// recordedOne decodes a recorded single row (the outbox) into panel rows.
-func recordedOne[T any](data json.RawMessage, _ time.Time) ([]any, error) {
-	var row T
-	if err := json.Unmarshal(data, &row); err != nil {
-		return nil, err
-	}
-	return []any{row}, nil
-}
-
-// recordedWAL shows a recorded WAL position as the wal_position panel's
-// row, sampled at the sample's time.
-func recordedWAL(data json.RawMessage, at time.Time) ([]any, error) {
-	var w HistoryWALPoint
-	if err := json.Unmarshal(data, &w); err != nil {
-		return nil, err
-	}
-	return []any{WALPoint{LSN: w.LSN, LSNBytes: w.LSNBytes, SampledAt: at}}, nil
 }
 
 // HistoryDocAt returns the whole document of the newest sample at or
 // before at, within 30s (history_doc_at.sql): what the overview showed
 // then. ErrNoHistory when there is none.
-func HistoryDocAt(ctx context.Context, db DBTX, at time.Time) (HistoryDoc, HistoryEntry, error) {
+func HistoryDocAt(ctx context.Context, db diagnostics.DBTX, at time.Time) (HistoryDoc, HistoryEntry, error) {
 	rows, err := db.Query(ctx, mustSQL("history_doc_at"), at, (30 * time.Second).Seconds())
 	if err != nil {
 		return HistoryDoc{}, HistoryEntry{}, fmt.Errorf("history at %s: %w", at.Format(time.RFC3339), err)
@@ -827,8 +763,8 @@ func HistoryDocAt(ctx context.Context, db DBTX, at time.Time) (HistoryDoc, Histo
 // Round is the findings round a recorded sample stands for, at at: the
 // checks the sample failed to record are Unavailable, the ones it never
 // records are left empty.
-func (doc HistoryDoc) Round(at time.Time) Round {
-	r := Round{At: at, Blocking: doc.BlockingTree, Activity: doc.Activity, Replication: doc.Replication,
+func (doc HistoryDoc) Round(at time.Time) diagnostics.Round {
+	r := diagnostics.Round{At: at, Blocking: doc.BlockingTree, Activity: doc.Activity, Replication: doc.Replication,
 		Slots: doc.Slots, Queues: doc.Queues, Outbox: doc.Outbox}
 	if doc.WAL != nil {
 		r.WALRate = doc.WAL.BytesPerSecond
@@ -836,9 +772,9 @@ func (doc HistoryDoc) Round(at time.Time) Round {
 	for _, m := range []struct {
 		check   string
 		missing bool
-	}{{CheckBlockingTree, doc.BlockingTree == nil}, {CheckActivity, doc.Activity == nil}, {CheckQueueHealth, doc.Queues == nil}} {
+	}{{diagnostics.CheckBlockingTree, doc.BlockingTree == nil}, {diagnostics.CheckActivity, doc.Activity == nil}, {diagnostics.CheckQueueHealth, doc.Queues == nil}} {
 		if m.missing {
-			r.Unavailable = append(r.Unavailable, Unavailable{Check: m.check, Status: "error", Err: errors.New("not recorded in this sample")})
+			r.Unavailable = append(r.Unavailable, diagnostics.Unavailable{Check: m.check, Status: "error", Err: errors.New("not recorded in this sample")})
 		}
 	}
 	return r
@@ -853,8 +789,8 @@ const HistorySeriesPoints = 240
 // than HistorySeriesPoints means HistorySeriesPoints), and the sample a
 // page shows at mark (the newest at or before it; zero for none), oldest
 // first (history_series.sql).
-func HistorySeries(ctx context.Context, db DBTX, check string, from, to, mark time.Time, points int) ([]HistoryEntry, error) {
-	if !IsHistoryCheck(check) {
+func HistorySeries(ctx context.Context, db diagnostics.DBTX, check string, from, to, mark time.Time, points int) ([]HistoryEntry, error) {
+	if !diagnostics.IsHistoryCheck(check) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownCheck, check)
 	}
 	if points <= 0 || points > HistorySeriesPoints {

@@ -1,4 +1,4 @@
-package diagnostics
+package findings
 
 import (
 	"fmt"

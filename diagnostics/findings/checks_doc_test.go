@@ -1,4 +1,4 @@
-package diagnostics
+package findings
 
 import (
 	"flag"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/humanize"
 )
 
@@ -20,15 +21,15 @@ var updateDoc = flag.Bool("update-checks-doc", false, "rewrite docs/checks.md fr
 func checksDoc() string {
 	var b strings.Builder
 	b.WriteString("# Checks, findings and thresholds\n\n")
-	b.WriteString("Generated from the diagnostics catalog and rules; `go test ./diagnostics -run TestChecksDoc -update-checks-doc` rewrites it, and the test fails when it is out of date.\n\n")
+	b.WriteString("Generated from the diagnostics catalog and rules; `go test ./diagnostics/findings -run TestChecksDoc -update-checks-doc` rewrites it, and the test fails when it is out of date.\n\n")
 	b.WriteString("## Checks\n\nEach check is one read-only query, served at `/panels/<name>` and read by findings rounds.\n\n")
 	b.WriteString("| Check | Title | Runbook step | Also shown on |\n|---|---|---|---|\n")
-	for _, c := range checks {
+	for _, c := range diagnostics.Catalog() {
 		also := []string{}
 		for _, st := range c.AlsoSteps {
-			also = append(also, fmt.Sprintf("[%s](%s)", st, RunbookURL(st)))
+			also = append(also, fmt.Sprintf("[%s](%s)", st, diagnostics.RunbookURL(st)))
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | [%s](%s) | %s |\n", c.Name, c.Title, c.Step, RunbookURL(c.Step), nonEmpty(strings.Join(also, ", "), "-"))
+		fmt.Fprintf(&b, "| `%s` | %s | [%s](%s) | %s |\n", c.Name, c.Title, c.Step, diagnostics.RunbookURL(c.Step), nonEmpty(strings.Join(also, ", "), "-"))
 	}
 	b.WriteString("\n### Privileges and what SQL cannot see\n\n")
 	b.WriteString("The checks read statistics views; give the console's diagnostics role `pg_monitor` " +
@@ -48,7 +49,7 @@ func checksDoc() string {
 		"`wal.dir_size` fires). Without `pg_monitor` it counts the slot's WAL alone, a lower bound, and says so.\n")
 	b.WriteString("\n## Findings\n\nOverride a threshold with `console findings --threshold CODE=VALUE` (or the serve settings).\n\n")
 	b.WriteString("| Code | Default threshold | Runbook | Actions |\n|---|---|---|---|\n")
-	def := DefaultThresholds()
+	def := diagnostics.DefaultThresholds()
 	for _, r := range rules {
 		var th []string
 		for _, s := range thresholdSettings[r.Code] {
@@ -56,12 +57,12 @@ func checksDoc() string {
 		}
 		pages := []string{}
 		if r.Runbook != "" {
-			pages = append(pages, fmt.Sprintf("[%s](%s)", r.Runbook, RunbookURL(r.Runbook)))
+			pages = append(pages, fmt.Sprintf("[%s](%s)", r.Runbook, diagnostics.RunbookURL(r.Runbook)))
 		} else {
 			pages = append(pages, "the failed check's step")
 		}
 		for _, p := range r.AlsoRunbooks {
-			pages = append(pages, fmt.Sprintf("[%s](%s)", p, RunbookURL(p)))
+			pages = append(pages, fmt.Sprintf("[%s](%s)", p, diagnostics.RunbookURL(p)))
 		}
 		actions := "none"
 		if len(r.Actions) > 0 {
@@ -72,7 +73,7 @@ func checksDoc() string {
 	return b.String()
 }
 
-func thresholdText(s thresholdSetting, t *Thresholds) string {
+func thresholdText(s thresholdSetting, t *diagnostics.Thresholds) string {
 	switch s.kind {
 	case kindDuration:
 		return s.dur(t).String()
@@ -90,13 +91,13 @@ func thresholdText(s thresholdSetting, t *Thresholds) string {
 // its default thresholds, runbook pages and actions, as the code has them.
 func TestChecksDoc(t *testing.T) {
 	want := checksDoc()
-	const path = "../docs/checks.md"
+	const path = "../../docs/checks.md"
 	if *updateDoc {
 		require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
 	}
 	got, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test ./diagnostics -run TestChecksDoc -update-checks-doc")
-	require.Equal(t, want, string(got), "docs/checks.md is out of date: run go test ./diagnostics -run TestChecksDoc -update-checks-doc")
+	require.NoError(t, err, "run go test ./diagnostics/findings -run TestChecksDoc -update-checks-doc")
+	require.Equal(t, want, string(got), "docs/checks.md is out of date: run go test ./diagnostics/findings -run TestChecksDoc -update-checks-doc")
 	codes := make([]string, 0, len(thresholdSettings))
 	for c := range thresholdSettings {
 		codes = append(codes, c)

@@ -1,4 +1,4 @@
-package diagnostics
+package sampler
 
 import (
 	"context"
@@ -8,13 +8,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/lifecycle"
 )
 
-// SamplerConfig configures a Sampler. Zero values are defaults.
-type SamplerConfig struct {
+// Config configures a Sampler. Zero values are defaults.
+type Config struct {
 	// Interval between samples; default 10s.
 	Interval time.Duration
 	// Size is how many samples the ring keeps; default 360 (an hour at
@@ -22,41 +21,7 @@ type SamplerConfig struct {
 	Size int
 	// OnSampleFunc, when set, is called with each sample after it joins the
 	// ring, in the sampling goroutine (the flight recorder: Recorder.Record).
-	OnSampleFunc func(ctx context.Context, smp Sample) error
-}
-
-// Sample is one reading of the cumulative statistics and gauges the console
-// turns into rates and sparklines. A nil or empty field means its query
-// failed in that sample.
-type Sample struct {
-	At           time.Time
-	WAL          *WALPoint
-	WALStats     *WALStat
-	Checkpointer *CheckpointerStat
-	Archiver     *ArchiverStat
-	// IO is pg_stat_io summed over every row (16+): read and written bytes.
-	IO          *IOTotals
-	Replication []Standby
-	Slots       []Slot
-	Queues      []QueueStat
-	Outbox      *OutboxStat
-	// Blocked is the number of backends waiting in the blocking tree, and
-	// OldestXactSeconds the age of the oldest client transaction.
-	Blocked           *int
-	OldestXactSeconds *float64
-	// PreparedXacts counts prepared transactions; Tables is the vacuum
-	// state of the queue tables and the tables with the most dead rows.
-	PreparedXacts *int
-	Tables        []TableStat
-}
-
-// IOTotals is pg_stat_io summed: cumulative bytes read, written and
-// extended, and the oldest stats_reset.
-type IOTotals struct {
-	ReadBytes   int64
-	WriteBytes  int64
-	ExtendBytes int64
-	StatsReset  *time.Time
+	OnSampleFunc func(ctx context.Context, smp diagnostics.Sample) error
 }
 
 // Point is one value of a series at one time.
@@ -69,30 +34,28 @@ type Point struct {
 // not totals since boot. It is a service: Start it once, Stop it when done;
 // one goroutine samples at Interval.
 type Sampler struct {
-	d   *Diagnostics
-	cfg SamplerConfig
+	d   *diagnostics.Diagnostics
+	cfg Config
 
 	life lifecycle.Runner
 
 	mu   sync.Mutex
-	ring []Sample
+	ring []diagnostics.Sample
 	next int
 	full bool
 }
 
-// NewSampler creates a Sampler reading through d. d's Findings use its WAL
+// New creates a Sampler reading through d. d's findings rounds use its WAL
 // rate while it runs.
-func (d *Diagnostics) NewSampler(cfg SamplerConfig) *Sampler {
+func New(d *diagnostics.Diagnostics, cfg Config) *Sampler {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 10 * time.Second
 	}
 	if cfg.Size <= 1 {
 		cfg.Size = 360
 	}
-	s := &Sampler{d: d, cfg: cfg, ring: make([]Sample, cfg.Size)}
-	d.mu.Lock()
-	d.sampler = s
-	d.mu.Unlock()
+	s := &Sampler{d: d, cfg: cfg, ring: make([]diagnostics.Sample, cfg.Size)}
+	d.UseWALRate(s.freshWALRate)
 	return s
 }
 
@@ -117,7 +80,7 @@ func (s *Sampler) Start(ctx context.Context) error {
 		}
 	})
 	if err != nil { // lifecycle.ErrStarted: a sampler runs once
-		return errors.New("diagnostics: sampler already started")
+		return errors.New("diagnostics sampler: already started")
 	}
 	<-first
 	return nil
@@ -127,25 +90,10 @@ func (s *Sampler) Start(ctx context.Context) error {
 // than once, and before Start.
 func (s *Sampler) Stop() { s.life.Stop() }
 
-// SampleNow takes one sample and adds it to the ring; queries share one
-// read-only transaction, each bounded by the Diagnostics timeouts and all
-// together by Config.Budget.
-func (s *Sampler) SampleNow(ctx context.Context) Sample {
-	d := s.d
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.Budget)
-	defer cancel()
-	smp := Sample{At: time.Now().UTC()}
-	// A server whose version is unknown or unsupported is not sampled: the
-	// queries' variants would be a guess.
-	info, err := d.ServerInfo(ctx)
-	v := info.VersionNum
-	if err == nil {
-		var sess *session
-		sess, err = d.begin(ctx, d.pool, pgx.RepeatableRead)
-		if err == nil {
-			d.sampleChecks(ctx, sess, &smp, v)
-		}
-	}
+// SampleNow takes one sample (Diagnostics.TakeSample) and adds it to the
+// ring.
+func (s *Sampler) SampleNow(ctx context.Context) diagnostics.Sample {
+	smp := s.d.TakeSample(ctx)
 	s.mu.Lock()
 	s.ring[s.next] = smp
 	s.next = (s.next + 1) % len(s.ring)
@@ -159,30 +107,11 @@ func (s *Sampler) SampleNow(ctx context.Context) Sample {
 	return smp
 }
 
-// sampleChecks runs every sampled check of the catalog in sess, then ends
-// it.
-func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Sample, v int) {
-	defer sess.end()
-	st := &sampleState{sample: smp, version: v, thresholds: d.Thresholds()}
-	for _, c := range checks {
-		if c.sample == nil {
-			continue
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		if _, err := fileFor(c.Name, v); err != nil {
-			continue // the server is too old for it
-		}
-		sess.run(ctx, c.Name, nil, func(ctx context.Context, db DBTX) error { return c.sample(ctx, db, st) })
-	}
-}
-
 // Samples returns the ring's samples, oldest first.
-func (s *Sampler) Samples() []Sample {
+func (s *Sampler) Samples() []diagnostics.Sample {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Sample
+	var out []diagnostics.Sample
 	if s.full {
 		out = append(out, s.ring[s.next:]...)
 	}
@@ -191,10 +120,10 @@ func (s *Sampler) Samples() []Sample {
 }
 
 // Latest returns the newest sample, if any.
-func (s *Sampler) Latest() (Sample, bool) {
+func (s *Sampler) Latest() (diagnostics.Sample, bool) {
 	all := s.Samples()
 	if len(all) == 0 {
-		return Sample{}, false
+		return diagnostics.Sample{}, false
 	}
 	return all[len(all)-1], true
 }
@@ -298,14 +227,14 @@ func sameReset(a, b *time.Time) bool {
 // that value's stats_reset), and the rate's multiplier (1 per second, 60
 // per minute).
 type counter struct {
-	read func(Sample) (value float64, reset *time.Time, ok bool)
+	read func(diagnostics.Sample) (value float64, reset *time.Time, ok bool)
 	per  float64
 }
 
 // cumulative reads one counter of a section of a sample; a section whose
 // query failed (nil) gives no value.
-func cumulative[S any](section func(Sample) *S, value func(*S) int64, reset func(*S) *time.Time) func(Sample) (float64, *time.Time, bool) {
-	return func(s Sample) (float64, *time.Time, bool) {
+func cumulative[S any](section func(diagnostics.Sample) *S, value func(*S) int64, reset func(*S) *time.Time) func(diagnostics.Sample) (float64, *time.Time, bool) {
+	return func(s diagnostics.Sample) (float64, *time.Time, bool) {
 		x := section(s)
 		if x == nil {
 			return 0, nil, false
@@ -314,37 +243,37 @@ func cumulative[S any](section func(Sample) *S, value func(*S) int64, reset func
 	}
 }
 
-func walPointOf(s Sample) *WALPoint                    { return s.WAL }
-func walStatsOf(s Sample) *WALStat                     { return s.WALStats }
-func checkpointerOf(s Sample) *CheckpointerStat        { return s.Checkpointer }
-func archiverOf(s Sample) *ArchiverStat                { return s.Archiver }
-func ioTotalsOf(s Sample) *IOTotals                    { return s.IO }
-func noReset(*WALPoint) *time.Time                     { return nil }
-func walStatsReset(w *WALStat) *time.Time              { return w.StatsReset }
-func checkpointerReset(c *CheckpointerStat) *time.Time { return c.StatsReset }
-func archiverReset(a *ArchiverStat) *time.Time         { return a.StatsReset }
-func ioReset(t *IOTotals) *time.Time                   { return t.StatsReset }
+func walPointOf(s diagnostics.Sample) *diagnostics.WALPoint             { return s.WAL }
+func walStatsOf(s diagnostics.Sample) *diagnostics.WALStat              { return s.WALStats }
+func checkpointerOf(s diagnostics.Sample) *diagnostics.CheckpointerStat { return s.Checkpointer }
+func archiverOf(s diagnostics.Sample) *diagnostics.ArchiverStat         { return s.Archiver }
+func ioTotalsOf(s diagnostics.Sample) *diagnostics.IOTotals             { return s.IO }
+func noReset(*diagnostics.WALPoint) *time.Time                          { return nil }
+func walStatsReset(w *diagnostics.WALStat) *time.Time                   { return w.StatsReset }
+func checkpointerReset(c *diagnostics.CheckpointerStat) *time.Time      { return c.StatsReset }
+func archiverReset(a *diagnostics.ArchiverStat) *time.Time              { return a.StatsReset }
+func ioReset(t *diagnostics.IOTotals) *time.Time                        { return t.StatsReset }
 
 // counters are the rate series by name.
 var counters = map[string]counter{
-	"wal.bytes_per_second":             {cumulative(walPointOf, func(w *WALPoint) int64 { return w.LSNBytes }, noReset), 1},
-	"wal.records_per_second":           {cumulative(walStatsOf, func(w *WALStat) int64 { return w.Records }, walStatsReset), 1},
-	"wal.fpi_per_second":               {cumulative(walStatsOf, func(w *WALStat) int64 { return w.FPI }, walStatsReset), 1},
-	"checkpoints.per_minute":           {cumulative(checkpointerOf, func(c *CheckpointerStat) int64 { return c.CheckpointsTimed + c.CheckpointsRequested }, checkpointerReset), 60},
-	"checkpoints.requested_per_minute": {cumulative(checkpointerOf, func(c *CheckpointerStat) int64 { return c.CheckpointsRequested }, checkpointerReset), 60},
-	"bgwriter.buffers_alloc_per_second": {cumulative(checkpointerOf, func(c *CheckpointerStat) int64 { return c.BuffersAlloc },
-		func(c *CheckpointerStat) *time.Time { return c.BgwriterStatsReset }), 1},
-	"archiver.archived_per_minute": {cumulative(archiverOf, func(a *ArchiverStat) int64 { return a.ArchivedCount }, archiverReset), 60},
-	"archiver.failed_per_minute":   {cumulative(archiverOf, func(a *ArchiverStat) int64 { return a.FailedCount }, archiverReset), 60},
-	"io.read_bytes_per_second":     {cumulative(ioTotalsOf, func(t *IOTotals) int64 { return t.ReadBytes }, ioReset), 1},
-	"io.write_bytes_per_second":    {cumulative(ioTotalsOf, func(t *IOTotals) int64 { return t.WriteBytes + t.ExtendBytes }, ioReset), 1},
+	"wal.bytes_per_second":             {cumulative(walPointOf, func(w *diagnostics.WALPoint) int64 { return w.LSNBytes }, noReset), 1},
+	"wal.records_per_second":           {cumulative(walStatsOf, func(w *diagnostics.WALStat) int64 { return w.Records }, walStatsReset), 1},
+	"wal.fpi_per_second":               {cumulative(walStatsOf, func(w *diagnostics.WALStat) int64 { return w.FPI }, walStatsReset), 1},
+	"checkpoints.per_minute":           {cumulative(checkpointerOf, func(c *diagnostics.CheckpointerStat) int64 { return c.CheckpointsTimed + c.CheckpointsRequested }, checkpointerReset), 60},
+	"checkpoints.requested_per_minute": {cumulative(checkpointerOf, func(c *diagnostics.CheckpointerStat) int64 { return c.CheckpointsRequested }, checkpointerReset), 60},
+	"bgwriter.buffers_alloc_per_second": {cumulative(checkpointerOf, func(c *diagnostics.CheckpointerStat) int64 { return c.BuffersAlloc },
+		func(c *diagnostics.CheckpointerStat) *time.Time { return c.BgwriterStatsReset }), 1},
+	"archiver.archived_per_minute": {cumulative(archiverOf, func(a *diagnostics.ArchiverStat) int64 { return a.ArchivedCount }, archiverReset), 60},
+	"archiver.failed_per_minute":   {cumulative(archiverOf, func(a *diagnostics.ArchiverStat) int64 { return a.FailedCount }, archiverReset), 60},
+	"io.read_bytes_per_second":     {cumulative(ioTotalsOf, func(t *diagnostics.IOTotals) int64 { return t.ReadBytes }, ioReset), 1},
+	"io.write_bytes_per_second":    {cumulative(ioTotalsOf, func(t *diagnostics.IOTotals) int64 { return t.WriteBytes + t.ExtendBytes }, ioReset), 1},
 }
 
 // gaugeFunc returns the value a gauge series reads from one sample.
-func gaugeFunc(name string) func(Sample) (float64, bool) {
+func gaugeFunc(name string) func(diagnostics.Sample) (float64, bool) {
 	switch name {
 	case "outbox.pending", "outbox.oldest_pending_seconds", "outbox.dead":
-		return func(s Sample) (float64, bool) {
+		return func(s diagnostics.Sample) (float64, bool) {
 			if s.Outbox == nil {
 				return 0, false
 			}
@@ -357,14 +286,14 @@ func gaugeFunc(name string) func(Sample) (float64, bool) {
 			return s.Outbox.OldestPendingSeconds, true
 		}
 	case "blocked_backends":
-		return func(s Sample) (float64, bool) {
+		return func(s diagnostics.Sample) (float64, bool) {
 			if s.Blocked == nil {
 				return 0, false
 			}
 			return float64(*s.Blocked), true
 		}
 	case "oldest_xact_seconds":
-		return func(s Sample) (float64, bool) {
+		return func(s diagnostics.Sample) (float64, bool) {
 			if s.OldestXactSeconds == nil {
 				return 0, false
 			}
@@ -377,7 +306,7 @@ func gaugeFunc(name string) func(Sample) (float64, bool) {
 			return nil
 		}
 		queue, field := rest[:i], rest[i+1:]
-		return func(s Sample) (float64, bool) {
+		return func(s diagnostics.Sample) (float64, bool) {
 			if s.Queues == nil {
 				return 0, false
 			}
@@ -407,7 +336,7 @@ func gaugeFunc(name string) func(Sample) (float64, bool) {
 		if !ok {
 			return nil
 		}
-		return func(s Sample) (float64, bool) {
+		return func(s diagnostics.Sample) (float64, bool) {
 			for _, sl := range s.Slots {
 				if sl.SlotName == slot {
 					return float64(sl.RetainedBytes), true
@@ -422,7 +351,7 @@ func gaugeFunc(name string) func(Sample) (float64, bool) {
 			return nil
 		}
 		app, field := rest[:i], rest[i+len(".replay_lag_"):]
-		return func(s Sample) (float64, bool) {
+		return func(s diagnostics.Sample) (float64, bool) {
 			for _, r := range s.Replication {
 				if r.ApplicationName != app {
 					continue

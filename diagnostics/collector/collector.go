@@ -1,4 +1,4 @@
-package diagnostics
+package collector
 
 import (
 	"context"
@@ -9,10 +9,13 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 )
 
-// CollectorConfig configures NewCollector. Zero values are defaults.
-type CollectorConfig struct {
+// Config configures New. Zero values are defaults.
+type Config struct {
 	// Registerer takes the collector (and the stats of the diagnostics
 	// pool, labelled pool="diagnostics"). Required: the console never uses
 	// the global registry.
@@ -28,9 +31,13 @@ type CollectorConfig struct {
 	Wait time.Duration
 }
 
-func (c CollectorConfig) withDefaults() CollectorConfig {
-	orDefault(&c.Refresh, 15*time.Second)
-	orDefault(&c.Wait, 3*time.Second)
+func (c Config) withDefaults() Config {
+	if c.Refresh <= 0 {
+		c.Refresh = 15 * time.Second
+	}
+	if c.Wait <= 0 {
+		c.Wait = 3 * time.Second
+	}
 	return c
 }
 
@@ -42,32 +49,32 @@ func (c CollectorConfig) withDefaults() CollectorConfig {
 //
 // Scrapes take the round the overview takes (Diagnostics.LatestRound): a
 // scrape never runs the catalog when that round is younger than
-// CollectorConfig.Refresh, and never waits longer than
-// CollectorConfig.Wait: a check that fails or times out keeps its last good
+// Config.Refresh, and never waits longer than
+// Config.Wait: a check that fails or times out keeps its last good
 // values, a scrape that gets no round within Wait counts as a failed round,
 // and console_diagnostics_last_round_success and
 // console_diagnostics_last_success_age_seconds say how fresh they are.
 type Collector struct {
-	d       *Diagnostics
-	cfg     CollectorConfig
+	d       *diagnostics.Diagnostics
+	cfg     Config
 	created time.Time
 
 	mu        sync.Mutex
-	values    Round         // the last good value of every section
-	have      bool          // a round has been merged
-	lastAt    time.Time     // start of the last merged round
-	lastOK    bool          // every section's check succeeded in the last round
-	lastGood  time.Time     // start of the last round in which they all did
-	took      time.Duration // wall time of the last round
+	values    diagnostics.Round // the last good value of every section
+	have      bool              // a round has been merged
+	lastAt    time.Time         // start of the last merged round
+	lastOK    bool              // every section's check succeeded in the last round
+	lastGood  time.Time         // start of the last round in which they all did
+	took      time.Duration     // wall time of the last round
 	failures  map[string]float64
 	roundsRun float64
 	known     map[string]bool // sections (checks) that have succeeded once
 }
 
-// NewCollector creates the diagnostics collector on d and registers it, and
+// New creates the diagnostics collector on d and registers it, and
 // the diagnostics pool's stats, on cfg.Registerer. It starts nothing: rounds
 // run when Prometheus scrapes (or a page asks for one).
-func NewCollector(d *Diagnostics, cfg CollectorConfig) (*Collector, error) {
+func New(d *diagnostics.Diagnostics, cfg Config) (*Collector, error) {
 	if cfg.Registerer == nil {
 		return nil, errNoRegisterer
 	}
@@ -76,13 +83,13 @@ func NewCollector(d *Diagnostics, cfg CollectorConfig) (*Collector, error) {
 	if err := cfg.Registerer.Register(c); err != nil {
 		return nil, err
 	}
-	if err := cfg.Registerer.Register(NewPoolCollector("diagnostics", d.pool)); err != nil {
+	if err := cfg.Registerer.Register(newPool("diagnostics", d.PoolStat)); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-var errNoRegisterer = errors.New("diagnostics: CollectorConfig.Registerer is required")
+var errNoRegisterer = errors.New("diagnostics: Config.Registerer is required")
 
 func gaugeDesc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, labels, nil)
@@ -235,14 +242,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(cdRoundTook, took.Seconds())
 	byCode := map[string]int{}
-	for _, f := range Evaluate(r, c.d.Thresholds()) {
+	for _, f := range findings.Evaluate(r, c.d.Thresholds()) {
 		byCode[f.Code]++
 	}
-	for _, rule := range rules {
+	for _, rule := range findings.Rules() {
 		gauge(cdFindings, float64(byCode[rule.Code]), rule.Code)
 	}
 
-	if known[CheckBlockingTree] {
+	if known[diagnostics.CheckBlockingTree] {
 		blocked, wait := 0, 0.0
 		for _, n := range r.Blocking {
 			if !n.IsRoot {
@@ -253,7 +260,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(cdBlocked, float64(blocked))
 		gauge(cdBlockedWait, wait)
 	}
-	if known[CheckActivity] {
+	if known[diagnostics.CheckActivity] {
 		oldest := 0.0
 		for _, b := range r.Activity {
 			if b.BackendType == "client backend" && b.XactStart != nil {
@@ -262,7 +269,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(cdOldestXact, oldest)
 	}
-	if known[CheckIdleInTransaction] {
+	if known[diagnostics.CheckIdleInTransaction] {
 		idle := 0.0
 		for _, it := range r.IdleTx {
 			idle = max(idle, it.IdleSeconds)
@@ -293,7 +300,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if r.WALRate != nil {
 		gauge(cdWALRate, *r.WALRate)
 	}
-	if known[CheckPreparedXacts] {
+	if known[diagnostics.CheckPreparedXacts] {
 		oldest := 0.0
 		for _, p := range r.Prepared {
 			oldest = max(oldest, p.AgeSeconds)
@@ -307,7 +314,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(cdArchiverFailing, boolValue(a.Failing))
 	}
 	for _, t := range r.Tables {
-		if t.Schema == "public" && queueTables[t.Table] {
+		if t.Schema == "public" && diagnostics.IsQueueTable(t.Table) {
 			gauge(cdDeadTuples, float64(t.DeadTuples), t.Table)
 		}
 	}
@@ -320,7 +327,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(cdQueueExpired, float64(q.ExpiredLeases), q.Queue)
 		gauge(cdQueueOldest, q.OldestReadySeconds, q.Queue)
 		gauge(cdQueuePaused, boolValue(q.Paused), q.Queue)
-		if known[CheckWorkers] {
+		if known[diagnostics.CheckWorkers] {
 			alive := 0
 			for _, w := range r.Workers {
 				if w.Alive && w.Serves(q.Queue) {
@@ -331,8 +338,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, b := range r.Tenants {
-		gauge(cdTenantOldest, b.OldestReadySeconds, b.Queue, tenantLabel(b))
-		gauge(cdTenantReady, float64(b.Ready), b.Queue, tenantLabel(b))
+		gauge(cdTenantOldest, b.OldestReadySeconds, b.Queue, diagnostics.TenantLabel(b))
+		gauge(cdTenantReady, float64(b.Ready), b.Queue, diagnostics.TenantLabel(b))
 	}
 	if o := r.Outbox; o != nil {
 		gauge(cdOutboxPending, float64(o.Pending))
@@ -371,16 +378,13 @@ func (c *Collector) refresh() {
 		name, _, _ := strings.Cut(u.Check, " ")
 		c.failures[name]++
 	}
-	c.values = merge(c.values, r)
+	c.values = diagnostics.KeepLastGood(c.values, r)
 	c.lastOK = true
-	for _, check := range checks {
-		if !check.metrics {
-			continue
-		}
-		if failed(r, check.Name) {
+	for _, check := range diagnostics.MetricChecks() {
+		if r.Failed(check) {
 			c.lastOK = false
 		} else {
-			c.known[check.Name] = true
+			c.known[check] = true
 		}
 	}
 	c.have = true
@@ -389,33 +393,6 @@ func (c *Collector) refresh() {
 	if c.lastOK {
 		c.lastGood = r.At
 	}
-}
-
-// merge returns next with every exported section whose check failed
-// replaced by its value in prev, so a timed-out check serves its last good
-// values.
-func merge(prev, next Round) Round {
-	for _, c := range checks {
-		if c.metrics && failed(next, c.Name) {
-			c.round.keep(prev, &next)
-		}
-	}
-	if next.WALRate == nil {
-		next.WALRate = prev.WALRate
-	}
-	return next
-}
-
-// failed reports whether check could not run in r (or the whole round could
-// not start).
-func failed(r Round, check string) bool {
-	for _, u := range r.Unavailable {
-		name, _, _ := strings.Cut(u.Check, " ")
-		if name == check || name == CheckServerInfo || name == "connect" {
-			return true
-		}
-	}
-	return false
 }
 
 func boolValue(b bool) float64 {
@@ -456,17 +433,23 @@ var poolMetrics = []struct {
 
 // poolCollector reads pgxpool.Stat at every scrape (no I/O).
 type poolCollector struct {
-	pool  *pgxpool.Pool
+	stat  func() *pgxpool.Stat
 	descs []*prometheus.Desc
 }
 
-// NewPoolCollector exposes the statistics of pool (pgxpool.Stat: acquired,
+// NewPool exposes the statistics of pool (pgxpool.Stat: acquired,
 // idle, total and max connections, acquire counts and the time spent waiting
 // on an empty pool) with the constant label pool=name. Each pool registered
 // on one registry needs its own name ("console", "engine", "diagnostics");
 // registering a name twice fails. Reading the stats does no I/O.
-func NewPoolCollector(name string, pool *pgxpool.Pool) prometheus.Collector {
-	p := &poolCollector{pool: pool}
+func NewPool(name string, pool *pgxpool.Pool) prometheus.Collector {
+	return newPool(name, pool.Stat)
+}
+
+// newPool is NewPool on a pool's Stat method, for a pool the caller does
+// not hand out (the diagnostics pool).
+func newPool(name string, stat func() *pgxpool.Stat) prometheus.Collector {
+	p := &poolCollector{stat: stat}
 	for _, m := range poolMetrics {
 		p.descs = append(p.descs, prometheus.NewDesc(m.name, m.help, nil, prometheus.Labels{"pool": name}))
 	}
@@ -482,7 +465,7 @@ func (p *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (p *poolCollector) Collect(ch chan<- prometheus.Metric) {
-	s := p.pool.Stat()
+	s := p.stat()
 	for i, m := range poolMetrics {
 		t := prometheus.GaugeValue
 		if m.counter {

@@ -1,18 +1,20 @@
-package diagnostics
+package sampler
 
 import (
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/diagnostics"
 )
 
 func TestSeriesSkipsCounterResets(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	reset1, reset2 := t0.Add(-time.Hour), t0.Add(25*time.Second)
-	s := &Sampler{cfg: SamplerConfig{Interval: 10 * time.Second}, ring: make([]Sample, 8)}
+	s := &Sampler{cfg: Config{Interval: 10 * time.Second}, ring: make([]diagnostics.Sample, 8)}
 	add := func(at time.Duration, records int64, reset time.Time, lsn int64) {
-		s.ring[s.next] = Sample{At: t0.Add(at), WALStats: &WALStat{Records: records, StatsReset: &reset}, WAL: &WALPoint{LSNBytes: lsn}}
+		s.ring[s.next] = diagnostics.Sample{At: t0.Add(at), WALStats: &diagnostics.WALStat{Records: records, StatsReset: &reset}, WAL: &diagnostics.WALPoint{LSNBytes: lsn}}
 		s.next++
 	}
 	add(0, 100, reset1, 1000)

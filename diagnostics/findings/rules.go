@@ -1,4 +1,4 @@
-package diagnostics
+package findings
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/humanize"
 )
 
@@ -48,50 +49,50 @@ type Rule struct {
 	// and perSlot are asked about one queue or slot at a time, and the
 	// findings of consecutive per-queue (per-slot) rules are grouped by
 	// queue (slot).
-	eval     func(r Round, t Thresholds) []Finding
-	perQueue func(r Round, t Thresholds, q QueueStat) (Finding, bool)
-	perSlot  func(r Round, t Thresholds, s Slot) (Finding, bool)
+	eval     func(r diagnostics.Round, t diagnostics.Thresholds) []Finding
+	perQueue func(r diagnostics.Round, t diagnostics.Thresholds, q diagnostics.QueueStat) (Finding, bool)
+	perSlot  func(r diagnostics.Round, t diagnostics.Thresholds, s diagnostics.Slot) (Finding, bool)
 }
 
 // rules is every finding code's rule, in the order findings of equal
 // severity are listed.
 var rules = []Rule{
 	{Code: CodeUnavailable, eval: unavailableFindings},
-	{Code: CodeRootBlocker, Runbook: StepBlocking, AlsoRunbooks: []string{RunbookPreparedXact},
+	{Code: CodeRootBlocker, Runbook: diagnostics.StepBlocking, AlsoRunbooks: []string{diagnostics.RunbookPreparedXact},
 		Actions: []string{ActionBackendCancel, ActionBackendTerminate, ActionPreparedRollback}, eval: rootBlockerFindings},
-	{Code: CodeIdleInTransaction, Runbook: RunbookPoolWait, Actions: []string{ActionBackendTerminate}, eval: idleInTransactionFindings},
-	{Code: CodeLongRunning, Runbook: StepActivity, Actions: []string{ActionBackendCancel, ActionBackendTerminate}, eval: longRunningFindings},
-	{Code: CodeQueuePaused, Runbook: StepQueues, Actions: []string{ActionQueueResume}, perQueue: queuePausedFinding},
-	{Code: CodeQueueBacklog, Runbook: StepQueues, Actions: []string{ActionQueueThrottle, ActionQueueResume}, perQueue: queueBacklogFinding},
-	{Code: CodeTenantStarvation, Runbook: RunbookTenantStarvation, Actions: []string{ActionTenantThrottle}, eval: tenantStarvationFindings},
-	{Code: CodeExpiredLeases, Runbook: RunbookExpiredLeases, Actions: []string{ActionLeaseExpire}, perQueue: expiredLeasesFinding},
-	{Code: CodeDeadLetters, Runbook: RunbookDeadLetters, Actions: []string{ActionDeadLettersRequeue}, perQueue: deadLettersFinding},
-	{Code: CodeWorkersNoneAlive, Runbook: StepQueues, perQueue: workersNoneAliveFinding},
-	{Code: CodeOutboxBacklog, Runbook: RunbookOutboxLag, Actions: []string{ActionRelayThrottle, ActionRelayResume}, eval: outboxBacklogFindings},
-	{Code: CodeOutboxDead, Runbook: StepOutbox, Actions: []string{ActionOutboxRequeue}, eval: outboxDeadFindings},
-	{Code: CodeReplicationLag, Runbook: RunbookReplication, eval: replicationLagFindings},
-	{Code: CodeStandbyReceiver, Runbook: RunbookReplication, eval: standbyReceiverFindings},
-	{Code: CodeReplayPaused, Runbook: RunbookReplication, eval: replayPausedFindings},
-	{Code: CodeSlotRetention, Runbook: RunbookSlotRetention, perSlot: slotRetentionFinding},
-	{Code: CodeSlotInactive, Runbook: RunbookSlotRetention, perSlot: slotInactiveFinding},
-	{Code: CodeSlotDiskForecast, Runbook: RunbookSlotRetention, perSlot: slotDiskForecastFinding},
-	{Code: CodeWALRateHigh, Runbook: RunbookWALStorm, Actions: []string{ActionQueueThrottle}, eval: walRateFindings},
-	{Code: CodeArchiverFailing, Runbook: RunbookReplication, eval: archiverFindings},
-	{Code: CodeArchiverBacklog, Runbook: RunbookReplication, eval: archiverBacklogFindings},
-	{Code: CodePreparedXactOld, Runbook: RunbookPreparedXact, eval: preparedXactFindings},
-	{Code: CodeXminHorizon, Runbook: StepVerification, Actions: []string{ActionBackendTerminate}, eval: xminHorizonFindings},
-	{Code: CodeDeadTuples, Runbook: StepVerification, eval: deadTuplesFindings},
-	{Code: CodeIndexInvalid, Runbook: StepVerification, eval: invalidIndexFindings},
-	{Code: CodeNotifyQueueUsage, Runbook: RunbookNotify, eval: notifyQueueFindings},
-	{Code: CodeConnections, Runbook: RunbookPoolWait, eval: connectionFindings},
-	{Code: CodeSequence, Runbook: StepVerification, eval: sequenceFindings},
-	{Code: CodeWraparound, Runbook: StepVerification, eval: wraparoundFindings},
-	{Code: CodeIdempotencyStuck, Runbook: StepEntry, eval: idempotencyStuckFindings},
-	{Code: CodeLongRunningJob, Runbook: RunbookExpiredLeases, eval: longRunningJobFindings},
-	{Code: CodeCheckpoints, Runbook: StepResources, eval: checkpointFindings},
-	{Code: CodeStandbyConflicts, Runbook: RunbookReplication, eval: standbyConflictFindings},
-	{Code: CodeEngineErrors, Runbook: StepResources, eval: engineErrorFindings},
-	{Code: CodeWALDir, Runbook: RunbookSlotRetention, eval: walDirFindings},
+	{Code: CodeIdleInTransaction, Runbook: diagnostics.RunbookPoolWait, Actions: []string{ActionBackendTerminate}, eval: idleInTransactionFindings},
+	{Code: CodeLongRunning, Runbook: diagnostics.StepActivity, Actions: []string{ActionBackendCancel, ActionBackendTerminate}, eval: longRunningFindings},
+	{Code: CodeQueuePaused, Runbook: diagnostics.StepQueues, Actions: []string{ActionQueueResume}, perQueue: queuePausedFinding},
+	{Code: CodeQueueBacklog, Runbook: diagnostics.StepQueues, Actions: []string{ActionQueueThrottle, ActionQueueResume}, perQueue: queueBacklogFinding},
+	{Code: CodeTenantStarvation, Runbook: diagnostics.RunbookTenantStarvation, Actions: []string{ActionTenantThrottle}, eval: tenantStarvationFindings},
+	{Code: CodeExpiredLeases, Runbook: diagnostics.RunbookExpiredLeases, Actions: []string{ActionLeaseExpire}, perQueue: expiredLeasesFinding},
+	{Code: CodeDeadLetters, Runbook: diagnostics.RunbookDeadLetters, Actions: []string{ActionDeadLettersRequeue}, perQueue: deadLettersFinding},
+	{Code: CodeWorkersNoneAlive, Runbook: diagnostics.StepQueues, perQueue: workersNoneAliveFinding},
+	{Code: CodeOutboxBacklog, Runbook: diagnostics.RunbookOutboxLag, Actions: []string{ActionRelayThrottle, ActionRelayResume}, eval: outboxBacklogFindings},
+	{Code: CodeOutboxDead, Runbook: diagnostics.StepOutbox, Actions: []string{ActionOutboxRequeue}, eval: outboxDeadFindings},
+	{Code: CodeReplicationLag, Runbook: diagnostics.RunbookReplication, eval: replicationLagFindings},
+	{Code: CodeStandbyReceiver, Runbook: diagnostics.RunbookReplication, eval: standbyReceiverFindings},
+	{Code: CodeReplayPaused, Runbook: diagnostics.RunbookReplication, eval: replayPausedFindings},
+	{Code: CodeSlotRetention, Runbook: diagnostics.RunbookSlotRetention, perSlot: slotRetentionFinding},
+	{Code: CodeSlotInactive, Runbook: diagnostics.RunbookSlotRetention, perSlot: slotInactiveFinding},
+	{Code: CodeSlotDiskForecast, Runbook: diagnostics.RunbookSlotRetention, perSlot: slotDiskForecastFinding},
+	{Code: CodeWALRateHigh, Runbook: diagnostics.RunbookWALStorm, Actions: []string{ActionQueueThrottle}, eval: walRateFindings},
+	{Code: CodeArchiverFailing, Runbook: diagnostics.RunbookReplication, eval: archiverFindings},
+	{Code: CodeArchiverBacklog, Runbook: diagnostics.RunbookReplication, eval: archiverBacklogFindings},
+	{Code: CodePreparedXactOld, Runbook: diagnostics.RunbookPreparedXact, eval: preparedXactFindings},
+	{Code: CodeXminHorizon, Runbook: diagnostics.StepVerification, Actions: []string{ActionBackendTerminate}, eval: xminHorizonFindings},
+	{Code: CodeDeadTuples, Runbook: diagnostics.StepVerification, eval: deadTuplesFindings},
+	{Code: CodeIndexInvalid, Runbook: diagnostics.StepVerification, eval: invalidIndexFindings},
+	{Code: CodeNotifyQueueUsage, Runbook: diagnostics.RunbookNotify, eval: notifyQueueFindings},
+	{Code: CodeConnections, Runbook: diagnostics.RunbookPoolWait, eval: connectionFindings},
+	{Code: CodeSequence, Runbook: diagnostics.StepVerification, eval: sequenceFindings},
+	{Code: CodeWraparound, Runbook: diagnostics.StepVerification, eval: wraparoundFindings},
+	{Code: CodeIdempotencyStuck, Runbook: diagnostics.StepEntry, eval: idempotencyStuckFindings},
+	{Code: CodeLongRunningJob, Runbook: diagnostics.RunbookExpiredLeases, eval: longRunningJobFindings},
+	{Code: CodeCheckpoints, Runbook: diagnostics.StepResources, eval: checkpointFindings},
+	{Code: CodeStandbyConflicts, Runbook: diagnostics.RunbookReplication, eval: standbyConflictFindings},
+	{Code: CodeEngineErrors, Runbook: diagnostics.StepResources, eval: engineErrorFindings},
+	{Code: CodeWALDir, Runbook: diagnostics.RunbookSlotRetention, eval: walDirFindings},
 }
 
 // Rules lists the rule of every finding code, in listing order. The slice
@@ -100,12 +101,12 @@ func Rules() []Rule { return append([]Rule(nil), rules...) }
 
 // Evaluate turns a round into findings, worst first. It is pure: the same
 // round and thresholds give the same findings.
-func Evaluate(r Round, t Thresholds) []Finding {
+func Evaluate(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	out := []Finding{}
 	add := func(rule Rule, f Finding) {
 		f.Code = rule.Code
 		if f.Runbook == "" {
-			f.Runbook = RunbookURL(rule.Runbook)
+			f.Runbook = diagnostics.RunbookURL(rule.Runbook)
 		}
 		if f.Actions == nil {
 			f.Actions = []string{}
@@ -122,9 +123,9 @@ func Evaluate(r Round, t Thresholds) []Finding {
 		}
 		switch {
 		case rules[i].perQueue != nil:
-			eachItem(r.Queues, rules[i:j], add, func(rule Rule, q QueueStat) (Finding, bool) { return rule.perQueue(r, t, q) })
+			eachItem(r.Queues, rules[i:j], add, func(rule Rule, q diagnostics.QueueStat) (Finding, bool) { return rule.perQueue(r, t, q) })
 		case rules[i].perSlot != nil:
-			eachItem(r.Slots, rules[i:j], add, func(rule Rule, s Slot) (Finding, bool) { return rule.perSlot(r, t, s) })
+			eachItem(r.Slots, rules[i:j], add, func(rule Rule, s diagnostics.Slot) (Finding, bool) { return rule.perSlot(r, t, s) })
 		default:
 			for _, f := range rules[i].eval(r, t) {
 				add(rules[i], f)
@@ -163,7 +164,7 @@ func eachItem[X any](items []X, run []Rule, add func(Rule, Finding), ask func(Ru
 
 // unavailableFindings: a check that failed or timed out, linked to the
 // runbook step the check is evidence for.
-func unavailableFindings(r Round, _ Thresholds) []Finding {
+func unavailableFindings(r diagnostics.Round, _ diagnostics.Thresholds) []Finding {
 	var out []Finding
 	for _, u := range r.Unavailable {
 		subj := map[string]any{"check": u.Check, "status": u.Status, "timed_out": u.TimedOut}
@@ -176,7 +177,7 @@ func unavailableFindings(r Round, _ Thresholds) []Finding {
 		}
 		out = append(out, Finding{Severity: SeverityWarning,
 			Title:   fmt.Sprintf("Check %s could not run", u.Check),
-			Subject: subj, Evidence: ev, Runbook: RunbookURL(stepOf(u.Check))})
+			Subject: subj, Evidence: ev, Runbook: diagnostics.RunbookURL(stepOf(u.Check))})
 	}
 	return out
 }
@@ -185,16 +186,16 @@ func unavailableFindings(r Round, _ Thresholds) []Finding {
 // and the like fall back to the activity step).
 func stepOf(check string) string {
 	name, _, _ := strings.Cut(check, " ")
-	if c, ok := CheckNamed(name); ok {
+	if c, ok := diagnostics.CheckNamed(name); ok {
 		return c.Step
 	}
-	return StepActivity
+	return diagnostics.StepActivity
 }
 
 // rootBlockerFindings: a root blocker others have waited behind for
 // RootBlockerWait. Terminate comes first for a root idle in transaction,
 // which has no statement to cancel.
-func rootBlockerFindings(r Round, t Thresholds) []Finding {
+func rootBlockerFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	var out []Finding
 	for _, n := range r.Blocking {
 		if !n.IsRoot || n.BlockedCount == 0 || n.MaxWaitSeconds < t.RootBlockerWait.Seconds() {
@@ -217,7 +218,7 @@ func rootBlockerFindings(r Round, t Thresholds) []Finding {
 			Title:   fmt.Sprintf("pid %d blocks %d %s", n.PID, n.BlockedCount, plural(n.BlockedCount, "backend", "backends")),
 			Subject: subj,
 			Evidence: fmt.Sprintf("%s: root pid %d (%s, application %q, transaction %s old) blocks %d; the longest has waited %s; query: %s",
-				CheckBlockingTree, n.PID, n.State, n.ApplicationName, seconds(n.XactAgeSeconds), n.BlockedCount, seconds(n.MaxWaitSeconds), short(n.Query)),
+				diagnostics.CheckBlockingTree, n.PID, n.State, n.ApplicationName, seconds(n.XactAgeSeconds), n.BlockedCount, seconds(n.MaxWaitSeconds), short(n.Query)),
 			Actions: actions})
 	}
 	return out
@@ -227,7 +228,7 @@ func rootBlockerFindings(r Round, t Thresholds) []Finding {
 // process holds its locks, so there is nothing to cancel or terminate: only
 // COMMIT PREPARED or ROLLBACK PREPARED by gid releases them, and the
 // finding links the prepared-transaction runbook.
-func preparedRootFinding(n BlockingNode) Finding {
+func preparedRootFinding(n diagnostics.BlockingNode) Finding {
 	subj := map[string]any{"gid": n.GID, "blocked_count": n.BlockedCount, "wait_seconds": round1(n.MaxWaitSeconds),
 		"owner": n.Owner, "database": n.Database, "age_seconds": round1(n.XactAgeSeconds)}
 	if n.PreparedAt != nil {
@@ -237,21 +238,21 @@ func preparedRootFinding(n BlockingNode) Finding {
 		Title:   fmt.Sprintf("Prepared transaction %q blocks %d %s", n.GID, n.BlockedCount, plural(n.BlockedCount, "backend", "backends")),
 		Subject: subj,
 		Evidence: fmt.Sprintf("%s: prepared transaction %q (prepared at %s by %s in %s, %s old) holds locks %d %s wait for; the longest has waited %s; no process holds it, only COMMIT/ROLLBACK PREPARED releases it",
-			CheckBlockingTree, n.GID, timeText(n.PreparedAt), n.Owner, databaseText(n.Database), seconds(n.XactAgeSeconds), n.BlockedCount,
+			diagnostics.CheckBlockingTree, n.GID, timeText(n.PreparedAt), n.Owner, databaseText(n.Database), seconds(n.XactAgeSeconds), n.BlockedCount,
 			plural(n.BlockedCount, "backend", "backends"), seconds(n.MaxWaitSeconds)),
-		Runbook: RunbookURL(RunbookPreparedXact),
+		Runbook: diagnostics.RunbookURL(diagnostics.RunbookPreparedXact),
 		Actions: []string{ActionPreparedRollback}}
 }
 
 // idleInTransaction reports whether a session counts as idle in
 // transaction for the thresholds.
-func idleInTransaction(it IdleTx, t Thresholds) bool {
+func idleInTransaction(it diagnostics.IdleTx, t diagnostics.Thresholds) bool {
 	return it.IdleSeconds >= t.IdleInTransaction.Seconds()
 }
 
 // idleInTransactionFindings: a session idle in an open transaction for
 // IdleInTransaction.
-func idleInTransactionFindings(r Round, t Thresholds) []Finding {
+func idleInTransactionFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	var out []Finding
 	for _, it := range r.IdleTx {
 		if !idleInTransaction(it, t) {
@@ -261,7 +262,7 @@ func idleInTransactionFindings(r Round, t Thresholds) []Finding {
 			Title:   fmt.Sprintf("pid %d idle in transaction for %s", it.PID, seconds(it.IdleSeconds)),
 			Subject: map[string]any{"pid": it.PID, "seconds": round1(it.IdleSeconds), "application_name": it.ApplicationName, "xact_age_seconds": round1(it.XactAgeSeconds)},
 			Evidence: fmt.Sprintf("%s: pid %d (%s, application %q) idle %s in a transaction %s old; last query: %s",
-				CheckIdleInTransaction, it.PID, it.State, it.ApplicationName, seconds(it.IdleSeconds), seconds(it.XactAgeSeconds), short(it.LastQuery)),
+				diagnostics.CheckIdleInTransaction, it.PID, it.State, it.ApplicationName, seconds(it.IdleSeconds), seconds(it.XactAgeSeconds), short(it.LastQuery)),
 			Actions: []string{ActionBackendTerminate}})
 	}
 	return out
@@ -271,7 +272,7 @@ func idleInTransactionFindings(r Round, t Thresholds) []Finding {
 // it runs a statement or pauses between two, unless it has been idle long
 // enough for tx.idle_in_transaction (that finding says more, and a session
 // is reported once for its open transaction).
-func longRunningFindings(r Round, t Thresholds) []Finding {
+func longRunningFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	idle := map[int32]bool{}
 	for _, it := range r.IdleTx {
 		if idleInTransaction(it, t) {
@@ -287,14 +288,14 @@ func longRunningFindings(r Round, t Thresholds) []Finding {
 			Title:   fmt.Sprintf("pid %d has a transaction open for %s", b.PID, seconds(b.XactAgeSeconds)),
 			Subject: map[string]any{"pid": b.PID, "seconds": round1(b.XactAgeSeconds), "state": b.State, "application_name": b.ApplicationName},
 			Evidence: fmt.Sprintf("%s: pid %d (%s, application %q, wait %s) transaction %s old, statement %s old: %s",
-				CheckActivity, b.PID, b.State, b.ApplicationName, nonEmpty(b.WaitEvent, "none"), seconds(b.XactAgeSeconds), seconds(b.QueryAgeSeconds), short(b.Query)),
+				diagnostics.CheckActivity, b.PID, b.State, b.ApplicationName, nonEmpty(b.WaitEvent, "none"), seconds(b.XactAgeSeconds), seconds(b.QueryAgeSeconds), short(b.Query)),
 			Actions: []string{ActionBackendCancel, ActionBackendTerminate}})
 	}
 	return out
 }
 
 // queuePausedFinding: an operator paused the queue.
-func queuePausedFinding(_ Round, _ Thresholds, q QueueStat) (Finding, bool) {
+func queuePausedFinding(_ diagnostics.Round, _ diagnostics.Thresholds, q diagnostics.QueueStat) (Finding, bool) {
 	if !q.Paused {
 		return Finding{}, false
 	}
@@ -302,14 +303,14 @@ func queuePausedFinding(_ Round, _ Thresholds, q QueueStat) (Finding, bool) {
 		Title:   fmt.Sprintf("Queue %s is paused", q.Queue),
 		Subject: map[string]any{"queue": q.Queue, "ready": q.Ready, "updated_by": q.SettingsUpdatedBy},
 		Evidence: fmt.Sprintf("%s: queue_settings.paused for %s (by %q); %d ready jobs wait",
-			CheckQueueHealth, q.Queue, q.SettingsUpdatedBy, q.Ready),
+			diagnostics.CheckQueueHealth, q.Queue, q.SettingsUpdatedBy, q.Ready),
 		Actions: []string{ActionQueueResume}}, true
 }
 
 // queueBacklogFinding: the oldest ready job waited QueueBacklogAge, or
 // QueueBacklogReady jobs are ready. A paused queue is resumed, not
 // throttled.
-func queueBacklogFinding(_ Round, t Thresholds, q QueueStat) (Finding, bool) {
+func queueBacklogFinding(_ diagnostics.Round, t diagnostics.Thresholds, q diagnostics.QueueStat) (Finding, bool) {
 	backlog := q.OldestReadySeconds >= t.QueueBacklogAge.Seconds() || (t.QueueBacklogReady > 0 && q.Ready >= t.QueueBacklogReady)
 	if q.Ready <= 0 || !backlog {
 		return Finding{}, false
@@ -322,7 +323,7 @@ func queueBacklogFinding(_ Round, t Thresholds, q QueueStat) (Finding, bool) {
 		Title:   fmt.Sprintf("Queue %s: %d ready, oldest waiting %s", q.Queue, q.Ready, seconds(q.OldestReadySeconds)),
 		Subject: map[string]any{"queue": q.Queue, "ready": q.Ready, "oldest_ready_seconds": round1(q.OldestReadySeconds)},
 		Evidence: fmt.Sprintf("%s: %d ready jobs in %s, the oldest available for %s; %d running",
-			CheckQueueHealth, q.Ready, q.Queue, seconds(q.OldestReadySeconds), q.Running),
+			diagnostics.CheckQueueHealth, q.Ready, q.Queue, seconds(q.OldestReadySeconds), q.Running),
 		Actions: actions}, true
 }
 
@@ -332,7 +333,7 @@ func queueBacklogFinding(_ Round, t Thresholds, q QueueStat) (Finding, bool) {
 // leases: the evidence says so, and without expired leases it is a finding
 // of its own (info), so the on-call engineer sees why jobs restarted. A
 // zero threshold turns off both.
-func expiredLeasesFinding(r Round, t Thresholds, q QueueStat) (Finding, bool) {
+func expiredLeasesFinding(r diagnostics.Round, t diagnostics.Thresholds, q diagnostics.QueueStat) (Finding, bool) {
 	if t.ExpiredLeases <= 0 {
 		return Finding{}, false
 	}
@@ -342,7 +343,7 @@ func expiredLeasesFinding(r Round, t Thresholds, q QueueStat) (Finding, bool) {
 			Title:   fmt.Sprintf("Queue %s: %d running jobs with expired leases", q.Queue, q.ExpiredLeases),
 			Subject: map[string]any{"queue": q.Queue, "count": q.ExpiredLeases, "reclaimed_workers": len(reclaimed)},
 			Evidence: fmt.Sprintf("%s: %d of %d running jobs in %s have lease_until in the past (oldest %s); their workers crashed, stalled or cannot renew%s",
-				CheckQueueHealth, q.ExpiredLeases, q.Running, q.Queue, timeText(q.OldestExpiredLease), reclaimText(reclaimed)),
+				diagnostics.CheckQueueHealth, q.ExpiredLeases, q.Running, q.Queue, timeText(q.OldestExpiredLease), reclaimText(reclaimed)),
 			Actions: []string{ActionLeaseExpire}}, true
 	}
 	if len(reclaimed) == 0 {
@@ -356,7 +357,7 @@ func expiredLeasesFinding(r Round, t Thresholds, q QueueStat) (Finding, bool) {
 		Title:   fmt.Sprintf("Queue %s: a dead worker's %d running jobs were reclaimed early", q.Queue, jobs),
 		Subject: map[string]any{"queue": q.Queue, "count": 0, "reclaimed_workers": len(reclaimed), "reclaimed_jobs": jobs},
 		Evidence: fmt.Sprintf("%s: no running job of %s holds an expired lease%s",
-			CheckWorkers, q.Queue, reclaimText(reclaimed))}, true
+			diagnostics.CheckWorkers, q.Queue, reclaimText(reclaimed))}, true
 }
 
 // recentReclaim is how long a worker found dead stays in the expired-leases
@@ -365,8 +366,8 @@ const recentReclaim = 15 * time.Minute
 
 // recentReclaims are the workers serving queue that were found dead within
 // recentReclaim of the round.
-func recentReclaims(r Round, queue string) []Worker {
-	var out []Worker
+func recentReclaims(r diagnostics.Round, queue string) []diagnostics.Worker {
+	var out []diagnostics.Worker
 	for _, w := range r.Workers {
 		if w.ReclaimedAt != nil && r.At.Sub(*w.ReclaimedAt) <= recentReclaim && w.Serves(queue) {
 			out = append(out, w)
@@ -376,7 +377,7 @@ func recentReclaims(r Round, queue string) []Worker {
 }
 
 // reclaimText says which dead workers' jobs were reclaimed early, and when.
-func reclaimText(ws []Worker) string {
+func reclaimText(ws []diagnostics.Worker) string {
 	var b strings.Builder
 	for _, w := range ws {
 		fmt.Fprintf(&b, "; worker %s (%s, pid %d) was found dead at %s (heartbeat stale, its session gone from the server) and its %d running jobs were reclaimed then, without waiting for their leases",
@@ -387,11 +388,11 @@ func reclaimText(ws []Worker) string {
 
 // deadLettersFinding: DeadLetters jobs of the queue died within
 // DeadLetterWindow; the subject names the error class most of them share.
-func deadLettersFinding(r Round, t Thresholds, q QueueStat) (Finding, bool) {
+func deadLettersFinding(r diagnostics.Round, t diagnostics.Thresholds, q diagnostics.QueueStat) (Finding, bool) {
 	if t.DeadLetters <= 0 || q.DeadRecent < t.DeadLetters {
 		return Finding{}, false
 	}
-	var top DeadLetterGroup
+	var top diagnostics.DeadLetterGroup
 	found := false
 	for _, g := range r.DeadLetters {
 		if g.Queue == q.Queue && (!found || g.DeadRecent > top.DeadRecent) {
@@ -402,13 +403,13 @@ func deadLettersFinding(r Round, t Thresholds, q QueueStat) (Finding, bool) {
 		Title:   fmt.Sprintf("Queue %s: %d jobs died in the last %s", q.Queue, q.DeadRecent, t.DeadLetterWindow),
 		Subject: map[string]any{"queue": q.Queue, "count": q.DeadRecent, "error_class": top.ErrorClass, "error_class_count": top.DeadRecent, "window_seconds": t.DeadLetterWindow.Seconds()},
 		Evidence: fmt.Sprintf("%s: %d dead in %s within %s (%d in total); %s; classify before requeueing",
-			CheckDeadLetters, q.DeadRecent, q.Queue, t.DeadLetterWindow, q.Dead, topClassText(top, found)),
+			diagnostics.CheckDeadLetters, q.DeadRecent, q.Queue, t.DeadLetterWindow, q.Dead, topClassText(top, found)),
 		Actions: []string{ActionDeadLettersRequeue}}, true
 }
 
 // topClassText says which error class most of a queue's recent dead jobs
 // share, or that none is known, never `class "" with 0`.
-func topClassText(top DeadLetterGroup, found bool) string {
+func topClassText(top diagnostics.DeadLetterGroup, found bool) string {
 	switch {
 	case !found || top.DeadRecent == 0:
 		return "their error classes are not known yet (the dead-letter groups have not counted them); the dead letters page lists them"
@@ -421,7 +422,7 @@ func topClassText(top DeadLetterGroup, found bool) string {
 // workersNoneAliveFinding: a queue that is not paused has ready jobs and no
 // worker serving it heartbeated within WorkerHeartbeat (only when the
 // workers check ran).
-func workersNoneAliveFinding(r Round, t Thresholds, q QueueStat) (Finding, bool) {
+func workersNoneAliveFinding(r diagnostics.Round, t diagnostics.Thresholds, q diagnostics.QueueStat) (Finding, bool) {
 	if q.Ready <= 0 || q.Paused || r.Workers == nil {
 		return Finding{}, false
 	}
@@ -434,7 +435,7 @@ func workersNoneAliveFinding(r Round, t Thresholds, q QueueStat) (Finding, bool)
 		Title:   fmt.Sprintf("Queue %s has ready jobs and no live worker", q.Queue),
 		Subject: map[string]any{"queue": q.Queue, "ready": q.Ready},
 		Evidence: fmt.Sprintf("%s: no worker serving %s heartbeated within %s (%d registered); %d jobs ready",
-			CheckWorkers, q.Queue, t.WorkerHeartbeat, len(r.Workers), q.Ready)}, true
+			diagnostics.CheckWorkers, q.Queue, t.WorkerHeartbeat, len(r.Workers), q.Ready)}, true
 }
 
 // outboxBacklogFindings: the oldest undelivered event (ready now, waiting
@@ -442,7 +443,7 @@ func workersNoneAliveFinding(r Round, t Thresholds, q QueueStat) (Finding, bool)
 // OutboxBacklogPending events are undelivered. A paused relay is resumed,
 // not throttled. Events the broker accepted that the relay did not mark
 // are named in the evidence: they will be delivered twice.
-func outboxBacklogFindings(r Round, t Thresholds) []Finding {
+func outboxBacklogFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	o := r.Outbox
 	if o == nil {
 		return nil
@@ -470,12 +471,12 @@ func outboxBacklogFindings(r Round, t Thresholds) []Finding {
 		Title:   fmt.Sprintf("Outbox: %d undelivered, oldest %s", undelivered, seconds(o.OldestPendingSeconds)),
 		Subject: subj,
 		Evidence: fmt.Sprintf("%s: %d events ready and %d waiting in retry backoff, the oldest created %s ago; %d in flight (%d expired leases); relay paused: %t%s",
-			CheckOutboxHealth, o.Pending, o.PendingLater, seconds(o.OldestPendingSeconds), o.Inflight, o.ExpiredLeases, o.RelayPaused, accepted),
+			diagnostics.CheckOutboxHealth, o.Pending, o.PendingLater, seconds(o.OldestPendingSeconds), o.Inflight, o.ExpiredLeases, o.RelayPaused, accepted),
 		Actions: actions}}
 }
 
 // outboxDeadFindings: OutboxDead events exhausted their attempts.
-func outboxDeadFindings(r Round, t Thresholds) []Finding {
+func outboxDeadFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	o := r.Outbox
 	if o == nil || t.OutboxDead <= 0 || o.Dead < t.OutboxDead {
 		return nil
@@ -483,14 +484,14 @@ func outboxDeadFindings(r Round, t Thresholds) []Finding {
 	return []Finding{{Severity: SeverityWarning,
 		Title:    fmt.Sprintf("Outbox: %d dead events", o.Dead),
 		Subject:  map[string]any{"count": o.Dead},
-		Evidence: fmt.Sprintf("%s: %d events exhausted their attempts (last at %s)", CheckOutboxHealth, o.Dead, timeText(o.LastDeadAt)),
+		Evidence: fmt.Sprintf("%s: %d events exhausted their attempts (last at %s)", diagnostics.CheckOutboxHealth, o.Dead, timeText(o.LastDeadAt)),
 		Actions:  []string{ActionOutboxRequeue}}}
 }
 
 // replicationLagFindings: a standby replays ReplicationLagBytes or
 // ReplicationLagTime behind, as the primary sees it or as the standby
 // itself says.
-func replicationLagFindings(r Round, t Thresholds) []Finding {
+func replicationLagFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	behind := func(bytes int64, secs float64) bool {
 		return bytes >= t.ReplicationLagBytes || (t.ReplicationLagTime > 0 && secs >= t.ReplicationLagTime.Seconds())
 	}
@@ -507,7 +508,7 @@ func replicationLagFindings(r Round, t Thresholds) []Finding {
 			Title:   fmt.Sprintf("Standby %s replays %s behind", nonEmpty(s.ApplicationName, s.ClientAddr), humanize.Bytes(float64(s.ReplayLagBytes))),
 			Subject: map[string]any{"application_name": s.ApplicationName, "replay_lag_bytes": s.ReplayLagBytes, "replay_lag_seconds": round1(secs), "sync_state": s.SyncState, "client_addr": s.ClientAddr},
 			Evidence: fmt.Sprintf("%s: %s (%s, %s) sent %s / flushed %s / replayed %s behind; replay_lag %s",
-				CheckReplication, nonEmpty(s.ApplicationName, "?"), s.State, s.SyncState, humanize.Bytes(float64(s.SentLagBytes)), humanize.Bytes(float64(s.FlushLagBytes)),
+				diagnostics.CheckReplication, nonEmpty(s.ApplicationName, "?"), s.State, s.SyncState, humanize.Bytes(float64(s.SentLagBytes)), humanize.Bytes(float64(s.FlushLagBytes)),
 				humanize.Bytes(float64(s.ReplayLagBytes)), lagText(s.ReplayLagSeconds))})
 	}
 	for _, s := range r.Standbys {
@@ -522,7 +523,7 @@ func replicationLagFindings(r Round, t Thresholds) []Finding {
 			Title:   fmt.Sprintf(title, s.URL, humanize.Bytes(float64(lag))),
 			Subject: map[string]any{"application_name": "standby " + s.URL, "standby": s.URL, "replay_lag_bytes": lag, "received_not_replayed_bytes": s.ReplayLagBytes, "replay_lag_seconds": round1(s.ReplayDelaySeconds), "paused": s.Paused()},
 			Evidence: fmt.Sprintf("%s on %s: %s behind the primary's position of this round; received %s, replayed %s (%s received and not replayed), last replayed commit %s; replay %s; receiver %s",
-				CheckStandbyStatus, s.URL, sizeText(s.PrimaryLagBytes), s.ReceiveLSN, s.ReplayLSN, humanize.Bytes(float64(s.ReplayLagBytes)), timeText(s.LastReplayAt), nonEmpty(s.ReplayPauseState, "?"), nonEmpty(s.ReceiverStatus, "not running"))})
+				diagnostics.CheckStandbyStatus, s.URL, sizeText(s.PrimaryLagBytes), s.ReceiveLSN, s.ReplayLSN, humanize.Bytes(float64(s.ReplayLagBytes)), timeText(s.LastReplayAt), nonEmpty(s.ReplayPauseState, "?"), nonEmpty(s.ReceiverStatus, "not running"))})
 	}
 	return out
 }
@@ -530,7 +531,7 @@ func replicationLagFindings(r Round, t Thresholds) []Finding {
 // standbyReceiverFindings: a standby whose WAL receiver is not streaming
 // (stopped, restarting or waiting): it falls further behind with every
 // write on the primary.
-func standbyReceiverFindings(r Round, _ Thresholds) []Finding {
+func standbyReceiverFindings(r diagnostics.Round, _ diagnostics.Thresholds) []Finding {
 	var out []Finding
 	for _, s := range r.Standbys {
 		if !s.InRecovery || s.ReceiverStatus == "streaming" {
@@ -544,7 +545,7 @@ func standbyReceiverFindings(r Round, _ Thresholds) []Finding {
 			Title:   fmt.Sprintf("Standby %s is not streaming WAL (receiver %s)", s.URL, nonEmpty(s.ReceiverStatus, "not running")),
 			Subject: subj,
 			Evidence: fmt.Sprintf("%s on %s: pg_stat_wal_receiver status %s (sender %s:%d, slot %q, last message %s); received %s, replayed %s, %s behind the primary",
-				CheckStandbyStatus, s.URL, nonEmpty(s.ReceiverStatus, "none: no WAL receiver runs"), nonEmpty(s.SenderHost, "?"), s.SenderPort, s.SlotName,
+				diagnostics.CheckStandbyStatus, s.URL, nonEmpty(s.ReceiverStatus, "none: no WAL receiver runs"), nonEmpty(s.SenderHost, "?"), s.SenderPort, s.SlotName,
 				timeText(s.LastMsgReceiptTime), nonEmpty(s.ReceiveLSN, "nothing"), nonEmpty(s.ReplayLSN, "nothing"), sizeText(s.PrimaryLagBytes))})
 	}
 	return out
@@ -552,7 +553,7 @@ func standbyReceiverFindings(r Round, _ Thresholds) []Finding {
 
 // replayPausedFindings: replay on a standby is paused (or a pause was
 // requested): queries there see older and older data, whatever its lag.
-func replayPausedFindings(r Round, _ Thresholds) []Finding {
+func replayPausedFindings(r diagnostics.Round, _ diagnostics.Thresholds) []Finding {
 	var out []Finding
 	for _, s := range r.Standbys {
 		if !s.InRecovery || !s.Paused() {
@@ -562,7 +563,7 @@ func replayPausedFindings(r Round, _ Thresholds) []Finding {
 			Title:   fmt.Sprintf("Replay is paused on standby %s", s.URL),
 			Subject: map[string]any{"standby": s.URL, "replay_pause_state": s.ReplayPauseState},
 			Evidence: fmt.Sprintf("%s on %s: pg_get_wal_replay_pause_state() = %s; last replayed commit %s; pg_wal_replay_resume() on the standby resumes it",
-				CheckStandbyStatus, s.URL, s.ReplayPauseState, timeText(s.LastReplayAt))})
+				diagnostics.CheckStandbyStatus, s.URL, s.ReplayPauseState, timeText(s.LastReplayAt))})
 	}
 	return out
 }
@@ -574,7 +575,7 @@ func replayPausedFindings(r Round, _ Thresholds) []Finding {
 // left, or it is lost already. Critical when lost, unreserved or near by
 // time. With max_slot_wal_keep_size = -1 only the WAL disk bounds the slot:
 // the evidence gives the size of pg_wal and the rate it grows at.
-func slotRetentionFinding(r Round, t Thresholds, s Slot) (Finding, bool) {
+func slotRetentionFinding(r diagnostics.Round, t diagnostics.Thresholds, s diagnostics.Slot) (Finding, bool) {
 	lost := s.WALStatus == "lost" || s.InvalidationReason != ""
 	soon := s.SecondsToExhaustion != nil && t.SlotExhaustion > 0 && *s.SecondsToExhaustion < t.SlotExhaustion.Seconds()
 	thin := (s.WALStatus == "extended" || s.WALStatus == "unreserved") && s.SafeWALSize != nil && *s.SafeWALSize < t.SlotRetentionBytes
@@ -619,13 +620,13 @@ func slotRetentionFinding(r Round, t Thresholds, s Slot) (Finding, bool) {
 		Title:   title,
 		Subject: subj,
 		Evidence: fmt.Sprintf("%s: %s (%s, %s since %s) restart_lsn %s keeps %s; wal_status %s; invalidation_reason %s; %s",
-			CheckReplicationSlots, s.SlotName, s.SlotType, activeText(s.Active), timeText(s.InactiveSince), deref(s.RestartLSN), humanize.Bytes(float64(s.RetainedBytes)),
+			diagnostics.CheckReplicationSlots, s.SlotName, s.SlotType, activeText(s.Active), timeText(s.InactiveSince), deref(s.RestartLSN), humanize.Bytes(float64(s.RetainedBytes)),
 			nonEmpty(s.WALStatus, "?"), nonEmpty(s.InvalidationReason, "none"), limit)}, true
 }
 
 // slotInactiveFinding: a slot with no consumer, inactive for SlotInactive
 // when the server says since when.
-func slotInactiveFinding(r Round, t Thresholds, s Slot) (Finding, bool) {
+func slotInactiveFinding(r diagnostics.Round, t diagnostics.Thresholds, s diagnostics.Slot) (Finding, bool) {
 	if s.Active || (t.SlotInactive > 0 && s.InactiveSince != nil && r.At.Sub(*s.InactiveSince) < t.SlotInactive) {
 		return Finding{}, false
 	}
@@ -637,24 +638,24 @@ func slotInactiveFinding(r Round, t Thresholds, s Slot) (Finding, bool) {
 		Title:   fmt.Sprintf("Slot %s has no consumer", s.SlotName),
 		Subject: subj,
 		Evidence: fmt.Sprintf("%s: %s (%s) is inactive since %s and keeps %s of WAL and xmin %s / catalog_xmin %s",
-			CheckReplicationSlots, s.SlotName, s.SlotType, timeText(s.InactiveSince), humanize.Bytes(float64(s.RetainedBytes)), deref(s.Xmin), deref(s.CatalogXmin))}, true
+			diagnostics.CheckReplicationSlots, s.SlotName, s.SlotType, timeText(s.InactiveSince), humanize.Bytes(float64(s.RetainedBytes)), deref(s.Xmin), deref(s.CatalogXmin))}, true
 }
 
 // walRateFindings: WAL is written faster than WALRate.
-func walRateFindings(r Round, t Thresholds) []Finding {
+func walRateFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	if r.WALRate == nil || t.WALRate <= 0 || *r.WALRate < t.WALRate {
 		return nil
 	}
 	return []Finding{{Severity: SeverityWarning,
 		Title:    fmt.Sprintf("WAL generated at %s/s", humanize.Bytes(*r.WALRate)),
 		Subject:  map[string]any{"bytes_per_second": round1(*r.WALRate)},
-		Evidence: fmt.Sprintf("%s: %s/s between two samples (threshold %s/s)", CheckWALPosition, humanize.Bytes(*r.WALRate), humanize.Bytes(t.WALRate)),
+		Evidence: fmt.Sprintf("%s: %s/s between two samples (threshold %s/s)", diagnostics.CheckWALPosition, humanize.Bytes(*r.WALRate), humanize.Bytes(t.WALRate)),
 		Actions:  []string{ActionQueueThrottle}}}
 }
 
 // archiverFindings: the archiver's last failure is newer than its last
 // success.
-func archiverFindings(r Round, _ Thresholds) []Finding {
+func archiverFindings(r diagnostics.Round, _ diagnostics.Thresholds) []Finding {
 	a := r.Archiver
 	if a == nil || !a.Failing {
 		return nil
@@ -663,13 +664,13 @@ func archiverFindings(r Round, _ Thresholds) []Finding {
 		Title:   fmt.Sprintf("WAL archiving fails at %s", a.LastFailedWAL),
 		Subject: map[string]any{"last_failed_wal": a.LastFailedWAL, "failed_count": a.FailedCount},
 		Evidence: fmt.Sprintf("%s: last failure %s at %s, last success %s at %s; %d failures",
-			CheckArchiver, a.LastFailedWAL, timeText(a.LastFailedTime), nonEmpty(a.LastArchivedWAL, "none"), timeText(a.LastArchivedTime), a.FailedCount)}}
+			diagnostics.CheckArchiver, a.LastFailedWAL, timeText(a.LastFailedTime), nonEmpty(a.LastArchivedWAL, "none"), timeText(a.LastArchivedTime), a.FailedCount)}}
 }
 
 // archiverBacklogFindings: ArchiverBacklog WAL segments wait to be
 // archived, whether or not a failure was recorded (an archive command that
 // hangs fails nothing). Those segments stay in pg_wal until archived.
-func archiverBacklogFindings(r Round, t Thresholds) []Finding {
+func archiverBacklogFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	a := r.Archiver
 	if a == nil || t.ArchiverBacklog <= 0 || a.Backlog() < t.ArchiverBacklog {
 		return nil
@@ -679,13 +680,13 @@ func archiverBacklogFindings(r Round, t Thresholds) []Finding {
 		Title:   fmt.Sprintf("%d WAL segments wait to be archived", a.Backlog()),
 		Subject: subj,
 		Evidence: fmt.Sprintf("%s: %s segments ready (.ready files), %s behind the last archived %s (at %s); %d failures, last %s at %s",
-			CheckArchiver, countText(a.ReadySegments), countText(a.SegmentsBehind), nonEmpty(a.LastArchivedWAL, "none"), timeText(a.LastArchivedTime),
+			diagnostics.CheckArchiver, countText(a.ReadySegments), countText(a.SegmentsBehind), nonEmpty(a.LastArchivedWAL, "none"), timeText(a.LastArchivedTime),
 			a.FailedCount, nonEmpty(a.LastFailedWAL, "none"), timeText(a.LastFailedTime))}}
 }
 
 // preparedXactFindings: a prepared transaction older than PreparedXactAge.
 // The console offers no action: only the transaction's owner can decide.
-func preparedXactFindings(r Round, t Thresholds) []Finding {
+func preparedXactFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	var out []Finding
 	for _, p := range r.Prepared {
 		if p.AgeSeconds < t.PreparedXactAge.Seconds() {
@@ -695,7 +696,7 @@ func preparedXactFindings(r Round, t Thresholds) []Finding {
 			Title:   fmt.Sprintf("Prepared transaction %q is %s old", p.GID, seconds(p.AgeSeconds)),
 			Subject: map[string]any{"gid": p.GID, "seconds": round1(p.AgeSeconds), "database": p.Database, "owner": p.Owner, "xid_age": p.XIDAge},
 			Evidence: fmt.Sprintf("%s: %q prepared at %s in %s by %s keeps its locks and the xmin horizon (xid %s, age %d) until COMMIT/ROLLBACK PREPARED",
-				CheckPreparedXacts, p.GID, p.Prepared.UTC().Format(time.RFC3339), databaseText(p.Database), p.Owner, p.XID, p.XIDAge)})
+				diagnostics.CheckPreparedXacts, p.GID, p.Prepared.UTC().Format(time.RFC3339), databaseText(p.Database), p.Owner, p.XID, p.XIDAge)})
 	}
 	return out
 }
@@ -716,7 +717,7 @@ func databaseText(name string) string {
 // transaction: its age is how long rounds have seen it hold the same xmin
 // (XminHolder.FirstSeen), so a standby's long report query is found by age
 // too, not only once it is XminHorizonXIDs behind.
-func xminHorizonFindings(r Round, t Thresholds) []Finding {
+func xminHorizonFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	var out []Finding
 	for _, h := range r.Xmin {
 		old := h.AgeSeconds != nil && t.XminHorizonAge > 0 && *h.AgeSeconds >= t.XminHorizonAge.Seconds()
@@ -743,14 +744,14 @@ func xminHorizonFindings(r Round, t Thresholds) []Finding {
 			Title:   fmt.Sprintf("%s %s holds the xmin horizon (%d transactions%s)", h.Kind, h.Holder, h.XIDAge, held),
 			Subject: subj,
 			Evidence: fmt.Sprintf("%s: %s %s holds xmin %s, %d transactions old%s; VACUUM cannot remove rows deleted since: %s",
-				CheckXminHorizon, h.Kind, h.Holder, h.Xmin, h.XIDAge, age, short(h.Detail)),
+				diagnostics.CheckXminHorizon, h.Kind, h.Holder, h.Xmin, h.XIDAge, age, short(h.Detail)),
 			Actions: actions})
 	}
 	return out
 }
 
 // deadTuplesFindings: a table with DeadTuples dead rows.
-func deadTuplesFindings(r Round, t Thresholds) []Finding {
+func deadTuplesFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	var out []Finding
 	for _, tb := range r.Tables {
 		if t.DeadTuples <= 0 || tb.DeadTuples < t.DeadTuples {
@@ -760,26 +761,26 @@ func deadTuplesFindings(r Round, t Thresholds) []Finding {
 			Title:   fmt.Sprintf("Table %s has %d dead rows", tb.Table, tb.DeadTuples),
 			Subject: map[string]any{"table": tb.Schema + "." + tb.Table, "n_dead_tup": tb.DeadTuples, "dead_ratio": round3(tb.DeadRatio)},
 			Evidence: fmt.Sprintf("%s: %s.%s has %d dead and %d live rows; last autovacuum %s, last vacuum %s",
-				CheckTableVacuum, tb.Schema, tb.Table, tb.DeadTuples, tb.LiveTuples, timeText(tb.LastAutovacuum), timeText(tb.LastVacuum))})
+				diagnostics.CheckTableVacuum, tb.Schema, tb.Table, tb.DeadTuples, tb.LiveTuples, timeText(tb.LastAutovacuum), timeText(tb.LastVacuum))})
 	}
 	return out
 }
 
 // invalidIndexFindings: every invalid index.
-func invalidIndexFindings(r Round, _ Thresholds) []Finding {
+func invalidIndexFindings(r diagnostics.Round, _ diagnostics.Thresholds) []Finding {
 	var out []Finding
 	for _, ix := range r.Invalid {
 		out = append(out, Finding{Severity: SeverityWarning,
 			Title:    fmt.Sprintf("Index %s is invalid", ix.Index),
 			Subject:  map[string]any{"index": ix.Schema + "." + ix.Index, "table": ix.Table},
-			Evidence: fmt.Sprintf("%s: %s.%s on %s (valid %t, ready %t): %s", CheckInvalidIndexes, ix.Schema, ix.Index, ix.Table, ix.Valid, ix.Ready, ix.Definition)})
+			Evidence: fmt.Sprintf("%s: %s.%s on %s (valid %t, ready %t): %s", diagnostics.CheckInvalidIndexes, ix.Schema, ix.Index, ix.Table, ix.Valid, ix.Ready, ix.Definition)})
 	}
 	return out
 }
 
 // notifyQueueFindings: the NOTIFY queue is NotifyQueueUsage full; critical
 // from 90%.
-func notifyQueueFindings(r Round, t Thresholds) []Finding {
+func notifyQueueFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	n := r.Notify
 	if n == nil || t.NotifyQueueUsage <= 0 || n.Usage < t.NotifyQueueUsage {
 		return nil
@@ -791,13 +792,13 @@ func notifyQueueFindings(r Round, t Thresholds) []Finding {
 	return []Finding{{Severity: sev,
 		Title:    fmt.Sprintf("NOTIFY queue %.0f%% full", n.Usage*100),
 		Subject:  map[string]any{"fraction": n.Usage},
-		Evidence: fmt.Sprintf("%s: pg_notification_queue_usage() = %.3f; a listener in a long transaction stops the queue from draining", CheckNotifyQueue, n.Usage)}}
+		Evidence: fmt.Sprintf("%s: pg_notification_queue_usage() = %.3f; a listener in a long transaction stops the queue from draining", diagnostics.CheckNotifyQueue, n.Usage)}}
 }
 
 // connectionFindings: Connections of the slots ordinary roles may use are
 // taken; the subject names the largest group by database, user and state.
 // Critical from 95%.
-func connectionFindings(r Round, t Thresholds) []Finding {
+func connectionFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	if len(r.Connections) == 0 || t.Connections <= 0 {
 		return nil
 	}
@@ -823,12 +824,12 @@ func connectionFindings(r Round, t Thresholds) []Finding {
 		Subject: map[string]any{"used": g.Used, "available": avail, "max_connections": g.MaxConnections, "reserved": g.Reserved,
 			"fraction": round3(frac), "database": g.Database, "user": g.User, "state": g.State, "connections": g.Connections},
 		Evidence: fmt.Sprintf("%s: %d backends take slots of %d (max_connections %d less %d reserved); largest groups: %s",
-			CheckConnectionUse, g.Used, avail, g.MaxConnections, g.Reserved, strings.Join(top, "; "))}}
+			diagnostics.CheckConnectionUse, g.Used, avail, g.MaxConnections, g.Reserved, strings.Join(top, "; "))}}
 }
 
 // sequenceFindings: a sequence has used Sequence of its range; critical from
 // 95%. The subject names the column it feeds, whose type may be the limit.
-func sequenceFindings(r Round, t Thresholds) []Finding {
+func sequenceFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	var out []Finding
 	for _, s := range r.Sequences {
 		if t.Sequence <= 0 || s.UsedFraction < t.Sequence {
@@ -847,7 +848,7 @@ func sequenceFindings(r Round, t Thresholds) []Finding {
 			Subject: map[string]any{"sequence": s.Sequence, "table": s.Table, "column": s.Column, "column_type": s.ColumnType,
 				"last_value": s.LastValue, "limit": s.Limit, "fraction": round3(s.UsedFraction)},
 			Evidence: fmt.Sprintf("%s: %s (%s) is at %d of %d and feeds %s; inserts fail when it reaches the limit",
-				CheckSequenceUse, s.Sequence, s.DataType, s.LastValue, s.Limit, feeds)})
+				diagnostics.CheckSequenceUse, s.Sequence, s.DataType, s.LastValue, s.Limit, feeds)})
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package diagnostics
+package findings
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/humanize"
 )
 
@@ -20,7 +21,7 @@ import (
 // The evidence says whether autovacuum's anti-wraparound vacuum is overdue
 // (the age is past autovacuum_freeze_max_age) and, for the console's own
 // database, names its oldest tables.
-func wraparoundFindings(r Round, t Thresholds) []Finding {
+func wraparoundFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	if t.Wraparound <= 0 {
 		return nil
 	}
@@ -54,14 +55,14 @@ func wraparoundFindings(r Round, t Thresholds) []Finding {
 			Subject: map[string]any{"database": w.Name, "xid_age": w.XIDAge, "mxid_age": w.MXIDAge, "fraction": round3(frac),
 				"freeze_max_age": freeze, "oldest_tables": tables},
 			Evidence: fmt.Sprintf("%s: %s has %s age %d, %.1f%% of the %d at which PostgreSQL stops assigning them; autovacuum_freeze_max_age %d: the anti-wraparound vacuum is %s; oldest tables: %s",
-				CheckWraparound, w.Name, which, age, frac*100, int64(WraparoundLimit), freeze, vacuum, nonEmpty(strings.Join(oldest, ", "), "in another database (point the console at it to name them)"))})
+				diagnostics.CheckWraparound, w.Name, which, age, frac*100, int64(diagnostics.WraparoundLimit), freeze, vacuum, nonEmpty(strings.Join(oldest, ", "), "in another database (point the console at it to name them)"))})
 	}
 	return out
 }
 
 // idempotencyStuckFindings: keys claimed IdempotencyStuck ago and never
 // completed (the round reads only those); the subject names the oldest.
-func idempotencyStuckFindings(r Round, t Thresholds) []Finding {
+func idempotencyStuckFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	if len(r.Idempotency) == 0 {
 		return nil
 	}
@@ -70,14 +71,14 @@ func idempotencyStuckFindings(r Round, t Thresholds) []Finding {
 		Title:   fmt.Sprintf("%d idempotency %s stuck in processing, the oldest for %s", k.Total, plural(int(k.Total), "key", "keys"), seconds(k.AgeSeconds)),
 		Subject: map[string]any{"count": k.Total, "scope": k.Scope, "key": k.Key, "age_seconds": round1(k.AgeSeconds)},
 		Evidence: fmt.Sprintf("%s: %d keys claimed more than %s ago and never completed; the oldest, %q in scope %q, was claimed at %s (claim locked until %s): the request that claimed it died or lost its commit, and a retry with the key waits or is refused",
-			CheckIdempotencyStuck, k.Total, t.IdempotencyStuck, k.Key, k.Scope, k.CreatedAt.UTC().Format(time.RFC3339), timeText(k.LockedUntil))}}
+			diagnostics.CheckIdempotencyStuck, k.Total, t.IdempotencyStuck, k.Key, k.Scope, k.CreatedAt.UTC().Format(time.RFC3339), timeText(k.LockedUntil))}}
 }
 
 // longRunningJobFindings: a running job that has run LongRunningJobFactor
 // times its kind's usual run time and at least LongRunningJob (the round
 // reads only those). Its worker renews the lease, so the expired-lease
 // check does not see it.
-func longRunningJobFindings(r Round, _ Thresholds) []Finding {
+func longRunningJobFindings(r diagnostics.Round, _ diagnostics.Thresholds) []Finding {
 	var out []Finding
 	for _, j := range r.LongJobs {
 		times := j.RunningSeconds / max(j.UsualSeconds, 0.001)
@@ -86,7 +87,7 @@ func longRunningJobFindings(r Round, _ Thresholds) []Finding {
 			Subject: map[string]any{"job_id": j.JobID, "queue": j.Queue, "kind": j.Kind, "lease_owner": j.LeaseOwner,
 				"running_seconds": round1(j.RunningSeconds), "usual_seconds": round1(j.UsualSeconds)},
 			Evidence: fmt.Sprintf("%s: job %d of kind %s in queue %s (attempt %d, leased by %s) started at %s and has run %s; the kind's latest %d done jobs ran at most %s (95th percentile); its lease is renewed, so queue.expired_leases does not report it",
-				CheckLongRunningJobs, j.JobID, j.Kind, j.Queue, j.Attempts, nonEmpty(j.LeaseOwner, "?"), j.StartedAt.UTC().Format(time.RFC3339),
+				diagnostics.CheckLongRunningJobs, j.JobID, j.Kind, j.Queue, j.Attempts, nonEmpty(j.LeaseOwner, "?"), j.StartedAt.UTC().Format(time.RFC3339),
 				seconds(j.RunningSeconds), j.Samples, seconds(j.UsualSeconds))})
 	}
 	return out
@@ -95,7 +96,7 @@ func longRunningJobFindings(r Round, _ Thresholds) []Finding {
 // checkpointFindings: CheckpointRequested of the checkpoints of the last
 // window (at least two) were requested rather than timed: WAL fills
 // max_wal_size before checkpoint_timeout, or something runs CHECKPOINT.
-func checkpointFindings(r Round, t Thresholds) []Finding {
+func checkpointFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	w := r.Checkpoints
 	if w == nil || t.CheckpointRequested <= 0 {
 		return nil
@@ -112,13 +113,13 @@ func checkpointFindings(r Round, t Thresholds) []Finding {
 		Subject: map[string]any{"requested": req, "timed": timed, "fraction": round3(float64(req) / float64(req+timed)),
 			"window_seconds": span.Seconds(), "write_seconds": round1(write), "sync_seconds": round1(sync), "max_wal_size": w.End.MaxWALSize},
 		Evidence: fmt.Sprintf("%s: %d requested and %d timed checkpoints between %s and %s, writing for %s and syncing for %s; max_wal_size %s, checkpoint_timeout %s: WAL reaches max_wal_size before the timeout (or CHECKPOINT is run), and after each checkpoint the first change to every page writes a full-page image",
-			CheckCheckpointer, req, timed, w.From.UTC().Format(time.RFC3339), w.To.UTC().Format(time.RFC3339), seconds(write), seconds(sync),
+			diagnostics.CheckCheckpointer, req, timed, w.From.UTC().Format(time.RFC3339), w.To.UTC().Format(time.RFC3339), seconds(write), seconds(sync),
 			humanize.Bytes(float64(w.End.MaxWALSize)), seconds(w.End.CheckpointTimeout))}}
 }
 
 // standbyConflictFindings: replay canceled StandbyConflicts queries on a
 // standby within the window.
-func standbyConflictFindings(r Round, t Thresholds) []Finding {
+func standbyConflictFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	var out []Finding
 	for _, w := range r.StandbyConflicts {
 		c := w.Canceled
@@ -137,7 +138,7 @@ func standbyConflictFindings(r Round, t Thresholds) []Finding {
 			Subject: map[string]any{"standby": w.Standby, "canceled": c.Total, "snapshot": c.Snapshot, "lock": c.Lock,
 				"bufferpin": c.Bufferpin, "deadlock": c.Deadlock, "tablespace": c.Tablespace, "window_seconds": span.Seconds()},
 			Evidence: fmt.Sprintf("%s on %s: %d queries canceled between %s and %s (snapshot %d, lock %d, bufferpin %d, deadlock %d, tablespace %d, other %d); since the standby's statistics reset: %s. Snapshot conflicts: VACUUM on the primary removed rows those queries needed (hot_standby_feedback, max_standby_streaming_delay); lock conflicts: DDL, TRUNCATE or a VACUUM truncation on the primary",
-				CheckStandbyConflicts, w.Standby, c.Total, w.From.UTC().Format(time.RFC3339), w.To.UTC().Format(time.RFC3339), c.Snapshot, c.Lock, c.Bufferpin,
+				diagnostics.CheckStandbyConflicts, w.Standby, c.Total, w.From.UTC().Format(time.RFC3339), w.To.UTC().Format(time.RFC3339), c.Snapshot, c.Lock, c.Bufferpin,
 				c.Deadlock, c.Tablespace, c.Total-c.Snapshot-c.Lock-c.Bufferpin-c.Deadlock-c.Tablespace, nonEmpty(strings.Join(dbs, ", "), "none"))})
 	}
 	return out
@@ -148,12 +149,12 @@ func standbyConflictFindings(r Round, t Thresholds) []Finding {
 // finding per SQLSTATE across the workers. Critical for the classes that
 // stop every write or connection: 53 (insufficient resources: 53100 disk
 // full), 58 (system and I/O errors) and 08 (connection failures).
-func engineErrorFindings(r Round, t Thresholds) []Finding {
+func engineErrorFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	type group struct {
 		n       int
 		ops     map[string]int
 		workers []string
-		last    Worker
+		last    diagnostics.Worker
 		lastIdx int
 	}
 	groups := map[string]*group{}
@@ -204,11 +205,11 @@ func engineErrorFindings(r Round, t Thresholds) []Finding {
 			hint = "; the database's disk is full: free space (WAL, data, temporary files) before anything else"
 		}
 		out = append(out, Finding{Severity: sev,
-			Title: fmt.Sprintf("The engine is failing: %s", short(engineErrorText(last))),
+			Title: fmt.Sprintf("The engine is failing: %s", short(diagnostics.EngineErrorText(last))),
 			Subject: map[string]any{"sqlstate": state, "count": g.n, "workers": g.workers, "ops": g.ops,
 				"last_error": last.Error, "last_at": last.At.UTC()},
 			Evidence: fmt.Sprintf("%s: %d engine %s with SQLSTATE %s within %s from %d %s (%s): %s; the latest at %s from %s: %s%s",
-				CheckWorkers, g.n, plural(g.n, "error", "errors"), nonEmpty(state, "none"), t.EngineErrorWindow, len(g.workers), plural(len(g.workers), "worker", "workers"),
+				diagnostics.CheckWorkers, g.n, plural(g.n, "error", "errors"), nonEmpty(state, "none"), t.EngineErrorWindow, len(g.workers), plural(len(g.workers), "worker", "workers"),
 				strings.Join(g.workers, ", "), strings.Join(ops, ", "), last.At.UTC().Format(time.RFC3339), g.last.ID, short(last.Error), hint)})
 	}
 	return out
@@ -219,7 +220,7 @@ func engineErrorFindings(r Round, t Thresholds) []Finding {
 // disk space, so this is the WAL disk's early warning: the evidence names
 // what may hold the WAL (the slot retaining most, the archiver's backlog).
 // Nothing is reported when the role may not list pg_wal.
-func walDirFindings(r Round, t Thresholds) []Finding {
+func walDirFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	w := r.WALDir
 	if w == nil || w.Bytes == nil || t.WALDirFactor <= 0 || w.Expected() <= 0 {
 		return nil
@@ -233,7 +234,7 @@ func walDirFindings(r Round, t Thresholds) []Finding {
 		sev = SeverityCritical
 	}
 	holders := []string{}
-	var top *Slot
+	var top *diagnostics.Slot
 	for i, s := range r.Slots {
 		if top == nil || s.RetainedBytes > top.RetainedBytes {
 			top = &r.Slots[i]
@@ -251,14 +252,14 @@ func walDirFindings(r Round, t Thresholds) []Finding {
 		Title:   fmt.Sprintf("pg_wal takes %s, %.1f times max_wal_size", humanize.Bytes(float64(*w.Bytes)), times),
 		Subject: subj,
 		Evidence: fmt.Sprintf("%s: pg_wal holds %s in %s segments; max_wal_size %s, wal_keep_size %s; what may hold it: %s. When the WAL disk fills the server stops; the free space itself is not visible from SQL",
-			CheckWALDir, humanize.Bytes(float64(*w.Bytes)), countText(w.Segments), humanize.Bytes(float64(w.MaxWALSize)), humanize.Bytes(float64(w.WALKeepSize)),
+			diagnostics.CheckWALDir, humanize.Bytes(float64(*w.Bytes)), countText(w.Segments), humanize.Bytes(float64(w.MaxWALSize)), humanize.Bytes(float64(w.WALKeepSize)),
 			nonEmpty(strings.Join(holders, "; "), "no slot or archive backlog: look at checkpoints (checkpointer panel)"))}}
 }
 
 // walBudget is how large pg_wal may grow: WALDirBudget when set (the WAL
 // disk), else WALDirFactor times what the server keeps there (where
 // wal.dir_size fires); zero when neither is known. text says which.
-func walBudget(r Round, t Thresholds) (budget int64, text string) {
+func walBudget(r diagnostics.Round, t diagnostics.Thresholds) (budget int64, text string) {
 	if t.WALDirBudget > 0 {
 		return t.WALDirBudget, fmt.Sprintf("the WAL budget %s (threshold %s)", humanize.Bytes(float64(t.WALDirBudget)), CodeWALDir)
 	}
@@ -276,7 +277,7 @@ func walBudget(r Round, t Thresholds) (budget int64, text string) {
 // within SlotDiskForecast. The forecast counts from the size of pg_wal; a
 // role that may not list pg_wal (pg_monitor) gets it from the slot's
 // retained WAL alone, a lower bound, and the evidence says so.
-func slotDiskForecastFinding(r Round, t Thresholds, s Slot) (Finding, bool) {
+func slotDiskForecastFinding(r diagnostics.Round, t diagnostics.Thresholds, s diagnostics.Slot) (Finding, bool) {
 	if s.MaxSlotWALKeepBytes >= 0 || s.RetainedGrowth == nil || *s.RetainedGrowth <= 0 || t.SlotDiskForecast <= 0 {
 		return Finding{}, false
 	}
@@ -304,6 +305,6 @@ func slotDiskForecastFinding(r Round, t Thresholds, s Slot) (Finding, bool) {
 		Title:   fmt.Sprintf("Slot %s fills pg_wal to its budget in %s", s.SlotName, seconds(secs)),
 		Subject: subj,
 		Evidence: fmt.Sprintf("%s: %s (%s, %s) keeps %s of WAL, growing %s/s over the last %s; max_slot_wal_keep_size is unlimited, so nothing invalidates it before the WAL disk is full; %s, and at this rate it reaches %s in %s",
-			CheckReplicationSlots, s.SlotName, s.SlotType, activeText(s.Active), humanize.Bytes(float64(s.RetainedBytes)), humanize.Bytes(rate), lagText(s.GrowthSeconds),
+			diagnostics.CheckReplicationSlots, s.SlotName, s.SlotType, activeText(s.Active), humanize.Bytes(float64(s.RetainedBytes)), humanize.Bytes(rate), lagText(s.GrowthSeconds),
 			usedText, budgetText, seconds(secs))}, true
 }

@@ -1,0 +1,91 @@
+package diagnostics
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Sample is one reading of the cumulative statistics and gauges the console
+// turns into rates and sparklines. A nil or empty field means its query
+// failed in that sample.
+type Sample struct {
+	At           time.Time
+	WAL          *WALPoint
+	WALStats     *WALStat
+	Checkpointer *CheckpointerStat
+	Archiver     *ArchiverStat
+	// IO is pg_stat_io summed over every row (16+): read and written bytes.
+	IO          *IOTotals
+	Replication []Standby
+	Slots       []Slot
+	Queues      []QueueStat
+	Outbox      *OutboxStat
+	// Blocked is the number of backends waiting in the blocking tree, and
+	// OldestXactSeconds the age of the oldest client transaction.
+	Blocked           *int
+	OldestXactSeconds *float64
+	// PreparedXacts counts prepared transactions; Tables is the vacuum
+	// state of the queue tables and the tables with the most dead rows.
+	PreparedXacts *int
+	Tables        []TableStat
+}
+
+// IOTotals is pg_stat_io summed: cumulative bytes read, written and
+// extended, and the oldest stats_reset.
+type IOTotals struct {
+	ReadBytes   int64
+	WriteBytes  int64
+	ExtendBytes int64
+	StatsReset  *time.Time
+}
+
+// TakeSample reads one Sample: the catalog's sampled checks share one
+// read-only transaction, each bounded by the Diagnostics timeouts and all
+// together by Config.Budget. A check that fails leaves its field empty; a
+// server whose version is unknown or unsupported is not sampled (the
+// queries' variants would be a guess).
+func (d *Diagnostics) TakeSample(ctx context.Context) Sample {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Budget)
+	defer cancel()
+	smp := Sample{At: time.Now().UTC()}
+	info, err := d.ServerInfo(ctx)
+	v := info.VersionNum
+	if err == nil {
+		var sess *session
+		sess, err = d.begin(ctx, d.pool, pgx.RepeatableRead)
+		if err == nil {
+			d.sampleChecks(ctx, sess, &smp, v)
+		}
+	}
+	return smp
+}
+
+// UseWALRate makes rounds take the WAL rate from rate while it reports
+// one (a sampler's rate between its two newest samples), and the previous
+// round's position otherwise.
+func (d *Diagnostics) UseWALRate(rate func() (float64, bool)) {
+	d.mu.Lock()
+	d.walRate = rate
+	d.mu.Unlock()
+}
+
+// sampleChecks runs every sampled check of the catalog in sess, then ends
+// it.
+func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Sample, v int) {
+	defer sess.end()
+	st := &sampleState{sample: smp, version: v, thresholds: d.Thresholds()}
+	for _, c := range checks {
+		if c.sample == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if _, err := fileFor(c.Name, v); err != nil {
+			continue // the server is too old for it
+		}
+		sess.run(ctx, c.Name, nil, func(ctx context.Context, db DBTX) error { return c.sample(ctx, db, st) })
+	}
+}
