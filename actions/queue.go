@@ -39,13 +39,13 @@ type FleetInFlight struct {
 }
 
 func fleetInFlight(ctx context.Context, db queues.DBTX, queue string) (FleetInFlight, error) {
-	ws, err := queues.WorkerList(ctx, db)
+	ws, err := queues.WorkerList(ctx, db, 0)
 	if err != nil {
 		return FleetInFlight{}, err
 	}
 	var f FleetInFlight
 	for _, w := range ws {
-		if w.Stale {
+		if !w.Alive {
 			continue
 		}
 		f.LiveWorkers++
@@ -108,8 +108,8 @@ func (a *queueSettingsChange) execute(ctx context.Context, rc *runContext, tx pg
 	// Lock the row first, then read: a concurrent change commits before this
 	// read or waits for this transaction, so a pause and a throttle racing
 	// each other both land.
-	if _, err := tx.Exec(ctx, sqlText("queue_settings_lock"), a.queue); err != nil {
-		return QueueSettingsResult{}, fmt.Errorf("lock settings of %q: %w", a.queue, err)
+	if err := queues.QueueSettingsLockTx(ctx, tx, a.queue); err != nil {
+		return QueueSettingsResult{}, err
 	}
 	cur, err := queues.QueueSettingsGet(ctx, tx, a.queue)
 	if err != nil {

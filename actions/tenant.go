@@ -154,8 +154,8 @@ func (a *tenantLimitsChange) state(p TenantLimitsPreview) any {
 func (a *tenantLimitsChange) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ TenantLimitsPreview) (TenantLimitsResult, error) {
 	// Lock first, then read: a concurrent change to the same row commits
 	// before this read or waits for this transaction.
-	if _, err := tx.Exec(ctx, sqlText("tenant_limits_lock"), a.queue, a.tenant); err != nil {
-		return TenantLimitsResult{}, fmt.Errorf("lock limits of tenant %q of %q: %w", a.tenant, a.queue, err)
+	if err := queues.TenantLimitsLockTx(ctx, tx, a.queue, a.tenant); err != nil {
+		return TenantLimitsResult{}, err
 	}
 	cur, _, _, err := a.current(ctx, tx)
 	if err != nil {

@@ -348,7 +348,7 @@ func expiredLeasesFinding(r Round, t Thresholds, q QueueStat) (Finding, bool) {
 	if len(reclaimed) == 0 {
 		return Finding{}, false
 	}
-	jobs := int32(0)
+	jobs := 0
 	for _, w := range reclaimed {
 		jobs += w.ReclaimedJobs
 	}

@@ -68,3 +68,14 @@ type liveSettings struct {
 func queueSettingsList(ctx context.Context, db DBTX, queues []string, liveWithin time.Duration) ([]liveSettings, error) {
 	return collectRows[liveSettings](ctx, db, "queue_settings_list", "read queue settings", queues, liveWithin.Milliseconds())
 }
+
+// QueueSettingsLockTx makes sure queue has a settings row (the defaults
+// when it had none) and locks it until tx ends, so two operators changing
+// the same queue apply their changes one after the other: lock, then read
+// with QueueSettingsGet, then write.
+func QueueSettingsLockTx(ctx context.Context, tx DBTX, queue string) error {
+	if _, err := tx.Exec(ctx, sqlText("queue_settings_lock"), queue); err != nil {
+		return fmt.Errorf("lock settings of queue %q: %w", queue, err)
+	}
+	return nil
+}

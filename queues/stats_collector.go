@@ -50,13 +50,13 @@ func (s *StatsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	stats, err := QueueStats(ctx, s.DB)
+	stats, err := QueueHealth(ctx, s.DB, QueueHealthParams{})
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(s.jobs, err)
 		return
 	}
 	for _, q := range stats {
-		ch <- prometheus.MustNewConstMetric(s.jobs, prometheus.GaugeValue, float64(q.Ready), q.Queue, StatusReady)
+		ch <- prometheus.MustNewConstMetric(s.jobs, prometheus.GaugeValue, float64(q.ReadyTotal()), q.Queue, StatusReady)
 		ch <- prometheus.MustNewConstMetric(s.jobs, prometheus.GaugeValue, float64(q.Running), q.Queue, StatusRunning)
 		ch <- prometheus.MustNewConstMetric(s.jobs, prometheus.GaugeValue, float64(q.Dead), q.Queue, StatusDead)
 		ch <- prometheus.MustNewConstMetric(s.expired, prometheus.GaugeValue, float64(q.ExpiredLeases), q.Queue)

@@ -67,7 +67,7 @@ func TestActionOutcomeViews(t *testing.T) {
 	queueAfter := actions.QueueSettingsView{Queue: "emails", MaxWorkers: &two, RatePerSecond: &rate, UpdatedBy: olga}
 	fleet := actions.FleetInFlight{InFlight: 9, LiveWorkers: 3}
 	relay := queues.RelaySettings{Paused: true, UpdatedBy: &olga, UpdatedAt: at}
-	backlog := queues.OutboxStatsResult{Pending: 12, Dead: 1, OldestPendingSeconds: 61.5}
+	backlog := queues.OutboxStat{PendingLater: 12, Dead: 1, OldestPendingSeconds: 61.5}
 	parent := int32(100)
 	tree := []diagnostics.BlockingNode{
 		{PID: 100, RootPID: 100, IsRoot: true, BlockedCount: 1, State: "idle in transaction", ApplicationName: "billing",

@@ -69,23 +69,6 @@ func checkNotRecorded(name string, at time.Time) views.Panel {
 	return notRecordedPanel(ck.Name, ck.Title, at)
 }
 
-// recordedQueue is a recorded queue as the queue pages' models take it.
-// The recorded Ready counts the due jobs and Scheduled the rest, so the
-// live page's Ready (every ready job) is their sum and its Due is the
-// recorded Ready. Done is not recorded; it shows as 0. Due is exact when
-// the recorded count of scheduled jobs stayed below the default count cap
-// (a raised threshold may have counted further; below the default it is
-// certain).
-func recordedQueue(r diagnostics.QueueStat) queues.QueueStat {
-	q := queues.QueueStat{Queue: r.Queue, Ready: r.Ready + r.Scheduled, Due: r.Ready, DueExact: r.Scheduled < diagnostics.DefaultCountCap, Running: r.Running,
-		ExpiredLeases: r.ExpiredLeases, Dead: r.Dead, OldestReadySeconds: r.OldestReadySeconds, Paused: r.Paused, RatePerSecond: r.RatePerSecond}
-	if r.MaxWorkers != nil {
-		n := int(*r.MaxWorkers)
-		q.MaxWorkers = &n
-	}
-	return q
-}
-
 // pastQueuesList is /queues?at=...: the recorded queue table, and a trend
 // tile per queue over the picked range.
 func (s *Server) pastQueuesList(c echo.Context, t travel) error {
@@ -104,7 +87,7 @@ func (s *Server) pastQueuesList(c echo.Context, t travel) error {
 		}
 		th := s.cfg.Diagnostics.Thresholds()
 		for _, q := range stats {
-			m.Trends = append(m.Trends, queueTrendTile(recordedQueue(q), trends[q.Queue], th))
+			m.Trends = append(m.Trends, queueTrendTile(q, trends[q.Queue], th))
 		}
 	}
 	return s.render(c, page{Title: "Queues", Nav: "queues", Model: m, Body: views.QueuesBody(m), Travel: &t})
@@ -135,16 +118,8 @@ func (s *Server) pastQueueDetail(c echo.Context, name string, t travel) error {
 			m = views.QueueDetail{Name: name, Missing: fmt.Sprintf("Queue %q had no jobs and no settings in the sample of %s UTC.", name, clock(e.At))}
 			break
 		}
-		q := recordedQueue(*stat)
-		st := queues.QueueSettings{Queue: name, Paused: q.Paused, MaxWorkers: q.MaxWorkers, RatePerSecond: q.RatePerSecond}
-		if stat.SettingsUpdatedAt != nil {
-			st.UpdatedAt = *stat.SettingsUpdatedAt
-			if stat.SettingsUpdatedBy != "" {
-				st.UpdatedBy = &stat.SettingsUpdatedBy
-			}
-		}
-		m = queueDetailModel(q, st, historyRole, e.At)
-		m.Trends = queueDetailTrends(q, trends[name], s.cfg.Diagnostics.Thresholds())
+		m = queueDetailModel(*stat, historyRole, e.At)
+		m.Trends = queueDetailTrends(*stat, trends[name], s.cfg.Diagnostics.Thresholds())
 	}
 	m.History = "History · at " + clock(t.q.at)
 	if err == nil {
@@ -184,10 +159,13 @@ func (s *Server) pastOutbox(c echo.Context, t travel) error {
 			"outbox.pending": pastTrend(entries, t, func(o *diagnostics.OutboxStat) float64 { return float64(o.Pending) }),
 			"outbox.dead":    pastTrend(entries, t, func(o *diagnostics.OutboxStat) float64 { return float64(o.Dead) }),
 		}
-		m = outboxModel(recordedOutbox(o), queues.RelaySettings{Paused: o.RelayPaused}, trends, s.cfg.Diagnostics.Thresholds(), historyRole, e.At)
-		// Only what was recorded: the published estimate and the relay's
-		// limits were not.
-		m.States, m.Relay = m.States[:3], m.Relay[:1]
+		m = outboxModel(o, queues.RelaySettings{Paused: o.RelayPaused}, trends, s.cfg.Diagnostics.Thresholds(), historyRole, e.At)
+		// Only what was recorded: the relay's limits are not, nor the
+		// published estimate in samples older than it.
+		m.Relay = m.Relay[:1]
+		if o.RowsEstimate == 0 {
+			m.States = m.States[:3]
+		}
 		m.History = "History · at " + clock(t.q.at) + " (sample " + clock(e.At) + ")"
 	}
 	if m.History == "" {
@@ -197,14 +175,4 @@ func (s *Server) pastOutbox(c echo.Context, t travel) error {
 	m.Dead = notRecordedPanel("outbox-dead", "Dead events", t.q.at)
 	m.Recent = notRecordedPanel("outbox-recent", "Recent events", t.q.at)
 	return s.render(c, page{Title: "Outbox", Nav: "outbox", Model: m, Body: views.OutboxBody(m), Travel: &t})
-}
-
-// recordedOutbox is a recorded outbox as the outbox page's model takes it.
-// The recorded Pending counts the due events and PendingLater the rest, so
-// the live page's Pending is their sum and its Due the recorded Pending;
-// the published estimate and the accepted-but-unmarked count were not
-// recorded.
-func recordedOutbox(o diagnostics.OutboxStat) queues.OutboxStatsResult {
-	return queues.OutboxStatsResult{Pending: o.Pending + o.PendingLater, Due: o.Pending, Inflight: o.Inflight,
-		ExpiredLeases: o.ExpiredLeases, Dead: o.Dead, OldestPendingSeconds: o.OldestPendingSeconds}
 }

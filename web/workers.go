@@ -17,7 +17,7 @@ import (
 func (s *Server) workersList(c echo.Context) error {
 	ctx, cancel := readContext(c)
 	defer cancel()
-	ws, err := queues.WorkerList(ctx, s.cfg.Pool)
+	ws, err := queues.WorkerList(ctx, s.cfg.Pool, s.cfg.Diagnostics.Thresholds().WorkerHeartbeat)
 	if err != nil {
 		return err
 	}
@@ -29,10 +29,10 @@ func (s *Server) workersList(c echo.Context) error {
 func workersModel(ws []queues.Worker, now time.Time) views.WorkersPage {
 	m := views.WorkersPage{GeneratedAt: now.UTC().Format(time.RFC3339), Workers: workerPanel(ws, "", now)}
 	for _, w := range ws {
-		if w.Stale {
-			m.Stale++
-		} else {
+		if w.Alive {
 			m.Live++
+		} else {
+			m.Stale++
 		}
 	}
 	return m
@@ -114,8 +114,8 @@ func workerQueues(w queues.Worker) string {
 }
 
 // workerState is a worker's health badge and its state in words: live,
-// stale (no heartbeat for 30 seconds), stopped, or found dead by another
-// worker (which took its jobs back).
+// stale (not Alive: no heartbeat within the workers.none_alive threshold),
+// stopped, or found dead by another worker (which took its jobs back).
 func workerState(w queues.Worker, now time.Time) (health, state views.Cell) {
 	switch {
 	case w.ReclaimedAt != nil && w.StoppedAt != nil:
@@ -124,7 +124,7 @@ func workerState(w queues.Worker, now time.Time) (health, state views.Cell) {
 	case w.StoppedAt != nil:
 		a := age(*w.StoppedAt, now)
 		return views.Cell{Sev: "warning"}, views.Cell{Text: "stopped " + a.Text, Title: a.UTC}
-	case w.Stale:
+	case !w.Alive:
 		return views.Cell{Sev: "warning"}, views.Cell{Text: "stale: no heartbeat for " + humanize.Seconds(now.Sub(w.LastSeenAt).Seconds()),
 			Title: "its in-flight counts are no longer true; its leases expire and the reaper requeues them"}
 	}
