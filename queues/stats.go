@@ -163,7 +163,7 @@ type QueueCount struct {
 
 // QueueCounts returns every queue with jobs that are ready, running or
 // dead, with its counts, from the counters alone: it never reads jobs (no
-// probe of the backlog, unlike QueueStats), so its cost follows the number
+// probe of the backlog, unlike QueueHealth), so its cost follows the number
 // of queues and error classes only, for pages that show counts on every
 // request (the job list's tabs).
 func QueueCounts(ctx context.Context, db DBTX) ([]QueueCount, error) {

@@ -7,10 +7,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// StatsCollector exports QueueStats as per-queue gauges at scrape time
+// StatsCollector exports QueueHealth as per-queue gauges at scrape time
 // (ready, running, dead, expired leases, oldest ready age, paused). Register
 // it once per fleet view (the console), not in every worker: the numbers
-// are the database's, not the process's. Each scrape runs one QueueStats
+// are the database's, not the process's. Each scrape runs one QueueHealth
 // query bounded by Timeout.
 type StatsCollector struct {
 	DB      DBTX
