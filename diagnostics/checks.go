@@ -436,8 +436,10 @@ func init() {
 			statement:  queues.WorkerListSQL,
 			tables:     []string{"workers"},
 			panel:      typed((*Diagnostics).Workers),
-			round:      section(func(r *Round) *[]Worker { return &r.Workers }, readWorkers),
-			metrics:    true,
+			History:    HistoryWorkers, historyRows: recorded[Worker],
+			round:   section(func(r *Round) *[]Worker { return &r.Workers }, readWorkers),
+			metrics: true,
+			sample:  sampleWorkers,
 			Columns: []Column{
 				textCol("id", AsText, func(r Worker) string { return r.ID }),
 				textCol("host", AsText, func(r Worker) string { return r.Host }),
@@ -965,6 +967,11 @@ func sampleSlots(ctx context.Context, db DBTX, s *sampleState) (err error) {
 
 func sampleQueues(ctx context.Context, db DBTX, s *sampleState) (err error) {
 	s.sample.Queues, err = queues.QueueHealth(ctx, db, QueueParams{DeadWindow: s.thresholds.DeadLetterWindow})
+	return err
+}
+
+func sampleWorkers(ctx context.Context, db DBTX, s *sampleState) (err error) {
+	s.sample.Workers, err = queues.WorkerList(ctx, db, s.thresholds.WorkerHeartbeat)
 	return err
 }
 

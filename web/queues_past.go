@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/views"
 )
@@ -23,7 +24,7 @@ func (s *Server) pastQueues(ctx context.Context, t travel) ([]diagnostics.QueueS
 		return nil, e, nil, err
 	}
 	var now []diagnostics.QueueStat
-	if err := decodeInto(e, &now); err != nil {
+	if err := decodeInto(e, "the queues", &now); err != nil {
 		return nil, e, nil, err
 	}
 	entries, err := diagnostics.HistorySeries(ctx, s.cfg.Pool, diagnostics.HistoryQueues, t.q.from, t.q.to, t.q.at, 0)
@@ -52,15 +53,53 @@ func (s *Server) pastQueues(ctx context.Context, t travel) ([]diagnostics.QueueS
 	return now, e, trends, nil
 }
 
-// decodeInto reads a recorded entry's data into v.
-func decodeInto(e diagnostics.HistoryEntry, v any) error {
-	if string(e.Data) == "null" {
-		return fmt.Errorf("the queues were not recorded in the sample of %s UTC (the check failed then)", clock(e.At))
+// decodeInto reads a recorded entry's data, what the sample kept ("the
+// queues"), into v.
+func decodeInto(e diagnostics.HistoryEntry, what string, v any) error {
+	if len(e.Data) == 0 || string(e.Data) == "null" {
+		return fmt.Errorf("%s were not recorded in the sample of %s UTC (the check failed then, or the console that recorded it did not keep them)", what, clock(e.At))
 	}
 	if err := json.Unmarshal(e.Data, v); err != nil {
-		return fmt.Errorf("read the queues recorded at %s: %w", clock(e.At), err)
+		return fmt.Errorf("read %s recorded at %s: %w", what, clock(e.At), err)
 	}
 	return nil
+}
+
+// pastWorkers reads the worker registry of the newest sample at or before
+// at (err is ErrNoHistory when there is none).
+func (s *Server) pastWorkers(ctx context.Context, at time.Time) ([]queues.Worker, diagnostics.HistoryEntry, error) {
+	e, err := diagnostics.HistoryAt(ctx, s.cfg.Pool, diagnostics.HistoryWorkers, at, 0)
+	if err != nil {
+		return nil, e, err
+	}
+	var ws []queues.Worker
+	return ws, e, decodeInto(e, "the workers", &ws)
+}
+
+// pastWorkersList is /workers?at=...: the registry as the sample read it,
+// drawn as the live page draws it at the sample's moment.
+func (s *Server) pastWorkersList(c echo.Context, t travel) error {
+	ctx, cancel := readContext(c)
+	defer cancel()
+	window := s.cfg.Diagnostics.Thresholds().WorkerHeartbeat
+	ws, e, err := s.pastWorkers(ctx, t.q.at)
+	var m views.WorkersPage
+	switch {
+	case errors.Is(err, diagnostics.ErrNoHistory):
+		m = views.WorkersPage{AliveWindow: humanize.Seconds(window.Seconds()),
+			Missing: "No sample was recorded in the 30 seconds before " + clock(t.q.at) + " UTC. " + s.historyStatus().Reason}
+	case err != nil && e.At.IsZero():
+		return err
+	case err != nil:
+		m = views.WorkersPage{AliveWindow: humanize.Seconds(window.Seconds()), Missing: err.Error()}
+	default:
+		m = workersModel(ws, window, e.At)
+	}
+	m.History = "History · at " + clock(t.q.at)
+	if err == nil {
+		m.History += " (sample " + clock(e.At) + ")"
+	}
+	return s.render(c, page{Title: "Workers", Nav: "workers", Model: m, Body: views.WorkersBody(m), Travel: &t})
 }
 
 // checkNotRecorded is notRecordedPanel for a check of the catalog.
@@ -129,6 +168,9 @@ func (s *Server) pastQueueDetail(c echo.Context, name string, t travel) error {
 	m.Tenants = checkNotRecorded(diagnostics.CheckTenantBacklog, t.q.at)
 	m.DeadLetters = checkNotRecorded(diagnostics.CheckDeadLetters, t.q.at)
 	m.Workers = checkNotRecorded(diagnostics.CheckWorkers, t.q.at)
+	if ws, we, werr := s.pastWorkers(ctx, t.q.at); werr == nil {
+		m.Workers = workerPanel(workersOf(ws, name), name, we.At)
+	}
 	return s.render(c, page{Title: "Queue " + name, Nav: "queues", Model: m, Body: views.QueueDetailBody(m), Travel: &t})
 }
 
@@ -147,7 +189,7 @@ func (s *Server) pastOutbox(c echo.Context, t travel) error {
 		return err
 	default:
 		var o diagnostics.OutboxStat
-		if err := decodeInto(e, &o); err != nil {
+		if err := decodeInto(e, "the outbox", &o); err != nil {
 			m.Missing = err.Error()
 			break
 		}
@@ -161,9 +203,10 @@ func (s *Server) pastOutbox(c echo.Context, t travel) error {
 		}
 		m = outboxModel(o, queues.RelaySettings{Paused: o.RelayPaused}, trends, s.cfg.Diagnostics.Thresholds(), historyRole, e.At)
 		// Only what was recorded: the relay's limits are not, nor the
-		// published estimate in samples older than it.
+		// published estimate in samples older than it (they carry no
+		// count cap either).
 		m.Relay = m.Relay[:1]
-		if o.RowsEstimate == 0 {
+		if o.CountCap == 0 {
 			m.States = m.States[:3]
 		}
 		m.History = "History · at " + clock(t.q.at) + " (sample " + clock(e.At) + ")"

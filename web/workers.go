@@ -13,21 +13,31 @@ import (
 	"github.com/pgconsole/console/views"
 )
 
-// workersList serves GET /workers.
+// workersList serves GET /workers, live or at a recorded moment (?at=).
 func (s *Server) workersList(c echo.Context) error {
-	ctx, cancel := readContext(c)
-	defer cancel()
-	ws, err := queues.WorkerList(ctx, s.cfg.Pool, s.cfg.Diagnostics.Thresholds().WorkerHeartbeat)
+	t, err := parseTravel(c, time.Now().UTC())
 	if err != nil {
 		return err
 	}
-	m := workersModel(ws, time.Now())
-	return s.render(c, page{Title: "Workers", Nav: "workers", Model: m, Body: views.WorkersBody(m)})
+	if t.history {
+		return s.pastWorkersList(c, t)
+	}
+	ctx, cancel := readContext(c)
+	defer cancel()
+	window := s.cfg.Diagnostics.Thresholds().WorkerHeartbeat
+	ws, err := queues.WorkerList(ctx, s.cfg.Pool, window)
+	if err != nil {
+		return err
+	}
+	m := workersModel(ws, window, time.Now())
+	return s.render(c, page{Title: "Workers", Nav: "workers", Model: m, Body: views.WorkersBody(m), Travel: &t})
 }
 
-// workersModel maps the registry to the /workers page.
-func workersModel(ws []queues.Worker, now time.Time) views.WorkersPage {
-	m := views.WorkersPage{GeneratedAt: now.UTC().Format(time.RFC3339), Workers: workerPanel(ws, "", now)}
+// workersModel maps the registry, live or recorded, to the /workers page;
+// window is how recently a live worker heartbeated.
+func workersModel(ws []queues.Worker, window time.Duration, now time.Time) views.WorkersPage {
+	m := views.WorkersPage{GeneratedAt: now.UTC().Format(time.RFC3339), AliveWindow: humanize.Seconds(window.Seconds()),
+		Workers: workerPanel(ws, "", now)}
 	for _, w := range ws {
 		if w.Alive {
 			m.Live++
