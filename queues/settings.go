@@ -16,12 +16,12 @@ import (
 // restart); RatePerSecond caps claims per second across the fleet (each
 // live process takes an equal share). nil means no limit.
 type QueueSettings struct {
-	Queue         string    `db:"queue"`
-	Paused        bool      `db:"paused"`
-	MaxWorkers    *int      `db:"max_workers"`
-	RatePerSecond *float64  `db:"rate_per_second"`
-	UpdatedBy     *string   `db:"updated_by"`
-	UpdatedAt     time.Time `db:"updated_at"`
+	Queue         string    `db:"queue" json:"queue"`
+	Paused        bool      `db:"paused" json:"paused"`
+	MaxWorkers    *int      `db:"max_workers" json:"max_workers"`
+	RatePerSecond *float64  `db:"rate_per_second" json:"rate_per_second"`
+	UpdatedBy     *string   `db:"updated_by" json:"updated_by,omitempty"`
+	UpdatedAt     time.Time `db:"updated_at" json:"updated_at,omitzero"`
 }
 
 // QueueSettingsGet returns the settings of queue, or the defaults (not

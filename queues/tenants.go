@@ -16,12 +16,12 @@ import (
 // overrides it field by field, a nil field falling back to the default.
 // nil in the default means no limit.
 type TenantLimits struct {
-	Queue         string    `db:"queue"`
-	TenantID      string    `db:"tenant_id"`
-	MaxInFlight   *int      `db:"max_in_flight"`
-	RatePerSecond *float64  `db:"rate_per_second"`
-	UpdatedBy     *string   `db:"updated_by"`
-	UpdatedAt     time.Time `db:"updated_at"`
+	Queue         string    `db:"queue" json:"queue"`
+	TenantID      string    `db:"tenant_id" json:"tenant"`
+	MaxInFlight   *int      `db:"max_in_flight" json:"max_in_flight"`
+	RatePerSecond *float64  `db:"rate_per_second" json:"rate_per_second"`
+	UpdatedBy     *string   `db:"updated_by" json:"updated_by,omitempty"`
+	UpdatedAt     time.Time `db:"updated_at" json:"updated_at,omitzero"`
 }
 
 // Empty reports whether l sets no limit: stored, it would change nothing.

@@ -208,7 +208,7 @@ func outboxEventTable(events []actions.OutboxEventSummary) *views.Value {
 
 func queueSettingsView(s actions.QueueSettingsView) *views.Value {
 	return pairs(kv("queue", text(s.Queue)), kv("paused", yesNo(s.Paused)), kv("max workers", optInteger(s.MaxWorkers)),
-		kv("rate per second", optFloat(s.RatePerSecond)), optional("updated by", s.UpdatedBy))
+		kv("rate per second", optFloat(s.RatePerSecond)), optional("updated by", deref(s.UpdatedBy, "")))
 }
 
 func fleetView(f actions.FleetInFlight) *views.Value {
