@@ -51,11 +51,7 @@ func (a *outboxEventRequeue) target() string {
 }
 
 func (a *outboxEventRequeue) count(ctx context.Context, db DBTX) (int64, error) {
-	var n int64
-	if err := db.QueryRow(ctx, sqlText("outbox_dead_count"), idsArg(a.ids), a.topic).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count dead outbox events: %w", err)
-	}
-	return n, nil
+	return queues.OutboxDeadCount(ctx, db, a.ids, a.topic)
 }
 
 func (a *outboxEventRequeue) overCap(rc *runContext, n int64) error {

@@ -14,22 +14,8 @@ import (
 )
 
 // QueueSettingsView is a queue's fleet-wide settings as previews and results
-// show them; nil limits mean none.
-type QueueSettingsView struct {
-	Queue         string   `json:"queue"`
-	Paused        bool     `json:"paused"`
-	MaxWorkers    *int     `json:"max_workers"`
-	RatePerSecond *float64 `json:"rate_per_second"`
-	UpdatedBy     string   `json:"updated_by,omitempty"`
-}
-
-func queueView(s queues.QueueSettings) QueueSettingsView {
-	v := QueueSettingsView{Queue: s.Queue, Paused: s.Paused, MaxWorkers: s.MaxWorkers, RatePerSecond: s.RatePerSecond}
-	if s.UpdatedBy != nil {
-		v.UpdatedBy = *s.UpdatedBy
-	}
-	return v
-}
+// show them, the engine's row; nil limits mean none.
+type QueueSettingsView = queues.QueueSettings
 
 // FleetInFlight is the fleet's measured in-flight count for one queue, from
 // the live workers' heartbeats: what an operator watches fall to a new limit.
@@ -39,13 +25,13 @@ type FleetInFlight struct {
 }
 
 func fleetInFlight(ctx context.Context, db queues.DBTX, queue string) (FleetInFlight, error) {
-	ws, err := queues.WorkerList(ctx, db)
+	ws, err := queues.WorkerList(ctx, db, 0)
 	if err != nil {
 		return FleetInFlight{}, err
 	}
 	var f FleetInFlight
 	for _, w := range ws {
-		if w.Stale {
+		if !w.Alive {
 			continue
 		}
 		f.LiveWorkers++
@@ -101,15 +87,15 @@ func (a *queueSettingsChange) preview(ctx context.Context, rc *runContext) (Queu
 	if err != nil {
 		return QueueSettingsPreview{}, err
 	}
-	return QueueSettingsPreview{Before: queueView(cur), After: queueView(next), Fleet: fleet, Note: a.note}, nil
+	return QueueSettingsPreview{Before: cur, After: next, Fleet: fleet, Note: a.note}, nil
 }
 
 func (a *queueSettingsChange) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ QueueSettingsPreview) (QueueSettingsResult, error) {
 	// Lock the row first, then read: a concurrent change commits before this
 	// read or waits for this transaction, so a pause and a throttle racing
 	// each other both land.
-	if _, err := tx.Exec(ctx, sqlText("queue_settings_lock"), a.queue); err != nil {
-		return QueueSettingsResult{}, fmt.Errorf("lock settings of %q: %w", a.queue, err)
+	if err := queues.QueueSettingsLockTx(ctx, tx, a.queue); err != nil {
+		return QueueSettingsResult{}, err
 	}
 	cur, err := queues.QueueSettingsGet(ctx, tx, a.queue)
 	if err != nil {
@@ -127,7 +113,7 @@ func (a *queueSettingsChange) execute(ctx context.Context, rc *runContext, tx pg
 	if err != nil {
 		return QueueSettingsResult{}, err
 	}
-	return QueueSettingsResult{Settings: queueView(stored), Fleet: fleet, Note: a.note}, nil
+	return QueueSettingsResult{Settings: stored, Fleet: fleet, Note: a.note}, nil
 }
 
 // settingsChanges lists what differs between two settings, as a sentence

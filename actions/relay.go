@@ -14,18 +14,18 @@ import (
 // RelaySettingsPreview is the preview of relay.pause, relay.resume and
 // relay.throttle: the settings before and after, and the outbox backlog now.
 type RelaySettingsPreview struct {
-	Before queues.RelaySettings     `json:"before"`
-	After  queues.RelaySettings     `json:"after"`
-	Outbox queues.OutboxStatsResult `json:"outbox"`
-	Note   string                   `json:"note"`
+	Before queues.RelaySettings `json:"before"`
+	After  queues.RelaySettings `json:"after"`
+	Outbox queues.OutboxStat    `json:"outbox"`
+	Note   string               `json:"note"`
 }
 
 // RelaySettingsResult is the stored relay settings and the backlog at
 // commit.
 type RelaySettingsResult struct {
-	Settings queues.RelaySettings     `json:"settings"`
-	Outbox   queues.OutboxStatsResult `json:"outbox"`
-	Note     string                   `json:"note"`
+	Settings queues.RelaySettings `json:"settings"`
+	Outbox   queues.OutboxStat    `json:"outbox"`
+	Note     string               `json:"note"`
 }
 
 func (RelaySettingsPreview) actionPreview() {}
@@ -50,11 +50,11 @@ func (a *relaySettingsChange) sentence(p RelaySettingsPreview) string {
 		change = "no change: it is already " + relayText(p.After)
 	}
 	return fmt.Sprintf("%s the outbox relay: %s; %s pending, %s dead", a.verb, change,
-		counted(p.Outbox.Pending, "event", "events"), humanize.Int(p.Outbox.Dead))
+		counted(p.Outbox.PendingTotal(), "event", "events"), humanize.Int(p.Outbox.Dead))
 }
 
 func (a *relaySettingsChange) done(r RelaySettingsResult) string {
-	return fmt.Sprintf("The outbox relay is now %s; %s pending", relayText(r.Settings), counted(r.Outbox.Pending, "event", "events"))
+	return fmt.Sprintf("The outbox relay is now %s; %s pending", relayText(r.Settings), counted(r.Outbox.PendingTotal(), "event", "events"))
 }
 
 func (a *relaySettingsChange) state(p RelaySettingsPreview) any {
@@ -70,7 +70,7 @@ func (a *relaySettingsChange) preview(ctx context.Context, rc *runContext) (Rela
 	}
 	next := cur
 	a.apply(&next)
-	stats, err := queues.OutboxStats(ctx, rc.r.pool)
+	stats, err := queues.OutboxHealth(ctx, rc.r.pool, 0)
 	if err != nil {
 		return RelaySettingsPreview{}, err
 	}
@@ -79,8 +79,8 @@ func (a *relaySettingsChange) preview(ctx context.Context, rc *runContext) (Rela
 
 func (a *relaySettingsChange) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ RelaySettingsPreview) (RelaySettingsResult, error) {
 	// Lock, then read: concurrent changes apply one after the other.
-	if _, err := tx.Exec(ctx, sqlText("relay_settings_lock")); err != nil {
-		return RelaySettingsResult{}, fmt.Errorf("lock relay settings: %w", err)
+	if err := queues.RelaySettingsLockTx(ctx, tx); err != nil {
+		return RelaySettingsResult{}, err
 	}
 	cur, err := queues.RelaySettingsGet(ctx, tx)
 	if err != nil {
@@ -93,7 +93,7 @@ func (a *relaySettingsChange) execute(ctx context.Context, rc *runContext, tx pg
 	if err != nil {
 		return RelaySettingsResult{}, err
 	}
-	stats, err := queues.OutboxStats(ctx, tx)
+	stats, err := queues.OutboxHealth(ctx, tx, 0)
 	if err != nil {
 		return RelaySettingsResult{}, err
 	}

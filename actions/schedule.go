@@ -153,8 +153,8 @@ func (a *scheduleChange) execute(ctx context.Context, rc *runContext, tx pgx.Tx,
 	// Lock, then read: concurrent changes of one schedule apply one after
 	// the other. A schedule being created has no row to lock; its insert
 	// conflicts instead.
-	if _, err := tx.Exec(ctx, sqlText("schedule_lock"), a.name); err != nil {
-		return ScheduleResult{}, fmt.Errorf("lock schedule %q: %w", a.name, err)
+	if err := queues.ScheduleLockTx(ctx, tx, a.name); err != nil {
+		return ScheduleResult{}, err
 	}
 	p, err := a.plan(ctx, rc, tx)
 	if err != nil {
@@ -216,8 +216,8 @@ func (a *scheduleRun) done(r RunNowResult) string {
 func (a *scheduleRun) state(p RunNowPreview) any { return p.Schedule }
 
 func (a *scheduleRun) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ RunNowPreview) (RunNowResult, error) {
-	if _, err := tx.Exec(ctx, sqlText("schedule_lock"), a.name); err != nil {
-		return RunNowResult{}, fmt.Errorf("lock schedule %q: %w", a.name, err)
+	if err := queues.ScheduleLockTx(ctx, tx, a.name); err != nil {
+		return RunNowResult{}, err
 	}
 	s, err := queues.ScheduleGet(ctx, tx, a.name)
 	if err != nil {
@@ -235,8 +235,8 @@ func (a *scheduleRun) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ 
 		return RunNowResult{}, err
 	}
 	// The manual run is the schedule's last run, as the list shows it.
-	if _, err := tx.Exec(ctx, sqlText("schedule_mark_run"), a.name, j.ID); err != nil {
-		return RunNowResult{}, fmt.Errorf("record the run of schedule %q: %w", a.name, err)
+	if err := queues.ScheduleMarkRunTx(ctx, tx, a.name, j.ID); err != nil {
+		return RunNowResult{}, err
 	}
 	return RunNowResult{Job: summarize(j)}, nil
 }

@@ -13,23 +13,9 @@ import (
 )
 
 // TenantLimitsView is one tenant_limits row as previews and results show
-// it: Tenant "" is the queue's default; nil limits mean none set here (an
-// override then falls back to the default).
-type TenantLimitsView struct {
-	Queue         string   `json:"queue"`
-	Tenant        string   `json:"tenant"`
-	MaxInFlight   *int     `json:"max_in_flight"`
-	RatePerSecond *float64 `json:"rate_per_second"`
-	UpdatedBy     string   `json:"updated_by,omitempty"`
-}
-
-func tenantView(l queues.TenantLimits) TenantLimitsView {
-	v := TenantLimitsView{Queue: l.Queue, Tenant: l.TenantID, MaxInFlight: l.MaxInFlight, RatePerSecond: l.RatePerSecond}
-	if l.UpdatedBy != nil {
-		v.UpdatedBy = *l.UpdatedBy
-	}
-	return v
-}
+// it, the engine's row: TenantID "" is the queue's default; nil limits
+// mean none set here (an override then falls back to the default).
+type TenantLimitsView = queues.TenantLimits
 
 // TenantLimitsPreview is the preview of tenant.throttle: the row before and
 // after, the queue's default (what an override falls back to), and how
@@ -122,7 +108,7 @@ func (a *tenantLimitsChange) preview(ctx context.Context, rc *runContext) (Tenan
 	}
 	next := cur
 	a.apply(&next)
-	return TenantLimitsPreview{Before: tenantView(cur), After: tenantView(next), Default: tenantView(def),
+	return TenantLimitsPreview{Before: cur, After: next, Default: def,
 		Overrides: overrides, Note: a.note(next)}, nil
 }
 
@@ -154,8 +140,8 @@ func (a *tenantLimitsChange) state(p TenantLimitsPreview) any {
 func (a *tenantLimitsChange) execute(ctx context.Context, rc *runContext, tx pgx.Tx, _ TenantLimitsPreview) (TenantLimitsResult, error) {
 	// Lock first, then read: a concurrent change to the same row commits
 	// before this read or waits for this transaction.
-	if _, err := tx.Exec(ctx, sqlText("tenant_limits_lock"), a.queue, a.tenant); err != nil {
-		return TenantLimitsResult{}, fmt.Errorf("lock limits of tenant %q of %q: %w", a.tenant, a.queue, err)
+	if err := queues.TenantLimitsLockTx(ctx, tx, a.queue, a.tenant); err != nil {
+		return TenantLimitsResult{}, err
 	}
 	cur, _, _, err := a.current(ctx, tx)
 	if err != nil {
@@ -168,7 +154,7 @@ func (a *tenantLimitsChange) execute(ctx context.Context, rc *runContext, tx pgx
 	if err != nil {
 		return TenantLimitsResult{}, err
 	}
-	return TenantLimitsResult{Limits: tenantView(stored), Note: a.note(stored)}, nil
+	return TenantLimitsResult{Limits: stored, Note: a.note(stored)}, nil
 }
 
 func checkTenant(t string) error {

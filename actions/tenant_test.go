@@ -53,7 +53,7 @@ func TestTenantThrottle(t *testing.T) {
 		Params: map[string]any{"queue": "emails", "max_in_flight": 5, "rate_per_second": 20}, Reason: reason})
 	require.NoError(t, err)
 	res := out.Result.(actions.TenantLimitsResult)
-	require.Equal(t, "", res.Limits.Tenant, "no tenant: the queue's default")
+	require.Equal(t, "", res.Limits.TenantID, "no tenant: the queue's default")
 	require.Equal(t, 5, *res.Limits.MaxInFlight)
 	require.Equal(t, 20.0, *res.Limits.RatePerSecond)
 	require.Equal(t, "[ 5 20]", tenantState(t, pool))
@@ -82,7 +82,7 @@ func TestTenantThrottle(t *testing.T) {
 	var stored struct{ Limits actions.TenantLimitsView }
 	require.NoError(t, json.Unmarshal(ev.Result, &stored))
 	require.Equal(t, 50, *stored.Limits.MaxInFlight, "the audit event holds the stored row")
-	require.Equal(t, "olga", stored.Limits.UpdatedBy)
+	require.Equal(t, "olga", *stored.Limits.UpdatedBy)
 
 	_, err = r.Run(ctx, operator, "tenant.throttle", actions.Request{
 		Params: map[string]any{"queue": "emails", "tenant": "acme", "clear_limits": true}, Reason: reason})

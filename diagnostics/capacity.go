@@ -2,7 +2,8 @@ package diagnostics
 
 import (
 	"context"
-	"time"
+
+	"github.com/pgconsole/console/queues"
 )
 
 // ConnectionGroup is one group of client backends of ConnectionPressure,
@@ -103,31 +104,15 @@ func (d *Diagnostics) SequenceExhaustion(ctx context.Context) Result[SequenceUse
 }
 
 // StuckIdempotencyKey is an idempotency key claimed longer ago than the
-// threshold and never completed.
-type StuckIdempotencyKey struct {
-	Scope       string     `db:"scope" json:"scope"`
-	Key         string     `db:"idempotency_key" json:"key"`
-	CreatedAt   time.Time  `db:"created_at" json:"created_at"`
-	LockedUntil *time.Time `db:"locked_until" json:"locked_until"`
-	AgeSeconds  float64    `db:"age_seconds" json:"age_seconds"`
-	// Total is how many keys are stuck, capped at the count cap.
-	Total int64 `db:"total" json:"total"`
-}
+// threshold and never completed, the engine's row
+// (queues.IdempotencyStuck).
+type StuckIdempotencyKey = queues.StuckIdempotencyKey
 
-// IdempotencyStuck returns the twenty oldest keys in 'processing' for
-// longer than olderThan (idempotency_stuck.sql); every row carries the
-// total, counted up to countCap (zero means DefaultCountCap).
-func IdempotencyStuck(ctx context.Context, db DBTX, olderThan time.Duration, countCap int64) ([]StuckIdempotencyKey, error) {
-	if countCap <= 0 {
-		countCap = DefaultCountCap
-	}
-	return collect[StuckIdempotencyKey](ctx, db, CheckIdempotencyStuck, 0, olderThan, countCap)
-}
-
-// IdempotencyStuck runs idempotency_stuck.sql as a panel, with the
+// IdempotencyStuck runs the engine's stuck keys (queues.IdempotencyStuck)
+// as a panel, with the
 // threshold of idempotency.stuck as the age that counts as stuck.
 func (d *Diagnostics) IdempotencyStuck(ctx context.Context) Result[StuckIdempotencyKey] {
 	return panel(ctx, d, CheckIdempotencyStuck, func(ctx context.Context, db DBTX, _ int) ([]StuckIdempotencyKey, error) {
-		return IdempotencyStuck(ctx, db, d.Thresholds().IdempotencyStuck, 0)
+		return queues.IdempotencyStuck(ctx, db, d.Thresholds().IdempotencyStuck, 0)
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/internal/testdb"
+	"github.com/pgconsole/console/queues"
 )
 
 // Client backends are counted by database, user and state against the
@@ -170,7 +171,7 @@ func TestIdempotencyStuckKeys(t *testing.T) {
 		('api', 'fresh-claim', '\x00', 'processing', NULL, NULL, now(), now() + interval '1 minute'),
 		('api', 'done', '\x00', 'completed', 200, '{}', now() - interval '20 minutes', NULL)`)
 	require.NoError(t, err)
-	rows, err := diagnostics.IdempotencyStuck(ctx, db, 5*time.Minute, 0)
+	rows, err := queues.IdempotencyStuck(ctx, db, 5*time.Minute, 0)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	require.Equal(t, "old-claim", rows[0].Key)

@@ -370,7 +370,7 @@ func init() {
 		{
 			Name: CheckQueueHealth, Title: "Queues, leases and dead letters", Step: StepQueues,
 			AlsoSteps:  []string{StepEntry, StepMitigations, StepVerification},
-			statement:  queueHealthSQL,
+			statement:  queues.QueueHealthSQL,
 			EmptyTitle: "No queue has jobs yet.",
 			EmptyWhy:   " Each queue's ready, running and dead counts appear here once jobs are enqueued.",
 			tables:     []string{"jobs", "queue_settings", "dead_letter_counts", "queue_job_counts"},
@@ -389,7 +389,7 @@ func init() {
 				intCol("dead", AsCount, func(r QueueStat) int64 { return r.Dead }),
 				intCol("dead_recent", AsCount, func(r QueueStat) int64 { return r.DeadRecent }),
 				boolCol("paused", func(r QueueStat) bool { return r.Paused }),
-				optIntCol("max_workers", AsCount, func(r QueueStat) *int32 { return r.MaxWorkers }),
+				optIntCol("max_workers", AsCount, func(r QueueStat) *int { return r.MaxWorkers }),
 				optFloatCol("rate_per_second", AsRate, func(r QueueStat) *float64 { return r.RatePerSecond }),
 				optTimeCol("settings_updated_at", func(r QueueStat) *time.Time { return r.SettingsUpdatedAt }),
 			},
@@ -433,17 +433,20 @@ func init() {
 			AlsoSteps:  []string{StepEntry},
 			EmptyTitle: "No worker has registered.",
 			EmptyWhy:   " Engine processes heartbeat a row here; start one with `console worker`.",
+			statement:  queues.WorkerListSQL,
 			tables:     []string{"workers"},
 			panel:      typed((*Diagnostics).Workers),
-			round:      section(func(r *Round) *[]Worker { return &r.Workers }, readWorkers),
-			metrics:    true,
+			History:    HistoryWorkers, historyRows: recorded[Worker],
+			round:   section(func(r *Round) *[]Worker { return &r.Workers }, readWorkers),
+			metrics: true,
+			sample:  sampleWorkers,
 			Columns: []Column{
 				textCol("id", AsText, func(r Worker) string { return r.ID }),
 				textCol("host", AsText, func(r Worker) string { return r.Host }),
-				intCol("pid", AsID, func(r Worker) int32 { return r.PID }),
+				intCol("pid", AsID, func(r Worker) int { return r.PID }),
 				namesCol("queues", func(r Worker) []string { return r.Queues }),
-				intCol("concurrency", AsCount, func(r Worker) int32 { return r.Concurrency }),
-				intCol("in_flight", AsCount, func(r Worker) int32 { return r.InFlight }),
+				intCol("concurrency", AsCount, func(r Worker) int { return r.Concurrency }),
+				intCol("in_flight", AsCount, func(r Worker) int { return r.InFlight }),
 				textCol("version", AsText, func(r Worker) string { return r.Version }),
 				timeCol("started_at", func(r Worker) time.Time { return r.StartedAt }),
 				timeCol("last_seen_at", func(r Worker) time.Time { return r.LastSeenAt }),
@@ -457,6 +460,7 @@ func init() {
 			Name: CheckOutboxHealth, Title: "Outbox and relay", Step: StepOutbox,
 			AlsoSteps:  []string{StepVerification},
 			EmptyTitle: "No outbox activity.",
+			statement:  queues.OutboxHealthSQL,
 			tables:     []string{"outbox_events", "relay_settings"},
 			panel:      typed((*Diagnostics).OutboxHealth),
 			History:    HistoryOutbox, historyRows: recordedOne[OutboxStat],
@@ -727,6 +731,7 @@ func init() {
 			Name: CheckIdempotencyStuck, Title: "Idempotency keys stuck in processing", Step: StepEntry,
 			EmptyTitle: "No idempotency key is stuck.",
 			EmptyWhy:   " A key claimed by a request that never completed would be listed here once older than the idempotency.stuck threshold.",
+			statement:  queues.IdempotencyStuckSQL,
 			tables:     []string{"idempotency_requests"},
 			panel:      typed((*Diagnostics).IdempotencyStuck),
 			round:      section(func(r *Round) *[]StuckIdempotencyKey { return &r.Idempotency }, readIdempotency),
@@ -743,6 +748,7 @@ func init() {
 			Name: CheckLongRunningJobs, Title: "Jobs running far longer than usual for their kind", Step: StepQueues,
 			EmptyTitle: "No job runs far longer than its kind usually does.",
 			EmptyWhy:   " A running job whose run time is many times the recent 95th percentile of its kind would be listed here.",
+			statement:  queues.LongRunningJobsSQL,
 			tables:     []string{"jobs", "job_kind_runs"},
 			panel:      typed((*Diagnostics).LongRunningJobs),
 			round:      section(func(r *Round) *[]LongRunningJob { return &r.LongJobs }, readLongRunningJobs),
@@ -844,7 +850,7 @@ func readWALAnchor(ctx context.Context, db DBTX, s *roundState) error {
 }
 
 func readQueues(ctx context.Context, db DBTX, s *roundState) ([]QueueStat, error) {
-	stats, groups, err := queueHealth(ctx, db, s.queueParams)
+	stats, groups, err := queues.QueueHealthAll(ctx, db, s.queueParams)
 	if err == nil {
 		s.deadGroups = groups
 	}
@@ -862,22 +868,22 @@ func readDeadLetters(ctx context.Context, db DBTX, s *roundState) ([]DeadLetterG
 }
 
 func readWorkers(ctx context.Context, db DBTX, s *roundState) ([]Worker, error) {
-	return Workers(ctx, db, s.thresholds.WorkerHeartbeat)
+	return queues.WorkerList(ctx, db, s.thresholds.WorkerHeartbeat)
 }
 
 // readOutbox counts up to the largest outbox threshold, so the cap never
 // hides one.
 func readOutbox(ctx context.Context, db DBTX, s *roundState) (*OutboxStat, error) {
-	o, err := OutboxHealth(ctx, db, max(DefaultCountCap, s.thresholds.OutboxBacklogPending, s.thresholds.OutboxDead))
+	o, err := queues.OutboxHealth(ctx, db, max(DefaultCountCap, s.thresholds.OutboxBacklogPending, s.thresholds.OutboxDead))
 	return &o, err
 }
 
 func readIdempotency(ctx context.Context, db DBTX, s *roundState) ([]StuckIdempotencyKey, error) {
-	return IdempotencyStuck(ctx, db, s.thresholds.IdempotencyStuck, 0)
+	return queues.IdempotencyStuck(ctx, db, s.thresholds.IdempotencyStuck, 0)
 }
 
 func readLongRunningJobs(ctx context.Context, db DBTX, s *roundState) ([]LongRunningJob, error) {
-	return LongRunningJobs(ctx, db, longJobParams(s.thresholds))
+	return queues.LongRunningJobs(ctx, db, longJobParams(s.thresholds))
 }
 
 func readCheckpointer(ctx context.Context, db DBTX, s *roundState) (*CheckpointerStat, error) {
@@ -960,12 +966,17 @@ func sampleSlots(ctx context.Context, db DBTX, s *sampleState) (err error) {
 }
 
 func sampleQueues(ctx context.Context, db DBTX, s *sampleState) (err error) {
-	s.sample.Queues, err = QueueHealth(ctx, db, QueueParams{DeadWindow: s.thresholds.DeadLetterWindow})
+	s.sample.Queues, err = queues.QueueHealth(ctx, db, QueueParams{DeadWindow: s.thresholds.DeadLetterWindow})
+	return err
+}
+
+func sampleWorkers(ctx context.Context, db DBTX, s *sampleState) (err error) {
+	s.sample.Workers, err = queues.WorkerList(ctx, db, s.thresholds.WorkerHeartbeat)
 	return err
 }
 
 func sampleOutbox(ctx context.Context, db DBTX, s *sampleState) error {
-	o, err := OutboxHealth(ctx, db, 0)
+	o, err := queues.OutboxHealth(ctx, db, 0)
 	if err == nil {
 		s.sample.Outbox = &o
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/internal/pgserver"
 	"github.com/pgconsole/console/internal/testdb"
+	"github.com/pgconsole/console/queues"
 )
 
 // An index that CREATE INDEX CONCURRENTLY is still building is invalid in
@@ -88,7 +89,7 @@ func TestOutboxBacklogAgeCountsRetryBackoff(t *testing.T) {
 		SELECT 't', 'e', '{}', 5, now() + interval '2 minutes', now() - interval '30 minutes'
 		FROM generate_series(1, 50)`)
 	require.NoError(t, err)
-	o, err := diagnostics.OutboxHealth(ctx, db, 0)
+	o, err := queues.OutboxHealth(ctx, db, 0)
 	require.NoError(t, err)
 	require.EqualValues(t, 0, o.Pending, "none is ready now")
 	require.EqualValues(t, 50, o.PendingLater)

@@ -2,60 +2,26 @@ package diagnostics
 
 import (
 	"context"
-	"time"
+
+	"github.com/pgconsole/console/queues"
 )
 
 // LongRunningJob is a running job that has run far longer than its kind
-// usually does.
-type LongRunningJob struct {
-	JobID      int64     `db:"job_id" json:"job_id"`
-	Queue      string    `db:"queue" json:"queue"`
-	Kind       string    `db:"kind" json:"kind"`
-	LeaseOwner string    `db:"lease_owner" json:"lease_owner"`
-	StartedAt  time.Time `db:"started_at" json:"started_at"`
-	Attempts   int32     `db:"attempts" json:"attempts"`
-	// RunningSeconds is how long this attempt has run.
-	RunningSeconds float64 `db:"running_seconds" json:"running_seconds"`
-	// UsualSeconds is the 95th percentile run time of the kind's latest
-	// done jobs, Samples how many of them there were.
-	UsualSeconds float64 `db:"usual_seconds" json:"usual_seconds"`
-	Samples      int64   `db:"samples" json:"samples"`
-}
+// usually does, the engine's row (queues.LongRunningJobs).
+type LongRunningJob = queues.LongRunningJob
 
-// LongJobParams are the arguments of LongRunningJobs.
-type LongJobParams struct {
-	// MinRunning is the least run time that counts, however quick the kind
-	// usually is.
-	MinRunning time.Duration
-	// MinSamples is how many done jobs of a kind are needed before its usual
-	// run time is trusted; zero means 20.
-	MinSamples int64
-	// Factor is how many times its kind's usual run time a job must have
-	// run; zero means 5.
-	Factor float64
-}
+// LongJobParams are the arguments of queues.LongRunningJobs.
+type LongJobParams = queues.LongJobParams
 
 func longJobParams(t Thresholds) LongJobParams {
 	return LongJobParams{MinRunning: t.LongRunningJob, Factor: float64(t.LongRunningJobFactor)}
 }
 
-// LongRunningJobs returns the running jobs that have run Factor times their
-// kind's usual run time and at least MinRunning, worst first
-// (long_running_jobs.sql).
-func LongRunningJobs(ctx context.Context, db DBTX, p LongJobParams) ([]LongRunningJob, error) {
-	if p.MinSamples <= 0 {
-		p.MinSamples = 20
-	}
-	if p.Factor <= 0 {
-		p.Factor = 5
-	}
-	return collect[LongRunningJob](ctx, db, CheckLongRunningJobs, 0, p.MinRunning.Seconds(), p.MinSamples, p.Factor)
-}
-
-// LongRunningJobs runs long_running_jobs.sql as a panel with the current
-// thresholds of jobs.long_running.
+// LongRunningJobs runs the engine's long-running jobs
+// (queues.LongRunningJobs) as a panel with the current thresholds of
+// jobs.long_running.
 func (d *Diagnostics) LongRunningJobs(ctx context.Context) Result[LongRunningJob] {
 	return panel(ctx, d, CheckLongRunningJobs, func(ctx context.Context, db DBTX, _ int) ([]LongRunningJob, error) {
-		return LongRunningJobs(ctx, db, longJobParams(d.Thresholds()))
+		return queues.LongRunningJobs(ctx, db, longJobParams(d.Thresholds()))
 	})
 }

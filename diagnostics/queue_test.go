@@ -8,6 +8,7 @@ import (
 
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/findings"
+	"github.com/pgconsole/console/queues"
 )
 
 func TestQueueAndOutboxFindings(t *testing.T) {
@@ -136,7 +137,7 @@ func TestQueueAndOutboxFindings(t *testing.T) {
 
 	// Jobs scheduled for later are counted up to the cap; ready and dead
 	// totals are exact whatever the cap (the engine's counters).
-	capped, err := diagnostics.QueueHealth(ctx, db, diagnostics.QueueParams{CountCap: 3})
+	capped, err := queues.QueueHealth(ctx, db, diagnostics.QueueParams{CountCap: 3})
 	require.NoError(t, err)
 	for _, q := range capped {
 		if q.Queue == "backlog-q" {

@@ -17,13 +17,14 @@ const (
 	HistorySlots        = "slots"
 	HistoryQueues       = "queues"
 	HistoryOutbox       = "outbox"
+	HistoryWorkers      = "workers"
 	HistoryFindings     = "findings"
 )
 
 // HistoryChecks lists every check a recorded sample holds, in display order.
 var HistoryChecks = []string{
 	HistoryBlockingTree, HistoryActivity, HistoryWaitEvents, HistoryWAL,
-	HistoryReplication, HistorySlots, HistoryQueues, HistoryOutbox, HistoryFindings,
+	HistoryReplication, HistorySlots, HistoryQueues, HistoryOutbox, HistoryWorkers, HistoryFindings,
 }
 
 // IsHistoryCheck reports whether name is one of HistoryChecks.

@@ -22,6 +22,7 @@ type Sample struct {
 	Slots       []Slot
 	Queues      []QueueStat
 	Outbox      *OutboxStat
+	Workers     []Worker
 	// Blocked is the number of backends waiting in the blocking tree, and
 	// OldestXactSeconds the age of the oldest client transaction.
 	Blocked           *int

@@ -2,6 +2,8 @@ package diagnostics
 
 import (
 	"time"
+
+	"github.com/pgconsole/console/queues"
 )
 
 // Thresholds decide when evidence becomes a finding. DefaultThresholds gives
@@ -74,7 +76,8 @@ type Thresholds struct {
 	// Sequence: sequence.exhaustion when a sequence has used this fraction
 	// of its range (the smaller of its own limit and its column's).
 	Sequence float64
-	// WorkerHeartbeat: a worker is alive when it heartbeated this recently;
+	// WorkerHeartbeat: a worker is alive when it heartbeated this recently
+	// (the window of queues.WorkerList, which the pages use too);
 	// workers.none_alive when a queue with ready jobs has no live worker.
 	WorkerHeartbeat time.Duration
 	// Wraparound: vacuum.wraparound when a database's oldest unfrozen
@@ -144,7 +147,7 @@ func DefaultThresholds() Thresholds {
 		XminHorizonXIDs:       50_000_000,
 		DeadTuples:            100_000,
 		NotifyQueueUsage:      0.5,
-		WorkerHeartbeat:       60 * time.Second,
+		WorkerHeartbeat:       queues.DefaultWorkerAliveWindow,
 		Connections:           0.8,
 		Sequence:              0.75,
 		Wraparound:            0.25,

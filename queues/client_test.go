@@ -389,12 +389,12 @@ func TestThrottleAndPause(t *testing.T) {
 		return countJobs(t, admin, "queue = 'th' AND status = 'ready'") < ready
 	})
 
-	ws, err := WorkerList(ctx, admin)
+	ws, err := WorkerList(ctx, admin, 0)
 	require.NoError(t, err)
 	require.Len(t, ws, 2)
 	for _, w := range ws {
 		require.Equal(t, []string{"th"}, w.Queues)
-		require.False(t, w.Stale)
+		require.True(t, w.Alive)
 		require.Equal(t, 8, w.Concurrency)
 	}
 }

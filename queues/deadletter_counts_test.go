@@ -259,7 +259,7 @@ func TestScaleStatementPlans(t *testing.T) {
 			{"dead_letter_count", "('{}', 'sq3', 'class 3', NULL, NULL)", nil, false, false},          // dead_letter_counts; the jobs branch (never run here) may use either dead index
 			{"dead_letter_class_list", "('{}', 'sq3', 'class 3', NULL, NULL, 50)", nil, false, false}, // jobs_dead_idx or jobs_dead_queue_class_id_idx
 			{"dead_letter_sample", "('{}', 'sq3', 'class 3', NULL, NULL, 10)", nil, false, false},     // jobs_dead_idx or jobs_dead_queue_class_id_idx
-			{"queue_stats", "(10000)", []string{"jobs_ready_pick_idx"}, false, false},
+			{"queue_health", "(10000)", []string{"jobs_ready_pick_idx"}, false, false},
 			{"job_list", "('', '', 'dead', '', NULL, NULL, 0, 50)", []string{"jobs_dead_id_idx"}, true, false},
 			{"job_list", "('', '', 'dead', 'class 3', NULL, NULL, 0, 50)", []string{"jobs_dead_class_id_idx"}, true, false},
 			{"job_list", "('sq3', '', 'dead', 'class 3', NULL, NULL, 0, 50)", []string{"jobs_dead_queue_class_id_idx"}, true, false},

@@ -94,7 +94,7 @@
 // probes (jobs_dead_idx, jobs_dead_finished_idx), after it has locked the
 // class's row. DeadLetterGroups,
 // DeadLetterTotals, DeadLetterClassStats, DeadLetterQueueCounts and
-// QueueStats read all of it there and no dead job (the recent deaths of
+// QueueHealth read all of it there and no dead job (the recent deaths of
 // every group are one range scan of the window over
 // jobs_dead_finished_idx), so their cost follows the number of groups and
 // of recent deaths, not of dead jobs nor the depth of the jobs indexes.
@@ -118,8 +118,8 @@
 //
 // # Queue counts at scale
 //
-// QueueStats (the /queues pages, the queue health check, the per-queue
-// gauges) must not cost one index entry per ready job either: a backlog of
+// QueueHealth (the /queues pages, the queue health check, the per-queue
+// gauges, the flight recorder) must not cost one index entry per ready job either: a backlog of
 // 200,000 took 0.2-0.3 s to count on a loaded machine. Three designs were
 // weighed. Counting up to a cap keeps the cost at the cap times the
 // queues (a million entries at 10,000 a queue over 100 queues) and turns
@@ -139,8 +139,8 @@
 // reader sees before or after it, and a fold that loses the lock just
 // skips). The oldest due job stays one index probe per queue and priority;
 // only the jobs scheduled for later are counted from jobs, up to
-// QueueStatsScheduledCap, and QueueStat.DueExact says when Due is an upper
-// bound. The write cost, measured with `console bench floor` and `burn`
+// QueueHealthParams.CountCap, and QueueStat.ReadyExact says when Ready (due
+// now) is an upper bound. The write cost, measured with `console bench floor` and `burn`
 // against the previous schema, is in docs/benchmarks-log.md. The fold runs only
 // under READ COMMITTED: inside a caller's REPEATABLE READ transaction (an
 // EnqueueTx) its snapshot may predate another fold's commit, and deleting
@@ -275,6 +275,22 @@
 // publishes committed events through a Publisher: queues/natspub for NATS
 // JetStream, queues/webhookpub for an HTTP webhook, or any PublisherFunc.
 // The engine itself imports no broker client.
+//
+// # One definition of each engine fact
+//
+// The package owns every statement on its tables, also the reads of a
+// console: QueueHealth, OutboxHealth, WorkerList, LongRunningJobs and
+// IdempotencyStuck return the rows the console's pages, findings, metrics
+// and flight recorder all use, and the operator actions lock through
+// QueueSettingsLockTx, RelaySettingsLockTx, ScheduleLockTx and
+// TenantLimitsLockTx. Each notion is decided once: a worker is Alive when
+// it is not stopped and heartbeated within the window its caller passes
+// (its session is evidence shown beside it, not part of it); the outbox
+// backlog's age is that of the oldest undelivered event, in flight or in
+// retry backoff included; the counts taken from the rows themselves stop
+// at a cap (DefaultCountCap) that the row carries, so "at least" is never
+// lost. The rows' JSON names are stable: a sample recorded months ago
+// decodes into today's type.
 //
 // # Shutdown
 //

@@ -114,7 +114,7 @@ func ExampleEnqueueCopy() {
 	if err != nil {
 		panic(err)
 	}
-	stats, err := queues.QueueStats(ctx, pool)
+	stats, err := queues.QueueHealth(ctx, pool, queues.QueueHealthParams{})
 	if err != nil {
 		panic(err)
 	}

@@ -142,7 +142,7 @@ func TestCrashKillNine(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM jobs
 		WHERE attempts = 2 AND (errors @> '[{"class": "lease_expired"}]' OR errors @> '[{"class": "worker_died"}]')`).Scan(&reaped))
 	require.Equal(t, killed, reaped)
-	ws, err := WorkerList(ctx, pool)
+	ws, err := WorkerList(ctx, pool, 0)
 	require.NoError(t, err)
 	require.Len(t, ws, 2)
 	for _, w := range ws {
@@ -152,7 +152,7 @@ func TestCrashKillNine(t *testing.T) {
 			require.Equal(t, w.StoppedAt != nil, w.ReclaimedAt != nil, "only a reclaim marks a killed worker stopped")
 		} else {
 			require.NotNil(t, w.StoppedAt, "the gracefully stopped worker marks its row stopped: %+v", w)
-			require.True(t, w.Stale, "%+v", w)
+			require.False(t, w.Alive, "%+v", w)
 		}
 	}
 }
@@ -381,7 +381,7 @@ func TestShutdownGraceful(t *testing.T) {
 			require.Nil(t, j.LeaseOwner)
 		}
 	}
-	ws, err := WorkerList(ctx, pool)
+	ws, err := WorkerList(ctx, pool, 0)
 	require.NoError(t, err)
 	require.Len(t, ws, 1)
 	require.NotNil(t, ws[0].StoppedAt)
@@ -404,7 +404,7 @@ func TestWorkerReportsEngineErrors(t *testing.T) {
 	require.NoError(t, err)
 	var got []EngineError
 	testdb.Eventually(t, 20*time.Second, "the worker reports the failure", func() bool {
-		ws, err := WorkerList(ctx, pool)
+		ws, err := WorkerList(ctx, pool, 0)
 		require.NoError(t, err)
 		for _, w := range ws {
 			if w.ID == c.ID() {

@@ -183,3 +183,29 @@ func IdempotencyLookup(ctx context.Context, db DBTX, scope, key string) (*Idempo
 	return collectOne[IdempotencyRecord](ctx, db, "idempotency_lookup",
 		fmt.Sprintf("look up idempotency key %q", key), fmt.Sprintf("idempotency key %q", key), scope, key)
 }
+
+// StuckIdempotencyKey is an idempotency key claimed longer ago than a
+// threshold and never completed: a retry with the same key is refused until
+// the claim's lock expires.
+type StuckIdempotencyKey struct {
+	Scope       string     `db:"scope" json:"scope"`
+	Key         string     `db:"idempotency_key" json:"key"`
+	CreatedAt   time.Time  `db:"created_at" json:"created_at"`
+	LockedUntil *time.Time `db:"locked_until" json:"locked_until"`
+	AgeSeconds  float64    `db:"age_seconds" json:"age_seconds"`
+	// Total is how many keys are stuck, capped at the count cap.
+	Total int64 `db:"total" json:"total"`
+}
+
+// IdempotencyStuck returns the twenty oldest keys in 'processing' for
+// longer than olderThan (idempotency_stuck.sql); every row carries the
+// total, counted up to countCap (zero means DefaultCountCap).
+func IdempotencyStuck(ctx context.Context, db DBTX, olderThan time.Duration, countCap int64) ([]StuckIdempotencyKey, error) {
+	if countCap <= 0 {
+		countCap = DefaultCountCap
+	}
+	return collectRows[StuckIdempotencyKey](ctx, db, "idempotency_stuck", "list stuck idempotency keys", olderThan, countCap)
+}
+
+// IdempotencyStuckSQL is the statement IdempotencyStuck runs.
+func IdempotencyStuckSQL() string { return sqlText("idempotency_stuck") }

@@ -1,6 +1,7 @@
 package queues
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -186,31 +187,63 @@ func OutboxStuck(ctx context.Context, db DBTX, limit int) ([]OutboxRecord, error
 	return collectRows[OutboxRecord](ctx, db, "outbox_stuck", "list undelivered outbox events", min(max(limit, 1), 1000))
 }
 
-// OutboxStatsResult is the outbox backlog at a glance (RB-H): counts by
-// state, expired leases, events the broker accepted but the relay has not
-// marked (each may be delivered twice), and the age of the oldest pending
-// event.
-type OutboxStatsResult struct {
-	Pending       int64 `db:"pending" json:"pending"`
-	Due           int64 `db:"due" json:"due"`
-	Inflight      int64 `db:"inflight" json:"inflight"`
-	ExpiredLeases int64 `db:"expired_leases" json:"expired_leases"`
-	Dead          int64 `db:"dead" json:"dead"`
+// OutboxStat is the outbox relay's backlog (RB-H), as the console's
+// pages, findings, metrics and flight recorder all read it: the same row
+// live and recorded. Its JSON names are those of the recorded samples, so
+// a sample of any age decodes into it.
+type OutboxStat struct {
+	// Pending counts the pending events due now, PendingLater those
+	// waiting for a retry. Every count stops at CountCap.
+	Pending      int64 `db:"pending" json:"pending"`
+	PendingLater int64 `db:"pending_later" json:"pending_later"`
+	// CountCap is where the counts stopped; zero in samples recorded
+	// before it was kept, which were counted to DefaultCountCap.
+	CountCap int64 `db:"count_cap" json:"count_cap,omitempty"`
+	// OldestPendingAt is the creation of the oldest undelivered event,
+	// pending or in flight (nil when none is), OldestPendingSeconds its
+	// age: an event failing for 30 minutes is 30 minutes old, whatever
+	// its next retry.
+	OldestPendingAt      *time.Time `db:"oldest_pending_at" json:"oldest_pending_at"`
+	OldestPendingSeconds float64    `db:"oldest_pending_seconds" json:"oldest_pending_seconds"`
+	Inflight             int64      `db:"inflight" json:"inflight"`
+	ExpiredLeases        int64      `db:"expired_leases" json:"expired_leases"`
+	Dead                 int64      `db:"dead" json:"dead"`
+	LastDeadAt           *time.Time `db:"last_dead_at" json:"last_dead_at"`
 	// RowsEstimate is the planner's estimate of all rows (published
-	// included); published history is not counted exactly.
-	RowsEstimate         int64   `db:"rows_estimate" json:"rows_estimate"`
-	AcceptedUnmarked     int64   `db:"accepted_unmarked" json:"accepted_unmarked"`
-	OldestPendingSeconds float64 `db:"oldest_pending_seconds" json:"oldest_pending_seconds"`
+	// included); published history is not counted exactly. Zero in
+	// samples recorded before it was kept.
+	RowsEstimate int64 `db:"rows_estimate" json:"rows_estimate,omitempty"`
+	RelayPaused  bool  `db:"relay_paused" json:"relay_paused"`
+	// AcceptedUnmarked counts the undelivered events the broker accepted
+	// (accepted_at set) that the relay has not marked published: its mark
+	// failed, or it died between recording the acceptance and the mark.
+	// Each will be published again. OldestAcceptedAt is the earliest
+	// acceptance among them, AcceptedUnmarkedIDs the ten oldest ids.
+	AcceptedUnmarked    int64      `db:"accepted_unmarked" json:"accepted_unmarked"`
+	OldestAcceptedAt    *time.Time `db:"oldest_accepted_at" json:"oldest_accepted_at"`
+	AcceptedUnmarkedIDs []int64    `db:"accepted_unmarked_ids" json:"accepted_unmarked_ids"`
 }
 
-// OutboxStats reads the outbox backlog from the partial indexes.
-func OutboxStats(ctx context.Context, db DBTX) (OutboxStatsResult, error) {
-	s, err := sqlset.One[OutboxStatsResult](ctx, db, sqlText("outbox_stats"))
+// PendingTotal is every pending event, due now or waiting for a retry.
+func (o OutboxStat) PendingTotal() int64 { return o.Pending + o.PendingLater }
+
+// Capped reports whether count n stopped at the cap the stat was read
+// with, so it means "at least n".
+func (o OutboxStat) Capped(n int64) bool { return n >= cmp.Or(o.CountCap, DefaultCountCap) }
+
+// OutboxHealth reads the outbox backlog through its partial indexes
+// (outbox_health.sql); counts stop at countCap (zero means
+// DefaultCountCap).
+func OutboxHealth(ctx context.Context, db DBTX, countCap int64) (OutboxStat, error) {
+	s, err := sqlset.One[OutboxStat](ctx, db, sqlText("outbox_health"), cmp.Or(max(countCap, 0), DefaultCountCap))
 	if err != nil {
-		return OutboxStatsResult{}, fmt.Errorf("outbox stats: %w", err)
+		return OutboxStat{}, fmt.Errorf("outbox health: %w", err)
 	}
 	return s, nil
 }
+
+// OutboxHealthSQL is the statement OutboxHealth runs.
+func OutboxHealthSQL() string { return sqlText("outbox_health") }
 
 // OutboxRequeueParams picks dead events to requeue: the given IDs, or when
 // IDs is empty every dead event of Topic (all topics when empty). Limit
@@ -267,4 +300,28 @@ func RelaySettingsSetTx(ctx context.Context, db DBTX, s RelaySettings) (RelaySet
 		return RelaySettings{}, fmt.Errorf("set relay settings: %w", err)
 	}
 	return out, nil
+}
+
+// RelaySettingsLockTx locks the relay settings row until tx ends, so two
+// operators changing the relay apply their changes one after the other:
+// lock, then read with RelaySettingsGet, then write.
+func RelaySettingsLockTx(ctx context.Context, tx DBTX) error {
+	if _, err := tx.Exec(ctx, sqlText("relay_settings_lock")); err != nil {
+		return fmt.Errorf("lock relay settings: %w", err)
+	}
+	return nil
+}
+
+// OutboxDeadCount counts the dead outbox events an OutboxRequeueTx of the
+// same ids and topic would consider (before its limit): the listed ids, or
+// when ids is empty every dead event of topic (all topics when "").
+func OutboxDeadCount(ctx context.Context, db DBTX, ids []int64, topic string) (int64, error) {
+	if ids == nil {
+		ids = []int64{}
+	}
+	var n int64
+	if err := db.QueryRow(ctx, sqlText("outbox_dead_count"), ids, topic).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count dead outbox events: %w", err)
+	}
+	return n, nil
 }

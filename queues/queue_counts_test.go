@@ -142,7 +142,7 @@ func TestQueueJobCountsFollowJobs(t *testing.T) {
 // TestQueueJobCountsConcurrent: eight workers enqueueing, claiming, acking,
 // failing and killing jobs of three queues at once, while another session
 // folds the counters over and over, leave queue_job_counts exact, and
-// QueueStats reports the same numbers.
+// QueueHealth reports the same numbers.
 func TestQueueJobCountsConcurrent(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -210,11 +210,11 @@ func TestQueueJobCountsConcurrent(t *testing.T) {
 	require.NoError(t, <-folds)
 	queueCountsMatch(t, pool, "eight concurrent workers and folds")
 
-	stats, err := QueueStats(ctx, pool)
+	stats, err := QueueHealth(ctx, pool, QueueHealthParams{})
 	require.NoError(t, err)
 	var ready, running int64
 	for _, s := range stats {
-		ready, running = ready+s.Ready, running+s.Running
+		ready, running = ready+s.ReadyTotal(), running+s.Running
 	}
 	var wantReady, wantRunning int64
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'ready'), count(*) FILTER (WHERE status = 'running') FROM jobs`).
@@ -224,30 +224,31 @@ func TestQueueJobCountsConcurrent(t *testing.T) {
 	require.NotZero(t, wantReady, "the workers leave a backlog of retried jobs and unclaimed ones")
 }
 
-// TestQueueStatsScheduledCap: jobs scheduled for later are counted up to
-// QueueStatsScheduledCap, and Due says it is then an upper bound.
-func TestQueueStatsScheduledCap(t *testing.T) {
+// TestQueueHealthScheduledCap: jobs scheduled for later are counted up to
+// the count cap, and ReadyExact says Ready is then an upper bound.
+func TestQueueHealthScheduledCap(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t)
 	_, err := pool.Exec(ctx, `INSERT INTO jobs (queue, kind, available_at)
-		SELECT 'later', 'k', now() + interval '1 hour' FROM generate_series(1, $1::int + 5)`, QueueStatsScheduledCap)
+		SELECT 'later', 'k', now() + interval '1 hour' FROM generate_series(1, $1::int + 5)`, DefaultCountCap)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `INSERT INTO jobs (queue, kind, available_at)
 		SELECT q, 'k', now() - interval '1 minute' FROM generate_series(1, 7), (VALUES ('later'), ('soon')) AS v(q)`)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `INSERT INTO jobs (queue, kind, available_at) VALUES ('soon', 'k', now() + interval '1 hour')`)
 	require.NoError(t, err)
-	stats, err := QueueStats(ctx, pool)
+	stats, err := QueueHealth(ctx, pool, QueueHealthParams{})
 	require.NoError(t, err)
 	require.Len(t, stats, 2)
 	later, soon := stats[0], stats[1]
-	require.EqualValues(t, QueueStatsScheduledCap+12, later.Ready)
-	require.EqualValues(t, 12, later.Due, "ready minus the capped count of scheduled jobs: at most 12 due")
-	require.False(t, later.DueExact)
-	require.EqualValues(t, 8, soon.Ready)
-	require.EqualValues(t, 7, soon.Due)
-	require.True(t, soon.DueExact)
+	require.EqualValues(t, DefaultCountCap+12, later.ReadyTotal())
+	require.EqualValues(t, DefaultCountCap, later.Scheduled)
+	require.EqualValues(t, 12, later.Ready, "ready minus the capped count of scheduled jobs: at most 12 due")
+	require.False(t, later.ReadyExact())
+	require.EqualValues(t, 8, soon.ReadyTotal())
+	require.EqualValues(t, 7, soon.Ready)
+	require.True(t, soon.ReadyExact())
 	require.InDelta(t, 60, soon.OldestReadySeconds, 30)
 }
 

@@ -191,15 +191,15 @@ func TestQueueSettingsAndStats(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, jobs)
 
-	stats, err := QueueStats(ctx, tx)
+	stats, err := QueueHealth(ctx, tx, QueueHealthParams{})
 	require.NoError(t, err)
 	byQueue := map[string]QueueStat{}
 	for _, s := range stats {
 		byQueue[s.Queue] = s
 	}
 	st2 := byQueue["st2"]
-	require.EqualValues(t, 3, st2.Ready)
-	require.EqualValues(t, 2, st2.Due)
+	require.EqualValues(t, 3, st2.ReadyTotal())
+	require.EqualValues(t, 2, st2.Ready)
 	require.EqualValues(t, 1, st2.Running)
 	require.EqualValues(t, 1, st2.ExpiredLeases)
 	require.EqualValues(t, 0, st2.Dead)
@@ -241,22 +241,22 @@ func historyPool(t *testing.T) *pgxpool.Pool {
 	return pool
 }
 
-// TestQueueStatsPlan: QueueStats never scans jobs and reads a few index
+// TestQueueHealthPlan: QueueHealth never scans jobs and reads a few index
 // entries per queue and priority, not one per ready job: the counts come
 // from the counters, the oldest due job from one probe.
-func TestQueueStatsPlan(t *testing.T) {
+func TestQueueHealthPlan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := historyPool(t)
 	conn, err := pool.Acquire(ctx)
 	require.NoError(t, err)
 	defer conn.Release()
-	raw := []byte(strings.Join(explainPrepared(t, conn, "queue_stats_plan", "queue_stats",
-		"(ANALYZE, FORMAT JSON)", fmt.Sprintf("(%d)", QueueStatsScheduledCap)), "\n"))
+	raw := []byte(strings.Join(explainPrepared(t, conn, "queue_health_plan", "queue_health",
+		"(ANALYZE, FORMAT JSON)", fmt.Sprintf("(%d)", DefaultCountCap)), "\n"))
 	var read float64
 	used := map[string]bool{}
 	for _, n := range planNodes(t, raw) {
-		require.False(t, n["Node Type"] == "Seq Scan" && n["Relation Name"] == "jobs", "queue_stats scans jobs:\n%s", raw)
+		require.False(t, n["Node Type"] == "Seq Scan" && n["Relation Name"] == "jobs", "queue_health scans jobs:\n%s", raw)
 		if ix, ok := n["Index Name"].(string); ok {
 			used[ix] = true
 			rows, _ := n["Actual Rows"].(float64)
@@ -264,18 +264,18 @@ func TestQueueStatsPlan(t *testing.T) {
 			read += rows * loops
 		}
 	}
-	require.True(t, used["jobs_ready_pick_idx"], "queue_stats does not probe jobs_ready_pick_idx:\n%s", raw)
+	require.True(t, used["jobs_ready_pick_idx"], "queue_health does not probe jobs_ready_pick_idx:\n%s", raw)
 	// 412 ready jobs in 4 queues: the probes return a handful of entries.
-	require.Less(t, read, 40.0, "queue_stats reads one index entry per ready job:\n%s", raw)
+	require.Less(t, read, 40.0, "queue_health reads one index entry per ready job:\n%s", raw)
 
-	stats, err := QueueStats(ctx, pool)
+	stats, err := QueueHealth(ctx, pool, QueueHealthParams{})
 	require.NoError(t, err)
 	require.Len(t, stats, 4)
 	var ready int64
 	for _, s := range stats {
-		ready += s.Ready
-		require.Equal(t, s.Ready, s.Due)
-		require.True(t, s.DueExact)
+		ready += s.ReadyTotal()
+		require.Equal(t, s.ReadyTotal(), s.Ready)
+		require.True(t, s.ReadyExact())
 		require.InDelta(t, 9900, s.DoneApprox, 2000)
 	}
 	require.EqualValues(t, 40000/97, ready)
@@ -287,7 +287,7 @@ func TestQueueStatsPlan(t *testing.T) {
 	require.Len(t, counts, len(stats))
 	for i, c := range counts {
 		s := stats[i]
-		require.Equal(t, QueueCount{s.Queue, s.Ready, s.Running, s.Dead, s.DoneApprox}, c)
+		require.Equal(t, QueueCount{s.Queue, s.ReadyTotal(), s.Running, s.Dead, s.DoneApprox}, c)
 	}
 	raw = []byte(strings.Join(explainPrepared(t, conn, "queue_counts_plan", "queue_counts", "(FORMAT JSON)", ""), "\n"))
 	for _, n := range planNodes(t, raw) {

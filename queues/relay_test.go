@@ -156,7 +156,7 @@ func TestRelayRetriesThenDeadThenRequeue(t *testing.T) {
 	require.Equal(t, 3, ev.Attempts)
 	require.Contains(t, *ev.LastError, "broker says no")
 	require.NotNil(t, ev.DeadAt)
-	st, err := OutboxStats(ctx, pool)
+	st, err := OutboxHealth(ctx, pool, 0)
 	require.NoError(t, err)
 	require.Equal(t, int64(5), st.Dead)
 
@@ -287,7 +287,7 @@ func TestRelayCrashWindows(t *testing.T) {
 			require.Equal(t, 7, exit.ExitCode(), "child output:\n%s", out)
 
 			ctx := context.Background()
-			st, err := OutboxStats(ctx, pool)
+			st, err := OutboxHealth(ctx, pool, 0)
 			require.NoError(t, err)
 			require.Equal(t, int64(tc.inflight), st.Inflight)
 			require.Equal(t, int64(tc.acceptedUnmarked), st.AcceptedUnmarked)

@@ -533,3 +533,24 @@ func (s *Scheduler) enqueueDue(ctx context.Context, tx pgx.Tx, d dueSchedule) (i
 	}
 	return n, nil
 }
+
+// ScheduleLockTx locks schedule name's row until tx ends (nothing when it
+// does not exist), so two operators changing the same schedule apply their
+// changes one after the other: lock, then read with ScheduleGet, then
+// write.
+func ScheduleLockTx(ctx context.Context, tx DBTX, name string) error {
+	if _, err := tx.Exec(ctx, sqlText("schedule_lock"), name); err != nil {
+		return fmt.Errorf("lock schedule %q: %w", name, err)
+	}
+	return nil
+}
+
+// ScheduleMarkRunTx records job jobID, enqueued by hand in tx, as schedule
+// name's last run, so the schedules list shows it like a scheduled run;
+// the cron runs go on as before (next_run_at is left alone).
+func ScheduleMarkRunTx(ctx context.Context, tx DBTX, name string, jobID int64) error {
+	if _, err := tx.Exec(ctx, sqlText("schedule_mark_run"), name, jobID); err != nil {
+		return fmt.Errorf("record the run of schedule %q: %w", name, err)
+	}
+	return nil
+}

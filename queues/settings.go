@@ -16,12 +16,12 @@ import (
 // restart); RatePerSecond caps claims per second across the fleet (each
 // live process takes an equal share). nil means no limit.
 type QueueSettings struct {
-	Queue         string    `db:"queue"`
-	Paused        bool      `db:"paused"`
-	MaxWorkers    *int      `db:"max_workers"`
-	RatePerSecond *float64  `db:"rate_per_second"`
-	UpdatedBy     *string   `db:"updated_by"`
-	UpdatedAt     time.Time `db:"updated_at"`
+	Queue         string    `db:"queue" json:"queue"`
+	Paused        bool      `db:"paused" json:"paused"`
+	MaxWorkers    *int      `db:"max_workers" json:"max_workers"`
+	RatePerSecond *float64  `db:"rate_per_second" json:"rate_per_second"`
+	UpdatedBy     *string   `db:"updated_by" json:"updated_by,omitempty"`
+	UpdatedAt     time.Time `db:"updated_at" json:"updated_at,omitzero"`
 }
 
 // QueueSettingsGet returns the settings of queue, or the defaults (not
@@ -67,4 +67,15 @@ type liveSettings struct {
 
 func queueSettingsList(ctx context.Context, db DBTX, queues []string, liveWithin time.Duration) ([]liveSettings, error) {
 	return collectRows[liveSettings](ctx, db, "queue_settings_list", "read queue settings", queues, liveWithin.Milliseconds())
+}
+
+// QueueSettingsLockTx makes sure queue has a settings row (the defaults
+// when it had none) and locks it until tx ends, so two operators changing
+// the same queue apply their changes one after the other: lock, then read
+// with QueueSettingsGet, then write.
+func QueueSettingsLockTx(ctx context.Context, tx DBTX, queue string) error {
+	if _, err := tx.Exec(ctx, sqlText("queue_settings_lock"), queue); err != nil {
+		return fmt.Errorf("lock settings of queue %q: %w", queue, err)
+	}
+	return nil
 }

@@ -7,10 +7,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// StatsCollector exports QueueStats as per-queue gauges at scrape time
+// StatsCollector exports QueueHealth as per-queue gauges at scrape time
 // (ready, running, dead, expired leases, oldest ready age, paused). Register
 // it once per fleet view (the console), not in every worker: the numbers
-// are the database's, not the process's. Each scrape runs one QueueStats
+// are the database's, not the process's. Each scrape runs one QueueHealth
 // query bounded by Timeout.
 type StatsCollector struct {
 	DB      DBTX
@@ -50,13 +50,13 @@ func (s *StatsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	stats, err := QueueStats(ctx, s.DB)
+	stats, err := QueueHealth(ctx, s.DB, QueueHealthParams{})
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(s.jobs, err)
 		return
 	}
 	for _, q := range stats {
-		ch <- prometheus.MustNewConstMetric(s.jobs, prometheus.GaugeValue, float64(q.Ready), q.Queue, StatusReady)
+		ch <- prometheus.MustNewConstMetric(s.jobs, prometheus.GaugeValue, float64(q.ReadyTotal()), q.Queue, StatusReady)
 		ch <- prometheus.MustNewConstMetric(s.jobs, prometheus.GaugeValue, float64(q.Running), q.Queue, StatusRunning)
 		ch <- prometheus.MustNewConstMetric(s.jobs, prometheus.GaugeValue, float64(q.Dead), q.Queue, StatusDead)
 		ch <- prometheus.MustNewConstMetric(s.expired, prometheus.GaugeValue, float64(q.ExpiredLeases), q.Queue)

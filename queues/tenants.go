@@ -16,12 +16,12 @@ import (
 // overrides it field by field, a nil field falling back to the default.
 // nil in the default means no limit.
 type TenantLimits struct {
-	Queue         string    `db:"queue"`
-	TenantID      string    `db:"tenant_id"`
-	MaxInFlight   *int      `db:"max_in_flight"`
-	RatePerSecond *float64  `db:"rate_per_second"`
-	UpdatedBy     *string   `db:"updated_by"`
-	UpdatedAt     time.Time `db:"updated_at"`
+	Queue         string    `db:"queue" json:"queue"`
+	TenantID      string    `db:"tenant_id" json:"tenant"`
+	MaxInFlight   *int      `db:"max_in_flight" json:"max_in_flight"`
+	RatePerSecond *float64  `db:"rate_per_second" json:"rate_per_second"`
+	UpdatedBy     *string   `db:"updated_by" json:"updated_by,omitempty"`
+	UpdatedAt     time.Time `db:"updated_at" json:"updated_at,omitzero"`
 }
 
 // Empty reports whether l sets no limit: stored, it would change nothing.
@@ -82,3 +82,15 @@ func TenantReadyList(ctx context.Context, db DBTX, queue string, top int) ([]Ten
 // TenantReadySQL returns the statement TenantReadyList runs, for pages
 // that show operators the exact SQL behind what they see.
 func TenantReadySQL() string { return sqlText("tenant_ready") }
+
+// TenantLimitsLockTx serialises changes to the limits of tenant of queue
+// ("" the queue's default) until tx ends, so two operators changing the
+// same row apply their changes one after the other. It takes a
+// transaction-level advisory lock: the row may not exist yet, and creating
+// it just to lock it would already change the claims.
+func TenantLimitsLockTx(ctx context.Context, tx DBTX, queue, tenant string) error {
+	if _, err := tx.Exec(ctx, sqlText("tenant_limits_lock"), queue, tenant); err != nil {
+		return fmt.Errorf("lock limits of tenant %q of queue %q: %w", tenant, queue, err)
+	}
+	return nil
+}

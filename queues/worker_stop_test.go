@@ -82,7 +82,7 @@ func TestWorkerHeartbeatAfterReclaim(t *testing.T) {
 	h.beat("found-dead", 2, false) // sent before the process died, run late
 	w := h.row("found-dead")
 	require.NotNil(t, w.StoppedAt, "a late heartbeat revived a worker found dead: %+v", w)
-	require.True(t, w.Stale, "%+v", w)
+	require.False(t, w.Alive, "%+v", w)
 	require.Equal(t, dead.LastSeenAt, w.LastSeenAt, "a late heartbeat made a dead worker look seen: %+v", w)
 	require.Equal(t, dead.InFlight, w.InFlight, "a late heartbeat overwrote the dead worker's row: %+v", w)
 	require.ErrorIs(t, JobAck(ctx, pool, j.ID, "found-dead", gen), ErrLeaseLost, "the reclaimed job stays fenced")
@@ -93,7 +93,7 @@ func TestWorkerHeartbeatAfterReclaim(t *testing.T) {
 	h.beat("found-dead", 0, false)
 	w = h.row("found-dead")
 	require.Nil(t, w.StoppedAt, "a worker found dead that has a live session again is live: %+v", w)
-	require.False(t, w.Stale, "%+v", w)
+	require.True(t, w.Alive, "%+v", w)
 	require.NotNil(t, w.ReclaimedAt, "the reclaim stays on record")
 	require.ErrorIs(t, JobAck(ctx, pool, j.ID, "found-dead", gen), ErrLeaseLost, "the reclaimed job stays fenced")
 }
@@ -155,7 +155,7 @@ func TestWorkerRowDeletedIsPutBack(t *testing.T) {
 	require.EqualValues(t, 1, tag.RowsAffected())
 	deleted := time.Now()
 	testdb.Eventually(t, 20*time.Second, "the row put back, with its session and a heartbeat", func() bool {
-		ws, err := WorkerList(ctx, pool)
+		ws, err := WorkerList(ctx, pool, 0)
 		require.NoError(t, err)
 		for _, w := range ws {
 			if w.ID == c.ID() {
@@ -202,7 +202,7 @@ func (h registryHelper) recordSession(id string) *pgx.Conn {
 }
 
 func (h registryHelper) row(id string) Worker {
-	ws, err := WorkerList(context.Background(), h.pool)
+	ws, err := WorkerList(context.Background(), h.pool, 0)
 	require.NoError(h.t, err)
 	for _, w := range ws {
 		if w.ID == id {

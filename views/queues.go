@@ -66,5 +66,12 @@ type WorkersPage struct {
 	GeneratedAt string `json:"generated_at"`
 	Live        int    `json:"live"`
 	Stale       int    `json:"stale"`
+	// AliveWindow is how recently a live worker heartbeated ("1m00s").
+	AliveWindow string `json:"alive_window"`
 	Workers     Panel  `json:"workers"`
+	// History, when set, marks a page drawn from a recorded sample
+	// ("History · at 03:12:40 (sample 03:12:35)"); Missing says why there
+	// is nothing to show for that moment.
+	History string `json:"history,omitempty"`
+	Missing string `json:"missing,omitempty"`
 }

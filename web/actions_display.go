@@ -208,7 +208,7 @@ func outboxEventTable(events []actions.OutboxEventSummary) *views.Value {
 
 func queueSettingsView(s actions.QueueSettingsView) *views.Value {
 	return pairs(kv("queue", text(s.Queue)), kv("paused", yesNo(s.Paused)), kv("max workers", optInteger(s.MaxWorkers)),
-		kv("rate per second", optFloat(s.RatePerSecond)), optional("updated by", s.UpdatedBy))
+		kv("rate per second", optFloat(s.RatePerSecond)), optional("updated by", deref(s.UpdatedBy, "")))
 }
 
 func fleetView(f actions.FleetInFlight) *views.Value {
@@ -221,9 +221,9 @@ func relaySettingsView(s queues.RelaySettings) *views.Value {
 		kv("updated at", timeText(s.UpdatedAt)))
 }
 
-func outboxBacklogView(s queues.OutboxStatsResult) *views.Value {
+func outboxBacklogView(s queues.OutboxStat) *views.Value {
 	return pairs(
-		kv("pending", integer(s.Pending)), kv("due", integer(s.Due)), kv("inflight", integer(s.Inflight)),
+		kv("pending", integer(s.PendingTotal())), kv("due", integer(s.Pending)), kv("inflight", integer(s.Inflight)),
 		kv("expired leases", integer(s.ExpiredLeases)), kv("dead", integer(s.Dead)),
 		kv("rows estimate", integer(s.RowsEstimate)), kv("accepted unmarked", integer(s.AcceptedUnmarked)),
 		kv("oldest pending seconds", number(s.OldestPendingSeconds)))

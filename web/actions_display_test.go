@@ -64,10 +64,10 @@ func TestActionOutcomeViews(t *testing.T) {
 	job := actions.JobSummary{ID: 7, Queue: "emails", Kind: "email.send", Status: "dead", Attempts: 3, MaxAttempts: 3,
 		ErrorClass: "smtp.timeout", LastError: "dial tcp: timeout", LeaseGeneration: 4, AvailableAt: at, FinishedAt: &at}
 	queueBefore := actions.QueueSettingsView{Queue: "emails"}
-	queueAfter := actions.QueueSettingsView{Queue: "emails", MaxWorkers: &two, RatePerSecond: &rate, UpdatedBy: olga}
+	queueAfter := actions.QueueSettingsView{Queue: "emails", MaxWorkers: &two, RatePerSecond: &rate, UpdatedBy: &olga}
 	fleet := actions.FleetInFlight{InFlight: 9, LiveWorkers: 3}
 	relay := queues.RelaySettings{Paused: true, UpdatedBy: &olga, UpdatedAt: at}
-	backlog := queues.OutboxStatsResult{Pending: 12, Dead: 1, OldestPendingSeconds: 61.5}
+	backlog := queues.OutboxStat{PendingLater: 12, Dead: 1, OldestPendingSeconds: 61.5}
 	parent := int32(100)
 	tree := []diagnostics.BlockingNode{
 		{PID: 100, RootPID: 100, IsRoot: true, BlockedCount: 1, State: "idle in transaction", ApplicationName: "billing",
@@ -149,10 +149,10 @@ func TestActionOutcomeViews(t *testing.T) {
 		"jobs.cancel": bulkOutcome, "jobs.retry_now": bulkOutcome,
 		"queue.pause": queueOutcome, "queue.resume": queueOutcome, "queue.throttle": queueOutcome,
 		"tenant.throttle": {
-			preview: actions.TenantLimitsPreview{Before: actions.TenantLimitsView{Queue: "emails", Tenant: "acme"},
-				After:   actions.TenantLimitsView{Queue: "emails", Tenant: "acme", MaxInFlight: &two},
+			preview: actions.TenantLimitsPreview{Before: actions.TenantLimitsView{Queue: "emails", TenantID: "acme"},
+				After:   actions.TenantLimitsView{Queue: "emails", TenantID: "acme", MaxInFlight: &two},
 				Default: actions.TenantLimitsView{Queue: "emails", RatePerSecond: &rate}, Overrides: 1, Note: "falls back"},
-			result: actions.TenantLimitsResult{Limits: actions.TenantLimitsView{Queue: "emails", Tenant: "acme", MaxInFlight: &two, UpdatedBy: "olga"}},
+			result: actions.TenantLimitsResult{Limits: actions.TenantLimitsView{Queue: "emails", TenantID: "acme", MaxInFlight: &two, UpdatedBy: &olga}},
 			wantPreview: []string{"before/max in flight=—", "after/max in flight=2", "queue default/tenant=every tenant (default)",
 				"queue default/rate per second=5.5", "tenants with their own limits=1"},
 			wantResult: []string{"limits/tenant=acme", "limits/max in flight=2", "limits/updated by=olga"},

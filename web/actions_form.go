@@ -117,7 +117,7 @@ func (s *Server) formFields(ctx context.Context, spec actions.Spec, values map[s
 // queueOptions lists the queues; the queue actions' labels say each
 // queue's present state, the others' how many jobs wait or died.
 func (s *Server) queueOptions(ctx context.Context, spec actions.Spec) []views.Option {
-	stats, err := queues.QueueStats(ctx, s.cfg.Pool)
+	stats, err := queues.QueueHealth(ctx, s.cfg.Pool, queues.QueueHealthParams{DeadWindow: s.cfg.Diagnostics.Thresholds().DeadLetterWindow})
 	if err != nil {
 		return nil
 	}

@@ -16,10 +16,10 @@ func tenantLimitsPreviewView(x actions.TenantLimitsPreview) *views.Value {
 // tenantLimitsView is one tenant_limits row; the default row's tenant
 // reads "every tenant (default)".
 func tenantLimitsView(l actions.TenantLimitsView) *views.Value {
-	tenant := l.Tenant
+	tenant := l.TenantID
 	if tenant == "" {
 		tenant = "every tenant (default)"
 	}
 	return pairs(kv("queue", text(l.Queue)), kv("tenant", text(tenant)), kv("max in flight", optInteger(l.MaxInFlight)),
-		kv("rate per second", optFloat(l.RatePerSecond)), optional("updated by", l.UpdatedBy))
+		kv("rate per second", optFloat(l.RatePerSecond)), optional("updated by", deref(l.UpdatedBy, "")))
 }

@@ -138,7 +138,7 @@ func jumpNothing(q jumpQuery) string {
 // jumpQueue goes to the queue named, or lists the queues whose names
 // contain the text.
 func (s *Server) jumpQueue(c echo.Context, ctx context.Context, m views.JumpPage, name string) error {
-	stats, err := queues.QueueStats(ctx, s.cfg.Pool)
+	stats, err := queues.QueueHealth(ctx, s.cfg.Pool, queues.QueueHealthParams{DeadWindow: s.cfg.Diagnostics.Thresholds().DeadLetterWindow})
 	if err != nil {
 		m.Message = "The database did not answer the lookup of queues in time; try again in a moment, or open Queues."
 		return s.renderJump(c, m)

@@ -63,7 +63,7 @@ func (s *Server) outboxPage(c echo.Context) error {
 	}
 	ctx, cancel := readContext(c)
 	defer cancel()
-	stats, err := queues.OutboxStats(ctx, s.cfg.Pool)
+	stats, err := queues.OutboxHealth(ctx, s.cfg.Pool, 0)
 	if err != nil {
 		return err
 	}
@@ -126,28 +126,29 @@ func (s *Server) outboxPage(c echo.Context) error {
 
 // outboxModel maps the backlog, its trend from the sampler and the relay
 // settings.
-func outboxModel(st queues.OutboxStatsResult, relay queues.RelaySettings, trend map[string]trend, th diagnostics.Thresholds, role string, now time.Time) views.OutboxPage {
-	published := max(st.RowsEstimate-st.Pending-st.Inflight-st.Dead, 0)
-	pending := views.Tile{ID: "pending", Label: "Pending", Value: humanize.Int(st.Pending), State: "ok",
-		Meta:      fmt.Sprintf("%s due · %s", humanize.Int(st.Due), oldestText(st.Pending, st.OldestPendingSeconds)),
+func outboxModel(st queues.OutboxStat, relay queues.RelaySettings, trend map[string]trend, th diagnostics.Thresholds, role string, now time.Time) views.OutboxPage {
+	undelivered := st.PendingTotal() + st.Inflight
+	published := max(st.RowsEstimate-undelivered-st.Dead, 0)
+	pending := views.Tile{ID: "pending", Label: "Pending", Value: outboxCount(st, st.PendingTotal()), State: "ok",
+		Meta:      fmt.Sprintf("%s due · %s", outboxCount(st, st.Pending), oldestText(undelivered, st.OldestPendingSeconds)),
 		Threshold: "alert at " + humanize.Seconds(th.OutboxBacklogAge.Seconds()) + " waited",
 		Spark:     spark(trend["outbox.pending"], 0, "pending outbox events", count)}
-	if (relay.Paused && st.Pending > 0) || (th.OutboxBacklogAge > 0 && st.Pending > 0 && st.OldestPendingSeconds >= th.OutboxBacklogAge.Seconds()) {
+	if (relay.Paused && st.PendingTotal() > 0) || (th.OutboxBacklogAge > 0 && undelivered > 0 && st.OldestPendingSeconds >= th.OutboxBacklogAge.Seconds()) {
 		pending.State = "warning"
 	}
-	inflight := views.Tile{ID: "inflight", Label: "In flight", Value: humanize.Int(st.Inflight), State: "ok",
-		Meta: humanize.Int(st.ExpiredLeases) + " expired leases"}
+	inflight := views.Tile{ID: "inflight", Label: "In flight", Value: outboxCount(st, st.Inflight), State: "ok",
+		Meta: outboxCount(st, st.ExpiredLeases) + " expired leases"}
 	if st.ExpiredLeases > 0 {
 		inflight.State = "warning"
 	}
-	dead := views.Tile{ID: "dead", Label: "Dead", Value: humanize.Int(st.Dead), State: "ok", Meta: "out of attempts; requeue below",
+	dead := views.Tile{ID: "dead", Label: "Dead", Value: outboxCount(st, st.Dead), State: "ok", Meta: "out of attempts; requeue below",
 		Threshold: fmt.Sprintf("alert at %d", th.OutboxDead),
 		Spark:     spark(trend["outbox.dead"], float64(th.OutboxDead), "dead outbox events", count)}
 	if st.Dead > 0 {
 		dead.State = "critical"
 	}
 	pub := views.Tile{ID: "published", Label: "Published (approx)", Value: "~" + humanize.Int(published), State: "ok",
-		Meta: humanize.Int(st.AcceptedUnmarked) + " accepted, not yet marked"}
+		Meta: outboxCount(st, st.AcceptedUnmarked) + " accepted, not yet marked"}
 	if st.AcceptedUnmarked > 0 {
 		pub.State = "warning"
 		pub.Meta += " (may be delivered twice)"
@@ -173,6 +174,15 @@ func outboxModel(st queues.OutboxStatsResult, relay queues.RelaySettings, trend 
 	}
 	m.RelayActions = actionLinks(names, role, nil)
 	return m
+}
+
+// outboxCount is one of the outbox's counts, "≥ n" when it stopped at its
+// cap.
+func outboxCount(st queues.OutboxStat, n int64) string {
+	if st.Capped(n) {
+		return "≥ " + humanize.Int(n)
+	}
+	return humanize.Int(n)
 }
 
 // outboxDeadPanel lists dead events with a requeue button each.

@@ -127,7 +127,7 @@ func TestOutboxPage(t *testing.T) {
 func TestOutboxModel(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	m := outboxModel(queues.OutboxStatsResult{Pending: 5, Due: 4, Inflight: 2, ExpiredLeases: 1, RowsEstimate: 100, AcceptedUnmarked: 1, OldestPendingSeconds: 61},
+	m := outboxModel(queues.OutboxStat{Pending: 4, PendingLater: 1, Inflight: 2, ExpiredLeases: 1, RowsEstimate: 100, AcceptedUnmarked: 1, OldestPendingSeconds: 61},
 		queues.RelaySettings{}, map[string]trend{"outbox.pending": trendOf(1, 3, 5)}, diagnostics.Thresholds{OutboxBacklogAge: time.Minute, OutboxDead: 1}, "viewer", now)
 	require.Equal(t, "4 due · oldest waited 1m01s", m.States[0].Meta)
 	require.Equal(t, "warning", m.States[0].State, "the oldest pending event waited past the threshold")

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,7 +64,7 @@ func (s *Server) queuesList(c echo.Context) error {
 	}
 	ctx, cancel := readContext(c)
 	defer cancel()
-	stats, err := queues.QueueStats(ctx, s.cfg.Pool)
+	stats, err := queues.QueueHealth(ctx, s.cfg.Pool, queues.QueueHealthParams{DeadWindow: s.cfg.Diagnostics.Thresholds().DeadLetterWindow})
 	if err != nil {
 		return err
 	}
@@ -126,11 +127,11 @@ const exactCount = "exact: counted as jobs move"
 // dueCell is a queue's due count: exact, or an upper bound ("≤ n") when
 // its jobs scheduled for later were counted only up to the cap.
 func dueCell(q queues.QueueStat) views.Cell {
-	if q.DueExact {
-		return views.Cell{Text: humanize.Int(q.Due)}
+	if q.ReadyExact() {
+		return views.Cell{Text: humanize.Int(q.Ready)}
 	}
-	return views.Cell{Text: "≤ " + humanize.Int(q.Due),
-		Title: fmt.Sprintf("estimated: over %s jobs are scheduled for later, counted no further", humanize.Int(queues.QueueStatsScheduledCap))}
+	return views.Cell{Text: "≤ " + humanize.Int(q.Ready),
+		Title: fmt.Sprintf("estimated: over %s jobs are scheduled for later, counted no further", humanize.Int(q.Scheduled))}
 }
 
 // queuesModel maps the queue stats to the /queues table.
@@ -161,13 +162,13 @@ func queuesModel(stats []queues.QueueStat, role string, now time.Time) views.Que
 		}
 		p.Rows = append(p.Rows, []views.Cell{
 			{Text: q.Queue, Href: queueHref(q.Queue), Mono: true},
-			{Text: humanize.Int(q.Ready), Href: jobsHref("queue", q.Queue, "status", queues.StatusReady)},
+			{Text: humanize.Int(q.ReadyTotal()), Href: jobsHref("queue", q.Queue, "status", queues.StatusReady)},
 			dueCell(q),
 			{Text: humanize.Int(q.Running), Href: jobsHref("queue", q.Queue, "status", queues.StatusRunning)},
 			expired,
 			dead,
 			{Text: "~" + humanize.Int(q.DoneApprox)},
-			oldestReadyCell(q.Due, q.OldestReadySeconds),
+			oldestReadyCell(q.Ready, q.OldestReadySeconds),
 			settings,
 			{Actions: queueActions(q, role)},
 		})
@@ -191,7 +192,7 @@ func (s *Server) queueDetail(c echo.Context) error {
 	}
 	ctx, cancel := readContext(c)
 	defer cancel()
-	stats, err := queues.QueueStats(ctx, s.cfg.Pool)
+	stats, err := queues.QueueHealth(ctx, s.cfg.Pool, queues.QueueHealthParams{DeadWindow: s.cfg.Diagnostics.Thresholds().DeadLetterWindow})
 	if err != nil {
 		return err
 	}
@@ -204,14 +205,10 @@ func (s *Server) queueDetail(c echo.Context) error {
 	if stat == nil {
 		return fmt.Errorf("no queue named %q: it has no jobs and no settings (check the name on /queues): %w", name, errNotFound)
 	}
-	settings, err := queues.QueueSettingsGet(ctx, s.cfg.Pool, name)
-	if err != nil {
-		return err
-	}
 	groups, gerr := queues.DeadLetterGroups(ctx, s.cfg.Pool, name)
-	workers, werr := queues.WorkerList(ctx, s.cfg.Pool)
+	workers, werr := queues.WorkerList(ctx, s.cfg.Pool, s.cfg.Diagnostics.Thresholds().WorkerHeartbeat)
 	now := time.Now()
-	m := queueDetailModel(*stat, settings, readRole(c), now)
+	m := queueDetailModel(*stat, readRole(c), now)
 	m.Trends = queueDetailTrends(*stat, queueSeries(s.cfg.Sampler, name, now), s.cfg.Diagnostics.Thresholds())
 	m.DeadLetters = deadLetterPanel(groups, readRole(c), false, time.Now())
 	if gerr != nil {
@@ -230,17 +227,18 @@ func (s *Server) queueDetail(c echo.Context) error {
 	return s.render(c, page{Title: "Queue " + name, Nav: "queues", Model: m, Body: views.QueueDetailBody(m), Travel: &t})
 }
 
-// queueDetailModel maps one queue's counts and settings.
-func queueDetailModel(q queues.QueueStat, st queues.QueueSettings, role string, now time.Time) views.QueueDetail {
+// queueDetailModel maps one queue's counts and settings, live or recorded
+// alike.
+func queueDetailModel(q queues.QueueStat, role string, now time.Time) views.QueueDetail {
 	oldest := "–"
-	if q.Due > 0 {
+	if q.Ready > 0 {
 		oldest = humanize.Seconds(q.OldestReadySeconds)
 	}
 	m := views.QueueDetail{
 		Name:        q.Queue,
 		GeneratedAt: now.UTC().Format(time.RFC3339),
 		Counts: []views.Fact{
-			{Label: "Ready", Value: humanize.Int(q.Ready), Href: jobsHref("queue", q.Queue, "status", queues.StatusReady), Title: exactCount},
+			{Label: "Ready", Value: humanize.Int(q.ReadyTotal()), Href: jobsHref("queue", q.Queue, "status", queues.StatusReady), Title: exactCount},
 			{Label: "Due now", Value: dueCell(q).Text, Title: dueCell(q).Title},
 			{Label: "Oldest due ready", Value: oldest},
 			{Label: "Running", Value: humanize.Int(q.Running), Href: jobsHref("queue", q.Queue, "status", queues.StatusRunning), Title: exactCount},
@@ -249,17 +247,17 @@ func queueDetailModel(q queues.QueueStat, st queues.QueueSettings, role string, 
 			{Label: "Done (approx)", Value: "~" + humanize.Int(q.DoneApprox), Title: "estimated from planner statistics"},
 		},
 		Settings: []views.Fact{
-			{Label: "State", Value: map[bool]string{true: "paused: no claims", false: "running"}[st.Paused]},
-			{Label: "Max workers", Value: optInt(st.MaxWorkers, "no limit")},
-			{Label: "Rate", Value: optRate(st.RatePerSecond, "no limit")},
+			{Label: "State", Value: map[bool]string{true: "paused: no claims", false: "running"}[q.Paused]},
+			{Label: "Max workers", Value: optInt(q.MaxWorkers, "no limit")},
+			{Label: "Rate", Value: optRate(q.RatePerSecond, "no limit")},
 		},
 		Actions:    queueActions(q, role),
 		JobsHref:   jobsHref("queue", q.Queue),
 		RefreshURL: queueHref(q.Queue),
 	}
-	if !st.UpdatedAt.IsZero() {
-		a := age(st.UpdatedAt, now)
-		m.Settings = append(m.Settings, views.Fact{Label: "Changed", Value: a.Text + " by " + deref(st.UpdatedBy, "unknown"), Title: a.UTC})
+	if q.SettingsUpdatedAt != nil {
+		a := age(*q.SettingsUpdatedAt, now)
+		m.Settings = append(m.Settings, views.Fact{Label: "Changed", Value: a.Text + " by " + cmp.Or(q.SettingsUpdatedBy, "unknown"), Title: a.UTC})
 	} else {
 		m.Settings = append(m.Settings, views.Fact{Label: "Changed", Value: "never (defaults)"})
 	}
@@ -317,11 +315,11 @@ func queueSeries(smp *sampler.Sampler, queue string, now time.Time) map[string]t
 // warning.
 func queueBacklogState(q queues.QueueStat, th diagnostics.Thresholds) string {
 	switch {
-	case th.QueueBacklogAge > 0 && q.Due > 0 && q.OldestReadySeconds >= th.QueueBacklogAge.Seconds():
+	case th.QueueBacklogAge > 0 && q.Ready > 0 && q.OldestReadySeconds >= th.QueueBacklogAge.Seconds():
 		return "warning"
 	case th.QueueBacklogReady > 0 && q.Ready >= th.QueueBacklogReady:
 		return "warning"
-	case q.Paused && q.Ready > 0:
+	case q.Paused && q.ReadyTotal() > 0:
 		return "warning"
 	}
 	return "ok"
@@ -338,12 +336,12 @@ func queueBacklogThreshold(th diagnostics.Thresholds) string {
 
 // queueTrendTile is a queue's tile on /queues: ready jobs and their trend.
 func queueTrendTile(q queues.QueueStat, trend map[string]trend, th diagnostics.Thresholds) views.Tile {
-	meta := oldestText(q.Due, q.OldestReadySeconds)
+	meta := oldestText(q.Ready, q.OldestReadySeconds)
 	if q.Paused {
 		meta = "paused · " + meta
 	}
 	return views.Tile{
-		ID: "queue-" + q.Queue, Label: q.Queue + " · ready", Value: humanize.Int(q.Ready), Meta: meta,
+		ID: "queue-" + q.Queue, Label: q.Queue + " · ready", Value: humanize.Int(q.ReadyTotal()), Meta: meta,
 		State: queueBacklogState(q, th), Threshold: queueBacklogThreshold(th), Href: queueHref(q.Queue),
 		Spark: spark(trend["ready"], float64(th.QueueBacklogReady), "ready jobs of "+q.Queue, count),
 	}
@@ -361,11 +359,11 @@ func queueDetailTrends(q queues.QueueStat, trend map[string]trend, th diagnostic
 		deadState = "warning"
 	}
 	oldest := "–"
-	if q.Due > 0 {
+	if q.Ready > 0 {
 		oldest = humanize.Seconds(q.OldestReadySeconds)
 	}
 	return []views.Tile{
-		{ID: "ready", Label: "Ready", Value: humanize.Int(q.Ready), Meta: humanize.Int(q.Due) + " due now", State: state,
+		{ID: "ready", Label: "Ready", Value: humanize.Int(q.ReadyTotal()), Meta: humanize.Int(q.Ready) + " due now", State: state,
 			Href: jobsHref("queue", q.Queue, "status", queues.StatusReady), Threshold: queueBacklogThreshold(th),
 			Spark: spark(trend["ready"], float64(th.QueueBacklogReady), "ready jobs", count)},
 		{ID: "oldest", Label: "Oldest due ready", Value: oldest, State: state,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/recorder"
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/views"
 )
@@ -24,7 +25,7 @@ func (s *Server) pastQueues(ctx context.Context, t travel) ([]diagnostics.QueueS
 		return nil, e, nil, err
 	}
 	var now []diagnostics.QueueStat
-	if err := decodeInto(e, &now); err != nil {
+	if err := decodeInto(e, "the queues", &now); err != nil {
 		return nil, e, nil, err
 	}
 	entries, err := recorder.HistorySeries(ctx, s.cfg.Pool, diagnostics.HistoryQueues, t.q.from, t.q.to, t.q.at, 0)
@@ -53,38 +54,59 @@ func (s *Server) pastQueues(ctx context.Context, t travel) ([]diagnostics.QueueS
 	return now, e, trends, nil
 }
 
-// decodeInto reads a recorded entry's data into v.
-func decodeInto(e recorder.HistoryEntry, v any) error {
-	if string(e.Data) == "null" {
-		return fmt.Errorf("the queues were not recorded in the sample of %s UTC (the check failed then)", clock(e.At))
+// decodeInto reads a recorded entry's data, what the sample kept ("the
+// queues"), into v.
+func decodeInto(e recorder.HistoryEntry, what string, v any) error {
+	if len(e.Data) == 0 || string(e.Data) == "null" {
+		return fmt.Errorf("%s were not recorded in the sample of %s UTC (the check failed then, or the console that recorded it did not keep them)", what, clock(e.At))
 	}
 	if err := json.Unmarshal(e.Data, v); err != nil {
-		return fmt.Errorf("read the queues recorded at %s: %w", clock(e.At), err)
+		return fmt.Errorf("read %s recorded at %s: %w", what, clock(e.At), err)
 	}
 	return nil
+}
+
+// pastWorkers reads the worker registry of the newest sample at or before
+// at (err is ErrNoHistory when there is none).
+func (s *Server) pastWorkers(ctx context.Context, at time.Time) ([]queues.Worker, recorder.HistoryEntry, error) {
+	e, err := recorder.HistoryAt(ctx, s.cfg.Pool, diagnostics.HistoryWorkers, at, 0)
+	if err != nil {
+		return nil, e, err
+	}
+	var ws []queues.Worker
+	return ws, e, decodeInto(e, "the workers", &ws)
+}
+
+// pastWorkersList is /workers?at=...: the registry as the sample read it,
+// drawn as the live page draws it at the sample's moment.
+func (s *Server) pastWorkersList(c echo.Context, t travel) error {
+	ctx, cancel := readContext(c)
+	defer cancel()
+	window := s.cfg.Diagnostics.Thresholds().WorkerHeartbeat
+	ws, e, err := s.pastWorkers(ctx, t.q.at)
+	var m views.WorkersPage
+	switch {
+	case errors.Is(err, recorder.ErrNoHistory):
+		m = views.WorkersPage{AliveWindow: humanize.Seconds(window.Seconds()),
+			Missing: "No sample was recorded in the 30 seconds before " + clock(t.q.at) + " UTC. " + s.historyStatus().Reason}
+	case err != nil && e.At.IsZero():
+		return err
+	case err != nil:
+		m = views.WorkersPage{AliveWindow: humanize.Seconds(window.Seconds()), Missing: err.Error()}
+	default:
+		m = workersModel(ws, window, e.At)
+	}
+	m.History = "History · at " + clock(t.q.at)
+	if err == nil {
+		m.History += " (sample " + clock(e.At) + ")"
+	}
+	return s.render(c, page{Title: "Workers", Nav: "workers", Model: m, Body: views.WorkersBody(m), Travel: &t})
 }
 
 // checkNotRecorded is notRecordedPanel for a check of the catalog.
 func checkNotRecorded(name string, at time.Time) views.Panel {
 	ck, _ := diagnostics.CheckNamed(name)
 	return notRecordedPanel(ck.Name, ck.Title, at)
-}
-
-// recordedQueue is a recorded queue as the queue pages' models take it.
-// The recorded Ready counts the due jobs and Scheduled the rest, so the
-// live page's Ready (every ready job) is their sum and its Due is the
-// recorded Ready. Done is not recorded; it shows as 0. Due is exact when
-// the recorded count of scheduled jobs stayed below the default count cap
-// (a raised threshold may have counted further; below the default it is
-// certain).
-func recordedQueue(r diagnostics.QueueStat) queues.QueueStat {
-	q := queues.QueueStat{Queue: r.Queue, Ready: r.Ready + r.Scheduled, Due: r.Ready, DueExact: r.Scheduled < diagnostics.DefaultCountCap, Running: r.Running,
-		ExpiredLeases: r.ExpiredLeases, Dead: r.Dead, OldestReadySeconds: r.OldestReadySeconds, Paused: r.Paused, RatePerSecond: r.RatePerSecond}
-	if r.MaxWorkers != nil {
-		n := int(*r.MaxWorkers)
-		q.MaxWorkers = &n
-	}
-	return q
 }
 
 // pastQueuesList is /queues?at=...: the recorded queue table, and a trend
@@ -105,7 +127,7 @@ func (s *Server) pastQueuesList(c echo.Context, t travel) error {
 		}
 		th := s.cfg.Diagnostics.Thresholds()
 		for _, q := range stats {
-			m.Trends = append(m.Trends, queueTrendTile(recordedQueue(q), trends[q.Queue], th))
+			m.Trends = append(m.Trends, queueTrendTile(q, trends[q.Queue], th))
 		}
 	}
 	return s.render(c, page{Title: "Queues", Nav: "queues", Model: m, Body: views.QueuesBody(m), Travel: &t})
@@ -136,16 +158,8 @@ func (s *Server) pastQueueDetail(c echo.Context, name string, t travel) error {
 			m = views.QueueDetail{Name: name, Missing: fmt.Sprintf("Queue %q had no jobs and no settings in the sample of %s UTC.", name, clock(e.At))}
 			break
 		}
-		q := recordedQueue(*stat)
-		st := queues.QueueSettings{Queue: name, Paused: q.Paused, MaxWorkers: q.MaxWorkers, RatePerSecond: q.RatePerSecond}
-		if stat.SettingsUpdatedAt != nil {
-			st.UpdatedAt = *stat.SettingsUpdatedAt
-			if stat.SettingsUpdatedBy != "" {
-				st.UpdatedBy = &stat.SettingsUpdatedBy
-			}
-		}
-		m = queueDetailModel(q, st, historyRole, e.At)
-		m.Trends = queueDetailTrends(q, trends[name], s.cfg.Diagnostics.Thresholds())
+		m = queueDetailModel(*stat, historyRole, e.At)
+		m.Trends = queueDetailTrends(*stat, trends[name], s.cfg.Diagnostics.Thresholds())
 	}
 	m.History = "History · at " + clock(t.q.at)
 	if err == nil {
@@ -155,6 +169,9 @@ func (s *Server) pastQueueDetail(c echo.Context, name string, t travel) error {
 	m.Tenants = checkNotRecorded(diagnostics.CheckTenantBacklog, t.q.at)
 	m.DeadLetters = checkNotRecorded(diagnostics.CheckDeadLetters, t.q.at)
 	m.Workers = checkNotRecorded(diagnostics.CheckWorkers, t.q.at)
+	if ws, we, werr := s.pastWorkers(ctx, t.q.at); werr == nil {
+		m.Workers = workerPanel(workersOf(ws, name), name, we.At)
+	}
 	return s.render(c, page{Title: "Queue " + name, Nav: "queues", Model: m, Body: views.QueueDetailBody(m), Travel: &t})
 }
 
@@ -173,7 +190,7 @@ func (s *Server) pastOutbox(c echo.Context, t travel) error {
 		return err
 	default:
 		var o diagnostics.OutboxStat
-		if err := decodeInto(e, &o); err != nil {
+		if err := decodeInto(e, "the outbox", &o); err != nil {
 			m.Missing = err.Error()
 			break
 		}
@@ -185,10 +202,14 @@ func (s *Server) pastOutbox(c echo.Context, t travel) error {
 			"outbox.pending": pastTrend(entries, t, func(o *diagnostics.OutboxStat) float64 { return float64(o.Pending) }),
 			"outbox.dead":    pastTrend(entries, t, func(o *diagnostics.OutboxStat) float64 { return float64(o.Dead) }),
 		}
-		m = outboxModel(recordedOutbox(o), queues.RelaySettings{Paused: o.RelayPaused}, trends, s.cfg.Diagnostics.Thresholds(), historyRole, e.At)
-		// Only what was recorded: the published estimate and the relay's
-		// limits were not.
-		m.States, m.Relay = m.States[:3], m.Relay[:1]
+		m = outboxModel(o, queues.RelaySettings{Paused: o.RelayPaused}, trends, s.cfg.Diagnostics.Thresholds(), historyRole, e.At)
+		// Only what was recorded: the relay's limits are not, nor the
+		// published estimate in samples older than it (they carry no
+		// count cap either).
+		m.Relay = m.Relay[:1]
+		if o.CountCap == 0 {
+			m.States = m.States[:3]
+		}
 		m.History = "History · at " + clock(t.q.at) + " (sample " + clock(e.At) + ")"
 	}
 	if m.History == "" {
@@ -198,14 +219,4 @@ func (s *Server) pastOutbox(c echo.Context, t travel) error {
 	m.Dead = notRecordedPanel("outbox-dead", "Dead events", t.q.at)
 	m.Recent = notRecordedPanel("outbox-recent", "Recent events", t.q.at)
 	return s.render(c, page{Title: "Outbox", Nav: "outbox", Model: m, Body: views.OutboxBody(m), Travel: &t})
-}
-
-// recordedOutbox is a recorded outbox as the outbox page's model takes it.
-// The recorded Pending counts the due events and PendingLater the rest, so
-// the live page's Pending is their sum and its Due the recorded Pending;
-// the published estimate and the accepted-but-unmarked count were not
-// recorded.
-func recordedOutbox(o diagnostics.OutboxStat) queues.OutboxStatsResult {
-	return queues.OutboxStatsResult{Pending: o.Pending + o.PendingLater, Due: o.Pending, Inflight: o.Inflight,
-		ExpiredLeases: o.ExpiredLeases, Dead: o.Dead, OldestPendingSeconds: o.OldestPendingSeconds}
 }

@@ -278,9 +278,9 @@ func TestQueuesModel(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	stats := []queues.QueueStat{
-		{Queue: "a", Ready: 1234, Due: 10, DueExact: true, OldestReadySeconds: 252, Dead: 2, DoneApprox: 1e6},
-		{Queue: "b", Paused: true, DueExact: true},
-		{Queue: "c", Ready: 20000, Due: 5000, DueExact: false},
+		{Queue: "a", Ready: 10, Scheduled: 1224, OldestReadySeconds: 252, Dead: 2, DoneApprox: 1e6},
+		{Queue: "b", Paused: true},
+		{Queue: "c", Ready: 5000, Scheduled: 10_000},
 	}
 	m := queuesModel(stats, "operator", now)
 	require.Len(t, m.Queues.Rows, 3)
@@ -308,9 +308,9 @@ func TestWorkerState(t *testing.T) {
 		w         queues.Worker
 		sev, text string
 	}{
-		{"Live", queues.Worker{LastSeenAt: now}, "ok", "live"},
-		{"Stale", queues.Worker{LastSeenAt: now.Add(-90 * time.Second), Stale: true}, "warning", "stale: no heartbeat for 1m30s"},
-		{"Stopped", queues.Worker{LastSeenAt: stopped, StoppedAt: &stopped, Stale: true}, "warning", "stopped 1m00s ago"},
+		{"Live", queues.Worker{LastSeenAt: now, Alive: true}, "ok", "live"},
+		{"Stale", queues.Worker{LastSeenAt: now.Add(-90 * time.Second)}, "warning", "stale: no heartbeat for 1m30s"},
+		{"Stopped", queues.Worker{LastSeenAt: stopped, StoppedAt: &stopped}, "warning", "stopped 1m00s ago"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -331,9 +331,9 @@ func TestQueueTrends(t *testing.T) {
 		want string
 	}{
 		{"Idle", queues.QueueStat{Queue: "a"}, "ok"},
-		{"Young", queues.QueueStat{Queue: "a", Ready: 5, Due: 5, OldestReadySeconds: 10}, "ok"},
-		{"Old", queues.QueueStat{Queue: "a", Ready: 5, Due: 5, OldestReadySeconds: 301}, "warning"},
-		{"PausedWithWork", queues.QueueStat{Queue: "a", Ready: 1, Paused: true}, "warning"},
+		{"Young", queues.QueueStat{Queue: "a", Ready: 5, OldestReadySeconds: 10}, "ok"},
+		{"Old", queues.QueueStat{Queue: "a", Ready: 5, OldestReadySeconds: 301}, "warning"},
+		{"PausedWithWork", queues.QueueStat{Queue: "a", Scheduled: 1, Paused: true}, "warning"},
 		{"PausedEmpty", queues.QueueStat{Queue: "a", Paused: true}, "ok"},
 	}
 	for _, tt := range tests {
@@ -344,7 +344,7 @@ func TestQueueTrends(t *testing.T) {
 	}
 
 	trend := map[string]trend{"ready": trendOf(1, 5, 9), "oldest_ready_seconds": trendOf(10, 200, 400)}
-	q := queues.QueueStat{Queue: "email", Ready: 9, Due: 9, OldestReadySeconds: 400, Running: 2, ExpiredLeases: 1, Dead: 3}
+	q := queues.QueueStat{Queue: "email", Ready: 9, OldestReadySeconds: 400, Running: 2, ExpiredLeases: 1, Dead: 3}
 	tile := queueTrendTile(q, trend, th)
 	require.Equal(t, "queue-email", tile.ID)
 	require.Equal(t, "warning", tile.State)

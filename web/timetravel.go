@@ -36,7 +36,7 @@ const historyRole = ""
 
 // travelPaths are the pages that honour the time picker; app.js carries
 // the choice to links to them and to no other page.
-const travelPaths = "/ /runbook /database/ /queues /outbox /panels/ /history"
+const travelPaths = "/ /runbook /database/ /queues /outbox /workers /panels/ /history"
 
 // momentSpan is how far either side of a moment picked alone charts reach.
 const momentSpan = 30 * time.Minute

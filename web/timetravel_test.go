@@ -103,7 +103,7 @@ func TestPanelsAtAMoment(t *testing.T) {
 			require.NotContains(t, body, `data-testid="action-`, "%s: no action on the past", ck.Name)
 			require.NotContains(t, body, "panel-not-recorded", ck.Name)
 		}
-		require.Equal(t, 7, recorded, "blocking tree, activity, WAL position, queues, outbox, replication, slots")
+		require.Equal(t, 8, recorded, "blocking tree, activity, WAL position, queues, workers, outbox, replication, slots")
 	})
 
 	t.Run("BlockingTreeAsItWas", func(t *testing.T) {

@@ -13,26 +13,36 @@ import (
 	"github.com/pgconsole/console/views"
 )
 
-// workersList serves GET /workers.
+// workersList serves GET /workers, live or at a recorded moment (?at=).
 func (s *Server) workersList(c echo.Context) error {
-	ctx, cancel := readContext(c)
-	defer cancel()
-	ws, err := queues.WorkerList(ctx, s.cfg.Pool)
+	t, err := parseTravel(c, time.Now().UTC())
 	if err != nil {
 		return err
 	}
-	m := workersModel(ws, time.Now())
-	return s.render(c, page{Title: "Workers", Nav: "workers", Model: m, Body: views.WorkersBody(m)})
+	if t.history {
+		return s.pastWorkersList(c, t)
+	}
+	ctx, cancel := readContext(c)
+	defer cancel()
+	window := s.cfg.Diagnostics.Thresholds().WorkerHeartbeat
+	ws, err := queues.WorkerList(ctx, s.cfg.Pool, window)
+	if err != nil {
+		return err
+	}
+	m := workersModel(ws, window, time.Now())
+	return s.render(c, page{Title: "Workers", Nav: "workers", Model: m, Body: views.WorkersBody(m), Travel: &t})
 }
 
-// workersModel maps the registry to the /workers page.
-func workersModel(ws []queues.Worker, now time.Time) views.WorkersPage {
-	m := views.WorkersPage{GeneratedAt: now.UTC().Format(time.RFC3339), Workers: workerPanel(ws, "", now)}
+// workersModel maps the registry, live or recorded, to the /workers page;
+// window is how recently a live worker heartbeated.
+func workersModel(ws []queues.Worker, window time.Duration, now time.Time) views.WorkersPage {
+	m := views.WorkersPage{GeneratedAt: now.UTC().Format(time.RFC3339), AliveWindow: humanize.Seconds(window.Seconds()),
+		Workers: workerPanel(ws, "", now)}
 	for _, w := range ws {
-		if w.Stale {
-			m.Stale++
-		} else {
+		if w.Alive {
 			m.Live++
+		} else {
+			m.Stale++
 		}
 	}
 	return m
@@ -114,8 +124,8 @@ func workerQueues(w queues.Worker) string {
 }
 
 // workerState is a worker's health badge and its state in words: live,
-// stale (no heartbeat for 30 seconds), stopped, or found dead by another
-// worker (which took its jobs back).
+// stale (not Alive: no heartbeat within the workers.none_alive threshold),
+// stopped, or found dead by another worker (which took its jobs back).
 func workerState(w queues.Worker, now time.Time) (health, state views.Cell) {
 	switch {
 	case w.ReclaimedAt != nil && w.StoppedAt != nil:
@@ -124,7 +134,7 @@ func workerState(w queues.Worker, now time.Time) (health, state views.Cell) {
 	case w.StoppedAt != nil:
 		a := age(*w.StoppedAt, now)
 		return views.Cell{Sev: "warning"}, views.Cell{Text: "stopped " + a.Text, Title: a.UTC}
-	case w.Stale:
+	case !w.Alive:
 		return views.Cell{Sev: "warning"}, views.Cell{Text: "stale: no heartbeat for " + humanize.Seconds(now.Sub(w.LastSeenAt).Seconds()),
 			Title: "its in-flight counts are no longer true; its leases expire and the reaper requeues them"}
 	}

@@ -325,7 +325,7 @@ func TestWorkerKilledJobsBackInSeconds(t *testing.T) {
 	}, 30*time.Second, 20*time.Millisecond, "the killed worker's jobs did not run again before their 60s leases")
 	t.Logf("a SIGKILLed worker's %d jobs were running again elsewhere %s after the kill (lease 60s)", n, time.Since(killed).Round(10*time.Millisecond))
 
-	ws, err := queues.WorkerList(ctx, pool)
+	ws, err := queues.WorkerList(ctx, pool, 0)
 	require.NoError(t, err)
 	reclaimed := 0
 	for _, w := range ws {
@@ -382,7 +382,7 @@ func TestWorkerStoppedKeepsLeases(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT id FROM workers WHERE pid = $1", first.Process.Pid).Scan(&firstID))
 	require.Zero(t, count("SELECT count(*) FROM workers WHERE reclaimed_at IS NOT NULL"),
 		"a paused worker's session is alive: it is not dead")
-	ws, err := queues.WorkerList(ctx, pool)
+	ws, err := queues.WorkerList(ctx, pool, 0)
 	require.NoError(t, err)
 	for _, w := range ws {
 		if w.PID == first.Process.Pid {

@@ -1,6 +1,6 @@
 // Package episodes records lock waits too short for the flight recorder.
 //
-// The flight recorder (diagnostics.Recorder) keeps a sample every 10
+// The flight recorder (recorder.Recorder) keeps a sample every 10
 // seconds; a lock wait of two seconds between two samples leaves no trace
 // there. A Recorder here looks at the ungranted locks every second, which
 // while nothing waits is one statement on pg_locks (episode_probe.sql).

@@ -205,7 +205,7 @@ func engineErrorFindings(r diagnostics.Round, t diagnostics.Thresholds) []Findin
 			hint = "; the database's disk is full: free space (WAL, data, temporary files) before anything else"
 		}
 		out = append(out, Finding{Severity: sev,
-			Title: fmt.Sprintf("The engine is failing: %s", short(diagnostics.EngineErrorText(last))),
+			Title: fmt.Sprintf("The engine is failing: %s", short(last.String())),
 			Subject: map[string]any{"sqlstate": state, "count": g.n, "workers": g.workers, "ops": g.ops,
 				"last_error": last.Error, "last_at": last.At.UTC()},
 			Evidence: fmt.Sprintf("%s: %d engine %s with SQLSTATE %s within %s from %d %s (%s): %s; the latest at %s from %s: %s%s",

@@ -349,7 +349,7 @@ func expiredLeasesFinding(r diagnostics.Round, t diagnostics.Thresholds, q diagn
 	if len(reclaimed) == 0 {
 		return Finding{}, false
 	}
-	jobs := int32(0)
+	jobs := 0
 	for _, w := range reclaimed {
 		jobs += w.ReclaimedJobs
 	}

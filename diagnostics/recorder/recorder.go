@@ -53,7 +53,10 @@ type HistoryDoc struct {
 	Slots       []diagnostics.Slot      `json:"slots"`
 	Queues      []diagnostics.QueueStat `json:"queues"`
 	Outbox      *diagnostics.OutboxStat `json:"outbox"`
-	Findings    []findings.Finding      `json:"findings"`
+	// Workers is the worker registry as the sample read it: null when the
+	// read failed and in samples recorded before it was kept.
+	Workers  []diagnostics.Worker `json:"workers"`
+	Findings []findings.Finding   `json:"findings"`
 }
 
 // WaitEventCount is how many backends waited on one wait event.
@@ -309,7 +312,7 @@ func (r *Recorder) write(ctx context.Context, smp diagnostics.Sample) (bool, tim
 // activity in the writing transaction (each in a savepoint, so a failed
 // read leaves its field nil and the rest is still recorded).
 func (r *Recorder) collect(ctx context.Context, tx pgx.Tx, smp diagnostics.Sample) HistoryDoc {
-	doc := HistoryDoc{Replication: smp.Replication, Slots: smp.Slots, Queues: smp.Queues, Outbox: smp.Outbox}
+	doc := HistoryDoc{Replication: smp.Replication, Slots: smp.Slots, Queues: smp.Queues, Outbox: smp.Outbox, Workers: smp.Workers}
 	inSavepoint(ctx, tx, func(db diagnostics.DBTX) (err error) {
 		doc.BlockingTree, err = diagnostics.BlockingTree(ctx, db)
 		return
@@ -345,7 +348,7 @@ func (r *Recorder) collect(ctx context.Context, tx pgx.Tx, smp diagnostics.Sampl
 	// The findings of this sample, from its own evidence: the same
 	// statements the overview would have shown at that moment.
 	round := diagnostics.Round{At: smp.At, Blocking: doc.BlockingTree, Activity: activity, Replication: smp.Replication,
-		Slots: smp.Slots, Queues: smp.Queues, Outbox: smp.Outbox}
+		Slots: smp.Slots, Queues: smp.Queues, Outbox: smp.Outbox, Workers: smp.Workers}
 	if doc.WAL != nil {
 		round.WALRate = doc.WAL.BytesPerSecond
 	}
@@ -709,7 +712,7 @@ var ErrNotRecorded = errors.New("not recorded by the flight recorder")
 
 // HistoryKept says, in a few words, what the flight recorder keeps: for
 // the note a panel shows in place of a check it does not keep.
-const HistoryKept = "the blocking tree, activity and wait events, the WAL position and rate, replication, replication slots, queues, the outbox and findings, one sample per history interval (10 seconds by default)"
+const HistoryKept = "the blocking tree, activity and wait events, the WAL position and rate, replication, replication slots, queues, the outbox, the workers and findings, one sample per history interval (10 seconds by default)"
 
 // PanelAt returns the panel of the check called name as the newest sample
 // at or before at recorded it (within 30s), with the sample it came from.

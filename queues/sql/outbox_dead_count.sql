@@ -1,4 +1,4 @@
--- outboxDeadCount: how many dead outbox events an outbox.requeue would move
+-- OutboxDeadCount: how many dead outbox events an outbox.requeue would move
 -- ($1 ids, or every dead event of topic $2, all topics when ''). No locks;
 -- outbox_dead_idx.
 SELECT count(*)

@@ -1,4 +1,4 @@
--- tenantLimitsLock: serialises changes to the limits of tenant $2 of queue
+-- TenantLimitsLockTx: serialises changes to the limits of tenant $2 of queue
 -- $1 ('' the queue's default) until the transaction ends, so two operators
 -- changing the same row apply their changes one after the other instead of
 -- each writing back what it read before the other committed. An advisory

@@ -1,4 +1,4 @@
--- scheduleLock: locks schedule $1's row until the transaction ends (0 rows
+-- ScheduleLockTx: locks schedule $1's row until the transaction ends (0 rows
 -- when it does not exist), so two operators changing the same schedule apply
 -- their changes one after the other instead of each writing back what it
 -- read before the other committed. Locks: row lock on schedules; primary key.

@@ -1,4 +1,4 @@
--- queueSettingsLock: makes sure queue $1 has a settings row (defaults: not
+-- QueueSettingsLockTx: makes sure queue $1 has a settings row (defaults: not
 -- paused, no limits) and locks it until the transaction ends, so two
 -- operators changing the same queue apply their changes one after the other
 -- instead of each writing back what it read before the other committed. The
