@@ -128,7 +128,10 @@ type Diagnostics struct {
 	// rounds measure checkpoint pressure and standby conflicts against.
 	checkpoints counterWindow[CheckpointerStat]
 	conflicts   map[string]*counterWindow[StandbyConflict]
-	sampler     *Sampler
+	// deadlocks keeps the deadlock counters by database that rounds
+	// measure deadlocks against.
+	deadlocks counterWindow[map[string]int64]
+	sampler   *Sampler
 }
 
 // standbyPool is the pool of one standby of Config.StandbyURLs.

@@ -51,41 +51,44 @@ type Report struct {
 // Finding codes: each has one Rule, and thresholds are set by code
 // (Thresholds.SetFlag).
 const (
-	CodeRootBlocker       = "lock.root_blocker"
-	CodeIdleInTransaction = "tx.idle_in_transaction"
-	CodeLongRunning       = "tx.long_running"
-	CodeQueueBacklog      = "queue.backlog"
-	CodeTenantStarvation  = "queue.tenant_starvation"
-	CodeExpiredLeases     = "queue.expired_leases"
-	CodeDeadLetters       = "queue.dead_letters"
-	CodeQueuePaused       = "queue.paused"
-	CodeOutboxBacklog     = "outbox.backlog"
-	CodeOutboxDead        = "outbox.dead"
-	CodeReplicationLag    = "replication.lag"
-	CodeSlotRetention     = "replication.slot_retention"
-	CodeSlotInactive      = "replication.slot_inactive"
-	CodeStandbyReceiver   = "replication.receiver_down"
-	CodeReplayPaused      = "replication.replay_paused"
-	CodeWALRateHigh       = "wal.rate_high"
-	CodeArchiverFailing   = "archiver.failing"
-	CodeArchiverBacklog   = "archiver.backlog"
-	CodePreparedXactOld   = "prepared_xact.old"
-	CodeXminHorizon       = "vacuum.xmin_horizon"
-	CodeDeadTuples        = "table.dead_tuples"
-	CodeIndexInvalid      = "index.invalid"
-	CodeNotifyQueueUsage  = "notify.queue_usage"
-	CodeConnections       = "connections.near_max"
-	CodeSequence          = "sequence.exhaustion"
-	CodeWorkersNoneAlive  = "workers.none_alive"
-	CodeUnavailable       = "diagnostics.unavailable"
-	CodeWraparound        = "vacuum.wraparound"
-	CodeIdempotencyStuck  = "idempotency.stuck"
-	CodeLongRunningJob    = "jobs.long_running"
-	CodeCheckpoints       = "checkpoint.pressure"
-	CodeStandbyConflicts  = "replication.standby_conflicts"
-	CodeEngineErrors      = "engine.errors"
-	CodeWALDir            = "wal.dir_size"
-	CodeSlotDiskForecast  = "replication.slot_disk_forecast"
+	CodeRootBlocker           = "lock.root_blocker"
+	CodeIdleInTransaction     = "tx.idle_in_transaction"
+	CodeLongRunning           = "tx.long_running"
+	CodeQueueBacklog          = "queue.backlog"
+	CodeTenantStarvation      = "queue.tenant_starvation"
+	CodeExpiredLeases         = "queue.expired_leases"
+	CodeDeadLetters           = "queue.dead_letters"
+	CodeQueuePaused           = "queue.paused"
+	CodeOutboxBacklog         = "outbox.backlog"
+	CodeOutboxDead            = "outbox.dead"
+	CodeReplicationLag        = "replication.lag"
+	CodeSlotRetention         = "replication.slot_retention"
+	CodeSlotInactive          = "replication.slot_inactive"
+	CodeStandbyReceiver       = "replication.receiver_down"
+	CodeReplayPaused          = "replication.replay_paused"
+	CodeWALRateHigh           = "wal.rate_high"
+	CodeArchiverFailing       = "archiver.failing"
+	CodeArchiverBacklog       = "archiver.backlog"
+	CodePreparedXactOld       = "prepared_xact.old"
+	CodeXminHorizon           = "vacuum.xmin_horizon"
+	CodeDeadTuples            = "table.dead_tuples"
+	CodeIndexInvalid          = "index.invalid"
+	CodeNotifyQueueUsage      = "notify.queue_usage"
+	CodeConnections           = "connections.near_max"
+	CodeSequence              = "sequence.exhaustion"
+	CodeWorkersNoneAlive      = "workers.none_alive"
+	CodeUnavailable           = "diagnostics.unavailable"
+	CodeWraparound            = "vacuum.wraparound"
+	CodeIdempotencyStuck      = "idempotency.stuck"
+	CodeLongRunningJob        = "jobs.long_running"
+	CodeCheckpoints           = "checkpoint.pressure"
+	CodeStandbyConflicts      = "replication.standby_conflicts"
+	CodeEngineErrors          = "engine.errors"
+	CodeWALDir                = "wal.dir_size"
+	CodeSlotDiskForecast      = "replication.slot_disk_forecast"
+	CodeDeadlocks             = "lock.deadlocks"
+	CodeArchiverNotConfigured = "archiver.not_configured"
+	CodeArchiverStalled       = "archiver.stalled"
 )
 
 // Round is the evidence of one Findings round: what each check returned.
@@ -123,8 +126,13 @@ type Round struct {
 	// StandbyConflicts is, for each standby read twice or more, what replay
 	// canceled there over the window.
 	StandbyConflicts []ConflictWindow
-	Tenants          []TenantBacklog
-	Unavailable      []Unavailable
+	// DeadlockStats is each database's deadlock counter this round read;
+	// Deadlocks the window it closes with an earlier round's (nil until
+	// there is one).
+	DeadlockStats []DeadlockStat
+	Deadlocks     *DeadlockWindow
+	Tenants       []TenantBacklog
+	Unavailable   []Unavailable
 	// Timings is how long each check took, by check name.
 	Timings map[string]time.Duration
 	// Took is the wall time of the round.
@@ -286,6 +294,9 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 	}
 	if r.Checkpointer != nil {
 		r.Checkpoints = d.checkpointWindow(r.At, *r.Checkpointer, t.CheckpointWindow)
+	}
+	if !failed(r, CheckDeadlocks) {
+		r.Deadlocks = d.deadlockWindow(r.At, r.DeadlockStats, t.DeadlockWindow)
 	}
 	for i := range r.Slots {
 		if r.WALRate != nil {

@@ -121,6 +121,13 @@ type Thresholds struct {
 	// retained WAL at a rate that brings pg_wal to WALDirBudget within
 	// this time.
 	SlotDiskForecast time.Duration
+	// Deadlocks and DeadlockWindow: lock.deadlocks when the databases
+	// counted this many deadlocks within the window.
+	Deadlocks      int64
+	DeadlockWindow time.Duration
+	// ArchiverStall: archiver.stalled when the oldest segment waiting to
+	// be archived is this old and nothing was archived for as long.
+	ArchiverStall time.Duration
 }
 
 // DefaultThresholds returns the thresholds used when none are configured.
@@ -164,6 +171,9 @@ func DefaultThresholds() Thresholds {
 		WALDirFactor:          2,
 		WALDirBudget:          0,
 		SlotDiskForecast:      time.Hour,
+		Deadlocks:             1,
+		DeadlockWindow:        15 * time.Minute,
+		ArchiverStall:         10 * time.Minute,
 	}
 }
 
@@ -230,6 +240,8 @@ var thresholdSettings = map[string][]thresholdSetting{
 	CodeEngineErrors:      {durSetting(func(t *Thresholds) *time.Duration { return &t.EngineErrorWindow })},
 	CodeWALDir:            {countSetting(func(t *Thresholds) *int64 { return &t.WALDirFactor }), sizeSetting(func(t *Thresholds) *int64 { return &t.WALDirBudget })},
 	CodeSlotDiskForecast:  {durSetting(func(t *Thresholds) *time.Duration { return &t.SlotDiskForecast })},
+	CodeDeadlocks:         {countSetting(func(t *Thresholds) *int64 { return &t.Deadlocks }), durSetting(func(t *Thresholds) *time.Duration { return &t.DeadlockWindow })},
+	CodeArchiverStalled:   {durSetting(func(t *Thresholds) *time.Duration { return &t.ArchiverStall })},
 }
 
 // ThresholdCodes lists the codes Set accepts, sorted.
