@@ -232,3 +232,35 @@ func TestArchivingConfiguredButNotRunning(t *testing.T) {
 	require.Contains(t, s.Evidence, "archived never")
 	requireNoFinding(t, d, diagnostics.CodeArchiverNotConfigured, "archive_command is set now")
 }
+
+// A standby with hot_standby_feedback on, where a report holds a snapshot:
+// the primary's horizon finding names the standby by its application_name
+// and address and, through STANDBY_URLS, the pid, query and age of the
+// snapshot on the standby that holds it.
+func TestStandbyFeedbackTracedToTheStandbyQuery(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary := primaryWithSchema(t, nil)
+	standby := testdb.Standby(t, primary, map[string]string{"hot_standby_feedback": "on"}, "replica-reports")
+	th := lowThresholds()
+	d := open(t, primary.URL("postgres"), diagnostics.Config{Thresholds: th, StandbyURLs: []string{standby.URL("postgres")}})
+
+	report := connect(t, standby.URL("postgres"), "monthly-report")
+	_, err := report.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ")
+	require.NoError(t, err)
+	_, err = report.Exec(ctx, "SELECT count(*) FROM jobs")
+	require.NoError(t, err)
+	t.Cleanup(func() { report.Exec(context.Background(), "ROLLBACK") })
+
+	f := awaitFinding(t, d, diagnostics.CodeXminHorizon, 30*time.Second, func(f diagnostics.Finding) bool {
+		return f.Subject["holder_kind"] == "standby" && f.Subject["standby_pid"] != nil
+	})
+	require.Equal(t, "replica-reports", f.Subject["standby"], f.Evidence)
+	require.Equal(t, "127.0.0.1", f.Subject["client_addr"], f.Evidence)
+	require.Equal(t, pidOf(report), f.Subject["standby_pid"], f.Evidence)
+	require.Equal(t, "monthly-report", f.Subject["standby_application_name"])
+	require.Contains(t, f.Evidence, "standby replica-reports at 127.0.0.1")
+	require.Contains(t, f.Evidence, fmt.Sprintf("pid %d (application \"monthly-report\"", pidOf(report)))
+	require.Contains(t, f.Evidence, "SELECT count(*) FROM jobs")
+	require.NotNil(t, f.Subject["standby_xact_seconds"])
+}

@@ -56,23 +56,24 @@ func NewNarrative(findings []Finding, at time.Time, opts *NarrativeOpts) Narrati
 		return Narrative{}
 	}
 	var parts []string
-	stuck, since := stuckSentence(serious)
+	head, details, since := stuckParts(serious)
 	cause := causeOf(serious)
 	if cause != nil {
-		if w := num(cause.Subject["wait_seconds"]); w > since {
-			since = w
-		}
+		since = max(since, num(cause.Subject["wait_seconds"]))
 	}
-	if stuck == "" {
-		stuck = serious[0].Title + "."
+	if head == "" {
+		head = strings.TrimSuffix(serious[0].Title, ".")
 		if cause != nil {
-			stuck = cause.Title + "."
+			head = strings.TrimSuffix(cause.Title, ".")
 		}
 	}
 	if since > 0 {
-		stuck = strings.TrimSuffix(stuck, ".") + fmt.Sprintf(", since %s UTC (%s).", at.Add(-time.Duration(since*float64(time.Second))).UTC().Format("15:04"), seconds(since))
+		head += fmt.Sprintf(" since %s UTC (%s)", at.Add(-time.Duration(since*float64(time.Second))).UTC().Format("15:04"), seconds(since))
 	}
-	parts = append(parts, stuck)
+	if len(details) > 0 {
+		head += ": " + strings.Join(details, "; ")
+	}
+	parts = append(parts, head+".")
 	n := Narrative{}
 	if cause != nil {
 		parts = append(parts, "Why: "+causeSentence(*cause))
@@ -91,37 +92,38 @@ func NewNarrative(findings []Finding, at time.Time, opts *NarrativeOpts) Narrati
 	return n
 }
 
-// stuckSentence says which queues and outbox are stuck and how long the
-// oldest has waited, in seconds.
-func stuckSentence(fs []Finding) (string, float64) {
+// stuckParts says which queues and outbox are stuck ("Queue emails is
+// stuck"), the details ("1,204 jobs ready, the oldest waiting 12m0s") and
+// how long the oldest has waited, in seconds.
+func stuckParts(fs []Finding) (head string, details []string, oldest float64) {
 	var queues []string
 	var ready int64
-	var oldest float64
+	var oldestJob float64
 	for _, f := range fs {
 		if f.Code != CodeQueueBacklog {
 			continue
 		}
-		queues = append(queues, fmt.Sprint(f.Subject["queue"]))
+		queues = append(queues, str(f.Subject["queue"]))
 		ready += int64(num(f.Subject["ready"]))
-		oldest = max(oldest, num(f.Subject["oldest_ready_seconds"]))
+		oldestJob = max(oldestJob, num(f.Subject["oldest_ready_seconds"]))
 	}
-	var out []string
+	oldest = oldestJob
 	if len(queues) > 0 {
-		out = append(out, fmt.Sprintf("%s %s stuck: %s %s ready, the oldest waiting %s",
-			plural(len(queues), "Queue", "Queues"), andList(queues), humanize.Int(ready), plural(int(ready), "job", "jobs"), seconds(oldest)))
+		head = fmt.Sprintf("%s %s %s stuck", plural(len(queues), "Queue", "Queues"), andList(queues), plural(len(queues), "is", "are"))
+		details = append(details, fmt.Sprintf("%s %s ready, the oldest waiting %s", humanize.Int(ready), plural(int(ready), "job", "jobs"), seconds(oldestJob)))
 	}
 	for _, f := range fs {
-		if f.Code == CodeOutboxBacklog {
-			w := num(f.Subject["oldest_pending_seconds"])
-			oldest = max(oldest, w)
-			out = append(out, fmt.Sprintf("the outbox has %s events pending, the oldest for %s", humanize.Int(int64(num(f.Subject["pending"]))), seconds(w)))
+		if f.Code != CodeOutboxBacklog {
+			continue
 		}
+		w := num(f.Subject["oldest_pending_seconds"])
+		oldest = max(oldest, w)
+		if head == "" {
+			head = "The outbox is stuck"
+		}
+		details = append(details, fmt.Sprintf("%s outbox events pending, the oldest for %s", humanize.Int(int64(num(f.Subject["pending"]))), seconds(w)))
 	}
-	if len(out) == 0 {
-		return "", 0
-	}
-	s := strings.Join(out, "; ")
-	return strings.ToUpper(s[:1]) + s[1:] + ".", oldest
+	return head, details, oldest
 }
 
 // causeOf is the finding the paragraph names as the cause: the first by
