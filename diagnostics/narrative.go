@@ -68,7 +68,9 @@ func NewNarrative(findings []Finding, at time.Time, opts *NarrativeOpts) Narrati
 		}
 	}
 	if since > 0 {
-		head += fmt.Sprintf(" since %s UTC (%s)", at.Add(-time.Duration(since*float64(time.Second))).UTC().Format("15:04"), seconds(since))
+		// The oldest wait dates the incident: a queue's oldest job, the
+		// outbox's oldest event or the root's longest waiter.
+		head += fmt.Sprintf(" since %s UTC (%s)", at.Add(-time.Duration(since*float64(time.Second))).UTC().Format("15:04"), humanize.Seconds(since))
 	}
 	if len(details) > 0 {
 		head += ": " + strings.Join(details, "; ")
@@ -93,8 +95,8 @@ func NewNarrative(findings []Finding, at time.Time, opts *NarrativeOpts) Narrati
 }
 
 // stuckParts says which queues and outbox are stuck ("Queue emails is
-// stuck"), the details ("1,204 jobs ready, the oldest waiting 12m0s") and
-// how long the oldest has waited, in seconds.
+// stuck"), the details ("1,204 jobs ready") and how long the oldest has
+// waited, in seconds.
 func stuckParts(fs []Finding) (head string, details []string, oldest float64) {
 	var queues []string
 	var ready int64
@@ -110,7 +112,7 @@ func stuckParts(fs []Finding) (head string, details []string, oldest float64) {
 	oldest = oldestJob
 	if len(queues) > 0 {
 		head = fmt.Sprintf("%s %s %s stuck", plural(len(queues), "Queue", "Queues"), andList(queues), plural(len(queues), "is", "are"))
-		details = append(details, fmt.Sprintf("%s %s ready, the oldest waiting %s", humanize.Int(ready), plural(int(ready), "job", "jobs"), seconds(oldestJob)))
+		details = append(details, fmt.Sprintf("%s %s ready", humanize.Int(ready), plural(int(ready), "job", "jobs")))
 	}
 	for _, f := range fs {
 		if f.Code != CodeOutboxBacklog {
@@ -121,7 +123,7 @@ func stuckParts(fs []Finding) (head string, details []string, oldest float64) {
 		if head == "" {
 			head = "The outbox is stuck"
 		}
-		details = append(details, fmt.Sprintf("%s outbox events pending, the oldest for %s", humanize.Int(int64(num(f.Subject["pending"]))), seconds(w)))
+		details = append(details, fmt.Sprintf("%s outbox events pending, the oldest for %s", humanize.Int(int64(num(f.Subject["pending"]))), humanize.Seconds(w)))
 	}
 	return head, details, oldest
 }
@@ -152,10 +154,10 @@ func causeSentence(f Finding) string {
 	case CodeRootBlocker:
 		if gid, ok := s["gid"]; ok {
 			return fmt.Sprintf("prepared transaction %q, %s old, holds the locks %s for; no process holds it, only COMMIT or ROLLBACK PREPARED releases them.",
-				gid, seconds(num(s["age_seconds"])), countOf(s["blocked_count"], "backend waits", "backends wait"))
+				gid, humanize.Seconds(num(s["age_seconds"])), countOf(s["blocked_count"], "backend waits", "backends wait"))
 		}
 		what := fmt.Sprintf("pid %s (application %q, %s, transaction %s old) holds the locks %s for",
-			str(s["pid"]), str(s["application_name"]), str(s["state"]), seconds(num(s["xact_age_seconds"])), countOf(s["blocked_count"], "backend waits", "backends wait"))
+			str(s["pid"]), str(s["application_name"]), str(s["state"]), humanize.Seconds(num(s["xact_age_seconds"])), countOf(s["blocked_count"], "backend waits", "backends wait"))
 		if j, ok := s["job_id"]; ok {
 			what += fmt.Sprintf("; it runs job %s", str(j))
 		}
@@ -229,10 +231,10 @@ func costSentence(fs []Finding) string {
 // actionSentence names the cause's first action, its target and its risk.
 func actionSentence(f Finding, opts *NarrativeOpts) string {
 	a := f.Actions[0]
-	name, risk := "`"+a+"`", ""
+	name, risk := a, ""
 	if opts != nil && opts.RiskFunc != nil {
 		if title, r := opts.RiskFunc(a); title != "" {
-			name, risk = title+" (`"+a+"`)", r
+			name, risk = title+" ("+a+")", r
 		}
 	}
 	target := ""

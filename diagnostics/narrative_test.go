@@ -45,10 +45,10 @@ func riskOf(name string) (string, string) {
 func TestNarrativeOfABlockedQueue(t *testing.T) {
 	fs := diagnostics.Evaluate(blockedQueueRound(), diagnostics.DefaultThresholds())
 	n := diagnostics.NewNarrative(fs, narrativeAt, &diagnostics.NarrativeOpts{RiskFunc: riskOf})
-	require.Equal(t, "Queue emails is stuck since 13:51 UTC (12m0s): 1,204 jobs ready, the oldest waiting 12m0s. "+
-		`Why: pid 4242 (application "report", idle in transaction, transaction 25m0s old) holds the locks 3 backends wait for. `+
+	require.Equal(t, "Queue emails is stuck since 13:51 UTC (12m00s): 1,204 jobs ready. "+
+		`Why: pid 4242 (application "report", idle in transaction, transaction 25m00s old) holds the locks 3 backends wait for. `+
 		"It costs 1,204 ready jobs in emails, 250,000 dead rows VACUUM cannot remove and 2 GiB of WAL kept in pg_wal. "+
-		"The action that fits: Terminate a backend (`backend.terminate`) on pid 4242, risk high: its transaction rolls back and its session ends.", n.Text)
+		"The action that fits: Terminate a backend (backend.terminate) on pid 4242, risk high: its transaction rolls back and its session ends.", n.Text)
 	require.Equal(t, diagnostics.ActionBackendTerminate, n.Action)
 	require.EqualValues(t, 4242, n.Subject["pid"])
 	require.Equal(t, "/runbook/blocking", n.Runbook)
@@ -97,9 +97,9 @@ func TestNarrativeOfAPreparedRoot(t *testing.T) {
 	r := diagnostics.Round{At: narrativeAt,
 		Blocking: []diagnostics.BlockingNode{{Kind: diagnostics.NodePrepared, GID: "pay-17", IsRoot: true, BlockedCount: 2, MaxWaitSeconds: 90, XactAgeSeconds: 600}}}
 	n := diagnostics.NewNarrative(diagnostics.Evaluate(r, diagnostics.DefaultThresholds()), narrativeAt, nil)
-	require.Contains(t, n.Text, `prepared transaction "pay-17", 10m0s old, holds the locks 2 backends wait for`)
+	require.Contains(t, n.Text, `prepared transaction "pay-17", 10m00s old, holds the locks 2 backends wait for`)
 	require.Contains(t, n.Text, "since 14:01 UTC (1m30s)")
-	require.Contains(t, n.Text, "`prepared_xact.rollback` on gid pay-17")
+	require.Contains(t, n.Text, "prepared_xact.rollback on gid pay-17")
 	require.Equal(t, diagnostics.ActionPreparedRollback, n.Action)
 }
 
@@ -132,6 +132,6 @@ func TestNarrativeOfAStagedIncident(t *testing.T) {
 	require.Regexp(t, `^Queue emails is stuck since \d\d:\d\d UTC \([^)]+\): 5 jobs ready`, n.Text)
 	require.Contains(t, n.Text, fmt.Sprintf(`Why: pid %d (application "report-job", idle in transaction`, pidOf(root)))
 	require.Contains(t, n.Text, "holds the locks 1 backend waits for")
-	require.Contains(t, n.Text, fmt.Sprintf("The action that fits: `backend.terminate` on pid %d", pidOf(root)))
+	require.Contains(t, n.Text, fmt.Sprintf("The action that fits: backend.terminate on pid %d", pidOf(root)))
 	require.Equal(t, diagnostics.ActionBackendTerminate, n.Action)
 }
