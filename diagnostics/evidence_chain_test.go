@@ -264,3 +264,32 @@ func TestStandbyFeedbackTracedToTheStandbyQuery(t *testing.T) {
 	require.Contains(t, f.Evidence, "SELECT count(*) FROM jobs")
 	require.NotNil(t, f.Subject["standby_xact_seconds"])
 }
+
+// The same through a physical slot: the standby's feedback lands in the
+// slot's xmin, and the slot's holder names the standby using it and the
+// query on the standby holding the snapshot.
+func TestSlotFeedbackTracedToTheStandbyQuery(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary := primaryWithSchema(t, nil)
+	admin := connect(t, primary.URL("postgres"), "setup")
+	_, err := admin.Exec(ctx, "SELECT pg_create_physical_replication_slot('replica_slot', true)")
+	require.NoError(t, err)
+	standby := testdb.Standby(t, primary, map[string]string{"hot_standby_feedback": "on", "primary_slot_name": "replica_slot"}, "replica-slotted")
+	d := open(t, primary.URL("postgres"), diagnostics.Config{Thresholds: lowThresholds(), StandbyURLs: []string{standby.URL("postgres")}})
+
+	report := connect(t, standby.URL("postgres"), "quarterly-report")
+	_, err = report.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ")
+	require.NoError(t, err)
+	_, err = report.Exec(ctx, "SELECT count(*) FROM jobs")
+	require.NoError(t, err)
+	t.Cleanup(func() { report.Exec(context.Background(), "ROLLBACK") })
+
+	f := awaitFinding(t, d, diagnostics.CodeXminHorizon, 30*time.Second, func(f diagnostics.Finding) bool {
+		return f.Subject["holder_kind"] == "slot" && f.Subject["standby_pid"] != nil
+	})
+	require.Equal(t, "replica_slot", f.Subject["slot_name"])
+	require.Equal(t, pidOf(report), f.Subject["standby_pid"], f.Evidence)
+	require.Contains(t, f.Evidence, "used by replica-slotted at 127.0.0.1")
+	require.Contains(t, f.Evidence, fmt.Sprintf("pid %d (application \"quarterly-report\"", pidOf(report)))
+}

@@ -3,7 +3,6 @@ package diagnostics
 import (
 	"fmt"
 	"strconv"
-	"strings"
 )
 
 // The helpers of this file trace dead rows to their cause: VACUUM removes a
@@ -75,8 +74,9 @@ func queueDeadRows(r Round) (total int64, parts []string) {
 }
 
 // standbyHolding is the standby, among those the console reads
-// (STANDBY_URLS), that sends the feedback of holder h: the one whose
-// application_name it is, or the only standby when there is one.
+// (STANDBY_URLS), that sends the feedback of holder h: for a standby, the
+// one whose application_name it is (or the only one, see below);
+// for a physical slot, the standby streaming from it.
 func standbyHolding(r Round, h XminHolder) *StandbyState {
 	var only *StandbyState
 	n := 0
@@ -84,12 +84,26 @@ func standbyHolding(r Round, h XminHolder) *StandbyState {
 		if !s.InRecovery {
 			continue
 		}
+		if h.Kind == "slot" {
+			if s.SlotName != "" && s.SlotName == h.Holder {
+				return &r.Standbys[i]
+			}
+			continue
+		}
 		if s.ApplicationName == h.Holder {
 			return &r.Standbys[i]
 		}
 		only, n = &r.Standbys[i], n+1
 	}
-	if n == 1 && !strings.Contains(h.Holder, " ") {
+	// Without a name that matches (the role may not read the receiver's
+	// conninfo), one standby read and one standby holding is a match.
+	holders := 0
+	for _, x := range r.Xmin {
+		if x.Kind == "standby" {
+			holders++
+		}
+	}
+	if n == 1 && holders == 1 {
 		return only
 	}
 	return nil
@@ -99,6 +113,9 @@ func standbyHolding(r Round, h XminHolder) *StandbyState {
 // its feedback sends, and adds it to subj.
 func standbySnapshotText(r Round, h XminHolder, subj map[string]any) string {
 	s := standbyHolding(r, h)
+	if s == nil && h.Kind == "slot" {
+		return ""
+	}
 	if s == nil {
 		return "; set STANDBY_URLS to this standby so the console names the query there that holds it"
 	}

@@ -792,7 +792,7 @@ func xminHorizonFindings(r Round, t Thresholds) []Finding {
 				cost = fmt.Sprintf("; the queue tables carry %d dead rows meanwhile (%s)", n, strings.Join(parts, ", "))
 			}
 		}
-		if h.Kind == "standby" {
+		if h.Kind == "standby" || h.Kind == "slot" {
 			cost += standbySnapshotText(r, h, subj)
 		}
 		out = append(out, Finding{Severity: SeverityWarning,

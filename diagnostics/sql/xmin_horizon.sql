@@ -43,7 +43,9 @@ FROM (
     FROM pg_prepared_xacts AS p
     UNION ALL
     SELECT 'slot', s.slot_name::text, coalesce(s.database::text, ''), s.xmin::text, age(s.xmin), NULL::float8,
-           concat_ws(' ', s.slot_type, CASE WHEN s.active THEN 'active' ELSE 'inactive' END), true
+           concat_ws(' ', s.slot_type, CASE WHEN s.active THEN 'active' ELSE 'inactive' END,
+                     (SELECT 'used by ' || coalesce(r.application_name, '?') || ' at ' || coalesce(host(r.client_addr), 'a local socket')
+                      FROM pg_stat_replication AS r WHERE r.pid = s.active_pid)), true
     FROM pg_replication_slots AS s
     WHERE s.xmin IS NOT NULL
     UNION ALL
