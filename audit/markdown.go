@@ -247,6 +247,17 @@ func mdTable(columns []string, rows [][]string, total int) string {
 // control characters become spaces, and every ASCII punctuation character
 // is backslash-escaped, so s cannot start a heading, a list, a link, an
 // image, emphasis, code or an HTML tag.
+// MarkdownLead puts paragraph, escaped, first in an incident's export
+// (IncidentMarkdown's output): after its title, before its summary. The
+// console leads with its narrative of the incident this way.
+func MarkdownLead(md, paragraph string) string {
+	title, rest, ok := strings.Cut(md, "\n\n")
+	if !ok || strings.TrimSpace(paragraph) == "" {
+		return md
+	}
+	return title + "\n\n" + mdInline(paragraph) + "\n\n" + rest
+}
+
 func mdInline(s string) string {
 	var b strings.Builder
 	for _, r := range s {

@@ -9,10 +9,16 @@ import (
 // ConnectionGroup is one group of client backends of ConnectionPressure,
 // with the server-wide figures every row carries.
 type ConnectionGroup struct {
-	Database    string `db:"database" json:"database"`
-	User        string `db:"user_name" json:"user"`
+	Database string `db:"database" json:"database"`
+	User     string `db:"user_name" json:"user"`
+	// Application is the backends' application_name; empty when they set
+	// none.
+	Application string `db:"application_name" json:"application_name"`
 	State       string `db:"state" json:"state"`
 	Connections int64  `db:"connections" json:"connections"`
+	// ClientAddr is where the group connects from: one address, "local"
+	// (a Unix socket), or "N addresses" when it comes from several hosts.
+	ClientAddr string `db:"client_addr" json:"client_addr"`
 	// Used counts every backend that takes a connection slot (clients,
 	// walsenders, background workers).
 	Used           int64 `db:"used" json:"used"`
@@ -25,8 +31,8 @@ type ConnectionGroup struct {
 // Available is the number of slots ordinary roles may use.
 func (g ConnectionGroup) Available() int64 { return g.MaxConnections - g.Reserved }
 
-// ConnectionPressure returns client backends grouped by database, user and
-// state, most first, with the server's slot figures
+// ConnectionPressure returns client backends grouped by database, user,
+// application and state, most first, with the server's slot figures
 // (connection_pressure.sql).
 func ConnectionPressure(ctx context.Context, db DBTX) ([]ConnectionGroup, error) {
 	return collect[ConnectionGroup](ctx, db, CheckConnectionUse, 0)

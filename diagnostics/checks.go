@@ -47,6 +47,7 @@ const (
 	CheckLongRunningJobs   = "long_running_jobs"
 	CheckStandbyConflicts  = "standby_conflicts"
 	CheckWALDir            = "wal_dir"
+	CheckDeadlocks         = "deadlocks"
 )
 
 // Check is one query of the catalog and everything the console does with
@@ -683,15 +684,17 @@ func init() {
 			},
 		},
 		{
-			Name: CheckConnectionUse, Title: "Connections by database, user and state", Step: StepEntry,
+			Name: CheckConnectionUse, Title: "Connections by database, user, application and state", Step: StepEntry,
 			EmptyTitle: "No client connections.",
 			panel:      typed((*Diagnostics).ConnectionPressure),
 			round:      section(func(r *Round) *[]ConnectionGroup { return &r.Connections }, ignoreRound(ConnectionPressure)),
 			Columns: []Column{
 				textCol("database", AsText, func(r ConnectionGroup) string { return r.Database }),
 				textCol("user", AsText, func(r ConnectionGroup) string { return r.User }),
+				textCol("application_name", AsText, func(r ConnectionGroup) string { return r.Application }),
 				textCol("state", AsText, func(r ConnectionGroup) string { return r.State }),
 				intCol("connections", AsCount, func(r ConnectionGroup) int64 { return r.Connections }),
+				textCol("client_addr", AsText, func(r ConnectionGroup) string { return r.ClientAddr }),
 				intCol("used", AsCount, func(r ConnectionGroup) int64 { return r.Used }),
 				intCol("max_connections", AsCount, func(r ConnectionGroup) int64 { return r.MaxConnections }),
 				intCol("reserved", AsCount, func(r ConnectionGroup) int64 { return r.Reserved }),
@@ -790,6 +793,19 @@ func init() {
 				intCol("bufferpin", AsCount, func(r StandbyConflict) int64 { return r.Bufferpin }),
 				intCol("deadlock", AsCount, func(r StandbyConflict) int64 { return r.Deadlock }),
 				intCol("total", AsCount, func(r StandbyConflict) int64 { return r.Total }),
+			},
+		},
+		{
+			Name: CheckDeadlocks, Title: "Deadlocks by database", Step: StepBlocking,
+			EmptyTitle: "No database statistics.",
+			panel:      typed((*Diagnostics).Deadlocks),
+			round:      section(func(r *Round) *[]DeadlockStat { return &r.DeadlockStats }, ignoreRound(Deadlocks)),
+			Columns: []Column{
+				textCol("database", AsText, func(r DeadlockStat) string { return r.Database }),
+				intCol("deadlocks", AsCount, func(r DeadlockStat) int64 { return r.Deadlocks }),
+				optTimeCol("stats_reset", func(r DeadlockStat) *time.Time { return r.StatsReset }),
+				boolCol("log_lock_waits", func(r DeadlockStat) bool { return r.LogLockWaits }),
+				textCol("deadlock_timeout", AsText, func(r DeadlockStat) string { return r.DeadlockTimeout }),
 			},
 		},
 	}

@@ -21,7 +21,7 @@ var rowTypes = map[string]any{
 	CheckXminHorizon: XminHolder{}, CheckTableVacuum: TableStat{}, CheckInvalidIndexes: InvalidIndex{},
 	CheckNotifyQueue: NotifyUsage{}, CheckConnectionUse: ConnectionGroup{}, CheckSequenceUse: SequenceUse{},
 	CheckWraparound: WraparoundAge{}, CheckIdempotencyStuck: StuckIdempotencyKey{}, CheckLongRunningJobs: LongRunningJob{},
-	CheckStandbyConflicts: StandbyConflict{}, CheckWALDir: WALDirStat{},
+	CheckStandbyConflicts: StandbyConflict{}, CheckWALDir: WALDirStat{}, CheckDeadlocks: DeadlockStat{},
 }
 
 // TestCatalogEntriesAreComplete: every check has a title, a runbook step, a

@@ -129,6 +129,9 @@ type Diagnostics struct {
 	checkpoints counterWindow[CheckpointerStat]
 	conflicts   map[string]*counterWindow[StandbyConflict]
 	walRate     func() (float64, bool) // a sampler's fresh WAL rate (UseWALRate)
+	// deadlocks keeps the deadlock counters by database that rounds
+	// measure deadlocks against.
+	deadlocks counterWindow[map[string]int64]
 }
 
 // standbyPool is the pool of one standby of Config.StandbyURLs.

@@ -154,3 +154,46 @@ func TestExpiredLeasesFindingSaysWhenJobsWereReclaimedEarly(t *testing.T) {
 		require.NotEqual(t, findings.CodeExpiredLeases, f.Code, "a zero threshold turns the finding off")
 	}
 }
+
+// Where the thresholds of the archiver and deadlock findings lie: a stall
+// is counted from the oldest .ready file and the last archived segment, not
+// from a failure; not configured fires on one segment, whatever the
+// backlog threshold; deadlocks need the count within the window.
+func TestArchiverAndDeadlockThresholds(t *testing.T) {
+	now := time.Date(2026, 6, 20, 14, 3, 12, 0, time.UTC)
+	th := diagnostics.DefaultThresholds()
+	th.ArchiverBacklog = 100
+	has := func(r diagnostics.Round, code string) bool {
+		for _, f := range findings.Evaluate(r, th) {
+			if f.Code == code {
+				return true
+			}
+		}
+		return false
+	}
+	archiver := func(a diagnostics.ArchiverStat) diagnostics.Round { return diagnostics.Round{At: now, Archiver: &a} }
+	recent := now.Add(-time.Minute)
+
+	require.True(t, has(archiver(diagnostics.ArchiverStat{ArchiveMode: "on", ArchivingConfigured: ptr(false), ReadySegments: ptr[int64](1)}), findings.CodeArchiverNotConfigured))
+	require.False(t, has(archiver(diagnostics.ArchiverStat{ArchiveMode: "on", ArchivingConfigured: ptr(false), ReadySegments: ptr[int64](0)}), findings.CodeArchiverNotConfigured), "nothing waits yet")
+	require.False(t, has(archiver(diagnostics.ArchiverStat{ArchiveMode: "on", ReadySegments: ptr[int64](1)}), findings.CodeArchiverNotConfigured), "the settings could not be read")
+	require.False(t, has(archiver(diagnostics.ArchiverStat{ArchiveMode: "off", ArchivingConfigured: ptr(false)}), findings.CodeArchiverNotConfigured))
+
+	stall := th.ArchiverStall.Seconds()
+	configured := diagnostics.ArchiverStat{ArchiveMode: "on", ArchivingConfigured: ptr(true), ReadySegments: ptr[int64](2)}
+	old, young := configured, configured
+	old.OldestReadySeconds, young.OldestReadySeconds = ptr(stall), ptr(stall-1)
+	require.True(t, has(archiver(old), findings.CodeArchiverStalled))
+	require.False(t, has(archiver(young), findings.CodeArchiverStalled), "the oldest segment is younger than the threshold")
+	old.LastArchivedTime = &recent
+	require.False(t, has(archiver(old), findings.CodeArchiverStalled), "something was archived a minute ago")
+
+	window := func(n int64) diagnostics.Round {
+		return diagnostics.Round{At: now, Deadlocks: &diagnostics.DeadlockWindow{From: now.Add(-time.Minute), To: now, Total: n,
+			ByDatabase: []diagnostics.DeadlockStat{{Database: "app", Deadlocks: n}}}}
+	}
+	th.Deadlocks = 3
+	require.False(t, has(window(2), findings.CodeDeadlocks))
+	require.True(t, has(window(3), findings.CodeDeadlocks))
+	require.False(t, has(diagnostics.Round{At: now}, findings.CodeDeadlocks), "no window on the first round")
+}

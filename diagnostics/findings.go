@@ -45,8 +45,13 @@ type Round struct {
 	// StandbyConflicts is, for each standby read twice or more, what replay
 	// canceled there over the window.
 	StandbyConflicts []ConflictWindow
-	Tenants          []TenantBacklog
-	Unavailable      []Unavailable
+	// DeadlockStats is each database's deadlock counter this round read;
+	// Deadlocks the window it closes with an earlier round's (nil until
+	// there is one).
+	DeadlockStats []DeadlockStat
+	Deadlocks     *DeadlockWindow
+	Tenants       []TenantBacklog
+	Unavailable   []Unavailable
 	// Timings is how long each check took, by check name.
 	Timings map[string]time.Duration
 	// Took is the wall time of the round.
@@ -196,6 +201,9 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 	}
 	if r.Checkpointer != nil {
 		r.Checkpoints = d.checkpointWindow(r.At, *r.Checkpointer, t.CheckpointWindow)
+	}
+	if !r.Failed(CheckDeadlocks) {
+		r.Deadlocks = d.deadlockWindow(r.At, r.DeadlockStats, t.DeadlockWindow)
 	}
 	for i := range r.Slots {
 		if r.WALRate != nil {

@@ -64,6 +64,18 @@ type StandbyState struct {
 	LatestEndLSN       string     `db:"latest_end_lsn" json:"latest_end_lsn"`
 	LastMsgReceiptTime *time.Time `db:"last_msg_receipt_time" json:"last_msg_receipt_time"`
 	LatestEndTime      *time.Time `db:"latest_end_time" json:"latest_end_time"`
+	// ApplicationName is the name this standby gives the primary, as
+	// pg_stat_replication and the xmin horizon show it.
+	ApplicationName    string `db:"application_name" json:"application_name"`
+	HotStandbyFeedback bool   `db:"hot_standby_feedback" json:"hot_standby_feedback"`
+	// OldestPID, OldestQuery, OldestApplication and OldestXactSeconds are
+	// the client backend with the oldest snapshot on this standby: with
+	// hot_standby_feedback on, the one holding the primary's xmin horizon.
+	// OldestPID is nil when no snapshot is open.
+	OldestPID         *int32   `db:"oldest_pid" json:"oldest_pid"`
+	OldestQuery       string   `db:"oldest_query" json:"oldest_query"`
+	OldestApplication string   `db:"oldest_application" json:"oldest_application"`
+	OldestXactSeconds *float64 `db:"oldest_xact_seconds" json:"oldest_xact_seconds"`
 
 	// URL names the standby this state was read from (set by Diagnostics,
 	// without credentials).
@@ -195,6 +207,19 @@ type ArchiverStat struct {
 	// archived one and the one being written; nil on a standby, with
 	// archiving off, or before anything was archived.
 	SegmentsBehind *int64 `db:"segments_behind" json:"segments_behind"`
+	// OldestReadySeconds is the age of the oldest segment waiting to be
+	// archived (its .ready file); nil when none waits or, like
+	// ReadySegments, it cannot be read.
+	OldestReadySeconds *float64 `db:"oldest_ready_seconds" json:"oldest_ready_seconds"`
+	// ArchivingConfigured says whether archive_command or archive_library
+	// is set; nil when the role may read neither setting.
+	ArchivingConfigured *bool `db:"archiving_configured" json:"archiving_configured"`
+}
+
+// Unconfigured reports whether archive_mode is on (or always) with neither
+// archive_command nor archive_library set: nothing will ever be archived.
+func (a ArchiverStat) Unconfigured() bool {
+	return a.ArchiveMode != "" && a.ArchiveMode != "off" && a.ArchivingConfigured != nil && !*a.ArchivingConfigured
 }
 
 // Backlog is the number of segments waiting to be archived: the .ready

@@ -50,7 +50,7 @@ func everyCodeRound() diagnostics.Round {
 			{Kind: "backend", Holder: "100", XIDAge: 60_000_000},
 			{Kind: "slot", Holder: "cdc", XIDAge: 60_000_000},
 		},
-		Tables:      []diagnostics.TableStat{{Schema: "public", Table: "jobs", DeadTuples: 200_000}},
+		Tables:      []diagnostics.TableStat{{Schema: "public", Table: "jobs", DeadTuples: 200_000, QueueTable: true}},
 		Invalid:     []diagnostics.InvalidIndex{{Schema: "public", Index: "dup_x_idx"}},
 		Notify:      &diagnostics.NotifyUsage{Usage: 0.95},
 		Connections: []diagnostics.ConnectionGroup{{Database: "app", User: "app", State: "idle", Connections: 90, Used: 95, MaxConnections: 100, Reserved: 3}},
@@ -70,7 +70,9 @@ func everyCodeRound() diagnostics.Round {
 			End: diagnostics.CheckpointerStat{CheckpointsRequested: 10, CheckpointsTimed: 1, MaxWALSize: 1 << 30, CheckpointTimeout: 300}},
 		StandbyConflicts: []diagnostics.ConflictWindow{{Standby: "10.0.0.2:5432", From: ago, To: now,
 			Canceled: diagnostics.StandbyConflict{Snapshot: 3, Total: 3}}},
-		WALDir:  &diagnostics.WALDirStat{Readable: true, Bytes: ptr[int64](5 << 30), MaxWALSize: 1 << 30},
+		WALDir: &diagnostics.WALDirStat{Readable: true, Bytes: ptr[int64](5 << 30), MaxWALSize: 1 << 30},
+		Deadlocks: &diagnostics.DeadlockWindow{From: ago, To: now, Total: 2,
+			ByDatabase: []diagnostics.DeadlockStat{{Database: "app", Deadlocks: 2}}, DeadlockTimeout: "1s"},
 		Tenants: []diagnostics.TenantBacklog{{Queue: "emails", TenantID: &starved, Ready: 4, OldestReadySeconds: 900}},
 		Unavailable: []diagnostics.Unavailable{
 			{Check: diagnostics.CheckXminHorizon, Status: "timed out", Err: errors.New("canceling statement")},
@@ -93,7 +95,17 @@ func TestEveryRuleLinksWhereItSays(t *testing.T) {
 		}
 	}
 	fired := map[string]bool{}
-	for _, f := range findings.Evaluate(everyCodeRound(), diagnostics.DefaultThresholds()) {
+	// An archiver is either not configured or configured and stalled: the
+	// second round has the other one.
+	stalled := everyCodeRound()
+	stalled.Archiver = &diagnostics.ArchiverStat{ArchiveMode: "on", ArchivingConfigured: ptr(true), ReadySegments: ptr[int64](3), OldestReadySeconds: ptr(3600.0)}
+	unconfigured := everyCodeRound()
+	unconfigured.Archiver = &diagnostics.ArchiverStat{ArchiveMode: "on", ArchivingConfigured: ptr(false), ReadySegments: ptr[int64](1), Failing: true}
+	var all []findings.Finding
+	for _, r := range []diagnostics.Round{everyCodeRound(), stalled, unconfigured} {
+		all = append(all, findings.Evaluate(r, diagnostics.DefaultThresholds())...)
+	}
+	for _, f := range all {
 		rule, ok := rules[f.Code]
 		require.True(t, ok, "%s has no rule", f.Code)
 		fired[f.Code] = true

@@ -119,6 +119,13 @@ type Thresholds struct {
 	// retained WAL at a rate that brings pg_wal to WALDirBudget within
 	// this time.
 	SlotDiskForecast time.Duration
+	// Deadlocks and DeadlockWindow: lock.deadlocks when the databases
+	// counted this many deadlocks within the window.
+	Deadlocks      int64
+	DeadlockWindow time.Duration
+	// ArchiverStall: archiver.stalled when the oldest segment waiting to
+	// be archived is this old and nothing was archived for as long.
+	ArchiverStall time.Duration
 }
 
 // DefaultThresholds returns the thresholds used when none are configured.
@@ -162,5 +169,8 @@ func DefaultThresholds() Thresholds {
 		WALDirFactor:          2,
 		WALDirBudget:          0,
 		SlotDiskForecast:      time.Hour,
+		Deadlocks:             1,
+		DeadlockWindow:        15 * time.Minute,
+		ArchiverStall:         10 * time.Minute,
 	}
 }

@@ -51,6 +51,11 @@ type XminHolder struct {
 	// transactions, and outside a round.
 	FirstSeen *time.Time `db:"-" json:"first_seen,omitempty"`
 	Detail    string     `db:"detail" json:"detail"`
+	// HoldsTables is whether it keeps VACUUM from removing dead rows of
+	// this database's tables (the queue tables among them): a backend or
+	// prepared transaction of this database, a slot's xmin, a standby's
+	// feedback. A slot's catalog_xmin holds only the system catalogs.
+	HoldsTables bool `db:"holds_tables" json:"holds_tables"`
 }
 
 // XminHorizon lists what holds back the xmin horizon, oldest first
@@ -78,6 +83,8 @@ type TableStat struct {
 	LastAutoanalyze *time.Time `db:"last_autoanalyze" json:"last_autoanalyze"`
 	VacuumCount     int64      `db:"vacuum_count" json:"vacuum_count"`
 	AutovacuumCount int64      `db:"autovacuum_count" json:"autovacuum_count"`
+	// QueueTable marks the engine's tables (jobs, outbox_events, ...).
+	QueueTable bool `db:"queue_table" json:"queue_table"`
 }
 
 // TableVacuum lists the queue tables and the tables with the most dead rows

@@ -23,22 +23,25 @@ type IncidentRow struct {
 
 // IncidentPage is one incident: its facts and its timeline.
 type IncidentPage struct {
-	ID          int64           `json:"id"`
-	Title       string          `json:"title"`
-	Status      string          `json:"status"`
-	Impact      string          `json:"impact"`
-	SLO         string          `json:"slo"`
-	WindowStart string          `json:"window_start"`
-	WindowEnd   string          `json:"window_end,omitempty"`
-	OpenedBy    string          `json:"opened_by"`
-	ClosedBy    string          `json:"closed_by,omitempty"`
-	Summary     string          `json:"summary,omitempty"`
-	Timeline    []TimelineEntry `json:"timeline"`
-	ExportHref  string          `json:"-"`
-	CSRF        string          `json:"-"`
-	CanClose    bool            `json:"-"`
-	CanNote     bool            `json:"-"`
-	Error       string          `json:"error,omitempty"`
+	ID          int64  `json:"id"`
+	Title       string `json:"title"`
+	Status      string `json:"status"`
+	Impact      string `json:"impact"`
+	SLO         string `json:"slo"`
+	WindowStart string `json:"window_start"`
+	WindowEnd   string `json:"window_end,omitempty"`
+	OpenedBy    string `json:"opened_by"`
+	ClosedBy    string `json:"closed_by,omitempty"`
+	Summary     string `json:"summary,omitempty"`
+	// Story is the incident as the console sees it now; empty once the
+	// incident is closed or when nothing needs attention.
+	Story      Story           `json:"narrative"`
+	Timeline   []TimelineEntry `json:"timeline"`
+	ExportHref string          `json:"-"`
+	CSRF       string          `json:"-"`
+	CanClose   bool            `json:"-"`
+	CanNote    bool            `json:"-"`
+	Error      string          `json:"error,omitempty"`
 }
 
 // TimelineEntry is one captured piece of evidence or one audited action.

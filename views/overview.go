@@ -5,7 +5,10 @@ type Overview struct {
 	GeneratedAt string `json:"generated_at"`
 	// AsOf says when the round behind the page started ("as of 14:03:07
 	// UTC"): rounds are shared, so it may be a few seconds old.
-	AsOf     string       `json:"as_of,omitempty"`
+	AsOf string `json:"as_of,omitempty"`
+	// Story is the current incident in one paragraph; empty when nothing
+	// needs attention.
+	Story    Story        `json:"narrative"`
 	Findings []FindingRow `json:"findings"`
 	Tiles    []Tile       `json:"tiles"`
 	// Error is set when the findings round itself failed.
@@ -47,4 +50,12 @@ func (m Overview) Status() string {
 		return "error"
 	}
 	return "ok"
+}
+
+// Story is the paragraph that opens the overview and an open incident's
+// page: what is stuck, since when, why, what it costs, and the one action
+// that fits (nil when none fits or the role may not run it).
+type Story struct {
+	Text   string      `json:"text,omitempty"`
+	Action *ActionLink `json:"action,omitempty"`
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/views"
 )
@@ -115,6 +116,9 @@ func (s *Server) incidentPage(c echo.Context) error {
 	}
 	p, _ := principalFrom(c)
 	m := incidentModel(inc, evidence, events, s.recordedEvidence(ctx, inc), time.Now())
+	if n, ok := s.incidentNarrative(ctx, inc); ok {
+		m.Story = storyView(n.findings, n.at, p.Role)
+	}
 	m.CSRF = csrfToken(c)
 	m.CanClose = auth.RoleRank(p.Role) >= auth.RoleRank(auth.RoleOperator)
 	m.CanNote = m.CanClose
@@ -263,6 +267,11 @@ func (s *Server) incidentExport(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if n, ok := s.incidentNarrative(ctx, inc); ok {
+		if text := findings.NewNarrative(n.findings, n.at, narrativeOpts).Text; text != "" {
+			md = audit.MarkdownLead(md, "As the console saw it at "+n.at.UTC().Format(time.RFC3339)+": "+text)
+		}
+	}
 	c.Response().Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="incident-%d.md"`, id))
 	return c.Blob(http.StatusOK, "text/markdown; charset=utf-8", []byte(md))
 }
@@ -284,6 +293,29 @@ func (s *Server) incidentInPath(ctx context.Context, c echo.Context) (*audit.Inc
 		return nil, err
 	}
 	return audit.IncidentGet(ctx, s.cfg.Pool, id)
+}
+
+// roundFindings are a round's findings and when the round started.
+type roundFindings struct {
+	findings []findings.Finding
+	at       time.Time
+}
+
+// incidentNarrative reads the shared round for an open incident's
+// narrative: what the console sees now is this incident only while it is
+// open. ok is false for a closed incident or when no round is available in
+// time (the page shows no paragraph then, rather than a stale one).
+func (s *Server) incidentNarrative(ctx context.Context, inc *audit.Incident) (roundFindings, bool) {
+	if inc.Status != audit.IncidentStatusOpen || s.cfg.Diagnostics == nil {
+		return roundFindings{}, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	r, err := s.cfg.Diagnostics.LatestRound(ctx, 0)
+	if err != nil {
+		return roundFindings{}, false
+	}
+	return roundFindings{findings.Evaluate(r, s.cfg.Diagnostics.Thresholds()), r.At}, true
 }
 
 func incidentID(c echo.Context) (int64, error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/diagnostics/recorder"
@@ -107,9 +108,34 @@ func (s *Server) findingsAPI(c echo.Context) error {
 // overviewModel maps a diagnostics round to the overview's view model.
 func overviewModel(r diagnostics.Round, list []findings.Finding, th diagnostics.Thresholds, role string, now time.Time) views.Overview {
 	m := views.Overview{GeneratedAt: r.At.UTC().Format(time.RFC3339), AsOf: "as of " + r.At.UTC().Format("15:04:05") + " UTC"}
+	m.Story = storyView(list, r.At, role)
 	m.Findings = findingRows(list, role)
 	m.Tiles = overviewTiles(r, list, th)
 	return m
+}
+
+// narrativeOpts give the narrative each action's title and risk from the
+// registry.
+var narrativeOpts = &findings.NarrativeOpts{RiskFunc: func(name string) (string, string) {
+	spec, ok := actions.Lookup(name)
+	if !ok {
+		return "", ""
+	}
+	return spec.Title, riskWord(spec.Risk)
+}}
+
+// storyView is the paragraph that opens the overview and an open
+// incident's page, with the button of the action it recommends when role
+// may run it.
+func storyView(list []findings.Finding, at time.Time, role string) views.Story {
+	n := findings.NewNarrative(list, at, narrativeOpts)
+	st := views.Story{Text: n.Text}
+	if n.Action != "" {
+		if l, ok := actionLink(n.Action, role, subjectParams(n.Subject)); ok {
+			st.Action = &l
+		}
+	}
+	return st
 }
 
 // overviewTiles are the numbers that matter, each with its state taken from

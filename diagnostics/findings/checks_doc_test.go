@@ -39,8 +39,14 @@ func checksDoc() string {
 		"`standby_status` and `standby_conflicts` run on each standby of `STANDBY_URLS`. " +
 		"SQL cannot read free disk space: a full disk shows as `engine.errors` (SQLSTATE 53100 in " +
 		"the workers' heartbeats, critical) and WAL piling up as `wal.dir_size`. " +
-		"`checkpoint.pressure` and `replication.standby_conflicts` count increases between rounds, " +
+		"`checkpoint.pressure`, `replication.standby_conflicts` and `lock.deadlocks` count increases between rounds, " +
 		"so the first round after a start has no window yet. " +
+		"`archiver.not_configured` reads `archive_command` and `archive_library` from pg_settings, which shows them " +
+		"only to a role with `pg_read_all_settings` (in `pg_monitor`); `archiver.stalled` dates the oldest `.ready` file " +
+		"with `pg_ls_archive_statusdir()` (also `pg_monitor`). " +
+		"`vacuum.xmin_horizon` and `table.dead_tuples` name each other: a queue table's dead rows name the oldest holder " +
+		"of this database's horizon (a backend of another database holds none), and a standby's feedback names, " +
+		"through `STANDBY_URLS`, the pid and query holding the snapshot on that standby. " +
 		"Slots and standby feedback hold an xmin but carry no time: `vacuum.xmin_horizon` ages them " +
 		"from the round that first saw that xmin, a lower bound that starts again when the console restarts. " +
 		"With `max_slot_wal_keep_size = -1` a slot has no `safe_wal_size`: `replication.slot_disk_forecast` " +

@@ -79,6 +79,8 @@ var rules = []Rule{
 	{Code: CodeWALRateHigh, Runbook: diagnostics.RunbookWALStorm, Actions: []string{ActionQueueThrottle}, eval: walRateFindings},
 	{Code: CodeArchiverFailing, Runbook: diagnostics.RunbookReplication, eval: archiverFindings},
 	{Code: CodeArchiverBacklog, Runbook: diagnostics.RunbookReplication, eval: archiverBacklogFindings},
+	{Code: CodeArchiverNotConfigured, Runbook: diagnostics.RunbookReplication, eval: archiverNotConfiguredFindings},
+	{Code: CodeArchiverStalled, Runbook: diagnostics.RunbookReplication, eval: archiverStalledFindings},
 	{Code: CodePreparedXactOld, Runbook: diagnostics.RunbookPreparedXact, eval: preparedXactFindings},
 	{Code: CodeXminHorizon, Runbook: diagnostics.StepVerification, Actions: []string{ActionBackendTerminate}, eval: xminHorizonFindings},
 	{Code: CodeDeadTuples, Runbook: diagnostics.StepVerification, eval: deadTuplesFindings},
@@ -93,6 +95,7 @@ var rules = []Rule{
 	{Code: CodeStandbyConflicts, Runbook: diagnostics.RunbookReplication, eval: standbyConflictFindings},
 	{Code: CodeEngineErrors, Runbook: diagnostics.StepResources, eval: engineErrorFindings},
 	{Code: CodeWALDir, Runbook: diagnostics.RunbookSlotRetention, eval: walDirFindings},
+	{Code: CodeDeadlocks, Runbook: diagnostics.StepBlocking, eval: deadlockFindings},
 }
 
 // Rules lists the rule of every finding code, in listing order. The slice
@@ -684,6 +687,48 @@ func archiverBacklogFindings(r diagnostics.Round, t diagnostics.Thresholds) []Fi
 			a.FailedCount, nonEmpty(a.LastFailedWAL, "none"), timeText(a.LastFailedTime))}}
 }
 
+// archiverNotConfiguredFindings: archive_mode is on with neither
+// archive_command nor archive_library set. Nothing will ever be archived,
+// so every finished segment stays in pg_wal until the disk fills: critical
+// from the first segment, whatever ArchiverBacklog says.
+func archiverNotConfiguredFindings(r diagnostics.Round, _ diagnostics.Thresholds) []Finding {
+	a := r.Archiver
+	if a == nil || !a.Unconfigured() || (a.ReadySegments != nil && *a.ReadySegments == 0) {
+		return nil
+	}
+	return []Finding{{Severity: SeverityCritical,
+		Title:   fmt.Sprintf("archive_mode is %s but no archive_command or archive_library is set: %s WAL segments wait forever", a.ArchiveMode, countText(a.ReadySegments)),
+		Subject: map[string]any{"archive_mode": a.ArchiveMode, "segments": a.Backlog(), "archived_count": a.ArchivedCount},
+		Evidence: fmt.Sprintf("%s: archive_mode %s, archive_command and archive_library empty; %s segments ready (.ready files), the oldest %s old; every one stays in pg_wal until an archiver takes it. Set archive_command (or archive_library) and reload, or set archive_mode = off and restart",
+			diagnostics.CheckArchiver, a.ArchiveMode, countText(a.ReadySegments), lagText(a.OldestReadySeconds))}}
+}
+
+// archiverStalledFindings: the oldest segment waiting to be archived is
+// ArchiverStall old and nothing was archived for as long: the archiver is
+// configured but not running (an archive_command that hangs, an archive
+// library that stopped), whether or not it recorded a failure.
+func archiverStalledFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
+	a := r.Archiver
+	if a == nil || t.ArchiverStall <= 0 || a.Unconfigured() || a.OldestReadySeconds == nil || *a.OldestReadySeconds < t.ArchiverStall.Seconds() {
+		return nil
+	}
+	if a.LastArchivedTime != nil && r.At.Sub(*a.LastArchivedTime) < t.ArchiverStall {
+		return nil
+	}
+	since := "never"
+	subj := map[string]any{"segments": a.Backlog(), "oldest_ready_seconds": round1(*a.OldestReadySeconds), "failed_count": a.FailedCount, "failing": a.Failing}
+	if a.LastArchivedTime != nil {
+		since = fmt.Sprintf("last at %s (%s ago)", a.LastArchivedTime.UTC().Format(time.RFC3339), seconds(r.At.Sub(*a.LastArchivedTime).Seconds()))
+		subj["last_archived_time"] = a.LastArchivedTime.UTC()
+	}
+	return []Finding{{Severity: SeverityCritical,
+		Title:   fmt.Sprintf("The archiver has archived nothing for %s while %s segments wait", seconds(*a.OldestReadySeconds), countText(a.ReadySegments)),
+		Subject: subj,
+		Evidence: fmt.Sprintf("%s: the oldest .ready segment is %s old, %s segments wait; archived %s (%s); %d failures, last %s at %s. An archive_command that hangs records no failure: look at the archiver process (pg_stat_activity backend_type archiver) and the server log",
+			diagnostics.CheckArchiver, seconds(*a.OldestReadySeconds), countText(a.ReadySegments), since, nonEmpty(a.LastArchivedWAL, "nothing yet"),
+			a.FailedCount, nonEmpty(a.LastFailedWAL, "none"), timeText(a.LastFailedTime))}}
+}
+
 // preparedXactFindings: a prepared transaction older than PreparedXactAge.
 // The console offers no action: only the transaction's owner can decide.
 func preparedXactFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
@@ -715,7 +760,7 @@ func databaseText(name string) string {
 // XminHorizonAge old or XminHorizonXIDs transactions behind; a backend can
 // be terminated. A slot or a standby (hot_standby_feedback) has no
 // transaction: its age is how long rounds have seen it hold the same xmin
-// (XminHolder.FirstSeen), so a standby's long report query is found by age
+// (diagnostics.XminHolder.FirstSeen), so a standby's long report query is found by age
 // too, not only once it is XminHorizonXIDs behind.
 func xminHorizonFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	var out []Finding
@@ -740,28 +785,54 @@ func xminHorizonFindings(r diagnostics.Round, t diagnostics.Thresholds) []Findin
 		if h.Kind == "backend" {
 			actions = []string{ActionBackendTerminate}
 		}
+		holderSubject(h, subj)
+		cost := ""
+		if h.HoldsTables {
+			if n, parts := queueDeadRows(r); n > 0 {
+				subj["queue_dead_rows"] = n
+				cost = fmt.Sprintf("; the queue tables carry %d dead rows meanwhile (%s)", n, strings.Join(parts, ", "))
+			}
+		}
+		if h.Kind == "standby" || h.Kind == "slot" {
+			cost += standbySnapshotText(r, h, subj)
+		}
 		out = append(out, Finding{Severity: SeverityWarning,
 			Title:   fmt.Sprintf("%s %s holds the xmin horizon (%d transactions%s)", h.Kind, h.Holder, h.XIDAge, held),
 			Subject: subj,
-			Evidence: fmt.Sprintf("%s: %s %s holds xmin %s, %d transactions old%s; VACUUM cannot remove rows deleted since: %s",
-				diagnostics.CheckXminHorizon, h.Kind, h.Holder, h.Xmin, h.XIDAge, age, short(h.Detail)),
+			Evidence: fmt.Sprintf("%s: %s holds xmin %s, %d transactions old%s; VACUUM cannot remove rows deleted since%s",
+				diagnostics.CheckXminHorizon, holderText(h), h.Xmin, h.XIDAge, age, cost),
 			Actions: actions})
 	}
 	return out
 }
 
-// deadTuplesFindings: a table with DeadTuples dead rows.
+// deadTuplesFindings: a table with DeadTuples dead rows. For a queue
+// table the finding names the oldest holder of the xmin horizon, which
+// keeps VACUUM from removing the rows deleted since it took its snapshot.
 func deadTuplesFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	var out []Finding
+	holders := tableHolders(r)
 	for _, tb := range r.Tables {
 		if t.DeadTuples <= 0 || tb.DeadTuples < t.DeadTuples {
 			continue
 		}
+		subj := map[string]any{"table": tb.Schema + "." + tb.Table, "n_dead_tup": tb.DeadTuples, "dead_ratio": round3(tb.DeadRatio)}
+		title := fmt.Sprintf("Table %s has %d dead rows", tb.Table, tb.DeadTuples)
+		cause := ""
+		if tb.QueueTable && len(holders) > 0 {
+			h := holders[0]
+			holderSubject(h, subj)
+			title += fmt.Sprintf(" that %s %s keeps VACUUM from removing", h.Kind, h.Holder)
+			cause = fmt.Sprintf("; VACUUM cannot remove rows deleted since xmin %s, held by %s, %d transactions old%s", h.Xmin, holderText(h), h.XIDAge, ageText(h.AgeSeconds))
+			if len(holders) > 1 {
+				cause += fmt.Sprintf(", and %d more %s", len(holders)-1, plural(len(holders)-1, "holder", "holders"))
+			}
+		}
 		out = append(out, Finding{Severity: SeverityWarning,
-			Title:   fmt.Sprintf("Table %s has %d dead rows", tb.Table, tb.DeadTuples),
-			Subject: map[string]any{"table": tb.Schema + "." + tb.Table, "n_dead_tup": tb.DeadTuples, "dead_ratio": round3(tb.DeadRatio)},
-			Evidence: fmt.Sprintf("%s: %s.%s has %d dead and %d live rows; last autovacuum %s, last vacuum %s",
-				diagnostics.CheckTableVacuum, tb.Schema, tb.Table, tb.DeadTuples, tb.LiveTuples, timeText(tb.LastAutovacuum), timeText(tb.LastVacuum))})
+			Title:   title,
+			Subject: subj,
+			Evidence: fmt.Sprintf("%s: %s.%s has %d dead and %d live rows; last autovacuum %s, last vacuum %s%s",
+				diagnostics.CheckTableVacuum, tb.Schema, tb.Table, tb.DeadTuples, tb.LiveTuples, timeText(tb.LastAutovacuum), timeText(tb.LastVacuum), cause)})
 	}
 	return out
 }
@@ -796,8 +867,9 @@ func notifyQueueFindings(r diagnostics.Round, t diagnostics.Thresholds) []Findin
 }
 
 // connectionFindings: Connections of the slots ordinary roles may use are
-// taken; the subject names the largest group by database, user and state.
-// Critical from 95%.
+// taken; the subject names the largest group by application, client
+// address, database, user and state ("165 idle from billing-api"), the one
+// to look at first. Critical from 95%.
 func connectionFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	if len(r.Connections) == 0 || t.Connections <= 0 {
 		return nil
@@ -817,14 +889,30 @@ func connectionFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding
 		if i == 3 {
 			break
 		}
-		top = append(top, fmt.Sprintf("%d %s as %s in %s", c.Connections, c.State, c.User, c.Database))
+		top = append(top, connectionGroupText(c))
 	}
 	return []Finding{{Severity: sev,
-		Title: fmt.Sprintf("%d of %d connection slots used", g.Used, avail),
+		Title: fmt.Sprintf("%d of %d connection slots used; the most: %d %s from %s", g.Used, avail, g.Connections, nonEmpty(g.State, "(no state)"), applicationText(g.Application)),
 		Subject: map[string]any{"used": g.Used, "available": avail, "max_connections": g.MaxConnections, "reserved": g.Reserved,
-			"fraction": round3(frac), "database": g.Database, "user": g.User, "state": g.State, "connections": g.Connections},
+			"fraction": round3(frac), "database": g.Database, "user": g.User, "state": g.State, "connections": g.Connections,
+			"application_name": g.Application, "client_addr": g.ClientAddr},
 		Evidence: fmt.Sprintf("%s: %d backends take slots of %d (max_connections %d less %d reserved); largest groups: %s",
 			diagnostics.CheckConnectionUse, g.Used, avail, g.MaxConnections, g.Reserved, strings.Join(top, "; "))}}
+}
+
+// connectionGroupText reads "165 idle from billing-api (10.0.0.5) as app
+// in shop".
+func connectionGroupText(c diagnostics.ConnectionGroup) string {
+	return fmt.Sprintf("%d %s from %s (%s) as %s in %s", c.Connections, nonEmpty(c.State, "(no state)"), applicationText(c.Application),
+		nonEmpty(c.ClientAddr, "local"), c.User, c.Database)
+}
+
+// applicationText quotes an application_name, or says there is none.
+func applicationText(app string) string {
+	if app == "" {
+		return "an unnamed application"
+	}
+	return app
 }
 
 // sequenceFindings: a sequence has used Sequence of its range; critical from

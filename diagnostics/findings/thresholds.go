@@ -74,6 +74,8 @@ var thresholdSettings = map[string][]thresholdSetting{
 	CodeEngineErrors:      {durSetting(func(t *diagnostics.Thresholds) *time.Duration { return &t.EngineErrorWindow })},
 	CodeWALDir:            {countSetting(func(t *diagnostics.Thresholds) *int64 { return &t.WALDirFactor }), sizeSetting(func(t *diagnostics.Thresholds) *int64 { return &t.WALDirBudget })},
 	CodeSlotDiskForecast:  {durSetting(func(t *diagnostics.Thresholds) *time.Duration { return &t.SlotDiskForecast })},
+	CodeDeadlocks:         {countSetting(func(t *diagnostics.Thresholds) *int64 { return &t.Deadlocks }), durSetting(func(t *diagnostics.Thresholds) *time.Duration { return &t.DeadlockWindow })},
+	CodeArchiverStalled:   {durSetting(func(t *diagnostics.Thresholds) *time.Duration { return &t.ArchiverStall })},
 }
 
 // ThresholdCodes lists the codes SetThreshold accepts, sorted.

@@ -9,10 +9,16 @@
 -- distance from the segment being written to the last archived one, on a
 -- primary with anything archived.
 -- A backlog shows here before the first failure is recorded: an archive
--- command that hangs fails nothing. Reads pg_stat_archiver and the
+-- command that hangs fails nothing. oldest_ready_seconds is the age of the
+-- oldest .ready file (same privilege). archiving_configured says whether
+-- archive_command or archive_library is set: with archive_mode on and
+-- neither, nothing is ever archived and pg_wal keeps every segment. It is
+-- NULL when this role may read neither setting (pg_settings hides them
+-- without pg_read_all_settings, which pg_monitor has). Reads pg_stat_archiver and the
 -- archive status folder: no locks; one row.
 -- NULL-safe: the last archived/failed WAL names are coalesced to ''; their
--- times, stats_reset and the two segment counts are pointers.
+-- times, stats_reset, the two segment counts, oldest_ready_seconds and
+-- archiving_configured are pointers.
 WITH seg AS (
     SELECT 4294967296 / pg_size_bytes(current_setting('wal_segment_size')) AS per_xlogid
 )
@@ -32,6 +38,14 @@ SELECT current_setting('archive_mode')                     AS archive_mode,
                         query_to_xml('SELECT count(*) AS n FROM pg_ls_archive_statusdir() AS f WHERE f.name LIKE ''%.ready''',
                                      false, true, '')))[1]::text
        END::int8                                           AS ready_segments,
+       CASE WHEN current_setting('archive_mode') <> 'off'
+             AND has_function_privilege('pg_ls_archive_statusdir()', 'EXECUTE')
+            THEN (xpath('/row/s/text()',
+                        query_to_xml('SELECT extract(epoch FROM now() - min(f.modification)) AS s FROM pg_ls_archive_statusdir() AS f WHERE f.name LIKE ''%.ready''',
+                                     false, true, '')))[1]::text
+       END::float8                                         AS oldest_ready_seconds,
+       (SELECT bool_or(c.setting <> '') FROM pg_settings AS c
+        WHERE c.name IN ('archive_command', 'archive_library')) AS archiving_configured,
        CASE WHEN current_setting('archive_mode') <> 'off' AND NOT pg_is_in_recovery()
              AND a.last_archived_wal ~ '^[0-9A-F]{24}$'
             THEN greatest(0,
