@@ -51,7 +51,10 @@ type Report struct {
 // Finding codes: each has one Rule, and thresholds are set by code
 // (Thresholds.SetFlag).
 const (
-	CodeRootBlocker       = "lock.root_blocker"
+	CodeRootBlocker = "lock.root_blocker"
+	// CodeEngineStalled: the engine's own claims, acks or renewals wait
+	// behind a root blocker.
+	CodeEngineStalled     = "lock.engine_stalled"
 	CodeIdleInTransaction = "tx.idle_in_transaction"
 	CodeLongRunning       = "tx.long_running"
 	CodeQueueBacklog      = "queue.backlog"
@@ -92,8 +95,11 @@ const (
 // Nil or empty fields mean the check returned nothing or could not run
 // (then Unavailable says why).
 type Round struct {
-	At          time.Time
-	Blocking    []BlockingNode
+	At       time.Time
+	Blocking []BlockingNode
+	// BlockedJobs are the running jobs whose sessions wait on a lock, with
+	// their queue and kind.
+	BlockedJobs []BlockedJob
 	Activity    []Backend
 	IdleTx      []IdleTx
 	WALRate     *float64

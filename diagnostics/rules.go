@@ -59,6 +59,8 @@ var rules = []Rule{
 	{Code: CodeUnavailable, eval: unavailableFindings},
 	{Code: CodeRootBlocker, Runbook: StepBlocking, AlsoRunbooks: []string{RunbookPreparedXact},
 		Actions: []string{ActionBackendCancel, ActionBackendTerminate, ActionPreparedRollback}, eval: rootBlockerFindings},
+	{Code: CodeEngineStalled, Runbook: StepBlocking, AlsoRunbooks: []string{RunbookPreparedXact},
+		Actions: []string{ActionBackendCancel, ActionBackendTerminate, ActionPreparedRollback}, eval: engineStalledFindings},
 	{Code: CodeIdleInTransaction, Runbook: RunbookPoolWait, Actions: []string{ActionBackendTerminate}, eval: idleInTransactionFindings},
 	{Code: CodeLongRunning, Runbook: StepActivity, Actions: []string{ActionBackendCancel, ActionBackendTerminate}, eval: longRunningFindings},
 	{Code: CodeQueuePaused, Runbook: StepQueues, Actions: []string{ActionQueueResume}, perQueue: queuePausedFinding},
@@ -193,15 +195,19 @@ func stepOf(check string) string {
 
 // rootBlockerFindings: a root blocker others have waited behind for
 // RootBlockerWait. Terminate comes first for a root idle in transaction,
-// which has no statement to cancel.
+// which has no statement to cancel. The finding says what the root holds
+// that its waiters want, names the head of a lock queue (a request that
+// waits while others queue behind it) and lists the jobs waiting in its
+// branch.
 func rootBlockerFindings(r Round, t Thresholds) []Finding {
 	var out []Finding
-	for _, n := range r.Blocking {
+	for i, n := range r.Blocking {
 		if !n.IsRoot || n.BlockedCount == 0 || n.MaxWaitSeconds < t.RootBlockerWait.Seconds() {
 			continue
 		}
+		branch := subtree(r.Blocking, i)
 		if n.IsPrepared() {
-			out = append(out, preparedRootFinding(n))
+			out = append(out, preparedRootFinding(n, branch, r.BlockedJobs))
 			continue
 		}
 		subj := map[string]any{"pid": n.PID, "blocked_count": n.BlockedCount, "wait_seconds": round1(n.MaxWaitSeconds),
@@ -215,19 +221,53 @@ func rootBlockerFindings(r Round, t Thresholds) []Finding {
 		}
 		out = append(out, Finding{Severity: SeverityCritical,
 			Title:   fmt.Sprintf("pid %d blocks %d %s", n.PID, n.BlockedCount, plural(n.BlockedCount, "backend", "backends")),
-			Subject: subj,
-			Evidence: fmt.Sprintf("%s: root pid %d (%s, application %q, transaction %s old) blocks %d; the longest has waited %s; query: %s",
-				CheckBlockingTree, n.PID, n.State, n.ApplicationName, seconds(n.XactAgeSeconds), n.BlockedCount, seconds(n.MaxWaitSeconds), short(n.Query)),
+			Subject: chainSubject(subj, n, branch, r.BlockedJobs),
+			Evidence: fmt.Sprintf("%s: root pid %d (%s, application %q, transaction %s old) blocks %d; the longest has waited %s%s; query: %s",
+				CheckBlockingTree, n.PID, n.State, n.ApplicationName, seconds(n.XactAgeSeconds), n.BlockedCount, seconds(n.MaxWaitSeconds),
+				chainEvidence(n, branch, r.BlockedJobs), short(n.Query)),
 			Actions: actions})
 	}
 	return out
+}
+
+// chainSubject adds to a root finding's subject what is locked and how
+// (lock_type, lock_target, mode_held, mode_wanted), the head of a lock
+// queue in its branch (queue_head) and the jobs waiting there (jobs, each
+// with its page's url).
+func chainSubject(subj map[string]any, root BlockingNode, branch []BlockingNode, known []BlockedJob) map[string]any {
+	subj["lock_type"], subj["lock_target"] = root.LockType, root.LockTarget
+	subj["mode_held"], subj["mode_wanted"] = root.ModeHeld, root.ModeWanted
+	if head, ok := queueHead(branch); ok {
+		subj["queue_head"] = map[string]any{"pid": head.PID, "statement": statementHead(head.Query),
+			"mode_wanted": head.ModeWanted, "lock_target": head.LockTarget, "blocked_count": head.BlockedCount}
+	}
+	if jobs := jobsBehind(branch, known); len(jobs) > 0 {
+		subj["jobs"] = jobs
+	}
+	return subj
+}
+
+// chainEvidence is the evidence's account of the chain, each part led by
+// "; ": the lock, the queue head, the jobs.
+func chainEvidence(root BlockingNode, branch []BlockingNode, known []BlockedJob) string {
+	var b strings.Builder
+	if l := root.LockText(); l != "" {
+		b.WriteString("; it " + l)
+	}
+	if head, ok := queueHead(branch); ok {
+		b.WriteString("; " + queueHeadText(root, head, branch))
+	}
+	if jobs := jobsBehind(branch, known); len(jobs) > 0 {
+		fmt.Fprintf(&b, "; %d %s wait behind it: %s", len(jobs), plural(len(jobs), "job", "jobs"), jobsBehindText(jobs))
+	}
+	return b.String()
 }
 
 // preparedRootFinding: a prepared transaction at the root of the tree. No
 // process holds its locks, so there is nothing to cancel or terminate: only
 // COMMIT PREPARED or ROLLBACK PREPARED by gid releases them, and the
 // finding links the prepared-transaction runbook.
-func preparedRootFinding(n BlockingNode) Finding {
+func preparedRootFinding(n BlockingNode, branch []BlockingNode, known []BlockedJob) Finding {
 	subj := map[string]any{"gid": n.GID, "blocked_count": n.BlockedCount, "wait_seconds": round1(n.MaxWaitSeconds),
 		"owner": n.Owner, "database": n.Database, "age_seconds": round1(n.XactAgeSeconds)}
 	if n.PreparedAt != nil {
@@ -235,10 +275,10 @@ func preparedRootFinding(n BlockingNode) Finding {
 	}
 	return Finding{Severity: SeverityCritical,
 		Title:   fmt.Sprintf("Prepared transaction %q blocks %d %s", n.GID, n.BlockedCount, plural(n.BlockedCount, "backend", "backends")),
-		Subject: subj,
-		Evidence: fmt.Sprintf("%s: prepared transaction %q (prepared at %s by %s in %s, %s old) holds locks %d %s wait for; the longest has waited %s; no process holds it, only COMMIT/ROLLBACK PREPARED releases it",
+		Subject: chainSubject(subj, n, branch, known),
+		Evidence: fmt.Sprintf("%s: prepared transaction %q (prepared at %s by %s in %s, %s old) holds locks %d %s wait for; the longest has waited %s%s; no process holds it, only COMMIT/ROLLBACK PREPARED releases it",
 			CheckBlockingTree, n.GID, timeText(n.PreparedAt), n.Owner, databaseText(n.Database), seconds(n.XactAgeSeconds), n.BlockedCount,
-			plural(n.BlockedCount, "backend", "backends"), seconds(n.MaxWaitSeconds)),
+			plural(n.BlockedCount, "backend", "backends"), seconds(n.MaxWaitSeconds), chainEvidence(n, branch, known)),
 		Runbook: RunbookURL(RunbookPreparedXact),
 		Actions: []string{ActionPreparedRollback}}
 }

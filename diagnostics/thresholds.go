@@ -13,7 +13,8 @@ import (
 // values suited to a production queue database; tests lower them.
 type Thresholds struct {
 	// RootBlockerWait: lock.root_blocker when a backend has waited this
-	// long behind a root blocker.
+	// long behind a root blocker, lock.engine_stalled when an engine
+	// session has.
 	RootBlockerWait time.Duration
 	// IdleInTransaction: tx.idle_in_transaction when a session has been
 	// idle in an open transaction this long.
@@ -202,6 +203,7 @@ func sizeSetting(f func(*Thresholds) *int64) thresholdSetting {
 // "queue.backlog=5000" the count.
 var thresholdSettings = map[string][]thresholdSetting{
 	CodeRootBlocker:       {durSetting(func(t *Thresholds) *time.Duration { return &t.RootBlockerWait })},
+	CodeEngineStalled:     {durSetting(func(t *Thresholds) *time.Duration { return &t.RootBlockerWait })},
 	CodeIdleInTransaction: {durSetting(func(t *Thresholds) *time.Duration { return &t.IdleInTransaction })},
 	CodeLongRunning:       {durSetting(func(t *Thresholds) *time.Duration { return &t.LongRunningTx })},
 	CodeQueueBacklog:      {durSetting(func(t *Thresholds) *time.Duration { return &t.QueueBacklogAge }), countSetting(func(t *Thresholds) *int64 { return &t.QueueBacklogReady })},
