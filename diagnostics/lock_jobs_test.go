@@ -110,10 +110,10 @@ func TestRootFindingListsTheJobsBehindIt(t *testing.T) {
 		w, ok := diagnostics.JobLockWaitOf(rows.Rows, id)
 		require.True(t, ok, "job %d waits: %s", id, treeText(rows.Rows))
 		require.Equal(t, pidOf(root), w.Root.PID)
-		require.Equal(t, got[id].PID, w.PID)
-		require.NotEmpty(t, w.Lock)
-		require.NotZero(t, w.HolderPID)
-		if w.HolderPID != pidOf(root) {
+		require.Equal(t, got[id].PID, w.Waiter.PID)
+		require.NotEmpty(t, w.Waiter.LockText())
+		require.NotNil(t, w.Waiter.ParentPID)
+		if *w.Waiter.ParentPID != pidOf(root) {
 			require.NotNil(t, w.HolderJobID, "the job it waits behind is named")
 			require.Contains(t, ids, *w.HolderJobID)
 			require.True(t, strings.HasPrefix(w.HolderApplication, "console-worker job="), w.HolderApplication)

@@ -220,52 +220,53 @@ func isEngineSession(app string) bool {
 // JobLockWait is what a running job's page says when the job's session
 // waits on a lock.
 type JobLockWait struct {
-	// PID is the job's backend.
-	PID int32 `json:"pid"`
-	// Lock is the waiter's LockText.
-	Lock string `json:"lock"`
-	// WaitSeconds is how long it has waited.
-	WaitSeconds float64 `json:"wait_seconds"`
-	// HolderPID (or HolderGID) is who it waits for directly; HolderJobID
-	// and HolderApplication say what that backend is.
-	HolderPID         int32  `json:"holder_pid,omitempty"`
-	HolderGID         string `json:"holder_gid,omitempty"`
+	// Waiter is the job's backend in the tree: its pid, LockText, wait and
+	// the node it hangs under (ParentPID or ParentGID).
+	Waiter BlockingNode `json:"waiter"`
+	// HolderJobID and HolderApplication say what the backend it waits for
+	// directly runs (nil and "" for a prepared transaction).
 	HolderJobID       *int64 `json:"holder_job_id,omitempty"`
 	HolderApplication string `json:"holder_application,omitempty"`
-	// Root is the root of the chain, the node to act on.
+	// Root is the root of the chain, the node to act on (RootActions).
 	Root BlockingNode `json:"root"`
 }
 
-// JobLockWaitOf finds job id's session in a blocking tree; ok is false
-// when it waits on no lock.
+// JobLockWaitOf finds job id's session among the waiters of a blocking
+// tree; ok is false when it waits on no lock.
 func JobLockWaitOf(nodes []BlockingNode, id int64) (w JobLockWait, ok bool) {
-	byPID := make(map[int32]int, len(nodes))
-	rootOf := map[nodeKey]int{}
+	byKey := make(map[nodeKey]int, len(nodes))
 	for i := range nodes {
-		if nodes[i].Kind == NodeBackend {
-			byPID[nodes[i].PID] = i
-		}
-		if nodes[i].IsRoot {
-			rootOf[keyOf(&nodes[i])] = i
-		}
+		byKey[keyOf(&nodes[i])] = i
 	}
 	for _, n := range nodes {
 		if n.IsRoot || n.JobID == nil || *n.JobID != id {
 			continue
 		}
-		w = JobLockWait{PID: n.PID, Lock: n.LockText(), WaitSeconds: n.WaitSeconds, HolderGID: n.ParentGID}
+		w = JobLockWait{Waiter: n}
 		if n.ParentPID != nil {
-			w.HolderPID = *n.ParentPID
-			if h, ok := byPID[*n.ParentPID]; ok {
+			if h, ok := byKey[nodeKey{pid: *n.ParentPID}]; ok {
 				w.HolderJobID, w.HolderApplication = nodes[h].JobID, nodes[h].ApplicationName
 			}
 		}
-		if r, ok := rootOf[nodeKey{pid: n.RootPID, gid: n.RootGID}]; ok {
+		if r, ok := byKey[nodeKey{pid: n.RootPID, gid: n.RootGID}]; ok {
 			w.Root = nodes[r]
 		}
 		return w, true
 	}
 	return JobLockWait{}, false
+}
+
+// RootActions are the actions that fit a root blocker, first the one to
+// try first: a prepared transaction is only rolled back; a session idle in
+// transaction has no statement to cancel, so terminate leads.
+func RootActions(root BlockingNode) []string {
+	switch {
+	case root.IsPrepared():
+		return []string{ActionPreparedRollback}
+	case strings.HasPrefix(root.State, "idle in transaction"):
+		return []string{ActionBackendTerminate, ActionBackendCancel}
+	}
+	return []string{ActionBackendCancel, ActionBackendTerminate}
 }
 
 // engineStalledFindings: the engine's own sessions (claims, acks, lease
@@ -298,16 +299,9 @@ func engineStalledFindings(r Round, t Thresholds) []Finding {
 func engineStalledFinding(r Round, root BlockingNode, waiting []BlockingNode, longest float64) Finding {
 	queues := servedQueues(r.Workers)
 	since := r.At.Add(-time.Duration(longest * float64(time.Second))).UTC()
-	holder, actions := fmt.Sprintf("pid %d", root.PID), []string{ActionBackendCancel, ActionBackendTerminate}
-	subj := map[string]any{"pid": root.PID}
-	runbook := ""
-	switch {
-	case root.IsPrepared():
-		holder, actions = fmt.Sprintf("prepared transaction %q", root.GID), []string{ActionPreparedRollback}
-		subj = map[string]any{"gid": root.GID}
-		runbook = RunbookURL(RunbookPreparedXact)
-	case strings.HasPrefix(root.State, "idle in transaction"):
-		actions = []string{ActionBackendTerminate, ActionBackendCancel}
+	holder, subj, runbook := fmt.Sprintf("pid %d", root.PID), map[string]any{"pid": root.PID}, ""
+	if root.IsPrepared() {
+		holder, subj, runbook = fmt.Sprintf("prepared transaction %q", root.GID), map[string]any{"gid": root.GID}, RunbookURL(RunbookPreparedXact)
 	}
 	who := "The engine's workers"
 	if len(queues) > 0 {
@@ -344,7 +338,7 @@ func engineStalledFinding(r Round, root BlockingNode, waiting []BlockingNode, lo
 			CheckBlockingTree, len(waiting), plural(len(waiting), "session", "sessions"), strings.Join(names, ", "), holder,
 			nonEmpty(root.State, "gone"), root.ApplicationName, seconds(root.XactAgeSeconds), lock, since.Format(time.RFC3339), seconds(longest)),
 		Runbook: runbook,
-		Actions: actions}
+		Actions: RootActions(root)}
 }
 
 // servedQueues are the queues the live workers serve, sorted.

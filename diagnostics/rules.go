@@ -194,8 +194,7 @@ func stepOf(check string) string {
 }
 
 // rootBlockerFindings: a root blocker others have waited behind for
-// RootBlockerWait. Terminate comes first for a root idle in transaction,
-// which has no statement to cancel. The finding says what the root holds
+// RootBlockerWait, with RootActions. The finding says what the root holds
 // that its waiters want, names the head of a lock queue (a request that
 // waits while others queue behind it) and lists the jobs waiting in its
 // branch.
@@ -215,17 +214,13 @@ func rootBlockerFindings(r Round, t Thresholds) []Finding {
 		if n.JobID != nil {
 			subj["job_id"] = *n.JobID
 		}
-		actions := []string{ActionBackendCancel, ActionBackendTerminate}
-		if strings.HasPrefix(n.State, "idle in transaction") {
-			actions = []string{ActionBackendTerminate, ActionBackendCancel}
-		}
 		out = append(out, Finding{Severity: SeverityCritical,
 			Title:   fmt.Sprintf("pid %d blocks %d %s", n.PID, n.BlockedCount, plural(n.BlockedCount, "backend", "backends")),
 			Subject: chainSubject(subj, n, branch, r.BlockedJobs),
 			Evidence: fmt.Sprintf("%s: root pid %d (%s, application %q, transaction %s old) blocks %d; the longest has waited %s%s; query: %s",
 				CheckBlockingTree, n.PID, n.State, n.ApplicationName, seconds(n.XactAgeSeconds), n.BlockedCount, seconds(n.MaxWaitSeconds),
 				chainEvidence(n, branch, r.BlockedJobs), short(n.Query)),
-			Actions: actions})
+			Actions: RootActions(n)})
 	}
 	return out
 }
@@ -280,7 +275,7 @@ func preparedRootFinding(n BlockingNode, branch []BlockingNode, known []BlockedJ
 			CheckBlockingTree, n.GID, timeText(n.PreparedAt), n.Owner, databaseText(n.Database), seconds(n.XactAgeSeconds), n.BlockedCount,
 			plural(n.BlockedCount, "backend", "backends"), seconds(n.MaxWaitSeconds), chainEvidence(n, branch, known)),
 		Runbook: RunbookURL(RunbookPreparedXact),
-		Actions: []string{ActionPreparedRollback}}
+		Actions: RootActions(n)}
 }
 
 // idleInTransaction reports whether a session counts as idle in

@@ -152,7 +152,7 @@ func findingRows(findings []diagnostics.Finding, role string) []views.FindingRow
 	var out []views.FindingRow
 	for _, f := range findings {
 		out = append(out, views.FindingRow{Code: f.Code, Severity: f.Severity, Title: f.Title, Evidence: f.Evidence,
-			RunbookHref: f.Runbook, Actions: actionLinks(f.Actions, role, subjectParams(f.Subject))})
+			RunbookHref: f.Runbook, Actions: actionLinks(f.Actions, role, subjectParams(f.Subject)), Jobs: findingJobs(f)})
 	}
 	return out
 }
