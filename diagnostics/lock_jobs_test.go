@@ -76,16 +76,9 @@ func TestRootFindingListsTheJobsBehindIt(t *testing.T) {
 	}
 
 	d := open(t, url, diagnostics.Config{Thresholds: lowThresholds()})
-	var f diagnostics.Finding
-	eventually(t, 20*time.Second, func() (bool, string) {
-		rep, err := d.Findings(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		var ok bool
-		f, ok = findingFor(rep, diagnostics.CodeRootBlocker, "pid", pidOf(root))
+	f := awaitFinding(t, d, diagnostics.CodeRootBlocker, 20*time.Second, func(f diagnostics.Finding) bool {
 		jobs, _ := f.Subject["jobs"].([]diagnostics.JobBehind)
-		return ok && len(jobs) == 2, fmt.Sprint(codes(rep))
+		return f.Subject["pid"] == pidOf(root) && len(jobs) == 2
 	})
 	jobs := f.Subject["jobs"].([]diagnostics.JobBehind)
 	got := map[int64]diagnostics.JobBehind{}
@@ -139,15 +132,8 @@ func TestEngineStalledFindingNamesTheQueues(t *testing.T) {
 	begin(t, backfill, "LOCK TABLE jobs IN EXCLUSIVE MODE")
 	t.Cleanup(func() { backfill.Exec(context.Background(), "ROLLBACK") })
 
-	var f diagnostics.Finding
-	eventually(t, 20*time.Second, func() (bool, string) {
-		rep, err := d.Findings(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		var ok bool
-		f, ok = findingFor(rep, diagnostics.CodeEngineStalled, "pid", pidOf(backfill))
-		return ok, fmt.Sprint(codes(rep))
+	f := awaitFinding(t, d, diagnostics.CodeEngineStalled, 20*time.Second, func(f diagnostics.Finding) bool {
+		return f.Subject["pid"] == pidOf(backfill)
 	})
 	require.Equal(t, diagnostics.SeverityCritical, f.Severity)
 	require.Equal(t, []string{"mail"}, f.Subject["queues"])
