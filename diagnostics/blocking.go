@@ -96,13 +96,16 @@ type BlockingNode struct {
 	// (plain reads behind an ALTER TABLE that waits).
 	ModeHeld    string `db:"-" json:"mode_held"`
 	HeldGranted bool   `db:"-" json:"held_granted"`
-	// BlockerModes and BlockerGranted, parallel to BlockedBy, and
-	// GIDModes, parallel to BlockedByGIDs, are each blocker's mode on
-	// LockTarget as blocking_tree.sql read them; ModeHeld is taken from
-	// them.
-	BlockerModes   []string `db:"blocker_modes" json:"-"`
-	BlockerGranted []bool   `db:"blocker_granted" json:"-"`
-	GIDModes       []string `db:"gid_modes" json:"-"`
+	// LockKey identifies LockTarget among the targets waited for;
+	// HeldKeys, HeldModes and HeldGrantedOn say what this backend holds (or
+	// asked for first) on each such target, and GIDModes, parallel to
+	// BlockedByGIDs, what the prepared transactions hold on LockTarget, as
+	// blocking_tree.sql read them: ModeHeld is taken from them.
+	LockKey       string   `db:"lock_key" json:"-"`
+	HeldKeys      []string `db:"held_keys" json:"-"`
+	HeldModes     []string `db:"held_modes" json:"-"`
+	HeldGrantedOn []bool   `db:"held_granted" json:"-"`
+	GIDModes      []string `db:"gid_modes" json:"-"`
 }
 
 // IsPrepared reports whether the node is a prepared transaction.
@@ -227,7 +230,7 @@ func buildTree(rows []BlockingNode) []BlockingNode {
 				pid := p.pid
 				n.ParentPID = &pid
 			}
-			n.ModeHeld, n.HeldGranted = n.modeOf(p)
+			n.ModeHeld, n.HeldGranted = n.modeOf(p, byKey[p])
 		}
 		if n.IsRoot {
 			n.WaitSeconds = 0

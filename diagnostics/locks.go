@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
-// modeOf is the mode the blocker k holds on the lock n waits for, and
-// whether it holds it (false: it asked for it first and waits too).
-func (n *BlockingNode) modeOf(k nodeKey) (string, bool) {
+// modeOf is the mode the blocker k (its node b) holds on the lock n waits
+// for, and whether it holds it (false: it asked for it first and waits
+// too).
+func (n *BlockingNode) modeOf(k nodeKey, b *BlockingNode) (string, bool) {
 	if k.gid != "" {
 		for i, gid := range n.BlockedByGIDs {
 			if gid == k.gid && i < len(n.GIDModes) {
@@ -19,9 +20,12 @@ func (n *BlockingNode) modeOf(k nodeKey) (string, bool) {
 		}
 		return "", true
 	}
-	for i, pid := range n.BlockedBy {
-		if pid == k.pid && i < len(n.BlockerModes) && i < len(n.BlockerGranted) {
-			return n.BlockerModes[i], n.BlockerGranted[i]
+	if b == nil || n.LockKey == "" {
+		return "", false
+	}
+	for i, key := range b.HeldKeys {
+		if key == n.LockKey && i < len(b.HeldModes) && i < len(b.HeldGrantedOn) {
+			return b.HeldModes[i], b.HeldGrantedOn[i]
 		}
 	}
 	return "", false

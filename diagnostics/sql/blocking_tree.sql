@@ -17,14 +17,14 @@
 -- target in words: a table by name where this database or a shared catalog
 -- resolves it, otherwise "relation OID in database D"; "row (0,1) of jobs";
 -- "transaction 1234 of pid N"; "advisory lock 42" or "advisory lock (1,
--- 7)"; an object by pg_describe_object) and mode_wanted; blocker_modes and
--- blocker_granted, parallel to blocked_by, say which mode each blocker holds
--- on that target, or, when it holds none (granted false), the mode it
--- requested ahead of the waiter in the lock's queue (several held modes
--- read "RowShareLock+RowExclusiveLock"); gid_modes, parallel to
--- blocked_by_gids, the modes the prepared transactions hold. pg_locks is read
--- once and its rows matched by one key per lockable target (lk), so the cost
--- grows with the edges, not with edges times locks.
+-- 7)"; an object by pg_describe_object), mode_wanted and lock_key (one
+-- key per lockable target). held_keys, held_modes and held_granted say, for
+-- each target some backend waits for, the modes this backend holds there
+-- ("RowShareLock+RowExclusiveLock"), or, when it holds none (granted
+-- false), the mode it requested ahead in the lock's queue; gid_modes,
+-- parallel to blocked_by_gids, the modes the prepared transactions hold.
+-- pg_locks is read once and matched by the target's key; nothing is built
+-- per edge, so a hot row with n waiters (n^2/2 edges) costs what it did.
 --
 -- Hidden: this very connection and the console's own diagnostics
 -- connections, by pid (console.own_pids, set by the session that runs the
@@ -113,14 +113,14 @@ xact_holders AS (
     SELECT l.lk, min(l.pid) AS pid, min(l.virtualtransaction) AS vxid
     FROM locks AS l
     WHERE l.granted AND l.mode = 'ExclusiveLock' AND l.locktype IN ('transactionid', 'virtualxid')
-      AND l.lk IN (SELECT lk FROM wanted)
+      AND l.lk IN (SELECT DISTINCT lk FROM wanted)
     GROUP BY l.lk
 ),
 here AS (
     SELECT oid FROM pg_database WHERE datname = current_database()
 ),
 targets AS (
-    SELECT w.pid, w.locktype, w.mode,
+    SELECT w.pid, w.lk, w.locktype, w.mode,
            CASE WHEN w.relation IS NULL THEN ''
                 WHEN w.database = 0 OR w.database = (SELECT oid FROM here)
                      THEN coalesce(c.oid::regclass::text, 'relation ' || w.relation)
@@ -136,7 +136,7 @@ targets AS (
     LEFT JOIN pxact AS px ON h.pid IS NULL AND px.vxid = h.vxid
 ),
 target_words AS (
-    SELECT t.pid, t.locktype, t.mode,
+    SELECT t.pid, t.lk, t.locktype, t.mode,
            CASE t.locktype
                WHEN 'relation'      THEN t.relname
                WHEN 'extend'        THEN 'extension of ' || t.relname
@@ -159,22 +159,23 @@ target_words AS (
            t.classid, t.objid, t.objsubid, t.database, t.datname
     FROM targets AS t
 ),
--- Per edge (waiter, blocker): the modes the blocker holds on the waited
--- target, or the mode it requested ahead of the waiter.
-edge_locks AS (
-    SELECT we.pid, e.ord,
-           coalesce(string_agg(DISTINCT hl.mode, '+') FILTER (WHERE hl.granted),
-                    string_agg(DISTINCT hl.mode, '+'), '') AS mode,
-           coalesce(bool_or(hl.granted), false)            AS granted
-    FROM waiting_edges AS we
-    CROSS JOIN LATERAL unnest(we.blocked_by) WITH ORDINALITY AS e(blocker, ord)
-    LEFT JOIN wanted AS w ON w.pid = we.pid
-    LEFT JOIN locks AS hl ON hl.pid = e.blocker AND hl.lk = w.lk
-    GROUP BY we.pid, e.ord
+-- What each backend holds (or requested first) on the targets waited for,
+-- one entry per target: the Go side reads the mode a waiter's blocker holds
+-- on the waiter's target from it, so no row per edge is built here.
+held AS (
+    SELECT l.pid, l.lk,
+           coalesce(string_agg(l.mode, '+' ORDER BY l.mode) FILTER (WHERE l.granted),
+                    string_agg(l.mode, '+' ORDER BY l.mode)) AS mode,
+           bool_or(l.granted)                                AS granted
+    FROM locks AS l
+    JOIN (SELECT DISTINCT lk FROM wanted) AS wk ON wk.lk = l.lk
+    WHERE l.pid IS NOT NULL
+    GROUP BY l.pid, l.lk
 ),
-edge_modes AS (
-    SELECT pid, array_agg(mode ORDER BY ord) AS blocker_modes, array_agg(granted ORDER BY ord) AS blocker_granted
-    FROM edge_locks
+held_by_pid AS (
+    SELECT pid, array_agg(lk ORDER BY lk) AS held_keys, array_agg(mode ORDER BY lk) AS held_modes,
+           array_agg(granted ORDER BY lk) AS held_granted
+    FROM held
     GROUP BY pid
 )
 SELECT 'backend'::text                                              AS kind,
@@ -208,8 +209,10 @@ SELECT 'backend'::text                                              AS kind,
                           || coalesce(' in database ' || coalesce(tw.datname::text, tw.database::text), '')
                 END, '')                                            AS lock_target,
        coalesce(tw.mode, '')                                        AS mode_wanted,
-       coalesce(em.blocker_modes, '{}')                             AS blocker_modes,
-       coalesce(em.blocker_granted, '{}')                           AS blocker_granted,
+       coalesce(tw.lk, '')                                          AS lock_key,
+       coalesce(hp.held_keys, '{}')                                 AS held_keys,
+       coalesce(hp.held_modes, '{}')                                AS held_modes,
+       coalesce(hp.held_granted, '{}')                              AS held_granted,
        coalesce((SELECT array_agg(coalesce(p.held_mode, '') ORDER BY p.gid) FROM prepared AS p WHERE p.waiter = i.pid),
                 '{}')::text[]                                       AS gid_modes
 FROM involved AS i
@@ -217,7 +220,7 @@ LEFT JOIN act AS a ON a.pid = i.pid
 LEFT JOIN waits AS w ON w.pid = i.pid
 LEFT JOIN waiting_edges AS e ON e.pid = i.pid
 LEFT JOIN target_words AS tw ON tw.pid = i.pid
-LEFT JOIN edge_modes AS em ON em.pid = i.pid
+LEFT JOIN held_by_pid AS hp ON hp.pid = i.pid
 UNION ALL
 SELECT DISTINCT ON (p.gid)
        'prepared', 0, p.gid, '{}'::int4[], '{}'::text[],
@@ -225,5 +228,5 @@ SELECT DISTINCT ON (p.gid)
        coalesce(p.database::text, ''), coalesce(p.owner::text, ''),
        NULL, p.prepared, NULL, p.prepared,
        extract(epoch FROM clock_timestamp() - p.prepared)::float8, 0, 0,
-       '', '', '', '{}'::text[], '{}'::bool[], '{}'::text[]
+       '', '', '', '', '{}'::text[], '{}'::text[], '{}'::bool[], '{}'::text[]
 FROM prepared AS p
