@@ -79,6 +79,33 @@ type BlockingNode struct {
 	// JobID is the queue job this backend runs, parsed from the worker's
 	// application_name ("console-worker job=<id>"); nil otherwise.
 	JobID *int64 `db:"-" json:"job_id"`
+
+	// LockType, LockTarget and ModeWanted say which lock a waiter waits
+	// for: its type (relation, tuple, transactionid, virtualxid, advisory,
+	// object...), the target in words ("jobs", "row (0,3) of jobs",
+	// "transaction 1234 of pid 77", "advisory lock 42") and the mode it
+	// asked for. A root waits for nothing: for it they describe the lock its
+	// first waiter wants from it.
+	LockType   string `db:"lock_type" json:"lock_type"`
+	LockTarget string `db:"lock_target" json:"lock_target"`
+	ModeWanted string `db:"mode_wanted" json:"mode_wanted"`
+	// ModeHeld is the mode the node this one hangs under holds on
+	// LockTarget (for a root, its own mode there). HeldGranted is false
+	// when that node holds no such lock but asked for ModeHeld first and
+	// waits for it itself: this node queues behind a request, not a holder
+	// (plain reads behind an ALTER TABLE that waits).
+	ModeHeld    string `db:"-" json:"mode_held"`
+	HeldGranted bool   `db:"-" json:"held_granted"`
+	// LockKey identifies LockTarget among the targets waited for;
+	// HeldKeys, HeldModes and HeldGrantedOn say what this backend holds (or
+	// asked for first) on each such target, and GIDModes, parallel to
+	// BlockedByGIDs, what the prepared transactions hold on LockTarget, as
+	// blocking_tree.sql read them: ModeHeld is taken from them.
+	LockKey       string   `db:"lock_key" json:"-"`
+	HeldKeys      []string `db:"held_keys" json:"-"`
+	HeldModes     []string `db:"held_modes" json:"-"`
+	HeldGrantedOn []bool   `db:"held_granted" json:"-"`
+	GIDModes      []string `db:"gid_modes" json:"-"`
 }
 
 // IsPrepared reports whether the node is a prepared transaction.
@@ -203,6 +230,7 @@ func buildTree(rows []BlockingNode) []BlockingNode {
 				pid := p.pid
 				n.ParentPID = &pid
 			}
+			n.ModeHeld, n.HeldGranted = n.modeOf(p, byKey[p])
 		}
 		if n.IsRoot {
 			n.WaitSeconds = 0
@@ -215,6 +243,11 @@ func buildTree(rows []BlockingNode) []BlockingNode {
 	}
 	for _, r := range roots {
 		visit(r, r)
+	}
+	for i := range out {
+		if out[i].IsRoot && i+1 < len(out) && out[i+1].Depth == 1 {
+			out[i].describeHeldFor(out[i+1])
+		}
 	}
 
 	// Counts: inside the tree, subtree sizes (children come after their

@@ -18,6 +18,7 @@ const (
 	CheckConnections       = "connections"
 	CheckWALPosition       = "wal_position"
 	CheckBlockingTree      = "blocking_tree"
+	CheckBlockedJobs       = "blocked_jobs"
 	CheckActivity          = "activity"
 	CheckIdleInTransaction = "idle_in_transaction"
 	CheckLockWaits         = "lock_waits"
@@ -225,6 +226,22 @@ func init() {
 			round:   section(func(r *Round) *[]BlockingNode { return &r.Blocking }, ignoreRound(BlockingTree)),
 			metrics: true,
 			sample:  sampleBlocked,
+		},
+		{
+			Name: CheckBlockedJobs, Title: "Jobs waiting on a lock", Step: StepBlocking,
+			EmptyTitle: "No running job waits on a lock.",
+			EmptyWhy:   " A job whose own session (queues.JobConn) waits on a lock would be listed here with its queue and kind; the blocking tree shows whom it waits for.",
+			statement:  queues.JobsWaitingOnLocksSQL,
+			tables:     []string{"jobs"},
+			panel:      typed((*Diagnostics).BlockedJobs),
+			round:      section(func(r *Round) *[]BlockedJob { return &r.BlockedJobs }, ignoreRound(BlockedJobs)),
+			Columns: []Column{
+				intCol("job_id", AsID, func(r BlockedJob) int64 { return r.JobID }),
+				textCol("queue", AsText, func(r BlockedJob) string { return r.Queue }),
+				textCol("kind", AsText, func(r BlockedJob) string { return r.Kind }),
+				intCol("pid", AsID, func(r BlockedJob) int32 { return r.PID }),
+				floatCol("wait_seconds", AsSeconds, func(r BlockedJob) float64 { return r.WaitSeconds }),
+			},
 		},
 		{
 			Name: CheckActivity, Title: "Activity and oldest transactions", Step: StepActivity,

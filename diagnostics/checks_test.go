@@ -12,7 +12,7 @@ import (
 // type here.
 var rowTypes = map[string]any{
 	CheckServerInfo: Server{}, CheckConnections: ConnectionCount{}, CheckWALPosition: WALPoint{},
-	CheckBlockingTree: BlockingNode{}, CheckActivity: Backend{}, CheckIdleInTransaction: IdleTx{},
+	CheckBlockingTree: BlockingNode{}, CheckBlockedJobs: BlockedJob{}, CheckActivity: Backend{}, CheckIdleInTransaction: IdleTx{},
 	CheckLockWaits: LockWait{}, CheckWALStats: WALStat{}, CheckIOStats: IOStat{},
 	CheckCheckpointer: CheckpointerStat{}, CheckCopyProgress: CopyRun{}, CheckQueueHealth: QueueStat{},
 	CheckDeadLetters: DeadLetterGroup{}, CheckTenantBacklog: TenantBacklog{}, CheckWorkers: Worker{}, CheckOutboxHealth: OutboxStat{},

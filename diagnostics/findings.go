@@ -14,8 +14,11 @@ import (
 // Nil or empty fields mean the check returned nothing or could not run
 // (then Unavailable says why).
 type Round struct {
-	At          time.Time
-	Blocking    []BlockingNode
+	At       time.Time
+	Blocking []BlockingNode
+	// BlockedJobs are the running jobs whose sessions wait on a lock, with
+	// their queue and kind.
+	BlockedJobs []BlockedJob
 	Activity    []Backend
 	IdleTx      []IdleTx
 	WALRate     *float64

@@ -24,9 +24,9 @@ func everyCodeRound() diagnostics.Round {
 		At: now,
 		Blocking: []diagnostics.BlockingNode{
 			{PID: 100, IsRoot: true, State: "idle in transaction", BlockedCount: 1, MaxWaitSeconds: 30},
-			{PID: 101, ParentPID: &parent, Depth: 1, WaitSeconds: 30},
+			{PID: 101, ParentPID: &parent, Depth: 1, WaitSeconds: 30, ApplicationName: "console-worker", Query: "-- JobClaim: leases jobs"},
 			{Kind: diagnostics.NodePrepared, GID: "g1", IsRoot: true, BlockedCount: 1, MaxWaitSeconds: 30},
-			{PID: 102, ParentGID: "g1", Depth: 1, WaitSeconds: 30},
+			{PID: 102, ParentGID: "g1", Depth: 1, WaitSeconds: 30, ApplicationName: "console-worker", Query: "-- JobAck: acks jobs"},
 		},
 		Activity: []diagnostics.Backend{
 			{PID: 300, State: "active", BackendType: "client backend", XactAgeSeconds: 900, XactStart: &ago},

@@ -10,7 +10,8 @@ import (
 // values suited to a production queue database; tests lower them.
 type Thresholds struct {
 	// RootBlockerWait: lock.root_blocker when a backend has waited this
-	// long behind a root blocker.
+	// long behind a root blocker, lock.engine_stalled when an engine
+	// session has.
 	RootBlockerWait time.Duration
 	// IdleInTransaction: tx.idle_in_transaction when a session has been
 	// idle in an open transaction this long.

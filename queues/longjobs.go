@@ -51,3 +51,24 @@ func LongRunningJobs(ctx context.Context, db DBTX, p LongJobParams) ([]LongRunni
 
 // LongRunningJobsSQL is the statement LongRunningJobs runs.
 func LongRunningJobsSQL() string { return sqlText("long_running_jobs") }
+
+// LockWaitingJob is a running job whose own session (the one JobConn lent
+// it) waits on a lock.
+type LockWaitingJob struct {
+	JobID int64 `db:"job_id" json:"job_id"`
+	// Queue and Kind are '' when the job row is gone (finished and
+	// archived while its session still waits).
+	Queue       string  `db:"queue" json:"queue"`
+	Kind        string  `db:"kind" json:"kind"`
+	PID         int32   `db:"pid" json:"pid"`
+	WaitSeconds float64 `db:"wait_seconds" json:"wait_seconds"`
+}
+
+// JobsWaitingOnLocks lists the running jobs whose session waits on a lock,
+// longest wait first, at most 200 (jobs_waiting_on_locks.sql).
+func JobsWaitingOnLocks(ctx context.Context, db DBTX) ([]LockWaitingJob, error) {
+	return collectRows[LockWaitingJob](ctx, db, "jobs_waiting_on_locks", "list jobs waiting on locks")
+}
+
+// JobsWaitingOnLocksSQL is the statement JobsWaitingOnLocks runs.
+func JobsWaitingOnLocksSQL() string { return sqlText("jobs_waiting_on_locks") }

@@ -79,6 +79,21 @@ type JobDetail struct {
 	Actions      []ActionLink `json:"actions"`
 	QueueHref    string       `json:"queue_href"`
 	ClassHref    string       `json:"class_href,omitempty"`
+	// LockWait is set while the running job's session waits on a lock.
+	LockWait *JobLockWait `json:"lock_wait,omitempty"`
+}
+
+// JobLockWait says what a running job's session waits on, who holds it and
+// which root to act on.
+type JobLockWait struct {
+	// Text is the wait in one sentence: backend, lock, holder, how long.
+	Text string `json:"text"`
+	// Root names the chain's root and says to act on it.
+	Root string `json:"root"`
+	// ChainHref is the runbook step that shows the whole chain.
+	ChainHref string `json:"chain_href"`
+	// Actions are the root's, not this job's.
+	Actions []ActionLink `json:"actions"`
 }
 
 func i64toa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -29,6 +29,15 @@ type FindingRow struct {
 	Evidence    string       `json:"evidence"`
 	RunbookHref string       `json:"runbook"`
 	Actions     []ActionLink `json:"actions"`
+	// Jobs are the jobs waiting behind a root blocker, each linked to its
+	// page ("#42 mail/send, 3m").
+	Jobs []FindingJob `json:"jobs,omitempty"`
+}
+
+// FindingJob is a job a finding names, linked to its page.
+type FindingJob struct {
+	Label string `json:"label"`
+	Href  string `json:"href"`
 }
 
 // Tile is one number that matters, its trend and its state.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/views"
@@ -203,6 +204,15 @@ func (s *Server) jobDetail(c echo.Context) error {
 		return err
 	}
 	m := jobDetailModel(j, readRole(c), time.Now())
+	if j.Status == queues.StatusRunning {
+		ctx, cancel := readContext(c)
+		defer cancel()
+		if tree := s.cfg.Diagnostics.BlockingTree(ctx); tree.Err == nil {
+			if w, ok := diagnostics.JobLockWaitOf(tree.Rows, j.ID); ok {
+				m.LockWait = jobLockWaitModel(w, readRole(c))
+			}
+		}
+	}
 	return s.render(c, page{Title: "Job " + itoa64(j.ID), Nav: "jobs", Model: m, Body: views.JobDetailBody(m)})
 }
 

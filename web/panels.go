@@ -66,7 +66,8 @@ func panelView(ck diagnostics.Check, r diagnostics.PanelResult, role string, now
 // blockingPanel draws the chain as a tree, root first, with the next step on
 // the root.
 func blockingPanel(p views.Panel, r diagnostics.PanelResult, role string, now time.Time) views.Panel {
-	p.Columns = []views.Column{{Label: "PID"}, {Label: "State"}, {Label: "Waits on"}, {Label: "Blocks", Num: true, Hint: "backends waiting behind it, directly or not"},
+	p.Columns = []views.Column{{Label: "PID"}, {Label: "State"}, {Label: "Lock", Hint: "what is locked and how: the target, its lock type, the mode wanted and the mode its blocker holds"},
+		{Label: "Blocks", Num: true, Hint: "backends waiting behind it, directly or not"},
 		{Label: "Waiting", Num: true}, {Label: "Transaction age", Num: true}, {Label: "Application"}, {Label: "Job"}, {Label: "Query"}, {Label: "Next step"}}
 	for _, row := range r.Rows {
 		n, ok := row.(diagnostics.BlockingNode)
@@ -75,13 +76,15 @@ func blockingPanel(p views.Panel, r diagnostics.PanelResult, role string, now ti
 		}
 		pid := views.Cell{Text: strconv.Itoa(int(n.PID)), Mono: true, Indent: n.Depth}
 		wait := strings.Trim(n.WaitEventType+": "+n.WaitEvent, ": ")
+		if l := n.LockText(); l != "" {
+			wait = l
+		}
 		state := views.Cell{Text: n.State}
 		next := views.Cell{}
 		waiting := views.Cell{Text: humanize.Seconds(n.WaitSeconds)}
 		if n.IsRoot {
 			state = views.Cell{Sev: "critical", Text: "root blocker, " + n.State}
-			params := map[string]string{"pid": strconv.Itoa(int(n.PID))}
-			next.Actions = actionLinks([]string{findings.ActionBackendCancel, findings.ActionBackendTerminate}, role, params)
+			next.Actions = actionLinks(findings.RootActions(n), role, rootParams(n))
 			waiting.Text = "—"
 		}
 		job := views.Cell{Text: "—"}
@@ -100,6 +103,15 @@ func blockingPanel(p views.Panel, r diagnostics.PanelResult, role string, now ti
 		})
 	}
 	return p
+}
+
+// rootParams are the parameters of a root's actions: its pid, or a
+// prepared transaction's gid.
+func rootParams(n diagnostics.BlockingNode) map[string]string {
+	if n.IsPrepared() {
+		return map[string]string{"gid": n.GID}
+	}
+	return map[string]string{"pid": strconv.Itoa(int(n.PID))}
 }
 
 // table lays rows out in a check's columns.

@@ -89,8 +89,13 @@ var runbookSteps = []runbookStep{
 			"The root blocker: its state, transaction age, application and query.",
 			"How many backends wait behind it, and for how long.",
 			"A queue worker at the root: the job it runs is shown with it.",
+			"What is locked and how (the Lock column): a table, a row, a transaction, an advisory key; the mode each waiter wants and the mode its blocker holds.",
+			"A lock queue: a waiter that others queue behind while it waits itself. The root finding names its head (\"20 sessions queue behind pid N's ALTER TABLE x (wants AccessExclusiveLock), which waits for pid M\").",
+			"The jobs waiting in the chain, linked to their pages, and lock.engine_stalled when the engine's own claims and acks wait (a backfill that locked the jobs table): every queue its workers serve stops.",
 		},
 		Traps: []string{
+			"An ALTER TABLE (or any DDL) waiting for ACCESS EXCLUSIVE holds nothing yet, but every later read and write of the table queues behind its request: one idle reader stalls the whole table. Cancelling the reader at the root or the DDL both clear the queue; migrations that set lock_timeout (console migrate up does) give up instead of stalling it.",
+			"Act on the root, not on a waiting job: cancelling a waiter releases nothing and retries its work.",
 			"pg_cancel_backend only cancels the current statement; a root that is idle in transaction has none, so cancel does nothing there.",
 			"Cancelling the root often promotes the next transaction in the chain to root: look again after acting.",
 			"pg_terminate_backend rolls back the whole transaction and can cause retry storms and commit-unknowns (high risk).",

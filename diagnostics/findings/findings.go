@@ -49,7 +49,10 @@ type Report struct {
 // Finding codes: each has one Rule, and thresholds are set by code
 // (SetThresholdFlag).
 const (
-	CodeRootBlocker           = "lock.root_blocker"
+	CodeRootBlocker = "lock.root_blocker"
+	// CodeEngineStalled: the engine's own claims, acks or renewals wait
+	// behind a root blocker.
+	CodeEngineStalled         = "lock.engine_stalled"
 	CodeIdleInTransaction     = "tx.idle_in_transaction"
 	CodeLongRunning           = "tx.long_running"
 	CodeQueueBacklog          = "queue.backlog"

@@ -96,6 +96,8 @@ var rules = []Rule{
 	{Code: CodeEngineErrors, Runbook: diagnostics.StepResources, eval: engineErrorFindings},
 	{Code: CodeWALDir, Runbook: diagnostics.RunbookSlotRetention, eval: walDirFindings},
 	{Code: CodeDeadlocks, Runbook: diagnostics.StepBlocking, eval: deadlockFindings},
+	{Code: CodeEngineStalled, Runbook: diagnostics.StepBlocking, AlsoRunbooks: []string{diagnostics.RunbookPreparedXact},
+		Actions: []string{ActionBackendCancel, ActionBackendTerminate, ActionPreparedRollback}, eval: engineStalledFindings},
 }
 
 // Rules lists the rule of every finding code, in listing order. The slice
@@ -196,16 +198,19 @@ func stepOf(check string) string {
 }
 
 // rootBlockerFindings: a root blocker others have waited behind for
-// RootBlockerWait. Terminate comes first for a root idle in transaction,
-// which has no statement to cancel.
+// RootBlockerWait, with RootActions. The finding says what the root holds
+// that its waiters want, names the head of a lock queue (a request that
+// waits while others queue behind it) and lists the jobs waiting in its
+// branch.
 func rootBlockerFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding {
 	var out []Finding
-	for _, n := range r.Blocking {
+	for i, n := range r.Blocking {
 		if !n.IsRoot || n.BlockedCount == 0 || n.MaxWaitSeconds < t.RootBlockerWait.Seconds() {
 			continue
 		}
+		branch := diagnostics.Subtree(r.Blocking, i)
 		if n.IsPrepared() {
-			out = append(out, preparedRootFinding(n))
+			out = append(out, preparedRootFinding(n, branch, r.BlockedJobs))
 			continue
 		}
 		subj := map[string]any{"pid": n.PID, "blocked_count": n.BlockedCount, "wait_seconds": round1(n.MaxWaitSeconds),
@@ -213,25 +218,55 @@ func rootBlockerFindings(r diagnostics.Round, t diagnostics.Thresholds) []Findin
 		if n.JobID != nil {
 			subj["job_id"] = *n.JobID
 		}
-		actions := []string{ActionBackendCancel, ActionBackendTerminate}
-		if strings.HasPrefix(n.State, "idle in transaction") {
-			actions = []string{ActionBackendTerminate, ActionBackendCancel}
-		}
 		out = append(out, Finding{Severity: SeverityCritical,
 			Title:   fmt.Sprintf("pid %d blocks %d %s", n.PID, n.BlockedCount, plural(n.BlockedCount, "backend", "backends")),
-			Subject: subj,
-			Evidence: fmt.Sprintf("%s: root pid %d (%s, application %q, transaction %s old) blocks %d; the longest has waited %s; query: %s",
-				diagnostics.CheckBlockingTree, n.PID, n.State, n.ApplicationName, seconds(n.XactAgeSeconds), n.BlockedCount, seconds(n.MaxWaitSeconds), short(n.Query)),
-			Actions: actions})
+			Subject: chainSubject(subj, n, branch, r.BlockedJobs),
+			Evidence: fmt.Sprintf("%s: root pid %d (%s, application %q, transaction %s old) blocks %d; the longest has waited %s%s; query: %s",
+				diagnostics.CheckBlockingTree, n.PID, n.State, n.ApplicationName, seconds(n.XactAgeSeconds), n.BlockedCount, seconds(n.MaxWaitSeconds),
+				chainEvidence(n, branch, r.BlockedJobs), short(n.Query)),
+			Actions: RootActions(n)})
 	}
 	return out
+}
+
+// chainSubject adds to a root finding's subject what is locked and how
+// (lock_type, lock_target, mode_held, mode_wanted), the head of a lock
+// queue in its branch (queue_head) and the jobs waiting there (jobs, each
+// with its page's url).
+func chainSubject(subj map[string]any, root diagnostics.BlockingNode, branch []diagnostics.BlockingNode, known []diagnostics.BlockedJob) map[string]any {
+	subj["lock_type"], subj["lock_target"] = root.LockType, root.LockTarget
+	subj["mode_held"], subj["mode_wanted"] = root.ModeHeld, root.ModeWanted
+	if head, ok := queueHead(branch); ok {
+		subj["queue_head"] = map[string]any{"pid": head.PID, "statement": statementHead(head.Query),
+			"mode_wanted": head.ModeWanted, "lock_target": head.LockTarget, "blocked_count": head.BlockedCount}
+	}
+	if jobs := jobsBehind(branch, known); len(jobs) > 0 {
+		subj["jobs"] = jobs
+	}
+	return subj
+}
+
+// chainEvidence is the evidence's account of the chain, each part led by
+// "; ": the lock, the queue head, the jobs.
+func chainEvidence(root diagnostics.BlockingNode, branch []diagnostics.BlockingNode, known []diagnostics.BlockedJob) string {
+	var b strings.Builder
+	if l := root.LockText(); l != "" {
+		b.WriteString("; it " + l)
+	}
+	if head, ok := queueHead(branch); ok {
+		b.WriteString("; " + queueHeadText(root, head, branch))
+	}
+	if jobs := jobsBehind(branch, known); len(jobs) > 0 {
+		fmt.Fprintf(&b, "; %d %s wait behind it: %s", len(jobs), plural(len(jobs), "job", "jobs"), jobsBehindText(jobs))
+	}
+	return b.String()
 }
 
 // preparedRootFinding: a prepared transaction at the root of the tree. No
 // process holds its locks, so there is nothing to cancel or terminate: only
 // COMMIT PREPARED or ROLLBACK PREPARED by gid releases them, and the
 // finding links the prepared-transaction runbook.
-func preparedRootFinding(n diagnostics.BlockingNode) Finding {
+func preparedRootFinding(n diagnostics.BlockingNode, branch []diagnostics.BlockingNode, known []diagnostics.BlockedJob) Finding {
 	subj := map[string]any{"gid": n.GID, "blocked_count": n.BlockedCount, "wait_seconds": round1(n.MaxWaitSeconds),
 		"owner": n.Owner, "database": n.Database, "age_seconds": round1(n.XactAgeSeconds)}
 	if n.PreparedAt != nil {
@@ -239,12 +274,12 @@ func preparedRootFinding(n diagnostics.BlockingNode) Finding {
 	}
 	return Finding{Severity: SeverityCritical,
 		Title:   fmt.Sprintf("Prepared transaction %q blocks %d %s", n.GID, n.BlockedCount, plural(n.BlockedCount, "backend", "backends")),
-		Subject: subj,
-		Evidence: fmt.Sprintf("%s: prepared transaction %q (prepared at %s by %s in %s, %s old) holds locks %d %s wait for; the longest has waited %s; no process holds it, only COMMIT/ROLLBACK PREPARED releases it",
+		Subject: chainSubject(subj, n, branch, known),
+		Evidence: fmt.Sprintf("%s: prepared transaction %q (prepared at %s by %s in %s, %s old) holds locks %d %s wait for; the longest has waited %s%s; no process holds it, only COMMIT/ROLLBACK PREPARED releases it",
 			diagnostics.CheckBlockingTree, n.GID, timeText(n.PreparedAt), n.Owner, databaseText(n.Database), seconds(n.XactAgeSeconds), n.BlockedCount,
-			plural(n.BlockedCount, "backend", "backends"), seconds(n.MaxWaitSeconds)),
+			plural(n.BlockedCount, "backend", "backends"), seconds(n.MaxWaitSeconds), chainEvidence(n, branch, known)),
 		Runbook: diagnostics.RunbookURL(diagnostics.RunbookPreparedXact),
-		Actions: []string{ActionPreparedRollback}}
+		Actions: RootActions(n)}
 }
 
 // idleInTransaction reports whether a session counts as idle in

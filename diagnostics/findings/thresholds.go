@@ -46,6 +46,7 @@ func sizeSetting(f func(*diagnostics.Thresholds) *int64) thresholdSetting {
 // "queue.backlog=5000" the count.
 var thresholdSettings = map[string][]thresholdSetting{
 	CodeRootBlocker:       {durSetting(func(t *diagnostics.Thresholds) *time.Duration { return &t.RootBlockerWait })},
+	CodeEngineStalled:     {durSetting(func(t *diagnostics.Thresholds) *time.Duration { return &t.RootBlockerWait })},
 	CodeIdleInTransaction: {durSetting(func(t *diagnostics.Thresholds) *time.Duration { return &t.IdleInTransaction })},
 	CodeLongRunning:       {durSetting(func(t *diagnostics.Thresholds) *time.Duration { return &t.LongRunningTx })},
 	CodeQueueBacklog:      {durSetting(func(t *diagnostics.Thresholds) *time.Duration { return &t.QueueBacklogAge }), countSetting(func(t *diagnostics.Thresholds) *int64 { return &t.QueueBacklogReady })},
