@@ -51,6 +51,15 @@ type Config struct {
 	Thresholds *Thresholds
 	// Budget bounds one Findings round; default 5s.
 	Budget time.Duration
+	// SlowInterval is how often the shared rounds (LatestRound) and the
+	// Sampler read the checks that scan the whole catalog (SlowChecks);
+	// default 2m. In between they reuse the last read, dated by
+	// Round.SlowAt, so a schema of 20,000 tables costs the server one scan
+	// per SlowInterval, not one per round.
+	SlowInterval time.Duration
+	// SlowBudget bounds one read of those checks, apart from Budget;
+	// default 10s.
+	SlowBudget time.Duration
 	// WALSampleWindow is how far apart the two WAL positions of a Findings
 	// round are when no recent sample exists (from a previous round or the
 	// Sampler); default 1s.
@@ -80,6 +89,8 @@ func (c Config) withDefaults() Config {
 	orDefault(&c.LockTimeout, 200*time.Millisecond)
 	orDefault(&c.MaxConns, 4)
 	orDefault(&c.Budget, 5*time.Second)
+	orDefault(&c.SlowInterval, 2*time.Minute)
+	orDefault(&c.SlowBudget, 10*time.Second)
 	orDefault(&c.WALSampleWindow, time.Second)
 	orDefault(&c.RoundMaxAge, 3*time.Second)
 	orDefault(&c.PanelMaxAge, 5*time.Second)
@@ -106,8 +117,10 @@ type Diagnostics struct {
 	// leave this process's diagnostics backends out by pid.
 	own *ownpid.Set
 
-	server    *Cache[Server]
-	rounds    *Cache[Round]
+	server *Cache[Server]
+	rounds *Cache[Round]
+	// slow is the last read of the catalog-wide checks (see slowRound).
+	slow      *Cache[Round]
 	roundsRun atomic.Int64 // rounds run for LatestRound
 	// panels share each catalog check's latest result among every viewer
 	// (see Panel).
@@ -163,6 +176,7 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 	d := &Diagnostics{cfg: cfg, pool: pool, watchPool: watch, own: own}
 	d.server = NewCache(d.readServerInfo, CacheConfig{MaxAge: cfg.ServerInfoMaxAge, NowFunc: cfg.NowFunc})
 	d.rounds = NewCache(d.sharedRound, CacheConfig{MaxAge: cfg.RoundMaxAge, NowFunc: cfg.NowFunc})
+	d.slow = NewCache(d.slowRound, CacheConfig{MaxAge: cfg.SlowInterval, NowFunc: cfg.NowFunc})
 	d.panels = d.newPanelCaches()
 	if cfg.Thresholds != nil {
 		d.thresholds = *cfg.Thresholds

@@ -97,16 +97,25 @@ func (s *Server) findingsAPI(c echo.Context) error {
 	if err != nil {
 		return fmt.Errorf("wait for a diagnostics round: %w", err)
 	}
-	return c.JSON(http.StatusOK, diagnostics.Report{GeneratedAt: round.At,
-		Findings: diagnostics.Evaluate(round, s.cfg.Diagnostics.Thresholds())})
+	return c.JSON(http.StatusOK, diagnostics.NewReport(round, s.cfg.Diagnostics.Thresholds()))
 }
 
 // overviewModel maps a diagnostics round to the overview's view model.
 func overviewModel(r diagnostics.Round, findings []diagnostics.Finding, th diagnostics.Thresholds, role string, now time.Time) views.Overview {
-	m := views.Overview{GeneratedAt: r.At.UTC().Format(time.RFC3339), AsOf: "as of " + r.At.UTC().Format("15:04:05") + " UTC"}
+	m := views.Overview{GeneratedAt: r.At.UTC().Format(time.RFC3339), AsOf: "as of " + r.At.UTC().Format("15:04:05") + " UTC" + slowAsOf(r)}
 	m.Findings = findingRows(findings, role)
 	m.Tiles = overviewTiles(r, findings, th)
 	return m
+}
+
+// slowAsOf says how old the round's catalog-wide checks are when a shared
+// round reused the slow clock's read of them; "" when the round read them.
+func slowAsOf(r diagnostics.Round) string {
+	if r.SlowAt.IsZero() || r.SlowAge() < time.Second {
+		return ""
+	}
+	return "; catalog checks (" + strings.Join(diagnostics.SlowChecks(), ", ") + ") as of " + clock(r.SlowAt) + " UTC, " +
+		humanize.Seconds(r.SlowAge().Seconds()) + " old"
 }
 
 // overviewTiles are the numbers that matter, each with its state taken from

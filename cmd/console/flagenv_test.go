@@ -20,6 +20,8 @@ func TestBadConfigurationIsRefused(t *testing.T) {
 		{"serve", "CONSOLE_SIGNAL_ANY_DATABASE", "2", "true or false"},
 		{"serve", "CONSOLE_HISTORY_INTERVAL", "10", "duration with its unit"},
 		{"serve", "CONSOLE_HISTORY_INTERVAL", "0s", "use 1s to 10m"},
+		{"serve", "CONSOLE_SLOW_INTERVAL", "2", "duration with its unit"},
+		{"serve", "CONSOLE_SLOW_INTERVAL", "1s", "use 10s to 1h"},
 		{"serve", "CONSOLE_METRICS", "public", "use open, token or off"},
 		{"serve", "CONSOLE_REQUIRE_DATABASE_URL", "yes", "true or false"},
 		{"serve", "CONSOLE_PROXY_ROLES", "alice=root", "USER=ROLE"},
@@ -58,5 +60,9 @@ func TestEnvironmentStandsInForFlags(t *testing.T) {
 	c, err = parseServe(nil, envMap())
 	require.NoError(t, err)
 	require.Equal(t, 10*time.Second, c.HistoryInterval, "the default")
+	require.Equal(t, 2*time.Minute, c.SlowInterval, "the default")
+	c, err = parseServe(nil, envMap("CONSOLE_SLOW_INTERVAL", "5m"))
+	require.NoError(t, err)
+	require.Equal(t, 5*time.Minute, c.SlowInterval)
 	require.Equal(t, "127.0.0.1:8080", c.Addr)
 }
