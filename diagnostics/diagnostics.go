@@ -142,6 +142,8 @@ type Diagnostics struct {
 	checkpoints counterWindow[CheckpointerStat]
 	conflicts   map[string]*counterWindow[StandbyConflict]
 	sampler     *Sampler
+	// watchers are the lock watchers, one per pool they poll on.
+	watchers map[*pgxpool.Pool]*lockWatcher
 }
 
 // standbyPool is the pool of one standby of Config.StandbyURLs.
@@ -449,9 +451,9 @@ func (s *session) end() {
 }
 
 // run runs fn in a savepoint of the session, watching for lock waits: while
-// the statement runs past a quarter of the lock timeout, another connection
-// asks pg_blocking_pids who it waits for, so a lock timeout can say "locked
-// by pid N". When the watcher saw nothing (a loaded server answers late),
+// the statement runs past a quarter of the lock timeout, the pool's
+// lockWatcher asks pg_blocking_pids on another connection who it waits for,
+// so a lock timeout can say "locked by pid N". When the watcher saw nothing (a loaded server answers late),
 // the holders of ACCESS EXCLUSIVE locks on tables, the only mode a reader
 // waits for, are asked instead.
 func (s *session) run(ctx context.Context, check string, tables []string, fn func(context.Context, DBTX) error) probe {
@@ -465,18 +467,18 @@ func (s *session) run(ctx context.Context, check string, tables []string, fn fun
 		p.Took = time.Since(start)
 		return p
 	}
-	stop := make(chan struct{})
-	blockers := make(chan []int32, 1)
-	if lockGraphReads[check] {
-		// It reads the lock tables themselves and waits on no lock a
-		// watcher could name: watching it would only double its cost.
-		blockers <- nil
-	} else {
-		go s.watch(ctx, stop, blockers)
+	// A check that reads the lock tables itself waits on no lock a watcher
+	// could name: watching it would only double its cost.
+	var watched *watchedStatement
+	w := s.d.watcherOf(s.pool)
+	if !lockGraphReads[check] {
+		watched = w.watch(s.pid, min(max(s.d.cfg.LockTimeout/4, 10*time.Millisecond), 100*time.Millisecond),
+			min(max(s.d.cfg.LockTimeout/8, 10*time.Millisecond), 50*time.Millisecond))
 	}
 	err = fn(ctx, sp)
-	close(stop)
-	p.LockedBy = <-blockers
+	if watched != nil {
+		p.LockedBy = w.done(watched)
+	}
 	if err != nil {
 		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		sp.Rollback(rctx)
@@ -504,39 +506,20 @@ var lockGraphReads = map[string]bool{CheckBlockingTree: true, CheckLockWaits: tr
 // maxWatchInterval bounds the lock watcher's backoff between polls.
 const maxWatchInterval = time.Second
 
-// watch polls pg_blocking_pids of the session's backend while a statement
-// runs, from a quarter of the lock timeout on, and sends the last non-empty
-// answer once stop is closed (a poll in flight is allowed to finish). The
-// wait between polls doubles up to maxWatchInterval, so a slow statement
-// costs a few polls, not one every 50ms. The loop is bounded by the
-// statement (statement_timeout).
-func (s *session) watch(ctx context.Context, stop <-chan struct{}, out chan<- []int32) {
-	var last []int32
-	defer func() { out <- last }()
-	delay := min(max(s.d.cfg.LockTimeout/4, 10*time.Millisecond), 100*time.Millisecond)
-	interval := min(max(s.d.cfg.LockTimeout/8, 10*time.Millisecond), 50*time.Millisecond)
-	t := time.NewTimer(delay)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
+// watcherOf returns the lock watcher of pool (the watcher pool, or a
+// standby's pool), made on first use.
+func (d *Diagnostics) watcherOf(pool *pgxpool.Pool) *lockWatcher {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	w := d.watchers[pool]
+	if w == nil {
+		if d.watchers == nil {
+			d.watchers = map[*pgxpool.Pool]*lockWatcher{}
 		}
-		qctx, cancel := context.WithTimeout(ctx, watchQueryTimeout)
-		var pids []int32
-		start := time.Now()
-		err := s.pool.QueryRow(qctx, "SELECT pg_blocking_pids($1)", int32(s.pid)).Scan(&pids)
-		s.d.cost.add(lockWatcherCost, time.Since(start))
-		cancel()
-		if err == nil && len(pids) > 0 {
-			last = pids
-		}
-		t.Reset(interval)
-		interval = min(2*interval, maxWatchInterval)
+		w = newLockWatcher(pool, &d.cost)
+		d.watchers[pool] = w
 	}
+	return w
 }
 
 // exclusiveHolders returns the backends holding or queued for an ACCESS
