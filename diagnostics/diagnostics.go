@@ -202,7 +202,7 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 // transaction pooler. The pool keeps floor connections open from the start
 // and recycles them only after a week (a recycled connection may not come
 // back while the server is full); above the floor, idle connections close
-// after a minute.
+// within a minute (queues.TrimIdle). maxConns is the hard bound.
 func newPool(url string, maxConns, floor int32, own *ownpid.Set, pooled bool) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -211,7 +211,7 @@ func newPool(url string, maxConns, floor int32, own *ownpid.Set, pooled bool) (*
 	own.Track(pc)
 	pc.MaxConns = maxConns
 	pc.MinConns = floor
-	pc.MaxConnIdleTime = time.Minute
+	queues.TrimIdle(pc)
 	if floor > 0 {
 		pc.MaxConnLifetime = 7 * 24 * time.Hour
 	}
