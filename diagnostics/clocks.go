@@ -16,6 +16,9 @@ import (
 // between reuse the slow clock's last read, and say how old it is
 // (Round.SlowAt).
 
+// Config returns the configuration d runs with, defaults filled in.
+func (d *Diagnostics) Config() Config { return d.cfg }
+
 // SlowChecks names the catalog-wide checks, in catalog order.
 func SlowChecks() []string {
 	var out []string
