@@ -65,3 +65,23 @@ func TestSlowChecksReuseTheirLastRead(t *testing.T) {
 	require.Len(t, r.Invalid, 1)
 	require.Equal(t, "dup_x_idx", r.Invalid[0].Index)
 }
+
+// A panel older than PanelMaxAge is served at once, with its age, while the
+// next read runs for the callers after it: no viewer waits for a query but
+// the first.
+func TestPanelServesItsLastResultWhileItRereads(t *testing.T) {
+	ctx, dbURL := freshDB(t)
+	clock := newFakeClock()
+	d := open(t, dbURL, diagnostics.Config{NowFunc: clock.Now, PanelMaxAge: 5 * time.Second})
+	first, ok := d.Panel(ctx, diagnostics.CheckActivity)
+	require.True(t, ok)
+	require.NoError(t, first.Err)
+
+	clock.Advance(6 * time.Second)
+	stale, _ := d.Panel(ctx, diagnostics.CheckActivity)
+	require.Equal(t, first.At, stale.At, "the last result is served while the next read runs")
+	testdb.Eventually(t, 30*time.Second, "the next read to be served", func() bool {
+		r, _ := d.Panel(ctx, diagnostics.CheckActivity)
+		return r.At.After(first.At)
+	})
+}

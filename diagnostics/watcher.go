@@ -98,9 +98,7 @@ func (w *lockWatcher) loop() {
 			select {
 			case <-t.C:
 			case <-w.wake:
-				if !t.Stop() {
-					<-t.C
-				}
+				t.Stop() // nothing stale is received after Stop (Go 1.23 timers)
 				continue
 			}
 		}
