@@ -147,6 +147,28 @@ func (c *Cache[T]) run(ctx context.Context) (val T, err error) {
 	return c.load(ctx)
 }
 
+// Stale returns what the newest load returned, whatever its age, and when
+// that is older than maxAge (zero means CacheConfig.MaxAge) starts a new
+// load in the background for the next caller, unless one runs. Only when
+// nothing was ever loaded does it wait, as Get does: for reads too costly
+// to make a caller wait for each time (the catalog-wide checks).
+func (c *Cache[T]) Stale(ctx context.Context, maxAge time.Duration) (T, error) {
+	if maxAge <= 0 {
+		maxAge = c.cfg.MaxAge
+	}
+	c.mu.Lock()
+	f := c.last
+	if f == nil {
+		c.mu.Unlock()
+		return c.Get(ctx, maxAge)
+	}
+	if !c.fresh(f, maxAge) && c.running == nil {
+		c.start(ctx)
+	}
+	c.mu.Unlock()
+	return f.val, f.err
+}
+
 // Last returns the newest value a load returned without error, whatever its
 // age, and whether there is one. It never loads or waits, for callers that
 // only need a hint (the server version that picks a query's text).

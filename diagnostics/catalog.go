@@ -41,18 +41,21 @@ func (d *Diagnostics) RunCatalog(ctx context.Context) []PanelResult {
 
 // Panel returns the latest result of one catalog check by name, shared by
 // every caller: the query runs at most once per Config.PanelMaxAge however
-// many people watch the panel (callers that arrive while it runs wait for
-// it), and Result.At says how old what is served is. The blocking tree is
-// the shared findings round's (LatestRound), which the overview and the
-// findings already pay for. standby_status merges the rows of every
-// configured standby (and reports the first failure). ok is false for an
-// unknown name.
+// many people watch the panel, and Result.At says how old what is served
+// is. No caller waits for it but the first: a result older than
+// PanelMaxAge is served while the next read runs for the callers after it
+// (Cache.Stale), so a panel answers at once however long its query takes
+// in a lock storm. A check that scans the whole catalog (SlowChecks) runs
+// at most once per Config.SlowInterval. The blocking tree is the shared findings round's (LatestRound), which the
+// overview and the findings already pay for. standby_status merges the rows
+// of every configured standby (and reports the first failure). ok is false
+// for an unknown name.
 func (d *Diagnostics) Panel(ctx context.Context, name string) (PanelResult, bool) {
 	c, ok := d.panels[name]
 	if !ok {
 		return PanelResult{}, false
 	}
-	r, err := c.Get(ctx, 0)
+	r, err := c.Stale(ctx, 0)
 	if err != nil { // ctx ended while the shared query ran; it goes on for the next caller
 		return PanelResult{Name: name, SQL: d.SQL(name), Err: err, TimedOut: true, At: d.now()}, true
 	}
@@ -80,7 +83,11 @@ func (d *Diagnostics) newPanelCaches() map[string]*Cache[PanelResult] {
 		if c.Name == CheckBlockingTree {
 			load = d.treeFromRound
 		}
-		out[c.Name] = NewCache(load, CacheConfig{MaxAge: d.cfg.PanelMaxAge, NowFunc: d.cfg.NowFunc})
+		maxAge := d.cfg.PanelMaxAge
+		if c.slow {
+			maxAge = max(maxAge, d.cfg.SlowInterval)
+		}
+		out[c.Name] = NewCache(load, CacheConfig{MaxAge: maxAge, NowFunc: d.cfg.NowFunc})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package diagnostics
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
@@ -88,6 +89,12 @@ type Check struct {
 	panel func(d *Diagnostics, ctx context.Context) PanelResult
 	// round reads the query in a findings round; nil when rounds skip it.
 	round *roundPart
+	// slow marks a check that reads the whole catalog (every table, index
+	// or sequence), so its cost grows with the schema, not with the
+	// incident: the shared rounds read it on the slow clock
+	// (Config.SlowInterval, within Config.SlowBudget) and reuse that read
+	// in between (Round.SlowAt), and the sampler takes its rows from there.
+	slow bool
 	// metrics marks a check whose section of the round the Collector
 	// exports: when the check fails, the Collector serves its last good
 	// value.
@@ -659,6 +666,7 @@ func init() {
 			EmptyTitle: "No table statistics yet.",
 			panel:      typed((*Diagnostics).TableVacuum),
 			round:      section(func(r *Round) *[]TableStat { return &r.Tables }, ignoreRound(TableVacuum)),
+			slow:       true,
 			metrics:    true,
 			sample:     sampleTables,
 			Columns: []Column{
@@ -683,6 +691,7 @@ func init() {
 			EmptyWhy:   " An index left invalid by a failed CREATE INDEX CONCURRENTLY would show here.",
 			panel:      typed((*Diagnostics).InvalidIndexes),
 			round:      section(func(r *Round) *[]InvalidIndex { return &r.Invalid }, ignoreRound(InvalidIndexes)),
+			slow:       true,
 			Columns: []Column{
 				textCol("schema", AsText, func(r InvalidIndex) string { return r.Schema }),
 				textCol("index", AsText, func(r InvalidIndex) string { return r.Index }),
@@ -722,6 +731,7 @@ func init() {
 			EmptyTitle: "No sequences.",
 			panel:      typed((*Diagnostics).SequenceExhaustion),
 			round:      section(func(r *Round) *[]SequenceUse { return &r.Sequences }, ignoreRound(SequenceExhaustion)),
+			slow:       true,
 			Columns: []Column{
 				textCol("sequence", AsCode, func(r SequenceUse) string { return r.Sequence }),
 				textCol("data_type", AsText, func(r SequenceUse) string { return r.DataType }),
@@ -737,6 +747,7 @@ func init() {
 			Name: CheckWraparound, Title: "Transaction ID and multixact wraparound", Step: StepVerification,
 			panel: typed((*Diagnostics).Wraparound),
 			round: section(func(r *Round) *[]WraparoundAge { return &r.Wraparound }, ignoreRound(Wraparound)),
+			slow:  true,
 			Columns: []Column{
 				textCol("kind", AsText, func(r WraparoundAge) string { return r.Kind }),
 				textCol("database", AsText, func(r WraparoundAge) string { return r.Database }),
@@ -933,6 +944,10 @@ type sampleState struct {
 	sample     *Sample
 	version    int
 	thresholds Thresholds
+	// slow returns the slow clock's last read of the catalog-wide checks,
+	// which the sampler takes their rows from instead of reading them
+	// itself every sample.
+	slow func(context.Context) Round
 }
 
 // sampleWALPosition also dates the sample by the server's clock.
@@ -1057,7 +1072,11 @@ func samplePrepared(ctx context.Context, db DBTX, s *sampleState) error {
 	return err
 }
 
-func sampleTables(ctx context.Context, db DBTX, s *sampleState) (err error) {
-	s.sample.Tables, err = TableVacuum(ctx, db)
-	return err
+func sampleTables(ctx context.Context, _ DBTX, s *sampleState) error {
+	r := s.slow(ctx)
+	if r.Failed(CheckTableVacuum) {
+		return fmt.Errorf("%s on the slow clock failed", CheckTableVacuum)
+	}
+	s.sample.Tables = r.Tables
+	return nil
 }

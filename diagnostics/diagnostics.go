@@ -51,6 +51,15 @@ type Config struct {
 	Thresholds *Thresholds
 	// Budget bounds one Findings round; default 5s.
 	Budget time.Duration
+	// SlowInterval is how often the shared rounds (LatestRound) and the
+	// Sampler read the checks that scan the whole catalog (SlowChecks);
+	// default 2m. In between they reuse the last read, dated by
+	// Round.SlowAt, so a schema of 20,000 tables costs the server one scan
+	// per SlowInterval, not one per round.
+	SlowInterval time.Duration
+	// SlowBudget bounds one read of those checks, apart from Budget;
+	// default 10s.
+	SlowBudget time.Duration
 	// WALSampleWindow is how far apart the two WAL positions of a Findings
 	// round are when no recent sample exists (from a previous round or the
 	// Sampler); default 1s.
@@ -80,6 +89,8 @@ func (c Config) withDefaults() Config {
 	orDefault(&c.LockTimeout, 200*time.Millisecond)
 	orDefault(&c.MaxConns, 4)
 	orDefault(&c.Budget, 5*time.Second)
+	orDefault(&c.SlowInterval, 2*time.Minute)
+	orDefault(&c.SlowBudget, 10*time.Second)
 	orDefault(&c.WALSampleWindow, time.Second)
 	orDefault(&c.RoundMaxAge, 3*time.Second)
 	orDefault(&c.PanelMaxAge, 5*time.Second)
@@ -106,8 +117,10 @@ type Diagnostics struct {
 	// leave this process's diagnostics backends out by pid.
 	own *ownpid.Set
 
-	server    *Cache[Server]
-	rounds    *Cache[Round]
+	server *Cache[Server]
+	rounds *Cache[Round]
+	// slow is the last read of the catalog-wide checks (see slowRound).
+	slow      *Cache[Round]
 	roundsRun atomic.Int64 // rounds run for LatestRound
 	// panels share each catalog check's latest result among every viewer
 	// (see Panel).
@@ -132,6 +145,8 @@ type Diagnostics struct {
 	// deadlocks keeps the deadlock counters by database that rounds
 	// measure deadlocks against.
 	deadlocks counterWindow[map[string]int64]
+	// watchers are the lock watchers, one per pool they poll on.
+	watchers map[*pgxpool.Pool]*lockWatcher
 }
 
 // standbyPool is the pool of one standby of Config.StandbyURLs.
@@ -166,6 +181,7 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 	d := &Diagnostics{cfg: cfg, pool: pool, watchPool: watch, own: own}
 	d.server = NewCache(d.readServerInfo, CacheConfig{MaxAge: cfg.ServerInfoMaxAge, NowFunc: cfg.NowFunc})
 	d.rounds = NewCache(d.sharedRound, CacheConfig{MaxAge: cfg.RoundMaxAge, NowFunc: cfg.NowFunc})
+	d.slow = NewCache(d.slowRound, CacheConfig{MaxAge: cfg.SlowInterval, NowFunc: cfg.NowFunc})
 	d.panels = d.newPanelCaches()
 	if cfg.Thresholds != nil {
 		d.thresholds = *cfg.Thresholds
@@ -189,7 +205,7 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 // transaction pooler. The pool keeps floor connections open from the start
 // and recycles them only after a week (a recycled connection may not come
 // back while the server is full); above the floor, idle connections close
-// after a minute.
+// within a minute (queues.TrimIdle). maxConns is the hard bound.
 func newPool(url string, maxConns, floor int32, own *ownpid.Set, pooled bool) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -198,7 +214,7 @@ func newPool(url string, maxConns, floor int32, own *ownpid.Set, pooled bool) (*
 	own.Track(pc)
 	pc.MaxConns = maxConns
 	pc.MinConns = floor
-	pc.MaxConnIdleTime = time.Minute
+	queues.TrimIdle(pc)
 	if floor > 0 {
 		pc.MaxConnLifetime = 7 * 24 * time.Hour
 	}
@@ -438,9 +454,9 @@ func (s *session) end() {
 }
 
 // run runs fn in a savepoint of the session, watching for lock waits: while
-// the statement runs past a quarter of the lock timeout, another connection
-// asks pg_blocking_pids who it waits for, so a lock timeout can say "locked
-// by pid N". When the watcher saw nothing (a loaded server answers late),
+// the statement runs past a quarter of the lock timeout, the pool's
+// lockWatcher asks pg_blocking_pids on another connection who it waits for,
+// so a lock timeout can say "locked by pid N". When the watcher saw nothing (a loaded server answers late),
 // the holders of ACCESS EXCLUSIVE locks on tables, the only mode a reader
 // waits for, are asked instead.
 func (s *session) run(ctx context.Context, check string, tables []string, fn func(context.Context, DBTX) error) probe {
@@ -454,18 +470,18 @@ func (s *session) run(ctx context.Context, check string, tables []string, fn fun
 		p.Took = time.Since(start)
 		return p
 	}
-	stop := make(chan struct{})
-	blockers := make(chan []int32, 1)
-	if lockGraphReads[check] {
-		// It reads the lock tables themselves and waits on no lock a
-		// watcher could name: watching it would only double its cost.
-		blockers <- nil
-	} else {
-		go s.watch(ctx, stop, blockers)
+	// A check that reads the lock tables itself waits on no lock a watcher
+	// could name: watching it would only double its cost.
+	var watched *watchedStatement
+	w := s.d.watcherOf(s.pool)
+	if !lockGraphReads[check] {
+		watched = w.watch(s.pid, min(max(s.d.cfg.LockTimeout/4, 10*time.Millisecond), 100*time.Millisecond),
+			min(max(s.d.cfg.LockTimeout/8, 10*time.Millisecond), 50*time.Millisecond))
 	}
 	err = fn(ctx, sp)
-	close(stop)
-	p.LockedBy = <-blockers
+	if watched != nil {
+		p.LockedBy = w.done(watched)
+	}
 	if err != nil {
 		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		sp.Rollback(rctx)
@@ -493,39 +509,20 @@ var lockGraphReads = map[string]bool{CheckBlockingTree: true, CheckLockWaits: tr
 // maxWatchInterval bounds the lock watcher's backoff between polls.
 const maxWatchInterval = time.Second
 
-// watch polls pg_blocking_pids of the session's backend while a statement
-// runs, from a quarter of the lock timeout on, and sends the last non-empty
-// answer once stop is closed (a poll in flight is allowed to finish). The
-// wait between polls doubles up to maxWatchInterval, so a slow statement
-// costs a few polls, not one every 50ms. The loop is bounded by the
-// statement (statement_timeout).
-func (s *session) watch(ctx context.Context, stop <-chan struct{}, out chan<- []int32) {
-	var last []int32
-	defer func() { out <- last }()
-	delay := min(max(s.d.cfg.LockTimeout/4, 10*time.Millisecond), 100*time.Millisecond)
-	interval := min(max(s.d.cfg.LockTimeout/8, 10*time.Millisecond), 50*time.Millisecond)
-	t := time.NewTimer(delay)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
+// watcherOf returns the lock watcher of pool (the watcher pool, or a
+// standby's pool), made on first use.
+func (d *Diagnostics) watcherOf(pool *pgxpool.Pool) *lockWatcher {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	w := d.watchers[pool]
+	if w == nil {
+		if d.watchers == nil {
+			d.watchers = map[*pgxpool.Pool]*lockWatcher{}
 		}
-		qctx, cancel := context.WithTimeout(ctx, watchQueryTimeout)
-		var pids []int32
-		start := time.Now()
-		err := s.pool.QueryRow(qctx, "SELECT pg_blocking_pids($1)", int32(s.pid)).Scan(&pids)
-		s.d.cost.add(lockWatcherCost, time.Since(start))
-		cancel()
-		if err == nil && len(pids) > 0 {
-			last = pids
-		}
-		t.Reset(interval)
-		interval = min(2*interval, maxWatchInterval)
+		w = newLockWatcher(pool, &d.cost)
+		d.watchers[pool] = w
 	}
+	return w
 }
 
 // exclusiveHolders returns the backends holding or queued for an ACCESS

@@ -55,6 +55,10 @@ type Round struct {
 	Deadlocks     *DeadlockWindow
 	Tenants       []TenantBacklog
 	Unavailable   []Unavailable
+	// SlowAt is when the catalog-wide checks' rows (SlowChecks) were
+	// read: At when this round read them, earlier when a shared round
+	// reused the slow clock's read.
+	SlowAt time.Time
 	// Timings is how long each check took, by check name.
 	Timings map[string]time.Duration
 	// Took is the wall time of the round.
@@ -93,10 +97,14 @@ func (d *Diagnostics) LatestRound(ctx context.Context, maxAge time.Duration) (Ro
 // it expires as a failed read does.
 var errRoundFailed = errors.New("diagnostics round failed")
 
-// sharedRound runs a round for LatestRound's cache.
+// sharedRound runs a round for LatestRound's cache: the fast checks, and
+// the catalog-wide ones from the slow clock, read beside it when due.
 func (d *Diagnostics) sharedRound(ctx context.Context) (Round, error) {
 	d.roundsRun.Add(1)
-	r := d.Round(ctx)
+	slow := make(chan Round, 1)
+	go func() { r, _ := d.slow.Stale(ctx, 0); slow <- r }()
+	r := d.round(ctx, false)
+	withSlow(&r, <-slow)
 	for _, u := range r.Unavailable {
 		if name, _, _ := strings.Cut(u.Check, " "); name == CheckServerInfo || name == "connect" {
 			return r, fmt.Errorf("%w: %s: %s", errRoundFailed, name, u.Status)
@@ -108,12 +116,22 @@ func (d *Diagnostics) sharedRound(ctx context.Context) (Round, error) {
 // Round runs every check of a Findings round in one REPEATABLE READ, READ
 // ONLY transaction (one savepoint per check, in catalog order), within
 // Config.Budget, then reads each standby. A check that fails is listed in
-// Unavailable.
+// Unavailable. It reads the catalog-wide checks too (SlowChecks), so
+// Round.SlowAt is Round.At; the shared rounds (LatestRound) take those from
+// the slow clock instead.
 func (d *Diagnostics) Round(ctx context.Context) Round {
+	return d.round(ctx, true)
+}
+
+// round is Round; withSlow false leaves out the catalog-wide checks.
+func (d *Diagnostics) round(ctx context.Context, withSlow bool) Round {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Budget)
 	defer cancel()
 	r := Round{At: d.now().UTC(), Timings: map[string]time.Duration{}}
+	if withSlow {
+		r.SlowAt = r.At
+	}
 	t := d.Thresholds()
 	info, err := d.ServerInfo(ctx)
 	if err != nil {
@@ -139,22 +157,8 @@ func (d *Diagnostics) Round(ctx context.Context) Round {
 	}
 	defer endTx()
 
-	st := &roundState{round: &r, version: info.VersionNum, thresholds: t,
-		queueParams: QueueParams{DeadWindow: t.DeadLetterWindow, CountCap: max(DefaultCountCap, t.QueueBacklogReady, t.DeadLetters)}}
-	for _, c := range checks {
-		if c.round == nil {
-			continue
-		}
-		if ctx.Err() != nil {
-			r.Unavailable = append(r.Unavailable, Unavailable{Check: c.Name, Status: "skipped: findings budget exhausted", TimedOut: true, Err: ctx.Err()})
-			continue
-		}
-		p := s.run(ctx, c.Name, c.tables, func(ctx context.Context, db DBTX) error { return c.round.read(ctx, db, st) })
-		r.Timings[c.Name] = p.Took
-		if p.Err != nil {
-			r.Unavailable = append(r.Unavailable, unavailable(c.Name, p))
-		}
-	}
+	st := newRoundState(&r, info.VersionNum, t)
+	st.readChecks(ctx, s, func(c Check) bool { return withSlow || !c.slow })
 
 	endTx()
 

@@ -102,3 +102,31 @@ func TestConcurrentPanelsUnderLock(t *testing.T) {
 	}
 	require.Positive(t, named, "the watcher connection names the holder")
 }
+
+// Statements stuck behind one lock at the same time share one lock watcher:
+// three panels waiting together cost about the watcher polls one panel
+// waiting alone costs, not three times as many, and each still names the
+// holder.
+func TestConcurrentStatementsShareOneWatcher(t *testing.T) {
+	ctx, url := freshDB(t)
+	holder := lockJobs(t, url)
+	d := open(t, url, diagnostics.Config{StatementTimeout: 5 * time.Second, LockTimeout: 2 * time.Second, MaxConns: 4})
+	polls := func() int64 { return d.Cost()["lock_watcher"].Statements }
+
+	r := d.QueueHealth(ctx)
+	require.Contains(t, r.LockedBy, pidOf(holder), r.Status())
+	alone := polls()
+	require.GreaterOrEqual(t, alone, int64(3), "a statement waiting 2s is asked about several times")
+
+	const n = 3 // every query connection of the pool
+	results := make(chan diagnostics.Result[diagnostics.QueueStat], n)
+	for range n {
+		go func() { results <- d.QueueHealth(ctx) }()
+	}
+	for range n {
+		r := <-results
+		require.Contains(t, r.LockedBy, pidOf(holder), r.Status())
+	}
+	together := polls() - alone
+	require.LessOrEqual(t, together, alone+2, "%d statements waiting together cost %d polls; one alone cost %d", n, together, alone)
+}

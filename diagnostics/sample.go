@@ -76,7 +76,10 @@ func (d *Diagnostics) UseWALRate(rate func() (float64, bool)) {
 // it.
 func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Sample, v int) {
 	defer sess.end()
-	st := &sampleState{sample: smp, version: v, thresholds: d.Thresholds()}
+	st := &sampleState{sample: smp, version: v, thresholds: d.Thresholds(), slow: func(ctx context.Context) Round {
+		r, _ := d.slow.Stale(ctx, 0)
+		return r
+	}}
 	for _, c := range checks {
 		if c.sample == nil {
 			continue
@@ -86,6 +89,10 @@ func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Samp
 		}
 		if _, err := fileFor(c.Name, v); err != nil {
 			continue // the server is too old for it
+		}
+		if c.slow {
+			_ = c.sample(ctx, nil, st) // a failed read leaves the rows out, as a failed query does
+			continue
 		}
 		sess.run(ctx, c.Name, nil, func(ctx context.Context, db DBTX) error { return c.sample(ctx, db, st) })
 	}

@@ -25,21 +25,41 @@ const ApplicationName = "console-worker"
 // engine: its connections identify themselves as ApplicationName (unless
 // the string already names an application), their transactions are READ
 // COMMITTED whatever default_transaction_isolation the server, database or
-// role sets (see RequireReadCommitted), and the server does not end them
+// role sets (see RequireReadCommitted), the server does not end them
 // for idling (idle_session_timeout 0; the pool pings a connection idle for
 // a second before it hands it out, but a claim on one the server closed
-// within that second fails).
+// within that second fails), and the pool closes what a burst opened soon
+// after it (TrimIdle).
 func PoolConfig(connString string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
+	TrimIdle(cfg)
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = ApplicationName
 	}
 	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
 	cfg.ConnConfig.RuntimeParams["idle_session_timeout"] = "0"
 	return cfg, nil
+}
+
+// Idle connections above a pool's MinConns close once idle for PoolIdleTime;
+// the pool looks every PoolIdleCheck (locally: the check sends nothing to
+// the server). pgxpool's defaults (30 minutes, checked every minute) keep
+// what a burst opened for half an hour, each a server backend holding
+// memory and a slot of max_connections that a database under pressure
+// needs back.
+const (
+	PoolIdleTime  = 30 * time.Second
+	PoolIdleCheck = 15 * time.Second
+)
+
+// TrimIdle makes cfg's pool close idle connections above its MinConns
+// within PoolIdleTime + PoolIdleCheck (45s) of their last use.
+func TrimIdle(cfg *pgxpool.Config) {
+	cfg.MaxConnIdleTime = PoolIdleTime
+	cfg.HealthCheckPeriod = PoolIdleCheck
 }
 
 // poolerStartupParams are the startup parameters a pooler in transaction

@@ -101,17 +101,26 @@ func (s *Server) findingsAPI(c echo.Context) error {
 	if err != nil {
 		return fmt.Errorf("wait for a diagnostics round: %w", err)
 	}
-	return c.JSON(http.StatusOK, findings.Report{GeneratedAt: round.At,
-		Findings: findings.Evaluate(round, s.cfg.Diagnostics.Thresholds())})
+	return c.JSON(http.StatusOK, findings.NewReport(round, s.cfg.Diagnostics.Thresholds()))
 }
 
 // overviewModel maps a diagnostics round to the overview's view model.
 func overviewModel(r diagnostics.Round, list []findings.Finding, th diagnostics.Thresholds, role string, now time.Time) views.Overview {
-	m := views.Overview{GeneratedAt: r.At.UTC().Format(time.RFC3339), AsOf: "as of " + r.At.UTC().Format("15:04:05") + " UTC"}
+	m := views.Overview{GeneratedAt: r.At.UTC().Format(time.RFC3339), AsOf: "as of " + r.At.UTC().Format("15:04:05") + " UTC" + slowAsOf(r)}
 	m.Story = storyView(list, r.At, role)
 	m.Findings = findingRows(list, role)
 	m.Tiles = overviewTiles(r, list, th)
 	return m
+}
+
+// slowAsOf says how old the round's catalog-wide checks are when a shared
+// round reused the slow clock's read of them; "" when the round read them.
+func slowAsOf(r diagnostics.Round) string {
+	if r.SlowAt.IsZero() || r.SlowAge() < time.Second {
+		return ""
+	}
+	return "; catalog checks (" + strings.Join(diagnostics.SlowChecks(), ", ") + ") as of " + clock(r.SlowAt) + " UTC, " +
+		humanize.Seconds(r.SlowAge().Seconds()) + " old"
 }
 
 // narrativeOpts give the narrative each action's title and risk from the

@@ -23,6 +23,7 @@ import (
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/cmd/console/bench"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/pgserver"
 	"github.com/pgconsole/console/queues"
@@ -167,27 +168,40 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		defer pprof.StopCPUProfile()
 	}
 	var console, smallConsole *bench.Console
-	if bc.mode == "scale" {
-		c, stop, err := benchConsole(ctx, database)
+	var diag *diagnostics.Diagnostics
+	switch bc.mode {
+	case "scale":
+		// Every request of the overview and the findings API runs a round
+		// of its own: scale times the round, not the cache in front of it.
+		c, _, stop, err := benchConsole(ctx, database, diagnostics.Config{RoundMaxAge: time.Nanosecond}, 0)
 		if err != nil {
 			return err
 		}
 		defer stop()
 		console = c
 		if smallPool != nil {
-			c, stop, err := benchConsole(ctx, smallDatabase)
+			c, _, stop, err := benchConsole(ctx, smallDatabase, diagnostics.Config{RoundMaxAge: time.Nanosecond}, 0)
 			if err != nil {
 				return err
 			}
 			defer stop()
 			smallConsole = c
 		}
+	case "footprint":
+		// The console as `console serve` runs it: default caches and
+		// clocks, and the sampler every --history-interval's default.
+		c, d, stop, err := benchConsole(ctx, database, diagnostics.Config{}, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		console, diag = c, d
 	}
 	rep, err := bench.Run(ctx, bc.mode, bench.Config{
 		Pool: pool, URL: database, PoolSize: bc.pool,
 		Jobs: bc.jobs, Workers: bc.workers, Batch: bc.batch, Duration: bc.duration,
 		Small: bc.small, Large: bc.large, Requests: bc.requests, Scratch: !bc.force, Keep: bc.keep, Progress: stderr, Console: console,
-		SmallPool: smallPool, SmallConsole: smallConsole,
+		SmallPool: smallPool, SmallConsole: smallConsole, Diagnostics: diag,
 	})
 	if err != nil {
 		return err
@@ -271,6 +285,10 @@ func scratchDatabase(ctx context.Context, raw string, keep bool) (string, func()
 // room a server holding them would have (and its bulk load no checkpoint
 // storm).
 func benchSettings(mode string) map[string]string {
+	if mode == "footprint" {
+		// 300 waiters and 500 idle sessions beside the console.
+		return map[string]string{"max_connections": "900"}
+	}
 	if mode != "scale" {
 		return nil
 	}
@@ -278,10 +296,11 @@ func benchSettings(mode string) map[string]string {
 }
 
 // benchConsole serves the console over database on 127.0.0.1 (its own
-// pool and diagnostics, as `console serve` has, without the sampler or the
-// engine) and signs an operator in, so scale times every page end to end.
-// stop shuts the server down and closes what it opened.
-func benchConsole(ctx context.Context, database string) (c *bench.Console, stop func(), err error) {
+// pool and diagnostics with dcfg, as `console serve` has, without the
+// engine; a sampler every sample when it is positive) and signs an operator
+// in, so scale and footprint reach every page end to end. stop shuts the
+// server down and closes what it opened.
+func benchConsole(ctx context.Context, database string, dcfg diagnostics.Config, sample time.Duration) (c *bench.Console, diag *diagnostics.Diagnostics, stop func(), err error) {
 	var closers []func()
 	stop = func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -295,29 +314,35 @@ func benchConsole(ctx context.Context, database string) (c *bench.Console, stop 
 	}()
 	pool, err := openPool(ctx, database, "console", 10, nil, poolerConfig{})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	closers = append(closers, pool.Close)
-	// Every request of the overview and the findings API runs a round of
-	// its own: the bench times the round, not the cache in front of it.
-	diag, err := diagnostics.Open(ctx, database, diagnostics.Config{RoundMaxAge: time.Nanosecond})
+	diag, err = diagnostics.Open(ctx, database, dcfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open the diagnostics pool: %w", err)
+		return nil, nil, nil, fmt.Errorf("open the diagnostics pool: %w", err)
 	}
 	closers = append(closers, diag.Close)
+	var smp *sampler.Sampler
+	if sample > 0 {
+		smp = sampler.New(diag, sampler.Config{Interval: sample})
+		if err := smp.Start(ctx); err != nil {
+			return nil, nil, nil, fmt.Errorf("start the diagnostics sampler: %w", err)
+		}
+		closers = append(closers, smp.Stop)
+	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	runner, err := actions.NewRunner(pool, actions.RunnerConfig{Diagnostics: diag, Logger: quiet})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ws, err := web.New(web.Config{Pool: pool, Diagnostics: diag, Actions: runner, Database: target(database),
 		Version: version, Logger: quiet})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, nil, fmt.Errorf("listen for the bench console: %w", err)
+		return nil, nil, nil, fmt.Errorf("listen for the bench console: %w", err)
 	}
 	hs := ws.HTTPServer(web.HTTPTimeouts{})
 	go func() { _ = hs.Serve(ln) }()
@@ -328,7 +353,7 @@ func benchConsole(ctx context.Context, database string) (c *bench.Console, stop 
 	})
 	password := auth.NewSecret()
 	if _, err := auth.OperatorAdd(ctx, pool, "bench", auth.RoleOperator, password); err != nil {
-		return nil, nil, fmt.Errorf("add the bench operator: %w", err)
+		return nil, nil, nil, fmt.Errorf("add the bench operator: %w", err)
 	}
 	jar, _ := cookiejar.New(nil)
 	c = &bench.Console{URL: "http://" + ln.Addr().String(), Client: &http.Client{
@@ -336,7 +361,7 @@ func benchConsole(ctx context.Context, database string) (c *bench.Console, stop 
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
 	if err := c.SignIn(ctx, "bench", password); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return c, stop, nil
+	return c, diag, stop, nil
 }

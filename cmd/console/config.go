@@ -42,6 +42,10 @@ type serveConfig struct {
 	// EpisodeInterval is how often the lock-episode recorder looks at the
 	// ungranted locks (--episode-interval, default 1s; 0 turns it off).
 	EpisodeInterval time.Duration
+	// SlowInterval is how often the checks that scan the whole catalog
+	// (table statistics, invalid indexes, sequences, wraparound) are read
+	// (--slow-interval, default 2m); rounds in between reuse that read.
+	SlowInterval time.Duration
 	// Pooler says whether DATABASE_URL goes through a transaction pooler.
 	Pooler poolerConfig
 	// JobRetention is how long done jobs are kept (--job-retention); zero
@@ -179,7 +183,7 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 		"metrics": "CONSOLE_METRICS", "trusted-proxies": "CONSOLE_TRUSTED_PROXIES", "secure-cookies": "CONSOLE_SECURE_COOKIES",
 		"proxy-roles": "CONSOLE_PROXY_ROLES", "proxy-role-header": "CONSOLE_PROXY_ROLE_HEADER",
 		"signal-any-database": "CONSOLE_SIGNAL_ANY_DATABASE", "tls-cert": "CONSOLE_TLS_CERT", "tls-key": "CONSOLE_TLS_KEY",
-		"history-interval": "CONSOLE_HISTORY_INTERVAL", "episode-interval": "CONSOLE_EPISODE_INTERVAL",
+		"history-interval": "CONSOLE_HISTORY_INTERVAL", "episode-interval": "CONSOLE_EPISODE_INTERVAL", "slow-interval": "CONSOLE_SLOW_INTERVAL",
 	}
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&c.DataDir, "data-dir", "./var", "embedded PostgreSQL folder")
@@ -195,6 +199,7 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	fs.StringVar(&c.TLSKey, "tls-key", "", "TLS private key (PEM)")
 	fs.DurationVar(&c.HistoryInterval, "history-interval", 10*time.Second, "how often the flight recorder samples")
 	fs.DurationVar(&c.EpisodeInterval, "episode-interval", time.Second, "how often the lock-episode recorder looks at the ungranted locks; 0 turns it off")
+	fs.DurationVar(&c.SlowInterval, "slow-interval", 2*time.Minute, "how often the catalog-wide checks run")
 	var thresholds thresholdFlags
 	fs.Var(&thresholds, "threshold", "CODE=VALUE")
 	c.Relay = relayFlags(fs, fe)
@@ -232,6 +237,9 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	}
 	if c.EpisodeInterval != 0 && (c.EpisodeInterval < 100*time.Millisecond || c.EpisodeInterval > time.Minute) {
 		return c, usageError{fmt.Sprintf("--episode-interval (CONSOLE_EPISODE_INTERVAL) %s: use 100ms to 1m, or 0 to record no lock episodes", c.EpisodeInterval)}
+	}
+	if c.SlowInterval < 10*time.Second || c.SlowInterval > time.Hour {
+		return c, usageError{fmt.Sprintf("--slow-interval (CONSOLE_SLOW_INTERVAL) %s: use 10s to 1h", c.SlowInterval)}
 	}
 	c.TrustedProxies = splitList(*proxies)
 	if c.ProxyRoles, err = parseProxyRoles(*proxyRoles); err != nil {
@@ -387,7 +395,7 @@ func (c serveConfig) print(w io.Writer) {
 	if c.DatabaseURL == "" {
 		migrate = "always (embedded)"
 	}
-	fmt.Fprintf(w, "config: addr=%s database=%s migrate=%s metrics=%s history-interval=%s episode-interval=%s", c.Addr, db, migrate, c.Metrics, c.HistoryInterval, c.EpisodeInterval)
+	fmt.Fprintf(w, "config: addr=%s database=%s migrate=%s metrics=%s history-interval=%s episode-interval=%s slow-interval=%s", c.Addr, db, migrate, c.Metrics, c.HistoryInterval, c.EpisodeInterval, c.SlowInterval)
 	if c.TLSCert != "" {
 		fmt.Fprintf(w, " tls-cert=%s", c.TLSCert)
 	}

@@ -20,7 +20,8 @@ import (
 // that says what is wrong and what to do. A non-nil own gets the pids of the
 // pool's connections. Behind a transaction pooler the connections send only
 // what the pooler accepts at connect and use no server-side prepared
-// statement (queues.ForTransactionPooler).
+// statement (queues.ForTransactionPooler). What a burst opened closes
+// within a minute of it (queues.TrimIdle).
 func openPool(ctx context.Context, raw, appName string, maxConns int32, own *ownpid.Set, pooler poolerConfig) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
@@ -47,6 +48,7 @@ func openPool(ctx context.Context, raw, appName string, maxConns int32, own *own
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
+	queues.TrimIdle(cfg)
 	if own != nil {
 		own.Track(cfg)
 	}

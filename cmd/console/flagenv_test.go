@@ -26,6 +26,8 @@ func TestBadConfigurationIsRefused(t *testing.T) {
 		{"worker", "CONSOLE_JOB_RETENTION", "30s", "at least 1h"},
 		{"serve", "CONSOLE_EPISODE_INTERVAL", "1", "duration with its unit"},
 		{"serve", "CONSOLE_EPISODE_INTERVAL", "10ms", "use 100ms to 1m, or 0"},
+		{"serve", "CONSOLE_SLOW_INTERVAL", "2", "duration with its unit"},
+		{"serve", "CONSOLE_SLOW_INTERVAL", "1s", "use 10s to 1h"},
 		{"serve", "CONSOLE_METRICS", "public", "use open, token or off"},
 		{"serve", "CONSOLE_REQUIRE_DATABASE_URL", "yes", "true or false"},
 		{"serve", "CONSOLE_PROXY_ROLES", "alice=root", "USER=ROLE"},
@@ -68,5 +70,9 @@ func TestEnvironmentStandsInForFlags(t *testing.T) {
 	c, err = parseServe(nil, envMap("CONSOLE_EPISODE_INTERVAL", "0"))
 	require.NoError(t, err)
 	require.Zero(t, c.EpisodeInterval, "0 turns the lock-episode recorder off")
+	require.Equal(t, 2*time.Minute, c.SlowInterval, "the default")
+	c, err = parseServe(nil, envMap("CONSOLE_SLOW_INTERVAL", "5m"))
+	require.NoError(t, err)
+	require.Equal(t, 5*time.Minute, c.SlowInterval)
 	require.Equal(t, "127.0.0.1:8080", c.Addr)
 }

@@ -122,7 +122,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	defer pool.Close()
 	gate.step("checking the schema and starting the diagnostics")
 	diag, err := diagnostics.Open(ctx, dbURL, diagnostics.Config{StandbyURLs: cfg.StandbyURLs, Thresholds: &cfg.Thresholds,
-		ServerInfoMaxAge: roleRecheck, TransactionPooler: cfg.Pooler.transaction()})
+		ServerInfoMaxAge: roleRecheck, TransactionPooler: cfg.Pooler.transaction(), SlowInterval: cfg.SlowInterval})
 	if err != nil {
 		return fmt.Errorf("open the diagnostics pool: %w", err)
 	}

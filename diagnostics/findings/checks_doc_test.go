@@ -31,6 +31,15 @@ func checksDoc() string {
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | [%s](%s) | %s |\n", c.Name, c.Title, c.Step, diagnostics.RunbookURL(c.Step), nonEmpty(strings.Join(also, ", "), "-"))
 	}
+	slow := []string{}
+	for _, name := range diagnostics.SlowChecks() {
+		slow = append(slow, "`"+name+"`")
+	}
+	fmt.Fprintf(&b, "\nThe checks that scan the whole catalog (%s) run on a slow clock: the shared rounds of the pages, "+
+		"`/api/v1/findings` and `/metrics`, and the sampler, read them every `--slow-interval` (default 2m, "+
+		"`CONSOLE_SLOW_INTERVAL`) and reuse that read in between, shown with its age "+
+		"(`slow_checks_at` and `slow_checks_age_seconds` in `/api/v1/findings`). `console findings` reads them every time.\n",
+		strings.Join(slow, ", "))
 	b.WriteString("\n### Privileges and what SQL cannot see\n\n")
 	b.WriteString("The checks read statistics views; give the console's diagnostics role `pg_monitor` " +
 		"(the `console_monitor` role has it). Without it, `wal_dir` reports `readable = false` and " +

@@ -43,7 +43,26 @@ type Finding struct {
 // Report is the answer of GET /api/v1/findings and `console findings --json`.
 type Report struct {
 	GeneratedAt time.Time `json:"generated_at"`
-	Findings    []Finding `json:"findings"`
+	// SlowChecksAt is when the catalog-wide checks (diagnostics.SlowChecks)
+	// were read: the shared rounds read them every Config.SlowInterval and
+	// reuse that read in between, so their findings may be older than
+	// GeneratedAt by SlowChecksAgeSeconds. Both are omitted from a report
+	// not made from a round (NewReport).
+	SlowChecksAt         time.Time `json:"slow_checks_at,omitzero"`
+	SlowChecksAgeSeconds *float64  `json:"slow_checks_age_seconds,omitempty"`
+	SlowChecks           []string  `json:"slow_checks,omitempty"`
+	Findings             []Finding `json:"findings"`
+}
+
+// NewReport evaluates r against t into the report GET /api/v1/findings and
+// `console findings --json` print.
+func NewReport(r diagnostics.Round, t diagnostics.Thresholds) Report {
+	rep := Report{GeneratedAt: r.At, Findings: Evaluate(r, t)}
+	if !r.SlowAt.IsZero() {
+		age := r.SlowAge().Seconds()
+		rep.SlowChecksAt, rep.SlowChecksAgeSeconds, rep.SlowChecks = r.SlowAt, &age, diagnostics.SlowChecks()
+	}
+	return rep
 }
 
 // Finding codes: each has one Rule, and thresholds are set by code
@@ -101,7 +120,7 @@ func Run(ctx context.Context, d *diagnostics.Diagnostics) (Report, error) {
 		return Report{}, err
 	}
 	r := d.Round(ctx)
-	return Report{GeneratedAt: r.At, Findings: Evaluate(r, d.Thresholds())}, nil
+	return NewReport(r, d.Thresholds()), nil
 }
 
 func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }

@@ -8,6 +8,8 @@
 -- NULL-safe: pg_get_indexdef is NULL for an index dropped while the
 -- statement runs and is coalesced to ''; a progress row this role may not
 -- read (NULL relid and index_relid) matches nothing, so the index is listed.
+-- At most 100 rows, by schema and name: a schema with more invalid indexes
+-- than that has one problem to fix, not a list to read.
 SELECT n.nspname::text                          AS schema_name,
        ic.relname::text                         AS index_name,
        tc.relname::text                         AS table_name,
@@ -26,3 +28,4 @@ WHERE (NOT i.indisvalid OR NOT i.indisready)
          OR (p.relid = i.indrelid AND p.command = 'REINDEX CONCURRENTLY'
              AND ic.relname LIKE '%\_ccnew%')))
 ORDER BY n.nspname, ic.relname
+LIMIT 100

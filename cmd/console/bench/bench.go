@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/sqlset"
 )
 
@@ -51,6 +52,10 @@ type Config struct {
 	// Console is a signed-in session on a console serving this database:
 	// scale times every page through it. Nil times only the claim.
 	Console *Console
+	// Diagnostics is the diagnostics of Console's console, whose cost
+	// ledger footprint reads; the console's sampler runs as `console
+	// serve`'s does.
+	Diagnostics *diagnostics.Diagnostics
 	// SmallPool and SmallConsole are a second database and its console for
 	// scale's small table, so both sizes are measured side by side; nil
 	// builds both sizes in Pool, one after the other.
@@ -123,6 +128,7 @@ type mode struct {
 var modes = []mode{
 	{"burn", Burn}, {"continuous", Continuous}, {"enqueue", Enqueue}, {"relay", Relay},
 	{"floor", Floor}, {"scale", Scale}, {"bloat", Bloat}, {"fairness", Fairness},
+	{"footprint", Footprint},
 }
 
 // Modes lists the modes Run knows, in the order `console help` shows them.
