@@ -53,7 +53,11 @@ func Main(m *testing.M) {
 func teardown() {
 	if template != "" && setupErr == nil && server == nil {
 		if conn, err := pgx.Connect(context.Background(), adminURL); err == nil {
-			conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{template}.Sanitize())
+			for _, db := range []string{template, ownedTemplate} {
+				if db != "" {
+					conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{db}.Sanitize())
+				}
+			}
 			conn.Close(context.Background())
 		}
 	}

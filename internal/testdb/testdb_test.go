@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/migrations"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -67,4 +70,31 @@ func TestEventually(t *testing.T) {
 		Eventually(r, 50*time.Millisecond, "nothing", failed)
 		require.Equal(t, "timed out after 50ms waiting for nothing", r.msg)
 	})
+}
+
+// An OwnedURL database is one OwnerRole owns, schema included, fully
+// migrated, and each is a database of its own: what the privilege tests
+// rely on when they grant `console roles sql` in it.
+func TestOwnedURLIsOwnedMigratedAndIsolated(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := Pool(t, OwnedURL(t)), Pool(t, OwnedURL(t))
+	var dbOwner string
+	require.NoError(t, a.QueryRow(ctx,
+		"SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database()").Scan(&dbOwner))
+	require.Equal(t, OwnerRole, dbOwner, "the database's owner")
+	require.Zero(t, Count(t, a, `SELECT count(*) FROM pg_class
+		WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p', 'v', 'S')
+		  AND pg_get_userbyid(relowner) <> $1
+		  AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.objid = pg_class.oid AND e.deptype = 'e')`, OwnerRole),
+		"tables, views and sequences not owned by %s", OwnerRole)
+	require.NotZero(t, Count(t, a, "SELECT count(*) FROM pg_extension WHERE extname = 'pg_stat_statements'"))
+	conn, err := pgx.Connect(ctx, AsUser(t, OwnedURL(t), OwnerRole))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = migrations.Check(ctx, conn)
+	require.NoError(t, err, "an owned database is fully migrated")
+	_, err = a.Exec(ctx, "INSERT INTO jobs (queue, kind) VALUES ('q', 'noop')")
+	require.NoError(t, err)
+	require.Zero(t, Count(t, b, "SELECT count(*) FROM jobs"), "databases must not share rows")
 }
