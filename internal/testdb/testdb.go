@@ -4,7 +4,8 @@
 // is started per test binary, on first use; a template database is migrated
 // once, and every test gets its own database cloned from it, which is fast
 // (no initdb, no migration per test). Call Main from the package's TestMain so
-// the server is stopped when the tests end.
+// the server is stopped when the tests end. The servers' folders are in
+// /dev/shm when it is a tmpfs and TMPDIR is unset, elsewhere in TMPDIR.
 //
 // TEST_DATABASE_URL points the harness at an existing server instead (it must
 // allow CREATE DATABASE); PG_BIN picks the server binaries (for example
