@@ -3,7 +3,10 @@ package testdb
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,4 +100,34 @@ func TestOwnedURLIsOwnedMigratedAndIsolated(t *testing.T) {
 	_, err = a.Exec(ctx, "INSERT INTO jobs (queue, kind) VALUES ('q', 'noop')")
 	require.NoError(t, err)
 	require.Zero(t, Count(t, b, "SELECT count(*) FROM jobs"), "databases must not share rows")
+}
+
+// The test clusters go to memory only when TMPDIR does not name another
+// place and shmDir is a tmpfs anyone may write to.
+func TestMemoryTempDir(t *testing.T) {
+	saved := shmDir
+	t.Cleanup(func() { shmDir = saved })
+	var fs syscall.Statfs_t
+	if syscall.Statfs("/dev/shm", &fs) == nil && fs.Type == tmpfsMagic {
+		t.Setenv("TMPDIR", "")
+		shmDir = "/dev/shm"
+		d, err := memoryTempDir("testdb-memory-")
+		require.NoError(t, err)
+		require.NotEmpty(t, d, "/dev/shm is a tmpfs: the clusters go there")
+		t.Cleanup(func() { os.Remove(d) })
+		require.Equal(t, "/dev/shm", filepath.Dir(d))
+		st, err := os.Stat(d)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o711), st.Mode().Perm(), "the PostgreSQL account passes through, nobody lists")
+
+		t.Setenv("TMPDIR", t.TempDir())
+		d, err = memoryTempDir("testdb-memory-")
+		require.NoError(t, err)
+		require.Empty(t, d, "TMPDIR set: it decides")
+	}
+	t.Setenv("TMPDIR", "")
+	shmDir = t.TempDir() // 0700, and not a tmpfs where /tmp is on disk
+	d, err := memoryTempDir("testdb-memory-")
+	require.NoError(t, err)
+	require.Empty(t, d, "a folder that is not a world-writable tmpfs is not used")
 }
