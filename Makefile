@@ -16,7 +16,7 @@ DB_PKGS := ./internal/... ./migrations/... ./queues/... ./diagnostics/... ./audi
 # server, the runtime roles) also run on 18; the rest of cmd/console and web run on 15.
 FLEET_TESTS := TestServeOnAStandby|TestServeAndWorkerThroughTransactionPooler|TestServeWaitsForAFullServer|TestServeAndWorkerAsRuntimeRoles|TestRolesSQL
 
-.PHONY: run build test test-pg18 check generate deps clean bench
+.PHONY: run build test test-short test-pg18 check generate deps clean bench
 
 ## run: install PostgreSQL if missing, build, start the console on its embedded default
 ##      (flags go through ARGS: make run ARGS="--addr 127.0.0.1:9090")
@@ -31,6 +31,11 @@ build:
 test: deps check
 	$(GO) test -race -count=1 -timeout 15m ./...
 	@$(MAKE) --no-print-directory test-pg18
+
+## test-short: the inner loop, `go test -short ./...`: unit and single-database tests, no -race
+##             (packages unchanged since their last pass answer from the test cache)
+test-short:
+	$(GO) test -short ./...
 
 ## test-pg18: the database-facing packages on PostgreSQL 18 (PKGS narrows them: make test-pg18 PKGS=./audit/...)
 test-pg18:

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/browser"
+	"github.com/pgconsole/console/internal/testdb"
 )
 
 // TestBrowserOperatorFlows walks the mission's other verbs in headless
@@ -16,6 +17,7 @@ import (
 // class, pause and throttle a queue, create an archive schedule and run it
 // now.
 func TestBrowserOperatorFlows(t *testing.T) {
+	testdb.SkipShort(t, "a browser test")
 	e := setup(t)
 	for _, q := range []string{
 		`INSERT INTO jobs (queue, kind, status, error_class, last_error, finished_at, attempts)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/browser"
+	"github.com/pgconsole/console/internal/testdb"
 )
 
 // TestBrowserPreviewThenExecute walks the action flow in headless Chromium
@@ -22,6 +23,7 @@ import (
 // kept in its box with its message; a schedule made with New schedule and
 // run now, its result linking to the job it enqueued.
 func TestBrowserPreviewThenExecute(t *testing.T) {
+	testdb.SkipShort(t, "a browser test")
 	e := setup(t)
 	ctx := context.Background()
 	db := e.srv.cfg.Pool

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/browser"
+	"github.com/pgconsole/console/internal/testdb"
 )
 
 // css is shorthand for a CSS selector.
@@ -29,6 +30,7 @@ func executeWith(reason, outcome string) []chromedp.Action[chromedp.Void] {
 // checks the page's frame and that htmx loaded under the CSP, and writes
 // screenshots of the sign-in page and the overview.
 func TestBrowserSignIn(t *testing.T) {
+	testdb.SkipShort(t, "a browser test")
 	e := setup(t)
 	ctx := browser.New(t, 60*time.Second)
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/browser"
+	"github.com/pgconsole/console/internal/testdb"
 )
 
 // hideTabJS makes the page see its tab hidden (true) or shown again
@@ -30,6 +31,7 @@ const hideTabJS = `((hidden) => {
 // is not in front asks nothing of the console (and so of the database)
 // while it is hidden, and refreshes its panels at once when it is shown.
 func TestBrowserHiddenTabDoesNotPoll(t *testing.T) {
+	testdb.SkipShort(t, "a browser test")
 	e := setup(t)
 	b := browser.New(t, 120*time.Second)
 	signIn(t, b, e.http.URL, "viewer")

@@ -82,6 +82,7 @@ func stageClearingChain(t *testing.T, dbURL string, hold time.Duration) (rootPID
 // after 30s; afterwards the API and the history page show the chain, its
 // root and the job behind the root as they were.
 func TestHistoryShowsALockChainAfterItCleared(t *testing.T) {
+	testdb.SkipShort(t, "a browser test")
 	t.Parallel()
 	e := setup(t)
 	c := e.signedIn(t, "viewer")

@@ -10,12 +10,14 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
@@ -88,8 +90,7 @@ func setupWith(t testing.TB, o setupOpts) *env {
 	require.NoError(t, err)
 	t.Cleanup(diag.Close)
 	for _, role := range []string{auth.RoleViewer, auth.RoleOperator, auth.RoleAdmin} {
-		_, err = auth.OperatorAdd(context.Background(), pool, role, role, testPassword)
-		require.NoError(t, err)
+		addTestOperator(t, pool, role)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if o.log != nil {
@@ -112,6 +113,25 @@ func setupWith(t testing.TB, o setupOpts) *env {
 	}
 	t.Cleanup(hs.Close)
 	return &env{srv: s, http: hs, url: url, superURL: superURL, owner: testdb.Pool(t, url)}
+}
+
+// testPasswordHash is testPassword's bcrypt hash at the cost
+// auth.OperatorAdd uses, made once: a hash costs tens of milliseconds of
+// CPU, and every setup adds three operators.
+var testPasswordHash = sync.OnceValues(func() ([]byte, error) {
+	return bcrypt.GenerateFromPassword([]byte(testPassword), bcrypt.DefaultCost)
+})
+
+// addTestOperator stores the operator named after role, with role and
+// testPassword, as auth.OperatorAdd would (its own tests are in
+// internal/auth) but with testPasswordHash.
+func addTestOperator(t testing.TB, pool *pgxpool.Pool, role string) {
+	t.Helper()
+	hash, err := testPasswordHash()
+	require.NoError(t, err)
+	_, err = pool.Exec(context.Background(),
+		"INSERT INTO operators (name, password_hash, role) VALUES ($1, $2, $3)", role, string(hash), role)
+	require.NoError(t, err, "add operator %s", role)
 }
 
 // client is a browser-like client: cookie jar, no redirect following, and

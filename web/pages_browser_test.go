@@ -23,6 +23,7 @@ import (
 // and writes a screenshot of each to the test output folder. The runbook and
 // action catalogue pages show no data; they must show their own content.
 func TestBrowserMainPages(t *testing.T) {
+	testdb.SkipShort(t, "a browser test")
 	e, smp := setupSampledByHand(t)
 	ctx := context.Background()
 	db := testdb.Pool(t, e.superURL) // a replication slot, a prepared transaction and CHECKPOINT need a superuser

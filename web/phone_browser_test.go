@@ -187,6 +187,7 @@ func TestBrowserPhone(t *testing.T) {
 // job, a queue, a session by pid and an incident, and the theme toggle
 // switches to dark, survives a reload and goes back to the system's.
 func TestBrowserFinish(t *testing.T) {
+	testdb.SkipShort(t, "a browser test")
 	e := setup(t)
 	ctx := context.Background()
 	db := e.srv.cfg.Pool

@@ -8,12 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/browser"
+	"github.com/pgconsole/console/internal/testdb"
 )
 
 // TestBrowserTenantThrottle: on a queue page the tenants table shows the
 // starved tenant first; its tenant.throttle button opens the action with
 // queue and tenant filled in, and the limit lands in tenant_limits.
 func TestBrowserTenantThrottle(t *testing.T) {
+	testdb.SkipShort(t, "a browser test")
 	e := setup(t)
 	e.exec(t, `
 		INSERT INTO jobs (queue, kind, tenant_id, available_at)

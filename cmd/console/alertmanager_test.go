@@ -78,6 +78,7 @@ func holdLockChain(t *testing.T, dbURL string) (rootPID int32, jobID int64) {
 // an incident with the alert's labels and the blocking tree, root and job
 // captured at that moment.
 func TestAlertmanagerOpensIncidentFromLockChain(t *testing.T) {
+	testdb.SkipShort(t, "Prometheus and Alertmanager processes of their own")
 	t.Parallel()
 	ctx := context.Background()
 	c := serveForPrometheus(t)

@@ -269,6 +269,7 @@ func (c scrapedConsole) startPrometheus(t *testing.T, extra ...string) (base, ru
 // database; ConsoleQueueDeadLetters goes pending or firing, and its
 // runbook_url opens the console's dead-letter runbook.
 func TestPrometheusRaisesAlertOnServe(t *testing.T) {
+	testdb.SkipShort(t, "a Prometheus process of its own")
 	t.Parallel()
 	ctx := context.Background()
 	c := serveForPrometheus(t)

@@ -46,6 +46,10 @@ func startAndReport(dir string) int {
 // is readable by others; a folder the account can reach stays put, and so
 // does any folder of a user who is not root.
 func TestPlacement(t *testing.T) {
+	if testing.Short() {
+		// Not testdb.SkipShort: testdb imports this package.
+		t.Skip("servers of its own and a child process: skipped by -short (make test runs it)")
+	}
 	ctx := context.Background()
 	acct, err := accountFor()
 	require.NoError(t, err)

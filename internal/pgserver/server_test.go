@@ -15,6 +15,7 @@ import (
 )
 
 func TestStartStopReuse(t *testing.T) {
+	t.Parallel()
 	if _, err := FindBinDir(os.Getenv("PG_BIN")); err != nil {
 		t.Fatalf("PostgreSQL server binaries are required for this suite (make test installs them): %v", err)
 	}
@@ -61,6 +62,7 @@ func TestStartStopReuse(t *testing.T) {
 }
 
 func TestRestartKeepsPort(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv, err := Start(ctx, Config{Dir: testDir(t), BinDir: os.Getenv("PG_BIN"), Trust: true, Fast: true})
 	require.NoError(t, err)
@@ -87,6 +89,7 @@ func TestMissingBinaries(t *testing.T) {
 }
 
 func TestStartupFailureShowsLog(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := Start(ctx, Config{Dir: testDir(t), BinDir: os.Getenv("PG_BIN"), Trust: true, Fast: true,

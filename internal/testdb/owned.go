@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -40,47 +41,106 @@ func Roles(t testing.TB, dbURL, script string) {
 }
 
 // OwnedURL creates a fresh database owned by OwnerRole (a login role that is
-// not a superuser), migrates it as that role, and returns its URL for the
+// not a superuser), migrated as that role, and returns its URL for the
 // superuser; AsUser turns it into another role's URL. The database is
-// dropped at cleanup. It is slower than URL (it migrates): use it for tests
-// of privileges.
+// dropped at cleanup. Use it for tests of privileges. It is a clone of a
+// template migrated once per test binary, as URL's databases are, so its
+// schema objects are OwnerRole's just as if it had migrated them itself.
 func OwnedURL(t testing.TB) string {
 	t.Helper()
 	ensure(t)
-	ctx := context.Background()
-	Roles(t, adminURL, fmt.Sprintf(`DO $$ BEGIN
-		IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '%[1]s') THEN
-			CREATE ROLE %[1]s LOGIN NOSUPERUSER NOCREATEROLE;
-		END IF; END $$`, OwnerRole))
+	ownedOnce.Do(setupOwned)
+	if ownedErr != nil {
+		t.Fatalf("owned test database unavailable: %v", ownedErr)
+	}
 	name := fmt.Sprintf("o_%d_%d", os.Getpid(), counter.Add(1))
-	dbURL := createDatabase(t, name, "OWNER "+OwnerRole+" TEMPLATE template0", "owned test database")
+	return createDatabase(t, name, "OWNER "+OwnerRole+" TEMPLATE "+pgx.Identifier{ownedTemplate}.Sanitize(),
+		"owned test database")
+}
+
+var (
+	ownedOnce     sync.Once
+	ownedErr      error
+	ownedTemplate string // the template of OwnedURL's databases, "" until made
+)
+
+// setupOwned creates OwnerRole when missing and the template of OwnedURL's
+// databases: owned by OwnerRole, pg_stat_statements created by the
+// superuser, then migrated as OwnerRole.
+func setupOwned() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rolesMu.Lock()
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err == nil {
+		_, err = conn.Exec(ctx, fmt.Sprintf(`DO $$ BEGIN
+			IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '%[1]s') THEN
+				CREATE ROLE %[1]s LOGIN NOSUPERUSER NOCREATEROLE;
+			END IF; END $$`, OwnerRole))
+		if err != nil {
+			err = fmt.Errorf("create role %s: %w", OwnerRole, err)
+		}
+	}
+	rolesMu.Unlock()
+	if err != nil {
+		ownedErr = err
+		return
+	}
+	defer conn.Close(ctx)
+	name := fmt.Sprintf("console_owned_template_%d", os.Getpid())
+	for _, sql := range []string{
+		"DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize(),
+		"CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " OWNER " + OwnerRole + " TEMPLATE template0",
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			ownedErr = fmt.Errorf("make the owned template database: %w", err)
+			return
+		}
+	}
+	ownedTemplate = name
+	dbURL := withDatabase(adminURL, name)
 	sc, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
-		t.Fatalf("connect to the owned test database: %v", err)
+		ownedErr = fmt.Errorf("connect to the owned template database: %w", err)
+		return
 	}
 	defer sc.Close(ctx)
 	if _, err := sc.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil && server != nil {
-		t.Fatalf("create pg_stat_statements: %v", err)
+		ownedErr = fmt.Errorf("create pg_stat_statements: %w", err)
+		return
 	}
-	oc, err := pgx.Connect(ctx, AsUser(t, dbURL, OwnerRole))
+	ownerURL, err := asUser(dbURL, OwnerRole)
 	if err != nil {
-		t.Fatalf("connect as %s: %v", OwnerRole, err)
+		ownedErr = err
+		return
+	}
+	oc, err := pgx.Connect(ctx, ownerURL)
+	if err != nil {
+		ownedErr = fmt.Errorf("connect as %s: %w", OwnerRole, err)
+		return
 	}
 	defer oc.Close(ctx)
 	if _, err := migrations.Up(ctx, oc); err != nil {
-		t.Fatalf("migrate as %s: %v", OwnerRole, err)
+		ownedErr = fmt.Errorf("migrate as %s: %w", OwnerRole, err)
 	}
-	return dbURL
 }
 
 // AsUser returns raw with its user replaced (the test servers trust every
 // local login).
 func AsUser(t testing.TB, raw, user string) string {
 	t.Helper()
-	u, err := url.Parse(raw)
+	u, err := asUser(raw, user)
 	if err != nil {
 		t.Fatalf("parse %s: %v", raw, err)
 	}
+	return u
+}
+
+func asUser(raw, user string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
 	u.User = url.User(user)
-	return u.String()
+	return u.String(), nil
 }
