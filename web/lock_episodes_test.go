@@ -162,6 +162,7 @@ func (e *env) claimBlocked(t *testing.T, holderApp string, hold time.Duration) {
 // claims three times: the finding leads, each episode shows its root and
 // timeline, and the phone's page never scrolls sideways.
 func TestBrowserLockEpisodes(t *testing.T) {
+	testdb.SkipShort(t, "a browser test")
 	e := lockEpisodesEnv(t)
 	b := browser.New(t, 180*time.Second)
 	ctx := context.Background()
