@@ -26,6 +26,7 @@ import (
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/collector"
+	"github.com/pgconsole/console/diagnostics/episodes"
 	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/queues/webhookpub"
@@ -242,6 +243,9 @@ func catalogRegistry(t *testing.T) (*prometheus.Registry, *recordingRegisterer) 
 	eng, err := startEngine(ctx, url, engineConfig{Queues: []string{"catalog"}, Concurrency: 2, Scheduler: true, Relay: publisher}, rec, logger)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = eng.stop() })
+	// The lock-episode counters, registered as serve does when it records.
+	_, err = episodes.New(episodes.Config{URL: url, Registerer: rec})
+	require.NoError(t, err)
 	// The NATS relay's broker gauge, registered as serve and worker do when
 	// given --relay-nats-url; the broker need not be up.
 	natsURL, none := "nats://127.0.0.1:1", ""
