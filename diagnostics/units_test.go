@@ -29,6 +29,26 @@ func TestFindingsWriteSizesAsThePagesDo(t *testing.T) {
 	require.True(t, strings.Contains(title, humanize.Bytes(retained)), "the finding says %q", title)
 }
 
+// A finding writes durations as the tiles and panels beside it do
+// ("2m05s"), from internal/humanize, never Go's "2m5.4s".
+func TestFindingsWriteDurationsAsThePagesDo(t *testing.T) {
+	const wait = 125.4
+	r := diagnostics.Round{Blocking: []diagnostics.BlockingNode{
+		{Kind: diagnostics.NodeBackend, PID: 10, IsRoot: true, BlockedCount: 1, MaxWaitSeconds: wait, XactAgeSeconds: wait, State: "active"},
+		{Kind: diagnostics.NodeBackend, PID: 11, Depth: 1, RootPID: 10, WaitSeconds: wait, State: "active"},
+	}}
+	var evidence string
+	for _, f := range findings.Evaluate(r, diagnostics.DefaultThresholds()) {
+		if f.Code == findings.CodeRootBlocker {
+			evidence = f.Evidence
+		}
+	}
+	require.NotEmpty(t, evidence, "a root blocking for two minutes is a finding")
+	require.Equal(t, "2m05s", humanize.Seconds(wait), "what the tile shows")
+	require.Contains(t, evidence, "the longest has waited "+humanize.Seconds(wait), "the finding says %q", evidence)
+	require.NotContains(t, evidence, "2m5.4s")
+}
+
 // The dead-letters finding never says `top error class "" with 0`: it names
 // the class most dead jobs share, says they have none, or that the groups
 // have not counted them yet.

@@ -133,9 +133,9 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-func seconds(s float64) string {
-	return (time.Duration(s*10) * time.Second / 10).Round(100 * time.Millisecond).String()
-}
+// seconds is a duration in a finding's text, in the units the tiles and
+// panels beside it use ("1.5s", "4m05s", "2h10m").
+func seconds(s float64) string { return humanize.SecondsTenths(s) }
 
 func ageText(s *float64) string {
 	if s == nil {
