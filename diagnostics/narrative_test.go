@@ -118,9 +118,19 @@ func TestNarrativeOfAStagedIncident(t *testing.T) {
 	require.NoError(t, err)
 	_, err = root.Exec(ctx, "SELECT id FROM jobs WHERE queue = 'emails' ORDER BY id LIMIT 1 FOR UPDATE")
 	require.NoError(t, err)
-	t.Cleanup(func() { root.Exec(context.Background(), "ROLLBACK") })
 	waiter := connect(t, url, "worker")
-	go waiter.Exec(context.Background(), "UPDATE jobs SET priority = priority WHERE id = (SELECT min(id) FROM jobs WHERE queue = 'emails')")
+	waited := make(chan struct{})
+	go func() {
+		defer close(waited)
+		_, _ = waiter.Exec(context.Background(), "UPDATE jobs SET priority = priority WHERE id = (SELECT min(id) FROM jobs WHERE queue = 'emails')")
+	}()
+	// Before the sessions close (cleanups run last first): let the waiter
+	// through, and wait for its statement to end, so no connection is
+	// closed while a statement runs on it.
+	t.Cleanup(func() {
+		_, _ = root.Exec(context.Background(), "ROLLBACK")
+		<-waited
+	})
 	connect(t, url, "watch")
 	th := lowThresholds()
 	th.QueueBacklogAge = 0
