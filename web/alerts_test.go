@@ -89,7 +89,7 @@ func TestAlertsWebhookOpensJoinsAndNotesOnce(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(body), &ans))
 	require.Len(t, ans.Alerts, 1)
 	require.Equal(t, "opened", ans.Alerts[0].Result)
-	require.Equal(t, []string{"blocking_tree", "lock_waits"}, ans.Alerts[0].Captured)
+	require.Equal(t, []string{"blocking_tree", "blocked_jobs", "lock_waits"}, ans.Alerts[0].Captured)
 	id := ans.Alerts[0].IncidentID
 	inc, err := audit.IncidentGet(ctx, e.srv.cfg.Pool, id)
 	require.NoError(t, err)
@@ -97,7 +97,7 @@ func TestAlertsWebhookOpensJoinsAndNotesOnce(t *testing.T) {
 	require.True(t, inc.WindowStart.Equal(start), "the incident starts when the alert did")
 	ev, err := audit.EvidenceList(ctx, e.srv.cfg.Pool, id)
 	require.NoError(t, err)
-	require.Len(t, ev, 2)
+	require.Len(t, ev, 3, "the blocking step's three panels")
 	require.Contains(t, ev[0].Title+ev[0].Step+ev[0].SQLText, "blocking", "first capture: %+v", ev[0])
 	require.Contains(t, string(ev[0].Data), fmt.Sprint(lc.rootPID), "the blocking tree as it was, with the root blocker")
 
@@ -130,5 +130,5 @@ func TestAlertsWebhookOpensJoinsAndNotesOnce(t *testing.T) {
 	require.Equal(t, 1, n)
 	ev, err = audit.EvidenceList(ctx, e.srv.cfg.Pool, id)
 	require.NoError(t, err)
-	require.Len(t, ev, 2+2+2, "opened, joined and resolved each captured their step's panels once")
+	require.Len(t, ev, 3+2+3, "opened (blocking: 3 panels), joined (activity: 2) and resolved (blocking: 3) each captured their step's panels once")
 }
