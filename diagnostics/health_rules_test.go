@@ -227,7 +227,7 @@ func TestCheckpointPressureFromRequestedCheckpoints(t *testing.T) {
 	require.GreaterOrEqual(t, f.Subject["requested"].(int64), int64(2))
 	require.EqualValues(t, 0, f.Subject["timed"])
 	require.EqualValues(t, 32<<20, f.Subject["max_wal_size"])
-	require.Contains(t, f.Evidence, "checkpoint_timeout 1h0m0s")
+	require.Contains(t, f.Evidence, "checkpoint_timeout 1h00m")
 	require.Equal(t, "/runbook/resources", f.Runbook)
 }
 
