@@ -162,34 +162,18 @@ func Prune(ctx context.Context, db DBTX, p PruneParams) (int64, error) {
 	if p.BatchSize <= 0 {
 		p.BatchSize = 1000
 	}
-	total, err := inBatches(ctx, db, "episode_prune_age", p.BatchSize, p.Retention.Seconds())
+	total, err := sqlset.InBatches(ctx, db, sqlText("episode_prune_age"), p.Retention.Seconds(), p.BatchSize)
 	if err != nil {
 		return total, fmt.Errorf("prune lock episodes older than %s: %w", p.Retention, err)
 	}
 	if p.MaxBytes > 0 {
-		n, err := inBatches(ctx, db, "episode_prune_size", p.BatchSize, p.MaxBytes)
+		n, err := sqlset.InBatches(ctx, db, sqlText("episode_prune_size"), p.MaxBytes, p.BatchSize)
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("prune lock episodes above %d bytes: %w", p.MaxBytes, err)
 		}
 	}
 	return total, nil
-}
-
-// inBatches runs the statement called name with arg and batch until it
-// deletes fewer than batch rows, and returns how many it deleted.
-func inBatches(ctx context.Context, db DBTX, name string, batch int, arg any) (int64, error) {
-	var total int64
-	for {
-		tag, err := db.Exec(ctx, sqlText(name), arg, batch)
-		if err != nil {
-			return total, err
-		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < int64(batch) {
-			return total, nil
-		}
-	}
 }
 
 // Stat is how much is kept.

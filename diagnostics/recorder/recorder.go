@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/findings"
+	"github.com/pgconsole/console/internal/sqlset"
 )
 
 // The flight recorder keeps the evidence of incidents that cleared before
@@ -516,25 +517,15 @@ func HistoryPrune(ctx context.Context, db diagnostics.DBTX, p HistoryPruneParams
 	if p.BatchSize <= 0 {
 		p.BatchSize = 1000
 	}
-	var total int64
-	for {
-		tag, err := db.Exec(ctx, mustSQL("history_prune_age"), p.Retention.Seconds(), p.BatchSize)
-		if err != nil {
-			return total, fmt.Errorf("prune history older than %s: %w", p.Retention, err)
-		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < int64(p.BatchSize) {
-			break
-		}
+	total, err := sqlset.InBatches(ctx, db, mustSQL("history_prune_age"), p.Retention.Seconds(), p.BatchSize)
+	if err != nil {
+		return total, fmt.Errorf("prune history older than %s: %w", p.Retention, err)
 	}
-	for p.MaxBytes > 0 {
-		tag, err := db.Exec(ctx, mustSQL("history_prune_size"), p.MaxBytes, p.BatchSize)
+	if p.MaxBytes > 0 {
+		n, err := sqlset.InBatches(ctx, db, mustSQL("history_prune_size"), p.MaxBytes, p.BatchSize)
+		total += n
 		if err != nil {
 			return total, fmt.Errorf("prune history above %d bytes: %w", p.MaxBytes, err)
-		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < int64(p.BatchSize) {
-			break
 		}
 	}
 	return total, nil

@@ -27,3 +27,21 @@ func All[T any](ctx context.Context, db DBTX, query string, args ...any) ([]T, e
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByName[T])
 }
+
+// InBatches runs a deleting statement, called with arg and batch ($1 and
+// $2), until it deletes fewer than batch rows, each run its own short
+// statement; it returns how many rows all the runs deleted, also when one
+// fails.
+func InBatches(ctx context.Context, db DBTX, statement string, arg any, batch int) (int64, error) {
+	var total int64
+	for {
+		tag, err := db.Exec(ctx, statement, arg, batch)
+		if err != nil {
+			return total, err
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(batch) {
+			return total, nil
+		}
+	}
+}
