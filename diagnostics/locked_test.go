@@ -127,6 +127,10 @@ func TestConcurrentStatementsShareOneWatcher(t *testing.T) {
 		r := <-results
 		require.Contains(t, r.LockedBy, pidOf(holder), r.Status())
 	}
+	// A watcher each would cost n times what one alone costs; a shared one
+	// costs about the same as one alone, plus the polls the statements'
+	// staggered starts add when the machine is busy (up to alone+5 seen
+	// under -race): twice alone is the line between the two.
 	together := polls() - alone
-	require.LessOrEqual(t, together, alone+2, "%d statements waiting together cost %d polls; one alone cost %d", n, together, alone)
+	require.LessOrEqual(t, together, 2*alone, "%d statements waiting together cost %d polls; one alone cost %d", n, together, alone)
 }
