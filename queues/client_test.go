@@ -237,6 +237,7 @@ func countTagged(t *testing.T, pool *pgxpool.Pool) int {
 // clients on two pools (two "processes") and checks every job was done
 // exactly once, both by the handler's own count and in SQL.
 func TestConcurrencyExactlyOnce(t *testing.T) {
+	testdb.SkipShort(t, "10,000 jobs through two clients")
 	t.Parallel()
 	ctx := context.Background()
 	url := testdb.URL(t)

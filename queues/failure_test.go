@@ -70,6 +70,7 @@ func TestHelperWorkerProcess(t *testing.T) {
 
 func startChild(t *testing.T, url string, lease time.Duration) *exec.Cmd {
 	t.Helper()
+	testdb.SkipShort(t, "a worker process of its own")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWorkerProcess$", "-test.v")
 	cmd.Env = append(os.Environ(), helperDBEnv+"="+url, helperLeaseEnv+"="+lease.String())
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

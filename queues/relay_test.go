@@ -261,6 +261,7 @@ func (*obNATS) dial(t testing.TB, url string) *nats.Conn {
 }
 
 func TestRelayCrashWindows(t *testing.T) {
+	testdb.SkipShort(t, "a relay process of its own per crash window")
 	for _, tc := range []struct {
 		name, window string
 		// after the crash: events inflight with accepted_at set, published

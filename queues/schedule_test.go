@@ -138,6 +138,7 @@ type schedChild struct {
 
 func startSchedChild(t *testing.T, dbURL, app string) *schedChild {
 	t.Helper()
+	testdb.SkipShort(t, "scheduler processes of their own")
 	u, err := url.Parse(dbURL)
 	require.NoError(t, err)
 	q := u.Query()

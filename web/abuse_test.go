@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/testdb"
 )
 
 // postRoute is what the abuse test needs to know of one POST route: a
@@ -180,6 +181,7 @@ func TestEveryPostRouteRefusesAbuse(t *testing.T) {
 // for forms, 1 MB for the API) and no post allocates its size. Not
 // parallel, so no other test allocates meanwhile.
 func TestOversizedBodiesAreNotRead(t *testing.T) {
+	testdb.SkipShort(t, "bodies of tens of MiB to every route")
 	e := setup(t)
 	operator := e.signedIn(t, auth.RoleOperator)
 	operator.page("/incidents")

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/testdb"
 )
 
 // paramRecorder learns which query and form parameters each route's
@@ -174,6 +175,7 @@ const maxLogLine = 4 << 10
 // handlers ask for (paramRecorder), so a new parameter is swept without
 // anyone listing it.
 func TestEveryParameterRefusesHostileValues(t *testing.T) {
+	testdb.SkipShort(t, "the sweep of every route with every hostile value (about 4,000 requests)")
 	t.Parallel()
 	var logs logBuffer
 	e := setupWith(t, setupOpts{log: &logs})
