@@ -9,7 +9,12 @@ import (
 	"embed"
 	"encoding/hex"
 	"io/fs"
+	"path"
 	"sync"
+
+	"github.com/tdewolff/minify/v2"
+	"github.com/tdewolff/minify/v2/css"
+	"github.com/tdewolff/minify/v2/js"
 )
 
 //go:embed *.js *.css *.svg
@@ -19,26 +24,67 @@ var files embed.FS
 func FS() fs.FS { return files }
 
 var (
-	hashOnce sync.Once
-	hashes   map[string]string
+	servedOnce sync.Once
+	served     map[string][]byte // what /static serves: the CSS and JS minified
+	hashes     map[string]string
 )
 
-// Path returns the URL of an asset with a content hash in it, so responses can
-// be cached as immutable and a new binary still serves new content. An unknown
-// name returns the plain path (and a 404 when requested).
-func Path(name string) string {
-	hashOnce.Do(func() {
-		hashes = map[string]string{}
+// load minifies the stylesheet and the scripts once (htmx ships minified,
+// the SVG as written) and hashes what is served.
+func load() {
+	servedOnce.Do(func() {
+		served, hashes = map[string][]byte{}, map[string]string{}
+		m := minify.New()
+		m.AddFunc("text/css", css.Minify)
+		m.AddFunc("text/javascript", js.Minify)
 		entries, _ := fs.ReadDir(files, ".")
 		for _, e := range entries {
 			b, err := fs.ReadFile(files, e.Name())
 			if err != nil {
 				continue
 			}
+			if kind := mediaType(e.Name()); kind != "" && e.Name() != HTMX {
+				// The embedded files are tested to minify (TestAssetsMinify);
+				// on an error the file is served as written.
+				if small, err := m.Bytes(kind, b); err == nil {
+					b = small
+				}
+			}
+			served[e.Name()] = b
 			sum := sha256.Sum256(b)
 			hashes[e.Name()] = hex.EncodeToString(sum[:6])
 		}
 	})
+}
+
+func mediaType(name string) string {
+	switch path.Ext(name) {
+	case ".css":
+		return "text/css"
+	case ".js":
+		return "text/javascript"
+	}
+	return ""
+}
+
+// Content returns the bytes /static serves for an asset: the stylesheet
+// and the scripts minified, the rest as embedded. An unknown name is
+// fs.ErrNotExist.
+func Content(name string) ([]byte, error) {
+	load()
+	b, ok := served[name]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return b, nil
+}
+
+// Path returns the URL of an asset with a hash of its served content in it,
+// so responses can be cached as immutable and a new binary still serves new
+// content. An unknown name returns the plain path (and a 404 when
+// requested).
+func Path(name string) string {
+	load()
 	if h, ok := hashes[name]; ok {
 		return "/static/" + h + "/" + name
 	}

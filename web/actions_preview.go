@@ -40,7 +40,7 @@ func (s *Server) sealPreview(c echo.Context, seal previewSeal) string {
 }
 
 func (s *Server) previewMAC(c echo.Context, payload []byte) string {
-	return s.csrfFor("preview\x00" + csrfToken(c) + "\x00" + string(payload))
+	return s.csrfFor("preview\x00" + rawCSRF(c) + "\x00" + string(payload))
 }
 
 // openSeal checks a seal's signature and returns what it says; ok is false

@@ -31,7 +31,7 @@ func assetContent(name string) ([]byte, string, error) {
 	if strings.Contains(name, "/") || strings.HasPrefix(name, ".") {
 		return nil, "", fs.ErrNotExist
 	}
-	b, err := fs.ReadFile(static.FS(), name)
+	b, err := static.Content(name)
 	if err != nil {
 		return nil, "", err
 	}

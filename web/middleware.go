@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -18,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgconsole/console/internal/auth"
@@ -358,7 +360,7 @@ func (s *Server) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			sent = c.FormValue("_csrf")
 		}
-		if sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(token)) != 1 {
+		if sent == "" || !csrfMatches(sent, token) {
 			return echo.NewHTTPError(http.StatusForbidden,
 				"request refused: its CSRF token is missing or stale; reload the page and submit again")
 		}
@@ -366,9 +368,53 @@ func (s *Server) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// csrfToken is the request's CSRF token as a page carries it: masked with
+// fresh random bytes on every call, so compressed pages (which also echo
+// what a visitor typed) never repeat the secret a compression-length attack
+// could guess byte by byte.
 func csrfToken(c echo.Context) string {
+	return maskCSRF(rawCSRF(c))
+}
+
+// rawCSRF is the request's CSRF token itself, for the seals derived from it.
+func rawCSRF(c echo.Context) string {
 	t, _ := c.Get(csrfKey).(string)
 	return t
+}
+
+// maskCSRF returns base64(r || r XOR token) for a random r of the token's
+// length.
+func maskCSRF(token string) string {
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil || token == "" {
+		return token
+	}
+	out := make([]byte, 2*len(raw))
+	if _, err := rand.Read(out[:len(raw)]); err != nil {
+		return token
+	}
+	for i, b := range raw {
+		out[len(raw)+i] = out[i] ^ b
+	}
+	return base64.RawURLEncoding.EncodeToString(out)
+}
+
+// csrfMatches says whether sent is token, masked or as it is.
+func csrfMatches(sent, token string) bool {
+	if subtle.ConstantTimeCompare([]byte(sent), []byte(token)) == 1 {
+		return true
+	}
+	masked, err := base64.RawURLEncoding.DecodeString(sent)
+	raw, err2 := base64.RawURLEncoding.DecodeString(token)
+	if err != nil || err2 != nil || len(raw) == 0 || len(masked) != 2*len(raw) {
+		return false
+	}
+	n := len(raw)
+	unmasked := make([]byte, n)
+	for i := range n {
+		unmasked[i] = masked[i] ^ masked[n+i]
+	}
+	return subtle.ConstantTimeCompare(unmasked, raw) == 1
 }
 
 // sameOrigin refuses a state change a browser says came from another site.
@@ -685,3 +731,16 @@ func unsafeInPath(s string) bool {
 }
 
 func safeNext(next string) string { return url.QueryEscape(cleanNext(next)) }
+
+// compress gzips what the console writes when the client accepts it: pages,
+// fragments, JSON and the assets. /metrics negotiates its own encoding, and
+// the profiles under /debug/pprof are gzipped already. Pages are safe to
+// compress because they carry the CSRF token masked afresh (csrfToken).
+var compress = middleware.GzipWithConfig(middleware.GzipConfig{
+	Level:     5,
+	MinLength: 1024,
+	Skipper: func(c echo.Context) bool {
+		p := c.Request().URL.Path
+		return p == "/metrics" || strings.HasPrefix(p, "/debug/pprof")
+	},
+})

@@ -13,7 +13,7 @@ import (
 func (s *Server) routes() {
 	e := s.e
 	e.Pre(middleware.RemoveTrailingSlashWithConfig(middleware.TrailingSlashConfig{Skipper: pprofIndexPath}))
-	e.Use(s.requestID, s.observe, middleware.Recover(), s.securityHeaders, bodyLimit, s.authenticate, s.csrf)
+	e.Use(s.requestID, s.observe, middleware.Recover(), compress, s.securityHeaders, bodyLimit, s.authenticate, s.csrf)
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
