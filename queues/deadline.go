@@ -89,13 +89,15 @@ func (c *Client) leaseWatch(ctx context.Context) {
 // expireLeases cancels the running jobs whose local deadline is not after
 // now (Client.clock), each once, and returns the earliest deadline still
 // ahead (ok false when there is none). A job completed in its handler's
-// transaction (JobCompleteTx) holds no lease any more and is left alone.
+// transaction (JobCompleteTx) is cancelled too: until that transaction
+// commits the job is not done, and a handler cut off before its COMMIT
+// must stop like any other.
 func (c *Client) expireLeases(now time.Duration) (next time.Duration, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.running.each(func(r runningJob) {
 		jc := r.jc
-		if jc == nil || jc.leaseExpired || jc.completed.Load() {
+		if jc == nil || jc.leaseExpired {
 			return
 		}
 		d := time.Duration(jc.deadline.Load())
