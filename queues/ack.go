@@ -296,7 +296,7 @@ func (c *Client) ackResult(r *ackRequest, err error, held bool, now time.Duratio
 	case !held:
 		c.metrics.staleAcks.WithLabelValues(q.name).Inc()
 		c.metrics.finished.WithLabelValues(q.name, "ack_failed").Inc()
-		log.Warn("the handler succeeded but its ack was refused: the lease was lost before the ack, and the job may run (or have run) again elsewhere")
+		log.Warn("stale ack refused: the handler succeeded but its lease was lost before the ack; the job may run (or have run) again elsewhere")
 	default:
 		q.m.ackSeconds.Observe((now - r.start).Seconds())
 		q.m.done.Inc()
