@@ -282,6 +282,9 @@ func TestPartitionedWorkerStopsAtItsLease(t *testing.T) {
 		require.True(t, first.end.Before(leaseEnd),
 			"job %d: the partitioned handler returned at %s, after its lease ended in the database at %s",
 			id, first.end.Format(time.StampMilli), leaseEnd.Format(time.StampMilli))
+		t.Logf("job %d: partitioned handler returned %s after the partition, %s before its lease ended in the database; the healthy worker started it %s after that",
+			id, first.end.Sub(partitioned).Round(time.Millisecond), leaseEnd.Sub(first.end).Round(time.Millisecond),
+			second.start.Sub(first.end).Round(time.Millisecond))
 		require.True(t, first.end.Before(second.start),
 			"job %d: the partitioned worker's run (until %s) overlaps the healthy worker's (from %s)",
 			id, first.end.Format(time.StampMilli), second.start.Format(time.StampMilli))
