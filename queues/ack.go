@@ -277,8 +277,10 @@ func (c *Client) finishAcked(batch []ackRequest) {
 }
 
 // ackResult logs and counts an ack's result as of now (Client.clock). Every
-// attempt whose handler returned is counted once in queues_jobs_finished_total,
-// an ack that failed or timed out too (ack_failed).
+// attempt whose handler returned is counted once in queues_jobs_finished_total.
+// A handler that succeeded but whose ack was not written (it failed, timed
+// out, or was refused because the lease was lost meanwhile) is counted as
+// ack_failed: the job ran, and may run again.
 func (c *Client) ackResult(r *ackRequest, err error, held bool, now time.Duration) {
 	q := r.q
 	log := jobLog{log: c.log, job: r.job}
@@ -293,8 +295,8 @@ func (c *Client) ackResult(r *ackRequest, err error, held bool, now time.Duratio
 		log.Error("ack failed; the job will run again after its lease expires", "err", err)
 	case !held:
 		c.metrics.staleAcks.WithLabelValues(q.name).Inc()
-		c.metrics.finished.WithLabelValues(q.name, "lease_lost").Inc()
-		log.Warn("stale ack refused: lease lost before the ack")
+		c.metrics.finished.WithLabelValues(q.name, "ack_failed").Inc()
+		log.Warn("stale ack refused: the handler succeeded but its lease was lost before the ack; the job may run (or have run) again elsewhere")
 	default:
 		q.m.ackSeconds.Observe((now - r.start).Seconds())
 		q.m.done.Inc()

@@ -26,8 +26,21 @@ import (
 // spent or the error is wrapped with Permanent); a panic fails it with
 // error class "panic". ctx is cancelled when the queue's Timeout passes,
 // when the lease is lost (an operator cancelled the job or the lease
-// expired) and at the end of a graceful shutdown's drain; handlers must
-// return promptly then. JobConn(ctx) gives the job's own tagged session.
+// expired: cause ErrLeaseLost) and at the end of a graceful shutdown's
+// drain; handlers must return promptly then. The lease is lost on the
+// worker's own clock too: when no renewal has reached the database for
+// the lease less a tenth (LeaseDeadline), ctx is cancelled with cause
+// ErrLeaseDeadline even though the database cannot be reached, so a
+// handler cut off from it stops before another worker may take its job.
+// JobConn(ctx) gives the job's own tagged session; JobCompleteTx commits
+// the handler's own writes and the job's completion in one transaction.
+//
+// A job may run more than once: after a lost lease, and after a handler
+// that returned nil whose ack was not written (counted as ack_failed in
+// queues_jobs_finished_total). Its effects must be idempotent: write them
+// with JobCompleteTx in the transaction that completes the job, or key
+// them by job id (or an idempotency key, see the inbox) so that a second
+// run finds them done.
 type HandlerFunc func(ctx context.Context, job *Job) error
 
 // QueueConfig configures one queue a Client works.
@@ -389,10 +402,14 @@ func (c *Client) Start(ctx context.Context) error {
 			c.listenLoop(c.claimCtx)
 		}()
 	}
-	c.renewWG.Add(1)
+	c.renewWG.Add(2)
 	go func() {
 		defer c.renewWG.Done()
 		c.renewLoop(c.renewCtx)
+	}()
+	go func() {
+		defer c.renewWG.Done()
+		c.leaseWatch(c.renewCtx)
 	}()
 	c.log.Info("queue client started", "queues", c.names)
 	return nil

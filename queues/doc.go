@@ -30,7 +30,9 @@
 // the ack pipeline, which folds the acks that arrive while a statement
 // runs into the next one (up to AckConcurrency statements in flight). One
 // heartbeat statement renews every running job's lease each third of
-// LeaseDuration and cancels the handlers of jobs whose lease was lost.
+// LeaseDuration and cancels the handlers of jobs whose lease was lost; a
+// lease watch cancels them at the lease's local deadline when no renewal
+// gets through (see "The lease when the database cannot be reached").
 // Every process runs the reaper (bounded batches) every tenth of
 // LeaseDuration, between one poll interval and 5s.
 //
@@ -79,6 +81,54 @@
 // cancels the handler's context and fails the attempt with class "timeout".
 // Every failed attempt is appended to the job's bounded errors history and
 // sets error_class, a fingerprint (ErrorClass) that groups dead letters.
+//
+// # The lease when the database cannot be reached
+//
+// The heartbeat cannot tell a handler its lease is lost when the database
+// does not answer (a silent partition: the worker's packets dropped, no
+// reset), and the reaper gives the job to another worker as soon as the
+// lease ends in the database. So each running job also has a local lease
+// deadline on the worker's monotonic clock: when the last claim or renewal
+// that held it was sent, plus LeaseDuration, less a tenth of it
+// (LeaseDeadline). The database sets lease_until from its own clock when
+// it runs the statement, never before the worker sent it, so counting from
+// the send covers the statement's time in flight; the tenth covers clock
+// rates, the watch's own lateness and the handler's time to return. When
+// the deadline passes, the handler's context is cancelled with cause
+// ErrLeaseDeadline (errors.Is it ErrLeaseLost too), counted in
+// queues_lease_lost_total{reason="local_deadline"}; a handler that still
+// returns nil has its ack written, fenced, and one that returns an error
+// is left to the reaper. The heartbeat's own finding, a renewal the
+// database refused, counts as reason="renew_refused".
+//
+// # A job may run twice: completing it in the handler's transaction
+//
+// A job runs again after a lost lease, and after a handler that succeeded
+// but whose ack was not written: the ack failed, timed out, or was refused
+// because the lease was lost meanwhile. Such an attempt is counted as
+// ack_failed in queues_jobs_finished_total (lease_lost says a handler's
+// result was discarded). Its effects must therefore be idempotent, in one
+// of three ways:
+//
+//   - Transactional completion: the handler writes its effects and calls
+//     JobCompleteTx in one transaction, which marks the job done fenced by
+//     its owner, generation and lease; the effects and the completion
+//     commit together or not at all, and the engine acks nothing after.
+//     It fits effects in the same database.
+//   - An inbox entry or an idempotency key (InboxProcessTx,
+//     IdempotencyBeginTx and IdempotencyCompleteTx) keyed by the job's id
+//     or the request's own key, so that a second run finds the first
+//     one's mark and does nothing.
+//   - An external system's own idempotency key (the job id in a payment
+//     request, say) for effects outside the database.
+//
+// JobCompleteTx locks the job's row until the transaction ends, and the
+// heartbeat's renewal waits for that lock, so it is the last statement
+// before COMMIT. It also sets idle_in_transaction_session_timeout to the
+// lease's remaining time: a worker cut off between it and its COMMIT
+// leaves the row locked only until the server ends the session, and the
+// reaper then gives the job, with none of the transaction's writes, to
+// another worker.
 //
 // # Dead letters at scale
 //

@@ -19,6 +19,13 @@ var (
 	// taken over, or an operator cancelled or expired it. The caller must
 	// stop working on the job; its result is discarded.
 	ErrLeaseLost = errors.New("lease was lost")
+	// ErrLeaseDeadline is the cause (context.Cause) of a handler's context
+	// cancelled because the job's lease ran out on the worker's own clock:
+	// no renewal reached the database for a lease duration less a margin
+	// (see LeaseDeadline), so the database, unreachable or not, may give
+	// the job to another worker at any moment. It wraps ErrLeaseLost:
+	// errors.Is(cause, ErrLeaseLost) holds for both ways of losing a lease.
+	ErrLeaseDeadline = fmt.Errorf("%w: no renewal reached the database before the local lease deadline", ErrLeaseLost)
 	// ErrDuplicate reports that an enqueue carried a dedupe key already held
 	// by an unfinished job of the same queue; nothing was inserted.
 	ErrDuplicate = errors.New("duplicate dedupe key")

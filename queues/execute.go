@@ -21,8 +21,8 @@ import (
 // claimStartWait of the claim, or the jobs still waiting get a goroutine of
 // their own each, as they do for a single job and while the queue recently
 // had such a claim (spreadHold).
-func (c *Client) startJobs(q *queueRunner, jobs []Job) {
-	prepared := c.prepareJobs(q, jobs)
+func (c *Client) startJobs(q *queueRunner, jobs []Job, sent time.Time) {
+	prepared := c.prepareJobs(q, jobs, sent)
 	if len(jobs) == 1 || time.Now().UnixNano() < q.spreadUntil.Load() {
 		for _, jc := range prepared {
 			go c.execJob(q, jc)
@@ -90,17 +90,21 @@ func (r *claimRun) spread() {
 }
 
 // prepareJobs registers a claim's jobs as running (their cancel functions
-// for the heartbeat and Stop, their slots in the metrics and the drain),
-// under one lock for the claim, before their handlers are called.
-func (c *Client) prepareJobs(q *queueRunner, jobs []Job) []*jobContext {
+// for the heartbeat, the lease watch and Stop, their slots in the metrics
+// and the drain), under one lock for the claim, before their handlers are
+// called. sent is when the claim statement was sent: their local lease
+// deadline counts from it.
+func (c *Client) prepareJobs(q *queueRunner, jobs []Job, sent time.Time) []*jobContext {
 	prepared := make([]*jobContext, len(jobs))
+	deadline := int64(leaseDeadline(sent.Sub(c.epoch), c.cfg.LeaseDuration))
 	c.mu.Lock()
 	for i := range jobs {
 		job := &jobs[i]
 		ctx, cancel := context.WithCancelCause(context.Background()) // cancelled by cancelRunning
-		jc := &jobContext{Context: ctx, job: job, cancel: cancel}
+		jc := &jobContext{Context: ctx, job: job, cancel: cancel, client: c}
+		jc.deadline.Store(deadline)
 		jc.session.pool, jc.session.jobID, jc.session.pooled = c.pool, job.ID, c.cfg.TransactionPooler
-		jc.slot = c.running.add(runningJob{id: job.ID, generation: job.LeaseGeneration, cancel: cancel})
+		jc.slot = c.running.add(runningJob{id: job.ID, generation: job.LeaseGeneration, cancel: cancel, jc: jc})
 		prepared[i] = jc
 	}
 	c.mu.Unlock()
@@ -132,12 +136,26 @@ type jobContext struct {
 	cancel  context.CancelCauseFunc
 	slot    int // in Client.running
 	session jobSession
+	client  *Client
+	// deadline is the job's local lease deadline (Client.clock), set at
+	// the claim and moved by each renewal that held the job.
+	deadline atomic.Int64
+	// leaseExpired is set, under Client.mu, when leaseWatch cancelled the
+	// handler at the deadline.
+	leaseExpired bool
+	// completed is set by JobCompleteTx: the handler's transaction marks
+	// the job done, so the engine acks nothing.
+	completed atomic.Bool
 }
 
-// Value answers the session key with the job's session.
+// Value answers the session key with the job's session and the job key
+// with the job's context.
 func (jc *jobContext) Value(key any) any {
-	if _, ok := key.(sessionKey); ok {
+	switch key.(type) {
+	case sessionKey:
 		return &jc.session
+	case jobKey:
+		return jc
 	}
 	return jc.Context.Value(key)
 }
@@ -194,8 +212,26 @@ func (c *Client) runJob(jc *jobContext, q *queueRunner) bool {
 
 	cause := context.Cause(ctx)
 	switch {
+	case err == nil && jc.completed.Load():
+		// The handler's own transaction marked the job done (JobCompleteTx),
+		// fenced there: there is nothing left to ack, whatever the heartbeat
+		// or the lease watch made of the job since.
+		q.m.done.Inc()
+		return false
+	case errors.Is(cause, ErrLeaseDeadline):
+		c.metrics.leaseLost.WithLabelValues(q.name, "local_deadline").Inc()
+		if err == nil {
+			// The handler finished all the same: its ack, fenced, tells
+			// whether the lease still held in the database.
+			break
+		}
+		c.metrics.finished.WithLabelValues(q.name, "lease_lost").Inc()
+		log.Warn("lease deadline passed without a renewal reaching the database; handler cancelled, result discarded "+
+			"(the job runs again once the database reaps its lease)", "err", err)
+		return false
 	case errors.Is(cause, ErrLeaseLost):
 		// Cancelled by the heartbeat: someone else owns the job now.
+		c.metrics.leaseLost.WithLabelValues(q.name, "renew_refused").Inc()
 		c.metrics.staleAcks.WithLabelValues(q.name).Inc()
 		c.metrics.finished.WithLabelValues(q.name, "lease_lost").Inc()
 		log.Warn("lease lost while running; result discarded", "err", err)

@@ -327,7 +327,7 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 			q.settle(r.reserved, len(r.jobs), r.slow, false)
 			q.advance(time.Now(), r.jobs, len(r.jobs) < r.reserved)
 			q.observeTenants(r.jobs, r.fair, r.tenantFrom)
-			c.startJobs(q, r.jobs)
+			c.startJobs(q, r.jobs, r.sent)
 			if len(r.jobs) < r.reserved {
 				// Drained: wait for a wake-up or the poll; for a
 				// NotifyInterval after a claim that found jobs, look

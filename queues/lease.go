@@ -433,3 +433,52 @@ func reclaimDeadWorkers(ctx context.Context, db DBTX, minSilence time.Duration, 
 	}
 	return DeadReclaimResult{Workers: dead, ReapResult: reaped}, nil
 }
+
+// JobCompleteTx marks job done inside tx, the caller's transaction, so
+// that the handler's own writes and the job's completion commit together:
+// if the lease was lost the caller's writes never land, and if they landed
+// the job is not run again. Call it from the handler with the handler's
+// context (or one derived from it), as the transaction's last statement
+// before Commit, and return nil only once Commit succeeded: the engine
+// then acks nothing. When it returns an error the caller must roll tx
+// back and return an error (ErrLeaseLost when the job is no longer held).
+//
+// It is fenced like an ack, by the job's owner and lease generation, and
+// also by the lease not having ended in the database (lease_until) nor on
+// the worker's clock (LeaseDeadline): a lost lease returns an error
+// wrapping ErrLeaseLost. The job's row stays locked until tx ends, and the
+// worker's lease renewal waits for that lock, so commit promptly. Within a
+// running job's handler it also bounds the rest of tx with
+// idle_in_transaction_session_timeout at the lease's remaining time: a
+// worker cut off from the database between this statement and its COMMIT
+// holds the row only until the server ends its session, and the job then
+// runs again elsewhere with none of tx's writes.
+func JobCompleteTx(ctx context.Context, tx DBTX, job *Job) error {
+	owner := ""
+	if job.LeaseOwner != nil {
+		owner = *job.LeaseOwner
+	}
+	var idleMS int64
+	jc := jobContextOf(ctx)
+	if jc != nil && jc.job.ID == job.ID {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrLeaseLost) {
+			return fmt.Errorf("complete job %d: %w", job.ID, cause)
+		}
+		deadline, _ := LeaseDeadline(ctx)
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("complete job %d: %w", job.ID, ErrLeaseDeadline)
+		}
+		idleMS = max(1, left.Milliseconds())
+	} else {
+		jc = nil
+	}
+	tag, err := tx.Exec(ctx, sqlText("job_complete"), job.ID, owner, job.LeaseGeneration, idleMS)
+	if err := fenced("complete", job.ID, tag.RowsAffected(), err); err != nil {
+		return err
+	}
+	if jc != nil {
+		jc.completed.Store(true)
+	}
+	return nil
+}

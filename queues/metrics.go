@@ -16,6 +16,7 @@ type metrics struct {
 	retries      *prometheus.CounterVec
 	deadLetters  *prometheus.CounterVec
 	staleAcks    *prometheus.CounterVec
+	leaseLost    *prometheus.CounterVec // reason: local_deadline, renew_refused
 	panics       *prometheus.CounterVec
 	claimErrors  *prometheus.CounterVec
 	engineErrors *prometheus.CounterVec // op, sqlstate_class
@@ -63,7 +64,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "queues_jobs_claimed_total", Help: "Jobs leased to this process.",
 		}, []string{"queue"}),
 		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "queues_jobs_finished_total", Help: "Attempts ended, by result (done, retried, dead, released, lease_lost, ack_failed: the ack's outcome is unknown, no_connection: handed back without spending an attempt).",
+			Name: "queues_jobs_finished_total", Help: "Attempts ended, by result (done, retried, dead, released, lease_lost: the lease was lost while the handler ran and its result was discarded, ack_failed: the handler succeeded but its ack was not written (refused because the lease was lost meanwhile, failed, or of unknown outcome), so the job may run again, no_connection: handed back without spending an attempt).",
 		}, []string{"queue", "result"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queues_job_retries_total", Help: "Failed attempts scheduled for a retry.",
@@ -74,6 +75,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		staleAcks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queues_stale_acks_total", Help: "Acks, fails or releases refused because the lease was lost (fencing).",
 		}, []string{"queue"}),
+		leaseLost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queues_lease_lost_total",
+			Help: "Handlers cancelled because their job's lease was lost, by reason (local_deadline: no renewal reached the database before the worker's own lease deadline, as when it is unreachable; renew_refused: the database no longer holds the job for this worker).",
+		}, []string{"queue", "reason"}),
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queues_handler_panics_total", Help: "Handler panics turned into failed attempts.",
 		}, []string{"queue"}),
@@ -113,6 +118,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.retries = register(reg, m.retries)
 	m.deadLetters = register(reg, m.deadLetters)
 	m.staleAcks = register(reg, m.staleAcks)
+	m.leaseLost = register(reg, m.leaseLost)
 	m.panics = register(reg, m.panics)
 	m.claimErrors = register(reg, m.claimErrors)
 	m.engineErrors = register(reg, m.engineErrors)

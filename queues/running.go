@@ -24,6 +24,7 @@ type runningJob struct {
 	id         int64
 	generation int64
 	cancel     context.CancelCauseFunc // never nil in a used slot
+	jc         *jobContext             // its deadline, for renewLoop and leaseWatch
 }
 
 // add puts j in a free slot and returns the slot's index.

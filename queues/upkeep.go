@@ -208,8 +208,10 @@ func (c *Client) countReaped(_ context.Context, res ReapResult) {
 }
 
 // renewLoop is the lease heartbeat: every third of the lease it renews every
-// job this process runs in one statement, and cancels (cause ErrLeaseLost)
-// the handlers of jobs it no longer holds. It runs until the drain ends.
+// job this process runs in one statement, moves the local lease deadline of
+// the jobs it still holds (leaseWatch enforces it), and cancels (cause
+// ErrLeaseLost) the handlers of jobs it no longer holds. It runs until the
+// drain ends.
 func (c *Client) renewLoop(ctx context.Context) {
 	t := time.NewTicker(c.cfg.LeaseDuration / 3)
 	defer t.Stop()
@@ -222,14 +224,17 @@ func (c *Client) renewLoop(ctx context.Context) {
 		c.mu.Lock()
 		ids := make([]int64, 0, c.running.len())
 		gens := make([]int64, 0, c.running.len())
+		jcs := make([]*jobContext, 0, c.running.len())
 		c.running.each(func(r runningJob) {
 			ids = append(ids, r.id)
 			gens = append(gens, r.generation)
+			jcs = append(jcs, r.jc)
 		})
 		c.mu.Unlock()
 		if len(ids) == 0 {
 			continue
 		}
+		sent := c.clock()
 		rctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseDuration/3)
 		held, err := JobRenewMany(rctx, c.pool, c.cfg.ID, ids, gens, c.cfg.LeaseDuration)
 		cancel()
@@ -238,7 +243,14 @@ func (c *Client) renewLoop(ctx context.Context) {
 			c.log.Warn("renew leases", "err", err, "jobs", len(ids))
 			continue
 		}
+		// One loop sends every renewal, so deadlines only move later.
+		deadline := int64(leaseDeadline(sent, c.cfg.LeaseDuration))
 		if len(held) == len(ids) {
+			for _, jc := range jcs {
+				if jc != nil {
+					jc.deadline.Store(deadline)
+				}
+			}
 			continue // every lease renewed
 		}
 		kept := make(map[int64]bool, len(held))
@@ -247,8 +259,11 @@ func (c *Client) renewLoop(ctx context.Context) {
 		}
 		lost := map[int64]int64{} // id: the generation whose lease was lost
 		for i, id := range ids {
-			if !kept[id] {
+			switch {
+			case !kept[id]:
 				lost[id] = gens[i]
+			case jcs[i] != nil:
+				jcs[i].deadline.Store(deadline)
 			}
 		}
 		// Only the attempt whose renewal failed is cancelled: a job that
@@ -256,7 +271,9 @@ func (c *Client) renewLoop(ctx context.Context) {
 		// newer generation.
 		c.mu.Lock()
 		c.running.each(func(r runningJob) {
-			if g, ok := lost[r.id]; ok && r.generation == g {
+			// A job completed in its handler's transaction is done, not
+			// lost: its handler may still be reading its COMMIT's reply.
+			if g, ok := lost[r.id]; ok && r.generation == g && (r.jc == nil || !r.jc.completed.Load()) {
 				r.cancel(ErrLeaseLost)
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/pgconsole/console/queues"
@@ -20,7 +21,10 @@ import (
 //     always fails.
 //   - panic: panics (a failed attempt of class "panic").
 //   - sql {"statement": "..."}: runs one statement in the job's tagged
-//     session (queues.JobConn), to reproduce lock incidents. Only with
+//     session (queues.JobConn), to reproduce lock incidents, in one
+//     transaction with the job's completion (queues.JobCompleteTx) and
+//     bounded by the lease (statement_timeout at the lease's remaining
+//     time: a statement longer than the lease less a tenth fails). Only with
 //     allowSQL: it runs whatever SQL a payload carries, so it is for the
 //     demo and drills, never a production worker unless an operator
 //     enabled it on purpose.
@@ -99,12 +103,41 @@ func demoSQL(ctx context.Context, j *queues.Job) error {
 	if p.Statement == "" {
 		return queues.Permanent(errors.New("sql kind: empty statement"))
 	}
+	deadline, ok := queues.LeaseDeadline(ctx)
+	if !ok {
+		return errors.New("sql kind: not running as a job (no lease)")
+	}
 	conn, err := queues.JobConn(ctx)
 	if err != nil {
 		return err
 	}
+	// Behind a transaction pooler the job's session is a transaction
+	// already (JobConn); elsewhere the job opens its own. Either way a
+	// failure leaves it open and the engine rolls it back when the handler
+	// returns its error.
+	if conn.PgConn().TxStatus() == 'I' {
+		if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
+			return fmt.Errorf("sql kind: begin: %w", err)
+		}
+	}
+	// The statement, and the transaction's idle moments, end on the server
+	// before the lease does, even when this worker can no longer reach it.
+	left := time.Until(deadline).Milliseconds()
+	if left < 1 {
+		return fmt.Errorf("sql kind: %w", queues.ErrLeaseDeadline)
+	}
+	if _, err := conn.Exec(ctx, `SELECT set_config('statement_timeout', $1, true),
+		set_config('idle_in_transaction_session_timeout', $1, true)`, strconv.FormatInt(left, 10)); err != nil {
+		return fmt.Errorf("sql kind: bound the statement by the lease (%d ms left): %w", left, err)
+	}
 	if _, err := conn.Exec(ctx, p.Statement); err != nil {
 		return fmt.Errorf("sql kind: %w", err)
+	}
+	if err := queues.JobCompleteTx(ctx, conn, j); err != nil {
+		return fmt.Errorf("sql kind: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("sql kind: commit: %w", err)
 	}
 	return nil
 }

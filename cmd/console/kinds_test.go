@@ -102,3 +102,53 @@ func TestDemoSleepOutOfRange(t *testing.T) {
 	j := &queues.Job{Kind: "sleep", Payload: []byte(`{"ms": ` + strconv.FormatInt(maxSleepMS, 10) + `}`)}
 	require.ErrorIs(t, demoSleep(ctx, j), context.Canceled, "the longest sleep is a real sleep")
 }
+
+// TestDemoSQLBoundByLease: the sql kind commits its statement with the
+// job's completion, and its statement ends on the server before the lease
+// does: a statement longer than the lease fails on statement_timeout
+// instead of running on after its lease.
+func TestDemoSQLBoundByLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	_, err := pool.Exec(ctx, "CREATE TABLE sql_ledger (n int)")
+	require.NoError(t, err)
+	c, err := queues.NewClient(pool, queues.ClientConfig{
+		Queues:        map[string]queues.QueueConfig{"demo": {Concurrency: 2}},
+		LeaseDuration: 2 * time.Second, PollInterval: 50 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	registerDemoKinds(c, true)
+	enq := func(statement string) int64 {
+		j, err := queues.EnqueueTx(ctx, pool, queues.EnqueueParams{Queue: "demo", Kind: "sql",
+			Payload: map[string]string{"statement": statement}, MaxAttempts: 1})
+		require.NoError(t, err)
+		return j.ID
+	}
+	insert := enq("INSERT INTO sql_ledger VALUES (1)")
+	long := enq("SELECT pg_sleep(60) /* longer than the lease */")
+	require.NoError(t, c.Start(ctx))
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = c.Stop(sctx)
+	})
+
+	testdb.Eventually(t, 20*time.Second, "both sql jobs finished", func() bool {
+		var open int
+		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE status IN ('ready', 'running')").Scan(&open))
+		return open == 0
+	})
+	j, err := queues.JobGet(ctx, pool, insert)
+	require.NoError(t, err)
+	require.Equal(t, queues.StatusDone, j.Status)
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM sql_ledger").Scan(&n))
+	require.Equal(t, 1, n)
+
+	j, err = queues.JobGet(ctx, pool, long)
+	require.NoError(t, err)
+	require.Equal(t, queues.StatusDead, j.Status)
+	require.NotNil(t, j.LastError)
+	require.Contains(t, *j.LastError, "statement timeout", "the long statement ended by its lease's statement_timeout")
+}
