@@ -89,6 +89,11 @@ const demoRootApplication = "billing-api"
 // cancels it.
 const demoRootHold = 60 * time.Second
 
+// demoLease is the demo engine's lease: longer than demoRootHold, because a
+// sql job's statement may not outlive its lease, and the demo's lock
+// waiters are sql jobs that should wait as long as the root holds them.
+const demoLease = demoRootHold + 30*time.Second
+
 // demoLockChain stages a real blocking chain the way one happens in
 // production: a session of another application (billing-api, a connection
 // of its own, not one of the console's, so the guards let an operator
@@ -162,7 +167,7 @@ func runDemo(ctx context.Context, args []string, getenv env, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	e, err := startEngine(ctx, raw, engineConfig{Queues: demoQueues, Concurrency: 4, AllowSQL: true, Scheduler: true, Relay: pub, Pooler: pooler},
+	e, err := startEngine(ctx, raw, engineConfig{Queues: demoQueues, Concurrency: 4, AllowSQL: true, Scheduler: true, Relay: pub, Pooler: pooler, Lease: demoLease},
 		prometheus.NewRegistry(), logger)
 	if err != nil {
 		return err

@@ -185,7 +185,8 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	defer closePub()
 	ecfg := engineConfig{Scheduler: true, Relay: pub, Own: own, Pooler: cfg.Pooler, JobRetention: cfg.JobRetention}
 	if embedded {
-		ecfg = engineConfig{Queues: demoQueues, Concurrency: 4, AllowSQL: true, Scheduler: true, Relay: pub, Own: own, JobRetention: cfg.JobRetention}
+		ecfg = engineConfig{Queues: demoQueues, Concurrency: 4, AllowSQL: true, Scheduler: true, Relay: pub, Own: own, JobRetention: cfg.JobRetention,
+			Lease: demoLease}
 		if pub == nil {
 			// The demo's events go to a loopback consumer that applies
 			// each once through the inbox, counted on /metrics.
