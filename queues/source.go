@@ -3,8 +3,14 @@ package queues
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 )
+
+// ErrBadFilter refuses a job filter the engine cannot answer (a state it
+// does not have, arguments that are not a JSON object, an arguments filter
+// on an engine with no index for it); the message says what to type.
+var ErrBadFilter = errors.New("bad job filter")
 
 // The engines a Source reads.
 const (

@@ -2,13 +2,8 @@ package queues
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
-
-// ErrNoArgsFilter refuses a filter on job arguments: this engine keeps no
-// index on payloads, so such a filter would read the whole jobs table.
-var ErrNoArgsFilter = errors.New("the console's engine cannot filter jobs by their arguments (no index on payloads): filter by queue, kind, state or time instead")
 
 // nativeSource is this engine's Source: each method calls the function the
 // pages already call, so both read the same facts.
@@ -47,7 +42,8 @@ func (s nativeSource) Queues(ctx context.Context) ([]SourceQueue, error) {
 
 func (s nativeSource) Jobs(ctx context.Context, f SourceJobFilter) ([]SourceJob, error) {
 	if len(f.ArgsContain) > 0 {
-		return nil, ErrNoArgsFilter
+		// No index on payloads: such a filter would read the whole table.
+		return nil, fmt.Errorf("%w: the console's engine cannot filter jobs by their arguments (no index on payloads); filter by queue, kind, state or time instead", ErrBadFilter)
 	}
 	jobs, err := JobList(ctx, s.db, JobListParams{Queue: f.Queue, Kind: f.Kind, Status: f.State,
 		CreatedFrom: f.CreatedFrom, CreatedUntil: f.CreatedBefore, BeforeID: f.BeforeID, Limit: f.Limit})

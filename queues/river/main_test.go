@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"testing"
 	"time"
 
@@ -25,7 +26,14 @@ func TestMain(m *testing.M) { testdb.Main(m) }
 // own migrator (rivermigrate), as a team running both would have it.
 func riverPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	pool := testdb.Pool(t, testdb.URL(t))
+	// River's client holds connections of its own (LISTEN, the elector,
+	// the completer): a pool of a few would starve it on a busy machine.
+	u, err := url.Parse(testdb.URL(t))
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("pool_max_conns", "12")
+	u.RawQuery = q.Encode()
+	pool := testdb.Pool(t, u.String())
 	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: quiet})
 	require.NoError(t, err)
 	_, err = m.Migrate(context.Background(), rivermigrate.DirectionUp, nil)
@@ -95,8 +103,8 @@ func (slowWorker) Work(ctx context.Context, _ *riverqueue.Job[slowArgs]) error {
 	return ctx.Err()
 }
 
-// riverClient is a River client working queues default, email and
-// reports on pool, stopped at cleanup.
+// riverClient is a River client working queues default and email on
+// pool, stopped at cleanup.
 func riverClient(t *testing.T, pool *pgxpool.Pool) *riverqueue.Client[pgx.Tx] {
 	t.Helper()
 	workers := riverqueue.NewWorkers()
@@ -106,7 +114,7 @@ func riverClient(t *testing.T, pool *pgxpool.Pool) *riverqueue.Client[pgx.Tx] {
 	riverqueue.AddWorker(workers, &panicWorker{})
 	riverqueue.AddWorker(workers, &slowWorker{})
 	c, err := riverqueue.NewClient(riverpgxv5.New(pool), &riverqueue.Config{
-		Queues:            map[string]riverqueue.QueueConfig{riverqueue.QueueDefault: {MaxWorkers: 5}, "email": {MaxWorkers: 2}, "reports": {MaxWorkers: 1}},
+		Queues:            map[string]riverqueue.QueueConfig{riverqueue.QueueDefault: {MaxWorkers: 5}, "email": {MaxWorkers: 2}},
 		Workers:           workers,
 		FetchPollInterval: 50 * time.Millisecond,
 		FetchCooldown:     10 * time.Millisecond,
@@ -130,4 +138,22 @@ func insertClient(t *testing.T, pool *pgxpool.Pool) *riverqueue.Client[pgx.Tx] {
 	c, err := riverqueue.NewClient(riverpgxv5.New(pool), &riverqueue.Config{Logger: quiet})
 	require.NoError(t, err)
 	return c
+}
+
+// recordQueue has River record queue in river_queue, as a client working
+// it does at start, then stops that client: the queue can then be paused
+// with no client fetching its jobs.
+func recordQueue(t *testing.T, pool *pgxpool.Pool, queue string) {
+	t.Helper()
+	ctx := context.Background()
+	workers := riverqueue.NewWorkers()
+	riverqueue.AddWorker(workers, &okWorker{})
+	c, err := riverqueue.NewClient(riverpgxv5.New(pool), &riverqueue.Config{
+		Queues: map[string]riverqueue.QueueConfig{queue: {MaxWorkers: 1}}, Workers: workers, Logger: quiet})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	testdb.Eventually(t, time.Minute, "River's client to record queue "+queue, func() bool {
+		return testdb.Count(t, pool, "SELECT count(*) FROM river_queue WHERE name = $1", queue) == 1
+	})
+	require.NoError(t, c.Stop(ctx))
 }

@@ -146,18 +146,15 @@ func ErrorClass(text string, panicked bool) string {
 	return queues.ErrorTextClass(text)
 }
 
-// ErrBadFilter refuses a job filter River's tables cannot answer.
-var ErrBadFilter = errors.New("bad River job filter")
-
 // checkFilter refuses what would fail in the database or read it whole.
 func checkFilter(f queues.SourceJobFilter) error {
 	if f.State != "" && !slices.Contains(States, f.State) {
-		return fmt.Errorf("%w: state %q is not a River state; use one of %v", ErrBadFilter, f.State, States)
+		return fmt.Errorf("%w: state %q is not a River state; use one of %v", queues.ErrBadFilter, f.State, States)
 	}
 	if len(f.ArgsContain) > 0 {
 		var obj map[string]any
 		if err := json.Unmarshal(f.ArgsContain, &obj); err != nil || obj == nil {
-			return fmt.Errorf("%w: args must be a JSON object the job's arguments contain, such as {\"customer_id\": 42}", ErrBadFilter)
+			return fmt.Errorf("%w: args must be a JSON object the job's arguments contain, such as {\"customer_id\": 42}", queues.ErrBadFilter)
 		}
 	}
 	return nil
