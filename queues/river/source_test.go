@@ -160,6 +160,15 @@ func TestSourceReadsARealRiverClient(t *testing.T) {
 	require.Equal(t, "test-client", ws.Workers[0].ID)
 	require.Equal(t, []string{"default"}, ws.Workers[0].Queues)
 	require.Equal(t, int64(1), ws.Workers[0].Running, "the slow job runs")
+
+	stuck, err := river.StuckRunning(ctx, pool, time.Nanosecond, 3, 10)
+	require.NoError(t, err)
+	require.Len(t, stuck, 1, "past a rescue threshold of 1ns, the slow job is stuck")
+	require.Equal(t, "slow", stuck[0].Kind)
+	require.Equal(t, "test-client", stuck[0].ClientID)
+	stuck, err = river.StuckRunning(ctx, pool, time.Hour, 3, 10)
+	require.NoError(t, err)
+	require.Empty(t, stuck, "the slow job has run for seconds, not River's default hour")
 }
 
 // TestDetect tells a database without River from one River migrated, and
