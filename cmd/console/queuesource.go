@@ -64,7 +64,13 @@ func pickQueueSource(mode string, rs river.Schema, consoleJobs bool) (engine, no
 func openQueueSource(ctx context.Context, pool *pgxpool.Pool, mode string, stdout io.Writer) (queues.Source, error) {
 	rs, err := river.Detect(ctx, pool)
 	if err != nil {
-		return nil, err
+		// River's tables exist but this role may not read them.
+		const grant = "run `console roles sql` again after River's migrations so the console's roles may read River's tables"
+		if mode == queueSourceRiver {
+			return nil, fmt.Errorf("--queue-source river: %w (%s)", err, grant)
+		}
+		fmt.Fprintf(stdout, "River's tables are not readable (%v): queue pages read the console's own engine; %s\n", err, grant)
+		return nil, nil
 	}
 	consoleJobs := false
 	if rs.Present && mode == queueSourceAuto {
