@@ -160,6 +160,27 @@ GRANT console_operator, console_worker TO console_web;
 GRANT console_monitor TO console_readonly;
 `
 
+// riverGrants grants on River's tables (github.com/riverqueue/river) when
+// the database holds them, as the search path resolves them: the console
+// reads River's queues, jobs and leader. It writes none of them with SQL of
+// its own.
+const riverGrants = `
+-- River (github.com/riverqueue/river), when its tables are in this database
+-- (run this script again after River's own migrations): the console reads
+-- River's jobs, queues, leader and migration version for its queue pages
+-- and findings, and never writes them.
+DO $river$
+BEGIN
+    IF to_regclass('river_job') IS NOT NULL AND to_regclass('river_queue') IS NOT NULL
+       AND to_regclass('river_leader') IS NOT NULL AND to_regclass('river_migration') IS NOT NULL THEN
+        GRANT SELECT ON river_job, river_queue, river_leader, river_migration TO console_monitor;
+        EXECUTE format('GRANT USAGE ON SCHEMA %I TO console_monitor',
+            (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('river_job')));
+    END IF;
+END
+$river$;
+`
+
 // rolesSQL is the script RolesSQL returns, built once from tableGrants.
 var rolesSQL = buildRolesSQL()
 
@@ -178,6 +199,7 @@ func buildRolesSQL() string {
 			}
 		}
 	}
+	b.WriteString(riverGrants)
 	return b.String()
 }
 

@@ -108,7 +108,18 @@ func ErrorClass(err error) string {
 	if errors.As(err, &pg) {
 		typ = "pg " + pg.Code
 	}
-	msg := err.Error()
+	msg := ErrorTextClass(err.Error())
+	if typ == "" {
+		return msg
+	}
+	return typ + ": " + msg
+}
+
+// ErrorTextClass is the message part of ErrorClass for an error known only
+// by its text (another engine's recorded error): its first line with
+// numbers, UUIDs and hex strings replaced by "?", whitespace collapsed,
+// cut to 96 characters.
+func ErrorTextClass(msg string) string {
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]
 	}
@@ -120,8 +131,5 @@ func ErrorClass(err error) string {
 	if len(msg) > 96 {
 		msg = msg[:96]
 	}
-	if typ == "" {
-		return msg
-	}
-	return typ + ": " + msg
+	return msg
 }

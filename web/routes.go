@@ -1,6 +1,7 @@
 package web
 
 import (
+	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/pgconsole/console/internal/auth"
@@ -31,13 +32,14 @@ func (s *Server) routes() {
 	viewer.GET("/runbook/:slug", s.runbookPage)
 	viewer.GET("/panels/:name", s.panel)
 	viewer.GET("/database/:page", s.databasePage)
-	viewer.GET("/queues", s.queuesList)
-	viewer.GET("/queues/:name", s.queueDetail)
-	viewer.GET("/jobs", s.jobsList)
-	viewer.GET("/jobs/:id", s.jobDetail)
-	viewer.GET("/jobs/:id/payload", s.jobPayload)
-	viewer.GET("/deadletters", s.deadLetters)
-	viewer.GET("/workers", s.workersList)
+	q := s.queuePages()
+	viewer.GET("/queues", q.queues)
+	viewer.GET("/queues/:name", q.queue)
+	viewer.GET("/jobs", q.jobs)
+	viewer.GET("/jobs/:id", q.job)
+	viewer.GET("/jobs/:id/payload", q.payload)
+	viewer.GET("/deadletters", q.deadLetters)
+	viewer.GET("/workers", q.workers)
 	viewer.GET("/outbox", s.outboxPage)
 	viewer.GET("/schedules", s.schedulesList)
 	viewer.GET("/audit", s.auditLog)
@@ -68,6 +70,22 @@ func (s *Server) routes() {
 	pprofGroup := e.Group("/debug/pprof", requireRole(auth.RoleAdmin))
 	pprofGroup.GET("", s.pprofPage)
 	pprofGroup.GET("/*", s.pprofPage)
+}
+
+// queueHandlers are the handlers of the queue pages.
+type queueHandlers struct {
+	queues, queue, jobs, job, payload, deadLetters, workers echo.HandlerFunc
+}
+
+// queuePages are the console's own engine's pages, or, when
+// Config.QueueSource reads another engine, the pages that read it (a job's
+// payload is then its page, which shows its arguments).
+func (s *Server) queuePages() queueHandlers {
+	if s.cfg.QueueSource != nil {
+		return queueHandlers{s.sourceQueues, s.sourceQueueDetail, s.sourceJobs, s.sourceJobDetail, s.sourceJobDetail,
+			s.sourceDeadLetters, s.sourceWorkersList}
+	}
+	return queueHandlers{s.queuesList, s.queueDetail, s.jobsList, s.jobDetail, s.jobPayload, s.deadLetters, s.workersList}
 }
 
 // navEntry is one link of the left navigation, with the role that may see it.

@@ -21,6 +21,7 @@ import (
 	"github.com/pgconsole/console/diagnostics/recorder"
 	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/queues"
 )
 
 // Config is what the server needs; cmd/console builds it from flags.
@@ -95,6 +96,10 @@ type Config struct {
 	// LoginNotice is shown on the sign-in page (the embedded default prints
 	// where the one-time admin password is).
 	LoginNotice string
+	// QueueSource is the engine /queues, /jobs and /deadletters read when
+	// it is not the console's own (River's); nil keeps those pages on the
+	// console's engine, read directly.
+	QueueSource queues.Source
 }
 
 // Server is the console's HTTP handler.

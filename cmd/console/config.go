@@ -51,6 +51,9 @@ type serveConfig struct {
 	// JobRetention is how long done jobs are kept (--job-retention); zero
 	// keeps them all.
 	JobRetention time.Duration
+	// QueueSource is which engine's queues the pages show
+	// (--queue-source): auto, console or river.
+	QueueSource string
 }
 
 // The poolers the console can run behind (--pooler, CONSOLE_POOLER).
@@ -184,6 +187,7 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 		"proxy-roles": "CONSOLE_PROXY_ROLES", "proxy-role-header": "CONSOLE_PROXY_ROLE_HEADER",
 		"signal-any-database": "CONSOLE_SIGNAL_ANY_DATABASE", "tls-cert": "CONSOLE_TLS_CERT", "tls-key": "CONSOLE_TLS_KEY",
 		"history-interval": "CONSOLE_HISTORY_INTERVAL", "episode-interval": "CONSOLE_EPISODE_INTERVAL", "slow-interval": "CONSOLE_SLOW_INTERVAL",
+		"queue-source": "CONSOLE_QUEUE_SOURCE",
 	}
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&c.DataDir, "data-dir", "./var", "embedded PostgreSQL folder")
@@ -200,6 +204,7 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 	fs.DurationVar(&c.HistoryInterval, "history-interval", 10*time.Second, "how often the flight recorder samples")
 	fs.DurationVar(&c.EpisodeInterval, "episode-interval", time.Second, "how often the lock-episode recorder looks at the ungranted locks; 0 turns it off")
 	fs.DurationVar(&c.SlowInterval, "slow-interval", 2*time.Minute, "how often the catalog-wide checks run")
+	fs.StringVar(&c.QueueSource, "queue-source", queueSourceAuto, "auto, console or river: whose queues the pages show")
 	var thresholds thresholdFlags
 	fs.Var(&thresholds, "threshold", "CODE=VALUE")
 	c.Relay = relayFlags(fs, fe)
@@ -215,6 +220,9 @@ func parseServe(args []string, getenv env) (serveConfig, error) {
 		return c, err
 	}
 	if err := checkJobRetention(*retention); err != nil {
+		return c, err
+	}
+	if err := checkQueueSource(c.QueueSource); err != nil {
 		return c, err
 	}
 	c.JobRetention = *retention

@@ -208,6 +208,9 @@ parse stops the start and says what is accepted):
                         in WAL-aware batches, each run on /schedules; dead jobs are kept; 0
                         keeps every done job, else at least 1h (CONSOLE_JOB_RETENTION, default
                         168h); worker takes it too
+  --queue-source S      whose queues /queues, /jobs and /deadletters show: auto (River's when
+                        its tables hold the jobs and the console's engine has none), console
+                        or river (CONSOLE_QUEUE_SOURCE, default auto)
 
 Database:
   DATABASE_URL          PostgreSQL connection URL to attach to

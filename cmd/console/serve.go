@@ -137,6 +137,10 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	}
 	fmt.Fprintf(stdout, "schema at version %d\n", st.Current)
 
+	queueSource, err := openQueueSource(ctx, pool, cfg.QueueSource, stdout)
+	if err != nil {
+		return err
+	}
 	notice, err := firstLogin(ctx, pool, embedded, standby, stdout)
 	if err != nil {
 		return err
@@ -229,6 +233,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		ProxyRoles:           cfg.ProxyRoles,
 		ProxyTrustRoleHeader: cfg.ProxyRoleHeader,
 		LoginNotice:          notice,
+		QueueSource:          queueSource,
 	})
 	if err != nil {
 		return err

@@ -36,7 +36,9 @@ var (
 		"queues":            {internal: shared, external: append(engineDeps, "golang.org/x/time")},
 		"queues/natspub":    {internal: []string{"queues"}, external: []string{"github.com/nats-io/nats.go"}},
 		"queues/webhookpub": {internal: []string{"queues"}},
-		"diagnostics":       {internal: append([]string{"queues"}, shared...), external: engineDeps},
+		// River's reader (and its client, for actions that go through it).
+		"queues/river": {internal: append([]string{"queues"}, shared...), external: append(engineDeps, "github.com/riverqueue/river")},
+		"diagnostics":  {internal: append([]string{"queues"}, shared...), external: engineDeps},
 		// The rooms of diagnostics: the finding rules and the sampler read
 		// the catalog; the recorder and the metrics exporter read the
 		// findings and samples too; nothing reads them back.
