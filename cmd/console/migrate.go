@@ -61,6 +61,10 @@ func runMigrate(ctx context.Context, args []string, getenv env, stdout io.Writer
 		if err != nil {
 			return err
 		}
+		if st.Current > st.Latest {
+			fmt.Fprintf(stdout, "schema is at version %d, newer than this console's %d; every migration since is an expand, so this console runs against it (nothing to apply)\n", st.Current, st.Latest)
+			return nil
+		}
 		fmt.Fprintf(stdout, "schema is at version %d of %d (up to date)\n", st.Current, st.Latest)
 		return nil
 	}
@@ -68,7 +72,15 @@ func runMigrate(ctx context.Context, args []string, getenv env, stdout io.Writer
 	if st.Latest == 0 {
 		return err
 	}
-	fmt.Fprintf(stdout, "schema version %d of %d\n", st.Current, st.Latest)
+	fmt.Fprintf(stdout, "schema version %d of %d; this console runs against %d to %d", st.Current, st.Latest, st.Min, st.Latest)
+	switch {
+	case err != nil:
+		fmt.Fprintf(stdout, "\n%s\n", err)
+	case st.Current > st.Latest:
+		fmt.Fprintf(stdout, ", and against %d: every migration since %d is an expand\n", st.Current, st.Latest)
+	default:
+		fmt.Fprintln(stdout)
+	}
 	if len(st.Pending) > 0 {
 		fmt.Fprintf(stdout, "pending: %s\nrun `console migrate up` to apply them\n", strings.Join(st.Pending, ", "))
 	}
