@@ -38,6 +38,9 @@ type Status struct {
 	Latest  int32 // highest migration embedded in this binary
 	Min     int32 // oldest schema this binary runs against (Compatible.Min)
 	Pending []string
+	// MigratedAt is when the last migration was applied; nil before
+	// migration 022 or when Check did not read it.
+	MigratedAt *time.Time
 }
 
 // UpToDate reports whether the database has every migration applied.
@@ -66,6 +69,9 @@ func newMigratorFS(ctx context.Context, conn *pgx.Conn, fsys fs.FS) (*migrate.Mi
 		if c == Contract && mg.Sequence >= CompatSince {
 			mg.UpSQL += fmt.Sprintf("\n;\nUPDATE %s SET contract_version = %d, contract_name = '%s';\n",
 				VersionTable, mg.Sequence, strings.ReplaceAll(mg.Name, "'", "''"))
+		}
+		if mg.Sequence >= migratedAtSince {
+			mg.UpSQL += "\n;\nUPDATE " + VersionTable + " SET migrated_at = now();\n"
 		}
 	}
 	return m, nil
@@ -99,6 +105,10 @@ const (
 // counts as a contract: the consoles that carry them accept only their own
 // exact version.
 const CompatSince = 21
+
+// migratedAtSince is the migration that adds console_schema_version's
+// migrated_at, which it and every later migration set.
+const migratedAtSince = 22
 
 // MinSchema is the oldest schema version this binary's SQL runs against:
 // the last migration that added something the code reads or writes. Raise
@@ -344,6 +354,11 @@ func check(ctx context.Context, conn *pgx.Conn, fsys fs.FS) (Status, error) {
 		}
 	}
 	st := statusAt(m, cur)
+	if cur >= migratedAtSince {
+		if err := conn.QueryRow(ctx, "SELECT migrated_at FROM "+VersionTable).Scan(&st.MigratedAt); err != nil {
+			return st, fmt.Errorf("read when the schema was migrated: %w", err)
+		}
+	}
 	switch {
 	case st.Current < st.Min:
 		return st, fmt.Errorf("%w: the database is at version %d and this binary needs %d to %d", ErrSchemaBehind, st.Current, st.Min, st.Latest)

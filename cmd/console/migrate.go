@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/pgconsole/console/migrations"
 )
@@ -80,6 +81,9 @@ func runMigrate(ctx context.Context, args []string, getenv env, stdout io.Writer
 		fmt.Fprintf(stdout, ", and against %d: every migration since %d is an expand\n", st.Current, st.Latest)
 	default:
 		fmt.Fprintln(stdout)
+	}
+	if st.MigratedAt != nil {
+		fmt.Fprintf(stdout, "last migrated at %s\n", st.MigratedAt.UTC().Format(time.RFC3339))
 	}
 	if len(st.Pending) > 0 {
 		fmt.Fprintf(stdout, "pending: %s\nrun `console migrate up` to apply them\n", strings.Join(st.Pending, ", "))
