@@ -257,9 +257,10 @@ func upWith(ctx context.Context, conn *pgx.Conn, o Options, fsys fs.FS) (Status,
 		}
 	}
 	if err != nil {
+		var me migrate.MigrationPgError
 		st, serr := status(ctx, m)
-		if serr != nil {
-			return Status{}, fmt.Errorf("apply migrations: %w", err)
+		if serr != nil || !errors.As(err, &me) {
+			return st, fmt.Errorf("apply migrations: %w", err)
 		}
 		return st, fmt.Errorf("apply migrations: %w; nothing of that migration was applied and the schema stays at version %d", err, st.Current)
 	}

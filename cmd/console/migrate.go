@@ -90,3 +90,12 @@ func runMigrate(ctx context.Context, args []string, getenv env, stdout io.Writer
 	}
 	return nil
 }
+
+// schemaWords says where the schema is on a process's start line, and why
+// a schema newer than the binary is fine.
+func schemaWords(st migrations.Status) string {
+	if st.Current > st.Latest {
+		return fmt.Sprintf("schema at version %d, newer than this console's %d: every migration since is an expand", st.Current, st.Latest)
+	}
+	return fmt.Sprintf("schema at version %d", st.Current)
+}
