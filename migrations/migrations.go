@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -107,7 +108,8 @@ const (
 const CompatSince = 21
 
 // migratedAtSince is the migration that adds console_schema_version's
-// migrated_at, which it and every later migration set.
+// migrated_at, which it and every later migration set (Check reads it
+// when the column is there).
 const migratedAtSince = 22
 
 // MinSchema is the oldest schema version this binary's SQL runs against:
@@ -336,30 +338,36 @@ func lockHolders(ctx context.Context, conn *pgx.Conn) ([]string, error) {
 // through expand migrations only, passes. It only reads, so it works on a
 // standby and with a read-only role.
 func Check(ctx context.Context, conn *pgx.Conn) (Status, error) {
-	return check(ctx, conn, files)
-}
-
-func check(ctx context.Context, conn *pgx.Conn, fsys fs.FS) (Status, error) {
-	m, err := newMigratorFS(ctx, nil, fsys)
+	m, err := embedded()
 	if err != nil {
 		return Status{}, err
 	}
-	var cur int32
+	return check(ctx, conn, m)
+}
+
+// embedded is the embedded migrations, loaded once: Check runs on every
+// readiness probe and only reads their names.
+var embedded = sync.OnceValues(func() (*migrate.Migrator, error) {
+	return newMigratorFS(context.Background(), nil, files)
+})
+
+func check(ctx context.Context, conn *pgx.Conn, m *migrate.Migrator) (Status, error) {
 	var exists bool
 	if err := conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", VersionTable).Scan(&exists); err != nil {
 		return Status{}, fmt.Errorf("look for %s: %w", VersionTable, err)
 	}
+	// to_jsonb reads the columns this schema has: migrated_at from 022 on.
+	var row struct {
+		Version    int32      `json:"version"`
+		MigratedAt *time.Time `json:"migrated_at"`
+	}
 	if exists {
-		if err := conn.QueryRow(ctx, "SELECT version FROM "+VersionTable).Scan(&cur); err != nil {
+		if err := conn.QueryRow(ctx, "SELECT to_jsonb(v) FROM "+VersionTable+" AS v").Scan(&row); err != nil {
 			return Status{}, fmt.Errorf("read schema version: %w", err)
 		}
 	}
-	st := statusAt(m, cur)
-	if cur >= migratedAtSince {
-		if err := conn.QueryRow(ctx, "SELECT migrated_at FROM "+VersionTable).Scan(&st.MigratedAt); err != nil {
-			return st, fmt.Errorf("read when the schema was migrated: %w", err)
-		}
-	}
+	st := statusAt(m, row.Version)
+	st.MigratedAt = row.MigratedAt
 	switch {
 	case st.Current < st.Min:
 		return st, fmt.Errorf("%w: the database is at version %d and this binary needs %d to %d", ErrSchemaBehind, st.Current, st.Min, st.Latest)

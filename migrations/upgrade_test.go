@@ -161,7 +161,7 @@ func TestCheckAcceptsARangeOfVersions(t *testing.T) {
 		st, err := migrations.Check(ctx, conn)
 		require.NoError(t, err, "version %d", v)
 		require.Equal(t, v, st.Current)
-		require.Equal(t, v >= 22, st.MigratedAt != nil, "version %d: when the schema was migrated is read from 022 on", v)
+		require.NotNil(t, st.MigratedAt, "version %d: when the schema was last migrated (022 set it)", v)
 	}
 
 	set(b.Min-1, 20, "020_lock_episodes.sql")
