@@ -42,6 +42,16 @@
 -- A dead job whose finished_at or last_error changes leaves its class and
 -- enters it again, so the update trigger now also fires for those columns
 -- (its WHEN clause still skips every row that is not dead, without a call).
+-- Locks in the engine's order, the table before its counters: a statement
+-- on jobs holds jobs and its triggers then write dead_letter_counts and
+-- dead_letter_count_changes. This migration changes both counters and then
+-- drops a trigger on jobs (ACCESS EXCLUSIVE); taken in that order, it
+-- deadlocked with any worker whose transaction had changed a job and then
+-- killed one. So it takes jobs first, in the strongest mode it needs, and
+-- the counters after: a worker mid-transaction finishes first, and nothing
+-- reaches the counters meanwhile.
+LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE;
+
 ALTER TABLE dead_letter_counts
     ADD COLUMN first_finished_at timestamptz,
     ADD COLUMN last_finished_at  timestamptz,

@@ -27,6 +27,13 @@
 -- kind's rows newest first, and a primary key on id alone would cost every
 -- insert a second entry and tempt the planner into walking all kinds' rows
 -- backwards for one rare kind.
+-- Locks: jobs first, in the strongest mode it needs (ACCESS EXCLUSIVE, for
+-- the DROP INDEX at the end). Taking SHARE ROW EXCLUSIVE for the trigger and
+-- raising it for the drop would deadlock with a session that read jobs and
+-- then writes it, which waits on the first lock while holding what the
+-- second waits on.
+LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE;
+
 CREATE TABLE job_kind_runs (
     id      bigint GENERATED ALWAYS AS IDENTITY,
     kind    text NOT NULL,

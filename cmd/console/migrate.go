@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/pgconsole/console/migrations"
 )
@@ -61,6 +62,10 @@ func runMigrate(ctx context.Context, args []string, getenv env, stdout io.Writer
 		if err != nil {
 			return err
 		}
+		if st.Current > st.Latest {
+			fmt.Fprintf(stdout, "schema is at version %d, newer than this console's %d; every migration since is an expand, so this console runs against it (nothing to apply)\n", st.Current, st.Latest)
+			return nil
+		}
 		fmt.Fprintf(stdout, "schema is at version %d of %d (up to date)\n", st.Current, st.Latest)
 		return nil
 	}
@@ -68,9 +73,29 @@ func runMigrate(ctx context.Context, args []string, getenv env, stdout io.Writer
 	if st.Latest == 0 {
 		return err
 	}
-	fmt.Fprintf(stdout, "schema version %d of %d\n", st.Current, st.Latest)
+	fmt.Fprintf(stdout, "schema version %d of %d; this console runs against %d to %d", st.Current, st.Latest, st.Min, st.Latest)
+	switch {
+	case err != nil:
+		fmt.Fprintf(stdout, "\n%s\n", err)
+	case st.Current > st.Latest:
+		fmt.Fprintf(stdout, ", and against %d: every migration since %d is an expand\n", st.Current, st.Latest)
+	default:
+		fmt.Fprintln(stdout)
+	}
+	if st.MigratedAt != nil {
+		fmt.Fprintf(stdout, "last migrated at %s\n", st.MigratedAt.UTC().Format(time.RFC3339))
+	}
 	if len(st.Pending) > 0 {
 		fmt.Fprintf(stdout, "pending: %s\nrun `console migrate up` to apply them\n", strings.Join(st.Pending, ", "))
 	}
 	return nil
+}
+
+// schemaWords says where the schema is on a process's start line, and why
+// a schema newer than the binary is fine.
+func schemaWords(st migrations.Status) string {
+	if st.Current > st.Latest {
+		return fmt.Sprintf("schema at version %d, newer than this console's %d: every migration since is an expand", st.Current, st.Latest)
+	}
+	return fmt.Sprintf("schema at version %d", st.Current)
 }

@@ -135,7 +135,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "schema at version %d\n", st.Current)
+	fmt.Fprintln(stdout, schemaWords(st))
 
 	queueSource, err := openQueueSource(ctx, pool, cfg.QueueSource, stdout)
 	if err != nil {

@@ -1,0 +1,11 @@
+-- 022: the version table says when the schema last changed version.
+-- compat: expand
+--
+-- migrated_at is the start of the transaction of the last migration applied
+-- (each migration from this one on sets it beside the version), so an
+-- operator reading `console migrate status` during a rolling upgrade sees
+-- when the schema moved. NULL until a migration from this one on has run.
+--
+-- Locks: ACCESS EXCLUSIVE on console_schema_version for a catalog-only
+-- change (a nullable column without a default).
+ALTER TABLE console_schema_version ADD COLUMN migrated_at timestamptz;
