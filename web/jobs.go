@@ -210,6 +210,7 @@ func (s *Server) jobDetail(c echo.Context) error {
 		if tree := s.cfg.Diagnostics.BlockingTree(ctx); tree.Err == nil {
 			if w, ok := diagnostics.JobLockWaitOf(tree.Rows, j.ID); ok {
 				m.LockWait = jobLockWaitModel(w, readRole(c))
+				m.LockWait.Actions = guardOffers(m.LockWait.Actions, s.backendGuard(ctx))
 			}
 		}
 	}
