@@ -123,13 +123,20 @@ func (a *backendSignal) foretell(p *BackendPreview) {
 		subject = fmt.Sprintf("the %d waiting jobs %s", n, jobIDs(p.WaitingJobs))
 		goOn, keep = "go on", "keep waiting"
 	}
+	var fate string
 	switch {
 	case a.noEffect(&p.Target):
 		p.Waiters = subject + " " + keep + ": the cancel does not end the transaction that holds their lock"
+		fate = "keeps waiting"
 	case !p.IsRoot:
 		p.Waiters = fmt.Sprintf("%s %s once backend %d lets go, unless the root blocker above it still holds them", subject, goOn, a.pid)
+		fate = fmt.Sprintf("goes on once backend %d lets go, unless the root blocker still holds it", a.pid)
 	default:
 		p.Waiters = subject + " " + goOn + " once the lock is released"
+		fate = "goes on once the lock is released"
+	}
+	for i := range p.WaitingJobs {
+		p.WaitingJobs[i].Fate = fate
 	}
 }
 

@@ -89,6 +89,12 @@ func TestBackendCancelSaysWhatHappensToTheJobs(t *testing.T) {
 	require.Equal(t, root, pv.Job.ID)
 	require.Equal(t, fmt.Sprintf("job #%d (`report`, queue `reports`) fails this attempt and goes dead: attempt 1, max attempts 1", root), pv.Job.Fate)
 	require.Equal(t, fmt.Sprintf("the 2 waiting jobs #%d, #%d go on once the lock is released", waiting[0], waiting[1]), pv.Waiters)
+	require.Len(t, pv.WaitingJobs, 2)
+	for i, j := range pv.WaitingJobs {
+		require.Equal(t, waiting[i], j.ID)
+		require.Equal(t, "post", j.Kind)
+		require.Equal(t, "goes on once the lock is released", j.Fate)
+	}
 
 	out, err := r.Run(ctx, operator, "backend.cancel", actions.Request{Reason: reason, Params: map[string]any{"pid": pid}})
 	require.NoError(t, err)
