@@ -86,6 +86,13 @@ type BackendPreview struct {
 	Warning      string                     `json:"warning,omitempty"`
 	// NextStep names the action to offer when this one cannot help.
 	NextStep string `json:"next_step,omitempty"`
+	// Job is the queue job whose session the target is (nil when it runs
+	// none), with what the signal will do to it; WaitingJobs are the jobs
+	// waiting in the target's branch, and Waiters says what becomes of
+	// them.
+	Job         *SignalJob  `json:"job,omitempty"`
+	WaitingJobs []SignalJob `json:"waiting_jobs,omitempty"`
+	Waiters     string      `json:"waiters,omitempty"`
 }
 
 // BackendResult is what happened after the signal: whether the chain the
@@ -105,6 +112,11 @@ type BackendResult struct {
 	// SettleError is why watching the tree after the signal failed; the
 	// signal was sent all the same.
 	SettleError string `json:"settle_error,omitempty"`
+	// Job, WaitingJobs and Waiters are the preview's jobs read again after
+	// the signal: what became of each.
+	Job         *SignalJob  `json:"job,omitempty"`
+	WaitingJobs []SignalJob `json:"waiting_jobs,omitempty"`
+	Waiters     string      `json:"waiters,omitempty"`
 }
 
 func (BackendPreview) actionPreview() {}
@@ -118,9 +130,11 @@ type backendSignal struct {
 	backendStart, xactStart, queryStart *time.Time
 	override                            bool
 
-	// Set at execution: the target's state when signalled.
+	// Set at execution: the target's state when signalled, and the job it
+	// ran as previewed.
 	idle                bool
 	signalledQueryStart *time.Time
+	job                 *SignalJob
 }
 
 func (a *backendSignal) target() string { return "backend:" + strconv.Itoa(int(a.pid)) }
@@ -177,6 +191,12 @@ func (a *backendSignal) preview(ctx context.Context, rc *runContext) (BackendPre
 			p.IsRoot, p.BlockedCount = n.IsRoot, n.BlockedCount
 		}
 	}
+	if p.Job, err = signalJobOf(ctx, rc.r.pool, a.pid, f.ApplicationName); err != nil {
+		return BackendPreview{}, err
+	}
+	if p.WaitingJobs, err = waitingJobs(ctx, rc.r.pool, tree, a.pid); err != nil {
+		return BackendPreview{}, err
+	}
 	switch {
 	case a.terminate:
 		p.Effect = "pg_terminate_backend ends the session: its whole transaction rolls back and the client sees a dropped connection " +
@@ -196,6 +216,7 @@ func (a *backendSignal) preview(ctx context.Context, rc *runContext) (BackendPre
 	} else if !a.terminate && f.idleInTransaction() {
 		p.Warning = "cancelling the root blocker will not clear this chain; terminate it (admin) after confirming with its owner"
 	}
+	a.foretell(&p)
 	return p, nil
 }
 
@@ -227,7 +248,7 @@ func (a *backendSignal) execute(ctx context.Context, rc *runContext, tx pgx.Tx, 
 		}
 	}
 	before := chainOf(pv.Tree, a.pid)
-	a.idle, a.signalledQueryStart = cur.State != "active", cur.QueryStart
+	a.idle, a.signalledQueryStart, a.job = cur.State != "active", cur.QueryStart, pv.Job
 	stmt := "backend_cancel"
 	if a.terminate {
 		stmt = "backend_terminate"
@@ -256,6 +277,11 @@ func (a *backendSignal) execute(ctx context.Context, rc *runContext, tx pgx.Tx, 
 	if err := rc.r.settle(context.WithoutCancel(ctx), a, *cur, before, &res); err != nil {
 		res.SettleError = err.Error()
 		res.Message = fmt.Sprintf("backend %d was signalled, but watching the blocking tree afterwards failed (%v): check the tree", a.pid, err)
+		return res, nil
+	}
+	if err := a.recount(context.WithoutCancel(ctx), rc.r.pool, pv, &res); err != nil {
+		res.SettleError = err.Error()
+		res.Message += fmt.Sprintf("; reading its jobs again failed (%v): check the jobs pages", err)
 	}
 	return res, nil
 }
@@ -297,8 +323,17 @@ func (r *Runner) settle(ctx context.Context, a *backendSignal, target Fingerprin
 		slices.Sort(res.NewRoots)
 		res.Cleared = len(res.StillWaits) == 0
 		res.WaitedMS = time.Since(start).Milliseconds()
-		if res.Cleared && a.tookEffect(res, f) || !time.Now().Before(deadline) {
+		if !time.Now().Before(deadline) {
 			break
+		}
+		if res.Cleared && a.tookEffect(res, f) {
+			settled, err := a.attemptSettled(ctx, r.pool)
+			if err != nil {
+				return err
+			}
+			if settled {
+				break
+			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -418,10 +453,25 @@ func (a *backendSignal) sentence(p BackendPreview) string {
 	if p.NextStep != "" {
 		s += "; a cancel does nothing to a session idle in transaction"
 	}
+	if p.Job != nil {
+		s += "; " + p.Job.Fate
+	}
+	if p.Waiters != "" {
+		s += "; " + p.Waiters
+	}
 	return s
 }
 
-func (a *backendSignal) done(r BackendResult) string { return r.Message }
+func (a *backendSignal) done(r BackendResult) string {
+	s := r.Message
+	if r.Job != nil {
+		s += "; " + r.Job.Fate
+	}
+	if r.Waiters != "" {
+		s += "; waiting jobs: " + r.Waiters
+	}
+	return s
+}
 
 // backendState is what a signal's decision rests on: which session the pid
 // names (pids are reused) and which transaction it is in.

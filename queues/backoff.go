@@ -36,3 +36,30 @@ func BackoffCeiling(attempt int, base, max time.Duration) time.Duration {
 	}
 	return min(d, max)
 }
+
+// DefaultRetryBase and DefaultRetryMax are the backoff of a Client whose
+// ClientConfig leaves RetryBase and RetryMax zero.
+const (
+	DefaultRetryBase = time.Second
+	DefaultRetryMax  = 10 * time.Minute
+)
+
+// FailedAttempt is what the engine does with a running job whose attempt
+// fails with a retryable error (a cancelled statement, a dropped
+// connection), as JobFail decides it: the job goes dead when its attempts
+// are spent, else back to ready after a backoff of at most RetryWithin
+// (the ceiling of a Client with the default backoff; a client with its own
+// RetryBase, RetryMax or RetryDelayFunc waits otherwise).
+type FailedAttempt struct {
+	Dead        bool
+	RetryWithin time.Duration
+}
+
+// AttemptFailure says what a failure of the attempt a running job is on
+// does to it.
+func AttemptFailure(attempts, maxAttempts int) FailedAttempt {
+	if attempts >= maxAttempts {
+		return FailedAttempt{Dead: true}
+	}
+	return FailedAttempt{RetryWithin: BackoffCeiling(attempts, DefaultRetryBase, DefaultRetryMax)}
+}

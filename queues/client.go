@@ -222,10 +222,10 @@ func NewClient(pool *pgxpool.Pool, cfg ClientConfig) (*Client, error) {
 		return nil, errors.New("new client: lease duration too short")
 	}
 	if cfg.RetryBase <= 0 {
-		cfg.RetryBase = time.Second
+		cfg.RetryBase = DefaultRetryBase
 	}
 	if cfg.RetryMax <= 0 {
-		cfg.RetryMax = 10 * time.Minute
+		cfg.RetryMax = DefaultRetryMax
 	}
 	if cfg.MaxErrors <= 0 {
 		cfg.MaxErrors = 20

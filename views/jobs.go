@@ -81,6 +81,11 @@ type JobDetail struct {
 	ClassHref    string       `json:"class_href,omitempty"`
 	// LockWait is set while the running job's session waits on a lock.
 	LockWait *JobLockWait `json:"lock_wait,omitempty"`
+	// Running says, for a running job, how long it has run and what its
+	// lease says of its worker: held and renewed, or expired and why that
+	// matters. StuckSev is its badge: "critical" when the lease expired.
+	Running  string `json:"running,omitempty"`
+	StuckSev string `json:"-"`
 }
 
 // JobLockWait says what a running job's session waits on, who holds it and

@@ -65,6 +65,10 @@ type ActionLink struct {
 	Label string `json:"label"`
 	Href  string `json:"href"`
 	Risk  string `json:"risk"`
+	// Refused, when set, says why the action is not offered here (the
+	// guards would refuse it): the page shows the reason instead of a
+	// button, and Href is empty.
+	Refused string `json:"refused,omitempty"`
 }
 
 // Danger reports whether the action should look different from safe ones.

@@ -18,6 +18,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/pgconsole/console/actions"
+	"github.com/pgconsole/console/audit"
+	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/views"
 )
@@ -112,7 +114,11 @@ func (s *Server) actionPost(c echo.Context, dryRun bool) error {
 	}
 	s.actionDone(spec.Name)
 	p, _ := principalFrom(c)
-	return s.renderAction(c, doneStage(m, values, p.Role, out, time.Now()))
+	m = doneStage(m, values, p.Role, out, time.Now())
+	if r, ok := out.Result.(actions.BackendResult); ok {
+		m.Follow = signalFollow(r, s.openIncident(c.Request().Context()), p.Role)
+	}
+	return s.renderAction(c, m)
 }
 
 // runActionRequest runs one action for the signed-in operator, bounded by
@@ -235,6 +241,37 @@ func followLinks(r actions.Result) []views.ResultLink {
 	}
 	return nil
 }
+
+// signalFollow are the next steps after a backend signal: the jobs it
+// reached, back to the runbook's blocking step, and, when an incident is
+// open, the incident and capturing the blocking tree as it is now into it.
+func signalFollow(r actions.BackendResult, inc *audit.Incident, role string) []views.ResultLink {
+	var out []views.ResultLink
+	jobs := r.WaitingJobs
+	if r.Job != nil {
+		jobs = append([]actions.SignalJob{*r.Job}, jobs...)
+	}
+	for i, j := range jobs {
+		if i == maxFollowJobs {
+			break
+		}
+		out = append(out, views.ResultLink{Label: "Open job #" + itoa64(j.ID), Href: "/jobs/" + itoa64(j.ID)})
+	}
+	out = append(out, views.ResultLink{Label: "Back to the runbook: blocking", Href: diagnostics.RunbookURL(diagnostics.StepBlocking)})
+	if inc == nil {
+		return out
+	}
+	id := itoa64(inc.ID)
+	out = append(out, views.ResultLink{Label: "Open incident #" + id, Href: "/incidents/" + id})
+	if l, ok := actionLink("incident.capture", role, map[string]string{"incident_id": id, "panel": diagnostics.CheckBlockingTree}); ok {
+		out = append(out, views.ResultLink{Label: "Capture the after-state into incident #" + id, Href: l.Href})
+	}
+	return out
+}
+
+// maxFollowJobs bounds the job links after a backend signal; the result
+// lists them all.
+const maxFollowJobs = 5
 
 // actionAPI serves POST /api/v1/actions/:name for automation:
 // {"params": {...}, "reason": "...", "dry_run": false}.

@@ -42,6 +42,7 @@ func previewView(p actions.Preview, now time.Time) *views.Value {
 	case actions.BackendPreview:
 		return pairs(
 			kv("target", fingerprintView(x.Target, now)), kv("effect", text(x.Effect)),
+			signalJobPair(x.Job), optional("waiting jobs", x.Waiters), signalJobsPair(x.WaitingJobs),
 			kv("is root", yesNo(x.IsRoot)), kv("backends behind", integer(x.BlockedCount)),
 			kv("blocking tree", treeView(x.Tree)), optional("warning", x.Warning), optional("next step", x.NextStep))
 	case actions.SchedulePreview:
@@ -100,7 +101,8 @@ func resultView(r actions.Result, now time.Time) *views.Value {
 			kv("note", text(x.Note)))
 	case actions.BackendResult:
 		return pairs(
-			kv("outcome", text(x.Message)), kv("signalled", yesNo(x.Signalled)), kv("chain cleared", yesNo(x.Cleared)),
+			kv("outcome", text(x.Message)), signalJobPair(x.Job), optional("waiting jobs", x.Waiters), signalJobsPair(x.WaitingJobs),
+			kv("signalled", yesNo(x.Signalled)), kv("chain cleared", yesNo(x.Cleared)),
 			kv("target gone", yesNo(x.TargetGone)), optional("target state", x.TargetState),
 			kv("new roots", idList(x.NewRoots)), kv("still waiting", idList(x.StillWaits)),
 			kv("watched for", text(humanize.Seconds(float64(x.WaitedMS)/1000))),
@@ -143,6 +145,28 @@ func previewParams(p actions.Preview) map[string]string {
 		}
 	}
 	return out
+}
+
+// signalJobPair is what a backend signal does (or did) to the job whose
+// session the backend is; nothing when it runs none.
+func signalJobPair(j *actions.SignalJob) views.Pair {
+	if j == nil {
+		return views.Pair{}
+	}
+	return kv("job", text(j.Fate))
+}
+
+// signalJobsPair lists the jobs waiting behind a signalled backend, each
+// with its fate; nothing when none waits.
+func signalJobsPair(jobs []actions.SignalJob) views.Pair {
+	if len(jobs) == 0 {
+		return views.Pair{}
+	}
+	rows := make([][]*views.Value, 0, len(jobs))
+	for _, j := range jobs {
+		rows = append(rows, []*views.Value{integer(j.ID), text(j.Queue), text(j.Kind), integer(j.PID), text(j.Status), text(j.Fate)})
+	}
+	return kv("jobs behind it", valueTable([]string{"id", "queue", "kind", "pid", "status", "fate"}, rows))
 }
 
 func jobView(j actions.JobSummary) *views.Value {

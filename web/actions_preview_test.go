@@ -33,16 +33,7 @@ func TestActionExecuteNeedsItsPreview(t *testing.T) {
 	op := e.signedIn(t, "operator")
 	preview := func(c *client, name string, params url.Values) (url.Values, string) {
 		t.Helper()
-		_, _ = c.get("/actions/" + name)
-		form := url.Values{"_csrf": {c.csrf}}
-		for k, v := range params {
-			form["p."+k] = v
-		}
-		resp, body := c.post("/actions/"+name+"/preview", form)
-		require.Equal(t, http.StatusOK, resp.StatusCode, body)
-		form.Set("preview", sealOf(t, body))
-		form.Set("reason", "the provider is down")
-		return form, body
+		return previewForm(t, c, name, params, "the provider is down")
 	}
 
 	// refused executes queue.pause with form as c and checks it was refused

@@ -203,13 +203,24 @@ func (s *Server) jobDetail(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m := jobDetailModel(j, readRole(c), time.Now())
+	now := time.Now()
+	m := jobDetailModel(j, readRole(c), now)
 	if j.Status == queues.StatusRunning {
 		ctx, cancel := readContext(c)
 		defer cancel()
+		var owner *queues.Worker
+		if workers, err := queues.WorkerList(ctx, s.cfg.Pool, s.cfg.Diagnostics.Thresholds().WorkerHeartbeat); err == nil && j.LeaseOwner != nil {
+			for i := range workers {
+				if workers[i].ID == *j.LeaseOwner {
+					owner = &workers[i]
+				}
+			}
+		}
+		m.Running, m.StuckSev = runningText(j, owner, now)
 		if tree := s.cfg.Diagnostics.BlockingTree(ctx); tree.Err == nil {
 			if w, ok := diagnostics.JobLockWaitOf(tree.Rows, j.ID); ok {
 				m.LockWait = jobLockWaitModel(w, readRole(c))
+				m.LockWait.Actions = guardOffers(m.LockWait.Actions, s.backendGuard(ctx))
 			}
 		}
 	}
@@ -327,6 +338,45 @@ func jobDetailModel(j *queues.Job, role string, now time.Time) views.JobDetail {
 	m.Payload, m.PayloadCut = payloadShown(j.Payload)
 	m.Attempts = attemptsPanel(j, now)
 	return m
+}
+
+// runningText says how long a running job has run and what its lease says
+// of the worker running it (owner, nil when the registry has no such
+// worker), with the badge: "critical" when the lease expired, "warning"
+// when the worker's heartbeat is stale, else "info".
+func runningText(j *queues.Job, owner *queues.Worker, now time.Time) (string, string) {
+	s := "Running"
+	if j.StartedAt != nil {
+		s += " for " + humanize.Seconds(now.Sub(*j.StartedAt).Seconds())
+	}
+	s += fmt.Sprintf(" (attempt %d of %d)", j.Attempts, j.MaxAttempts)
+	worker := "no worker"
+	if j.LeaseOwner != nil {
+		worker = "worker " + *j.LeaseOwner
+	}
+	heartbeat := ""
+	switch {
+	case owner == nil:
+		heartbeat = "; the workers registry does not list it"
+	case owner.Alive:
+		heartbeat = fmt.Sprintf(", which heartbeated %s ago", humanize.Seconds(owner.LastSeenSeconds))
+	default:
+		heartbeat = fmt.Sprintf(", which last heartbeated %s ago and counts as dead", humanize.Seconds(owner.LastSeenSeconds))
+	}
+	if j.LeaseUntil == nil || j.LeaseUntil.Before(now) {
+		ago := "has no lease"
+		if j.LeaseUntil != nil {
+			ago = "lease expired " + humanize.Seconds(now.Sub(*j.LeaseUntil).Seconds()) + " ago"
+		}
+		return fmt.Sprintf("%s on %s%s. Its %s: nobody renews it, so nothing is working on it. "+
+			"The reaper puts it back to ready; expire the lease to do that now.", s, worker, heartbeat, ago), "critical"
+	}
+	sev := "info"
+	if owner == nil || !owner.Alive {
+		sev = "warning"
+	}
+	return fmt.Sprintf("%s on %s%s. Its lease runs %s more and is renewed while the worker lives.",
+		s, worker, heartbeat, humanize.Seconds(j.LeaseUntil.Sub(now).Seconds())), sev
 }
 
 // leaseUntilFact says when the lease ends, and whether it already has.

@@ -49,7 +49,7 @@ func jobLockWaitModel(w diagnostics.JobLockWait, role string) *views.JobLockWait
 	m := &views.JobLockWait{
 		Text:      fmt.Sprintf("Backend pid %d is waiting on %s, %s, for %s.", n.PID, lock, how, humanize.Seconds(n.WaitSeconds)),
 		ChainHref: diagnostics.RunbookURL(diagnostics.StepBlocking),
-		Actions:   actionLinks(findings.RootActions(root), role, rootParams(root)),
+		Actions:   rootOffers(root, role),
 	}
 	rootName := fmt.Sprintf("pid %d (%s, transaction %s old, application %q)", root.PID, cmp.Or(root.State, "gone"), humanize.Seconds(root.XactAgeSeconds), root.ApplicationName)
 	if root.IsPrepared() {

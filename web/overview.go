@@ -51,6 +51,13 @@ func (s *Server) overview(c echo.Context) error {
 		th := s.cfg.Diagnostics.Thresholds()
 		now := time.Now()
 		m = overviewModel(round, findings.Evaluate(round, th), th, p.Role, now)
+		guard := s.backendGuard(ctx)
+		guardFindings(m.Findings, guard)
+		if a := m.Story.Action; a != nil {
+			if g := guardOffers([]views.ActionLink{*a}, guard); len(g) == 1 {
+				m.Story.Action = &g[0]
+			}
+		}
 		addSparklines(m.Tiles, liveTileTrends(s.cfg.Sampler, now), th)
 	}
 	m.RefreshURL = "/"

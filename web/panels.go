@@ -13,7 +13,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/pgconsole/console/diagnostics"
-	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/diagnostics/recorder"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/internal/humanize"
@@ -84,7 +83,7 @@ func blockingPanel(p views.Panel, r diagnostics.PanelResult, role string, now ti
 		waiting := views.Cell{Text: humanize.Seconds(n.WaitSeconds)}
 		if n.IsRoot {
 			state = views.Cell{Sev: "critical", Text: "root blocker, " + n.State}
-			next.Actions = actionLinks(findings.RootActions(n), role, rootParams(n))
+			next.Actions = rootOffers(n, role)
 			waiting.Text = "—"
 		}
 		job := views.Cell{Text: "—"}
@@ -286,6 +285,12 @@ func (s *Server) panel(c echo.Context) error {
 	}
 	p, _ := principalFrom(c)
 	v := panelView(check, res, p.Role, time.Now())
+	guard := s.backendGuard(ctx)
+	for _, row := range v.Rows {
+		for i := range row {
+			row[i].Actions = guardOffers(row[i].Actions, guard)
+		}
+	}
 	v = withRates(name, v, s.cfg.Sampler, time.Now())
 	v.RefreshURL, v.RefreshSeconds = "/panels/"+name, refreshSeconds(res.Took)
 	if inc := s.openIncident(ctx); inc != nil && auth.RoleRank(p.Role) >= auth.RoleRank(auth.RoleOperator) {

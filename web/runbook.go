@@ -51,6 +51,9 @@ func (s *Server) runbookPage(c echo.Context) error {
 	}
 	if i, ok := runbookStepBySlug(slug); ok {
 		m := runbookStepModel(i, role, s.runbookEvidence(ctx, t), t)
+		guard := s.backendGuard(ctx)
+		m.Actions = guardOffers(m.Actions, guard)
+		guardFindings(m.Findings, guard)
 		// While the database does not answer, the step is drawn without
 		// the incident link rather than wait for it.
 		if _, down := s.db.down(); !down {
@@ -62,6 +65,9 @@ func (s *Server) runbookPage(c echo.Context) error {
 	}
 	if rt, ok := runbookTargetBySlug(slug); ok {
 		m := runbookTargetModel(rt, role, s.runbookEvidence(ctx, t), t)
+		guard := s.backendGuard(ctx)
+		m.Actions = guardOffers(m.Actions, guard)
+		guardFindings(m.Findings, guard)
 		return s.render(c, page{Title: rt.Title, Nav: "runbook", Model: m, Body: views.RunbookTargetBody(m), Travel: &t})
 	}
 	return fmt.Errorf("%w: no runbook step or targeted runbook named %q", errNotFound, slug)
