@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/testdb"
-	"github.com/pgconsole/console/migrations"
 )
 
 // stormFor is how long a storm drill disturbs the engine while jobs keep
@@ -58,13 +57,7 @@ func TestIdleConnectionSqueezeLosesNoJob(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const idle = 300
-	srv := testdb.NewServer(t, map[string]string{"max_connections": "318", "shared_buffers": "32MB"})
-	url := srv.URL("postgres")
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	_, err = migrations.Up(ctx, conn)
-	require.NoError(t, err)
-	conn.Close(ctx)
+	_, url := migratedServer(t, map[string]string{"max_connections": "318", "shared_buffers": "32MB"})
 	admin := testdb.Pool(t, url+"&pool_max_conns=4")
 	createRunLog(t, admin)
 
