@@ -326,6 +326,15 @@
 // JetStream, queues/webhookpub for an HTTP webhook, or any PublisherFunc.
 // The engine itself imports no broker client.
 //
+// A relay owns the events it claims for a lease. It starts a publish only
+// while the lease left covers the publish's timeout, renews the lease
+// (fenced by owner and generation) when a batch outlasts it, and leaves
+// what it cannot start for the next claim, so no other relay delivers an
+// event this one may still be delivering. Every publish started is one of
+// the event's attempts (outbox_events.attempts, the outbox page's delivery
+// attempts, queues_relay_publish_attempts_total), answered or not;
+// publish_count counts only the broker's acceptances.
+//
 // # One definition of each engine fact
 //
 // The package owns every statement on its tables, also the reads of a

@@ -26,7 +26,6 @@ import (
 	"github.com/pgconsole/console/internal/logbuf"
 	"github.com/pgconsole/console/internal/pgserver"
 	"github.com/pgconsole/console/internal/testdb"
-	"github.com/pgconsole/console/migrations"
 )
 
 // Environment of TestHelperWorkerProcess when it runs as a child worker.
@@ -179,19 +178,13 @@ func TestPostgresRestart(t *testing.T) {
 
 func postgresRestart(t *testing.T, restart func(*pgserver.Server, context.Context) error) {
 	ctx := context.Background()
-	srv := testdb.NewServer(t, map[string]string{"max_connections": "50", "shared_buffers": "32MB"})
-	url := srv.URL("postgres")
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	_, err = migrations.Up(ctx, conn)
-	require.NoError(t, err)
-	conn.Close(ctx)
+	srv, url := migratedServer(t, map[string]string{"max_connections": "50", "shared_buffers": "32MB"})
 
 	const n = 3000
 	admin := testdb.Pool(t, url)
 	createRunLog(t, admin)
 	ps := slices.Repeat([]EnqueueParams{{Queue: "rs", Kind: "logged", Payload: map[string]int{"ms": 2}}}, n)
-	_, err = EnqueueCopy(ctx, admin, ps)
+	_, err := EnqueueCopy(ctx, admin, ps)
 	require.NoError(t, err)
 	var logs logbuf.Buffer
 	var ids []string

@@ -16,7 +16,6 @@ import (
 	"github.com/pgconsole/console/internal/logbuf"
 	"github.com/pgconsole/console/internal/metricsum"
 	"github.com/pgconsole/console/internal/testdb"
-	"github.com/pgconsole/console/migrations"
 )
 
 // TestNoConnectionSpendsNoAttempt: jobs whose handlers cannot get a
@@ -28,13 +27,7 @@ func TestNoConnectionSpendsNoAttempt(t *testing.T) {
 	testdb.SkipShort(t, "a server of its own")
 	t.Parallel()
 	ctx := context.Background()
-	srv := testdb.NewServer(t, map[string]string{"max_connections": "14", "superuser_reserved_connections": "0"})
-	url := srv.URL("postgres")
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	_, err = migrations.Up(ctx, conn)
-	require.NoError(t, err)
-	conn.Close(ctx)
+	_, url := migratedServer(t, map[string]string{"max_connections": "14", "superuser_reserved_connections": "0"})
 
 	admin := testdb.Pool(t, url)
 	// More jobs at once than the engine's pool ever has idle connections

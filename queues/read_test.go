@@ -316,6 +316,7 @@ func TestHotStatementPlans(t *testing.T) {
 			{name: "job_claim", args: "('p1', 10, 'w', 60000, NULL, NULL, NULL, false)", want: []string{"jobs_ready_pick_idx"}},
 			{name: "job_claim", args: "('p1', 10, 'w', 60000, 0, now(), 500, false)", want: []string{"ROW(available_at, id) >"}},
 			{name: "job_reap", args: "(100, 20)"},
+			{name: "queue_done_recent", args: "('p1', 10000)", want: []string{"jobs_done_id_idx"}},
 			{name: "dead_letter_requeue", args: "('{}', 'p1', '', NULL, NULL, 10, false)"},
 			{name: "dead_letter_class_list", args: "('{}', 'p1', '', NULL, NULL, 50)"},
 			// Its only read of jobs is the window of recent deaths, through
@@ -408,6 +409,7 @@ func TestBatchPlansWithoutStatistics(t *testing.T) {
 			"outbox_mark_accepted":  "('r', " + eventIDs + ", " + gens + ")",
 			"outbox_mark_published": "('r', " + eventIDs + ", " + gens + ")",
 			"outbox_release":        "('r', " + eventIDs + ", " + gens + ")",
+			"outbox_renew":          "('r', " + eventIDs + ", " + gens + ", 60000)",
 			"outbox_reschedule": "('r', " + eventIDs + ", " + gens + ", array_fill(0::bigint, ARRAY[900]), " +
 				"array_fill('e'::text, ARRAY[900]), 0, array_fill(false, ARRAY[900]))",
 		} {

@@ -48,7 +48,10 @@ type RelayConfig struct {
 	// Concurrency bounds publishes in flight per relay (default 16).
 	Concurrency int
 	// LeaseDuration is how long a claim is owned before another relay may
-	// reclaim it (default 30s). It must cover a batch's publishes.
+	// reclaim it (default 30s). A batch whose publishes outlast it renews
+	// it; a publish starts only while the lease left covers PublishTimeout
+	// and a tenth of the lease for the mark, so no other relay can claim an
+	// event while this one may still be delivering it.
 	LeaseDuration time.Duration
 	// PollInterval is the longest the relay waits between scans without a
 	// notification, and how quickly it sees relay_settings changes
@@ -79,8 +82,11 @@ type RelayConfig struct {
 }
 
 // Relay drains outbox_events to a Publisher: claim a batch (SKIP LOCKED,
-// fenced by owner and generation), publish outside any transaction, record
-// acceptance, then mark published. Any number of relays can run against one
+// fenced by owner and generation), publish outside any transaction, renewing
+// the batch's lease when its publishes outlast it, record acceptance, then
+// mark published. Every publish started is one of the event's attempts: the
+// claim counts it, and only a claim whose publish never started gives it
+// back. Any number of relays can run against one
 // database; there is no leader. It wakes on NOTIFY and polls regardless.
 type Relay struct {
 	pool    *pgxpool.Pool
@@ -110,11 +116,13 @@ type relayHooks struct {
 type relayMetrics struct {
 	claimed        prometheus.Counter
 	published      prometheus.Counter
+	attempts       prometheus.Counter
 	failures       prometheus.Counter
 	dead           prometheus.Counter
 	markFailures   prometheus.Counter
 	staleMarks     prometheus.Counter
 	reclaimed      prometheus.Counter
+	renewals       prometheus.Counter
 	publishSeconds prometheus.Histogram
 	batchSeconds   prometheus.Histogram
 }
@@ -134,11 +142,13 @@ func newRelayMetrics(reg prometheus.Registerer) (*relayMetrics, error) {
 	}{
 		{&m.claimed, "queues_relay_claimed_total", "Outbox events claimed by relays."},
 		{&m.published, "queues_relay_published_total", "Outbox events accepted by the broker and marked published."},
+		{&m.attempts, "queues_relay_publish_attempts_total", "Publish attempts started, answered or not (each is one of its event's attempts)."},
 		{&m.failures, "queues_relay_publish_failures_total", "Failed publish attempts (retried with backoff)."},
 		{&m.dead, "queues_relay_dead_total", "Outbox events that went dead after their last attempt."},
 		{&m.markFailures, "queues_relay_mark_failures_total", "Events the broker accepted whose published mark failed (each may be delivered twice)."},
 		{&m.staleMarks, "queues_relay_stale_marks_total", "Marks fenced out because the lease was taken over."},
 		{&m.reclaimed, "queues_relay_reclaimed_total", "Expired relay leases returned to pending or dead."},
+		{&m.renewals, "queues_relay_lease_renewals_total", "Lease renewals of relay batches whose publishes outlast the lease."},
 	} {
 		if *c.dst, err = counter(c.name, c.help); err != nil {
 			return nil, err
@@ -387,6 +397,9 @@ func (r *Relay) reclaimExpired(ctx context.Context) {
 // runBatch claims up to n events and carries them through publish, accept
 // and mark. It returns how many it claimed.
 func (r *Relay) runBatch(ctx context.Context, n int, limiter *rate.Limiter) (int, error) {
+	// The lease runs from no earlier than now: the claim sets it from the
+	// server's clock when the statement runs.
+	leaseUntil := time.Now().Add(r.cfg.LeaseDuration)
 	rows, err := r.pool.Query(ctx, sqlText("outbox_claim"), n, r.cfg.ID, r.cfg.LeaseDuration.Milliseconds())
 	if err != nil {
 		return 0, fmt.Errorf("claim outbox events: %w", err)
@@ -411,12 +424,18 @@ func (r *Relay) runBatch(ctx context.Context, n int, limiter *rate.Limiter) (int
 	started := make([]bool, len(msgs))
 	sem := make(chan struct{}, r.cfg.Concurrency)
 	var wg sync.WaitGroup
+	var leaseErr error
 	for i, m := range msgs {
 		if ctx.Err() != nil || limiter.Wait(ctx) != nil {
 			break
 		}
 		sem <- struct{}{}
+		if leaseUntil, leaseErr = r.leaseFor(ctx, msgs, leaseUntil); leaseErr != nil {
+			<-sem
+			break
+		}
 		started[i] = true
+		r.metrics.attempts.Inc()
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
@@ -442,7 +461,7 @@ func (r *Relay) runBatch(ctx context.Context, n int, limiter *rate.Limiter) (int
 	}
 	dbctx, cancel := context.WithTimeout(detached, r.cfg.PublishTimeout)
 	defer cancel()
-	var firstErr error
+	firstErr := leaseErr
 	if len(ok) > 0 {
 		if err := r.markAccepted(dbctx, ok); err != nil {
 			firstErr = err
@@ -473,6 +492,35 @@ func (r *Relay) runBatch(ctx context.Context, n int, limiter *rate.Limiter) (int
 	}
 	r.metrics.batchSeconds.Observe(time.Since(start).Seconds())
 	return len(msgs), firstErr
+}
+
+// errLeaseLost says a batch's lease renewal matched fewer events than the
+// batch holds: another relay reclaimed some, so this one starts no more.
+var errLeaseLost = errors.New("relay lease lost: another relay reclaimed events of this batch")
+
+// leaseFor returns the lease of the batch msgs (held until leaseUntil) once
+// it covers one more publish: PublishTimeout, then a tenth of the lease for
+// the mark. It renews the lease of the whole batch, fenced, when too little
+// is left. An error means no publish may start: the renewal failed or
+// another relay took events over; the rest is left for the next claim.
+func (r *Relay) leaseFor(ctx context.Context, msgs []*OutboxMessage, leaseUntil time.Time) (time.Time, error) {
+	need := r.cfg.PublishTimeout + r.cfg.LeaseDuration/10
+	if time.Until(leaseUntil) >= need {
+		return leaseUntil, nil
+	}
+	renewed := time.Now().Add(r.cfg.LeaseDuration)
+	ids, gens := idsAndGenerations(msgs)
+	rctx, cancel := context.WithTimeout(ctx, max(time.Until(leaseUntil), r.cfg.LeaseDuration/10))
+	defer cancel()
+	tag, err := r.pool.Exec(rctx, sqlText("outbox_renew"), r.cfg.ID, ids, gens, r.cfg.LeaseDuration.Milliseconds())
+	if err != nil {
+		return leaseUntil, fmt.Errorf("renew the relay lease of %d events: %w", len(msgs), err)
+	}
+	if int(tag.RowsAffected()) < len(msgs) {
+		return leaseUntil, fmt.Errorf("renew the relay lease of %d events (%d still held): %w", len(msgs), tag.RowsAffected(), errLeaseLost)
+	}
+	r.metrics.renewals.Inc()
+	return renewed, nil
 }
 
 func firstError(first, next error) error {

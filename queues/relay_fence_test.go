@@ -41,14 +41,30 @@ func TestRelayStaleMarkIsFenced(t *testing.T) {
 	require.Len(t, byB, 1)
 	require.Greater(t, byB[0].Generation, byA[0].Generation)
 
+	// Nor renew its lease: it starts no more publishes of the batch.
+	_, err = a.leaseFor(ctx, byA, time.Now())
+	require.ErrorIs(t, err, errLeaseLost)
+	ev, err := OutboxEventGet(ctx, pool, ids[0])
+	require.NoError(t, err)
+	bLease := *ev.LeaseUntil
+
 	n, err := a.markPublished(ctx, byA)
 	require.NoError(t, err)
 	require.Zero(t, n, "stale relay marked an event it no longer owns")
 	require.NoError(t, a.reschedule(ctx, byA, []error{context.DeadlineExceeded}, byA))
-	ev, err := OutboxEventGet(ctx, pool, ids[0])
+	ev, err = OutboxEventGet(ctx, pool, ids[0])
 	require.NoError(t, err)
 	require.Equal(t, OutboxInflight, ev.State)
 	require.Equal(t, "relay-b", *ev.LeaseOwner)
+	require.Equal(t, bLease, *ev.LeaseUntil, "the stale relay moved the new owner's lease")
+
+	// The owner renews when too little of its lease is left.
+	until, err := b.leaseFor(ctx, byB, time.Now())
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now().Add(b.cfg.LeaseDuration), until, b.cfg.LeaseDuration/2)
+	ev, err = OutboxEventGet(ctx, pool, ids[0])
+	require.NoError(t, err)
+	require.False(t, ev.LeaseUntil.Before(until), "the lease in the database ends before the relay believes")
 
 	n, err = b.markPublished(ctx, byB)
 	require.NoError(t, err)

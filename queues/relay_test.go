@@ -20,7 +20,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/testdb"
-	"github.com/pgconsole/console/migrations"
 )
 
 func obRelay(t testing.TB, pool *pgxpool.Pool, cfg RelayConfig) *Relay {
@@ -414,13 +413,8 @@ func obProduce(t testing.TB, pool *pgxpool.Pool, topic string) (stop func()) {
 func TestRelaySurvivesPostgresAndNATSRestart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv := testdb.NewServer(t, map[string]string{"max_connections": "40"})
-	conn, err := pgx.Connect(ctx, srv.URL("postgres"))
-	require.NoError(t, err)
-	_, err = migrations.Up(ctx, conn)
-	require.NoError(t, err)
-	conn.Close(ctx)
-	pool := testdb.Pool(t, srv.URL("postgres")+"&pool_max_conns=10")
+	srv, url := migratedServer(t, map[string]string{"max_connections": "40"})
+	pool := testdb.Pool(t, url+"&pool_max_conns=10")
 
 	ns := obStartNATS(t)
 	nc := ns.connect(t)

@@ -118,6 +118,22 @@ func QueueHealthAll(ctx context.Context, db DBTX, p QueueHealthParams) ([]QueueS
 	return stats, groups, nil
 }
 
+// QueueDoneRecentWindow is how many of the newest done jobs
+// QueueDoneRecent reads when its window is zero.
+const QueueDoneRecentWindow = 10_000
+
+// QueueDoneRecent counts the jobs of queue among the newest window done
+// jobs (zero means QueueDoneRecentWindow): a queue whose jobs are all done
+// is in no count QueueHealth reads, and a positive answer says it exists.
+// Zero means none of them: the queue's done jobs are older, or it has none.
+func QueueDoneRecent(ctx context.Context, db DBTX, queue string, window int64) (int64, error) {
+	var n int64
+	if err := db.QueryRow(ctx, sqlText("queue_done_recent"), queue, cmp.Or(max(window, 0), QueueDoneRecentWindow)).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count recent done jobs of queue %q: %w", queue, err)
+	}
+	return n, nil
+}
+
 // QueueHealthSQL is what QueueHealth runs, every statement, for the panel
 // that shows operators its SQL.
 func QueueHealthSQL() string {

@@ -203,7 +203,15 @@ func (s *Server) queueDetail(c echo.Context) error {
 		}
 	}
 	if stat == nil {
-		return fmt.Errorf("no queue named %q: it has no jobs and no settings (check the name on /queues): %w", name, errNotFound)
+		// A queue whose jobs are all done is in none of the counts.
+		done, err := queues.QueueDoneRecent(ctx, s.cfg.Pool, name, 0)
+		if err != nil {
+			return err
+		}
+		if done == 0 {
+			return fmt.Errorf("no queue named %q: it has no ready, running, dead or recently done job and no settings (check the name on /queues): %w", name, errNotFound)
+		}
+		stat = &queues.QueueStat{Queue: name, DoneApprox: done}
 	}
 	groups, gerr := queues.DeadLetterGroups(ctx, s.cfg.Pool, name)
 	workers, werr := queues.WorkerList(ctx, s.cfg.Pool, s.cfg.Diagnostics.Thresholds().WorkerHeartbeat)

@@ -156,6 +156,23 @@ func TestQueuesPage(t *testing.T) {
 		require.Contains(t, body, `data-testid="action-queue.resume"`)
 	})
 
+	t.Run("DetailAllDone", func(t *testing.T) {
+		e.exec(t, `INSERT INTO jobs (queue, kind, status, attempts, started_at, finished_at)
+			SELECT 'reports', 'build', 'done', 1, now() - interval '1 minute', now() FROM generate_series(1, 2)`)
+		var m views.QueueDetail
+		require.Equal(t, http.StatusOK, c.getJSON("/queues/reports", &m), "a queue whose jobs are all done")
+		require.Equal(t, "reports", m.Name)
+		counts := map[string]string{}
+		for _, f := range m.Counts {
+			counts[f.Label] = f.Value
+		}
+		require.Equal(t, map[string]string{"Ready": "0", "Running": "0", "Dead": "0", "Done (approx)": "~2"},
+			map[string]string{"Ready": counts["Ready"], "Running": counts["Running"], "Dead": counts["Dead"], "Done (approx)": counts["Done (approx)"]})
+		resp, body := c.get("/queues/reports")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Contains(t, body, `data-testid="queue-detail"`)
+	})
+
 	t.Run("DetailNotFound", func(t *testing.T) {
 		resp, body := c.get("/queues/nope")
 		require.Equal(t, http.StatusNotFound, resp.StatusCode)
