@@ -49,7 +49,9 @@ var (
 		"audit":                 {internal: shared, external: engineDeps},
 		"migrations":            {external: append(engineDeps, "github.com/jackc/tern/v2")},
 		"views":                 {external: []string{"github.com/a-h/templ"}},
-		"static":                {},
+		// The assets are minified once at start, by a minifier, not a
+		// build step.
+		"static": {external: []string{"github.com/tdewolff/minify/v2"}},
 		"actions": {
 			internal: append([]string{"queues", "diagnostics", "audit", "internal/auth"}, shared...),
 			external: engineDeps,
