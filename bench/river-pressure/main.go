@@ -193,12 +193,14 @@ func pressure(ctx context.Context, c config, progress io.Writer) (report, error)
 		if _, err := pool.Exec(ctx, "VACUUM (ANALYZE) river_job"); err != nil {
 			return p, fmt.Errorf("vacuum river_job: %w", err)
 		}
+		var holder uint32
 		if hold {
-			release, err := holdXmin(ctx, c.url)
+			release, pid, err := holdXmin(ctx, c.url)
 			if err != nil {
 				return p, err
 			}
 			defer release()
+			holder = pid
 		}
 		logf("%s, %s of insert+work, backlog %d, %d workers", name, d, c.backlog, c.workers)
 		for done := 0; done < c.backlog; done += insertBatch {
@@ -259,6 +261,15 @@ func pressure(ctx context.Context, c config, progress io.Writer) (report, error)
 		case stopErr != nil:
 			return p, fmt.Errorf("stop River's client: %w", stopErr)
 		}
+		if hold {
+			// xids assigned since the holder's write: it pinned the horizon
+			// through the load.
+			err := pool.QueryRow(ctx, "SELECT coalesce(age(backend_xid), -1)::bigint FROM pg_stat_activity WHERE pid = $1",
+				int64(holder)).Scan(&p.holderAge)
+			if err != nil {
+				return p, fmt.Errorf("xmin holder's age (did its session end?): %w", err)
+			}
+		}
 		logf("%s: %.0f jobs/s, claim p99 %.2f ms, %d dead tuples", name,
 			p.jobsPerSecond(), ms(p.series.whole.claim.quantile(0.99)), p.lastDead().total)
 		return p, nil
@@ -273,6 +284,7 @@ func pressure(ctx context.Context, c config, progress io.Writer) (report, error)
 	}
 	r.Mode = "river-pressure"
 	pressureReport(&r, clean, held)
+	r.add("holder_xid_age", "xids assigned after the holder's write, at the end", held.holderAge, "")
 	r.add("workers", "workers (MaxWorkers)", c.workers, "")
 	r.add("backlog", "backlog kept by the inserter", c.backlog, "jobs")
 	r.add("jobs_inserted", "jobs inserted (both phases)", clean.inserted+held.inserted, "")
@@ -288,12 +300,12 @@ func pressure(ctx context.Context, c config, progress io.Writer) (report, error)
 // holdXmin opens a session that writes a row in a transaction it keeps
 // open (its xid holds the xmin horizon), exactly as the console's pressure
 // holder does; release rolls it back.
-func holdXmin(ctx context.Context, url string) (func(), error) {
+func holdXmin(ctx context.Context, url string) (release func(), pid uint32, err error) {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		return nil, fmt.Errorf("connect the xmin holder: %w", err)
+		return nil, 0, fmt.Errorf("connect the xmin holder: %w", err)
 	}
-	release := func() {
+	release = func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_, _ = conn.Exec(cctx, "ROLLBACK")
@@ -306,19 +318,19 @@ func holdXmin(ctx context.Context, url string) (func(), error) {
 	} {
 		if _, err := conn.Exec(ctx, s); err != nil {
 			release()
-			return nil, fmt.Errorf("xmin holder: %w", err)
+			return nil, 0, fmt.Errorf("xmin holder: %w", err)
 		}
 	}
 	var holds bool
 	if err := conn.QueryRow(ctx, "SELECT backend_xid IS NOT NULL FROM pg_stat_activity WHERE pid = pg_backend_pid()").Scan(&holds); err != nil {
 		release()
-		return nil, fmt.Errorf("xmin holder: %w", err)
+		return nil, 0, fmt.Errorf("xmin holder: %w", err)
 	}
 	if !holds {
 		release()
-		return nil, errors.New("the xmin holder's transaction has no xid")
+		return nil, 0, errors.New("the xmin holder's transaction has no xid")
 	}
-	return release, nil
+	return release, conn.PgConn().PID(), nil
 }
 
 // sampleEvery is how often a phase reads the dead tuples.
@@ -428,9 +440,10 @@ func (s *loadSeries) claim(end time.Time, d time.Duration) {
 }
 
 type pressurePhase struct {
-	series   *loadSeries
-	dead     []deadSample
-	inserted int64
+	series    *loadSeries
+	dead      []deadSample
+	inserted  int64
+	holderAge int64
 }
 
 func (p pressurePhase) jobsPerSecond() float64 {
