@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,6 +39,7 @@ type benchConfig struct {
 	workers    int
 	batch      int
 	duration   time.Duration
+	hold       time.Duration
 	small      int
 	large      int
 	asJSON     bool
@@ -47,6 +49,11 @@ type benchConfig struct {
 	requests   int
 	cpuProfile string
 }
+
+// pressurePhase is the default length of each phase of bench pressure:
+// long enough for the dead tuples of a pinned horizon to pile up as they do
+// behind a forgotten transaction.
+const pressurePhase = 10 * time.Minute
 
 var benchUsage = "bench needs a mode: " + strings.Join(bench.Modes, ", ") + " (see `console help`)"
 
@@ -67,7 +74,8 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	fs.IntVar(&bc.pool, "pool", 4, "database connections of the engine's pool")
 	fs.IntVar(&bc.workers, "workers", 2000, "jobs in flight (the engine's concurrency, as River's bench); publishes in flight for relay")
 	fs.IntVar(&bc.batch, "batch", 1000, "largest claim: the engine's, the floor's and the relay's")
-	fs.DurationVar(&bc.duration, "duration", 20*time.Second, "measured window of continuous and of each bloat phase")
+	fs.DurationVar(&bc.duration, "duration", 20*time.Second, "measured window of continuous, of each bloat phase and of pressure's clean phase (pressure: default 10m)")
+	fs.DurationVar(&bc.hold, "hold", pressurePhase, "pressure: the phase run while a writing transaction holds the xmin horizon")
 	fs.IntVar(&bc.small, "small", 100_000, "small table of scale, in job rows")
 	fs.IntVar(&bc.large, "large", 10_000_000, "large table of scale, in job rows (at most 50,000,000)")
 	fs.BoolVar(&bc.asJSON, "json", false, "print one JSON object")
@@ -79,14 +87,22 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	if bc.jobs < 1 || bc.pool < 1 || bc.batch < 1 || bc.workers < 1 || bc.duration <= 0 {
-		return usageError{"--jobs, --pool, --workers, --batch and --duration must be positive"}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if bc.mode == "pressure" && !set["duration"] {
+		bc.duration = pressurePhase
+	}
+	if set["hold"] && bc.mode != "pressure" {
+		return usageError{"--hold is for bench pressure only"}
+	}
+	if bc.jobs < 1 || bc.pool < 1 || bc.batch < 1 || bc.workers < 1 || bc.duration <= 0 || bc.hold <= 0 {
+		return usageError{"--jobs, --pool, --workers, --batch, --duration and --hold must be positive"}
 	}
 	if bc.requests < 1 {
 		return usageError{"--requests must be positive"}
 	}
-	if bc.duration > time.Hour || bc.jobs > 10_000_000 || bc.large > bench.ScaleMaxRows || bc.requests > bench.ScaleMaxRequests {
-		return usageError{fmt.Sprintf("bench is bounded: --duration at most 1h, --jobs at most 10,000,000, --large at most 50,000,000, --requests at most %d", bench.ScaleMaxRequests)}
+	if bc.duration > time.Hour || bc.hold > time.Hour || bc.jobs > 10_000_000 || bc.large > bench.ScaleMaxRows || bc.requests > bench.ScaleMaxRequests {
+		return usageError{fmt.Sprintf("bench is bounded: --duration and --hold at most 1h, --jobs at most 10,000,000, --large at most 50,000,000, --requests at most %d", bench.ScaleMaxRequests)}
 	}
 	raw, err := databaseURL(getenv)
 	if err != nil {
@@ -199,7 +215,7 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	}
 	rep, err := bench.Run(ctx, bc.mode, bench.Config{
 		Pool: pool, URL: database, PoolSize: bc.pool,
-		Jobs: bc.jobs, Workers: bc.workers, Batch: bc.batch, Duration: bc.duration,
+		Jobs: bc.jobs, Workers: bc.workers, Batch: bc.batch, Duration: bc.duration, Hold: bc.hold,
 		Small: bc.small, Large: bc.large, Requests: bc.requests, Scratch: !bc.force, Keep: bc.keep, Progress: stderr, Console: console,
 		SmallPool: smallPool, SmallConsole: smallConsole, Diagnostics: diag,
 	})

@@ -150,9 +150,9 @@ Usage:
                                  --scope alerts: it may only post Alertmanager notifications
   console token list             list API tokens: role, live/expired/revoked, last use, expiry
   console token revoke --name N  revoke an API token; it is refused from the next request on
-  console bench burn|continuous|enqueue|relay|floor|scale|bloat|fairness|footprint [--jobs N] [--pool P]
-                [--workers W] [--batch B] [--duration D] [--small N] [--large N] [--json]
-                [--cpuprofile FILE] [--force] [--keep] [--databases SMALL,LARGE] [--requests N]
+  console bench burn|continuous|enqueue|relay|floor|scale|bloat|fairness|footprint|pressure [--jobs N]
+                [--pool P] [--workers W] [--batch B] [--duration D] [--hold D] [--small N] [--large N]
+                [--json] [--cpuprofile FILE] [--force] [--keep] [--databases SMALL,LARGE] [--requests N]
                                  measure the engine on a scratch database (DATABASE_URL's server,
                                  or a throwaway embedded one); BENCHMARKS.md has the figures
   console audit verify [--expect-head SEQ:HASH] [--keyed-from SEQ]

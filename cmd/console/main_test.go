@@ -352,6 +352,25 @@ func TestBenchSmoke(t *testing.T) {
 		res := bench(t, "bloat", "--duration", "1s")
 		positive(t, res, "jobs_per_second", "held_jobs_per_second", "ratio")
 	})
+	t.Run("Pressure", func(t *testing.T) {
+		res := bench(t, "pressure", "--duration", "2s", "--hold", "2s")
+		for _, phase := range []string{"clean", "pressure"} {
+			// Enqueue-to-start is not checked for presence: on a slow
+			// machine no job inserted inside a 2 s window may start in it
+			// (the prefilled backlog comes first).
+			positive(t, res, "jobs_"+phase, "jobs_per_second_"+phase, "claims_"+phase, "claim_p99_ms_"+phase)
+			require.Equal(t, 2.0, res["seconds_"+phase])
+			minute, ok := res[phase+"_minute_1"].(map[string]any)
+			require.True(t, ok, "a phase of 2 s has one minute: %v", res)
+			require.Equal(t, res["jobs_"+phase], minute["jobs"], "the minutes add up to the phase")
+			require.NotContains(t, res, phase+"_minute_2")
+			require.LessOrEqual(t, res["claim_p50_ms_"+phase].(float64), res["claim_p99_ms_"+phase].(float64))
+			require.LessOrEqual(t, res["start_p50_ms_"+phase].(float64), res["start_p99_ms_"+phase].(float64))
+			require.Contains(t, res["dead_tuples_series_"+phase], "0s ")
+		}
+		require.GreaterOrEqual(t, res["jobs_inserted"].(float64), res["jobs_clean"].(float64)+res["jobs_pressure"].(float64))
+		positive(t, res, "kept_percent", "claim_p99_ratio", "holder_xid_age")
+	})
 	t.Run("Refusals", func(t *testing.T) {
 		_, err := runCmd(t, envMap(), "bench", "sideways")
 		require.ErrorAs(t, err, new(usageError))
@@ -361,6 +380,8 @@ func TestBenchSmoke(t *testing.T) {
 		require.ErrorAs(t, err, new(usageError))
 		_, err = runCmd(t, envMap("DATABASE_URL", testdb.URL(t)), "bench", "burn", "--databases", "a,b")
 		require.ErrorAs(t, err, new(usageError))
+		_, err = runCmd(t, envMap("DATABASE_URL", testdb.URL(t)), "bench", "continuous", "--hold", "1s")
+		require.ErrorContains(t, err, "--hold is for bench pressure only")
 		for _, n := range []string{"0", "100000"} {
 			_, err = runCmd(t, envMap("DATABASE_URL", testdb.URL(t)), "bench", "scale", "--requests", n)
 			require.ErrorAs(t, err, new(usageError), "--requests %s", n)

@@ -40,9 +40,12 @@ type Config struct {
 	// Batch is the largest claim: the engine's MaxClaim, the floor's claim
 	// size and the relay's batch (default 100).
 	Batch int
-	// Duration is the measured window of continuous and of each bloat
-	// phase (default 20s).
+	// Duration is the measured window of continuous, of each bloat phase
+	// and of pressure's clean phase (default 20s).
 	Duration time.Duration
+	// Hold is the window of pressure's second phase, the one run while a
+	// writing transaction holds the xmin horizon (default Duration).
+	Hold time.Duration
 	// Small and Large are the table sizes of scale (defaults 100,000 and
 	// 10,000,000 job rows; Large at most ScaleMaxRows).
 	Small, Large int
@@ -84,6 +87,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Duration <= 0 {
 		c.Duration = 20 * time.Second
+	}
+	if c.Hold <= 0 {
+		c.Hold = c.Duration
 	}
 	if c.Small <= 0 {
 		c.Small = 100_000
@@ -128,7 +134,7 @@ type mode struct {
 var modes = []mode{
 	{"burn", Burn}, {"continuous", Continuous}, {"enqueue", Enqueue}, {"relay", Relay},
 	{"floor", Floor}, {"scale", Scale}, {"bloat", Bloat}, {"fairness", Fairness},
-	{"footprint", Footprint},
+	{"footprint", Footprint}, {"pressure", Pressure},
 }
 
 // Modes lists the modes Run knows, in the order `console help` shows them.

@@ -77,10 +77,11 @@ func TestScaleLayoutGrowsEveryPart(t *testing.T) {
 // an unknown name is refused before anything runs.
 func TestModes(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, []string{"burn", "continuous", "enqueue", "relay", "floor", "scale", "bloat", "fairness", "footprint"}, Modes)
+	require.Equal(t, []string{"burn", "continuous", "enqueue", "relay", "floor", "scale", "bloat", "fairness", "footprint", "pressure"}, Modes)
 	want := map[string]func(context.Context, Config) (Report, error){
 		"burn": Burn, "continuous": Continuous, "enqueue": Enqueue, "relay": Relay,
 		"floor": Floor, "scale": Scale, "bloat": Bloat, "fairness": Fairness, "footprint": Footprint,
+		"pressure": Pressure,
 	}
 	for _, m := range modes {
 		require.Equal(t, reflect.ValueOf(want[m.name]).Pointer(), reflect.ValueOf(m.run).Pointer(), m.name)

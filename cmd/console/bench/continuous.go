@@ -45,8 +45,9 @@ func (l loadResult) perSecond() float64 { return float64(l.worked) / l.window.Se
 // runLoad inserts and works together on queue for d: an inserter COPYs
 // batches of stamped jobs whenever fewer than backlog are waiting (as River's
 // bench tops its queue up), a Client works them. It counts the jobs whose
-// handler started inside the window.
-func runLoad(ctx context.Context, cfg Config, queue string, d time.Duration, backlog int) (loadResult, error) {
+// handler started inside the window. A non-nil series also gets every job
+// whose handler started inside the window, by minute.
+func runLoad(ctx context.Context, cfg Config, queue string, d time.Duration, backlog int, series *loadSeries) (loadResult, error) {
 	var res loadResult
 	if _, err := fill(ctx, cfg, queue, backlog, stampPayload(time.Now())); err != nil {
 		return res, fmt.Errorf("prefill: %w", err)
@@ -64,15 +65,23 @@ func runLoad(ctx context.Context, cfg Config, queue string, d time.Duration, bac
 	c.Handle("noop", func(_ context.Context, j *queues.Job) error {
 		now := time.Now()
 		handled.Add(1)
-		if t, ok := stampOf(j); ok && t.UnixNano() >= windowStart.Load() {
+		t, ok := stampOf(j)
+		inWindow := ok && t.UnixNano() >= windowStart.Load()
+		if inWindow {
 			if i := nsamples.Add(1) - 1; i < maxSamples {
 				samples[i] = now.Sub(t)
 			}
 		}
+		if series != nil {
+			series.job(now, t, inWindow)
+		}
 		return nil
 	})
-	windowStart.Store(time.Now().UnixNano())
 	start := time.Now()
+	windowStart.Store(start.UnixNano())
+	if series != nil {
+		series.begin(start)
+	}
 	end := start.Add(d)
 	if err := c.Start(ctx); err != nil {
 		return res, err
@@ -192,7 +201,7 @@ func Continuous(ctx context.Context, cfg Config) (Report, error) {
 	defer deleteQueue(cfg, queue)
 	backlog := continuousBacklog(cfg)
 	cfg.logf("continuous: %s of insert+work, backlog %d, %d workers", cfg.Duration, backlog, cfg.Workers)
-	load, err := runLoad(ctx, cfg, queue, cfg.Duration, backlog)
+	load, err := runLoad(ctx, cfg, queue, cfg.Duration, backlog, nil)
 	if err != nil {
 		return r, err
 	}
@@ -231,14 +240,14 @@ func Bloat(ctx context.Context, cfg Config) (Report, error) {
 			return loadResult{}, 0, err
 		}
 		if hold {
-			release, err := holdXmin(ctx, cfg)
+			release, _, err := holdXmin(ctx, cfg, false)
 			if err != nil {
 				return loadResult{}, 0, err
 			}
 			defer release()
 		}
 		cfg.logf("bloat: %s, %s of insert+work", name, cfg.Duration)
-		load, err := runLoad(ctx, cfg, queue, cfg.Duration, backlog)
+		load, err := runLoad(ctx, cfg, queue, cfg.Duration, backlog, nil)
 		if err != nil {
 			return load, 0, err
 		}
@@ -266,34 +275,55 @@ func Bloat(ctx context.Context, cfg Config) (Report, error) {
 	return r, nil
 }
 
-// holdXmin opens a session outside the pool with a REPEATABLE READ
-// transaction that has taken its snapshot, and checks the server sees its
-// xmin; release rolls it back and closes the session.
-func holdXmin(ctx context.Context, cfg Config) (func(), error) {
+// holdXmin opens a session outside the pool that pins the xmin horizon and
+// checks the server sees it do so; release rolls it back and closes the
+// session. Without write it is a REPEATABLE READ transaction that has taken
+// its snapshot (its backend_xmin holds the horizon); with write it is a
+// transaction that wrote a row (holder_write), so its xid holds the horizon
+// as a long writing transaction of an application does, between statements
+// too. Either way no dead tuple younger than it can be removed.
+// pid is the holder's backend.
+func holdXmin(ctx context.Context, cfg Config, write bool) (release func(), pid uint32, err error) {
 	conn, err := pgx.Connect(ctx, cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("connect the xmin holder: %w", err)
+		return nil, 0, fmt.Errorf("connect the xmin holder: %w", err)
 	}
-	release := func() {
+	release = func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_, _ = conn.Exec(cctx, "ROLLBACK")
 		conn.Close(cctx)
 	}
-	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ"); err != nil {
+	begin, check := "BEGIN ISOLATION LEVEL REPEATABLE READ", "holder_has_xmin"
+	if write {
+		begin, check = "BEGIN", "holder_has_xid"
+	}
+	// The holder idles in its transaction on purpose: a server default
+	// must not end it.
+	if _, err := conn.Exec(ctx, "SET idle_in_transaction_session_timeout = 0"); err != nil {
 		release()
-		return nil, err
+		return nil, 0, fmt.Errorf("xmin holder: %w", err)
+	}
+	if _, err := conn.Exec(ctx, begin); err != nil {
+		release()
+		return nil, 0, fmt.Errorf("xmin holder: %w", err)
+	}
+	if write {
+		if _, err := conn.Exec(ctx, sqlText("holder_write")); err != nil {
+			release()
+			return nil, 0, fmt.Errorf("xmin holder's write: %w", err)
+		}
 	}
 	var holds bool
-	if err := conn.QueryRow(ctx, sqlText("holder_has_xmin")).Scan(&holds); err != nil {
+	if err := conn.QueryRow(ctx, sqlText(check)).Scan(&holds); err != nil {
 		release()
-		return nil, err
+		return nil, 0, fmt.Errorf("xmin holder: %w", err)
 	}
 	if !holds {
 		release()
-		return nil, fmt.Errorf("the holder's snapshot has no xmin")
+		return nil, 0, fmt.Errorf("the xmin holder's transaction holds no horizon (%s is false)", check)
 	}
-	return release, nil
+	return release, conn.PgConn().PID(), nil
 }
 
 // deadTuples is the jobs table's n_dead_tup as the statistics report it
