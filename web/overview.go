@@ -51,6 +51,7 @@ func (s *Server) overview(c echo.Context) error {
 		th := s.cfg.Diagnostics.Thresholds()
 		now := time.Now()
 		m = overviewModel(round, findings.Evaluate(round, th), th, p.Role, now)
+		withIncidentButtons(m.Findings, s.incidentButton(ctx, c, p.Role))
 		addSparklines(m.Tiles, liveTileTrends(s.cfg.Sampler, now), th)
 	}
 	m.RefreshURL = "/"

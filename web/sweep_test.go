@@ -118,6 +118,7 @@ var sweepPaths = map[string]string{
 	"/debug/pprof/*":           "/debug/pprof/cmdline",
 	"/api/v1/alerts":           "/api/v1/alerts",
 	"/incidents":               "/incidents",
+	"/incidents/finding":       "/incidents/finding",
 	"/login":                   "/login",
 	"/logout":                  "/logout",
 	"/status/database":         "/status/database",
