@@ -106,14 +106,14 @@ func renderIncident(inc *Incident, evidence []Evidence, events []Event, opts Mar
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Incident %d: %s\n\n", inc.ID, mdInline(inc.Title))
 	if strings.TrimSpace(opts.Lead) != "" {
-		fmt.Fprintf(&b, "%s\n\n", mdInline(opts.Lead))
+		fmt.Fprintf(&b, "%s\n\n", mdLineStart(opts.Lead))
 	}
 	b.WriteString("## Summary\n\n")
 	b.WriteString(summaryParagraph(inc, evidence, events, opts))
 	if inc.Summary != "" {
 		b.WriteString("\n")
 		for _, line := range strings.Split(strings.TrimSpace(inc.Summary), "\n") {
-			fmt.Fprintf(&b, "> %s\n", mdInline(strings.TrimRight(line, "\r")))
+			fmt.Fprintf(&b, "> %s\n", mdLineStart(strings.TrimRight(line, "\r")))
 		}
 	}
 
@@ -150,7 +150,7 @@ func renderIncident(inc *Incident, evidence []Evidence, events []Event, opts Mar
 // kept.
 func summaryParagraph(inc *Incident, evidence []Evidence, events []Event, opts MarkdownOpts) string {
 	var s []string
-	open := fmt.Sprintf("%s started %s and was opened by %s", mdInline(inc.Title), stamp(inc.WindowStart), mdInline(inc.OpenedBy))
+	open := fmt.Sprintf("%s started %s and was opened by %s", mdLineStart(inc.Title), stamp(inc.WindowStart), mdInline(inc.OpenedBy))
 	if inc.WindowEnd != nil {
 		by := ""
 		if inc.ClosedBy != nil {
@@ -447,8 +447,8 @@ func CaptureReasons(events []Event) map[int64]string {
 // Markdown (CommonMark with GFM's tables and autolinks) would read as
 // markup: backslashes, code spans, emphasis, links and images, HTML,
 // table pipes, strikethrough, entities, autolinked URLs and e-mail
-// addresses, an underscore outside a word, and a heading, list or quote
-// marker at the start. Line breaks and other control characters become
+// addresses, and an underscore outside a word (mdLineStart adds what a
+// line's start needs). Line breaks and other control characters become
 // spaces, so s stays on one line.
 func mdInline(s string) string {
 	rs := []rune(s)
@@ -466,14 +466,22 @@ func mdInline(s string) string {
 			r == '@',
 			r == '&' && (word(i+1) || i+1 < len(rs) && rs[i+1] == '#'),
 			r == ':' && i+2 < len(rs) && rs[i+1] == '/' && rs[i+2] == '/',
-			r == '.' && i >= 3 && strings.EqualFold(string(rs[i-3:i]), "www") && !word(i-4),
-			i == 0 && strings.ContainsRune("#-+=!", r):
+			r == '.' && i >= 3 && strings.EqualFold(string(rs[i-3:i]), "www") && !word(i-4):
 			b.WriteByte('\\')
 		}
 		b.WriteRune(r)
 	}
-	out := b.String()
-	// "1. " or "1) " at the start would open an ordered list.
+	return b.String()
+}
+
+// mdLineStart is mdInline for text that starts a line, where a heading,
+// list, quote or thematic-break marker would also be read as markup.
+func mdLineStart(s string) string {
+	out := mdInline(strings.TrimLeft(s, " \t"))
+	if out != "" && strings.ContainsRune("#-+=!", rune(out[0])) {
+		return `\` + out
+	}
+	// "1. " or "1) " would open an ordered list.
 	if n := len(out) - len(strings.TrimLeft(out, "0123456789")); n > 0 && n < len(out) && (out[n] == '.' || out[n] == ')') {
 		out = out[:n] + `\` + out[n:]
 	}
