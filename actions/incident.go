@@ -165,7 +165,9 @@ func (a *evidenceCapture) execute(ctx context.Context, rc *runContext, tx pgx.Tx
 	if !ok {
 		return CaptureResult{}, fmt.Errorf("no diagnostics panel %q: %w", a.panel, ErrNotFound)
 	}
-	data := map[string]any{"status": res.Status(), "rows": res.Rows, "took_ms": res.Took.Milliseconds()}
+	// at is when the rows were read: a panel's result is shared, so it
+	// may be a few seconds older than the capture.
+	data := map[string]any{"status": res.Status(), "rows": res.Rows, "took_ms": res.Took.Milliseconds(), "at": res.At}
 	if res.Err != nil {
 		data["error"] = res.Err.Error()
 	}

@@ -299,9 +299,10 @@ func TestIncidentLifecycleAndMarkdown(t *testing.T) {
 	require.Contains(t, md, "Email queue dead letters")
 	require.Contains(t, md, "Dead letters by error class")
 	require.Contains(t, md, "smtp.timeout")
-	require.Contains(t, md, `deadletters\.requeue`)
-	require.Contains(t, md, "incident 42: dead letters after the SMTP outage")
-	require.Less(t, strings.Index(md, "Dead letters by error class"), strings.Index(md, `action: deadletters\.requeue`),
+	require.Regexp(t, `(?m)^\| (1200 \| smtp\.timeout|smtp\.timeout \| 1200) \|$`, md, "the capture is a table")
+	require.Contains(t, md, "**deadletters.requeue** on queue:emails by alice (operator): **succeeded**. Reason: incident 42: dead letters after the SMTP outage.")
+	require.Contains(t, md, `SLO: p99 \< 5 min.`, "< is escaped, where HTML would start")
+	require.Less(t, strings.Index(md, "| Captured Dead letters by error class"), strings.Index(md, "| deadletters.requeue on queue:emails"),
 		"the timeline is in time order")
 
 	closed, err := audit.IncidentClose(ctx, tx, audit.IncidentCloseParams{ID: inc.ID, ClosedBy: "bob", Summary: "SMTP relay recovered"})

@@ -297,7 +297,19 @@ func TestMarkdownExportCannotBeForged(t *testing.T) {
 			require.NotContains(t, plain, bad, "outside a fence: %q", line)
 		}
 	}
-	require.Len(t, headings, 5, "the title, Summary, Timeline and one entry each for the evidence and the action:\n%s", strings.Join(headings, "\n"))
+	require.Len(t, headings, 6, "the title, Summary, Timeline, Actions, Evidence and the one capture's:\n%s", strings.Join(headings, "\n"))
+	cells := 0 // of the table the line belongs to: its header's
+	for _, line := range mdOutsideFences(md) {
+		if !strings.HasPrefix(line, "|") {
+			cells = 0
+			continue
+		}
+		n := strings.Count(line, "|") - strings.Count(line, `\|`)
+		if cells == 0 {
+			cells = n
+		}
+		require.Equal(t, cells, n, "a forged pipe adds no cell: %q", line)
+	}
 	require.True(t, strings.HasPrefix(headings[0], "# Incident"))
 	require.Contains(t, md, "alert(1)", "the text is kept, fenced or escaped")
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // EvidenceTable is a captured panel as a table: the columns of its rows in
@@ -18,10 +19,15 @@ type EvidenceTable struct {
 	// Total is how many rows were captured; Rows holds at most the limit
 	// given to Table.
 	Total int
+	// MoreColumns counts columns left out before the table was made.
+	MoreColumns int
+	// AsOf is when the rows were read, when the caller knows it; zero
+	// means when they were captured.
+	AsOf time.Time
 }
 
-// Table reads a capture's data ({"status", "rows", "error", "columns"}) as
-// a table of at most limit rows. Columns are the capture's columns when it
+// Table reads a capture's data ({"status", "rows", "error", "columns"},
+// or a bare list of rows) as a table of at most limit rows. Columns are the capture's columns when it
 // names them (the panel's, in its order), otherwise every key of the rows
 // in first-seen order. Nested values are written as compact JSON, null as
 // an empty cell.
@@ -32,7 +38,12 @@ func (e Evidence) Table(limit int) (EvidenceTable, error) {
 		Rows    []json.RawMessage `json:"rows"`
 		Columns []string          `json:"columns"`
 	}
-	if err := json.Unmarshal(e.Data, &v); err != nil {
+	if trimmed := bytes.TrimSpace(e.Data); len(trimmed) > 0 && trimmed[0] == '[' {
+		v.Status = "ok" // a bare list of rows
+		if err := json.Unmarshal(trimmed, &v.Rows); err != nil {
+			return EvidenceTable{}, fmt.Errorf("evidence %d is not a captured panel: %w", e.ID, err)
+		}
+	} else if err := json.Unmarshal(e.Data, &v); err != nil {
 		return EvidenceTable{}, fmt.Errorf("evidence %d is not a captured panel: %w", e.ID, err)
 	}
 	t := EvidenceTable{Status: v.Status, Error: v.Error, Total: len(v.Rows)}

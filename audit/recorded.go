@@ -2,8 +2,6 @@ package audit
 
 import (
 	"encoding/json"
-	"fmt"
-	"strings"
 	"time"
 )
 
@@ -19,19 +17,4 @@ type RecordedEvidence struct {
 	// Check names the history check the data comes from.
 	Check string
 	Data  json.RawMessage
-}
-
-// recordedEntry renders one recorded item for the Markdown timeline.
-func recordedEntry(r RecordedEvidence) timelineEntry {
-	var t strings.Builder
-	fmt.Fprintf(&t, "### %s recorded: %s (history: %s)\n\n", stamp(r.At), mdInline(r.Title), mdInline(r.Check))
-	var objects []json.RawMessage
-	if json.Unmarshal(r.Data, &objects) == nil {
-		if columns, rows, err := tableOf(objects, markdownRows); err == nil {
-			t.WriteString(mdTable(columns, rows, len(objects)))
-			return timelineEntry{r.At, t.String()}
-		}
-	}
-	t.WriteString(mdFence("json", indentJSON(r.Data)))
-	return timelineEntry{r.At, t.String()}
 }

@@ -120,3 +120,22 @@ func TestStepPanels(t *testing.T) {
 	require.Contains(t, StepPanels(StepVerification), CheckWraparound)
 	require.Empty(t, StepPanels("rb-a"), "targeted runbooks show their steps' panels, none of their own")
 }
+
+// TestCapturedRowsReadBackEveryCheck: a capture stores a panel's rows as
+// JSON; every check reads them back as its own row type with the same
+// values, so a captured panel is drawn by the live panel's code.
+func TestCapturedRowsReadBackEveryCheck(t *testing.T) {
+	t.Parallel()
+	for _, c := range Catalog() {
+		row := filled(rowTypes[c.Name])
+		data, err := json.Marshal([]any{row})
+		require.NoError(t, err)
+		rows, err := c.CapturedRows(data)
+		require.NoError(t, err, c.Name)
+		require.Len(t, rows, 1, c.Name)
+		require.IsType(t, row, rows[0], "%s reads its rows back as its own type", c.Name)
+		again, err := json.Marshal(rows)
+		require.NoError(t, err)
+		require.JSONEq(t, string(data), string(again), "%s keeps every value", c.Name)
+	}
+}

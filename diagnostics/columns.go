@@ -1,6 +1,7 @@
 package diagnostics
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -73,6 +74,9 @@ type Column struct {
 	Name   string
 	Format Format
 	value  func(row any) Value
+	// rows decodes a JSON list of the column's row type (what a capture
+	// or the API serves) back into rows this column reads.
+	rows func(data json.RawMessage, at time.Time) ([]any, error)
 }
 
 // Value reads the column's value from one row of its check. A row of
@@ -91,7 +95,7 @@ func column[T any](name string, f Format, get func(T) Value) Column {
 			return Value{Null: true}
 		}
 		return get(r)
-	}}
+	}, rows: recorded[T]}
 }
 
 // nullable reads a field that may be NULL (a nil pointer).

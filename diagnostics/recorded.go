@@ -86,3 +86,20 @@ func (c Check) RecordedRows(data json.RawMessage, at time.Time) ([]any, error) {
 	}
 	return c.historyRows(data, at)
 }
+
+// CapturedRows decodes the rows of c's panel as a capture stores them (the
+// panel's rows as a JSON list, PanelResult.Rows marshalled) back into the
+// panel's row type, so a captured panel is drawn by the same code as a
+// live one. An error for a check whose rows cannot be read back.
+func (c Check) CapturedRows(data json.RawMessage) ([]any, error) {
+	if len(data) == 0 || string(data) == "null" {
+		return nil, nil
+	}
+	if len(c.Columns) > 0 && c.Columns[0].rows != nil {
+		return c.Columns[0].rows(data, time.Time{})
+	}
+	if c.Name == CheckBlockingTree {
+		return recorded[BlockingNode](data, time.Time{})
+	}
+	return nil, fmt.Errorf("the rows of check %s cannot be read back", c.Name)
+}

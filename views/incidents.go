@@ -35,13 +35,23 @@ type IncidentPage struct {
 	Summary     string `json:"summary,omitempty"`
 	// Story is the incident as the console sees it now; empty once the
 	// incident is closed or when nothing needs attention.
-	Story      Story           `json:"narrative"`
-	Timeline   []TimelineEntry `json:"timeline"`
-	ExportHref string          `json:"-"`
-	CSRF       string          `json:"-"`
-	CanClose   bool            `json:"-"`
-	CanNote    bool            `json:"-"`
-	Error      string          `json:"error,omitempty"`
+	Story    Story           `json:"narrative"`
+	Timeline []TimelineEntry `json:"timeline"`
+	// Order is "oldest" or "newest": which end of the timeline comes
+	// first. OrderHref is the address of the page in the other order;
+	// Before says whether entries from before the incident opened are
+	// shown, BeforeCount how many there are and BeforeHref toggles them.
+	// Each address keeps the other choice.
+	Order       string `json:"order"`
+	OrderHref   string `json:"-"`
+	Before      bool   `json:"before"`
+	BeforeCount int    `json:"before_count"`
+	BeforeHref  string `json:"-"`
+	ExportHref  string `json:"-"`
+	CSRF        string `json:"-"`
+	CanClose    bool   `json:"-"`
+	CanNote     bool   `json:"-"`
+	Error       string `json:"error,omitempty"`
 }
 
 // TimelineEntry is one captured piece of evidence or one audited action.
@@ -54,14 +64,37 @@ type TimelineEntry struct {
 	SQL     string `json:"sql,omitempty"`
 	Outcome string `json:"outcome,omitempty"`
 	Href    string `json:"href,omitempty"`
-	// Table is a capture's first rows, shown inline.
-	Table *EvidenceTable `json:"table,omitempty"`
+	// Panel is a capture drawn as the live panel is (PanelView), with the
+	// human column names and formats of the live page; Recapture names
+	// its check when it can be captured again into the open incident.
+	Panel     *Panel `json:"panel,omitempty"`
+	Recapture string `json:"-"`
 }
 
-// EvidenceTable is the first rows of a captured panel; More counts the
-// rows left out.
-type EvidenceTable struct {
-	Columns []string   `json:"columns"`
-	Rows    [][]string `json:"rows"`
-	More    int        `json:"more,omitempty"`
+// IncidentButton is the one-click form that opens an incident from a
+// finding or a runbook step (or adds it to the one open): the finding's
+// title, evidence and runbook page travel as hidden fields, so nothing has
+// to be typed. Label says which it does ("Open incident", "Add to incident
+// #3").
+type IncidentButton struct {
+	Label    string `json:"label"`
+	CSRF     string `json:"-"`
+	Code     string `json:"code,omitempty"`
+	Title    string `json:"title"`
+	Evidence string `json:"evidence,omitempty"`
+	Runbook  string `json:"runbook,omitempty"`
+}
+
+// outcomeSev colours an action's outcome: succeeded ok, refused a warning,
+// failed critical.
+func outcomeSev(outcome string) string {
+	switch outcome {
+	case "succeeded":
+		return "ok"
+	case "refused":
+		return "warning"
+	case "failed":
+		return "critical"
+	}
+	return ""
 }

@@ -32,6 +32,9 @@ type FindingRow struct {
 	// Jobs are the jobs waiting behind a root blocker, each linked to its
 	// page ("#42 mail/send, 3m").
 	Jobs []FindingJob `json:"jobs,omitempty"`
+	// Incident opens an incident from this finding, or adds it to the
+	// open one; nil for a role that may not or on a page of the past.
+	Incident *IncidentButton `json:"-"`
 }
 
 // FindingJob is a job a finding names, linked to its page.

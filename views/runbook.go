@@ -51,6 +51,9 @@ type RunbookStep struct {
 	Prev     *StepLink    `json:"prev,omitempty"`
 	Next     *StepLink    `json:"next,omitempty"`
 	Incident *IncidentRef `json:"incident,omitempty"`
+	// OpenIncident opens an incident from this step (or adds the step's
+	// evidence to the open one); nil when the role may not.
+	OpenIncident *IncidentButton `json:"-"`
 }
 
 // IncidentRef points at the open incident evidence is captured into.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -99,6 +101,10 @@ func (s *Server) incidentOpen(c echo.Context) error {
 }
 
 func (s *Server) incidentPage(c echo.Context) error {
+	q, err := parseTimelineQuery(c)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
 	defer cancel()
 	inc, err := s.incidentInPath(ctx, c)
@@ -115,7 +121,7 @@ func (s *Server) incidentPage(c echo.Context) error {
 		return err
 	}
 	p, _ := principalFrom(c)
-	m := incidentModel(inc, evidence, events, s.recordedEvidence(ctx, inc), time.Now())
+	m := incidentModel(inc, evidence, events, s.recordedEvidence(ctx, inc), q, time.Now())
 	if n, ok := s.incidentNarrative(ctx, inc); ok {
 		m.Story = storyView(n.findings, n.at, p.Role)
 	}
@@ -125,79 +131,120 @@ func (s *Server) incidentPage(c echo.Context) error {
 	return s.render(c, page{Title: inc.Title, Nav: "incidents", Model: m, Body: views.IncidentBody(m)})
 }
 
-// incidentModel merges captured evidence and audited actions into one
-// timeline, oldest first.
-func incidentModel(inc *audit.Incident, evidence []audit.Evidence, events []audit.Event, recorded []audit.RecordedEvidence, now time.Time) views.IncidentPage {
+// timelineQuery is how a person asked to see an incident's timeline:
+// newest or oldest first (?order=), and whether with what was recorded
+// before it opened (?before=1).
+type timelineQuery struct {
+	newest bool
+	before bool
+}
+
+func parseTimelineQuery(c echo.Context) (timelineQuery, error) {
+	var q timelineQuery
+	switch o := c.QueryParam("order"); o {
+	case "", "oldest":
+	case "newest":
+		q.newest = true
+	default:
+		return q, errBadRequest("order %q is not oldest or newest", o)
+	}
+	switch b := c.QueryParam("before"); b {
+	case "", "0":
+	case "1":
+		q.before = true
+	default:
+		return q, errBadRequest("before %q is not 0 or 1 (1 shows what was recorded before the incident opened)", b)
+	}
+	return q, nil
+}
+
+// href is the incident page's address with q's choices.
+func (q timelineQuery) href(id int64) string {
+	v := url.Values{}
+	if q.newest {
+		v.Set("order", "newest")
+	}
+	if q.before {
+		v.Set("before", "1")
+	}
+	h := fmt.Sprintf("/incidents/%d", id)
+	if len(v) > 0 {
+		h += "?" + v.Encode()
+	}
+	return h + "#timeline"
+}
+
+// incidentModel merges captured evidence, audited actions, notes and what
+// the flight recorder kept into one timeline. It starts when the incident
+// opened: what the flight recorder kept from before (its lead, an earlier window start)
+// is counted and shown only when q.before asks; q.newest puts the newest
+// entry first.
+func incidentModel(inc *audit.Incident, evidence []audit.Evidence, events []audit.Event, recorded []audit.RecordedEvidence, q timelineQuery, now time.Time) views.IncidentPage {
 	m := views.IncidentPage{ID: inc.ID, Title: inc.Title, Status: inc.Status, Impact: inc.Impact, SLO: inc.SLO,
 		WindowStart: utc(inc.WindowStart), OpenedBy: inc.OpenedBy, Summary: inc.Summary,
-		ExportHref: fmt.Sprintf("/incidents/%d/export.md", inc.ID)}
+		ExportHref: fmt.Sprintf("/incidents/%d/export.md", inc.ID), Order: "oldest", Before: q.before}
+	if q.newest {
+		m.Order = "newest"
+	}
+	m.OrderHref = timelineQuery{newest: !q.newest, before: q.before}.href(inc.ID)
+	m.BeforeHref = timelineQuery{newest: q.newest, before: !q.before}.href(inc.ID)
 	if inc.WindowEnd != nil {
 		m.WindowEnd = utc(*inc.WindowEnd)
 	}
 	m.ClosedBy = deref(inc.ClosedBy, "")
 	type stamped struct {
-		at time.Time
-		e  views.TimelineEntry
+		at     time.Time
+		e      views.TimelineEntry
+		before bool // recorded before the incident opened
 	}
 	var all []stamped
 	why := audit.CaptureReasons(events)
 	for _, ev := range evidence {
-		e := evidenceTimelineEntry(ev, now)
-		if r := why[ev.ID]; r != "" {
-			e.Detail = r + " · " + e.Detail
+		p := capturedPanel(ev)
+		e := views.TimelineEntry{At: age(ev.CapturedAt, now), Kind: "evidence", Title: ev.Title, Who: ev.CapturedBy, Panel: &p}
+		if ck, ok := checkOfEvidence(ev); ok {
+			e.Recapture = ck.Name
 		}
-		all = append(all, stamped{ev.CapturedAt, e})
+		e.Detail = why[ev.ID]
+		all = append(all, stamped{at: ev.CapturedAt, e: e})
 	}
 	for _, e := range events {
 		switch {
 		case e.Action == audit.ActionCapture && e.Outcome == audit.OutcomeSucceeded:
 			continue // the evidence it stored is the entry
 		case e.Action == audit.ActionNote:
-			all = append(all, stamped{e.At, views.TimelineEntry{At: age(e.At, now), Kind: "note", Title: e.Reason, Who: e.Actor}})
+			all = append(all, stamped{at: e.At, e: views.TimelineEntry{At: age(e.At, now), Kind: "note", Title: e.Reason, Who: e.Actor}})
 			continue
 		}
 		detail := e.Reason
 		if e.Error != "" {
 			detail += " — " + e.Error
 		}
-		all = append(all, stamped{e.At, views.TimelineEntry{At: age(e.At, now), Kind: "action",
+		all = append(all, stamped{at: e.At, e: views.TimelineEntry{At: age(e.At, now), Kind: "action",
 			Title: e.Action + " " + e.Target, Who: e.Actor, Detail: detail, Outcome: string(e.Outcome)}})
 	}
 	for _, r := range recorded {
-		all = append(all, stamped{r.At, recordedTimelineEntry(r, now)})
+		all = append(all, stamped{at: r.At, e: recordedTimelineEntry(r, now), before: r.At.Before(inc.OpenedAt)})
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].at.Before(all[j].at) })
 	for _, s := range all {
+		if s.before {
+			m.BeforeCount++
+			if !q.before {
+				continue
+			}
+		}
 		m.Timeline = append(m.Timeline, s.e)
+	}
+	if q.newest {
+		slices.Reverse(m.Timeline)
 	}
 	return m
 }
 
-// timelineRows is how many rows of a capture the timeline shows inline.
+// timelineRows is how many rows of a capture the timeline shows when it
+// cannot be drawn as its live panel.
 const timelineRows = 10
-
-// evidenceTimelineEntry is a capture with its first rows as a table.
-func evidenceTimelineEntry(ev audit.Evidence, now time.Time) views.TimelineEntry {
-	e := views.TimelineEntry{At: age(ev.CapturedAt, now), Kind: "evidence", Title: ev.Title, Who: ev.CapturedBy, SQL: ev.SQLText}
-	tab, err := ev.Table(timelineRows)
-	if err != nil {
-		e.Detail = err.Error()
-		return e
-	}
-	switch {
-	case tab.Status != "" && tab.Status != "ok":
-		e.Detail = "status: " + tab.Status
-		if tab.Error != "" {
-			e.Detail += " — " + tab.Error
-		}
-	case tab.Total == 0:
-		e.Detail = "no rows: nothing to show at that moment"
-	default:
-		e.Detail = fmt.Sprintf("%d rows captured", tab.Total)
-		e.Table = &views.EvidenceTable{Columns: tab.Columns, Rows: tab.Rows, More: tab.Total - len(tab.Rows)}
-	}
-	return e
-}
 
 // incidentNote adds a free-text note to the incident's timeline (an
 // audited incident.note; the note is its reason).
@@ -255,24 +302,35 @@ func (s *Server) incidentCapture(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/incidents/%d", id))
 }
 
+// incidentExport serves the incident as Markdown for a post-mortem:
+// compact tables of what the console showed, no SQL or JSON unless
+// ?full=1.
 func (s *Server) incidentExport(c echo.Context) error {
+	full := false
+	switch f := c.QueryParam("full"); f {
+	case "", "0":
+	case "1":
+		full = true
+	default:
+		return errBadRequest("full %q is not 0 or 1 (1 adds the SQL, every column and the actions' results as JSON)", f)
+	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
 	defer cancel()
 	inc, err := s.incidentInPath(ctx, c)
 	if err != nil {
 		return err
 	}
-	id := inc.ID
-	md, err := audit.IncidentMarkdown(ctx, s.cfg.Pool, id, s.recordedEvidence(ctx, inc)...)
+	opts := audit.MarkdownOpts{Recorded: s.recordedEvidence(ctx, inc), TableFunc: exportTable, Full: full}
+	if n, ok := s.incidentNarrative(ctx, inc); ok {
+		if text := findings.NewNarrative(n.findings, n.at, narrativeOpts).Text; text != "" {
+			opts.Lead = "As the console saw it at " + n.at.UTC().Format(time.RFC3339) + ": " + text
+		}
+	}
+	md, err := audit.IncidentReport(ctx, s.cfg.Pool, inc.ID, opts)
 	if err != nil {
 		return err
 	}
-	if n, ok := s.incidentNarrative(ctx, inc); ok {
-		if text := findings.NewNarrative(n.findings, n.at, narrativeOpts).Text; text != "" {
-			md = audit.MarkdownLead(md, "As the console saw it at "+n.at.UTC().Format(time.RFC3339)+": "+text)
-		}
-	}
-	c.Response().Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="incident-%d.md"`, id))
+	c.Response().Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="incident-%d.md"`, inc.ID))
 	return c.Blob(http.StatusOK, "text/markdown; charset=utf-8", []byte(md))
 }
 

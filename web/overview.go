@@ -58,6 +58,7 @@ func (s *Server) overview(c echo.Context) error {
 				m.Story.Action = &g[0]
 			}
 		}
+		withIncidentButtons(m.Findings, s.incidentButton(ctx, c, p.Role))
 		addSparklines(m.Tiles, liveTileTrends(s.cfg.Sampler, now), th)
 	}
 	m.RefreshURL = "/"

@@ -62,6 +62,7 @@ func (s *Server) routes() {
 	viewer.POST("/api/v1/actions/:name", s.actionAPI,
 		IdempotencyMiddleware(s.cfg.Pool, IdempotencyScope(principalScope), idempotencyCounted(s.metrics.idempotency)))
 	viewer.POST("/incidents", s.incidentOpen)
+	viewer.POST("/incidents/finding", s.incidentFromFinding)
 	viewer.POST("/incidents/:id/close", s.incidentClose)
 	viewer.POST("/incidents/:id/capture", s.incidentCapture)
 	viewer.POST("/incidents/:id/notes", s.incidentNote)

@@ -50,7 +50,8 @@ func (s *Server) runbookPage(c echo.Context) error {
 		role = historyRole // nobody acts on the past
 	}
 	if i, ok := runbookStepBySlug(slug); ok {
-		m := runbookStepModel(i, role, s.runbookEvidence(ctx, t), t)
+		ev := s.runbookEvidence(ctx, t)
+		m := runbookStepModel(i, role, ev, t)
 		guard := s.backendGuard(ctx)
 		m.Actions = guardOffers(m.Actions, guard)
 		guardFindings(m.Findings, guard)
@@ -61,6 +62,13 @@ func (s *Server) runbookPage(c echo.Context) error {
 				m.Incident = &views.IncidentRef{ID: inc.ID, Title: inc.Title, Href: fmt.Sprintf("/incidents/%d", inc.ID)}
 			}
 		}
+		if !t.history {
+			button := s.incidentButton(ctx, c, role)
+			withIncidentButtons(m.Findings, button)
+			st := runbookSteps[i]
+			f := stepIncident(st.Number, st.Title, stepFindings(ev.findings, st.Slug))
+			m.OpenIncident = button(f.Code, f.Title, f.Evidence, diagnostics.RunbookURL(st.Slug))
+		}
 		return s.render(c, page{Title: fmt.Sprintf("Step %d: %s", m.Number, m.Title), Nav: "runbook", Model: m, Body: views.RunbookStepBody(m), Travel: &t})
 	}
 	if rt, ok := runbookTargetBySlug(slug); ok {
@@ -68,6 +76,9 @@ func (s *Server) runbookPage(c echo.Context) error {
 		guard := s.backendGuard(ctx)
 		m.Actions = guardOffers(m.Actions, guard)
 		guardFindings(m.Findings, guard)
+		if !t.history {
+			withIncidentButtons(m.Findings, s.incidentButton(ctx, c, role))
+		}
 		return s.render(c, page{Title: rt.Title, Nav: "runbook", Model: m, Body: views.RunbookTargetBody(m), Travel: &t})
 	}
 	return fmt.Errorf("%w: no runbook step or targeted runbook named %q", errNotFound, slug)

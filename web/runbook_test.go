@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -143,30 +144,34 @@ func TestIncidentPages(t *testing.T) {
 	resp, _ = c.post("/incidents/1/notes", url.Values{"_csrf": {c.csrf}, "text": {"paused mail | then | resumed"}})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 
-	// The capture is listed once, with its rows inline; the note joins
-	// the timeline.
+	// The capture is listed once, drawn as the live panel is; the note
+	// joins the timeline.
 	resp, body = c.get(loc)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, 1, strings.Count(body, `data-testid="timeline-evidence"`))
 	require.NotContains(t, body, "incident.capture incident:1", "a capture is its evidence, not also an action")
 	require.Contains(t, body, `data-testid="timeline-action"`, "the incident.open action")
-	require.Contains(t, body, `data-testid="timeline-table"`)
-	require.Regexp(t, `<th scope="col">queue</th>.*<td class="mono">mail</td>`, body)
+	require.Contains(t, body, `data-testid="timeline-panel"`)
+	live := c.page("/panels/queue_health")
+	require.Equal(t, theadOf(t, live), theadOf(t, body), "the capture has the live panel's headings")
+	require.Contains(t, body, `<div class="cv">mail </div>`, "and its cells")
 	require.Contains(t, body, `data-testid="timeline-note"`)
 	require.Contains(t, body, "paused mail | then | resumed")
 
-	// The export starts with a summary and shows the capture as a table.
+	// The export starts with a summary and shows the capture as a table
+	// under the panel's headings.
 	resp, body = c.get("/incidents/1/export.md")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, resp.Header.Get("Content-Type"), "text/markdown")
 	require.Contains(t, body, "queue backlog")
 	summary, timeline := strings.Index(body, "## Summary"), strings.Index(body, "## Timeline")
 	require.True(t, summary >= 0 && summary < timeline, "summary before timeline:\n%s", body)
-	require.Contains(t, body[summary:timeline], `Evidence: 1 capture(s) (Queues\, leases and dead letters); 1 action(s) (1 succeeded); 1 note(s)`)
-	require.Regexp(t, `\| queue \|[^\n]*\n\|( --- \|)+\n\| mail \|`, body)
-	require.Contains(t, body, "paused mail | then | resumed", "the note, fenced")
-	require.NotContains(t, body, `action: incident\.capture`)
-	require.Contains(t, body, "captured queue_health into incident 1", "the capture's reason stays with its evidence")
+	require.Contains(t, body[summary:timeline], `Kept: 1 capture (Queues, leases and dead letters), 1 note, `)
+	require.Contains(t, body[summary:timeline], "Impact: emails late.")
+	require.Regexp(t, `\| Queue \|[^\n]*\n\|( --- \|)+\n\| mail \|`, body)
+	require.Contains(t, body, `paused mail \| then \| resumed`, "the note, its pipes escaped in the timeline's cell")
+	require.NotContains(t, body, `incident.capture`)
+	require.Contains(t, body, "Captured by operator: captured queue_health into incident 1.", "the capture's reason stays with its evidence")
 
 	resp, _ = c.post("/incidents/1/close", url.Values{"_csrf": {c.csrf}, "summary": {"drained"}})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
@@ -208,4 +213,15 @@ func TestPanelUnderLockSaysWhoHoldsIt(t *testing.T) {
 	require.Contains(t, body, `data-testid="findings"`)
 	_, err = holder.Exec(ctx, "ROLLBACK")
 	require.NoError(t, err)
+}
+
+// theadRE is a table's heading row, as templ writes it.
+var theadRE = regexp.MustCompile(`(?s)<thead>.*?</thead>`)
+
+// theadOf is the first table heading of body.
+func theadOf(t *testing.T, body string) string {
+	t.Helper()
+	h := theadRE.FindString(body)
+	require.NotEmpty(t, h, "no table heading in the page")
+	return h
 }
