@@ -32,6 +32,9 @@ type FindingRow struct {
 	// Jobs are the jobs waiting behind a root blocker, each linked to its
 	// page ("#42 mail/send, 3m").
 	Jobs []FindingJob `json:"jobs,omitempty"`
+	// Evidence links the page that lists the finding's evidence one by
+	// one (a repeat blocker's lock episodes); nil when there is none.
+	EvidenceLink *FindingJob `json:"evidence_link,omitempty"`
 }
 
 // FindingJob is a job a finding names, linked to its page.
