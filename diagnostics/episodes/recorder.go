@@ -65,7 +65,7 @@ const (
 // others try for it every few intervals and take over when its session
 // ends. A recorder that takes over closes the episodes left open with
 // end_seen false. While nothing waits, a look is one statement on
-// pg_locks. On a standby it records nothing and Status says so.
+// pg_stat_activity (on pg_locks for a role without pg_read_all_stats). On a standby it records nothing and Status says so.
 //
 // Start it once; Stop closes the episodes it has open (their end not
 // seen) and its session.
@@ -73,6 +73,11 @@ type Recorder struct {
 	cfg     Config
 	run     lifecycle.Runner
 	metrics *metrics
+
+	// probe is the statement of a look while nothing waits: EpisodeProbe,
+	// or EpisodeProbeLocks for a role that cannot see other roles' wait
+	// events. Set by lead, read by the loop's goroutine only.
+	probe string
 
 	mu     sync.Mutex
 	status Status
@@ -238,8 +243,8 @@ const ApplicationName = "console-episodes"
 // previous recorder left open. On a standby it gives the lock back and
 // reports false.
 func (r *Recorder) lead(ctx context.Context, conn *pgx.Conn) (bool, error) {
-	var locked, standby bool
-	if err := conn.QueryRow(ctx, sqlText("episode_leader_lock")).Scan(&locked, &standby); err != nil {
+	var locked, standby, allStats bool
+	if err := conn.QueryRow(ctx, sqlText("episode_leader_lock")).Scan(&locked, &standby, &allStats); err != nil {
 		return false, fmt.Errorf("lock episodes: take the recorder's lock: %w", err)
 	}
 	switch {
@@ -264,8 +269,20 @@ func (r *Recorder) lead(ctx context.Context, conn *pgx.Conn) (bool, error) {
 		}
 		return false, fmt.Errorf("lock episodes: close the episodes left open: %w", err)
 	}
+	r.probe = probeFor(allStats)
 	r.setStatus(true, true, reasonLeader+r.cfg.Interval.String(), nil)
 	return true, nil
+}
+
+// probeFor is the statement of a look while nothing waits: the waits in
+// pg_stat_activity when the role sees every session's wait event, else the
+// ungranted requests of pg_locks (which every role reads, at several times
+// the cost).
+func probeFor(readsAllStats bool) string {
+	if readsAllStats {
+		return "episode_probe"
+	}
+	return "episode_probe_locks"
 }
 
 // offReason explains the errors that mean this database cannot keep lock
@@ -295,8 +312,8 @@ func (r *Recorder) look(ctx context.Context, conn *pgx.Conn, tr *tracker) error 
 		}
 	}()
 	var waiting int
-	if err := conn.QueryRow(ctx, sqlText("episode_probe")).Scan(&waiting); err != nil {
-		return fmt.Errorf("lock episodes: read the ungranted locks: %w", err)
+	if err := conn.QueryRow(ctx, sqlText(r.probe)).Scan(&waiting); err != nil {
+		return fmt.Errorf("lock episodes: read whether a session waits for a lock: %w", err)
 	}
 	var sessions []session
 	if waiting > 0 {
