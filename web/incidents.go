@@ -115,7 +115,8 @@ func (s *Server) incidentPage(c echo.Context) error {
 		return err
 	}
 	p, _ := principalFrom(c)
-	m := incidentModel(inc, evidence, events, s.recordedEvidence(ctx, inc), time.Now())
+	now := time.Now()
+	m := incidentModel(inc, evidence, events, s.recordedEvidence(ctx, inc), now, s.incidentEpisodes(ctx, inc, now)...)
 	if n, ok := s.incidentNarrative(ctx, inc); ok {
 		m.Story = storyView(n.findings, n.at, p.Role)
 	}
@@ -125,9 +126,10 @@ func (s *Server) incidentPage(c echo.Context) error {
 	return s.render(c, page{Title: inc.Title, Nav: "incidents", Model: m, Body: views.IncidentBody(m)})
 }
 
-// incidentModel merges captured evidence and audited actions into one
-// timeline, oldest first.
-func incidentModel(inc *audit.Incident, evidence []audit.Evidence, events []audit.Event, recorded []audit.RecordedEvidence, now time.Time) views.IncidentPage {
+// incidentModel merges captured evidence, audited actions, what the flight
+// recorder kept and the extra items (the lock episodes of the window) into
+// one timeline, oldest first.
+func incidentModel(inc *audit.Incident, evidence []audit.Evidence, events []audit.Event, recorded []audit.RecordedEvidence, now time.Time, extra ...timelineItem) views.IncidentPage {
 	m := views.IncidentPage{ID: inc.ID, Title: inc.Title, Status: inc.Status, Impact: inc.Impact, SLO: inc.SLO,
 		WindowStart: utc(inc.WindowStart), OpenedBy: inc.OpenedBy, Summary: inc.Summary,
 		ExportHref: fmt.Sprintf("/incidents/%d/export.md", inc.ID)}
@@ -165,6 +167,9 @@ func incidentModel(inc *audit.Incident, evidence []audit.Evidence, events []audi
 	}
 	for _, r := range recorded {
 		all = append(all, stamped{r.At, recordedTimelineEntry(r, now)})
+	}
+	for _, x := range extra {
+		all = append(all, stamped{x.at, x.entry})
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].at.Before(all[j].at) })
 	for _, s := range all {
