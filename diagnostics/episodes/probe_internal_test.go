@@ -22,9 +22,19 @@ func TestProbesSeeTheSameWaits(t *testing.T) {
 	_, err := setup.Exec(ctx, "CREATE TABLE probe_rel (id int); CREATE TABLE probe_row (id int PRIMARY KEY); INSERT INTO probe_row VALUES (1)")
 	require.NoError(t, err)
 	pool := testdb.Pool(t, url)
+	digests := map[int64]bool{}
 	probe := func(name string) int {
 		var n int
-		require.NoError(t, pool.QueryRow(ctx, sqlText(name)).Scan(&n))
+		var digest int64
+		require.NoError(t, pool.QueryRow(ctx, sqlText(name)).Scan(&n, &digest))
+		if name == "episode_probe" {
+			var again int64
+			require.NoError(t, pool.QueryRow(ctx, sqlText(name)).Scan(&n, &again))
+			require.Equal(t, digest, again, "the same waits, the same digest")
+			require.Equal(t, n == 0, digest == 0, "digest 0 means no wait")
+			require.False(t, digests[digest] && n > 0, "a new wait changes the digest")
+			digests[digest] = true
+		}
 		return n
 	}
 	require.Zero(t, probe("episode_probe"), "nothing waits yet")
@@ -79,8 +89,9 @@ func BenchmarkProbe(b *testing.B) {
 			_, err := conn.Exec(ctx, "SELECT pg_stat_statements_reset()")
 			require.NoError(b, err)
 			var n int
+			var digest int64
 			for b.Loop() {
-				if err := conn.QueryRow(ctx, sqlText(name)).Scan(&n); err != nil {
+				if err := conn.QueryRow(ctx, sqlText(name)).Scan(&n, &digest); err != nil {
 					b.Fatal(fmt.Errorf("%s: %w", name, err))
 				}
 			}

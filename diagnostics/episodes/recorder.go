@@ -81,6 +81,7 @@ type Recorder struct {
 
 	mu     sync.Mutex
 	status Status
+	cost   Cost
 	// looked is signalled after each look, for tests and Status.
 	looked chan struct{}
 }
@@ -311,16 +312,22 @@ func (r *Recorder) look(ctx context.Context, conn *pgx.Conn, tr *tracker) error 
 		default:
 		}
 	}()
+	began := time.Now()
+	statements := 1
+	defer func() { r.spent(statements, time.Since(began)) }()
 	var waiting int
-	if err := conn.QueryRow(ctx, sqlText(r.probe)).Scan(&waiting); err != nil {
+	var digest int64
+	if err := conn.QueryRow(ctx, sqlText(r.probe)).Scan(&waiting, &digest); err != nil {
 		return fmt.Errorf("lock episodes: read whether a session waits for a lock: %w", err)
 	}
-	var sessions []session
-	if waiting > 0 {
+	sessions, reuse := tr.reuse(waiting, digest)
+	if !reuse && waiting > 0 {
 		var err error
+		statements++
 		if sessions, err = sqlset.All[session](ctx, conn, sqlText("episode_waits")); err != nil {
 			return fmt.Errorf("lock episodes: read who waits on whom: %w", err)
 		}
+		tr.read(digest, sessions)
 	}
 	now := time.Now().UTC()
 	defer r.setStatus(true, true, reasonLeader+r.cfg.Interval.String(), &now)
@@ -329,22 +336,58 @@ func (r *Recorder) look(ctx context.Context, conn *pgx.Conn, tr *tracker) error 
 	}
 	started, seen, ended := tr.observe(now, sessions)
 	for _, ep := range started {
+		statements += 3
 		if err := r.insert(ctx, conn, ep); err != nil {
 			return err
 		}
 	}
 	for _, ep := range seen {
+		// An episode that goes on as it was is written every flushEvery
+		// looks, not every look: its row says how long it lasted so far.
+		if ep.fresh == 0 && ep.looksUnsaved < flushEvery {
+			ep.looksUnsaved++
+			continue
+		}
+		statements += 2
 		if err := r.save(ctx, conn, ep); err != nil {
 			return err
 		}
 	}
 	for _, ep := range ended {
+		statements += 2
 		if err := r.save(ctx, conn, ep); err != nil {
 			return err
 		}
 		r.metrics.count(ep)
 	}
 	return nil
+}
+
+// flushEvery is how many looks an open episode that only goes on (no new
+// session) is kept unwritten: its last_seen_at is at most that many
+// intervals behind while it lasts.
+const flushEvery = 10
+
+// Cost is what the recorder has spent on the database since it started:
+// the statements of its looks and their wall time (round trips included,
+// so an upper bound of the server's time).
+type Cost struct {
+	Statements int64   `json:"statements"`
+	Seconds    float64 `json:"seconds"`
+}
+
+// Cost reports what the recorder has spent on the database so far.
+func (r *Recorder) Cost() Cost {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cost
+}
+
+func (r *Recorder) spent(statements int, took time.Duration) {
+	r.mu.Lock()
+	r.cost.Statements += int64(statements)
+	r.cost.Seconds += took.Seconds()
+	r.mu.Unlock()
 }
 
 // insert writes a new episode and its sessions.
@@ -378,7 +421,7 @@ func (r *Recorder) save(ctx context.Context, conn *pgx.Conn, ep *tracked) error 
 			return fmt.Errorf("lock episodes: record the sessions of episode %d: %w", ep.id, err)
 		}
 	}
-	ep.fresh = 0
+	ep.fresh, ep.looksUnsaved = 0, 0
 	var end *time.Time
 	if closing {
 		end = &ep.end

@@ -59,7 +59,10 @@ type tracked struct {
 	participants []*Participant
 	index        map[sessionKey]int
 	// fresh counts the participants not written yet (index >= len-fresh).
-	fresh        int
+	fresh int
+	// looksUnsaved counts the looks that saw it go on since it was last
+	// written.
+	looksUnsaved int
 	peakWaiting  int
 	claims       map[sessionKey]bool
 	jobs         map[int64]bool
@@ -81,6 +84,38 @@ type waitSeen struct {
 // the same episode. It does no I/O.
 type tracker struct {
 	open []*tracked
+	// last is the last full read of who waits on whom, lastDigest the
+	// probe's digest of the waits then, and reused how many looks since
+	// took it again instead of reading.
+	last       []session
+	lastDigest int64
+	reused     int
+}
+
+// fullReadEvery bounds how many looks in a row reuse a full read: a root
+// replaced while the same sessions wait in the same statements changes no
+// digest, and is seen within this many looks.
+const fullReadEvery = 10
+
+// reuse returns the last full read when the probe found the same waits as
+// then (same non-zero digest) and it was read less than fullReadEvery
+// looks ago; ok false means read again (or, with waiting 0, nothing
+// waits).
+func (tr *tracker) reuse(waiting int, digest int64) (sessions []session, ok bool) {
+	if waiting == 0 {
+		tr.last, tr.lastDigest, tr.reused = nil, 0, 0
+		return nil, false
+	}
+	if digest == 0 || digest != tr.lastDigest || tr.last == nil || tr.reused >= fullReadEvery-1 {
+		return nil, false
+	}
+	tr.reused++
+	return tr.last, true
+}
+
+// read keeps a full read and the probe's digest for the looks after.
+func (tr *tracker) read(digest int64, sessions []session) {
+	tr.last, tr.lastDigest, tr.reused = sessions, digest, 0
 }
 
 // observe folds one look taken at `at` into the open episodes. It returns
