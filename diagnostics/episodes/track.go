@@ -199,11 +199,18 @@ func components(sessions []session) []component {
 		}
 		return sessionKey{pid: pid}
 	}
+	// A waiter's roots are its blockers' roots, each computed once: in a
+	// queue for one row every waiter is blocked by all those ahead of it,
+	// and walking every path would take exponential time.
+	known := map[int32][]int32{}
 	var rootsOf func(pid int32, path map[int32]bool) []int32
 	rootsOf = func(pid int32, path map[int32]bool) []int32 {
 		s, ok := byPID[pid]
 		if pid == 0 || !ok || !s.Waits || len(s.BlockedBy) == 0 {
 			return []int32{pid}
+		}
+		if rs, ok := known[pid]; ok {
+			return rs
 		}
 		if path[pid] {
 			return nil
@@ -214,6 +221,9 @@ func components(sessions []session) []component {
 		for _, b := range s.BlockedBy {
 			out = append(out, rootsOf(b, path)...)
 		}
+		slices.Sort(out)
+		out = slices.Compact(out)
+		known[pid] = out
 		return out
 	}
 	// Union-find over root pids: a waiter behind two roots joins them.
