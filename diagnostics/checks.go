@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pgconsole/console/diagnostics/episodes"
 	"github.com/pgconsole/console/internal/sqlset"
 	"github.com/pgconsole/console/queues"
 )
@@ -50,6 +51,7 @@ const (
 	CheckStandbyConflicts  = "standby_conflicts"
 	CheckWALDir            = "wal_dir"
 	CheckDeadlocks         = "deadlocks"
+	CheckRepeatBlockers    = "lock_episode_repeats"
 )
 
 // Check is one query of the catalog and everything the console does with
@@ -834,6 +836,25 @@ func init() {
 				optTimeCol("stats_reset", func(r DeadlockStat) *time.Time { return r.StatsReset }),
 				boolCol("log_lock_waits", func(r DeadlockStat) bool { return r.LogLockWaits }),
 				textCol("deadlock_timeout", AsText, func(r DeadlockStat) string { return r.DeadlockTimeout }),
+			},
+		},
+		{
+			// The recorded lock episodes of the last hour change little
+			// from one round to the next: the slow clock reads them.
+			Name: CheckRepeatBlockers, Title: "Applications that held up the job claims (lock episodes, last hour)", Step: StepBlocking,
+			statement:  episodes.RepeatBlockersSQL,
+			EmptyTitle: "No recorded lock episode held up a job claim in the last hour.",
+			EmptyWhy:   " The lock-episode recorder keeps every lock wait it sees once a second; an application whose locks made the engine's claims wait is listed here with how often.",
+			tables:     []string{"lock_episodes"},
+			panel:      typed((*Diagnostics).RepeatBlockers),
+			round:      section(func(r *Round) *[]RepeatBlocker { return &r.RepeatBlockers }, readRepeatBlockers),
+			slow:       true,
+			Columns: []Column{
+				textCol("root_application", AsText, func(r RepeatBlocker) string { return r.RootApplication }),
+				intCol("episodes", AsCount, func(r RepeatBlocker) int { return r.Episodes }),
+				intCol("claims_delayed", AsCount, func(r RepeatBlocker) int { return r.ClaimsDelayed }),
+				floatCol("waited_seconds", AsSeconds, func(r RepeatBlocker) float64 { return r.WaitedSeconds }),
+				timeCol("last_at", func(r RepeatBlocker) time.Time { return r.LastAt }),
 			},
 		},
 	}

@@ -22,6 +22,7 @@ var rowTypes = map[string]any{
 	CheckNotifyQueue: NotifyUsage{}, CheckConnectionUse: ConnectionGroup{}, CheckSequenceUse: SequenceUse{},
 	CheckWraparound: WraparoundAge{}, CheckIdempotencyStuck: StuckIdempotencyKey{}, CheckLongRunningJobs: LongRunningJob{},
 	CheckStandbyConflicts: StandbyConflict{}, CheckWALDir: WALDirStat{}, CheckDeadlocks: DeadlockStat{},
+	CheckRepeatBlockers: RepeatBlocker{},
 }
 
 // TestCatalogEntriesAreComplete: every check has a title, a runbook step, a

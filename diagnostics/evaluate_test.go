@@ -159,6 +159,30 @@ func TestExpiredLeasesFindingSaysWhenJobsWereReclaimedEarly(t *testing.T) {
 // is counted from the oldest .ready file and the last archived segment, not
 // from a failure; not configured fires on one segment, whatever the
 // backlog threshold; deadlocks need the count within the window.
+// lock.repeat_blocker fires from the threshold's number of episodes of one
+// application on, and a threshold of 0 turns it off.
+func TestRepeatBlockerThreshold(t *testing.T) {
+	round := func(n int) diagnostics.Round {
+		return diagnostics.Round{At: time.Now(), RepeatBlockers: []diagnostics.RepeatBlocker{{RootApplication: "etl", Episodes: n, ClaimsDelayed: n}}}
+	}
+	has := func(r diagnostics.Round, th diagnostics.Thresholds) bool {
+		for _, f := range findings.Evaluate(r, th) {
+			if f.Code == findings.CodeRepeatBlocker {
+				return true
+			}
+		}
+		return false
+	}
+	th := diagnostics.DefaultThresholds()
+	require.False(t, has(round(2), th))
+	require.True(t, has(round(3), th))
+	th.RepeatBlockers = 5
+	require.False(t, has(round(4), th))
+	require.True(t, has(round(5), th))
+	th.RepeatBlockers = 0
+	require.False(t, has(round(50), th), "0 turns the rule off")
+}
+
 func TestArchiverAndDeadlockThresholds(t *testing.T) {
 	now := time.Date(2026, 6, 20, 14, 3, 12, 0, time.UTC)
 	th := diagnostics.DefaultThresholds()

@@ -54,7 +54,10 @@ type Round struct {
 	DeadlockStats []DeadlockStat
 	Deadlocks     *DeadlockWindow
 	Tenants       []TenantBacklog
-	Unavailable   []Unavailable
+	// RepeatBlockers are the root applications that held up the engine's
+	// job claims in the lock episodes of the last hour (a slow check).
+	RepeatBlockers []RepeatBlocker
+	Unavailable    []Unavailable
 	// SlowAt is when the catalog-wide checks' rows (SlowChecks) were
 	// read: At when this round read them, earlier when a shared round
 	// reused the slow clock's read.

@@ -74,6 +74,8 @@ func everyCodeRound() diagnostics.Round {
 		Deadlocks: &diagnostics.DeadlockWindow{From: ago, To: now, Total: 2,
 			ByDatabase: []diagnostics.DeadlockStat{{Database: "app", Deadlocks: 2}}, DeadlockTimeout: "1s"},
 		Tenants: []diagnostics.TenantBacklog{{Queue: "emails", TenantID: &starved, Ready: 4, OldestReadySeconds: 900}},
+		RepeatBlockers: []diagnostics.RepeatBlocker{{RootApplication: "nightly-report", Episodes: 3, ClaimsDelayed: 4, WaitedSeconds: 6.2,
+			LastAt: now.Add(-time.Minute), Targets: []string{"jobs"}, Statements: []string{"LOCK TABLE jobs IN SHARE MODE"}}},
 		Unavailable: []diagnostics.Unavailable{
 			{Check: diagnostics.CheckXminHorizon, Status: "timed out", Err: errors.New("canceling statement")},
 			{Check: "connect", Status: "error: refused"},

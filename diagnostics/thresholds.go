@@ -3,6 +3,7 @@ package diagnostics
 import (
 	"time"
 
+	"github.com/pgconsole/console/diagnostics/episodes"
 	"github.com/pgconsole/console/queues"
 )
 
@@ -124,6 +125,10 @@ type Thresholds struct {
 	// counted this many deadlocks within the window.
 	Deadlocks      int64
 	DeadlockWindow time.Duration
+	// RepeatBlockers: lock.repeat_blocker when one root application held
+	// up the engine's job claims in this many recorded lock episodes
+	// within the last hour (RepeatBlockerWindow).
+	RepeatBlockers int64
 	// ArchiverStall: archiver.stalled when the oldest segment waiting to
 	// be archived is this old and nothing was archived for as long.
 	ArchiverStall time.Duration
@@ -173,5 +178,6 @@ func DefaultThresholds() Thresholds {
 		Deadlocks:             1,
 		DeadlockWindow:        15 * time.Minute,
 		ArchiverStall:         10 * time.Minute,
+		RepeatBlockers:        episodes.RepeatBlockersMin,
 	}
 }

@@ -52,8 +52,32 @@
     var clock = document.getElementById("refreshed");
     if (clock) clock.dataset.at = String(Date.now());
     tick();
+    focusScrollers();
   }
   document.addEventListener("htmx:afterSwap", refreshed);
+
+  // A box that scrolls sideways (a wide table on a phone) takes keyboard
+  // focus, so it can be scrolled without a mouse; one that fits does not,
+  // so it adds no tab stop.
+  function focusScrollers() {
+    document.querySelectorAll("main *").forEach(function (el) {
+      var o = getComputedStyle(el).overflowX;
+      if (o !== "auto" && o !== "scroll") return;
+      var scrolls = el.scrollWidth > el.clientWidth + 1;
+      if (scrolls && !el.hasAttribute("tabindex")) {
+        el.setAttribute("tabindex", "0");
+        el.dataset.scrollFocus = "1";
+      } else if (!scrolls && el.dataset.scrollFocus) {
+        el.removeAttribute("tabindex");
+        delete el.dataset.scrollFocus;
+      }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", focusScrollers);
+  window.addEventListener("resize", function () {
+    clearTimeout(focusScrollers.timer);
+    focusScrollers.timer = setTimeout(focusScrollers, 200);
+  });
 
   // Live blocks (panels, the overview's findings): an element with
   // data-refresh-url reloads itself every data-refresh-seconds (10 by

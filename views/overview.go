@@ -35,6 +35,9 @@ type FindingRow struct {
 	// Incident opens an incident from this finding, or adds it to the
 	// open one; nil for a role that may not or on a page of the past.
 	Incident *IncidentButton `json:"-"`
+	// Evidence links the page that lists the finding's evidence one by
+	// one (a repeat blocker's lock episodes); nil when there is none.
+	EvidenceLink *FindingJob `json:"evidence_link,omitempty"`
 }
 
 // FindingJob is a job a finding names, linked to its page.

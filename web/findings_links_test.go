@@ -2,12 +2,14 @@ package web
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/findings"
+	"github.com/pgconsole/console/views"
 )
 
 // TestFindingLinksResolve: the runbook page of every finding rule is a page
@@ -33,4 +35,24 @@ func TestFindingLinksResolve(t *testing.T) {
 			require.True(t, ok, "%s may suggest %q, which is no registered action", r.Code, a)
 		}
 	}
+}
+
+// A repeat blocker's finding links the lock episodes of its application,
+// on the overview and the runbook pages that list it; other findings link
+// none.
+func TestRepeatBlockerLinksItsEpisodes(t *testing.T) {
+	r := diagnostics.Round{At: time.Now(), RepeatBlockers: []diagnostics.RepeatBlocker{{RootApplication: "nightly report", Episodes: 4, ClaimsDelayed: 4}},
+		Blocking: []diagnostics.BlockingNode{{PID: 7, IsRoot: true, BlockedCount: 1}}}
+	rows := findingRows(findings.Evaluate(r, diagnostics.DefaultThresholds()), "operator")
+	var got *views.FindingJob
+	for _, row := range rows {
+		if row.Code == findings.CodeRepeatBlocker {
+			got = row.EvidenceLink
+		} else {
+			require.Nil(t, row.EvidenceLink, "%s links no episodes", row.Code)
+		}
+	}
+	require.NotNil(t, got, "the repeat blocker's row: %+v", rows)
+	require.Equal(t, "/lock-episodes?application=nightly+report&since=1h", got.Href)
+	require.Contains(t, got.Label, `"nightly report"`)
 }

@@ -121,7 +121,8 @@ func (s *Server) incidentPage(c echo.Context) error {
 		return err
 	}
 	p, _ := principalFrom(c)
-	m := incidentModel(inc, evidence, events, s.recordedEvidence(ctx, inc), q, time.Now())
+	now := time.Now()
+	m := incidentModel(inc, evidence, events, s.recordedEvidence(ctx, inc), q, now, s.incidentEpisodes(ctx, inc, now)...)
 	if n, ok := s.incidentNarrative(ctx, inc); ok {
 		m.Story = storyView(n.findings, n.at, p.Role)
 	}
@@ -178,8 +179,8 @@ func (q timelineQuery) href(id int64) string {
 // the flight recorder kept into one timeline. It starts when the incident
 // opened: what the flight recorder kept from before (its lead, an earlier window start)
 // is counted and shown only when q.before asks; q.newest puts the newest
-// entry first.
-func incidentModel(inc *audit.Incident, evidence []audit.Evidence, events []audit.Event, recorded []audit.RecordedEvidence, q timelineQuery, now time.Time) views.IncidentPage {
+// entry first. The extra items (the lock episodes of the window) join it.
+func incidentModel(inc *audit.Incident, evidence []audit.Evidence, events []audit.Event, recorded []audit.RecordedEvidence, q timelineQuery, now time.Time, extra ...timelineItem) views.IncidentPage {
 	m := views.IncidentPage{ID: inc.ID, Title: inc.Title, Status: inc.Status, Impact: inc.Impact, SLO: inc.SLO,
 		WindowStart: utc(inc.WindowStart), OpenedBy: inc.OpenedBy, Summary: inc.Summary,
 		ExportHref: fmt.Sprintf("/incidents/%d/export.md", inc.ID), Order: "oldest", Before: q.before}
@@ -225,6 +226,9 @@ func incidentModel(inc *audit.Incident, evidence []audit.Evidence, events []audi
 	}
 	for _, r := range recorded {
 		all = append(all, stamped{at: r.At, e: recordedTimelineEntry(r, now), before: r.At.Before(inc.OpenedAt)})
+	}
+	for _, x := range extra {
+		all = append(all, stamped{at: x.at, e: x.entry, before: x.at.Before(inc.OpenedAt)})
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].at.Before(all[j].at) })
 	for _, s := range all {

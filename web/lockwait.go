@@ -24,6 +24,17 @@ func findingJobs(f findings.Finding) []views.FindingJob {
 	return out
 }
 
+// findingEvidenceLink links the page that lists a finding's evidence: a
+// repeat blocker's lock episodes.
+func findingEvidenceLink(f findings.Finding) *views.FindingJob {
+	href, _ := f.Subject["episodes_url"].(string)
+	if href == "" {
+		return nil
+	}
+	app, _ := f.Subject["application"].(string)
+	return &views.FindingJob{Label: fmt.Sprintf("Lock episodes of %q in the last hour", app), Href: href}
+}
+
 // jobLockWaitModel says on a running job's page what its session waits on
 // and whom for, and offers the actions of the chain's root: acting on the
 // waiting job would release nothing.

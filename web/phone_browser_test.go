@@ -79,7 +79,17 @@ func waitLeft(t *testing.T, b context.Context, path string) string {
 func requireNoPageOverflow(t *testing.T, b context.Context, what string) {
 	t.Helper()
 	require.Empty(t, browser.Get(t, b, chromedp.Evaluate[string](overflowJS)), "%s scrolls sideways or clips content", what)
+	require.Empty(t, browser.Get(t, b, chromedp.Evaluate[string](unfocusableScrollJS)), "%s has a box that scrolls sideways but takes no keyboard focus", what)
 }
+
+// unfocusableScrollJS names the boxes that scroll sideways but neither take
+// keyboard focus nor hold anything that does, or "" when there is none.
+const unfocusableScrollJS = `(() => [...document.querySelectorAll("main *")].filter(el => {
+	const o = getComputedStyle(el).overflowX;
+	if (o !== "auto" && o !== "scroll") return false;
+	if (el.scrollWidth <= el.clientWidth + 1 || el.getBoundingClientRect().width === 0) return false;
+	return el.tabIndex < 0 && !el.querySelector("a[href], button, input, select, textarea, [tabindex]");
+}).slice(0, 4).map(el => el.tagName.toLowerCase() + "." + String(el.className).split(" ").join(".") + " " + el.scrollWidth + ">" + el.clientWidth).join(", "))()`
 
 // requireInView fails unless the element is shown whole within the
 // viewport's width.

@@ -170,7 +170,8 @@ func findingRows(list []findings.Finding, role string) []views.FindingRow {
 	var out []views.FindingRow
 	for _, f := range list {
 		out = append(out, views.FindingRow{Code: f.Code, Severity: f.Severity, Title: f.Title, Evidence: f.Evidence,
-			RunbookHref: f.Runbook, Actions: actionLinks(f.Actions, role, subjectParams(f.Subject)), Jobs: findingJobs(f)})
+			RunbookHref: f.Runbook, Actions: actionLinks(f.Actions, role, subjectParams(f.Subject)), Jobs: findingJobs(f),
+			EvidenceLink: findingEvidenceLink(f)})
 	}
 	return out
 }

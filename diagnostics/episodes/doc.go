@@ -2,8 +2,11 @@
 //
 // The flight recorder (recorder.Recorder) keeps a sample every 10
 // seconds; a lock wait of two seconds between two samples leaves no trace
-// there. A Recorder here looks at the ungranted locks every second, which
-// while nothing waits is one statement on pg_locks (episode_probe.sql).
+// there. A Recorder here looks for lock waits every second, which while
+// nothing waits is one statement on pg_stat_activity (episode_probe.sql:
+// every heavyweight lock wait shows wait_event_type 'Lock'), or on pg_locks
+// for a role that cannot read other roles' wait events
+// (episode_probe_locks.sql).
 // When something waits it reads who waits on whom (episode_waits.sql:
 // pg_blocking_pids for the waiters only) and folds the look into
 // episodes: a root blocker and everyone waiting behind it. The same waiter

@@ -65,7 +65,7 @@ const (
 // others try for it every few intervals and take over when its session
 // ends. A recorder that takes over closes the episodes left open with
 // end_seen false. While nothing waits, a look is one statement on
-// pg_locks. On a standby it records nothing and Status says so.
+// pg_stat_activity (on pg_locks for a role without pg_read_all_stats). On a standby it records nothing and Status says so.
 //
 // Start it once; Stop closes the episodes it has open (their end not
 // seen) and its session.
@@ -74,8 +74,14 @@ type Recorder struct {
 	run     lifecycle.Runner
 	metrics *metrics
 
+	// probe is the statement of a look while nothing waits: EpisodeProbe,
+	// or EpisodeProbeLocks for a role that cannot see other roles' wait
+	// events. Set by lead, read by the loop's goroutine only.
+	probe string
+
 	mu     sync.Mutex
 	status Status
+	cost   Cost
 	// looked is signalled after each look, for tests and Status.
 	looked chan struct{}
 }
@@ -238,8 +244,8 @@ const ApplicationName = "console-episodes"
 // previous recorder left open. On a standby it gives the lock back and
 // reports false.
 func (r *Recorder) lead(ctx context.Context, conn *pgx.Conn) (bool, error) {
-	var locked, standby bool
-	if err := conn.QueryRow(ctx, sqlText("episode_leader_lock")).Scan(&locked, &standby); err != nil {
+	var locked, standby, allStats bool
+	if err := conn.QueryRow(ctx, sqlText("episode_leader_lock")).Scan(&locked, &standby, &allStats); err != nil {
 		return false, fmt.Errorf("lock episodes: take the recorder's lock: %w", err)
 	}
 	switch {
@@ -264,8 +270,20 @@ func (r *Recorder) lead(ctx context.Context, conn *pgx.Conn) (bool, error) {
 		}
 		return false, fmt.Errorf("lock episodes: close the episodes left open: %w", err)
 	}
+	r.probe = probeFor(allStats)
 	r.setStatus(true, true, reasonLeader+r.cfg.Interval.String(), nil)
 	return true, nil
+}
+
+// probeFor is the statement of a look while nothing waits: the waits in
+// pg_stat_activity when the role sees every session's wait event, else the
+// ungranted requests of pg_locks (which every role reads, at several times
+// the cost).
+func probeFor(readsAllStats bool) string {
+	if readsAllStats {
+		return "episode_probe"
+	}
+	return "episode_probe_locks"
 }
 
 // offReason explains the errors that mean this database cannot keep lock
@@ -294,16 +312,22 @@ func (r *Recorder) look(ctx context.Context, conn *pgx.Conn, tr *tracker) error 
 		default:
 		}
 	}()
+	began := time.Now()
+	statements := 1
+	defer func() { r.spent(statements, time.Since(began)) }()
 	var waiting int
-	if err := conn.QueryRow(ctx, sqlText("episode_probe")).Scan(&waiting); err != nil {
-		return fmt.Errorf("lock episodes: read the ungranted locks: %w", err)
+	var digest int64
+	if err := conn.QueryRow(ctx, sqlText(r.probe)).Scan(&waiting, &digest); err != nil {
+		return fmt.Errorf("lock episodes: read whether a session waits for a lock: %w", err)
 	}
-	var sessions []session
-	if waiting > 0 {
+	sessions, reuse := tr.reuse(waiting, digest)
+	if !reuse && waiting > 0 {
 		var err error
+		statements++
 		if sessions, err = sqlset.All[session](ctx, conn, sqlText("episode_waits")); err != nil {
 			return fmt.Errorf("lock episodes: read who waits on whom: %w", err)
 		}
+		tr.read(digest, sessions)
 	}
 	now := time.Now().UTC()
 	defer r.setStatus(true, true, reasonLeader+r.cfg.Interval.String(), &now)
@@ -312,22 +336,58 @@ func (r *Recorder) look(ctx context.Context, conn *pgx.Conn, tr *tracker) error 
 	}
 	started, seen, ended := tr.observe(now, sessions)
 	for _, ep := range started {
+		statements += 3
 		if err := r.insert(ctx, conn, ep); err != nil {
 			return err
 		}
 	}
 	for _, ep := range seen {
+		// An episode that goes on as it was is written every flushEvery
+		// looks, not every look: its row says how long it lasted so far.
+		if ep.fresh == 0 && ep.looksUnsaved < flushEvery {
+			ep.looksUnsaved++
+			continue
+		}
+		statements += 2
 		if err := r.save(ctx, conn, ep); err != nil {
 			return err
 		}
 	}
 	for _, ep := range ended {
+		statements += 2
 		if err := r.save(ctx, conn, ep); err != nil {
 			return err
 		}
 		r.metrics.count(ep)
 	}
 	return nil
+}
+
+// flushEvery is how many looks an open episode that only goes on (no new
+// session) is kept unwritten: its last_seen_at is at most that many
+// intervals behind while it lasts.
+const flushEvery = 10
+
+// Cost is what the recorder has spent on the database since it started:
+// the statements of its looks and their wall time (round trips included,
+// so an upper bound of the server's time).
+type Cost struct {
+	Statements int64   `json:"statements"`
+	Seconds    float64 `json:"seconds"`
+}
+
+// Cost reports what the recorder has spent on the database so far.
+func (r *Recorder) Cost() Cost {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cost
+}
+
+func (r *Recorder) spent(statements int, took time.Duration) {
+	r.mu.Lock()
+	r.cost.Statements += int64(statements)
+	r.cost.Seconds += took.Seconds()
+	r.mu.Unlock()
 }
 
 // insert writes a new episode and its sessions.
@@ -361,7 +421,7 @@ func (r *Recorder) save(ctx context.Context, conn *pgx.Conn, ep *tracked) error 
 			return fmt.Errorf("lock episodes: record the sessions of episode %d: %w", ep.id, err)
 		}
 	}
-	ep.fresh = 0
+	ep.fresh, ep.looksUnsaved = 0, 0
 	var end *time.Time
 	if closing {
 		end = &ep.end

@@ -236,3 +236,7 @@ func (r RepeatBlocker) Sentence(window string) string {
 	return fmt.Sprintf("The same root application %q blocked the job claims %d times in the %s (%d claims held up, %s waited in all)",
 		app, r.Episodes, window, r.ClaimsDelayed, humanize.SecondsTenths(r.WaitedSeconds))
 }
+
+// RepeatBlockersSQL is the statement RepeatBlockers runs, for the panels
+// and runbook pages that show it.
+func RepeatBlockersSQL() string { return sqlText("episode_repeat_blockers") }

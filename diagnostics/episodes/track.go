@@ -59,7 +59,10 @@ type tracked struct {
 	participants []*Participant
 	index        map[sessionKey]int
 	// fresh counts the participants not written yet (index >= len-fresh).
-	fresh        int
+	fresh int
+	// looksUnsaved counts the looks that saw it go on since it was last
+	// written.
+	looksUnsaved int
 	peakWaiting  int
 	claims       map[sessionKey]bool
 	jobs         map[int64]bool
@@ -81,6 +84,40 @@ type waitSeen struct {
 // the same episode. It does no I/O.
 type tracker struct {
 	open []*tracked
+	// last is the last full read of who waits on whom, lastDigest the
+	// probe's digest of the waits then, and reused how many looks since
+	// took it again instead of reading.
+	last       []session
+	lastDigest int64
+	reused     int
+}
+
+// fullReadEvery bounds how many looks in a row reuse a full read: a root
+// replaced while the same sessions wait in the same statements changes no
+// digest, and is seen within this many looks (a minute at the default
+// interval): a full read of 300 waiters costs a few hundred ms, so reading
+// it every 10 looks cost the console a third more database time in a storm.
+const fullReadEvery = 60
+
+// reuse returns the last full read when the probe found the same waits as
+// then (same non-zero digest) and it was read less than fullReadEvery
+// looks ago; ok false means read again (or, with waiting 0, nothing
+// waits).
+func (tr *tracker) reuse(waiting int, digest int64) (sessions []session, ok bool) {
+	if waiting == 0 {
+		tr.last, tr.lastDigest, tr.reused = nil, 0, 0
+		return nil, false
+	}
+	if digest == 0 || digest != tr.lastDigest || tr.last == nil || tr.reused >= fullReadEvery-1 {
+		return nil, false
+	}
+	tr.reused++
+	return tr.last, true
+}
+
+// read keeps a full read and the probe's digest for the looks after.
+func (tr *tracker) read(digest int64, sessions []session) {
+	tr.last, tr.lastDigest, tr.reused = sessions, digest, 0
 }
 
 // observe folds one look taken at `at` into the open episodes. It returns
@@ -164,11 +201,18 @@ func components(sessions []session) []component {
 		}
 		return sessionKey{pid: pid}
 	}
+	// A waiter's roots are its blockers' roots, each computed once: in a
+	// queue for one row every waiter is blocked by all those ahead of it,
+	// and walking every path would take exponential time.
+	known := map[int32][]int32{}
 	var rootsOf func(pid int32, path map[int32]bool) []int32
 	rootsOf = func(pid int32, path map[int32]bool) []int32 {
 		s, ok := byPID[pid]
 		if pid == 0 || !ok || !s.Waits || len(s.BlockedBy) == 0 {
 			return []int32{pid}
+		}
+		if rs, ok := known[pid]; ok {
+			return rs
 		}
 		if path[pid] {
 			return nil
@@ -179,6 +223,9 @@ func components(sessions []session) []component {
 		for _, b := range s.BlockedBy {
 			out = append(out, rootsOf(b, path)...)
 		}
+		slices.Sort(out)
+		out = slices.Compact(out)
+		known[pid] = out
 		return out
 	}
 	// Union-find over root pids: a waiter behind two roots joins them.

@@ -124,3 +124,28 @@ func TestFingerprint(t *testing.T) {
 		"a header that fills the text the server kept stands for the statement")
 	require.Regexp(t, `^JobClaim:`, Fingerprint("-- JobClaim: leases jobs\n-- the rest of a header the server cut"))
 }
+
+// A queue of 300 sessions for one row, each blocked by the holder and by
+// every waiter ahead of it (as pg_blocking_pids reports a tuple lock's
+// queue), is one episode behind the holder, folded at once.
+func TestQueueOfThreeHundredIsOneEpisode(t *testing.T) {
+	at := time.Now()
+	sessions := []session{{PID: 1, ApplicationName: "holder"}}
+	for i := int32(2); i <= 301; i++ {
+		blockers := []int32{1}
+		for j := int32(2); j < i; j++ {
+			blockers = append(blockers, j)
+		}
+		sessions = append(sessions, session{PID: i, Waits: true, BlockedBy: blockers, WaitStart: &at})
+	}
+	done := make(chan []component, 1)
+	go func() { done <- components(sessions) }()
+	select {
+	case comps := <-done:
+		require.Len(t, comps, 1)
+		require.Equal(t, []sessionKey{{pid: 1}}, comps[0].roots)
+		require.Len(t, comps[0].waiters, 300)
+	case <-time.After(30 * time.Second):
+		t.Fatal("300 queued waiters were not folded within 30s: the walk repeats shared paths")
+	}
+}

@@ -109,6 +109,9 @@ const (
 	CodeDeadlocks             = "lock.deadlocks"
 	CodeArchiverNotConfigured = "archiver.not_configured"
 	CodeArchiverStalled       = "archiver.stalled"
+	// CodeRepeatBlocker: the same root application held up the engine's
+	// job claims in several recorded lock episodes within the hour.
+	CodeRepeatBlocker = "lock.repeat_blocker"
 )
 
 // Run runs a round of its own on d and evaluates it against the current

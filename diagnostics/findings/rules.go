@@ -96,6 +96,7 @@ var rules = []Rule{
 	{Code: CodeEngineErrors, Runbook: diagnostics.StepResources, eval: engineErrorFindings},
 	{Code: CodeWALDir, Runbook: diagnostics.RunbookSlotRetention, eval: walDirFindings},
 	{Code: CodeDeadlocks, Runbook: diagnostics.StepBlocking, eval: deadlockFindings},
+	{Code: CodeRepeatBlocker, Runbook: diagnostics.StepBlocking, eval: repeatBlockerFindings},
 	{Code: CodeEngineStalled, Runbook: diagnostics.StepBlocking, AlsoRunbooks: []string{diagnostics.RunbookPreparedXact},
 		Actions: []string{ActionBackendCancel, ActionBackendTerminate, ActionPreparedRollback}, eval: engineStalledFindings},
 }

@@ -77,6 +77,7 @@ var thresholdSettings = map[string][]thresholdSetting{
 	CodeSlotDiskForecast:  {durSetting(func(t *diagnostics.Thresholds) *time.Duration { return &t.SlotDiskForecast })},
 	CodeDeadlocks:         {countSetting(func(t *diagnostics.Thresholds) *int64 { return &t.Deadlocks }), durSetting(func(t *diagnostics.Thresholds) *time.Duration { return &t.DeadlockWindow })},
 	CodeArchiverStalled:   {durSetting(func(t *diagnostics.Thresholds) *time.Duration { return &t.ArchiverStall })},
+	CodeRepeatBlocker:     {countSetting(func(t *diagnostics.Thresholds) *int64 { return &t.RepeatBlockers })},
 }
 
 // ThresholdCodes lists the codes SetThreshold accepts, sorted.
