@@ -36,7 +36,8 @@ func insertEpisode(t *testing.T, e *env, start time.Time, lasted time.Duration, 
 // The incident page's timeline lists the lock episodes that overlap the
 // incident's window, between the other entries by their start: one that
 // began before the window and lasted into it, one inside it, one still
-// open; not one that ended before the window began.
+// open; not one that ended before the window began. Those that began
+// before the incident opened show with the rest of that time (?before=1).
 func TestIncidentTimelineHasLockEpisodes(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -49,8 +50,13 @@ func TestIncidentTimelineHasLockEpisodes(t *testing.T) {
 	inside := insertEpisode(t, e, now.Add(-10*time.Minute), 2100*time.Millisecond, true, "nightly-report", 3)
 	open := insertEpisode(t, e, now.Add(-time.Minute), 10*time.Second, false, "still-open", 1)
 
-	body := e.signedIn(t, "viewer").page(fmt.Sprintf("/incidents/%d", inc.ID))
-	items := regexp.MustCompile(`(?s)<li data-testid="timeline-episode">.*?</li>`).FindAllString(body, -1)
+	viewer := e.signedIn(t, "viewer")
+	episodeItems := regexp.MustCompile(`(?s)<li data-testid="timeline-episode">.*?</li>`)
+	// The timeline starts when the incident opened: these episodes all
+	// began in its window before that, so they wait behind "before".
+	require.Empty(t, episodeItems.FindAllString(viewer.page(fmt.Sprintf("/incidents/%d", inc.ID)), -1))
+	body := viewer.page(fmt.Sprintf("/incidents/%d?before=1", inc.ID))
+	items := episodeItems.FindAllString(body, -1)
 	require.Len(t, items, 3, "the episodes overlapping the window")
 	require.NotContains(t, body, "before-window")
 	for i, want := range []struct {
