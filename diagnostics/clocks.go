@@ -12,14 +12,16 @@ import (
 // locks, replication, queues, whose cost follows the incident. The slow one
 // (Config.SlowInterval) reads the checks that scan the whole catalog, whose
 // cost follows the schema: on a database of 20,000 tables they are most of
-// a round's time and tell nothing new from one second to the next. Rounds in
+// a round's time and tell nothing new from one second to the next. The
+// repeat blockers, counted over the last hour of recorded lock episodes,
+// change as slowly and run there too. Rounds in
 // between reuse the slow clock's last read, and say how old it is
 // (Round.SlowAt).
 
 // Config returns the configuration d runs with, defaults filled in.
 func (d *Diagnostics) Config() Config { return d.cfg }
 
-// SlowChecks names the catalog-wide checks, in catalog order.
+// SlowChecks names the checks on the slow clock, in catalog order.
 func SlowChecks() []string {
 	var out []string
 	for _, c := range checks {

@@ -23,7 +23,7 @@ func TestSlowChecksReuseTheirLastRead(t *testing.T) {
 	clock := newFakeClock()
 	d := open(t, dbURL, diagnostics.Config{NowFunc: clock.Now, RoundMaxAge: time.Second, SlowInterval: 2 * time.Minute})
 	require.Equal(t, []string{diagnostics.CheckTableVacuum, diagnostics.CheckInvalidIndexes,
-		diagnostics.CheckSequenceUse, diagnostics.CheckWraparound}, diagnostics.SlowChecks())
+		diagnostics.CheckSequenceUse, diagnostics.CheckWraparound, diagnostics.CheckRepeatBlockers}, diagnostics.SlowChecks())
 
 	first, err := d.LatestRound(ctx, 0)
 	require.NoError(t, err)

@@ -321,6 +321,11 @@ func TestDeadLetterClassEdgesProbeBounded(t *testing.T) {
 		SELECT 'sq3', 'k', 'dead', 1, 'class 3', 'boom', now() - interval '2 days' - g * interval '1 second'
 		FROM generate_series(1, 2000) AS g`)
 	require.NoError(t, err)
+	// The statistics count the bigger class: otherwise the plan depends on
+	// whether autovacuum's ANALYZE has run since the insert, and with the
+	// older statistics the planner may take the dead jobs' id index.
+	_, err = pool.Exec(context.Background(), "ANALYZE jobs")
+	require.NoError(t, err)
 	inEachPlanMode(t, pool, func(conn *pgxpool.Conn, mode string) {
 		ctx := context.Background()
 		rows, err := conn.Query(ctx, `EXPLAIN (ANALYZE, FORMAT JSON)

@@ -35,7 +35,7 @@ func checksDoc() string {
 	for _, name := range diagnostics.SlowChecks() {
 		slow = append(slow, "`"+name+"`")
 	}
-	fmt.Fprintf(&b, "\nThe checks that scan the whole catalog (%s) run on a slow clock: the shared rounds of the pages, "+
+	fmt.Fprintf(&b, "\nThe checks that scan the whole catalog or read the recorded lock episodes (%s) run on a slow clock: the shared rounds of the pages, "+
 		"`/api/v1/findings` and `/metrics`, and the sampler, read them every `--slow-interval` (default 2m, "+
 		"`CONSOLE_SLOW_INTERVAL`) and reuse that read in between, shown with its age "+
 		"(`slow_checks_at` and `slow_checks_age_seconds` in `/api/v1/findings`). `console findings` reads them every time.\n",
