@@ -28,8 +28,12 @@ type Panel struct {
 	RefreshSeconds int    `json:"-"`
 	// CaptureURL, when set, offers "capture into the open incident".
 	CaptureURL string `json:"-"`
-	CSRF       string `json:"-"`
-	Note       string `json:"note,omitempty"`
+	// Cards draws each row as a labelled card on a phone, as tables with
+	// actions are: for wide tables read a row at a time (statements,
+	// workers), where scrolling sideways would hide most of a row.
+	Cards bool   `json:"-"`
+	CSRF  string `json:"-"`
+	Note  string `json:"note,omitempty"`
 	// History, when set, marks a panel drawn from a recorded sample
 	// ("History · at 03:12:40 (sample 03:12:35)"); such a panel never
 	// refreshes and offers no action. Missing, when set, is shown instead

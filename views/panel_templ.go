@@ -400,7 +400,7 @@ func PanelView(p Panel) templ.Component {
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
-						var templ_7745c5c3_Var23 = []any{"table-wrap", templ.KV("cards", p.HasActions())}
+						var templ_7745c5c3_Var23 = []any{"table-wrap", templ.KV("cards", p.HasActions() || p.Cards)}
 						templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var23...)
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err

@@ -21,7 +21,8 @@ import (
 
 // panelView maps a check's result to a panel: status, rows and SQL.
 func panelView(ck diagnostics.Check, r diagnostics.PanelResult, role string, now time.Time) views.Panel {
-	p := views.Panel{ID: r.Name, Title: ck.Title, SQL: r.SQL, Status: "ok", EmptyTitle: ck.EmptyTitle, EmptyWhy: ck.EmptyWhy}
+	p := views.Panel{ID: r.Name, Title: ck.Title, SQL: r.SQL, Status: "ok", EmptyTitle: ck.EmptyTitle, EmptyWhy: ck.EmptyWhy,
+		Cards: ck.Name == diagnostics.CheckStatementsTop}
 	if p.EmptyTitle == "" {
 		p.EmptyTitle = "No rows."
 	}

@@ -187,6 +187,22 @@ func TestBrowserPhone(t *testing.T) {
 	requireNoPageOverflow(t, b, "the action's preview")
 	requireInView(t, b, `[data-testid="action-execute"]`, "the execute button")
 	shot("action")
+
+	// Wide tables are read a row at a time: the audit trail is labelled
+	// cards on a phone, as tables with actions are (the workers and the top
+	// statements too: TestWideTablesAreCardsOnAPhone).
+	recordAudit(t, e, 1, "olga", "queue.pause", audit.OutcomeSucceeded, nil)
+	for _, page := range []struct{ path, row string }{
+		{"/audit", `[data-testid="audit-row"]`},
+	} {
+		browser.Do(t, b, chromedp.Navigate(e.http.URL+page.path), chromedp.WaitVisible(css(page.row)))
+		requireNoPageOverflow(t, b, page.path)
+		require.Equal(t, "block", browser.Get(t, b, chromedp.Evaluate[string](`getComputedStyle(document.querySelector('`+page.row+`')).display`)),
+			"%s: each row is a card", page.path)
+		require.NotEmpty(t, browser.Get(t, b, chromedp.Evaluate[string](`document.querySelector('`+page.row+` td').dataset.label || ""`)),
+			"%s: each cell says what it is", page.path)
+		shot(strings.TrimPrefix(strings.ReplaceAll(page.path, "/", "-"), "-"))
+	}
 }
 
 // TestBrowserFinish checks the finish at 1440x900: no table is clipped,

@@ -52,7 +52,7 @@ func workersModel(ws []queues.Worker, window time.Duration, now time.Time) views
 // the in-flight column to that queue (the queue detail page).
 func workerPanel(ws []queues.Worker, queue string, now time.Time) views.Panel {
 	p := views.Panel{
-		ID: "workers", Title: "Worker processes", Status: "ok",
+		ID: "workers", Title: "Worker processes", Status: "ok", Cards: true,
 		Columns: []views.Column{{Label: "Health"}, {Label: "State"}, {Label: "Worker"}, {Label: "Host"}, {Label: "PID", Num: true}, {Label: "Queues"},
 			{Label: "Concurrency", Num: true}, {Label: "In flight", Num: true}, {Label: "Heartbeat"},
 			{Label: "Session", Hint: "the worker's long-lived database session: a dead process's is gone, a paused one's stays"},
