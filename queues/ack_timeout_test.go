@@ -52,6 +52,16 @@ func TestAckTimeoutCountedAsFinished(t *testing.T) {
 		return testutil.ToFloat64(finished.WithLabelValues("acktimeout", "ack_failed")) == 1
 	})
 	require.Zero(t, testutil.ToFloat64(finished.WithLabelValues("acktimeout", "done")))
+	// The abandoned ack is cancelled on the server, not left waiting for
+	// the row: a statement still waiting would commit the moment the lock
+	// goes, and the job would be done after all. The cancel request travels
+	// on a connection of its own, so wait for it before letting go.
+	testdb.Eventually(t, 30*time.Second, "the abandoned ack no longer waits for the row", func() bool {
+		var waiting int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting))
+		return waiting == 0
+	})
 	require.NoError(t, lock.Rollback(ctx))
 	got, err := JobGet(ctx, pool, j.ID)
 	require.NoError(t, err)
