@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/labstack/echo/v4"
@@ -180,8 +181,8 @@ func queuesModel(stats []queues.QueueStat, role string, now time.Time) views.Que
 // as the list; dead letters and workers are panels that fail on their own.
 func (s *Server) queueDetail(c echo.Context) error {
 	name, err := url.PathUnescape(c.Param("name"))
-	if err != nil || name == "" || len(name) > maxFilterText {
-		return errBadRequest("%q is not a queue name", truncate(c.Param("name"), 40))
+	if err != nil || name == "" || len(name) > maxFilterText || !utf8.ValidString(name) || strings.ContainsRune(name, 0) {
+		return errBadRequest("%q is not a queue name: a queue name is UTF-8 text of at most %d bytes", truncate(c.Param("name"), 40), maxFilterText)
 	}
 	t, err := parseTravel(c, time.Now().UTC())
 	if err != nil {
