@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
@@ -19,17 +21,59 @@ import (
 // past offers nothing anyway).
 type backendGuard func(pid int32) error
 
-// backendGuard asks the runner once per pid for the length of one page.
+// backendGuard asks the runner about a pid at most once per
+// offerGuardMaxAge, whoever is looking (refusalCache).
 func (s *Server) backendGuard(ctx context.Context) backendGuard {
-	seen := map[int32]error{}
 	return func(pid int32) error {
-		err, ok := seen[pid]
-		if !ok {
-			err = s.cfg.Actions.BackendRefusal(ctx, pid)
-			seen[pid] = err
-		}
+		return s.refusals.get(ctx, pid, s.cfg.Actions.BackendRefusal)
+	}
+}
+
+// offerGuardMaxAge is how long an offer's guard answer is shared: the age
+// of the shared panels it decorates. Execution checks the guards again in
+// full, so an answer a few seconds old can only show or hide a button.
+const offerGuardMaxAge = 5 * time.Second
+
+// refusalCache keeps each pid's guard answer for offerGuardMaxAge, so that
+// fifty people watching one blocking chain cost the database one lookup
+// per pid, not one per page view. A lookup that failed (not a refusal) is
+// not kept.
+type refusalCache struct {
+	now  func() time.Time
+	mu   sync.Mutex
+	seen map[int32]refusalEntry
+}
+
+type refusalEntry struct {
+	err error
+	at  time.Time
+}
+
+func newRefusalCache() *refusalCache {
+	return &refusalCache{now: time.Now, seen: map[int32]refusalEntry{}}
+}
+
+func (rc *refusalCache) get(ctx context.Context, pid int32, lookup func(context.Context, int32) error) error {
+	now := rc.now()
+	rc.mu.Lock()
+	e, ok := rc.seen[pid]
+	rc.mu.Unlock()
+	if ok && now.Sub(e.at) < offerGuardMaxAge {
+		return e.err
+	}
+	err := lookup(ctx, pid)
+	if err != nil && !errors.Is(err, actions.ErrInvalid) && !errors.Is(err, actions.ErrNotFound) {
 		return err
 	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for p, old := range rc.seen {
+		if now.Sub(old.at) >= offerGuardMaxAge {
+			delete(rc.seen, p)
+		}
+	}
+	rc.seen[pid] = refusalEntry{err: err, at: now}
+	return err
 }
 
 // isSignal reports the actions that signal a backend.

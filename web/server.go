@@ -139,6 +139,8 @@ type Server struct {
 	// refresh makes; the handlers that open or close an incident
 	// invalidate it.
 	openIncidents *diagnostics.Cache[*audit.Incident]
+	// refusals shares the offers' guard answers among requests.
+	refusals *refusalCache
 }
 
 // New builds the server and its routes.
@@ -192,6 +194,7 @@ func New(cfg Config) (*Server, error) {
 		csrfKey:    cfg.CSRFKey,
 		db:         newDBWatch(cfg.Pool),
 		tokens:     newSessionCache(auth.TokenLookup),
+		refusals:   newRefusalCache(),
 		tokenUses:  tokenUses{usage: auth.NewTokenUsage(), every: tokenUseEvery},
 	}
 	if len(s.csrfKey) == 0 {
