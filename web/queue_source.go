@@ -98,9 +98,9 @@ func sourceQueuesModel(engine string, states []string, qs []queues.SourceQueue, 
 
 // sourceQueueDetail serves GET /queues/:name from the Source.
 func (s *Server) sourceQueueDetail(c echo.Context) error {
-	name, err := url.PathUnescape(c.Param("name"))
-	if err != nil || name == "" || len(name) > maxFilterText {
-		return errBadRequest("%q is not a queue name", truncate(c.Param("name"), 40))
+	name, err := queueNameParam(c)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := readContext(c)
 	defer cancel()

@@ -177,12 +177,22 @@ func queuesModel(stats []queues.QueueStat, role string, now time.Time) views.Que
 	return views.QueuesPage{GeneratedAt: now.UTC().Format(time.RFC3339), Queues: p}
 }
 
+// queueNameParam is the :name of a queue page: UTF-8 text without NUL of
+// at most maxFilterText bytes, else a 400 that says so.
+func queueNameParam(c echo.Context) (string, error) {
+	name, err := url.PathUnescape(c.Param("name"))
+	if err != nil || name == "" || len(name) > maxFilterText || !utf8.ValidString(name) || strings.ContainsRune(name, 0) {
+		return "", errBadRequest("%q is not a queue name: a queue name is UTF-8 text of at most %d bytes", truncate(c.Param("name"), 40), maxFilterText)
+	}
+	return name, nil
+}
+
 // queueDetail serves GET /queues/:name. The counts come from the same query
 // as the list; dead letters and workers are panels that fail on their own.
 func (s *Server) queueDetail(c echo.Context) error {
-	name, err := url.PathUnescape(c.Param("name"))
-	if err != nil || name == "" || len(name) > maxFilterText || !utf8.ValidString(name) || strings.ContainsRune(name, 0) {
-		return errBadRequest("%q is not a queue name: a queue name is UTF-8 text of at most %d bytes", truncate(c.Param("name"), 40), maxFilterText)
+	name, err := queueNameParam(c)
+	if err != nil {
+		return err
 	}
 	t, err := parseTravel(c, time.Now().UTC())
 	if err != nil {
