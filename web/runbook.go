@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -92,19 +93,25 @@ func (s *Server) runbookPage(c echo.Context) error {
 type runbookEvidence struct {
 	round    diagnostics.Round
 	findings []findings.Finding
+	// finished reports a pid the evidence names whose session has ended
+	// since the round read it (the round can be seconds old); nil asks
+	// nothing.
+	finished func(pid int32) bool
 }
 
-func (s *Server) runbookEvidence(ctx context.Context, t travel) runbookEvidence {
+func (s *Server) runbookEvidence(outer context.Context, t travel) runbookEvidence {
 	if _, down := s.db.down(); down || t.history {
 		return runbookEvidence{}
 	}
-	ctx, cancel := context.WithTimeout(ctx, runbookWait)
+	ctx, cancel := context.WithTimeout(outer, runbookWait)
 	defer cancel()
 	round, err := s.cfg.Diagnostics.LatestRound(ctx, 0)
 	if err != nil {
 		return runbookEvidence{}
 	}
-	return runbookEvidence{round: round, findings: findings.Evaluate(round, s.cfg.Diagnostics.Thresholds())}
+	guard := s.backendGuard(outer)
+	return runbookEvidence{round: round, findings: findings.Evaluate(round, s.cfg.Diagnostics.Thresholds()),
+		finished: func(pid int32) bool { return errors.Is(guard(pid), actions.ErrNotFound) }}
 }
 
 // pointsAt returns the findings whose runbook page is slug.
@@ -179,9 +186,11 @@ func findingRows(list []findings.Finding, role string) []views.FindingRow {
 // evidenceParams fills a page's actions in from its evidence: the subjects
 // of its findings first, then the root blocker that blocks the most
 // backends (its pid) and the largest dead-letter group (its queue and
-// error class) of the round. from says, for the page, what was filled in
-// that one of the named actions takes.
-func evidenceParams(r diagnostics.Round, list []findings.Finding, names []string) (params map[string]string, from string) {
+// error class) of the round. A pid whose session has finished since is
+// left out (the form asks for one) and said so. from says, for the page,
+// what was filled in that one of the named actions takes.
+func evidenceParams(ev runbookEvidence, list []findings.Finding, names []string) (params map[string]string, from string) {
+	r := ev.round
 	params = map[string]string{}
 	for _, f := range list {
 		for k, v := range subjectParams(f.Subject) {
@@ -212,6 +221,11 @@ func evidenceParams(r diagnostics.Round, list []findings.Finding, names []string
 			params["queue"], params["error_class"] = top.Queue, top.ErrorClass
 		}
 	}
+	var finished string
+	if pid, err := strconv.ParseInt(params["pid"], 10, 32); err == nil && takes(names, "pid") && ev.finished != nil && ev.finished(int32(pid)) {
+		delete(params, "pid")
+		finished = fmt.Sprintf("pid %d, named by the evidence, has finished since: pick one from the live blocking tree", pid)
+	}
 	var said []string
 	for _, p := range []struct{ key, label string }{{"pid", "pid %s"}, {"queue", "queue %s"}, {"error_class", "error class %s"}} {
 		if v := params[p.key]; v != "" && takes(names, p.key) {
@@ -220,6 +234,9 @@ func evidenceParams(r diagnostics.Round, list []findings.Finding, names []string
 	}
 	if len(said) > 0 {
 		from = "filled in from the evidence: " + strings.Join(said, ", ")
+	}
+	if finished != "" {
+		from = strings.TrimPrefix(from+" · "+finished, " · ")
 	}
 	return params, from
 }
@@ -243,7 +260,7 @@ func takes(names []string, param string) bool {
 func runbookStepModel(i int, role string, ev runbookEvidence, t travel) views.RunbookStep {
 	st := runbookSteps[i]
 	found := stepFindings(ev.findings, st.Slug)
-	params, from := evidenceParams(ev.round, found, st.Actions)
+	params, from := evidenceParams(ev, found, st.Actions)
 	links := stepLinks(st.Slug, ev.findings)
 	m := views.RunbookStep{
 		Number: st.Number, Slug: st.Slug, Title: st.Title, Purpose: st.Purpose, Safety: st.Safety,
@@ -281,7 +298,7 @@ const targetPanels = 3
 
 func runbookTargetModel(t runbookTarget, role string, ev runbookEvidence, at travel) views.RunbookTarget {
 	found := pointsAt(ev.findings, t.Slug)
-	params, _ := evidenceParams(ev.round, found, t.Actions)
+	params, _ := evidenceParams(ev, found, t.Actions)
 	m := views.RunbookTarget{Slug: t.Slug, Title: t.Title, Symptoms: t.Symptoms, Diagnosis: t.Diagnosis,
 		Mitigate: t.Mitigate, Dont: t.Dont, Actions: actionLinks(t.Actions, role, params), Findings: findingRows(found, role)}
 	for _, slug := range t.Steps {
