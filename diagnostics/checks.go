@@ -748,7 +748,7 @@ func init() {
 		{
 			Name: CheckWraparound, Title: "Transaction ID and multixact wraparound", Step: StepVerification,
 			panel: typed((*Diagnostics).Wraparound),
-			round: section(func(r *Round) *[]WraparoundAge { return &r.Wraparound }, ignoreRound(Wraparound)),
+			round: section(func(r *Round) *[]WraparoundAge { return &r.Wraparound }, readWraparound),
 			slow:  true,
 			Columns: []Column{
 				textCol("kind", AsText, func(r WraparoundAge) string { return r.Kind }),
