@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -138,6 +139,9 @@ type roundState struct {
 type roundPart struct {
 	read func(ctx context.Context, db DBTX, s *roundState) error
 	keep func(prev Round, next *Round)
+	// rows are the check's rows as a round holds them, as a panel lists
+	// them (a one-row check's pointer is one row, or none when nil).
+	rows func(r Round) []any
 }
 
 // section is the roundPart of a check whose rows land in one field of
@@ -152,7 +156,27 @@ func section[T any](field func(*Round) *T, read func(context.Context, DBTX, *rou
 			return err
 		},
 		keep: func(prev Round, next *Round) { *field(next) = *field(&prev) },
+		rows: func(r Round) []any { return rowsOf(*field(&r)) },
 	}
+}
+
+// rowsOf lists v, a Round field, as panel rows: a slice's elements, or a
+// pointer's value (none when nil).
+func rowsOf(v any) []any {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Slice:
+		var out []any // nil when empty, as a panel's own read leaves it
+		for i := range rv.Len() {
+			out = append(out, rv.Index(i).Interface())
+		}
+		return out
+	case reflect.Pointer:
+		if !rv.IsNil() {
+			return []any{rv.Elem().Interface()}
+		}
+	}
+	return nil
 }
 
 // ignoreRound adapts a query that needs nothing from the round.
