@@ -70,15 +70,40 @@ func (w WraparoundAge) Fraction() float64 {
 	return float64(max(w.XIDAge, w.MXIDAge)) / WraparoundLimit
 }
 
-// Wraparound returns every database and the five oldest tables of this one
-// by transaction ID or multixact age, oldest first (wraparound.sql).
-func Wraparound(ctx context.Context, db DBTX) ([]WraparoundAge, error) {
-	return collect[WraparoundAge](ctx, db, CheckWraparound, 0)
+// Wraparound returns every database and, once this one's age has reached
+// tablesFrom (or half of autovacuum_freeze_max_age, if lower), the five
+// oldest tables of this one by transaction ID or multixact age, oldest
+// first (wraparound.sql). A young database's tables are not read: its age
+// bounds theirs. tablesFrom 0 lists them always.
+func Wraparound(ctx context.Context, db DBTX, tablesFrom int64) ([]WraparoundAge, error) {
+	return collect[WraparoundAge](ctx, db, CheckWraparound, 0, max(tablesFrom, 0))
 }
 
-// Wraparound runs wraparound.sql as a panel.
+// WraparoundTablesFrom is the database age from which the wraparound check
+// names the oldest tables under thresholds t: half the age at which the
+// vacuum.wraparound finding fires (the default's when it is off), so a
+// finding always names them.
+func WraparoundTablesFrom(t Thresholds) int64 {
+	frac := t.Wraparound
+	if frac <= 0 {
+		frac = DefaultThresholds().Wraparound
+	}
+	return int64(frac * WraparoundLimit / 2)
+}
+
+// Wraparound runs wraparound.sql as a panel, with the tables named from
+// the age WraparoundTablesFrom gives under d's thresholds.
 func (d *Diagnostics) Wraparound(ctx context.Context) Result[WraparoundAge] {
-	return panel(ctx, d, CheckWraparound, many(Wraparound))
+	from := WraparoundTablesFrom(d.Thresholds())
+	return panel(ctx, d, CheckWraparound, many(func(ctx context.Context, db DBTX) ([]WraparoundAge, error) {
+		return Wraparound(ctx, db, from)
+	}))
+}
+
+// readWraparound is the wraparound check of a round, under the round's
+// thresholds.
+func readWraparound(ctx context.Context, db DBTX, s *roundState) ([]WraparoundAge, error) {
+	return Wraparound(ctx, db, WraparoundTablesFrom(s.thresholds))
 }
 
 // SequenceUse is a sequence and how much of its range is used, the range

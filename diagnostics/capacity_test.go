@@ -79,7 +79,7 @@ func TestWraparoundNamesOldestTables(t *testing.T) {
 		_, err := c.Exec(ctx, "SELECT txid_current()")
 		require.NoError(t, err)
 	}
-	rows, err := diagnostics.Wraparound(ctx, c)
+	rows, err := diagnostics.Wraparound(ctx, c, 0)
 	require.NoError(t, err)
 	var db string
 	require.NoError(t, c.QueryRow(ctx, "SELECT current_database()").Scan(&db))

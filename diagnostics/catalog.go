@@ -3,6 +3,7 @@ package diagnostics
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 )
@@ -46,8 +47,11 @@ func (d *Diagnostics) RunCatalog(ctx context.Context) []PanelResult {
 // PanelMaxAge is served while the next read runs for the callers after it
 // (Cache.Stale), so a panel answers at once however long its query takes
 // in a lock storm. A check that scans the whole catalog (SlowChecks) runs
-// at most once per Config.SlowInterval. The blocking tree is the shared findings round's (LatestRound), which the
-// overview and the findings already pay for. standby_status merges the rows
+// at most once per Config.SlowInterval. The panels of the runbook's
+// blocking step that the shared findings round (LatestRound) reads, the
+// blocking tree first, are that round's (fromRound): the overview and the
+// findings already pay for it, and a viewer of the step then costs one
+// round per PanelMaxAge, not a round and a query of each panel. standby_status merges the rows
 // of every configured standby (and reports the first failure). ok is false
 // for an unknown name.
 func (d *Diagnostics) Panel(ctx context.Context, name string) (PanelResult, bool) {
@@ -80,8 +84,8 @@ func (d *Diagnostics) newPanelCaches() map[string]*Cache[PanelResult] {
 			}
 			return r, nil
 		}
-		if c.Name == CheckBlockingTree {
-			load = d.treeFromRound
+		if fromRound(c) {
+			load = func(ctx context.Context) (PanelResult, error) { return d.panelFromRound(ctx, c), nil }
 		}
 		maxAge := d.cfg.PanelMaxAge
 		if c.slow {
@@ -92,30 +96,37 @@ func (d *Diagnostics) newPanelCaches() map[string]*Cache[PanelResult] {
 	return out
 }
 
-// treeFromRound is the blocking tree panel as the shared findings round
-// read it: the tree is the costliest read of a lock storm, and the round
-// reads it anyway.
-func (d *Diagnostics) treeFromRound(ctx context.Context) (PanelResult, error) {
+// fromRound says whether check c's panel is served from the shared
+// findings round: the checks of the runbook's blocking step that every
+// round reads. The blocking tree is the costliest read of a lock storm,
+// and the round reads it anyway; the step's other panels it reads too come
+// with it, so fifty viewers of the step cost one round per PanelMaxAge.
+func fromRound(c Check) bool {
+	return c.round != nil && c.round.rows != nil && !c.slow &&
+		(c.Step == StepBlocking || slices.Contains(c.AlsoSteps, StepBlocking))
+}
+
+// panelFromRound is check c's panel as the shared findings round read it,
+// a round at most Config.PanelMaxAge old.
+func (d *Diagnostics) panelFromRound(ctx context.Context, c Check) PanelResult {
 	ctx, cancel := context.WithTimeout(ctx, panelLoadTimeout)
 	defer cancel()
-	r := PanelResult{Name: CheckBlockingTree, SQL: d.SQL(CheckBlockingTree)}
+	r := PanelResult{Name: c.Name, SQL: d.SQL(c.Name)}
 	round, err := d.LatestRound(ctx, d.cfg.PanelMaxAge)
 	if err != nil {
 		r.Err, r.TimedOut, r.At = err, errors.Is(err, context.DeadlineExceeded), d.now()
-		return r, nil
+		return r
 	}
-	r.At, r.Took = round.At, round.Timings[CheckBlockingTree]
+	r.At, r.Took = round.At, round.Timings[c.Name]
 	for _, u := range round.Unavailable {
-		if name, _, _ := strings.Cut(u.Check, " "); name == CheckBlockingTree || name == CheckServerInfo || name == "connect" {
+		if name, _, _ := strings.Cut(u.Check, " "); name == c.Name || name == CheckServerInfo || name == "connect" {
 			r.Err, r.TimedOut, r.LockedBy = u.Err, u.TimedOut, u.LockedBy
 			if r.Err == nil {
 				r.Err = errors.New(u.Status)
 			}
-			return r, nil
+			return r
 		}
 	}
-	for _, n := range round.Blocking {
-		r.Rows = append(r.Rows, n)
-	}
-	return r, nil
+	r.Rows = c.round.rows(round)
+	return r
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -104,6 +105,12 @@ type Check struct {
 	// sample reads the query into a Sampler sample; nil when the sampler
 	// skips it.
 	sample func(ctx context.Context, db DBTX, s *sampleState) error
+	// sampleRound takes the sample's value from a shared round that read
+	// the check at most Config.PanelMaxAge before the sample, instead of
+	// sample reading it again; nil when the sampler always reads it. Only
+	// gauges are taken so (never a counter a rate is computed from, whose
+	// time must be the sample's).
+	sampleRound func(r Round, s *Sample)
 	// History is the key of the flight recorder's document (HistoryChecks)
 	// that keeps this check's rows, so its panel can be shown as it was;
 	// empty when history does not keep them.
@@ -138,6 +145,9 @@ type roundState struct {
 type roundPart struct {
 	read func(ctx context.Context, db DBTX, s *roundState) error
 	keep func(prev Round, next *Round)
+	// rows are the check's rows as a round holds them, as a panel lists
+	// them (a one-row check's pointer is one row, or none when nil).
+	rows func(r Round) []any
 }
 
 // section is the roundPart of a check whose rows land in one field of
@@ -152,7 +162,27 @@ func section[T any](field func(*Round) *T, read func(context.Context, DBTX, *rou
 			return err
 		},
 		keep: func(prev Round, next *Round) { *field(next) = *field(&prev) },
+		rows: func(r Round) []any { return rowsOf(*field(&r)) },
 	}
+}
+
+// rowsOf lists v, a Round field, as panel rows: a slice's elements, or a
+// pointer's value (none when nil).
+func rowsOf(v any) []any {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Slice:
+		var out []any // nil when empty, as a panel's own read leaves it
+		for i := range rv.Len() {
+			out = append(out, rv.Index(i).Interface())
+		}
+		return out
+	case reflect.Pointer:
+		if !rv.IsNil() {
+			return []any{rv.Elem().Interface()}
+		}
+	}
+	return nil
 }
 
 // ignoreRound adapts a query that needs nothing from the round.
@@ -232,9 +262,10 @@ func init() {
 			EmptyWhy:   " When a backend waits on another, the chain up to its root blocker appears here.",
 			panel:      typed((*Diagnostics).BlockingTree),
 			History:    HistoryBlockingTree, historyRows: recorded[BlockingNode],
-			round:   section(func(r *Round) *[]BlockingNode { return &r.Blocking }, ignoreRound(BlockingTree)),
-			metrics: true,
-			sample:  sampleBlocked,
+			round:       section(func(r *Round) *[]BlockingNode { return &r.Blocking }, ignoreRound(BlockingTree)),
+			metrics:     true,
+			sample:      sampleBlocked,
+			sampleRound: func(r Round, s *Sample) { s.Blocked = blockedCount(r.Blocking) },
 		},
 		{
 			Name: CheckBlockedJobs, Title: "Jobs waiting on a lock", Step: StepBlocking,
@@ -259,9 +290,10 @@ func init() {
 			EmptyWhy:   " Sessions of applications and workers would be listed here, oldest transaction first.",
 			panel:      typed((*Diagnostics).Activity),
 			History:    HistoryActivity, historyRows: recorded[Backend],
-			round:   section(func(r *Round) *[]Backend { return &r.Activity }, ignoreRound(Activity)),
-			metrics: true,
-			sample:  sampleOldestXact,
+			round:       section(func(r *Round) *[]Backend { return &r.Activity }, ignoreRound(Activity)),
+			metrics:     true,
+			sample:      sampleOldestXact,
+			sampleRound: func(r Round, s *Sample) { s.OldestXactSeconds = oldestXact(r.Activity) },
 			Columns: []Column{
 				intCol("pid", AsID, func(r Backend) int32 { return r.PID }),
 				textCol("application_name", AsText, func(r Backend) string { return r.ApplicationName }),
@@ -632,12 +664,13 @@ func init() {
 		},
 		{
 			Name: CheckPreparedXacts, Title: "Prepared transactions", Step: StepVerification,
-			EmptyTitle: "No prepared transactions.",
-			EmptyWhy:   " Two-phase transactions waiting for a decision would be listed here.",
-			panel:      typed((*Diagnostics).PreparedXacts),
-			round:      section(func(r *Round) *[]PreparedXact { return &r.Prepared }, ignoreRound(PreparedXacts)),
-			metrics:    true,
-			sample:     samplePrepared,
+			EmptyTitle:  "No prepared transactions.",
+			EmptyWhy:    " Two-phase transactions waiting for a decision would be listed here.",
+			panel:       typed((*Diagnostics).PreparedXacts),
+			round:       section(func(r *Round) *[]PreparedXact { return &r.Prepared }, ignoreRound(PreparedXacts)),
+			metrics:     true,
+			sample:      samplePrepared,
+			sampleRound: func(r Round, s *Sample) { n := len(r.Prepared); s.PreparedXacts = &n },
 			Columns: []Column{
 				textCol("gid", AsCode, func(r PreparedXact) string { return r.GID }),
 				textCol("xid", AsText, func(r PreparedXact) string { return r.XID }),
@@ -748,7 +781,7 @@ func init() {
 		{
 			Name: CheckWraparound, Title: "Transaction ID and multixact wraparound", Step: StepVerification,
 			panel: typed((*Diagnostics).Wraparound),
-			round: section(func(r *Round) *[]WraparoundAge { return &r.Wraparound }, ignoreRound(Wraparound)),
+			round: section(func(r *Round) *[]WraparoundAge { return &r.Wraparound }, readWraparound),
 			slow:  true,
 			Columns: []Column{
 				textCol("kind", AsText, func(r WraparoundAge) string { return r.Kind }),
@@ -1055,33 +1088,43 @@ func sampleOutbox(ctx context.Context, db DBTX, s *sampleState) error {
 // sampleBlocked counts the backends waiting in the blocking tree.
 func sampleBlocked(ctx context.Context, db DBTX, s *sampleState) error {
 	nodes, err := BlockingTree(ctx, db)
-	if err != nil {
-		return err
+	if err == nil {
+		s.sample.Blocked = blockedCount(nodes)
 	}
+	return err
+}
+
+// blockedCount is how many nodes of a blocking tree wait (every node but
+// the roots).
+func blockedCount(nodes []BlockingNode) *int {
 	n := 0
 	for _, x := range nodes {
 		if !x.IsRoot {
 			n++
 		}
 	}
-	s.sample.Blocked = &n
-	return nil
+	return &n
 }
 
 // sampleOldestXact keeps the age of the oldest client transaction.
 func sampleOldestXact(ctx context.Context, db DBTX, s *sampleState) error {
 	rows, err := Activity(ctx, db)
-	if err != nil {
-		return err
+	if err == nil {
+		s.sample.OldestXactSeconds = oldestXact(rows)
 	}
+	return err
+}
+
+// oldestXact is the age of the oldest client backend's transaction in
+// rows, 0 when none is in one.
+func oldestXact(rows []Backend) *float64 {
 	oldest := 0.0
 	for _, b := range rows {
 		if b.BackendType == "client backend" && b.XactAgeSeconds > oldest {
 			oldest = b.XactAgeSeconds
 		}
 	}
-	s.sample.OldestXactSeconds = &oldest
-	return nil
+	return &oldest
 }
 
 func samplePrepared(ctx context.Context, db DBTX, s *sampleState) error {

@@ -2,6 +2,7 @@ package diagnostics_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -86,4 +87,58 @@ func TestPanelServesItsLastResultWhileItRereads(t *testing.T) {
 		r, _ := d.Panel(ctx, diagnostics.CheckActivity)
 		return r.At.After(first.At)
 	})
+}
+
+// While someone watches (a shared round at most PanelMaxAge old), the
+// sampler takes the lock storm's costly gauges (the waiting backends, the
+// oldest transaction, the prepared transactions) from that round instead
+// of reading the tree and the activity again; with no fresh round it reads
+// them itself.
+func TestSamplerTakesGaugesFromAFreshRound(t *testing.T) {
+	ctx, dbURL := freshDB(t)
+	clock := newFakeClock()
+	d := open(t, dbURL, diagnostics.Config{NowFunc: clock.Now, RoundMaxAge: time.Second, PanelMaxAge: 5 * time.Second})
+	holder := connect(t, dbURL, "gauge-holder")
+	for _, q := range []string{"CREATE TABLE gauge_row (id int PRIMARY KEY)", "INSERT INTO gauge_row VALUES (1)", "BEGIN", "SELECT * FROM gauge_row FOR UPDATE"} {
+		_, err := holder.Exec(ctx, q)
+		require.NoError(t, err, q)
+	}
+	waiter := connect(t, dbURL, "gauge-waiter")
+	done := make(chan error, 1)
+	go func() {
+		_, err := waiter.Exec(context.Background(), "UPDATE gauge_row SET id = id WHERE id = 1")
+		done <- err
+	}()
+	t.Cleanup(func() { _, _ = holder.Exec(context.Background(), "ROLLBACK"); <-done })
+	eventually(t, 15*time.Second, func() (bool, string) {
+		clock.Advance(2 * time.Second) // past RoundMaxAge: a round of its own
+		r, err := d.LatestRound(ctx, time.Second)
+		return err == nil && len(r.Blocking) == 2, fmt.Sprintf("tree %+v (%v) %+v", r.Blocking, err, r.Unavailable)
+	})
+
+	costly := []string{diagnostics.CheckBlockingTree, diagnostics.CheckActivity, diagnostics.CheckPreparedXacts}
+	statements := func() map[string]int64 {
+		out := map[string]int64{}
+		for _, name := range costly {
+			out[name] = d.Cost()[name].Statements
+		}
+		return out
+	}
+	clock.Advance(4 * time.Second) // the round is 4 s old: fresh
+	before := statements()
+	smp := d.TakeSample(ctx)
+	require.Equal(t, before, statements(), "the sampler read what the round had just read")
+	require.NotNil(t, smp.Blocked)
+	require.Equal(t, 1, *smp.Blocked, "the waiter, from the round's tree")
+	require.NotNil(t, smp.OldestXactSeconds)
+	require.NotNil(t, smp.PreparedXacts)
+	require.NotNil(t, smp.WAL, "what the round has no gauge of is read")
+
+	clock.Advance(2 * time.Second) // 6 s: older than PanelMaxAge
+	smp = d.TakeSample(ctx)
+	after := statements()
+	for _, name := range costly {
+		require.Equal(t, before[name]+1, after[name], "%s is read by the sampler once no round is fresh", name)
+	}
+	require.Equal(t, 1, *smp.Blocked)
 }

@@ -93,7 +93,7 @@ func TestWraparoundFindingNamesDatabaseAndOldestTables(t *testing.T) {
 
 	// The oldest tables named are this database's five oldest, as the
 	// wraparound check lists them.
-	rows, err := diagnostics.Wraparound(ctx, c)
+	rows, err := diagnostics.Wraparound(ctx, c, 0)
 	require.NoError(t, err)
 	var want []string
 	for _, r := range rows {

@@ -46,7 +46,10 @@ type IOTotals struct {
 // read-only transaction, each bounded by the Diagnostics timeouts and all
 // together by Config.Budget. A check that fails leaves its field empty; a
 // server whose version is unknown or unsupported is not sampled (the
-// queries' variants would be a guess).
+// queries' variants would be a guess). The gauges a shared round read at
+// most Config.PanelMaxAge ago (the waiting backends, the oldest
+// transaction, the prepared transactions: the lock storm's costliest
+// reads) are taken from it while someone watches, not read again.
 func (d *Diagnostics) TakeSample(ctx context.Context) Sample {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Budget)
 	defer cancel()
@@ -80,12 +83,18 @@ func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Samp
 		r, _ := d.slow.Stale(ctx, 0)
 		return r
 	}}
+	fresh, ok := d.rounds.Last()
+	ok = ok && d.now().Sub(fresh.At) <= d.cfg.PanelMaxAge
 	for _, c := range checks {
 		if c.sample == nil {
 			continue
 		}
 		if ctx.Err() != nil {
 			break
+		}
+		if ok && c.sampleRound != nil && !fresh.Failed(c.Name) {
+			c.sampleRound(fresh, smp) // the round someone is watching read it moments ago
+			continue
 		}
 		if _, err := fileFor(c.Name, v); err != nil {
 			continue // the server is too old for it

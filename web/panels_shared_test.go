@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -60,5 +61,54 @@ func TestPanelsAreSharedAmongViewers(t *testing.T) {
 			require.Contains(t, page, `data-testid="panel-age"`)
 			require.Regexp(t, `as of \d\d:\d\d:\d\d UTC, [0-9.]+m?s old`, page)
 		})
+	}
+}
+
+// TestBlockingStepCostsOneReadPerWindow: viewers of the runbook's blocking
+// step poll each of its panels; the panels the shared round reads (the
+// blocking tree, the blocked jobs, the deadlock counters) come from that
+// round, so the tree and each of those queries run once per PanelMaxAge
+// window however many viewers, and no panel of the step reads them again.
+func TestBlockingStepCostsOneReadPerWindow(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	d := e.srv.cfg.Diagnostics
+	const viewers = 20
+	var panels []string
+	for _, c := range diagnostics.Catalog() {
+		if c.Step == diagnostics.StepBlocking || slices.Contains(c.AlsoSteps, diagnostics.StepBlocking) {
+			panels = append(panels, c.Name)
+		}
+	}
+	fromRound := []string{diagnostics.CheckBlockingTree, diagnostics.CheckBlockedJobs, diagnostics.CheckDeadlocks}
+	for _, name := range fromRound {
+		require.Contains(t, panels, name)
+	}
+	clients := make([]*client, viewers)
+	for i := range clients {
+		clients[i] = e.signedIn(t, "viewer")
+	}
+	before := map[string]int64{}
+	for _, name := range fromRound {
+		before[name] = d.Cost()[name].Statements
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		for _, p := range panels {
+			wg.Go(func() {
+				var body struct {
+					Status string `json:"status"`
+				}
+				require.Equal(t, http.StatusOK, c.getJSON("/panels/"+p, &body))
+				require.Equal(t, "ok", body.Status, p)
+			})
+		}
+	}
+	wg.Wait()
+	windows := 1 + int64(time.Since(start)/(5*time.Second))
+	for _, name := range fromRound {
+		n := d.Cost()[name].Statements - before[name]
+		require.LessOrEqual(t, n, windows, "%d viewers of the blocking step ran %s %d times", viewers, name, n)
 	}
 }

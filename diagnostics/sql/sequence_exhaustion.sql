@@ -5,37 +5,47 @@
 -- the column is found through the sequence's ownership (serial, identity)
 -- or a column default that calls nextval on it. Descending sequences are
 -- measured towards their minimum. Sequences the console may not read
--- (last_value NULL) or never used are left out. Reads pg_sequences,
--- pg_depend, pg_attrdef and pg_attribute: no locks on the sequences.
-WITH seq AS (
-    SELECT s.schemaname, s.sequencename,
-           (quote_ident(s.schemaname) || '.' || quote_ident(s.sequencename))::regclass AS seqoid,
-           s.data_type::text AS data_type, s.last_value, s.min_value, s.max_value, s.increment_by
-    FROM pg_sequences AS s
-    WHERE s.last_value IS NOT NULL
-),
-feeds AS (
-    -- owned by a column (serial, identity)
-    SELECT d.objid AS seqoid, d.refobjid AS tableoid, d.refobjsubid AS attnum
-    FROM pg_depend AS d
-    WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
-      AND d.deptype IN ('a', 'i') AND d.refobjsubid > 0
-    UNION
-    -- named in a column default
-    SELECT d.refobjid, ad.adrelid, ad.adnum
-    FROM pg_attrdef AS ad
-    JOIN pg_depend AS d ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid
-                       AND d.refclassid = 'pg_class'::regclass
-    JOIN pg_class AS sc ON sc.oid = d.refobjid AND sc.relkind = 'S'
+-- (last_value NULL) or never used are left out. Reads pg_sequence,
+-- pg_class, pg_depend, pg_attrdef and pg_attribute, and each sequence's
+-- last value: no locks on the sequences.
+-- Narrow: the work follows the number of sequences, not the size of the
+-- catalog. Each sequence's column is looked up through pg_depend's indexes
+-- (by the sequence as depender, then as referenced object), where joining
+-- every owned column and every column default of the database first costs
+-- a scan of pg_depend and pg_attrdef however few sequences there are.
+WITH seq AS MATERIALIZED (
+    SELECT c.oid AS seqoid, n.nspname AS schemaname, c.relname AS sequencename,
+           s.seqtypid::regtype::text AS data_type,
+           CASE WHEN has_sequence_privilege(c.oid, 'SELECT,USAGE') THEN pg_sequence_last_value(c.oid) END AS last_value,
+           s.seqmin AS min_value, s.seqmax AS max_value, s.seqincrement AS increment_by
+    FROM pg_sequence AS s
+    JOIN pg_class AS c ON c.oid = s.seqrelid
+    JOIN pg_namespace AS n ON n.oid = c.relnamespace
+    WHERE c.relkind = 'S' AND NOT pg_is_other_temp_schema(n.oid)
 ),
 fed AS (
     SELECT s.*, f.tableoid::regclass::text AS table_name, a.attname::text AS column_name,
            t.typname::text AS column_type,
            CASE t.typname WHEN 'int2' THEN 32767 WHEN 'int4' THEN 2147483647 END::int8 AS column_max
     FROM seq AS s
-    LEFT JOIN feeds AS f ON f.seqoid = s.seqoid
+    LEFT JOIN LATERAL (
+        -- owned by a column (serial, identity)
+        SELECT d.refobjid AS tableoid, d.refobjsubid AS attnum
+        FROM pg_depend AS d
+        WHERE d.classid = 'pg_class'::regclass AND d.objid = s.seqoid
+          AND d.refclassid = 'pg_class'::regclass
+          AND d.deptype IN ('a', 'i') AND d.refobjsubid > 0
+        UNION
+        -- named in a column default
+        SELECT ad.adrelid, ad.adnum
+        FROM pg_depend AS d
+        JOIN pg_attrdef AS ad ON ad.oid = d.objid
+        WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = s.seqoid
+          AND d.classid = 'pg_attrdef'::regclass
+    ) AS f ON true
     LEFT JOIN pg_attribute AS a ON a.attrelid = f.tableoid AND a.attnum = f.attnum
     LEFT JOIN pg_type AS t ON t.oid = a.atttypid
+    WHERE s.last_value IS NOT NULL
 ),
 measured AS (
     SELECT schemaname || '.' || sequencename AS sequence_name, data_type,

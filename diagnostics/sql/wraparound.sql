@@ -7,6 +7,13 @@
 -- relations of the console's database by either age), oldest first; a
 -- table's database is the console's. Reads pg_database and pg_class: no
 -- locks.
+-- The tables are read only once the console's database is old enough for
+-- them to matter: its age (the older of its transaction ID and multixact
+-- ages) has reached $1, or half of autovacuum_freeze_max_age, whichever is
+-- lower. A database's age bounds every one of its tables' (datfrozenxid is
+-- the oldest relfrozenxid of its tables), so below that no table is near
+-- either; on a young database with 20,000 tables this skips sorting every
+-- relation of pg_class. Pass 0 to list them always.
 -- NULL-safe: nothing read here is NULL (pg_database and pg_class columns
 -- are NOT NULL; a database created after the snapshot is simply absent).
 SELECT kind, database_name, name, xid_age, mxid_age,
@@ -24,6 +31,9 @@ FROM (
     (SELECT 'table', current_database()::text, c.oid::regclass::text, age(c.relfrozenxid)::int8, mxid_age(c.relminmxid)::int8
      FROM pg_class AS c
      WHERE c.relkind IN ('r', 'm', 't') AND c.relfrozenxid <> '0'
+       AND (SELECT greatest(age(d.datfrozenxid), mxid_age(d.datminmxid))
+            FROM pg_database AS d WHERE d.datname = current_database())
+           >= least($1::int8, current_setting('autovacuum_freeze_max_age')::int8 / 2)
      ORDER BY greatest(age(c.relfrozenxid), mxid_age(c.relminmxid)) DESC
      LIMIT 5)
 ) AS w

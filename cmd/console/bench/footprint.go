@@ -121,6 +121,18 @@ func measureCost(ctx context.Context, cfg Config, load func(ctx context.Context)
 	return (s1 - s0) * 1000 / time.Since(start).Seconds(), n1 - n0
 }
 
+// costSince is the DB time of each check since before (a Cost of d), in
+// ms per second of window; checks that cost nothing are left out.
+func costSince(d *diagnostics.Diagnostics, before map[string]diagnostics.CheckCost, window time.Duration) map[string]float64 {
+	out := map[string]float64{}
+	for name, c := range d.Cost() {
+		if spent := c.Seconds - before[name].Seconds; spent > 0 {
+			out[name] = spent * 1000 / window.Seconds()
+		}
+	}
+	return out
+}
+
 // footprintLockStorm is stage (a).
 func footprintLockStorm(ctx context.Context, cfg Config, r *Report) error {
 	if _, err := cfg.Pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS footprint_row (id int PRIMARY KEY, n int NOT NULL);
@@ -186,12 +198,16 @@ func footprintLockStorm(ctx context.Context, cfg Config, r *Report) error {
 		}
 	}
 	cfg.logf("footprint: the console idles, no viewer")
+	byCheck0 := cfg.Diagnostics.Cost()
 	none, noneN := measureCost(ctx, cfg, nil)
+	noneBy := costSince(cfg.Diagnostics, byCheck0, cfg.Duration)
 	cfg.logf("footprint: one viewer on the blocking step")
 	one, oneN := measureCost(ctx, cfg, viewers(1))
 	treeTimes = nil
 	cfg.logf("footprint: %d viewers on the blocking step", FootprintViewers)
+	byCheck0 = cfg.Diagnostics.Cost()
 	many, manyN := measureCost(ctx, cfg, viewers(FootprintViewers))
+	manyBy := costSince(cfg.Diagnostics, byCheck0, cfg.Duration)
 	slices.Sort(treeTimes)
 
 	r.Add("storm_waiters", "(a) sessions waiting on one row", FootprintWaiters, "")
@@ -204,6 +220,18 @@ func footprintLockStorm(ctx context.Context, cfg Config, r *Report) error {
 	r.Add("storm_many_statements", fmt.Sprintf("(a) console statements, %d viewers", FootprintViewers), manyN, "")
 	r.Add("storm_ratio_vs_none", fmt.Sprintf("(a) DB time %d viewers / no viewer (target <= 1.5)", FootprintViewers), ratio(many, none), "x")
 	r.Add("storm_ratio_vs_one", fmt.Sprintf("(a) DB time %d viewers / 1 viewer", FootprintViewers), ratio(many, one), "x")
+	// Where the console's DB time goes, by check (the lock watcher's polls
+	// included): what a viewer causes beyond the sampler.
+	for _, w := range []struct {
+		key, label string
+		by         map[string]float64
+	}{{"none", "no viewer", noneBy}, {"many", fmt.Sprintf("%d viewers", FootprintViewers), manyBy}} {
+		names := slices.Collect(maps.Keys(w.by))
+		slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(w.by[b], w.by[a]), cmp.Compare(a, b)) })
+		for _, name := range names[:min(5, len(names))] {
+			r.Add("storm_"+w.key+"_"+name+"_ms_per_s", "(a) "+w.label+": "+name, w.by[name], "ms/s")
+		}
+	}
 	r.Add("storm_tree_requests", fmt.Sprintf("(a) blocking tree requests, %d viewers", FootprintViewers), len(treeTimes), "")
 	if len(treeTimes) > 0 {
 		r.Add("storm_tree_p50_ms", "(a) blocking tree panel p50", ms(percentile(treeTimes, 0.50)), "ms")
