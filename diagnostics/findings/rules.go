@@ -97,6 +97,11 @@ var rules = []Rule{
 	{Code: CodeWALDir, Runbook: diagnostics.RunbookSlotRetention, eval: walDirFindings},
 	{Code: CodeDeadlocks, Runbook: diagnostics.StepBlocking, eval: deadlockFindings},
 	{Code: CodeRepeatBlocker, Runbook: diagnostics.StepBlocking, eval: repeatBlockerFindings},
+	{Code: CodeRiverNoLeader, Runbook: diagnostics.RunbookRiver, eval: riverNoLeaderFindings},
+	{Code: CodeRiverStuckRunning, Runbook: diagnostics.RunbookRiver, eval: riverStuckFindings},
+	{Code: CodeRiverDiscardBurst, Runbook: diagnostics.RunbookRiver, eval: riverDiscardFindings},
+	{Code: CodeRiverBacklog, Runbook: diagnostics.RunbookRiver, eval: riverBacklogFindings},
+	{Code: CodeRiverQueuePaused, Runbook: diagnostics.RunbookRiver, eval: riverPausedFindings},
 	{Code: CodeEngineStalled, Runbook: diagnostics.StepBlocking, AlsoRunbooks: []string{diagnostics.RunbookPreparedXact},
 		Actions: []string{ActionBackendCancel, ActionBackendTerminate, ActionPreparedRollback}, eval: engineStalledFindings},
 }
