@@ -378,7 +378,7 @@ var runbookTargets = []runbookTarget{
 			"Edit River's job rows with SQL by hand: River's client keeps its state machine, unique states and notifications right, SQL does not.",
 			"Retry a unique kind's discarded jobs without looking: River's default unique states leave out discarded, so a new job with the same key may have been inserted since.",
 		},
-		Steps: []string{diagnostics.StepQueues, diagnostics.StepBlocking},
+		Steps: []string{diagnostics.StepQueues, diagnostics.StepBlocking}, Actions: []string{"river.retry", "river.cancel", "river.queue_resume", "river.queue_pause"},
 	},
 }
 

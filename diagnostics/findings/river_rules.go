@@ -31,7 +31,9 @@ func riverBacklogFindings(r diagnostics.Round, t diagnostics.Thresholds) []Findi
 			continue
 		}
 		why := "no client works this queue (a River client fetches only the queues in its Config.Queues), every client working it is at its MaxWorkers, or fetches fail"
+		var actions []string
 		if q.PausedAt != nil {
+			actions = []string{ActionRiverQueueResume}
 			why = fmt.Sprintf("the queue is paused since %s: no client fetches it until it is resumed", timeText(q.PausedAt))
 		}
 		out = append(out, Finding{Severity: SeverityWarning,
@@ -39,7 +41,8 @@ func riverBacklogFindings(r diagnostics.Round, t diagnostics.Thresholds) []Findi
 			Subject: map[string]any{"queue": q.Queue, "available": q.Available, "oldest_available_seconds": round1(q.OldestAvailableSeconds), "paused": q.PausedAt != nil},
 			Evidence: fmt.Sprintf("%s: %d jobs of %s are available, the oldest since %s (%s); %d running, %d scheduled, %d retryable; %s",
 				diagnostics.CheckRiverQueues, q.Available, q.Queue, timeText(q.OldestAvailableAt), seconds(q.OldestAvailableSeconds),
-				q.Running, q.Scheduled, q.Retryable, why)})
+				q.Running, q.Scheduled, q.Retryable, why),
+			Actions: actions})
 	}
 	return out
 }
@@ -56,7 +59,8 @@ func riverPausedFindings(r diagnostics.Round, _ diagnostics.Thresholds) []Findin
 			Title:   fmt.Sprintf("River queue %s is paused", q.Queue),
 			Subject: map[string]any{"queue": q.Queue, "available": q.Available, "paused_at": q.PausedAt.UTC()},
 			Evidence: fmt.Sprintf("%s: river_queue.paused_at for %s is %s; %d available jobs wait and %d scheduled or retryable ones will join them; jobs already running finish",
-				diagnostics.CheckRiverQueues, q.Queue, timeText(q.PausedAt), q.Available, q.Scheduled+q.Retryable)})
+				diagnostics.CheckRiverQueues, q.Queue, timeText(q.PausedAt), q.Available, q.Scheduled+q.Retryable),
+			Actions: []string{ActionRiverQueueResume}})
 	}
 	return out
 }
@@ -101,9 +105,10 @@ func riverStuckFindings(r diagnostics.Round, t diagnostics.Thresholds) []Finding
 		}
 		out = append(out, Finding{Severity: SeverityWarning,
 			Title:   fmt.Sprintf("River queue %s: %d %s jobs running for up to %s", k.queue, len(jobs), k.kind, seconds(longest.RunningSeconds)),
-			Subject: map[string]any{"queue": k.queue, "kind": k.kind, "count": len(jobs), "job_ids": ids, "running_seconds": round1(longest.RunningSeconds), "client_id": longest.ClientID},
+			Subject: map[string]any{"queue": k.queue, "kind": k.kind, "count": len(jobs), "job_ids": ids, "ids": ids, "running_seconds": round1(longest.RunningSeconds), "client_id": longest.ClientID},
 			Evidence: fmt.Sprintf("%s: %d running %s jobs of %s (ids %s), the longest (id %d, attempt %d, on client %s) started %s ago; %s",
-				diagnostics.CheckRiverStuck, len(jobs), k.kind, k.queue, idList(ids, int64(len(ids))), longest.ID, longest.Attempt, nonEmpty(longest.ClientID, "?"), seconds(longest.RunningSeconds), why)})
+				diagnostics.CheckRiverStuck, len(jobs), k.kind, k.queue, idList(ids, int64(len(ids))), longest.ID, longest.Attempt, nonEmpty(longest.ClientID, "?"), seconds(longest.RunningSeconds), why),
+			Actions: []string{ActionRiverCancel}})
 	}
 	return out
 }
@@ -123,7 +128,8 @@ func riverDiscardFindings(r diagnostics.Round, t diagnostics.Thresholds) []Findi
 			Title:   fmt.Sprintf("River queue %s: %d %s jobs discarded with %s in %s", g.Queue, g.Count, g.Kind, classText(g.ErrorClass), t.DeadLetterWindow),
 			Subject: map[string]any{"queue": g.Queue, "kind": g.Kind, "error_class": g.ErrorClass, "count": g.Count, "sample_job_id": g.SampleJobID, "window_seconds": t.DeadLetterWindow.Seconds()},
 			Evidence: fmt.Sprintf("%s: %d jobs of kind %s in %s were discarded between %s and %s, their last error of class %q (newest, job %d: %s); River discards a job when it has used max_attempts, when its worker returns river.JobCancel, or when it panicked on its last attempt. Fix the cause before retrying: a retry makes each job available again now (with one more attempt if it had none left), and a unique kind whose unique states leave out discarded may have had a new job of the same key inserted since",
-				diagnostics.CheckRiverDiscards, g.Count, g.Kind, g.Queue, g.FirstSeen.UTC().Format("15:04:05"), g.LastSeen.UTC().Format("15:04:05"), g.ErrorClass, g.SampleJobID, short(g.SampleError))})
+				diagnostics.CheckRiverDiscards, g.Count, g.Kind, g.Queue, g.FirstSeen.UTC().Format("15:04:05"), g.LastSeen.UTC().Format("15:04:05"), g.ErrorClass, g.SampleJobID, short(g.SampleError)),
+			Actions: []string{ActionRiverRetry}})
 	}
 	return out
 }

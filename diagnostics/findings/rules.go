@@ -26,6 +26,9 @@ const (
 	ActionRelayThrottle      = "relay.throttle"
 	ActionOutboxRequeue      = "outbox.requeue"
 	ActionPreparedRollback   = "prepared_xact.rollback"
+	ActionRiverRetry         = "river.retry"
+	ActionRiverCancel        = "river.cancel"
+	ActionRiverQueueResume   = "river.queue_resume"
 )
 
 // Rule turns the evidence of a round into the findings of one code. A
@@ -98,10 +101,10 @@ var rules = []Rule{
 	{Code: CodeDeadlocks, Runbook: diagnostics.StepBlocking, eval: deadlockFindings},
 	{Code: CodeRepeatBlocker, Runbook: diagnostics.StepBlocking, eval: repeatBlockerFindings},
 	{Code: CodeRiverNoLeader, Runbook: diagnostics.RunbookRiver, eval: riverNoLeaderFindings},
-	{Code: CodeRiverStuckRunning, Runbook: diagnostics.RunbookRiver, eval: riverStuckFindings},
-	{Code: CodeRiverDiscardBurst, Runbook: diagnostics.RunbookRiver, eval: riverDiscardFindings},
-	{Code: CodeRiverBacklog, Runbook: diagnostics.RunbookRiver, eval: riverBacklogFindings},
-	{Code: CodeRiverQueuePaused, Runbook: diagnostics.RunbookRiver, eval: riverPausedFindings},
+	{Code: CodeRiverStuckRunning, Runbook: diagnostics.RunbookRiver, Actions: []string{ActionRiverCancel}, eval: riverStuckFindings},
+	{Code: CodeRiverDiscardBurst, Runbook: diagnostics.RunbookRiver, Actions: []string{ActionRiverRetry}, eval: riverDiscardFindings},
+	{Code: CodeRiverBacklog, Runbook: diagnostics.RunbookRiver, Actions: []string{ActionRiverQueueResume}, eval: riverBacklogFindings},
+	{Code: CodeRiverQueuePaused, Runbook: diagnostics.RunbookRiver, Actions: []string{ActionRiverQueueResume}, eval: riverPausedFindings},
 	{Code: CodeEngineStalled, Runbook: diagnostics.StepBlocking, AlsoRunbooks: []string{diagnostics.RunbookPreparedXact},
 		Actions: []string{ActionBackendCancel, ActionBackendTerminate, ActionPreparedRollback}, eval: engineStalledFindings},
 }

@@ -53,11 +53,11 @@ var (
 		// build step.
 		"static": {external: []string{"github.com/tdewolff/minify/v2"}},
 		"actions": {
-			internal: append([]string{"queues", "diagnostics", "audit", "internal/auth"}, shared...),
+			internal: append([]string{"queues", "queues/river", "diagnostics", "audit", "internal/auth"}, shared...),
 			external: engineDeps,
 		},
 		"web": {
-			internal: append([]string{"views", "actions", "diagnostics", "diagnostics/findings", "diagnostics/recorder", "diagnostics/sampler", "queues", "audit", "static", "migrations", "internal/auth"}, shared...),
+			internal: append([]string{"views", "actions", "diagnostics", "diagnostics/findings", "diagnostics/recorder", "diagnostics/sampler", "queues", "queues/river", "audit", "static", "migrations", "internal/auth"}, shared...),
 			external: append(engineDeps, "github.com/labstack/echo/v4", "github.com/a-h/templ", "golang.org/x/"),
 		},
 		"internal/sqlset":    {external: []string{"github.com/jackc/pgx/v5"}},

@@ -27,6 +27,14 @@ func RiverPool(t testing.TB) *pgxpool.Pool {
 	q.Set("pool_max_conns", "12")
 	u.RawQuery = q.Encode()
 	pool := Pool(t, u.String())
+	RiverMigrate(t, pool)
+	return pool
+}
+
+// RiverMigrate migrates River's schema on pool's database with River's
+// own migrator.
+func RiverMigrate(t testing.TB, pool *pgxpool.Pool) {
+	t.Helper()
 	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: RiverQuiet})
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +42,6 @@ func RiverPool(t testing.TB) *pgxpool.Pool {
 	if _, err := m.Migrate(context.Background(), rivermigrate.DirectionUp, nil); err != nil {
 		t.Fatalf("migrate River's schema: %v", err)
 	}
-	return pool
 }
 
 // RiverQuiet is a logger for River's clients and migrator in tests: it
