@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/queues"
@@ -97,7 +98,7 @@ func (a *riverJobsChange) logFields() []slog.Attr {
 func (a *riverJobsChange) preview(ctx context.Context, rc *runContext) (RiverJobsPreview, error) {
 	jobs, skipped, err := a.find(ctx, rc.r.pool, riverRetryCap+1)
 	if err != nil {
-		return RiverJobsPreview{}, err
+		return RiverJobsPreview{}, riverNotFound(err)
 	}
 	p := RiverJobsPreview{Count: len(jobs), Cap: riverRetryCap, Jobs: jobs, Skipped: skipped, Effect: a.effect}
 	if p.Skipped == nil {
@@ -144,7 +145,7 @@ func (a *riverJobsChange) execute(ctx context.Context, _ *runContext, tx pgx.Tx,
 	// the same state at the same attempt.
 	now, err := river.JobStates(ctx, tx, ids)
 	if err != nil {
-		return RiverJobsResult{}, err
+		return RiverJobsResult{}, riverNotFound(err)
 	}
 	byID := make(map[int64]RiverJob, len(now))
 	for _, j := range now {
@@ -428,8 +429,13 @@ var riverQueueResume = action(Spec{
 })
 
 // riverNotFound turns queues/river's not-found (a River job or queue that
-// does not exist) into the actions' ErrNotFound, keeping its sentence.
+// does not exist) into the actions' ErrNotFound, keeping its sentence, and
+// a database without River's tables into a refusal that says so.
 func riverNotFound(err error) error {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && pg.Code == "42P01" {
+		return fmt.Errorf("this database has no River tables on its search path (%s); the River actions change a River database's jobs and queues: %w", pg.Message, ErrNotFound)
+	}
 	if !errors.Is(err, queues.ErrNotFound) {
 		return err
 	}
