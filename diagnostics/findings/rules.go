@@ -227,6 +227,9 @@ func rootBlockerFindings(r diagnostics.Round, t diagnostics.Thresholds) []Findin
 		if n.JobID != nil {
 			subj["job_id"] = *n.JobID
 		}
+		if n.RiverJobID != nil {
+			subj["river_job_id"] = *n.RiverJobID
+		}
 		out = append(out, Finding{Severity: SeverityCritical,
 			Title:   fmt.Sprintf("pid %d blocks %d %s", n.PID, n.BlockedCount, plural(n.BlockedCount, "backend", "backends")),
 			Subject: chainSubject(subj, n, branch, r.BlockedJobs),
@@ -252,6 +255,15 @@ func chainSubject(subj map[string]any, root diagnostics.BlockingNode, branch []d
 	if jobs := jobsBehind(branch, known); len(jobs) > 0 {
 		subj["jobs"] = jobs
 	}
+	var riverIDs []int64
+	for _, n := range branch {
+		if n.RiverJobID != nil && n.PID != root.PID {
+			riverIDs = append(riverIDs, *n.RiverJobID)
+		}
+	}
+	if len(riverIDs) > 0 {
+		subj["river_jobs_waiting"] = riverIDs
+	}
 	return subj
 }
 
@@ -268,6 +280,7 @@ func chainEvidence(root diagnostics.BlockingNode, branch []diagnostics.BlockingN
 	if jobs := jobsBehind(branch, known); len(jobs) > 0 {
 		fmt.Fprintf(&b, "; %d %s wait behind it: %s", len(jobs), plural(len(jobs), "job", "jobs"), jobsBehindText(jobs))
 	}
+	b.WriteString(riverJobsText(root, branch))
 	return b.String()
 }
 
