@@ -242,7 +242,7 @@ func actionCases() []actionCase {
 // registry, so an action without a case fails it.
 func contractCases() map[string]actionCase {
 	out := map[string]actionCase{}
-	for _, c := range append(append(append(append(append(actionCases(), backendCases()...), scheduleCases()...), incidentCases()...), preparedCases()...), tenantCases()...) {
+	for _, c := range append(append(append(append(append(append(actionCases(), backendCases()...), scheduleCases()...), incidentCases()...), preparedCases()...), tenantCases()...), riverCases()...) {
 		out[c.name] = c
 	}
 	return out

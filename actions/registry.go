@@ -11,6 +11,7 @@ var registry = []definition{
 	queuePause, queueResume, queueThrottle, tenantThrottle,
 	relayPause, relayResume, relayThrottle,
 	outboxRequeue,
+	riverRetry, riverCancel, riverQueuePause, riverQueueResume,
 	backendCancel, backendTerminate, preparedXactRollback,
 	scheduleCreate, scheduleUpdate, scheduleEnable, scheduleDisable, scheduleRunNow,
 	incidentOpen, incidentClose, incidentCapture, incidentNote,

@@ -162,18 +162,22 @@ GRANT console_monitor TO console_readonly;
 
 // riverGrants grants on River's tables (github.com/riverqueue/river) when
 // the database holds them, as the search path resolves them: the console
-// reads River's queues, jobs and leader. It writes none of them with SQL of
-// its own.
+// reads River's queues, jobs and leader, and its River actions change jobs
+// and queues through River's own client, whose statements update river_job
+// (JobRetry, JobCancel) and river_queue (QueuePause, QueueResume). No SQL
+// of the console's own writes them.
 const riverGrants = `
 -- River (github.com/riverqueue/river), when its tables are in this database
 -- (run this script again after River's own migrations): the console reads
 -- River's jobs, queues, leader and migration version for its queue pages
--- and findings, and never writes them.
+-- and findings; operators retry and cancel jobs and pause and resume queues
+-- through River's client, which updates river_job and river_queue.
 DO $river$
 BEGIN
     IF to_regclass('river_job') IS NOT NULL AND to_regclass('river_queue') IS NOT NULL
        AND to_regclass('river_leader') IS NOT NULL AND to_regclass('river_migration') IS NOT NULL THEN
         GRANT SELECT ON river_job, river_queue, river_leader, river_migration TO console_monitor;
+        GRANT UPDATE ON river_job, river_queue TO console_operator;
         EXECUTE format('GRANT USAGE ON SCHEMA %I TO console_monitor',
             (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('river_job')));
     END IF;
@@ -213,3 +217,8 @@ func buildRolesSQL() string {
 // update or delete audit events. The script is idempotent; run it with psql
 // as a superuser after every migration.
 func RolesSQL() string { return rolesSQL }
+
+// RiverGrantsSQL is the part of RolesSQL that grants on River's tables: a
+// DBA who migrated River after running RolesSQL may run it alone (the
+// roles must exist).
+func RiverGrantsSQL() string { return riverGrants }

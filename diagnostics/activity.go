@@ -74,6 +74,34 @@ func (d *Diagnostics) IdleInTransaction(ctx context.Context) Result[IdleTx] {
 // job: "console-worker job=<id>".
 const workerAppPrefix = "console-worker"
 
+// riverAppPrefix starts the application_name of a River worker's session
+// while it runs a job, when the application tags it: "river job=<id>"
+// (River sets none itself; docs/river.md gives the one line that does).
+const riverAppPrefix = "river"
+
+// RiverJobIDFromApplicationName returns the River job id in a tagged
+// session's application_name ("river job=42"), or nil for any other.
+func RiverJobIDFromApplicationName(app string) *int64 {
+	return jobIDAfter(app, riverAppPrefix)
+}
+
+// jobIDAfter reads "job=<id>" among the words after prefix, the first word
+// of app.
+func jobIDAfter(app, prefix string) *int64 {
+	words := strings.Fields(app)
+	if len(words) < 2 || words[0] != prefix {
+		return nil
+	}
+	for _, f := range words[1:] {
+		if v, ok := strings.CutPrefix(f, "job="); ok {
+			if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+				return &id
+			}
+		}
+	}
+	return nil
+}
+
 // JobIDFromApplicationName returns the job id in a queue worker's
 // application_name ("console-worker job=42"), or nil when the backend is not
 // a worker running a job.

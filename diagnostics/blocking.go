@@ -79,6 +79,10 @@ type BlockingNode struct {
 	// JobID is the queue job this backend runs, parsed from the worker's
 	// application_name ("console-worker job=<id>"); nil otherwise.
 	JobID *int64 `db:"-" json:"job_id"`
+	// RiverJobID is the River job this backend runs, when the application
+	// tags its River workers' sessions ("river job=<id>", see
+	// RiverJobIDFromApplicationName); nil otherwise.
+	RiverJobID *int64 `db:"-" json:"river_job_id,omitempty"`
 
 	// LockType, LockTarget and ModeWanted say which lock a waiter waits
 	// for: its type (relation, tuple, transactionid, virtualxid, advisory,
@@ -236,6 +240,7 @@ func buildTree(rows []BlockingNode) []BlockingNode {
 			n.WaitSeconds = 0
 		}
 		n.JobID = JobIDFromApplicationName(n.ApplicationName)
+		n.RiverJobID = RiverJobIDFromApplicationName(n.ApplicationName)
 		out = append(out, n)
 		for _, c := range children[k] {
 			visit(c, root)

@@ -47,6 +47,10 @@ type Config struct {
 	// Every check runs in a transaction of its own with SET LOCAL
 	// settings, so each works there. Standby URLs are taken as direct.
 	TransactionPooler bool
+	// River says the database's jobs are River's (the console's queue
+	// source is River): findings rounds then read River's tables too
+	// (Round.River), through queues/river. SetRiver changes it later.
+	River bool
 	// Thresholds for Findings; nil means DefaultThresholds().
 	Thresholds *Thresholds
 	// Budget bounds one Findings round; default 5s.
@@ -109,7 +113,9 @@ func orDefault[T ~int | ~int32 | ~int64](field *T, def T) {
 // Diagnostics runs the catalog on its own small pool, read-only and bounded
 // by timeouts. It is safe for concurrent use; Close it when done.
 type Diagnostics struct {
-	cfg       Config
+	cfg Config
+	// river is Config.River, or what SetRiver said since.
+	river     atomic.Bool
 	pool      *pgxpool.Pool
 	watchPool *pgxpool.Pool
 	standbys  []standbyPool
@@ -179,6 +185,7 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 		return nil, fmt.Errorf("diagnostics pool: %w", err)
 	}
 	d := &Diagnostics{cfg: cfg, pool: pool, watchPool: watch, own: own}
+	d.river.Store(cfg.River)
 	d.server = NewCache(d.readServerInfo, CacheConfig{MaxAge: cfg.ServerInfoMaxAge, NowFunc: cfg.NowFunc})
 	d.rounds = NewCache(d.sharedRound, CacheConfig{MaxAge: cfg.RoundMaxAge, NowFunc: cfg.NowFunc})
 	d.slow = NewCache(d.slowRound, CacheConfig{MaxAge: cfg.SlowInterval, NowFunc: cfg.NowFunc})
@@ -667,3 +674,8 @@ func (d *Diagnostics) ownPIDsFor(pool *pgxpool.Pool) *ownpid.Set {
 	}
 	return nil
 }
+
+// SetRiver says whether the database's jobs are River's (Config.River),
+// for a program that learns it after Open: the next round reads River's
+// tables or stops reading them.
+func (d *Diagnostics) SetRiver(on bool) { d.river.Store(on) }

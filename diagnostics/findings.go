@@ -57,7 +57,10 @@ type Round struct {
 	// RepeatBlockers are the root applications that held up the engine's
 	// job claims in the lock episodes of the last hour (a slow check).
 	RepeatBlockers []RepeatBlocker
-	Unavailable    []Unavailable
+	// River is what the round read of River's tables; nil unless
+	// Config.River is set.
+	River       *RiverEvidence
+	Unavailable []Unavailable
 	// SlowAt is when the catalog-wide checks' rows (SlowChecks) were
 	// read: At when this round read them, earlier when a shared round
 	// reused the slow clock's read.
@@ -162,6 +165,9 @@ func (d *Diagnostics) round(ctx context.Context, withSlow bool) Round {
 
 	st := newRoundState(&r, info.VersionNum, t)
 	st.readChecks(ctx, s, func(c Check) bool { return withSlow || !c.slow })
+	if d.river.Load() {
+		r.River = readRiver(ctx, s, &r, t)
+	}
 
 	endTx()
 

@@ -11,6 +11,7 @@ import (
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/queues"
+	"github.com/pgconsole/console/queues/river"
 )
 
 // everyCodeRound is a round in which, with everyCodeThresholds, every rule
@@ -76,6 +77,13 @@ func everyCodeRound() diagnostics.Round {
 		Tenants: []diagnostics.TenantBacklog{{Queue: "emails", TenantID: &starved, Ready: 4, OldestReadySeconds: 900}},
 		RepeatBlockers: []diagnostics.RepeatBlocker{{RootApplication: "nightly-report", Episodes: 3, ClaimsDelayed: 4, WaitedSeconds: 6.2,
 			LastAt: now.Add(-time.Minute), Targets: []string{"jobs"}, Statements: []string{"LOCK TABLE jobs IN SHARE MODE"}}},
+		River: &diagnostics.RiverEvidence{
+			Queues: []river.QueueStat{{Queue: "mail", Available: 5, Scheduled: 2, OldestAvailableAt: &ago, OldestAvailableSeconds: 7200, PausedAt: &ago}},
+			Stuck:  []river.StuckJob{{ID: 7, Queue: "mail", Kind: "send", Attempt: 1, AttemptedAt: ago, RunningSeconds: 7200, LimitSeconds: 3600, ClientID: "c1"}},
+			Discards: []river.DiscardGroup{{Queue: "mail", Kind: "send", ErrorClass: "smtp ?: refused", Count: 12, SampleJobID: 9,
+				SampleError: "smtp 554: refused", FirstSeen: now.Add(-5 * time.Minute), LastSeen: now}},
+			LeaderRead: true,
+		},
 		Unavailable: []diagnostics.Unavailable{
 			{Check: diagnostics.CheckXminHorizon, Status: "timed out", Err: errors.New("canceling statement")},
 			{Check: "connect", Status: "error: refused"},

@@ -39,6 +39,9 @@ const (
 	RunbookNotify = "rb-p"
 	// RunbookTenantStarvation: one tenant's jobs wait while others flow.
 	RunbookTenantStarvation = "rb-r"
+	// RunbookRiver: a River database's queues (backlog, stuck jobs,
+	// discards, leadership).
+	RunbookRiver = "rb-s"
 )
 
 // RunbookURL is the console's page of a runbook step or targeted runbook.

@@ -94,6 +94,11 @@ type Thresholds struct {
 	// time, and at least LongRunningJob.
 	LongRunningJob       time.Duration
 	LongRunningJobFactor int64
+	// RiverRescueAfter: river.stuck_running when a River job has run this
+	// long, River's RescueStuckJobsAfter (1 h unless the application set
+	// it), or LongRunningJobFactor times its kind's usual run time and at
+	// least LongRunningJob.
+	RiverRescueAfter time.Duration
 	// CheckpointRequested and CheckpointWindow: checkpoint.pressure when
 	// this fraction of the checkpoints of the last window (at least two)
 	// were requested rather than timed.
@@ -167,6 +172,7 @@ func DefaultThresholds() Thresholds {
 		IdempotencyStuck:      10 * time.Minute,
 		LongRunningJob:        5 * time.Minute,
 		LongRunningJobFactor:  5,
+		RiverRescueAfter:      time.Hour,
 		CheckpointRequested:   0.5,
 		CheckpointWindow:      15 * time.Minute,
 		StandbyConflicts:      1,

@@ -70,6 +70,10 @@ func previewView(p actions.Preview, now time.Time) *views.Value {
 		return pairs(kv("target", preparedXactView(x.Target)), kv("effect", text(x.Effect)),
 			kv("is root", yesNo(x.IsRoot)), kv("backends behind", integer(x.BlockedCount)),
 			kv("blocking tree", treeView(x.Tree)), optional("warning", x.Warning))
+	case actions.RiverJobsPreview:
+		return riverJobsPreviewView(x)
+	case actions.RiverQueuePreview:
+		return pairs(kv("queue", riverQueueView(x.Queue)), kv("note", text(x.Note)))
 	}
 	return nil
 }
@@ -120,6 +124,10 @@ func resultView(r actions.Result, now time.Time) *views.Value {
 		return pairs(kv("outcome", text(x.Message)), kv("rolled back", yesNo(x.RolledBack)),
 			kv("chain cleared", yesNo(x.Cleared)), kv("still waiting", idList(x.StillWaits)),
 			kv("blocking tree now", treeView(x.Tree)))
+	case actions.RiverJobsResult:
+		return riverJobsResultView(x)
+	case actions.RiverQueueResult:
+		return pairs(kv("queue", riverQueueView(x.Queue)))
 	}
 	return nil
 }

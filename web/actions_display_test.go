@@ -11,6 +11,7 @@ import (
 	"github.com/pgconsole/console/actions"
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/queues"
+	"github.com/pgconsole/console/queues/river"
 	"github.com/pgconsole/console/views"
 )
 
@@ -101,6 +102,21 @@ func TestActionOutcomeViews(t *testing.T) {
 		wantPreview: []string{"effect=they become ready", "jobs[0]/id=7", "left alone[0]/why=is done"},
 		wantResult:  []string{"changed=1", "jobs[0]/status=dead"},
 	}
+	riverJob := actions.RiverJob{ID: 12, Queue: "email", Kind: "send", State: "discarded", Attempt: 3, MaxAttempts: 3, ErrorClass: "smtp ?: refused"}
+	riverJobsOutcome := outcome{
+		preview: actions.RiverJobsPreview{Count: 1, Cap: 1000, Jobs: []actions.RiverJob{riverJob}, Effect: "available now",
+			Skipped: []actions.SkippedJob{{ID: 13, Reason: "is completed"}}},
+		result: actions.RiverJobsResult{Changed: 1, IDs: []int64{12}, Jobs: []actions.RiverJob{riverJob}},
+		wantPreview: []string{"effect=available now", "cap=1000", "jobs[0]/id=12", "jobs[0]/attempt=3 of 3",
+			"jobs[0]/error class=smtp ?: refused", "left alone[0]/why=is completed"},
+		wantResult: []string{"changed=1", "jobs[0]/state=discarded"},
+	}
+	riverQueueOutcome := outcome{
+		preview:     actions.RiverQueuePreview{Queue: river.QueueState{Name: "email", PausedAt: &at, Available: 4}, Note: "clients stop"},
+		result:      actions.RiverQueueResult{Queue: river.QueueState{Name: "email", Available: 4}},
+		wantPreview: []string{"queue/queue=email", "queue/paused=yes", "queue/available=4", "note=clients stop"},
+		wantResult:  []string{"queue/paused=no"},
+	}
 	queueOutcome := outcome{
 		preview: actions.QueueSettingsPreview{Before: queueBefore, After: queueAfter, Fleet: fleet, Note: "within one poll"},
 		result:  actions.QueueSettingsResult{Settings: queueAfter, Fleet: fleet, Note: "within one poll"},
@@ -148,6 +164,8 @@ func TestActionOutcomeViews(t *testing.T) {
 		"job.cancel": jobOutcome, "job.retry_now": jobOutcome, "lease.expire": jobOutcome,
 		"jobs.cancel": bulkOutcome, "jobs.retry_now": bulkOutcome,
 		"queue.pause": queueOutcome, "queue.resume": queueOutcome, "queue.throttle": queueOutcome,
+		"river.retry": riverJobsOutcome, "river.cancel": riverJobsOutcome,
+		"river.queue_pause": riverQueueOutcome, "river.queue_resume": riverQueueOutcome,
 		"tenant.throttle": {
 			preview: actions.TenantLimitsPreview{Before: actions.TenantLimitsView{Queue: "emails", TenantID: "acme"},
 				After:   actions.TenantLimitsView{Queue: "emails", TenantID: "acme", MaxInFlight: &two},

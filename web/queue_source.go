@@ -414,6 +414,9 @@ func (s *Server) sourceDeadLetters(c echo.Context) error {
 	return s.render(c, page{Title: "Dead letters", Nav: "deadletters", Model: m, Body: views.SourcePageBody(m)})
 }
 
+// riverRetryAction retries River's discarded jobs (actions' river.retry).
+const riverRetryAction = "river.retry"
+
 // failedGroupsPanel is the table of failed-job groups, each linking to its
 // jobs. withQueue shows the queue column (a queue's page leaves it out).
 func failedGroupsPanel(g queues.SourceFailedGroups, role string, withQueue bool, now time.Time) views.Panel {
@@ -425,6 +428,12 @@ func failedGroupsPanel(g queues.SourceFailedGroups, role string, withQueue bool,
 	}
 	p.Columns = append(p.Columns, views.Column{Label: "Error class"}, views.Column{Label: "Jobs", Num: true},
 		views.Column{Label: "First seen"}, views.Column{Label: "Last seen"}, views.Column{Label: "Sample error"})
+	// River's discarded jobs are retried through River's client, by
+	// queue and class (river.retry), for a role allowed to.
+	_, canRetry := actionLink(riverRetryAction, role, nil)
+	if canRetry {
+		p.Columns = append(p.Columns, views.Column{Label: "Action"})
+	}
 	if g.Read < g.Total {
 		p.Note = fmt.Sprintf("Grouped from the %s newest of %s failed jobs. ", humanize.Int(g.Read), humanize.Int(g.Total))
 	}
@@ -442,7 +451,12 @@ func failedGroupsPanel(g queues.SourceFailedGroups, role string, withQueue bool,
 		if withQueue {
 			row = append(row, views.Cell{Text: fg.Queue, Href: queueHref(fg.Queue), Mono: true})
 		}
-		p.Rows = append(p.Rows, append(row, class, views.Cell{Text: humanize.Int(fg.Count)}, ageCell(&first, now), ageCell(&last, now), sample))
+		row = append(row, class, views.Cell{Text: humanize.Int(fg.Count)}, ageCell(&first, now), ageCell(&last, now), sample)
+		if canRetry {
+			l, _ := actionLink(riverRetryAction, role, map[string]string{"queue": fg.Queue, "error_class": fg.ErrorClass})
+			row = append(row, views.Cell{Text: "Retry these " + humanize.Int(fg.Count) + "…", Href: l.Href, Title: l.Label})
+		}
+		p.Rows = append(p.Rows, row)
 	}
 	return p
 }

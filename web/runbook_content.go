@@ -358,6 +358,28 @@ var runbookTargets = []runbookTarget{
 		Dont:  []string{"Give each tenant its own pool.", "Raise the queue's concurrency to drown the burst: the burst grows into it."},
 		Steps: []string{diagnostics.StepQueues}, Actions: []string{"tenant.throttle", "queue.throttle"},
 	},
+	{
+		Slug: "rb-s", Title: "River: backlog, stuck jobs, discards, no leader",
+		Symptoms: "A River database's jobs wait, run for hours, or are discarded in bursts; scheduled and retrying jobs never come due.",
+		Diagnosis: []string{
+			"Leadership first (finding river.no_leader, the workers page): one started River client is elected in river_leader and runs the maintenance services. Without a leader no scheduled or retryable job becomes available, no stuck job is rescued and nothing is cleaned.",
+			"Backlog (river.backlog): only available jobs are fetched, and only by clients whose Config.Queues names the queue, up to each one's MaxWorkers. Snoozed jobs (river.JobSnooze) and jobs waiting to retry are scheduled or retryable, not a backlog.",
+			"Stuck running jobs (river.stuck_running): the leader's rescuer sets a job running past RescueStuckJobsAfter (1 h by default) back to retryable, or discards it when its attempts are used up. A worker that ignores its context keeps running after the rescue, so the job runs twice; the blocking tree says whether it waits on a lock.",
+			"Discard bursts (river.discard_burst): the jobs of one queue, kind and error class (the last entry of errors; class panic when the attempt panicked). River discards a job after max_attempts, when its worker returns river.JobCancel, or when it panicked on its last attempt.",
+			"A paused queue (river.queue_paused): river_queue.paused_at is set; clients fetch nothing from it until it is resumed.",
+		},
+		Mitigate: []string{
+			"Start (or reach) a client that works the queue; a client with no queues inserts only and is never elected.",
+			"Fix the cause of a discard burst, then retry the class: a retry makes each job available now and gives a job with no attempt left one more.",
+			"Cancel a job stuck running: River cancels its context, and the worker must return for the attempt to end.",
+			"Resume a paused queue once the reason for the pause is gone.",
+		},
+		Dont: []string{
+			"Edit River's job rows with SQL by hand: River's client keeps its state machine, unique states and notifications right, SQL does not.",
+			"Retry a unique kind's discarded jobs without looking: River's default unique states leave out discarded, so a new job with the same key may have been inserted since.",
+		},
+		Steps: []string{diagnostics.StepQueues, diagnostics.StepBlocking}, Actions: []string{"river.retry", "river.cancel", "river.queue_resume", "river.queue_pause"},
+	},
 }
 
 // runbookStepBySlug and runbookTargetBySlug look content up by its URL slug.

@@ -141,6 +141,7 @@ func runServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if err != nil {
 		return err
 	}
+	diag.SetRiver(queueSource != nil && queueSource.Engine() == queueSourceRiver)
 	notice, err := firstLogin(ctx, pool, embedded, standby, stdout)
 	if err != nil {
 		return err

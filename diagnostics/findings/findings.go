@@ -112,6 +112,13 @@ const (
 	// CodeRepeatBlocker: the same root application held up the engine's
 	// job claims in several recorded lock episodes within the hour.
 	CodeRepeatBlocker = "lock.repeat_blocker"
+	// River's findings, read only when the database's jobs are River's
+	// (diagnostics.Config.River).
+	CodeRiverBacklog      = "river.backlog"
+	CodeRiverStuckRunning = "river.stuck_running"
+	CodeRiverDiscardBurst = "river.discard_burst"
+	CodeRiverNoLeader     = "river.no_leader"
+	CodeRiverQueuePaused  = "river.queue_paused"
 )
 
 // Run runs a round of its own on d and evaluates it against the current

@@ -203,3 +203,23 @@ func jobsBehindText(jobs []diagnostics.JobBehind) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// riverJobsText names the River jobs of a blocking branch, known by their
+// sessions' application_name ("river job=<id>"): the root's, and those
+// waiting behind it. Empty when none is tagged.
+func riverJobsText(root diagnostics.BlockingNode, branch []diagnostics.BlockingNode) string {
+	var b strings.Builder
+	if root.RiverJobID != nil {
+		fmt.Fprintf(&b, "; the root runs River job %d (/jobs/%d)", *root.RiverJobID, *root.RiverJobID)
+	}
+	var waiting []string
+	for _, n := range branch {
+		if n.RiverJobID != nil && n.PID != root.PID {
+			waiting = append(waiting, fmt.Sprintf("River job %d (pid %d, waiting %s)", *n.RiverJobID, n.PID, seconds(n.WaitSeconds)))
+		}
+	}
+	if len(waiting) > 0 {
+		fmt.Fprintf(&b, "; %s behind it: %s", plural(len(waiting), "a River job waits", "River jobs wait"), strings.Join(waiting, ", "))
+	}
+	return b.String()
+}

@@ -26,6 +26,9 @@ const (
 	ActionRelayThrottle      = "relay.throttle"
 	ActionOutboxRequeue      = "outbox.requeue"
 	ActionPreparedRollback   = "prepared_xact.rollback"
+	ActionRiverRetry         = "river.retry"
+	ActionRiverCancel        = "river.cancel"
+	ActionRiverQueueResume   = "river.queue_resume"
 )
 
 // Rule turns the evidence of a round into the findings of one code. A
@@ -97,6 +100,11 @@ var rules = []Rule{
 	{Code: CodeWALDir, Runbook: diagnostics.RunbookSlotRetention, eval: walDirFindings},
 	{Code: CodeDeadlocks, Runbook: diagnostics.StepBlocking, eval: deadlockFindings},
 	{Code: CodeRepeatBlocker, Runbook: diagnostics.StepBlocking, eval: repeatBlockerFindings},
+	{Code: CodeRiverNoLeader, Runbook: diagnostics.RunbookRiver, eval: riverNoLeaderFindings},
+	{Code: CodeRiverStuckRunning, Runbook: diagnostics.RunbookRiver, Actions: []string{ActionRiverCancel}, eval: riverStuckFindings},
+	{Code: CodeRiverDiscardBurst, Runbook: diagnostics.RunbookRiver, Actions: []string{ActionRiverRetry}, eval: riverDiscardFindings},
+	{Code: CodeRiverBacklog, Runbook: diagnostics.RunbookRiver, Actions: []string{ActionRiverQueueResume}, eval: riverBacklogFindings},
+	{Code: CodeRiverQueuePaused, Runbook: diagnostics.RunbookRiver, Actions: []string{ActionRiverQueueResume}, eval: riverPausedFindings},
 	{Code: CodeEngineStalled, Runbook: diagnostics.StepBlocking, AlsoRunbooks: []string{diagnostics.RunbookPreparedXact},
 		Actions: []string{ActionBackendCancel, ActionBackendTerminate, ActionPreparedRollback}, eval: engineStalledFindings},
 }
@@ -219,6 +227,9 @@ func rootBlockerFindings(r diagnostics.Round, t diagnostics.Thresholds) []Findin
 		if n.JobID != nil {
 			subj["job_id"] = *n.JobID
 		}
+		if n.RiverJobID != nil {
+			subj["river_job_id"] = *n.RiverJobID
+		}
 		out = append(out, Finding{Severity: SeverityCritical,
 			Title:   fmt.Sprintf("pid %d blocks %d %s", n.PID, n.BlockedCount, plural(n.BlockedCount, "backend", "backends")),
 			Subject: chainSubject(subj, n, branch, r.BlockedJobs),
@@ -244,6 +255,15 @@ func chainSubject(subj map[string]any, root diagnostics.BlockingNode, branch []d
 	if jobs := jobsBehind(branch, known); len(jobs) > 0 {
 		subj["jobs"] = jobs
 	}
+	var riverIDs []int64
+	for _, n := range branch {
+		if n.RiverJobID != nil && n.PID != root.PID {
+			riverIDs = append(riverIDs, *n.RiverJobID)
+		}
+	}
+	if len(riverIDs) > 0 {
+		subj["river_jobs_waiting"] = riverIDs
+	}
 	return subj
 }
 
@@ -260,6 +280,7 @@ func chainEvidence(root diagnostics.BlockingNode, branch []diagnostics.BlockingN
 	if jobs := jobsBehind(branch, known); len(jobs) > 0 {
 		fmt.Fprintf(&b, "; %d %s wait behind it: %s", len(jobs), plural(len(jobs), "job", "jobs"), jobsBehindText(jobs))
 	}
+	b.WriteString(riverJobsText(root, branch))
 	return b.String()
 }
 

@@ -78,6 +78,9 @@ var thresholdSettings = map[string][]thresholdSetting{
 	CodeDeadlocks:         {countSetting(func(t *diagnostics.Thresholds) *int64 { return &t.Deadlocks }), durSetting(func(t *diagnostics.Thresholds) *time.Duration { return &t.DeadlockWindow })},
 	CodeArchiverStalled:   {durSetting(func(t *diagnostics.Thresholds) *time.Duration { return &t.ArchiverStall })},
 	CodeRepeatBlocker:     {countSetting(func(t *diagnostics.Thresholds) *int64 { return &t.RepeatBlockers })},
+	CodeRiverBacklog:      {durSetting(func(t *diagnostics.Thresholds) *time.Duration { return &t.QueueBacklogAge }), countSetting(func(t *diagnostics.Thresholds) *int64 { return &t.QueueBacklogReady })},
+	CodeRiverStuckRunning: {durSetting(func(t *diagnostics.Thresholds) *time.Duration { return &t.RiverRescueAfter }), countSetting(func(t *diagnostics.Thresholds) *int64 { return &t.LongRunningJobFactor })},
+	CodeRiverDiscardBurst: {countSetting(func(t *diagnostics.Thresholds) *int64 { return &t.DeadLetters }), durSetting(func(t *diagnostics.Thresholds) *time.Duration { return &t.DeadLetterWindow })},
 }
 
 // ThresholdCodes lists the codes SetThreshold accepts, sorted.

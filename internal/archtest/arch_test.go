@@ -38,11 +38,11 @@ var (
 		"queues/webhookpub": {internal: []string{"queues"}},
 		// River's reader (and its client, for actions that go through it).
 		"queues/river": {internal: append([]string{"queues"}, shared...), external: append(engineDeps, "github.com/riverqueue/river")},
-		"diagnostics":  {internal: append([]string{"queues"}, shared...), external: engineDeps},
+		"diagnostics":  {internal: append([]string{"queues", "queues/river"}, shared...), external: engineDeps},
 		// The rooms of diagnostics: the finding rules and the sampler read
 		// the catalog; the recorder and the metrics exporter read the
 		// findings and samples too; nothing reads them back.
-		"diagnostics/findings":  {internal: append([]string{"diagnostics"}, shared...), external: engineDeps},
+		"diagnostics/findings":  {internal: append([]string{"diagnostics", "queues/river"}, shared...), external: engineDeps},
 		"diagnostics/sampler":   {internal: append([]string{"diagnostics"}, shared...), external: engineDeps},
 		"diagnostics/recorder":  {internal: append([]string{"diagnostics", "diagnostics/findings", "diagnostics/sampler"}, shared...), external: engineDeps},
 		"diagnostics/collector": {internal: append([]string{"diagnostics", "diagnostics/findings", "diagnostics/sampler"}, shared...), external: engineDeps},
@@ -53,11 +53,11 @@ var (
 		// build step.
 		"static": {external: []string{"github.com/tdewolff/minify/v2"}},
 		"actions": {
-			internal: append([]string{"queues", "diagnostics", "audit", "internal/auth"}, shared...),
+			internal: append([]string{"queues", "queues/river", "diagnostics", "audit", "internal/auth"}, shared...),
 			external: engineDeps,
 		},
 		"web": {
-			internal: append([]string{"views", "actions", "diagnostics", "diagnostics/findings", "diagnostics/recorder", "diagnostics/sampler", "queues", "audit", "static", "migrations", "internal/auth"}, shared...),
+			internal: append([]string{"views", "actions", "diagnostics", "diagnostics/findings", "diagnostics/recorder", "diagnostics/sampler", "queues", "queues/river", "audit", "static", "migrations", "internal/auth"}, shared...),
 			external: append(engineDeps, "github.com/labstack/echo/v4", "github.com/a-h/templ", "golang.org/x/"),
 		},
 		"internal/sqlset":    {external: []string{"github.com/jackc/pgx/v5"}},

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/url"
 	"testing"
 	"time"
 
@@ -14,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	riverqueue "github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/testdb"
@@ -23,25 +19,10 @@ import (
 func TestMain(m *testing.M) { testdb.Main(m) }
 
 // riverPool is a fresh database migrated by the console and by River's
-// own migrator (rivermigrate), as a team running both would have it.
-func riverPool(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	// River's client holds connections of its own (LISTEN, the elector,
-	// the completer): a pool of a few would starve it on a busy machine.
-	u, err := url.Parse(testdb.URL(t))
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("pool_max_conns", "12")
-	u.RawQuery = q.Encode()
-	pool := testdb.Pool(t, u.String())
-	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: quiet})
-	require.NoError(t, err)
-	_, err = m.Migrate(context.Background(), rivermigrate.DirectionUp, nil)
-	require.NoError(t, err)
-	return pool
-}
+// own migrator (testdb.RiverPool).
+func riverPool(t *testing.T) *pgxpool.Pool { return testdb.RiverPool(t) }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = testdb.RiverQuiet
 
 // The job kinds of the tests: each worker does what its name says.
 type (

@@ -60,26 +60,34 @@ func (*Source) Engine() string { return queues.SourceRiver }
 // States are River's states (States).
 func (*Source) States() []string { return States }
 
-// queueRow is a row of queue_list.sql.
-type queueRow struct {
-	Queue                  string     `db:"queue"`
-	Available              int64      `db:"available"`
-	Scheduled              int64      `db:"scheduled"`
-	Retryable              int64      `db:"retryable"`
-	Pending                int64      `db:"pending"`
-	Running                int64      `db:"running"`
-	CompletedRecent        int64      `db:"completed_recent"`
-	Cancelled              int64      `db:"cancelled"`
-	Discarded              int64      `db:"discarded"`
-	OldestAvailableAt      *time.Time `db:"oldest_available_at"`
-	OldestAvailableSeconds float64    `db:"oldest_available_seconds"`
-	PausedAt               *time.Time `db:"paused_at"`
+// QueueStat is one River queue as QueueList reads it: its jobs counted by
+// state (completed ones of the last CompletedWindow only), how long its
+// oldest available job has waited, and when it was paused (nil when it is
+// not). The pages, the findings and the flight recorder read this one row.
+type QueueStat struct {
+	Queue                  string     `db:"queue" json:"queue"`
+	Available              int64      `db:"available" json:"available"`
+	Scheduled              int64      `db:"scheduled" json:"scheduled"`
+	Retryable              int64      `db:"retryable" json:"retryable"`
+	Pending                int64      `db:"pending" json:"pending"`
+	Running                int64      `db:"running" json:"running"`
+	CompletedRecent        int64      `db:"completed_recent" json:"completed_recent"`
+	Cancelled              int64      `db:"cancelled" json:"cancelled"`
+	Discarded              int64      `db:"discarded" json:"discarded"`
+	OldestAvailableAt      *time.Time `db:"oldest_available_at" json:"oldest_available_at,omitempty"`
+	OldestAvailableSeconds float64    `db:"oldest_available_seconds" json:"oldest_available_seconds"`
+	PausedAt               *time.Time `db:"paused_at" json:"paused_at,omitempty"`
+}
+
+// QueueList reads every River queue with its counts (QueueStat).
+func QueueList(ctx context.Context, db sqlset.DBTX) ([]QueueStat, error) {
+	return collectRows[QueueStat](ctx, db, "queue_list", "list River queues", time.Now().Add(-CompletedWindow))
 }
 
 // Queues lists River's queues with their counts by state; completed jobs
 // are those of the last CompletedWindow.
 func (s *Source) Queues(ctx context.Context) ([]queues.SourceQueue, error) {
-	rows, err := collectRows[queueRow](ctx, s.db, "queue_list", "list River queues", time.Now().Add(-CompletedWindow))
+	rows, err := QueueList(ctx, s.db)
 	if err != nil {
 		return nil, err
 	}

@@ -29,3 +29,7 @@ func collectRows[T any](ctx context.Context, db sqlset.DBTX, name, what string, 
 	}
 	return out, nil
 }
+
+// DBTX is what the statements run on: a pool, a connection or a
+// transaction (sqlset.DBTX).
+type DBTX = sqlset.DBTX
