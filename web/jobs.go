@@ -182,23 +182,23 @@ func jobStatusSev(status string) string {
 }
 
 // jobSince is how long a job has been in its state, in words: running
-// for, waiting for (due), due in (scheduled), or how long ago it finished.
-// Its sort key (TS) is the moment it counts from.
+// for, waiting for (due), due in (scheduled), or how long ago it finished,
+// with the moment it counts from on hover. It is plain text (no <time>):
+// the words around the age are the point, and the clock's tick would
+// drop them.
 func jobSince(j queues.Job, now time.Time) views.Cell {
-	since := func(verb string, t time.Time) views.Cell {
-		return views.Cell{Text: verb + " " + humanize.Seconds(max(now.Sub(t).Seconds(), 0)), TS: utc(t), Title: "since " + utc(t)}
+	words := func(text string, t time.Time) views.Cell {
+		return views.Cell{Text: text, Title: "since " + utc(t)}
 	}
 	switch {
 	case j.Status == queues.StatusRunning && j.StartedAt != nil:
-		return since("running for", *j.StartedAt)
+		return words("running for "+humanize.Seconds(max(now.Sub(*j.StartedAt).Seconds(), 0)), *j.StartedAt)
 	case j.Status == queues.StatusReady && !j.AvailableAt.After(now):
-		return since("waiting for", j.AvailableAt)
+		return words("waiting for "+humanize.Seconds(now.Sub(j.AvailableAt).Seconds()), j.AvailableAt)
 	case j.Status == queues.StatusReady:
-		return views.Cell{Text: "due in " + humanize.Seconds(j.AvailableAt.Sub(now).Seconds()), TS: utc(j.AvailableAt), Title: "at " + utc(j.AvailableAt)}
+		return views.Cell{Text: "due in " + humanize.Seconds(j.AvailableAt.Sub(now).Seconds()), Title: "at " + utc(j.AvailableAt)}
 	case j.FinishedAt != nil:
-		c := ageCell(j.FinishedAt, now)
-		c.Text = j.Status + " " + c.Text
-		return c
+		return words(j.Status+" "+humanize.Seconds(max(now.Sub(*j.FinishedAt).Seconds(), 0))+" ago", *j.FinishedAt)
 	}
 	return views.Cell{}
 }
