@@ -265,6 +265,13 @@ func TestScaleStatementPlans(t *testing.T) {
 			{"job_list", "('sq3', '', 'dead', 'class 3', NULL, NULL, 0, 50)", []string{"jobs_dead_queue_class_id_idx"}, true, false},
 			{"job_list", "('', '', '', 'class 3', NULL, NULL, 0, 50)", []string{"jobs_error_class_id_idx"}, true, false},
 			{"job_list", "('', '', 'done', '', NULL, NULL, 0, 50)", []string{"jobs_done_id_idx"}, true, false},
+			// The unfinished jobs, oldest first: each branch reads its own
+			// partial index, never the primary key from the oldest (done
+			// and dead) rows up, in generic plans too.
+			{"job_list_unfinished", "('', '', '', NULL, NULL, 0, 50, true, true, false)", []string{"jobs_running_lease_idx", "jobs_ready_pick_idx"}, false, false},
+			{"job_list_unfinished", "('sq3', '', '', NULL, NULL, 59000, 50, true, true, true)", []string{"jobs_running_lease_idx", "jobs_ready_pick_idx"}, false, false},
+			{"job_list_unfinished", "('', '', '', NULL, NULL, 0, 50, false, false, true)", []string{"jobs_ready_pick_idx"}, false, false},
+			{"job_scheduled_count", "('', 10000)", []string{"jobs_ready_pick_idx"}, false, false},
 		} {
 			if c.customOnly && mode != "force_custom_plan" {
 				continue

@@ -212,8 +212,8 @@ type JobListParams struct {
 
 // JobList returns jobs newest first (by id), filtered and keyset-paginated,
 // with only the columns a list shows: ID, Queue, Kind, Status, AvailableAt,
-// Attempts, MaxAttempts, ErrorClass, CreatedAt and LastError (cut to 1,000
-// characters). The rest (Payload, Errors, the lease) stay zero; JobGet reads
+// Attempts, MaxAttempts, ErrorClass, CreatedAt, StartedAt, FinishedAt and
+// LastError (cut to 1,000 characters). The rest (Payload, Errors, the lease) stay zero; JobGet reads
 // one job whole.
 func JobList(ctx context.Context, db DBTX, p JobListParams) ([]Job, error) {
 	if p.Limit <= 0 {
@@ -230,4 +230,51 @@ func JobList(ctx context.Context, db DBTX, p JobListParams) ([]Job, error) {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return jobs, nil
+}
+
+// JobListUnfinishedParams filters JobListUnfinished. Running, Due and
+// Scheduled choose the states listed (a due job is ready with its
+// available_at passed, a scheduled one is ready for later); none set lists
+// nothing. The other filters are JobListParams'; AfterID continues a page:
+// pass the largest id of the previous page.
+type JobListUnfinishedParams struct {
+	Queue, Kind, ErrorClass   string
+	CreatedFrom, CreatedUntil *time.Time
+	Running, Due, Scheduled   bool
+	AfterID                   int64
+	Limit                     int
+}
+
+// JobListUnfinished returns running and ready jobs oldest first (by id), so
+// the job that has run or waited longest leads, filtered and
+// keyset-paginated, with JobList's columns plus StartedAt and LeaseUntil.
+// It reads only the partial indexes of running and ready jobs, never done
+// or dead rows.
+func JobListUnfinished(ctx context.Context, db DBTX, p JobListUnfinishedParams) ([]Job, error) {
+	if p.Limit <= 0 {
+		p.Limit = 50
+	}
+	p.Limit = min(p.Limit, 1000)
+	rows, err := db.Query(ctx, sqlText("job_list_unfinished"), p.Queue, p.Kind, p.ErrorClass,
+		p.CreatedFrom, p.CreatedUntil, p.AfterID, p.Limit, p.Running, p.Due, p.Scheduled)
+	if err != nil {
+		return nil, fmt.Errorf("list unfinished jobs: %w", err)
+	}
+	jobs, err := pgx.CollectRows(rows, pgx.RowToStructByNameLax[Job])
+	if err != nil {
+		return nil, fmt.Errorf("list unfinished jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// JobScheduledCount counts the ready jobs whose available_at is still
+// ahead (a retry's backoff, a run-at) in queue ("" for every queue),
+// stopping at limit, so a page can show the count of a huge backlog at a
+// bounded cost.
+func JobScheduledCount(ctx context.Context, db DBTX, queue string, limit int) (int64, error) {
+	var n int64
+	if err := db.QueryRow(ctx, sqlText("job_scheduled_count"), queue, limit).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count scheduled jobs: %w", err)
+	}
+	return n, nil
 }

@@ -445,3 +445,51 @@ func TestClaimPlanLargeBacklog(t *testing.T) {
 		}
 	})
 }
+
+// TestJobListUnfinished: the unfinished jobs come oldest first, each state
+// chosen alone or together (due and scheduled are both ready, told apart
+// by available_at), never a done or dead job, and the keyset continues
+// after the last id of a page.
+func TestJobListUnfinished(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := testdb.Tx(t)
+	done := enqueueT(t, tx, EnqueueParams{Queue: "u", Kind: "k"})
+	running := enqueueT(t, tx, EnqueueParams{Queue: "u", Kind: "k"})
+	due := enqueueT(t, tx, EnqueueParams{Queue: "u", Kind: "k"})
+	later := enqueueT(t, tx, EnqueueParams{Queue: "u", Kind: "k", RunAt: time.Now().Add(time.Hour)})
+	_, err := tx.Exec(ctx, `INSERT INTO jobs (queue, kind, status, error_class, finished_at) VALUES ('u', 'k', 'dead', 'x', now())`)
+	require.NoError(t, err)
+	enqueueT(t, tx, EnqueueParams{Queue: "other", Kind: "k"})
+	_, err = tx.Exec(ctx, `UPDATE jobs SET status = 'done', finished_at = now() WHERE id = $1`, done.ID)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `UPDATE jobs SET status = 'running', started_at = now(), lease_owner = 'w',
+		lease_until = now() + interval '1 minute' WHERE id = $1`, running.ID)
+	require.NoError(t, err)
+
+	ids := func(p JobListUnfinishedParams) []int64 {
+		t.Helper()
+		p.Queue = "u"
+		jobs, err := JobListUnfinished(ctx, tx, p)
+		require.NoError(t, err)
+		var out []int64
+		for _, j := range jobs {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	require.Equal(t, []int64{running.ID, due.ID, later.ID}, ids(JobListUnfinishedParams{Running: true, Due: true, Scheduled: true}))
+	require.Equal(t, []int64{running.ID, due.ID}, ids(JobListUnfinishedParams{Running: true, Due: true}))
+	require.Equal(t, []int64{running.ID}, ids(JobListUnfinishedParams{Running: true}))
+	require.Equal(t, []int64{due.ID}, ids(JobListUnfinishedParams{Due: true}))
+	require.Equal(t, []int64{later.ID}, ids(JobListUnfinishedParams{Scheduled: true}))
+	require.Empty(t, ids(JobListUnfinishedParams{}))
+	first := ids(JobListUnfinishedParams{Running: true, Due: true, Scheduled: true, Limit: 2})
+	require.Equal(t, []int64{running.ID, due.ID}, first)
+	require.Equal(t, []int64{later.ID}, ids(JobListUnfinishedParams{Running: true, Due: true, Scheduled: true, AfterID: first[1]}))
+
+	jobs, err := JobListUnfinished(ctx, tx, JobListUnfinishedParams{Queue: "u", Running: true})
+	require.NoError(t, err)
+	require.NotNil(t, jobs[0].StartedAt, "running for needs started_at")
+	require.NotNil(t, jobs[0].LeaseUntil)
+}

@@ -40,7 +40,15 @@
     if (document.cookie.split("; ").indexOf("tz=" + zone) >= 0) return;
     document.cookie = "tz=" + zone + "; path=/; max-age=31536000; samesite=lax" + (location.protocol === "https:" ? "; secure" : "");
   }
+  // On a phone, list pages open on their data: the filter form folds
+  // into its summary (which names the filters on), unless a refused value
+  // waits to be corrected.
+  function foldFilters() {
+    if (!window.matchMedia || !window.matchMedia("(max-width: 760px)").matches) return;
+    document.querySelectorAll("details.filters-fold[open]:not([data-keep-open])").forEach(function (d) { d.open = false; });
+  }
   document.addEventListener("DOMContentLoaded", function () {
+    foldFilters();
     keepZone();
     var n = Date.parse(document.body.getAttribute("data-now") || "");
     if (!isNaN(n)) skew = n - Date.now();

@@ -26,10 +26,16 @@ type JobFilter struct {
 type JobsPage struct {
 	Filter JobFilter `json:"filter"`
 	Jobs   Panel     `json:"jobs"`
-	// OlderHref continues the list below the last id shown; empty on the
-	// last page. FirstHref goes back to the newest jobs with the same filter.
-	OlderHref string `json:"older_href,omitempty"`
-	FirstHref string `json:"first_href,omitempty"`
+	// OlderHref continues a newest-first list below the last id shown,
+	// NewerHref an oldest-first one above it; empty on the last page.
+	// FirstHref goes back to the list's first page with the same filter,
+	// named FirstLabel ("Newest" or "Oldest").
+	OlderHref  string `json:"older_href,omitempty"`
+	NewerHref  string `json:"newer_href,omitempty"`
+	FirstHref  string `json:"first_href,omitempty"`
+	FirstLabel string `json:"-"`
+	// Order says how the list is sorted, under the title.
+	Order string `json:"order"`
 	// Tabs are the status tabs with their counts; TabsNote says what the
 	// counts cover.
 	Tabs     []JobTab `json:"tabs,omitempty"`
@@ -42,9 +48,11 @@ type JobsPage struct {
 
 // JobTab is one status tab of /jobs.
 type JobTab struct {
-	Label   string `json:"label"`
-	Status  string `json:"status"`
-	Count   string `json:"count"`
+	Label  string `json:"label"`
+	Status string `json:"status"`
+	Count  string `json:"count"`
+	// Title says what the state is, on hover.
+	Title   string `json:"-"`
 	Href    string `json:"href"`
 	Current bool   `json:"current"`
 }
@@ -103,10 +111,11 @@ type JobLockWait struct {
 
 func i64toa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// tabID names a status tab for tests: its status, or "all".
+// tabID names a status tab for tests: its status, or "active" for the
+// running and due jobs.
 func tabID(status string) string {
 	if status == "" {
-		return "all"
+		return "active"
 	}
 	return status
 }

@@ -153,15 +153,44 @@ func filterLimit(q queryParams, def, max int) (int, error) {
 	return n, nil
 }
 
-// jobStatuses are the values the status filter accepts.
-var jobStatuses = []string{queues.StatusReady, queues.StatusRunning, queues.StatusDone, queues.StatusDead}
+// jobStatusScheduled and jobStatusAll are the /jobs states that are no
+// status of the engine: ready jobs waiting for their time, and every job.
+// No status at all lists the running and due jobs.
+const (
+	jobStatusScheduled = "scheduled"
+	jobStatusAll       = "all"
+)
+
+// jobStatuses are the values the status filter accepts, in the order of
+// the tabs ("any" is taken for "all" too).
+var jobStatuses = []string{queues.StatusRunning, queues.StatusReady, jobStatusScheduled, queues.StatusDead, queues.StatusDone, jobStatusAll}
 
 // jobListFilter is a parsed /jobs query: the list parameters, an id to jump
-// to (0 for none), and the form as the operator typed it.
+// to (0 for none), and the form as the operator typed it. Oldest says the
+// list is of unfinished jobs (no status, running, ready or scheduled),
+// oldest first through Unfinished; otherwise Params lists newest first.
 type jobListFilter struct {
-	Params queues.JobListParams
-	JumpID int64
-	Form   views.JobFilter
+	Params     queues.JobListParams
+	Oldest     bool
+	Unfinished queues.JobListUnfinishedParams
+	JumpID     int64
+	Form       views.JobFilter
+}
+
+// oldestFirst says whether the /jobs list of status lists unfinished jobs
+// oldest first, and which of their states.
+func oldestFirst(status string) (running, due, scheduled, ok bool) {
+	switch status {
+	case "":
+		return true, true, false, true
+	case queues.StatusRunning:
+		return true, false, false, true
+	case queues.StatusReady:
+		return false, true, false, true
+	case jobStatusScheduled:
+		return false, false, true, true
+	}
+	return false, false, false, false
 }
 
 // jobListDefaultLimit and jobListMaxLimit bound a page of /jobs.
@@ -194,12 +223,15 @@ func parseJobFilter(q queryParams, now time.Time) (jobListFilter, error) {
 	p.ErrorClass, err = filterText(q, "error_class")
 	check("error_class", err)
 	status := strings.ToLower(strings.TrimSpace(q.Get("status")))
-	if status != "" && status != "any" {
-		if !slices.Contains(jobStatuses, status) {
-			check("status", errBadRequest("status %q is not one of %s", truncate(status, 40), strings.Join(jobStatuses, ", ")))
-		} else {
-			p.Status = status
-		}
+	if status == "any" {
+		status = jobStatusAll
+	}
+	if status != "" && !slices.Contains(jobStatuses, status) {
+		check("status", errBadRequest("status %q is not one of %s", truncate(status, 40), strings.Join(jobStatuses, ", ")))
+		status = ""
+	}
+	if status != jobStatusAll {
+		p.Status = status
 	}
 	p.CreatedFrom, err = filterTime(q, "created_from", now)
 	check("created_from", err)
@@ -210,12 +242,29 @@ func parseJobFilter(q queryParams, now time.Time) (jobListFilter, error) {
 	}
 	p.BeforeID, err = filterID(q, "before", math.MaxInt64)
 	check("before", err)
+	afterID, err := filterID(q, "after", math.MaxInt64)
+	check("after", err)
 	p.Limit, err = filterLimit(q, jobListDefaultLimit, jobListMaxLimit)
 	check("limit", err)
 	f.JumpID, err = filterID(q, "id", math.MaxInt64)
 	check("id", err)
+	running, due, scheduled, oldest := oldestFirst(status)
+	switch {
+	case oldest && p.BeforeID > 0:
+		check("before", errBadRequest("before pages a newest-first list (dead, done, all); this list is oldest first: use after"))
+	case !oldest && afterID > 0:
+		check("after", errBadRequest("after pages an oldest-first list (running, ready, scheduled); this list is newest first: use before"))
+	}
+	f.Oldest = oldest
+	f.Unfinished = queues.JobListUnfinishedParams{Queue: p.Queue, Kind: p.Kind, ErrorClass: p.ErrorClass,
+		CreatedFrom: p.CreatedFrom, CreatedUntil: p.CreatedUntil, Running: running, Due: due, Scheduled: scheduled,
+		AfterID: afterID, Limit: p.Limit}
+	formStatus := p.Status
+	if status == jobStatusAll {
+		formStatus = jobStatusAll
+	}
 	f.Form = views.JobFilter{
-		Queue: p.Queue, Kind: p.Kind, Status: p.Status, ErrorClass: p.ErrorClass,
+		Queue: p.Queue, Kind: p.Kind, Status: formStatus, ErrorClass: p.ErrorClass,
 		CreatedFrom: formTime(p.CreatedFrom), CreatedUntil: formTime(p.CreatedUntil),
 		Statuses: jobStatuses, TimeHelp: strings.TrimPrefix(filterTimeHelp, "type "),
 	}
@@ -331,6 +380,20 @@ func olderHref(path string, q url.Values, lastID int64, shown, limit int) string
 		q2[k] = v
 	}
 	q2.Set("before", strconv.FormatInt(lastID, 10))
+	return path + "?" + q2.Encode()
+}
+
+// newerHref continues an oldest-first list of path after lastID, keeping
+// q; empty when the page shown was short (the last one).
+func newerHref(path string, q url.Values, lastID int64, shown, limit int) string {
+	if shown < limit {
+		return ""
+	}
+	q2 := url.Values{}
+	for k, v := range q {
+		q2[k] = v
+	}
+	q2.Set("after", strconv.FormatInt(lastID, 10))
 	return path + "?" + q2.Encode()
 }
 

@@ -82,7 +82,7 @@ func TestParseJobFilter(t *testing.T) {
 		{name: "StatusAny", query: "status=any", check: func(t *testing.T, f jobListFilter) { require.Empty(t, f.Params.Status) }},
 		{name: "Jump", query: "id=42", check: func(t *testing.T, f jobListFilter) { require.EqualValues(t, 42, f.JumpID) }},
 		{name: "Trimmed", query: "queue=+email+", check: func(t *testing.T, f jobListFilter) { require.Equal(t, "email", f.Params.Queue) }},
-		{name: "BadStatus", query: "status=zombie", wantErr: `status "zombie" is not one of ready, running, done, dead`},
+		{name: "BadStatus", query: "status=zombie", wantErr: `status "zombie" is not one of running, ready, scheduled, dead, done, all`},
 		{name: "SpaceDateTime", query: "created_from=2026-12-01+10:00", check: typed(from)},
 		{name: "MinutesAgo", query: "created_from=10m+ago", check: typed(now.Add(-10 * time.Minute))},
 		{name: "HoursAgoInWords", query: "created_from=2+hours+ago", check: typed(now.Add(-2 * time.Hour))},

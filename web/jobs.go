@@ -50,7 +50,11 @@ func (s *Server) jobsList(c echo.Context) error {
 	if ferr == nil {
 		lctx, lcancel := context.WithTimeout(ctx, jobListBudget)
 		var err error
-		jobs, err = queues.JobList(lctx, s.cfg.Pool, f.Params)
+		if f.Oldest {
+			jobs, err = queues.JobListUnfinished(lctx, s.cfg.Pool, f.Unfinished)
+		} else {
+			jobs, err = queues.JobList(lctx, s.cfg.Pool, f.Params)
+		}
 		lcancel()
 		switch {
 		case err == nil:
@@ -68,7 +72,7 @@ func (s *Server) jobsList(c echo.Context) error {
 		return err
 	}
 	m := jobsModel(jobs, f, now)
-	m.Tabs, m.TabsNote = jobTabs(f, stats)
+	m.Tabs, m.TabsNote = jobTabs(f, stats, s.scheduledCount(ctx, f.Params.Queue))
 	m.Bulk, m.CSRF = bulkActions(readRole(c)), csrfToken(c)
 	status := http.StatusOK
 	switch {
@@ -83,12 +87,28 @@ func (s *Server) jobsList(c echo.Context) error {
 	return s.render(c, page{Title: "Jobs", Nav: "jobs", Model: m, Body: views.JobsBody(m), Status: status})
 }
 
-// jobTabs are the status tabs of /jobs with their counts, read from the
+// jobScheduledCap bounds the count of scheduled jobs a tab shows: past it
+// the tab says "10000+" rather than read a whole backlog's index.
+const jobScheduledCap = 10000
+
+// scheduledCount counts the ready jobs waiting for their time in queue (""
+// for all), up to jobScheduledCap, within a second; -1 when it could not.
+func (s *Server) scheduledCount(ctx context.Context, queue string) int64 {
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	n, err := queues.JobScheduledCount(cctx, s.cfg.Pool, queue, jobScheduledCap)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// jobTabs are the state tabs of /jobs with their counts, read from the
 // per-queue counters (queues.QueueCounts: cheap on millions of rows, and
-// never the jobs themselves): of the filtered queue,
-// or of all queues; they do not narrow by kind, class or time. Done is the
-// planner's estimate.
-func jobTabs(f jobListFilter, stats []queues.QueueCount) ([]views.JobTab, string) {
+// never the jobs themselves) and the capped count of scheduled jobs (-1
+// when unknown): of the filtered queue, or of all queues; they do not
+// narrow by kind, class or time. Done is the planner's estimate.
+func jobTabs(f jobListFilter, stats []queues.QueueCount, scheduled int64) ([]views.JobTab, string) {
 	var ready, running, dead, done int64
 	for _, q := range stats {
 		if f.Params.Queue == "" || q.Queue == f.Params.Queue {
@@ -100,27 +120,34 @@ func jobTabs(f jobListFilter, stats []queues.QueueCount) ([]views.JobTab, string
 		note = "Counts of queue " + f.Params.Queue
 	}
 	note += "; done is estimated from table statistics."
-	tab := func(label, status string, n int64, approx bool) views.JobTab {
+	due, dueCount, schedCount := ready, strconv.FormatInt(ready, 10), ""
+	switch {
+	case scheduled < 0:
+		dueCount = "≤" + dueCount
+	case scheduled >= jobScheduledCap:
+		due = max(ready-scheduled, 0)
+		dueCount, schedCount = "≤"+strconv.FormatInt(due, 10), strconv.FormatInt(jobScheduledCap, 10)+"+"
+	default:
+		due = max(ready-scheduled, 0)
+		dueCount, schedCount = strconv.FormatInt(due, 10), strconv.FormatInt(scheduled, 10)
+	}
+	tab := func(label, status, count, title string) views.JobTab {
 		q := f.query()
 		q.Del("status")
 		if status != "" {
 			q.Set("status", status)
 		}
-		count := strconv.FormatInt(n, 10)
-		if approx {
-			count = "≈" + count
-		}
-		if n < 0 {
-			count = ""
-		}
-		return views.JobTab{Label: label, Status: status, Count: count, Href: listHref("/jobs", q), Current: f.Params.Status == status}
+		return views.JobTab{Label: label, Status: status, Count: count, Title: title, Href: listHref("/jobs", q), Current: f.Form.Status == status}
 	}
+	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	return []views.JobTab{
-		tab("All", "", -1, false),
-		tab("Ready", queues.StatusReady, ready, false),
-		tab("Running", queues.StatusRunning, running, false),
-		tab("Dead", queues.StatusDead, dead, false),
-		tab("Done", queues.StatusDone, done, true),
+		tab("Running + ready", "", n(running+due), "running jobs and ready jobs whose time has come, oldest first"),
+		tab("Running", queues.StatusRunning, n(running), "held by a worker now, longest running first"),
+		tab("Ready", queues.StatusReady, dueCount, "due and waiting for a worker, longest waiting first"),
+		tab("Scheduled", jobStatusScheduled, schedCount, "ready, but not before their time (a retry's backoff or a run-at)"),
+		tab("Dead", queues.StatusDead, n(dead), "failed for good, newest first"),
+		tab("Done", queues.StatusDone, "≈"+n(done), "finished, newest first"),
+		tab("All", jobStatusAll, "", "every job, newest first"),
 	}, note
 }
 
@@ -154,21 +181,58 @@ func jobStatusSev(status string) string {
 	return "warning"
 }
 
+// jobSince is how long a job has been in its state, in words: running
+// for, waiting for (due), due in (scheduled), or how long ago it finished,
+// with the moment it counts from on hover. It is plain text (no <time>):
+// the words around the age are the point, and the clock's tick would
+// drop them.
+func jobSince(j queues.Job, now time.Time) views.Cell {
+	words := func(text string, t time.Time) views.Cell {
+		return views.Cell{Text: text, Title: "since " + utc(t)}
+	}
+	switch {
+	case j.Status == queues.StatusRunning && j.StartedAt != nil:
+		return words("running for "+humanize.Seconds(max(now.Sub(*j.StartedAt).Seconds(), 0)), *j.StartedAt)
+	case j.Status == queues.StatusReady && !j.AvailableAt.After(now):
+		return words("waiting for "+humanize.Seconds(now.Sub(j.AvailableAt).Seconds()), j.AvailableAt)
+	case j.Status == queues.StatusReady:
+		return views.Cell{Text: "due in " + humanize.Seconds(j.AvailableAt.Sub(now).Seconds()), Title: "at " + utc(j.AvailableAt)}
+	case j.FinishedAt != nil:
+		return words(j.Status+" "+humanize.Seconds(max(now.Sub(*j.FinishedAt).Seconds(), 0))+" ago", *j.FinishedAt)
+	}
+	return views.Cell{}
+}
+
 // jobsModel maps one page of jobs and the filter to the /jobs view model.
 func jobsModel(jobs []queues.Job, f jobListFilter, now time.Time) views.JobsPage {
 	p := views.Panel{
 		ID: "jobs", Title: "Jobs", Status: "ok",
-		Columns: []views.Column{{Label: "Id", Num: true}, {Label: "Queue"}, {Label: "Kind"}, {Label: "Status"},
+		Columns: []views.Column{{Label: "Id", Num: true}, {Label: "Queue"}, {Label: "Kind"}, {Label: "Status"}, {Label: "For"},
 			{Label: "Attempts", Num: true}, {Label: "Created"}, {Label: "Available"}, {Label: "Error class"}, {Label: "Last error"}},
 		EmptyTitle: "No job matches.",
 		EmptyWhy:   " Jobs matching the filter would be listed here, newest first; widen the filter or clear it.",
 	}
-	if f.Params.BeforeID > 0 {
+	m := views.JobsPage{Filter: f.Form, Order: "newest first", FirstLabel: "Newest"}
+	switch {
+	case f.Oldest && f.Unfinished.AfterID > 0:
+		p.EmptyTitle = "No newer job matches."
+		p.EmptyWhy = " This is the end of the list for this filter; go back to the oldest jobs."
+		p.Note = "Jobs with an id above " + itoa64(f.Unfinished.AfterID) + "."
+	case f.Oldest && f.Form.Status == "" && len(f.query()) == 0:
+		p.EmptyTitle = "Nothing running or waiting."
+		p.EmptyWhy = " Running jobs and ready jobs whose time has come are listed here, the longest waiting first; the other tabs list scheduled, dead and done jobs."
+	case f.Oldest:
+		p.EmptyWhy = " Jobs matching the filter would be listed here, oldest first; widen the filter, clear it, or pick another tab."
+	case f.Params.BeforeID > 0:
 		p.EmptyTitle = "No older job matches."
 		p.EmptyWhy = " This is the end of the list for this filter; go back to the newest jobs."
-	} else if len(f.query()) == 0 {
+		p.Note = "Jobs with an id below " + itoa64(f.Params.BeforeID) + "."
+	case f.Form.Status == jobStatusAll && len(f.query()) == 1:
 		p.EmptyTitle = "No jobs yet."
 		p.EmptyWhy = " Jobs appear here as soon as an application enqueues one."
+	}
+	if f.Oldest {
+		m.Order, m.FirstLabel = "oldest first: the longest running or waiting on top", "Oldest"
 	}
 	for _, j := range jobs {
 		created, avail := j.CreatedAt, j.AvailableAt
@@ -177,6 +241,7 @@ func jobsModel(jobs []queues.Job, f jobListFilter, now time.Time) views.JobsPage
 			{Text: j.Queue, Href: queueHref(j.Queue), Mono: true},
 			{Text: j.Kind, Mono: true},
 			{Text: j.Status, Sev: jobStatusSev(j.Status)},
+			jobSince(j, now),
 			{Text: fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts)},
 			ageCell(&created, now),
 			ageCell(&avail, now),
@@ -184,14 +249,16 @@ func jobsModel(jobs []queues.Job, f jobListFilter, now time.Time) views.JobsPage
 			{Text: truncate(deref(j.LastError, ""), 100), Title: truncate(deref(j.LastError, ""), 1000)},
 		})
 	}
-	if f.Params.BeforeID > 0 {
-		p.Note = "Jobs with an id below " + itoa64(f.Params.BeforeID) + "."
-	}
-	m := views.JobsPage{Filter: f.Form, Jobs: p}
+	m.Jobs = p
 	if len(jobs) > 0 {
-		m.OlderHref = olderHref("/jobs", f.query(), jobs[len(jobs)-1].ID, len(jobs), f.Params.Limit)
+		last := jobs[len(jobs)-1].ID
+		if f.Oldest {
+			m.NewerHref = newerHref("/jobs", f.query(), last, len(jobs), f.Params.Limit)
+		} else {
+			m.OlderHref = olderHref("/jobs", f.query(), last, len(jobs), f.Params.Limit)
+		}
 	}
-	if f.Params.BeforeID > 0 {
+	if f.Params.BeforeID > 0 || f.Unfinished.AfterID > 0 {
 		m.FirstHref = listHref("/jobs", f.query())
 	}
 	return m

@@ -25,7 +25,7 @@ func TestJobsList(t *testing.T) {
 		resp, body := c.get("/jobs")
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		require.Contains(t, body, `data-testid="job-filters"`)
-		require.Contains(t, body, "No jobs yet.")
+		require.Contains(t, body, "Nothing running or waiting.")
 		require.Contains(t, body, `data-search`)
 	})
 
@@ -41,17 +41,17 @@ func TestJobsList(t *testing.T) {
 
 	t.Run("KeysetPagination", func(t *testing.T) {
 		var first views.JobsPage
-		require.Equal(t, http.StatusOK, c.getJSON("/jobs?limit=50", &first))
+		require.Equal(t, http.StatusOK, c.getJSON("/jobs?limit=50&status=all", &first))
 		require.Len(t, first.Jobs.Rows, 50)
 		require.Equal(t, "120", first.Jobs.Rows[0][0].Text, "newest first")
-		require.Equal(t, "/jobs?before=71&limit=50", first.OlderHref)
+		require.Equal(t, "/jobs?before=71&limit=50&status=all", first.OlderHref)
 		require.Empty(t, first.FirstHref)
 
 		var second views.JobsPage
 		require.Equal(t, http.StatusOK, c.getJSON(first.OlderHref, &second))
 		require.Len(t, second.Jobs.Rows, 50)
 		require.Equal(t, "70", second.Jobs.Rows[0][0].Text)
-		require.Equal(t, "/jobs?limit=50", second.FirstHref)
+		require.Equal(t, "/jobs?limit=50&status=all", second.FirstHref)
 
 		var last views.JobsPage
 		require.Equal(t, http.StatusOK, c.getJSON(second.OlderHref, &last))
@@ -61,7 +61,7 @@ func TestJobsList(t *testing.T) {
 		resp, body := c.get(first.OlderHref)
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		require.Contains(t, body, `data-testid="jobs-older"`)
-		require.Contains(t, body, `data-testid="jobs-newest"`)
+		require.Contains(t, body, `data-testid="jobs-first"`)
 	})
 
 	t.Run("OlderKeepsFilters", func(t *testing.T) {
@@ -71,7 +71,7 @@ func TestJobsList(t *testing.T) {
 		for _, r := range m.Jobs.Rows {
 			require.Equal(t, "email", r[1].Text)
 			require.Equal(t, "dead", r[3].Text)
-			require.Equal(t, "timeout", r[7].Text)
+			require.Equal(t, "timeout", r[8].Text)
 		}
 		require.Contains(t, m.OlderHref, "queue=email")
 		require.Contains(t, m.OlderHref, "status=dead")
@@ -90,14 +90,16 @@ func TestJobsList(t *testing.T) {
 			query string
 			rows  int
 		}{
-			{"queue=billing", 50},
-			{"queue=billing&limit=500", 60},
+			{"queue=billing&status=all", 50},
+			{"queue=billing&status=all&limit=500", 60},
+			{"queue=billing&limit=500", 40},
 			{"status=dead&limit=500", 40},
-			{"error_class=timeout&queue=email&limit=500", 20},
+			{"error_class=timeout&queue=email&status=all&limit=500", 20},
 			{"kind=other", 0},
-			{"created_from=2026-12-01T01:00:00Z&created_until=2026-12-01T01:10:00Z", 10},
-			{"created_from=2026-12-01+01:00&created_until=2026-12-01T01:10", 10},
-			{"before=11", 10},
+			{"status=all&created_from=2026-12-01T01:00:00Z&created_until=2026-12-01T01:10:00Z", 10},
+			{"status=all&created_from=2026-12-01+01:00&created_until=2026-12-01T01:10", 10},
+			{"status=all&before=11", 10},
+			{"after=110", 6},
 			{"status=any&limit=3", 3},
 		}
 		for _, tt := range tests {
@@ -115,11 +117,13 @@ func TestJobsList(t *testing.T) {
 		// A bad value is a message next to its field on the jobs page, with
 		// the form kept; JSON clients get the error.
 		tests := []struct{ query, field, msg string }{
-			{"status=zombie", "status", "status &#34;zombie&#34; is not one of ready, running, done, dead"},
+			{"status=zombie", "status", "status &#34;zombie&#34; is not one of running, ready, scheduled, dead, done, all"},
+			{"before=5", "before", "this list is oldest first: use after"},
+			{"status=dead&after=5", "after", "this list is newest first: use before"},
 			{"created_from=last+week", "created_from", "created_from &#34;last week&#34; is not a time: type 2026-12-03 10:00"},
 			{"created_until=2026-02-30", "created_until", "created_until"},
 			{"created_from=2026-12-02&created_until=2026-12-01", "created_until", "created_from must be before created_until"},
-			{"before=-1", "before", "before &#34;-1&#34; is not a positive whole number"},
+			{"status=all&before=-1", "before", "before &#34;-1&#34; is not a positive whole number"},
 			{"id=-1", "id", "id &#34;-1&#34; is not a positive whole number"},
 			{"id=1e3", "id", "id &#34;1e3&#34;"},
 			{"limit=0", "limit", "limit &#34;0&#34; must be a whole number from 1 to 500"},
@@ -368,4 +372,59 @@ func TestJobsListAnswersWhenTheListCannotFinish(t *testing.T) {
 	resp, body = c.get("/jobs?kind=rare", "Accept", "application/json")
 	require.Equal(t, http.StatusGatewayTimeout, resp.StatusCode, body)
 	require.Contains(t, body, "Narrow it with a status or an error class")
+}
+
+// TestJobsListOpensOnWhatMatters: /jobs opens on the running and due jobs,
+// the longest running or waiting first, with how long as a column; the
+// tabs count running, ready, scheduled, dead and done jobs, and the done
+// jobs are one click (their tab) away.
+func TestJobsListOpensOnWhatMatters(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := e.signedIn(t, "viewer")
+	e.exec(t, `INSERT INTO jobs (queue, kind, status, finished_at, created_at) VALUES
+		('q', 'old_done', 'done', now() - interval '1 hour', now() - interval '2 hours')`)
+	e.exec(t, `INSERT INTO jobs (queue, kind, status, started_at, lease_owner, lease_until, created_at) VALUES
+		('q', 'long_run', 'running', now() - interval '25 minutes', 'w', now() + interval '1 minute', now() - interval '30 minutes')`)
+	e.exec(t, `INSERT INTO jobs (queue, kind, available_at, created_at) VALUES
+		('q', 'waiting', now() - interval '10 minutes', now() - interval '10 minutes'),
+		('q', 'later', now() + interval '1 hour', now())`)
+	e.exec(t, `INSERT INTO jobs (queue, kind, status, error_class, finished_at) VALUES ('q', 'failed', 'dead', 'boom', now())`)
+	e.exec(t, `INSERT INTO jobs (queue, kind, status, finished_at) VALUES ('q', 'new_done', 'done', now())`)
+
+	var m views.JobsPage
+	require.Equal(t, http.StatusOK, c.getJSON("/jobs", &m))
+	var kinds, since []string
+	for _, r := range m.Jobs.Rows {
+		kinds, since = append(kinds, r[2].Text), append(since, r[4].Text)
+	}
+	require.Equal(t, []string{"long_run", "waiting"}, kinds, "running and due jobs, oldest first; no scheduled, dead or done job")
+	require.Equal(t, "For", m.Jobs.Columns[4].Label)
+	require.True(t, strings.HasPrefix(since[0], "running for 25m"), since[0])
+	require.True(t, strings.HasPrefix(since[1], "waiting for 10m"), since[1])
+	require.Contains(t, m.Order, "oldest first")
+
+	tabs := map[string]views.JobTab{}
+	for _, tab := range m.Tabs {
+		tabs[tab.Label] = tab
+	}
+	require.True(t, tabs["Running + ready"].Current)
+	require.Equal(t, "2", tabs["Running + ready"].Count)
+	require.Equal(t, "1", tabs["Running"].Count)
+	require.Equal(t, "1", tabs["Ready"].Count, "ready counts the due jobs only")
+	require.Equal(t, "1", tabs["Scheduled"].Count)
+	require.Equal(t, "1", tabs["Dead"].Count)
+	require.Equal(t, "/jobs?status=done", tabs["Done"].Href)
+
+	var done views.JobsPage
+	require.Equal(t, http.StatusOK, c.getJSON(tabs["Done"].Href, &done))
+	require.Len(t, done.Jobs.Rows, 2)
+	require.Equal(t, "new_done", done.Jobs.Rows[0][2].Text, "done jobs newest first")
+	require.True(t, strings.HasPrefix(done.Jobs.Rows[0][4].Text, "done "), done.Jobs.Rows[0][4].Text)
+
+	var sched views.JobsPage
+	require.Equal(t, http.StatusOK, c.getJSON(tabs["Scheduled"].Href, &sched))
+	require.Len(t, sched.Jobs.Rows, 1)
+	require.Equal(t, "later", sched.Jobs.Rows[0][2].Text)
+	require.True(t, strings.HasPrefix(sched.Jobs.Rows[0][4].Text, "due in 59m"), sched.Jobs.Rows[0][4].Text)
 }

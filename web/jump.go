@@ -15,7 +15,6 @@ import (
 
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/diagnostics"
-	"github.com/pgconsole/console/diagnostics/findings"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/views"
 )
@@ -104,7 +103,7 @@ func (s *Server) jump(c echo.Context) error {
 		}
 	}
 	if len(hits) == 1 && backend != nil {
-		m.Backend = jumpBackendView(*backend, readRole(c), time.Now())
+		m.Backend = jumpBackendView(*backend, readRole(c), time.Now(), s.backendGuard(ctx))
 		return s.renderJump(c, m)
 	}
 	if len(hits) == 1 {
@@ -203,9 +202,11 @@ func (s *Server) jumpBackend(ctx context.Context, pid int64) (*diagnostics.Backe
 	return nil, nil
 }
 
-// jumpBackendView shows a session found by pid, with the actions that
-// fit a backend.
-func jumpBackendView(b diagnostics.Backend, role string, now time.Time) *views.JumpBackend {
+// jumpBackendView shows a session found by pid, with the offers the
+// blocking tree makes a root like it (rootOffers: "Cancel job #N" first
+// when a worker runs a job in it, the signals in the order its state
+// suggests), each signal the guard refuses replaced by why.
+func jumpBackendView(b diagnostics.Backend, role string, now time.Time, guard backendGuard) *views.JumpBackend {
 	pid := strconv.Itoa(int(b.PID))
 	facts := []views.Fact{
 		{Label: "State", Value: orDash(b.State)},
@@ -226,8 +227,9 @@ func jumpBackendView(b diagnostics.Backend, role string, now time.Time) *views.J
 		facts = append(facts, views.Fact{Label: "Blocked by", Value: strings.Join(pids, ", "), Mono: true})
 	}
 	facts = append(facts, views.Fact{Label: "Query", Value: truncate(b.Query, 300), Title: b.Query, Mono: true})
-	return &views.JumpBackend{PID: pid, Facts: facts,
-		Actions: actionLinks([]string{findings.ActionBackendCancel, findings.ActionBackendTerminate}, role, map[string]string{"pid": pid})}
+	node := diagnostics.BlockingNode{PID: b.PID, State: b.State, ApplicationName: b.ApplicationName,
+		JobID: diagnostics.JobIDFromApplicationName(b.ApplicationName)}
+	return &views.JumpBackend{PID: pid, Facts: facts, Actions: guardOffers(rootOffers(node, role), guard)}
 }
 
 func orDash(s string) string {

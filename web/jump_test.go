@@ -13,6 +13,8 @@ import (
 
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/testdb"
 	"github.com/pgconsole/console/views"
 )
 
@@ -154,4 +156,36 @@ func TestColumnHeadings(t *testing.T) {
 	}
 	require.Equal(t, "Dead rows", views.ColumnLabel("n_dead_tup"))
 	require.Equal(t, "Some new thing", views.ColumnLabel("some_new_thing_seconds"), "an unknown name is spelled out")
+}
+
+// The jump page offers a session what the blocking tree offers a root like
+// it: "Cancel job #N" first when a worker runs a job in it, and the
+// signals only where the guards would let them through; the console's own
+// connection gets the reason instead of buttons.
+func TestJumpBackendOffersFollowTheGuards(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	c := e.signedIn(t, "operator")
+	worker := testdb.Connect(t, e.url, "console-worker job=77")
+	_, err := worker.Exec(ctx, "BEGIN")
+	require.NoError(t, err)
+	_, err = worker.Exec(ctx, "SELECT 1")
+	require.NoError(t, err)
+	defer worker.Exec(context.Background(), "ROLLBACK")
+	_, body := c.get(fmt.Sprintf("/jump?q=pid+%d", worker.PgConn().PID()))
+	require.Contains(t, body, `data-testid="jump-backend"`)
+	cancelJob := strings.Index(body, "Cancel job #77")
+	require.Positive(t, cancelJob, "a worker's session offers cancelling its job:\n%s", body)
+	signal := strings.Index(body, `data-testid="action-backend.cancel"`)
+	require.Greater(t, signal, cancelJob, "the job's cancel comes before the signals")
+	require.NotContains(t, body, `data-testid="refused-`)
+
+	require.NoError(t, e.srv.cfg.Diagnostics.BlockingTree(ctx).Err)
+	own := e.srv.cfg.Diagnostics.OwnPIDs()
+	require.NotEmpty(t, own)
+	m := jumpBackendView(diagnostics.Backend{PID: own[0], State: "idle in transaction"}, auth.RoleOperator, time.Now(), e.srv.backendGuard(ctx))
+	require.Len(t, m.Actions, 1, "one refusal instead of both signals: %+v", m.Actions)
+	require.Equal(t, fmt.Sprintf("Not offered: backend %d is the console's own connection.", own[0]), m.Actions[0].Refused)
+	require.Empty(t, m.Actions[0].Href)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -80,8 +81,9 @@ func TestJobWaitingOnALockIsExplained(t *testing.T) {
 	require.Contains(t, body, "(transactionid lock, wants ShareLock)")
 	require.Contains(t, body, `href="/runbook/blocking" data-testid="job-lock-chain"`)
 
-	// The tree panel says what each waits for.
-	panel := op.page("/panels/blocking_tree")
+	// The tree panel says what each waits for (its words, read without the
+	// glossary's markup around lock modes and targets).
+	panel := regexp.MustCompile(`<[^>]*>`).ReplaceAllString(op.page("/panels/blocking_tree"), "")
 	require.Contains(t, panel, "wants ShareLock on transaction ")
 	require.Contains(t, panel, fmt.Sprintf("of pid %d (transactionid); pid %d holds ExclusiveLock", rootPID, rootPID))
 

@@ -194,15 +194,24 @@ func TestBrowserPhone(t *testing.T) {
 	recordAudit(t, e, 1, "olga", "queue.pause", audit.OutcomeSucceeded, nil)
 	for _, page := range []struct{ path, row string }{
 		{"/audit", `[data-testid="audit-row"]`},
+		{"/jobs?status=dead&queue=emails-eu", `[data-testid="panel-jobs"] tbody tr`},
 	} {
 		browser.Do(t, b, chromedp.Navigate(e.http.URL+page.path), chromedp.WaitVisible(css(page.row)))
 		requireNoPageOverflow(t, b, page.path)
+		// The filters fold into a summary naming those on, so the first
+		// screen shows data: the first row starts above the fold.
+		require.False(t, browser.Get(t, b, chromedp.Evaluate[bool](`document.querySelector('[data-testid="filters-fold"]').open`)),
+			"%s: the filters are folded on a phone", page.path)
+		top := browser.Get(t, b, chromedp.Evaluate[float64](`document.querySelector('`+page.row+`').getBoundingClientRect().top`))
+		require.Less(t, top, 844.0-40, "%s: the first row starts above the fold", page.path)
 		require.Equal(t, "block", browser.Get(t, b, chromedp.Evaluate[string](`getComputedStyle(document.querySelector('`+page.row+`')).display`)),
 			"%s: each row is a card", page.path)
 		require.NotEmpty(t, browser.Get(t, b, chromedp.Evaluate[string](`document.querySelector('`+page.row+` td').dataset.label || ""`)),
 			"%s: each cell says what it is", page.path)
-		shot(strings.TrimPrefix(strings.ReplaceAll(page.path, "/", "-"), "-"))
+		shot(strings.TrimPrefix(strings.ReplaceAll(strings.Split(page.path, "?")[0], "/", "-"), "-"))
 	}
+	require.Equal(t, "queue emails-eu", browser.Get(t, b, chromedp.Text(css(`[data-testid="filters-active"]`))),
+		"the folded filters say which are on")
 }
 
 // TestBrowserFinish checks the finish at 1440x900: no table is clipped,

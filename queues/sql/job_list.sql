@@ -16,7 +16,7 @@
 -- indexes; PostgreSQL keeps custom plans for it, as the generic one costs
 -- far more.
 SELECT id, queue, kind, status, available_at, attempts, max_attempts,
-       left(last_error, 1000) AS last_error, error_class, created_at
+       left(last_error, 1000) AS last_error, error_class, created_at, started_at, finished_at
 FROM jobs
 WHERE ($1::text = '' OR queue = $1)
   AND ($2::text = '' OR kind = $2)
