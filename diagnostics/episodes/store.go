@@ -101,6 +101,9 @@ type ListParams struct {
 	// Limit bounds the episodes: default ListMax, at most ListMax+1 (a
 	// page and one more, which tells whether another page follows).
 	Limit int
+	// Bare leaves the participants out: a time line needs the episodes'
+	// rows only.
+	Bare bool
 	// After is where the page before ended (its last episode's Cursor):
 	// List returns the episodes that come after it in its order. Nil: the
 	// first page.
@@ -177,7 +180,7 @@ func List(ctx context.Context, db DBTX, p ListParams) ([]Episode, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list lock episodes: %w", err)
 	}
-	if len(eps) == 0 {
+	if len(eps) == 0 || p.Bare {
 		return eps, nil
 	}
 	ids := make([]int64, len(eps))
