@@ -34,6 +34,8 @@ type HistoryPage struct {
 	Activity     []HistoryActivityRow
 	Waits        []HistoryWaitRow
 	Findings     []HistoryFindingRow
+	// Strip is the scrubber: episodes and blocked samples on a time line.
+	Strip HistoryStrip
 	// APIHref is the same evidence as JSON.
 	APIHref string
 	Error   string
@@ -95,4 +97,34 @@ type HistoryFindingRow struct {
 	Severity string
 	Title    string
 	Evidence string
+}
+
+// HistoryStrip is the scrubber over the history page: a strip over the
+// last hour or day (to the window's end) with the recorded lock episodes
+// and the samples that found backends blocked marked where they fell, and
+// the moment shown as a line. Each mark is a link: an episode to its card
+// on the lock episodes page, a sample to that moment here.
+type HistoryStrip struct {
+	// Spans are the strip's choosable ranges ("last hour", "last day").
+	Spans []HistoryWindowLink
+	// From and To label the strip's ends, as the page shows times.
+	From, To string
+	// Episodes and Samples are the marks of each lane.
+	Episodes, Samples []HistoryStripMark
+	// AtX is where the moment shown falls, in percent of the strip;
+	// AtShown is false when it falls outside.
+	AtX     string
+	AtShown bool
+	// Limited is true when only the most waited episodes are marked.
+	Limited bool
+}
+
+// HistoryStripMark is one mark of the strip: X and W are its left edge and
+// width in percent of the strip; Level (low, mid, high) how much it held
+// up; Label says what it is, for a screen reader and a tooltip.
+type HistoryStripMark struct {
+	X, W  string
+	Level string
+	Label string
+	Href  string
 }

@@ -13,8 +13,13 @@ type LockEpisodesPage struct {
 	// and again in the last hour.
 	Findings []LockEpisodeFinding
 	Episodes []LockEpisodeCard
-	// Limited is true when more episodes matched than are shown.
-	Limited bool
+	// Limited is true when more episodes matched than are shown: a page
+	// holds Shown of them, NextHref leads to the next page and FirstHref
+	// (set past the first page) back to the first.
+	Limited   bool
+	Shown     int
+	NextHref  string
+	FirstHref string
 	// APIHref is the same list as JSON.
 	APIHref string
 }

@@ -47,12 +47,21 @@ type historyQuery struct {
 	// loc is the zone typed times are read and shown in (?tz=, the
 	// browser's), UTC when none is given.
 	loc *time.Location
+	// strip is the scrubber's range: 1h (default) or 24h.
+	strip string
 }
 
 // parseHistoryQuery reads window (15m, 1h, 24h, 7d or custom, default 1h),
 // from, to and at. Quick windows end now; at defaults to the window's end.
 func parseHistoryQuery(c echo.Context, now time.Time) (historyQuery, error) {
-	q := historyQuery{window: c.QueryParam("window"), to: now, loc: personZone(c)}
+	q := historyQuery{window: c.QueryParam("window"), to: now, loc: personZone(c), strip: c.QueryParam("strip")}
+	switch q.strip {
+	case "":
+		q.strip = "1h"
+	case "1h", "24h":
+	default:
+		return q, errBadRequest("strip=%q: use 1h or 24h", q.strip)
+	}
 	from, to, at := c.QueryParam("from"), c.QueryParam("to"), c.QueryParam("at")
 	if q.window == "" {
 		q.window = "1h"
@@ -109,6 +118,9 @@ func (q historyQuery) href(window string, at time.Time) string {
 	}
 	if q.loc != nil && q.loc != time.UTC {
 		v.Set("tz", q.loc.String())
+	}
+	if q.strip != "" && q.strip != "1h" {
+		v.Set("strip", q.strip)
 	}
 	return "/history?" + v.Encode()
 }
@@ -210,7 +222,7 @@ func (s *Server) historyPage(c echo.Context) error {
 		// What was typed stays in the form beside what to type instead;
 		// the page shows the last hour meanwhile.
 		problem = bad.msg
-		q = historyQuery{window: "1h", from: now.Add(-time.Hour), to: now, at: now, loc: personZone(c)}
+		q = historyQuery{window: "1h", from: now.Add(-time.Hour), to: now, at: now, loc: personZone(c), strip: "1h"}
 	} else if err != nil {
 		return err
 	}
@@ -235,6 +247,9 @@ func (s *Server) historyPage(c echo.Context) error {
 	} else if !errors.Is(ev.Err, recorder.ErrNoHistory) {
 		return ev.Err
 	}
+	if ev.Strip, err = s.historyStripEvidence(ctx, q); err != nil {
+		return err
+	}
 	m := historyModel(q, ev)
 	if problem != "" {
 		m.Problem, m.From, m.To, m.At = problem, c.QueryParam("from"), c.QueryParam("to"), c.QueryParam("at")
@@ -249,6 +264,8 @@ type historyEvidence struct {
 	// Tree is the sample shown; Err is ErrNoHistory when there is none.
 	Tree, Activity, Waits, Findings recorder.HistoryEntry
 	Err                             error
+	// Strip is what the scrubber marks.
+	Strip stripEvidence
 }
 
 // historyModel maps what the page read to its view model; no I/O.
@@ -263,6 +280,7 @@ func historyModel(q historyQuery, ev historyEvidence) views.HistoryPage {
 		m.Windows = append(m.Windows, views.HistoryWindowLink{Label: w.key, Href: q.href(w.key, time.Time{}), Active: q.window == w.key})
 	}
 	m.Windows = append(m.Windows, views.HistoryWindowLink{Label: "custom", Href: q.href("custom", q.at), Active: q.window == "custom"})
+	m.Strip = historyStrip(q, ev.Strip)
 	moments := ev.Moments
 	if len(moments) > historyMomentsLimit {
 		moments, m.MomentsLimit = moments[:historyMomentsLimit], true

@@ -22,11 +22,18 @@ var episodeSinces = []struct {
 	d   time.Duration
 }{{"15m", 15 * time.Minute}, {"1h", time.Hour}, {"6h", 6 * time.Hour}, {"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}, {"30d", 30 * 24 * time.Hour}}
 
+// episodesPageSize is how many episodes the page shows at once (each with
+// its sessions); the API answers up to episodes.ListMax. Either links the
+// next page by the last episode's cursor.
+const episodesPageSize = 25
+
 // episodeQuery is what a lock-episodes request asks for.
 type episodeQuery struct {
 	since    string // as given: a quick window or a time
 	params   episodes.ListParams
 	minGiven string
+	// after is the after= cursor as given; empty for the first page.
+	after string
 }
 
 // parseEpisodeQuery reads since (a window such as 1h or 7d, or a UTC time;
@@ -79,7 +86,14 @@ func parseEpisodeQuery(c echo.Context, now time.Time) (episodeQuery, error) {
 		}
 		*f.into = v
 	}
-	q.params.Limit = episodes.ListMax + 1
+	if q.after = strings.TrimSpace(c.QueryParam("after")); q.after != "" {
+		cur, err := episodes.ParseCursor(q.after)
+		if err != nil {
+			return q, errBadRequest("after=%q: %v", truncate(q.after, 40), err)
+		}
+		q.params.After = &cur
+	}
+	q.params.Limit = episodes.ListMax
 	return q, nil
 }
 
@@ -109,26 +123,32 @@ func (s *Server) episodesStatus() episodes.Status {
 
 // lockEpisodesAnswer is GET /api/v1/lock-episodes's answer.
 type lockEpisodesAnswer struct {
-	Recording episodes.Status          `json:"recording"`
-	Since     time.Time                `json:"since"`
-	Until     time.Time                `json:"until"`
-	Episodes  []episodes.Episode       `json:"episodes"`
-	Limited   bool                     `json:"limited"`
-	Findings  []episodes.RepeatBlocker `json:"repeat_blockers"`
+	Recording episodes.Status    `json:"recording"`
+	Since     time.Time          `json:"since"`
+	Until     time.Time          `json:"until"`
+	Episodes  []episodes.Episode `json:"episodes"`
+	// Limited is true when more episodes match than this answer holds;
+	// Next is then the after= of the next page.
+	Limited  bool                     `json:"limited"`
+	Next     string                   `json:"next,omitempty"`
+	Findings []episodes.RepeatBlocker `json:"repeat_blockers"`
 }
 
-// lockEpisodesEvidence reads the episodes q asks for and the repeat
-// blockers of the last hour.
-func (s *Server) lockEpisodesEvidence(c echo.Context, q episodeQuery, now time.Time) (lockEpisodesAnswer, error) {
+// lockEpisodesEvidence reads a page of at most size episodes q asks for
+// and the repeat blockers of the last hour.
+func (s *Server) lockEpisodesEvidence(c echo.Context, q episodeQuery, now time.Time, size int) (lockEpisodesAnswer, error) {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
 	defer cancel()
 	ans := lockEpisodesAnswer{Recording: s.episodesStatus(), Since: q.params.Since, Until: q.params.Until}
+	// One more than the page tells whether a next page exists.
+	q.params.Limit = size + 1
 	eps, err := episodes.List(ctx, s.cfg.Pool, q.params)
 	if err != nil {
 		return ans, err
 	}
-	if len(eps) > episodes.ListMax {
-		eps, ans.Limited = eps[:episodes.ListMax], true
+	if len(eps) > size {
+		eps, ans.Limited = eps[:size], true
+		ans.Next = eps[size-1].Cursor().String()
 	}
 	ans.Episodes = eps
 	if ans.Findings, err = episodes.RepeatBlockers(ctx, s.cfg.Pool, now.Add(-time.Hour), 0); err != nil {
@@ -146,7 +166,7 @@ func (s *Server) lockEpisodesAPI(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ans, err := s.lockEpisodesEvidence(c, q, now)
+	ans, err := s.lockEpisodesEvidence(c, q, now, episodes.ListMax)
 	if err != nil {
 		return err
 	}
@@ -163,7 +183,7 @@ func (s *Server) lockEpisodesPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ans, err := s.lockEpisodesEvidence(c, q, now)
+	ans, err := s.lockEpisodesEvidence(c, q, now, episodesPageSize)
 	if err != nil {
 		return err
 	}
@@ -176,8 +196,17 @@ func lockEpisodesModel(q episodeQuery, ans lockEpisodesAnswer) views.LockEpisode
 	m := views.LockEpisodesPage{
 		Recording: ans.Recording.On, RecordingWhy: ans.Recording.Reason, Limited: ans.Limited,
 		APIHref: "/api/v1/lock-episodes?" + q.values().Encode(),
+		Shown:   len(ans.Episodes),
 		Filter: views.LockEpisodeFilter{Since: q.since, MinDuration: q.minGiven, Table: q.params.Table,
 			Application: q.params.Application, JobKind: q.params.JobKind, Queue: q.params.Queue},
+	}
+	if ans.Next != "" {
+		next := q.values()
+		next.Set("after", ans.Next)
+		m.NextHref = "/lock-episodes?" + next.Encode()
+	}
+	if q.after != "" {
+		m.FirstHref = "/lock-episodes?" + q.values().Encode()
 	}
 	custom := true
 	for _, s := range episodeSinces {

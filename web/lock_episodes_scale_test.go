@@ -2,8 +2,14 @@ package web
 
 import (
 	"context"
+	"encoding/json"
+	"math"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,8 +69,9 @@ func medianGet(t *testing.T, c *client, path string, header ...string) time.Dura
 
 // The episodes page and its API over 30 days of one two-second episode a
 // minute with ten sessions each (43,200 episodes, 432,000 sessions): each
-// window and filter answers with the episodes it holds. The times are
-// logged, not asserted (the target is under 100 ms each; a shared
+// window and filter answers with the episodes it holds, a page at a time,
+// and the list reaches its page through an index (asserted on the plans).
+// The times are logged, not asserted (the target is under 100 ms each; a shared
 // machine's load makes any bound flaky):
 //
 //	go test -count=1 -v -run TestLockEpisodesAtThirtyDays ./web/
@@ -95,4 +102,96 @@ func TestLockEpisodesAtThirtyDays(t *testing.T) {
 	}
 	ans := episodesJSON(t, c, "since=1h")
 	require.NotEmpty(t, ans.Findings, "the applications at the root of the last hour's claims")
+
+	// The page after the first starts where it ended: no episode twice,
+	// the order kept across the pages.
+	first := episodesJSON(t, c, "since=30d")
+	require.True(t, first.Limited)
+	require.NotEmpty(t, first.Next)
+	second := episodesJSON(t, c, "since=30d&after="+url.QueryEscape(first.Next))
+	require.Len(t, second.Episodes, 200)
+	last := first.Episodes[len(first.Episodes)-1]
+	for _, ep := range second.Episodes {
+		require.NotEqual(t, last.ID, ep.ID)
+		require.LessOrEqual(t, ep.WaitedSeconds, last.WaitedSeconds, "most waited first, across pages")
+	}
+
+	// How the list reaches its page, whatever the machine's load: a 30-day
+	// window walks the impact index to the limit (no sort of every episode
+	// of the window, no sequential scan), a short one its few episodes by
+	// start, and the sessions of a page come by the participants' key.
+	list := readSQL(t, "episode_list")
+	now := time.Now()
+	for _, w := range []struct {
+		name     string
+		since    time.Duration
+		app      string
+		throughI string
+	}{
+		{"30d", 30 * 24 * time.Hour, "", "lock_episodes_impact_idx"},
+		{"30dApplication", 30 * 24 * time.Hour, "app-7", "lock_episodes_impact_idx"},
+		{"1h", time.Hour, "", "lock_episodes_start_idx"},
+	} {
+		plan := explain(t, e, list, now.Add(-w.since), now, 0.0, "", w.app, "", "", 26, math.Inf(1), now, int64(0))
+		require.NotContains(t, plan.kinds, "Seq Scan", "%s: %s", w.name, plan.text)
+		require.Contains(t, plan.indexes, w.throughI, "%s: %s", w.name, plan.text)
+		if w.throughI == "lock_episodes_impact_idx" {
+			require.NotContains(t, plan.kinds, "Sort", "%s: the limit is reached in index order: %s", w.name, plan.text)
+		}
+	}
+	ids := make([]int64, 0, len(first.Episodes))
+	for _, ep := range first.Episodes[:25] {
+		ids = append(ids, ep.ID)
+	}
+	plan := explain(t, e, readSQL(t, "episode_participants"), ids)
+	require.NotContains(t, plan.kinds, "Seq Scan", plan.text)
+	require.Contains(t, plan.indexes, "lock_episode_participants_pkey", plan.text)
+}
+
+// readSQL is one of the lock-episode statements as the console embeds it.
+func readSQL(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "diagnostics", "episodes", "sql", name+".sql"))
+	require.NoError(t, err)
+	return string(b)
+}
+
+// queryPlan is a statement's plan: every node's type, every index it
+// reads, and the plan as text for a failure's message.
+type queryPlan struct {
+	kinds, indexes []string
+	text           string
+}
+
+// explain plans query with args as the console runs it (planned for these
+// values, not a generic plan).
+func explain(t *testing.T, e *env, query string, args ...any) queryPlan {
+	t.Helper()
+	var raw []byte
+	require.NoError(t, e.owner.QueryRow(context.Background(), "EXPLAIN (FORMAT JSON) "+query, args...).Scan(&raw))
+	var doc []struct {
+		Plan planNode `json:"Plan"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	var p queryPlan
+	var walk func(n planNode, depth int)
+	walk = func(n planNode, depth int) {
+		p.kinds = append(p.kinds, n.NodeType)
+		if n.IndexName != "" {
+			p.indexes = append(p.indexes, n.IndexName)
+		}
+		p.text += strings.Repeat("  ", depth) + n.NodeType + " " + n.IndexName + n.RelationName + "\n"
+		for _, c := range n.Plans {
+			walk(c, depth+1)
+		}
+	}
+	walk(doc[0].Plan, 0)
+	return p
+}
+
+type planNode struct {
+	NodeType     string     `json:"Node Type"`
+	IndexName    string     `json:"Index Name"`
+	RelationName string     `json:"Relation Name"`
+	Plans        []planNode `json:"Plans"`
 }

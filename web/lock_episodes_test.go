@@ -129,6 +129,8 @@ func TestLockEpisodesPageAndAPIFilter(t *testing.T) {
 		{"since=yesterday", "since=\\\"yesterday\\\""},
 		{"min_duration=soon", "min_duration=\\\"soon\\\""},
 		{"min_duration=-2s", "zero or more"},
+		{"after=page-2", "not a page cursor"},
+		{"after=NaN_1_2", "not a page cursor"},
 	} {
 		resp, body := c.get("/api/v1/lock-episodes?"+bad.query, "Accept", "application/json")
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, bad.query+": "+body)

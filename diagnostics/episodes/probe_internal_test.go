@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/internal/testdb"
@@ -64,6 +65,49 @@ func TestProbesSeeTheSameWaits(t *testing.T) {
 		require.NoError(t, <-done)
 	}
 	require.Zero(t, probe("episode_probe"), "every wait ended")
+}
+
+// A root that ends its transaction while its waiter goes on waiting behind
+// another changes the probe's digest: the recorder reads who waits on whom
+// again at once instead of keeping the root that left.
+func TestProbeDigestSeesARootLeave(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	setup := testdb.Connect(t, url, "setup")
+	_, err := setup.Exec(ctx, "CREATE TABLE probe_shared (id int)")
+	require.NoError(t, err)
+	pool := testdb.Pool(t, url)
+	digest := func() int64 {
+		var n int
+		var d int64
+		require.NoError(t, pool.QueryRow(ctx, sqlText("episode_probe")).Scan(&n, &d))
+		require.Equal(t, 1, n, "one session waits")
+		return d
+	}
+	first := testdb.Connect(t, url, "probe-root-a")
+	second := testdb.Connect(t, url, "probe-root-b")
+	for _, c := range []interface {
+		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	}{first, second} {
+		_, err := c.Exec(ctx, "BEGIN; LOCK TABLE probe_shared IN SHARE MODE")
+		require.NoError(t, err)
+	}
+	waiter := testdb.Connect(t, url, "probe-waiter")
+	done := make(chan error, 1)
+	go func() {
+		_, err := waiter.Exec(ctx, "BEGIN; LOCK TABLE probe_shared IN EXCLUSIVE MODE; COMMIT")
+		done <- err
+	}()
+	testdb.WaitBackend(t, pool, "probe-waiter", "wait_event_type = 'Lock'")
+	behindBoth := digest()
+	require.Equal(t, behindBoth, digest(), "nothing changed, the same digest")
+	_, err = first.Exec(ctx, "COMMIT")
+	require.NoError(t, err)
+	require.NotEqual(t, behindBoth, digest(), "one of its roots left: the waiter waits behind the other alone")
+	_, err = second.Exec(ctx, "COMMIT")
+	require.NoError(t, err)
+	require.NoError(t, <-done)
 }
 
 // BenchmarkProbe times the look of a recorder while nothing waits, on a

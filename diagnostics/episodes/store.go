@@ -2,8 +2,14 @@ package episodes
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/internal/sqlset"
@@ -92,15 +98,63 @@ type ListParams struct {
 	// on that table, involved that application (root or waiter), delayed
 	// a job of that kind or queue. Empty: any.
 	Table, Application, JobKind, Queue string
-	// Limit bounds the episodes; default and most ListMax.
+	// Limit bounds the episodes: default ListMax, at most ListMax+1 (a
+	// page and one more, which tells whether another page follows).
 	Limit int
+	// Bare leaves the participants out: a time line needs the episodes'
+	// rows only.
+	Bare bool
+	// After is where the page before ended (its last episode's Cursor):
+	// List returns the episodes that come after it in its order. Nil: the
+	// first page.
+	After *Cursor
+}
+
+// Cursor is an episode's place in List's order (most waited first, then
+// the latest start, then the highest id): a page that ends with it is
+// followed by the episodes after it, read from there through an index
+// rather than by skipping the pages before.
+type Cursor struct {
+	WaitedSeconds float64
+	Start         time.Time
+	ID            int64
+}
+
+// Cursor is e's place in List's order.
+func (e Episode) Cursor() Cursor {
+	return Cursor{WaitedSeconds: e.WaitedSeconds, Start: e.Start, ID: e.ID}
+}
+
+// String writes c as one URL-safe word: waited seconds, start (Unix
+// microseconds) and id, joined by "_"; ParseCursor reads it back.
+func (c Cursor) String() string {
+	return strconv.FormatFloat(c.WaitedSeconds, 'g', -1, 64) + "_" + strconv.FormatInt(c.Start.UnixMicro(), 10) + "_" +
+		strconv.FormatInt(c.ID, 10)
+}
+
+// ErrBadCursor is ParseCursor's error for text that is not a Cursor.
+var ErrBadCursor = errors.New("not a page cursor: give the after= of the page's \"next\" link")
+
+// ParseCursor reads what Cursor.String wrote.
+func ParseCursor(s string) (Cursor, error) {
+	parts := strings.Split(s, "_")
+	if len(parts) != 3 {
+		return Cursor{}, ErrBadCursor
+	}
+	waited, err1 := strconv.ParseFloat(parts[0], 64)
+	micros, err2 := strconv.ParseInt(parts[1], 10, 64)
+	id, err3 := strconv.ParseInt(parts[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || math.IsNaN(waited) || math.IsInf(waited, 0) || waited < 0 {
+		return Cursor{}, ErrBadCursor
+	}
+	return Cursor{WaitedSeconds: waited, Start: time.UnixMicro(micros).UTC(), ID: id}, nil
 }
 
 // ListMax is the most episodes List returns.
 const ListMax = 200
 
-// List returns the episodes matching p, most waited first, with their
-// participants (episode_list.sql, episode_participants.sql).
+// List returns the episodes matching p, most waited first (a page of at
+// most p.Limit, after p.After), with their participants (episode_list.sql, episode_participants.sql).
 func List(ctx context.Context, db DBTX, p ListParams) ([]Episode, error) {
 	if p.Until.IsZero() {
 		p.Until = time.Now()
@@ -108,15 +162,25 @@ func List(ctx context.Context, db DBTX, p ListParams) ([]Episode, error) {
 	if p.Since.IsZero() {
 		p.Since = p.Until.Add(-time.Hour)
 	}
-	if p.Limit <= 0 || p.Limit > ListMax {
+	if p.Limit <= 0 {
 		p.Limit = ListMax
 	}
-	eps, err := sqlset.All[Episode](ctx, db, sqlText("episode_list"), p.Since, p.Until, p.MinDuration.Seconds(),
-		p.Table, p.Application, p.JobKind, p.Queue, p.Limit)
+	p.Limit = min(p.Limit, ListMax+1)
+	// The first page starts after an episode that waited forever.
+	after := Cursor{WaitedSeconds: math.Inf(1), Start: p.Until}
+	if p.After != nil {
+		after = *p.After
+	}
+	// Planned for each call's window (not a prepared statement's generic
+	// plan): a short window reads lock_episodes_start_idx and sorts its few
+	// episodes, a long one walks lock_episodes_impact_idx to the limit, and
+	// one plan for both sorted every episode of 30 days on each page.
+	eps, err := sqlset.All[Episode](ctx, db, sqlText("episode_list"), pgx.QueryExecModeCacheDescribe, p.Since, p.Until, p.MinDuration.Seconds(),
+		p.Table, p.Application, p.JobKind, p.Queue, p.Limit, after.WaitedSeconds, after.Start, after.ID)
 	if err != nil {
 		return nil, fmt.Errorf("list lock episodes: %w", err)
 	}
-	if len(eps) == 0 {
+	if len(eps) == 0 || p.Bare {
 		return eps, nil
 	}
 	ids := make([]int64, len(eps))

@@ -92,12 +92,14 @@ type tracker struct {
 	reused     int
 }
 
-// fullReadEvery bounds how many looks in a row reuse a full read: a root
-// replaced while the same sessions wait in the same statements changes no
-// digest, and is seen within this many looks (a minute at the default
-// interval): a full read of 300 waiters costs a few hundred ms, so reading
-// it every 10 looks cost the console a third more database time in a storm.
-const fullReadEvery = 60
+// fullReadEvery bounds how many looks in a row reuse a full read. The
+// probe's digest changes when a waiter comes, goes or starts a new
+// statement, and when a session that could be a root ends its transaction;
+// what it cannot see (a waiter that waits again in the same statement) is
+// read within this many looks (five minutes at the default interval). A
+// full read of 300 waiters costs a quarter of a second of server time, so
+// reading it every minute was most of the recorder's cost in a storm.
+const fullReadEvery = 300
 
 // reuse returns the last full read when the probe found the same waits as
 // then (same non-zero digest) and it was read less than fullReadEvery

@@ -1,0 +1,16 @@
+-- 023: the lock episodes in the order the page and the API list them.
+-- compat: expand
+--
+-- The episodes are listed most waited first (waited_seconds, then the
+-- latest start, then id for a stable order) a page at a time. Over a long
+-- window (30 days: 43,200 episodes at one a minute) lock_episodes_start_idx
+-- finds every episode of the window and sorts them all for the first page;
+-- this index, scanned backward, reaches a page in order and stops there,
+-- and the next page starts after the last row of the one before (keyset).
+-- Short windows keep using lock_episodes_start_idx, which finds their few
+-- episodes directly; the planner picks by the window's size.
+--
+-- Locks: SHARE on lock_episodes while the index builds (the recorder's
+-- writes wait; it holds 43,200 rows at one episode a minute for 30 days,
+-- built in well under a second).
+CREATE INDEX IF NOT EXISTS lock_episodes_impact_idx ON lock_episodes (waited_seconds, start_at, id);
