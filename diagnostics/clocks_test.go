@@ -140,5 +140,7 @@ func TestSamplerTakesGaugesFromAFreshRound(t *testing.T) {
 	for _, name := range costly {
 		require.Equal(t, before[name]+1, after[name], "%s is read by the sampler once no round is fresh", name)
 	}
-	require.Equal(t, 1, *smp.Blocked)
+	// The tree is the server's, not this database's: another test's
+	// session still waiting elsewhere counts too.
+	require.GreaterOrEqual(t, *smp.Blocked, 1, "the waiter, from the sampler's own read")
 }
