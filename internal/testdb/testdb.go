@@ -1,10 +1,11 @@
 // Package testdb gives tests a real, migrated PostgreSQL database.
 //
 // One private server (the same launcher as the console's embedded default)
-// is started per test binary, on first use; a template database is migrated
-// once, and every test gets its own database cloned from it, which is fast
-// (no initdb, no migration per test). Call Main from the package's TestMain so
-// the server is stopped when the tests end. The servers' folders are in
+// is started per test binary, on first use, from a copy of a cluster
+// initialised and migrated once for all the binaries (see cache.go); every
+// test gets its own database cloned from its migrated template, which is
+// fast (no initdb, no migration per test or per binary). Call Main from the
+// package's TestMain so the server is stopped when the tests end. The servers' folders are in
 // /dev/shm when it is a tmpfs and TMPDIR is unset, elsewhere in TMPDIR.
 //
 // TEST_DATABASE_URL points the harness at an existing server instead (it must
@@ -28,7 +29,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgconsole/console/internal/pgserver"
-	"github.com/pgconsole/console/migrations"
 )
 
 var (
@@ -94,18 +94,31 @@ var ServerSettings = map[string]string{
 func setup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	template = fmt.Sprintf("console_template_%d", os.Getpid())
 	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		// A server other binaries may share: a template of this process's own.
 		adminURL = u
+		template = fmt.Sprintf("console_template_%d", os.Getpid())
+		setupErr = makeTemplate(ctx, adminURL, template, false)
+		return
+	}
+	srv, err := startCached(ctx, "testdb", ServerSettings)
+	if err == nil {
+		template = cachedTemplate
 	} else {
-		srv, err := NewServerDir(ctx, "testdb", ServerSettings)
-		if err != nil {
+		fmt.Fprintf(os.Stderr, "testdb: no cached cluster (%v); this binary runs initdb and migrates its own\n", err)
+		if srv, err = NewServerDir(ctx, "testdb", ServerSettings); err != nil {
 			setupErr = err
 			return
 		}
-		server = srv
-		adminURL = srv.URL("postgres")
+		template = fmt.Sprintf("console_template_%d", os.Getpid())
+		if err := makeTemplate(ctx, srv.URL("postgres"), template, true); err != nil {
+			srv.Stop()
+			setupErr = err
+			return
+		}
 	}
+	server = srv
+	adminURL = srv.URL("postgres")
 	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
 		setupErr = fmt.Errorf("connect to test server: %w", err)
@@ -117,29 +130,9 @@ func setup() {
 		setupErr = fmt.Errorf("read the test server's version: %w", err)
 		return
 	}
-	if server != nil && version >= 150000 { // not on a TEST_DATABASE_URL server: its disk may be slow to checkpoint
+	// Not on a TEST_DATABASE_URL server: its disk may be slow to checkpoint.
+	if version >= 150000 {
 		copyFiles = " STRATEGY FILE_COPY"
-	}
-	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{template}.Sanitize()); err != nil {
-		setupErr = err
-		return
-	}
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{template}.Sanitize()); err != nil {
-		setupErr = fmt.Errorf("create template database: %w", err)
-		return
-	}
-	tc, err := pgx.Connect(ctx, withDatabase(adminURL, template))
-	if err != nil {
-		setupErr = err
-		return
-	}
-	defer tc.Close(ctx)
-	if _, err := tc.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil && server != nil {
-		setupErr = fmt.Errorf("create pg_stat_statements: %w", err)
-		return
-	}
-	if _, err := migrations.Up(ctx, tc); err != nil {
-		setupErr = fmt.Errorf("migrate template database: %w", err)
 	}
 }
 
