@@ -59,6 +59,12 @@ func Main(m *testing.M) {
 }
 
 func teardown() {
+	adminMu.Lock()
+	if admin != nil {
+		admin.Close()
+		admin = nil
+	}
+	adminMu.Unlock()
 	if template != "" && setupErr == nil && server == nil {
 		if conn, err := pgx.Connect(context.Background(), adminURL); err == nil {
 			for _, db := range []string{template, ownedTemplate} {
@@ -276,23 +282,50 @@ func EmptyURL(t testing.TB) string {
 func createDatabase(t testing.TB, name, options, what string) string {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, adminURL)
+	admin, err := adminPool()
 	if err != nil {
 		t.Fatalf("connect to test server: %v", err)
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" "+options+copyFiles); err != nil {
-		t.Fatalf("create %s: %v", what, err)
+	create := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " " + options + copyFiles
+	if _, err := admin.Exec(ctx, create); err != nil {
+		// Once more on a fresh connection: a test may have terminated
+		// the pool's (a backend.terminate of every session).
+		admin.Reset()
+		if _, err := admin.Exec(ctx, create); err != nil {
+			t.Fatalf("create %s: %v", what, err)
+		}
 	}
 	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, adminURL)
-		if err != nil {
-			return
-		}
-		defer conn.Close(ctx)
-		conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+		admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 	})
 	return withDatabase(adminURL, name)
+}
+
+var (
+	adminMu sync.Mutex
+	admin   *pgxpool.Pool
+)
+
+// adminPool returns the binary's pool on the maintenance database, which
+// creates and drops the test databases. A connection costs the server tens
+// of milliseconds of CPU (a fork, cold catalog caches, the exit), as much
+// as the database's copy: two per test database were a third of what
+// the server spent on a test that opens one more.
+func adminPool() (*pgxpool.Pool, error) {
+	adminMu.Lock()
+	defer adminMu.Unlock()
+	if admin == nil {
+		cfg, err := pgxpool.ParseConfig(adminURL)
+		if err != nil {
+			return nil, err
+		}
+		cfg.MaxConns = 2
+		cfg.ConnConfig.RuntimeParams["application_name"] = "testdb admin"
+		if admin, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
+			return nil, err
+		}
+	}
+	return admin, nil
 }
 
 // New creates a fresh migrated database for this test and returns a pool on
