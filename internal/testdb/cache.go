@@ -42,11 +42,12 @@ const cacheFormat = "2"
 // worktrees' runs may still be using theirs.
 const cacheIdle = time.Hour
 
-// cacheKey identifies a cached cluster: the server binaries it was made by
-// and the migrations its template holds.
+// cacheKey identifies a cached cluster: the account and server binaries it
+// was made by and the migrations its templates hold.
 func cacheKey(binDir string) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "format %s\n", cacheFormat)
+	// The user too: another account cannot open a cache's lock or files.
+	fmt.Fprintf(h, "format %s uid %d\n", cacheFormat, os.Getuid())
 	postgres, err := filepath.EvalSymlinks(filepath.Join(binDir, "postgres"))
 	if err != nil {
 		return "", err
