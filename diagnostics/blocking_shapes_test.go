@@ -221,11 +221,13 @@ func TestBlockingTreeHidesOnlyOwnConnections(t *testing.T) {
 	d := open(t, url, diagnostics.Config{LockTimeout: 10 * time.Second, StatementTimeout: 15 * time.Second, MaxConns: 4})
 	// One of d's own connections queues behind the DDL.
 	queued := make(chan struct{})
+	// Canceled at cleanup: it would otherwise wait out its lock timeout.
+	queuedCtx, stopQueued := context.WithCancel(ctx)
 	go func() {
 		defer close(queued)
-		d.QueueHealth(ctx)
+		d.QueueHealth(queuedCtx)
 	}()
-	t.Cleanup(func() { <-queued })
+	t.Cleanup(func() { stopQueued(); <-queued })
 	watch := connect(t, url, "watch")
 	var ownWaiter int32
 	eventually(t, 15*time.Second, func() (bool, string) {

@@ -64,12 +64,30 @@ var (
 	ownedTemplate string // the template of OwnedURL's databases, "" until made
 )
 
-// setupOwned creates OwnerRole when missing and the template of OwnedURL's
-// databases: owned by OwnerRole, pg_stat_statements created by the
-// superuser, then migrated as OwnerRole.
+// setupOwned makes the template of OwnedURL's databases, unless the
+// binary's cluster is a copy of the cache, which holds it already.
 func setupOwned() {
+	if template == cachedTemplate {
+		ownedTemplate = cachedOwnedTemplate
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	name := fmt.Sprintf("console_owned_template_%d", os.Getpid())
+	ownedErr = makeOwnedTemplate(ctx, adminURL, name, server != nil)
+	if ownedErr == nil {
+		ownedTemplate = name
+	}
+}
+
+// cachedOwnedTemplate is the owned template's name in a cached cluster.
+const cachedOwnedTemplate = "console_owned_template"
+
+// makeOwnedTemplate creates OwnerRole when missing and the template of
+// OwnedURL's databases, name: owned by OwnerRole, pg_stat_statements
+// created by the superuser (required when ours is true), then migrated as
+// OwnerRole.
+func makeOwnedTemplate(ctx context.Context, adminURL, name string, ours bool) error {
 	rolesMu.Lock()
 	conn, err := pgx.Connect(ctx, adminURL)
 	if err == nil {
@@ -83,46 +101,39 @@ func setupOwned() {
 	}
 	rolesMu.Unlock()
 	if err != nil {
-		ownedErr = err
-		return
+		return err
 	}
 	defer conn.Close(ctx)
-	name := fmt.Sprintf("console_owned_template_%d", os.Getpid())
 	for _, sql := range []string{
 		"DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize(),
 		"CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " OWNER " + OwnerRole + " TEMPLATE template0",
 	} {
 		if _, err := conn.Exec(ctx, sql); err != nil {
-			ownedErr = fmt.Errorf("make the owned template database: %w", err)
-			return
+			return fmt.Errorf("make the owned template database: %w", err)
 		}
 	}
-	ownedTemplate = name
 	dbURL := withDatabase(adminURL, name)
 	sc, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
-		ownedErr = fmt.Errorf("connect to the owned template database: %w", err)
-		return
+		return fmt.Errorf("connect to the owned template database: %w", err)
 	}
 	defer sc.Close(ctx)
-	if _, err := sc.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil && server != nil {
-		ownedErr = fmt.Errorf("create pg_stat_statements: %w", err)
-		return
+	if _, err := sc.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil && ours {
+		return fmt.Errorf("create pg_stat_statements: %w", err)
 	}
 	ownerURL, err := asUser(dbURL, OwnerRole)
 	if err != nil {
-		ownedErr = err
-		return
+		return err
 	}
 	oc, err := pgx.Connect(ctx, ownerURL)
 	if err != nil {
-		ownedErr = fmt.Errorf("connect as %s: %w", OwnerRole, err)
-		return
+		return fmt.Errorf("connect as %s: %w", OwnerRole, err)
 	}
 	defer oc.Close(ctx)
 	if _, err := migrations.Up(ctx, oc); err != nil {
-		ownedErr = fmt.Errorf("migrate as %s: %w", OwnerRole, err)
+		return fmt.Errorf("migrate as %s: %w", OwnerRole, err)
 	}
+	return nil
 }
 
 // AsUser returns raw with its user replaced (the test servers trust every

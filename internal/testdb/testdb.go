@@ -1,10 +1,11 @@
 // Package testdb gives tests a real, migrated PostgreSQL database.
 //
 // One private server (the same launcher as the console's embedded default)
-// is started per test binary, on first use; a template database is migrated
-// once, and every test gets its own database cloned from it, which is fast
-// (no initdb, no migration per test). Call Main from the package's TestMain so
-// the server is stopped when the tests end. The servers' folders are in
+// is started per test binary, on first use, from a copy of a cluster
+// initialised and migrated once for all the binaries (see cache.go); every
+// test gets its own database cloned from its migrated template, which is
+// fast (no initdb, no migration per test or per binary). Call Main from the
+// package's TestMain so the server is stopped when the tests end. The servers' folders are in
 // /dev/shm when it is a tmpfs and TMPDIR is unset, elsewhere in TMPDIR.
 //
 // TEST_DATABASE_URL points the harness at an existing server instead (it must
@@ -28,7 +29,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgconsole/console/internal/pgserver"
-	"github.com/pgconsole/console/migrations"
 )
 
 var (
@@ -59,6 +59,12 @@ func Main(m *testing.M) {
 }
 
 func teardown() {
+	adminMu.Lock()
+	if admin != nil {
+		admin.Close()
+		admin = nil
+	}
+	adminMu.Unlock()
 	if template != "" && setupErr == nil && server == nil {
 		if conn, err := pgx.Connect(context.Background(), adminURL); err == nil {
 			for _, db := range []string{template, ownedTemplate} {
@@ -94,18 +100,31 @@ var ServerSettings = map[string]string{
 func setup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	template = fmt.Sprintf("console_template_%d", os.Getpid())
 	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		// A server other binaries may share: a template of this process's own.
 		adminURL = u
+		template = fmt.Sprintf("console_template_%d", os.Getpid())
+		setupErr = makeTemplate(ctx, adminURL, template, false)
+		return
+	}
+	srv, err := startCached(ctx, "testdb", ServerSettings)
+	if err == nil {
+		template = cachedTemplate
 	} else {
-		srv, err := NewServerDir(ctx, "testdb", ServerSettings)
-		if err != nil {
+		fmt.Fprintf(os.Stderr, "testdb: no cached cluster (%v); this binary runs initdb and migrates its own\n", err)
+		if srv, err = NewServerDir(ctx, "testdb", ServerSettings); err != nil {
 			setupErr = err
 			return
 		}
-		server = srv
-		adminURL = srv.URL("postgres")
+		template = fmt.Sprintf("console_template_%d", os.Getpid())
+		if err := makeTemplate(ctx, srv.URL("postgres"), template, true); err != nil {
+			srv.Stop()
+			setupErr = err
+			return
+		}
 	}
+	server = srv
+	adminURL = srv.URL("postgres")
 	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
 		setupErr = fmt.Errorf("connect to test server: %w", err)
@@ -117,29 +136,9 @@ func setup() {
 		setupErr = fmt.Errorf("read the test server's version: %w", err)
 		return
 	}
-	if server != nil && version >= 150000 { // not on a TEST_DATABASE_URL server: its disk may be slow to checkpoint
+	// Not on a TEST_DATABASE_URL server: its disk may be slow to checkpoint.
+	if version >= 150000 {
 		copyFiles = " STRATEGY FILE_COPY"
-	}
-	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{template}.Sanitize()); err != nil {
-		setupErr = err
-		return
-	}
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{template}.Sanitize()); err != nil {
-		setupErr = fmt.Errorf("create template database: %w", err)
-		return
-	}
-	tc, err := pgx.Connect(ctx, withDatabase(adminURL, template))
-	if err != nil {
-		setupErr = err
-		return
-	}
-	defer tc.Close(ctx)
-	if _, err := tc.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil && server != nil {
-		setupErr = fmt.Errorf("create pg_stat_statements: %w", err)
-		return
-	}
-	if _, err := migrations.Up(ctx, tc); err != nil {
-		setupErr = fmt.Errorf("migrate template database: %w", err)
 	}
 }
 
@@ -283,23 +282,50 @@ func EmptyURL(t testing.TB) string {
 func createDatabase(t testing.TB, name, options, what string) string {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, adminURL)
+	admin, err := adminPool()
 	if err != nil {
 		t.Fatalf("connect to test server: %v", err)
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" "+options+copyFiles); err != nil {
-		t.Fatalf("create %s: %v", what, err)
+	create := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " " + options + copyFiles
+	if _, err := admin.Exec(ctx, create); err != nil {
+		// Once more on a fresh connection: a test may have terminated
+		// the pool's (a backend.terminate of every session).
+		admin.Reset()
+		if _, err := admin.Exec(ctx, create); err != nil {
+			t.Fatalf("create %s: %v", what, err)
+		}
 	}
 	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, adminURL)
-		if err != nil {
-			return
-		}
-		defer conn.Close(ctx)
-		conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+		admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 	})
 	return withDatabase(adminURL, name)
+}
+
+var (
+	adminMu sync.Mutex
+	admin   *pgxpool.Pool
+)
+
+// adminPool returns the binary's pool on the maintenance database, which
+// creates and drops the test databases. A connection costs the server tens
+// of milliseconds of CPU (a fork, cold catalog caches, the exit), as much
+// as the database's copy: two per test database were a third of what
+// the server spent on a test that opens one more.
+func adminPool() (*pgxpool.Pool, error) {
+	adminMu.Lock()
+	defer adminMu.Unlock()
+	if admin == nil {
+		cfg, err := pgxpool.ParseConfig(adminURL)
+		if err != nil {
+			return nil, err
+		}
+		cfg.MaxConns = 2
+		cfg.ConnConfig.RuntimeParams["application_name"] = "testdb admin"
+		if admin, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
+			return nil, err
+		}
+	}
+	return admin, nil
 }
 
 // New creates a fresh migrated database for this test and returns a pool on
