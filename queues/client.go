@@ -94,10 +94,13 @@ type ClientConfig struct {
 	AckConcurrency int
 	// ClaimRescan bounds how long a queue's claims resume after the last
 	// job they took before one starts from the head of the queue again
-	// (default 1s, and after every claim that came back short). It bounds
+	// (default 1s; as soon as it may after a claim that came back short). It bounds
 	// how long a job that commits behind that cursor waits: a job of a
 	// higher priority than the one being worked, or one whose inserting
-	// transaction ran longer than the claims it overlapped.
+	// transaction ran longer than the claims it overlapped. One rescan runs
+	// at a time, and the next waits at least 20 times as long as the last
+	// took: behind a pinned xmin horizon a rescan walks every job claimed
+	// since, and the wait stretches with it.
 	ClaimRescan time.Duration
 	// FetchCooldown is how long a fetcher woken by a freed slot waits for
 	// more slots to free up (up to half the queue's concurrency) before it
