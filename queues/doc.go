@@ -35,7 +35,8 @@
 // lease watch cancels them at the lease's local deadline when no renewal
 // gets through (see "The lease when the database cannot be reached").
 // Every process runs the reaper (bounded batches) every tenth of
-// LeaseDuration, between one poll interval and 5s.
+// LeaseDuration, between one poll interval and 5s, and at least 20 times
+// as long as its last run took.
 //
 // A busy Client allocates about 800 bytes per job (the claim's decoded
 // jobs, their contexts, the ack batches), all garbage within milliseconds,

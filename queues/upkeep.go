@@ -114,6 +114,7 @@ func (c *Client) maintenanceLoop(ctx context.Context) {
 	t := time.NewTicker(c.cfg.PollInterval)
 	defer t.Stop()
 	var reaped time.Time
+	var reapTook time.Duration // how long the last reaper tick took
 	for {
 		select {
 		case <-ctx.Done():
@@ -135,9 +136,11 @@ func (c *Client) maintenanceLoop(ctx context.Context) {
 		if time.Now().UnixNano() < c.reconcileUntil.Load() {
 			c.releaseOrphans(tctx)
 		}
-		if time.Since(reaped) >= c.reapInterval() {
+		if time.Since(reaped) >= c.reapWait(reapTook) {
+			start := time.Now()
 			c.reap(tctx)
 			reaped = time.Now()
+			reapTook = reaped.Sub(start)
 		}
 		cancel()
 	}
@@ -150,6 +153,24 @@ func (c *Client) maintenanceLoop(ctx context.Context) {
 // horizon, step over every job finished since).
 func (c *Client) reapInterval() time.Duration {
 	return max(c.cfg.PollInterval, min(c.cfg.LeaseDuration/10, 5*time.Second))
+}
+
+// reapSpacing is how many times the last reaper tick's duration the next
+// one waits, at least.
+const reapSpacing = 20
+
+// reapWait is how long after the last reaper tick, which took took, the
+// next one runs: reapInterval, or reapSpacing times took when that is
+// longer. While a snapshot holds the xmin horizon, jobs_running_lease_idx
+// keeps an entry for every lease taken or renewed since, and the reaper's
+// scan of the expired range visits all of those whose time has passed:
+// growing by a second every few minutes of a busy queue, it came to run
+// back to back, one of the pool's connections and a core busy for nothing.
+// Spaced by its cost it stays a twentieth of one connection; an expired
+// lease waits that much longer, and a dead worker's jobs are taken back
+// sooner anyway (reclaimDead).
+func (c *Client) reapWait(took time.Duration) time.Duration {
+	return max(c.reapInterval(), reapSpacing*took)
 }
 
 // reap returns expired leases in at most 10 batches per tick.
