@@ -118,7 +118,7 @@ if [ "$FIRST" = river ]; then river_side; console_side; else console_side; river
 for side in console river; do
   echo "== $side, per minute"
   jq -r 'def r: . * 100 | round / 100; to_entries[] | select(.key | test("_minute_")) |
-    "\(.key)\t\(.value.jobs_per_second | round) jobs/s\tclaim p50 \(.value.claim_p50_ms | r) p99 \(.value.claim_p99_ms | r) ms\tstart p99 \(.value.start_p99_ms | round) ms\tdead \(.value.dead_tuples)"' \
+    "\(.key)\t\(.value.jobs_per_second | round) jobs/s\tclaim p50 \(.value.claim_p50_ms | r) p99 \(.value.claim_p99_ms | r) ms\tstart p99 \(.value.start_p99_ms | round) ms\tdead \(.value.dead_tuples)\(if .value.head_claims == null then "" else "\tfrom the head \(.value.head_claims), p99 \(.value.head_p99_ms | r) ms" end)"' \
     "$LOGS/$side.json"
   jq -r '"dead tuples, clean:    \(.dead_tuples_series_clean)", "dead tuples, pressure: \(.dead_tuples_series_pressure)"' "$LOGS/$side.json"
 done
