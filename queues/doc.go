@@ -36,7 +36,9 @@
 // gets through (see "The lease when the database cannot be reached").
 // Every process runs the reaper (bounded batches) every tenth of
 // LeaseDuration, between one poll interval and 5s, and at least 20 times
-// as long as its last run took.
+// as long as its last run took; its scans start where its last complete
+// one began, less a LeaseDuration, with a scan from the start every ten
+// runs or more.
 //
 // A busy Client allocates about 800 bytes per job (the claim's decoded
 // jobs, their contexts, the ack batches), all garbage within milliseconds,

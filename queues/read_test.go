@@ -315,7 +315,8 @@ func TestHotStatementPlans(t *testing.T) {
 		}{
 			{name: "job_claim", args: "('p1', 10, 'w', 60000, NULL, NULL, NULL, false)", want: []string{"jobs_ready_pick_idx"}},
 			{name: "job_claim", args: "('p1', 10, 'w', 60000, 0, now(), 500, false)", want: []string{"ROW(available_at, id) >"}},
-			{name: "job_reap", args: "(100, 20)"},
+			{name: "job_reap", args: "(100, 20, NULL)"},
+			{name: "job_reap", args: "(100, 20, now() - interval '1 minute')"},
 			{name: "queue_done_recent", args: "('p1', 10000)", want: []string{"jobs_done_id_idx"}},
 			{name: "dead_letter_requeue", args: "('{}', 'p1', '', NULL, NULL, 10, false)"},
 			{name: "dead_letter_class_list", args: "('{}', 'p1', '', NULL, NULL, 50)"},
@@ -438,7 +439,7 @@ func TestClaimPlanLargeBacklog(t *testing.T) {
 		for _, name := range []string{"job_claim", "job_reap"} {
 			args := "('big', 10, 'w', 60000, NULL, NULL, NULL, false)"
 			if name == "job_reap" {
-				args = "(100, 20)"
+				args = "(100, 20, NULL)"
 			}
 			plan := strings.Join(explainPrepared(t, conn, "big_"+name+"_"+mode, name, "", args), "\n")
 			require.NotContains(t, plan, "Seq Scan on jobs", "%s %s:\n%s", name, mode, plan)
