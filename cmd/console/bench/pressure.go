@@ -238,7 +238,11 @@ func Pressure(ctx context.Context, cfg Config) (Report, error) {
 			defer release()
 			holder = pid
 		}
-		cfg.logf("pressure: %s, %s of insert+work, backlog %d, %d workers", name, d, backlog, cfg.Workers)
+		if cfg.Rate > 0 {
+			cfg.logf("pressure: %s, %s of work at %d jobs/s arriving, %d workers", name, d, cfg.Rate, cfg.Workers)
+		} else {
+			cfg.logf("pressure: %s, %s of insert+work, backlog %d, %d workers", name, d, backlog, cfg.Workers)
+		}
 		tracer.series.Store(p.series)
 		defer tracer.series.Store(nil)
 		sctx, stopSampler := context.WithCancel(ctx)
@@ -246,7 +250,7 @@ func Pressure(ctx context.Context, cfg Config) (Report, error) {
 		var wg sync.WaitGroup
 		begun := time.Now()
 		wg.Go(func() { p.dead, sampleErr = sampleDead(sctx, cfg, p.series, begun) })
-		p.load, err = runLoad(ctx, load, queue, d, backlog, p.series)
+		p.load, err = runLoad(ctx, load, queue, d, backlog, p.series, cfg.Rate)
 		stopSampler()
 		wg.Wait()
 		if err != nil {
@@ -276,7 +280,10 @@ func Pressure(ctx context.Context, cfg Config) (Report, error) {
 	if err != nil {
 		return r, err
 	}
-	pressureReport(&r, clean, held)
+	pressureReport(&r, clean, held, cfg.Rate > 0)
+	if cfg.Rate > 0 {
+		rateReport(&r, cfg.Rate, clean, held)
+	}
 	r.Add("holder_xid_age", "xids assigned after the holder's write, at the end", held.holderAge, "")
 	r.Add("workers", "workers (jobs in flight)", cfg.Workers, "")
 	r.Add("backlog", "backlog kept by the inserter", backlog, "jobs")
@@ -285,7 +292,10 @@ func Pressure(ctx context.Context, cfg Config) (Report, error) {
 }
 
 // pressureReport adds both phases' figures, their ratios and every minute.
-func pressureReport(r *Report, clean, held pressurePhase) {
+// kept_percent is the pressure phase's throughput against the clean one's,
+// or at a fixed arrival rate (arrivals) the jobs started under pressure
+// against those that arrived.
+func pressureReport(r *Report, clean, held pressurePhase, arrivals bool) {
 	q := func(h *latencyHistogram, p float64) float64 { return ms(h.quantile(p)) }
 	for _, p := range []struct {
 		name string
@@ -306,7 +316,12 @@ func pressureReport(r *Report, clean, held pressurePhase) {
 		r.Add("dead_tuples_"+p.name, p.name+": dead tuples at the end, all tables", last.total, "")
 		r.Add("dead_tuples_jobs_"+p.name, p.name+": dead tuples at the end, jobs", last.job, "")
 	}
-	r.Add("kept_percent", "throughput kept under pressure", 100*ratio(held.jobsPerSecond(), clean.jobsPerSecond()), "%")
+	if arrivals {
+		r.Add("kept_percent", "jobs started under pressure, of those that arrived",
+			100*ratio(float64(held.series.whole.jobs.Load()), float64(held.load.inserted)), "%")
+	} else {
+		r.Add("kept_percent", "throughput kept under pressure", 100*ratio(held.jobsPerSecond(), clean.jobsPerSecond()), "%")
+	}
 	r.Add("claim_p99_ratio", "claim p99, pressure / clean",
 		ratio(q(&held.series.whole.claim, 0.99), q(&clean.series.whole.claim, 0.99)), "")
 	r.Add("start_p99_ratio", "enqueue-to-start p99, pressure / clean",
@@ -320,6 +335,22 @@ func pressureReport(r *Report, clean, held pressurePhase) {
 				p.ph.series.minuteFigures(i), "")
 		}
 		r.Add("dead_tuples_series_"+p.name, p.name+": dead tuples every ~10 s", deadSeries(p.ph.dead), "")
+	}
+}
+
+// rateReport adds the figures of a fixed arrival rate: the jobs that
+// arrived in each phase and the share of them that started in it. At a
+// fixed rate kept_percent is that share under pressure: the throughput
+// kept, measured against what arrived rather than against the clean phase.
+func rateReport(r *Report, rate int, clean, held pressurePhase) {
+	r.Add("rate", "arrival rate, both phases", rate, "jobs/s")
+	for _, p := range []struct {
+		name string
+		ph   pressurePhase
+	}{{"clean", clean}, {"pressure", held}} {
+		r.Add("arrived_"+p.name, p.name+": jobs that arrived in the window", p.ph.load.inserted, "")
+		r.Add("completed_percent_"+p.name, p.name+": jobs started in the window, of those that arrived",
+			100*ratio(float64(p.ph.series.whole.jobs.Load()), float64(p.ph.load.inserted)), "%")
 	}
 }
 
