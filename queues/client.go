@@ -94,7 +94,7 @@ type ClientConfig struct {
 	AckConcurrency int
 	// ClaimRescan bounds how long a queue's claims resume after the last
 	// job they took before one starts from the head of the queue again
-	// (default 1s; as soon as it may after a claim that came back short). It bounds
+	// (default 1s, and after every claim that came back short). It bounds
 	// how long a job that commits behind that cursor waits: a job of a
 	// higher priority than the one being worked, or one whose inserting
 	// transaction ran longer than the claims it overlapped. One rescan runs

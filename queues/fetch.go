@@ -44,10 +44,6 @@ type queueRunner struct {
 	// rescanSpacing times that (see claimFrom).
 	rescanning bool
 	rescanTook time.Duration
-	// rescanDue: a claim after the cursor came back short, so jobs may
-	// wait behind it; the next rescan starts as soon as rescanTook's
-	// spacing allows, without waiting for ClaimRescan.
-	rescanDue bool
 	// fair: claims share the queue between its tenants (JobClaimFair),
 	// switched on when a claim takes a job with a tenant or the queue has
 	// tenant limits, and off when a fair claim takes none and there are no
@@ -179,18 +175,10 @@ const rescanSpacing = 20
 func (q *queueRunner) claimFrom(now time.Time, rescan time.Duration) (from *ClaimKey, head bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.cursor == nil || q.rescanning {
-		return q.cursor, false
-	}
-	wait := rescanSpacing * q.rescanTook
-	if !q.rescanDue {
-		wait = max(wait, rescan)
-	}
-	if now.Sub(q.cursorSince) < wait {
+	if q.cursor == nil || q.rescanning || now.Sub(q.cursorSince) < max(rescan, rescanSpacing*q.rescanTook) {
 		return q.cursor, false
 	}
 	q.rescanning = true
-	q.rescanDue = false
 	return nil, true
 }
 
@@ -204,26 +192,15 @@ func (q *queueRunner) rescanned(now time.Time, took time.Duration) {
 	q.cursorSince = now
 }
 
-// advance moves the cursor past the jobs a claim took; fromHead says the
-// claim started from the head of the queue. A short claim from the head
-// saw the whole queue: nothing more is ready, and the next claim starts
-// from the head again. A short claim after the cursor says nothing more
-// is ready past it, but jobs may be waiting behind it: the cursor stays
-// and a rescan is due (claimFrom), one at a time and spaced by its cost.
-// Clearing the cursor instead sent every claim after a short one to the
-// head, and behind a pinned xmin horizon each of those walked the entry of
-// every job claimed since: a few short claims in a row and the claims
-// took seconds each.
-func (q *queueRunner) advance(now time.Time, jobs []Job, short, fromHead bool) {
+// advance moves the cursor past the jobs a claim took. A short claim
+// means nothing more is ready past the cursor: the next claim starts from
+// the head.
+func (q *queueRunner) advance(now time.Time, jobs []Job, short bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if short || len(jobs) == 0 {
-		if fromHead || q.cursor == nil {
-			q.cursor = nil
-			q.rescanDue = false
-			return
-		}
-		q.rescanDue = true
+		q.cursor = nil
+		return
 	}
 	if q.cursor == nil {
 		q.cursorSince = now
@@ -321,7 +298,6 @@ type claimResult struct {
 	sent       time.Time // when the claim statement was sent
 	took       time.Duration
 	rescan     bool // a claim from the head that claimFrom started as a rescan
-	fromHead   bool // the claim started from the head (a rescan or no cursor)
 	reserved   int
 	jobs       []Job
 	slow       bool
@@ -385,7 +361,7 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 				return
 			}
 			q.settle(r.reserved, len(r.jobs), r.slow, false)
-			q.advance(time.Now(), r.jobs, len(r.jobs) < r.reserved, r.fromHead)
+			q.advance(time.Now(), r.jobs, len(r.jobs) < r.reserved)
 			q.observeTenants(r.jobs, r.fair, r.tenantFrom)
 			c.startJobs(q, r.jobs, r.sent)
 			if len(r.jobs) < r.reserved {
@@ -457,7 +433,6 @@ func (c *Client) launchClaims(ctx context.Context, q *queueRunner, results chan<
 		go func() {
 			r := c.claim(q, n, from)
 			r.rescan = head
-			r.fromHead = from == nil
 			results <- r
 		}()
 	}

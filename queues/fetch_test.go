@@ -204,7 +204,7 @@ func TestClaimRescanSpacing(t *testing.T) {
 	from, head := q.claimFrom(t0, time.Second)
 	require.Nil(t, from)
 	require.False(t, head, "no cursor yet: every claim starts from the head, none is a rescan")
-	q.advance(t0, []Job{{ID: 7, AvailableAt: t0}}, false, true)
+	q.advance(t0, []Job{{ID: 7, AvailableAt: t0}}, false)
 	cursor := q.cursor
 	require.NotNil(t, cursor)
 
@@ -234,53 +234,4 @@ func TestClaimRescanSpacing(t *testing.T) {
 	require.False(t, head)
 	_, head = q.claimFrom(end.Add(time.Second), time.Second)
 	require.True(t, head)
-}
-
-// A short claim after the cursor keeps the cursor and makes a rescan due at
-// once (one at a time, still spaced by the last rescan's cost): the claims
-// launched after it resume after the cursor, not from the head, which
-// behind a pinned xmin horizon walks every job claimed since. A short claim
-// from the head saw the whole queue: the claims start from the head again.
-func TestShortClaimKeepsCursor(t *testing.T) {
-	t.Parallel()
-	q := newQueueRunner("q", QueueConfig{Concurrency: 10}, 10)
-	t0 := time.Now()
-	q.advance(t0, []Job{{ID: 7, AvailableAt: t0}}, false, true)
-	cursor := q.cursor
-	require.NotNil(t, cursor)
-
-	// Short after the cursor: a rescan is due at once, well before
-	// ClaimRescan, and the claims beside it keep the cursor.
-	q.advance(t0.Add(time.Millisecond), []Job{{ID: 8, AvailableAt: t0}}, true, false)
-	require.NotNil(t, q.cursor, "a short claim after the cursor cleared it")
-	require.Equal(t, int64(8), q.cursor.ID, "the cursor moves past the jobs the short claim took")
-	cursor = q.cursor
-	from, head := q.claimFrom(t0.Add(2*time.Millisecond), time.Hour)
-	require.Nil(t, from)
-	require.True(t, head, "a short claim after the cursor makes a rescan due")
-	for range 3 {
-		q.advance(t0.Add(3*time.Millisecond), nil, true, false)
-		from, head = q.claimFrom(t0.Add(3*time.Millisecond), time.Hour)
-		require.Equal(t, cursor, from, "claims beside a rescan went to the head")
-		require.False(t, head)
-	}
-
-	// The rescan took 2 s: the rescan the short claims made due waits
-	// rescanSpacing times that, not ClaimRescan.
-	end := t0.Add(2 * time.Second)
-	q.rescanned(end, 2*time.Second)
-	from, head = q.claimFrom(end.Add(rescanSpacing*2*time.Second-time.Millisecond), time.Hour)
-	require.Equal(t, cursor, from)
-	require.False(t, head)
-	from, head = q.claimFrom(end.Add(rescanSpacing*2*time.Second), time.Hour)
-	require.Nil(t, from)
-	require.True(t, head)
-
-	// That rescan came back short: the queue is drained, no cursor.
-	q.advance(end.Add(rescanSpacing*2*time.Second), nil, true, true)
-	q.rescanned(end.Add(rescanSpacing*2*time.Second), time.Millisecond)
-	require.Nil(t, q.cursor)
-	from, head = q.claimFrom(end.Add(rescanSpacing*2*time.Second), time.Hour)
-	require.Nil(t, from)
-	require.False(t, head, "without a cursor claims start from the head, none is a rescan")
 }
