@@ -97,7 +97,10 @@ type ClientConfig struct {
 	// (default 1s, and after every claim that came back short). It bounds
 	// how long a job that commits behind that cursor waits: a job of a
 	// higher priority than the one being worked, or one whose inserting
-	// transaction ran longer than the claims it overlapped.
+	// transaction ran longer than the claims it overlapped. One rescan runs
+	// at a time, and the next waits at least 20 times as long as the last
+	// took: behind a pinned xmin horizon a rescan walks every job claimed
+	// since, and the wait stretches with it.
 	ClaimRescan time.Duration
 	// FetchCooldown is how long a fetcher woken by a freed slot waits for
 	// more slots to free up (up to half the queue's concurrency) before it

@@ -21,7 +21,8 @@
 // run side by side: the next starts as soon as the handlers free a batch's
 // worth of slots (half the queue's, at most MaxClaim), not when the claim
 // in flight returns. Each resumes after the last job claimed (and from the
-// head of the queue again after a short claim or ClaimRescan). A claim's
+// head of the queue again after a short claim or ClaimRescan, one such
+// rescan at a time, spaced by its own cost). A claim's
 // jobs are run in claim order by one runner goroutine per GOMAXPROCS, each
 // running job after job, which spares a goroutine's start per job. A job
 // that has waited 5ms for a runner (its claim's handlers block) gets a
@@ -34,7 +35,10 @@
 // lease watch cancels them at the lease's local deadline when no renewal
 // gets through (see "The lease when the database cannot be reached").
 // Every process runs the reaper (bounded batches) every tenth of
-// LeaseDuration, between one poll interval and 5s.
+// LeaseDuration, between one poll interval and 5s, and at least 20 times
+// as long as its last run took; its scans start where its last complete
+// one began, less a LeaseDuration, with a scan from the start every ten
+// runs or more.
 //
 // A busy Client allocates about 800 bytes per job (the claim's decoded
 // jobs, their contexts, the ack batches), all garbage within milliseconds,

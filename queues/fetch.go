@@ -38,6 +38,12 @@ type queueRunner struct {
 	// head); cursorSince is when the claims stopped starting from the head.
 	cursor      *ClaimKey
 	cursorSince time.Time
+	// rescanning: a claim from the head that a rescan started is in
+	// flight, and the claims beside it keep resuming after the cursor.
+	// rescanTook is how long the last one took: the next waits at least
+	// rescanSpacing times that (see claimFrom).
+	rescanning bool
+	rescanTook time.Duration
 	// fair: claims share the queue between its tenants (JobClaimFair),
 	// switched on when a claim takes a job with a tenant or the queue has
 	// tenant limits, and off when a fair claim takes none and there are no
@@ -148,17 +154,42 @@ func (q *queueRunner) settle(reserved, got int, slow, failed bool) {
 	q.backlog = got == reserved && !failed
 }
 
+// rescanSpacing is how many times the last rescan's duration the claims
+// resume after the cursor before the next rescan.
+const rescanSpacing = 20
+
 // claimFrom is where the next claim starts: after the cursor, or at the
 // head (nil) when there is none or the claims have resumed after it for
 // rescan already, so that a job that committed behind the cursor waits at
-// most about that long.
-func (q *queueRunner) claimFrom(now time.Time, rescan time.Duration) *ClaimKey {
+// most about that long. head says the claim is such a rescan; the caller
+// reports its end to rescanned.
+//
+// While a snapshot holds the xmin horizon, the head of jobs_ready_pick_idx
+// keeps an entry for every job claimed since, and a claim from the head
+// visits them all: after ten minutes of a busy queue a rescan takes
+// seconds. So one rescan runs at a time, the claims beside it resume after
+// the cursor (it stays), and the next rescan waits rescanSpacing times as
+// long as the last one took: walking the head stays a small share of the
+// claims' time. Clearing the cursor instead sent every claim launched
+// during a slow rescan to the head too, and throughput collapsed.
+func (q *queueRunner) claimFrom(now time.Time, rescan time.Duration) (from *ClaimKey, head bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.cursor != nil && now.Sub(q.cursorSince) >= rescan {
-		q.cursor = nil
+	if q.cursor == nil || q.rescanning || now.Sub(q.cursorSince) < max(rescan, rescanSpacing*q.rescanTook) {
+		return q.cursor, false
 	}
-	return q.cursor
+	q.rescanning = true
+	return nil, true
+}
+
+// rescanned ends a rescan claimFrom started, which took took (whether it
+// succeeded or not): the claims resume after the cursor from now.
+func (q *queueRunner) rescanned(now time.Time, took time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.rescanning = false
+	q.rescanTook = took
+	q.cursorSince = now
 }
 
 // advance moves the cursor past the jobs a claim took. A short claim
@@ -265,6 +296,8 @@ func (q *queueRunner) snapshot() (inFlight, limit int, throttled bool) {
 // claimResult is the outcome of one claim statement run by fetchLoop.
 type claimResult struct {
 	sent       time.Time // when the claim statement was sent
+	took       time.Duration
+	rescan     bool // a claim from the head that claimFrom started as a rescan
 	reserved   int
 	jobs       []Job
 	slow       bool
@@ -308,6 +341,9 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 			return
 		case r := <-results:
 			claiming--
+			if r.rescan {
+				q.rescanned(time.Now(), r.took)
+			}
 			if r.err != nil {
 				c.metrics.claimErrors.WithLabelValues(q.name).Inc()
 				c.errs.note("claim", r.err)
@@ -392,9 +428,13 @@ func (c *Client) launchClaims(ctx context.Context, q *queueRunner, results chan<
 			}
 			break
 		}
-		from := q.claimFrom(now, c.cfg.ClaimRescan)
+		from, head := q.claimFrom(now, c.cfg.ClaimRescan)
 		*claiming++
-		go func() { results <- c.claim(q, n, from) }()
+		go func() {
+			r := c.claim(q, n, from)
+			r.rescan = head
+			results <- r
+		}()
 	}
 	return next
 }
@@ -462,7 +502,7 @@ func (c *Client) claim(q *queueRunner, n int, from *ClaimKey) claimResult {
 	slow := took > max(c.cfg.PollInterval/2, 200*time.Millisecond)
 	if err != nil {
 		q.settle(n, 0, slow, true)
-		return claimResult{sent: start, err: err}
+		return claimResult{sent: start, took: took, err: err}
 	}
 	if len(jobs) > 0 {
 		q.m.claimed.Add(float64(len(jobs)))
@@ -472,7 +512,7 @@ func (c *Client) claim(q *queueRunner, n int, from *ClaimKey) claimResult {
 			}
 		}
 	}
-	return claimResult{sent: start, reserved: n, jobs: jobs, slow: slow, fair: fair, tenantFrom: tenantFrom}
+	return claimResult{sent: start, took: took, reserved: n, jobs: jobs, slow: slow, fair: fair, tenantFrom: tenantFrom}
 }
 
 // startReconcile makes the maintenance loop look for orphan claims until

@@ -192,3 +192,46 @@ func TestBacklogClaimsSideBySide(t *testing.T) {
 	require.GreaterOrEqual(t, claims, backlog/10)
 	require.GreaterOrEqual(t, overlapping, claims/3, "the backlog was claimed one statement at a time")
 }
+
+// One rescan from the head runs at a time and the claims beside it resume
+// after the cursor; the next rescan waits rescanSpacing times as long as the
+// last one took (behind a pinned xmin horizon a rescan takes seconds), and
+// ClaimRescan when that is longer.
+func TestClaimRescanSpacing(t *testing.T) {
+	t.Parallel()
+	q := newQueueRunner("q", QueueConfig{Concurrency: 10}, 10)
+	t0 := time.Now()
+	from, head := q.claimFrom(t0, time.Second)
+	require.Nil(t, from)
+	require.False(t, head, "no cursor yet: every claim starts from the head, none is a rescan")
+	q.advance(t0, []Job{{ID: 7, AvailableAt: t0}}, false)
+	cursor := q.cursor
+	require.NotNil(t, cursor)
+
+	from, head = q.claimFrom(t0.Add(500*time.Millisecond), time.Second)
+	require.Equal(t, cursor, from)
+	require.False(t, head)
+
+	from, head = q.claimFrom(t0.Add(time.Second), time.Second)
+	require.Nil(t, from)
+	require.True(t, head, "a second after the cursor began: a rescan")
+	from, head = q.claimFrom(t0.Add(2*time.Second), time.Second)
+	require.Equal(t, cursor, from, "a claim beside a rescan resumes after the cursor")
+	require.False(t, head)
+
+	// The rescan took 3 s: the next waits 60 s after it ended.
+	end := t0.Add(4 * time.Second)
+	q.rescanned(end, 3*time.Second)
+	from, head = q.claimFrom(end.Add(59*time.Second), time.Second)
+	require.Equal(t, cursor, from)
+	require.False(t, head)
+	_, head = q.claimFrom(end.Add(rescanSpacing*3*time.Second), time.Second)
+	require.True(t, head)
+
+	// A fast rescan: ClaimRescan bounds the wait again.
+	q.rescanned(end, time.Millisecond)
+	_, head = q.claimFrom(end.Add(999*time.Millisecond), time.Second)
+	require.False(t, head)
+	_, head = q.claimFrom(end.Add(time.Second), time.Second)
+	require.True(t, head)
+}

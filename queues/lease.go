@@ -311,10 +311,20 @@ type ReapResult struct {
 // JobReap returns at most limit expired leases to ready (dead when their
 // attempts are spent). Call it again while it reaps a full batch.
 func JobReap(ctx context.Context, db DBTX, limit, maxErrors int) (ReapResult, error) {
+	return JobReapFrom(ctx, db, limit, maxErrors, time.Time{})
+}
+
+// JobReapFrom is JobReap looking only at leases that ended at from or
+// later (the zero time: all of them).
+func JobReapFrom(ctx context.Context, db DBTX, limit, maxErrors int, from time.Time) (ReapResult, error) {
 	if maxErrors <= 0 {
 		maxErrors = 20
 	}
-	rows, err := db.Query(ctx, sqlText("job_reap"), limit, maxErrors)
+	var floor *time.Time
+	if !from.IsZero() {
+		floor = &from
+	}
+	rows, err := db.Query(ctx, sqlText("job_reap"), limit, maxErrors, floor)
 	if err != nil {
 		return ReapResult{}, fmt.Errorf("reap expired leases: %w", err)
 	}

@@ -195,6 +195,34 @@ func TestStateMachine(t *testing.T) {
 		require.Equal(t, 3, res.Requeued)
 	})
 
+	// A floor: the scan skips the leases that ended before it (the
+	// reaper's scan of a range a complete scan covered); without one it
+	// reaps every expired lease.
+	t.Run("ReaperFrom", func(t *testing.T) {
+		tx := testdb.Tx(t)
+		for range 2 {
+			enqueueT(t, tx, EnqueueParams{Queue: "sm8f", Kind: "k"})
+		}
+		jobs, err := JobClaim(ctx, tx, JobClaimParams{Queue: "sm8f", Limit: 2, Owner: "w", Lease: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, jobs, 2)
+		old, recent := jobs[0].ID, jobs[1].ID
+		_, err = tx.Exec(ctx, "UPDATE jobs SET lease_until = clock_timestamp() - interval '1 hour' WHERE id = $1", old)
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, "UPDATE jobs SET lease_until = clock_timestamp() - interval '1 second' WHERE id = $1", recent)
+		require.NoError(t, err)
+		res, err := JobReapFrom(ctx, tx, 10, 20, time.Now().Add(-time.Minute))
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Requeued, "the floor did not bound the scan")
+		got, _ := JobGet(ctx, tx, recent)
+		require.Equal(t, StatusReady, got.Status)
+		got, _ = JobGet(ctx, tx, old)
+		require.Equal(t, StatusRunning, got.Status, "a lease that ended below the floor was reaped")
+		res, err = JobReapFrom(ctx, tx, 10, 20, time.Time{})
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Requeued, "a scan from the start skipped a lease")
+	})
+
 	t.Run("ReleaseUnstarted", func(t *testing.T) {
 		tx := testdb.Tx(t)
 		enqueueT(t, tx, EnqueueParams{Queue: "sm9", Kind: "k"})

@@ -114,6 +114,8 @@ func (c *Client) maintenanceLoop(ctx context.Context) {
 	t := time.NewTicker(c.cfg.PollInterval)
 	defer t.Stop()
 	var reaped time.Time
+	var reapTook time.Duration // how long the last reaper tick took
+	var rs reapState
 	for {
 		select {
 		case <-ctx.Done():
@@ -135,9 +137,13 @@ func (c *Client) maintenanceLoop(ctx context.Context) {
 		if time.Now().UnixNano() < c.reconcileUntil.Load() {
 			c.releaseOrphans(tctx)
 		}
-		if time.Since(reaped) >= c.reapInterval() {
-			c.reap(tctx)
+		if time.Since(reaped) >= c.reapWait(reapTook) {
+			start := time.Now()
+			from := rs.from(start, c.reapInterval())
+			complete := c.reap(tctx, from)
 			reaped = time.Now()
+			reapTook = reaped.Sub(start)
+			rs.done(start, reapTook, from.IsZero(), complete, c.cfg.LeaseDuration)
 		}
 		cancel()
 	}
@@ -152,14 +158,76 @@ func (c *Client) reapInterval() time.Duration {
 	return max(c.cfg.PollInterval, min(c.cfg.LeaseDuration/10, 5*time.Second))
 }
 
-// reap returns expired leases in at most 10 batches per tick.
-func (c *Client) reap(ctx context.Context) {
+// reapSpacing is how many times the last reaper tick's duration the next
+// one waits, at least.
+const reapSpacing = 20
+
+// reapWait is how long after the last reaper tick, which took took, the
+// next one runs: reapInterval, or reapSpacing times took when that is
+// longer. While a snapshot holds the xmin horizon, jobs_running_lease_idx
+// keeps an entry for every lease taken or renewed since, and the reaper's
+// scan of the expired range visits all of those whose time has passed:
+// growing by a second every few minutes of a busy queue, it came to run
+// back to back, one of the pool's connections and a core busy for nothing.
+// Spaced by its cost it stays a twentieth of one connection; an expired
+// lease waits that much longer, and a dead worker's jobs are taken back
+// sooner anyway (reclaimDead).
+func (c *Client) reapWait(took time.Duration) time.Duration {
+	return max(c.reapInterval(), reapSpacing*took)
+}
+
+// reapState is where the reaper's scans of jobs_running_lease_idx start.
+// While a snapshot holds the xmin horizon that index keeps an entry for
+// every lease taken or renewed since, and a scan from its start visits
+// every one whose time has passed: in bench pressure it grew past the
+// tick's 5 s timeout within seven minutes, so the reaper stopped reaping
+// at all. So a scan that covered its whole range (its last batch came back
+// short) moves the floor to its start less a LeaseDuration (the margin
+// for a claim or renewal that committed late and for clock skew), and the
+// next scans start there. A scan from the start still runs every
+// reapFullEvery ticks, spaced by its cost like the ticks, for what a
+// bounded scan cannot see: a lease that expired below the floor while a
+// statement that rolled back held its row.
+type reapState struct {
+	floor    time.Time     // leases that ended before it were scanned (zero: none yet)
+	fullAt   time.Time     // when the last scan from the start began
+	fullTook time.Duration // and how long it took
+}
+
+// reapFullEvery is how many reaper intervals apart the scans from the
+// start run, at least.
+const reapFullEvery = 10
+
+// from is where the tick at now starts its scan: the floor, or the zero
+// time for a scan from the start.
+func (r *reapState) from(now time.Time, interval time.Duration) time.Time {
+	if r.floor.IsZero() || now.Sub(r.fullAt) >= max(reapFullEvery*interval, reapSpacing*r.fullTook) {
+		return time.Time{}
+	}
+	return r.floor
+}
+
+// done records a tick that began at start and took took: full says it
+// scanned from the start, complete that it covered its whole range.
+func (r *reapState) done(start time.Time, took time.Duration, full, complete bool, lease time.Duration) {
+	if full {
+		r.fullAt, r.fullTook = start, took
+	}
+	if floor := start.Add(-lease); complete && floor.After(r.floor) {
+		r.floor = floor
+	}
+}
+
+// reap returns expired leases that ended at from or later (zero: all) in
+// at most 10 batches per tick; complete says its last batch came back
+// short, so every expired lease in the range it could lock was reaped.
+func (c *Client) reap(ctx context.Context, from time.Time) (complete bool) {
 	for range 10 {
-		res, err := JobReap(ctx, c.pool, c.cfg.ReapBatch, c.cfg.MaxErrors)
+		res, err := JobReapFrom(ctx, c.pool, c.cfg.ReapBatch, c.cfg.MaxErrors, from)
 		if err != nil {
 			c.errs.note("reap", err)
 			c.log.Warn("reap expired leases", "err", err)
-			return
+			return false
 		}
 		for q, n := range res.ByQueue {
 			c.log.Info("reaped expired leases", "queue", q, "count", n)
@@ -168,9 +236,10 @@ func (c *Client) reap(ctx context.Context) {
 			c.countReaped(ctx, res)
 		}
 		if res.Requeued+res.Dead < c.cfg.ReapBatch {
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // deadAfter is the shortest heartbeat silence after which a worker whose

@@ -10,6 +10,15 @@
 #
 #   scripts/bench-pressure.sh                        # 10 min + 10 min each side: ~45 min
 #   DURATION=1m HOLD=1m POOL=4 SYNC=on FIRST=river scripts/bench-pressure.sh
+#   RATE=1500 scripts/bench-pressure.sh             # the same arrival rate for both
+#
+# By default an inserter keeps a backlog waiting, so each engine runs as fast
+# as it can and "kept" is its pressure throughput against its clean one; an
+# engine that does more jobs also leaves more dead versions behind the
+# holder. With RATE, jobs arrive at RATE per second in both phases (no
+# backlog kept) and "kept" is the share of the jobs that arrived under
+# pressure that started in the window: both engines then face the same load
+# and about the same dead tuples.
 #
 # Without DATABASE_URL it starts its own scratch PostgreSQL on 127.0.0.1 (as
 # the postgres user when run as root) and removes it afterwards. With
@@ -30,6 +39,7 @@ WORKERS=${WORKERS:-2000}      # jobs in flight, both sides
 BATCH=${BATCH:-1000}          # console largest claim
 SYNC=${SYNC:-on}              # synchronous_commit, both sides
 FIRST=${FIRST:-console}       # which side runs first: console or river
+RATE=${RATE:-0}               # jobs arriving per second, both sides; 0: keep a backlog
 CACHE=.cache/river-pressure
 GO=${GO:-go}
 
@@ -86,7 +96,7 @@ if ! psql_admin -c CHECKPOINT >/dev/null 2>&1; then
   CHECKPOINTS=0
   log "WARNING: this role may not run CHECKPOINT: each side starts without one"
 fi
-log "PostgreSQL $PGVERSION, synchronous_commit=$SYNC, pool $POOL, workers $WORKERS, clean $DURATION, hold $HOLD, $FIRST first"
+log "PostgreSQL $PGVERSION, synchronous_commit=$SYNC, pool $POOL, workers $WORKERS, clean $DURATION, hold $HOLD, rate $RATE, $FIRST first"
 
 # --- the runs ----------------------------------------------------------------
 LOGS=$(mktemp -d)
@@ -106,11 +116,11 @@ run() { # side cmd...: one side after a checkpoint; its JSON in $LOGS/side.json
 }
 console_side() {
   run console env DATABASE_URL="$ADMIN_URL" "$CONSOLE" bench pressure --duration "$DURATION" --hold "$HOLD" \
-    --pool "$POOL" --workers "$WORKERS" --batch "$BATCH" --json
+    --pool "$POOL" --workers "$WORKERS" --batch "$BATCH" --rate "$RATE" --json
 }
 river_side() {
   run river "$RIVER" --database-url "$RIVER_URL" --duration "$DURATION" --hold "$HOLD" \
-    --pool "$POOL" --workers "$WORKERS" --json
+    --pool "$POOL" --workers "$WORKERS" --rate "$RATE" --json
 }
 if [ "$FIRST" = river ]; then river_side; console_side; else console_side; river_side; fi
 
@@ -118,12 +128,13 @@ if [ "$FIRST" = river ]; then river_side; console_side; else console_side; river
 for side in console river; do
   echo "== $side, per minute"
   jq -r 'def r: . * 100 | round / 100; to_entries[] | select(.key | test("_minute_")) |
-    "\(.key)\t\(.value.jobs_per_second | round) jobs/s\tclaim p50 \(.value.claim_p50_ms | r) p99 \(.value.claim_p99_ms | r) ms\tstart p99 \(.value.start_p99_ms | round) ms\tdead \(.value.dead_tuples)"' \
+    "\(.key)\t\(.value.jobs_per_second | round) jobs/s\tclaim p50 \(.value.claim_p50_ms | r) p99 \(.value.claim_p99_ms | r) ms\tstart p99 \(.value.start_p99_ms | round) ms\tdead \(.value.dead_tuples)\(if .value.head_claims == null then "" else "\tfrom the head \(.value.head_claims), p99 \(.value.head_p99_ms | r) ms" end)"' \
     "$LOGS/$side.json"
   jq -r '"dead tuples, clean:    \(.dead_tuples_series_clean)", "dead tuples, pressure: \(.dead_tuples_series_pressure)"' "$LOGS/$side.json"
 done
 echo
-echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at the end; $(tr '\n' ';' <"$LOGS/loads") PostgreSQL $PGVERSION; synchronous_commit=$SYNC; pool $POOL; workers $WORKERS; clean $DURATION, hold $HOLD; $FIRST first; $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at the end; $(tr '\n' ';' <"$LOGS/loads") PostgreSQL $PGVERSION; synchronous_commit=$SYNC; pool $POOL; workers $WORKERS; clean $DURATION, hold $HOLD; rate $RATE; $FIRST first; $(date -u +%Y-%m-%dT%H:%MZ)"
+if [ "$RATE" != 0 ]; then echo "arrival rate $RATE jobs/s, both sides: kept = jobs started under pressure / jobs that arrived under pressure"; fi
 echo "claim p99: the claim statement, from sending it to its rows read (console: JobClaim; River: JobGetAvailable)"
 printf '%-8s %12s %12s %7s %15s %15s %10s %14s\n' engine "clean jobs/s" "hold jobs/s" kept "claim p99 clean" "claim p99 hold" "p99 ratio" "dead tuples"
 for side in console river; do

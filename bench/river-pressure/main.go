@@ -43,6 +43,7 @@ type config struct {
 	pool          int
 	workers       int
 	backlog       int
+	rate          int // jobs arriving per second; 0: keep the backlog full
 	fetchCooldown time.Duration
 	fetchPoll     time.Duration
 	asJSON        bool
@@ -66,6 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.pool, "pool", 4, "database connections of River's pool")
 	fs.IntVar(&c.workers, "workers", 2000, "River's MaxWorkers (jobs in flight)")
 	fs.IntVar(&c.backlog, "backlog", 0, "jobs the inserter keeps waiting (default max(2000, 10*workers), as the console's)")
+	fs.IntVar(&c.rate, "rate", 0, "jobs arriving per second, in both phases (0: the inserter keeps the backlog full)")
 	fs.DurationVar(&c.fetchCooldown, "fetch-cooldown", 2*time.Millisecond, "River's FetchCooldown")
 	fs.DurationVar(&c.fetchPoll, "fetch-poll-interval", 20*time.Millisecond, "River's FetchPollInterval")
 	fs.BoolVar(&c.asJSON, "json", false, "print one JSON object")
@@ -80,6 +82,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if c.backlog <= 0 {
 		c.backlog = max(2000, 10*c.workers)
+	}
+	if c.rate < 0 || c.rate > 1_000_000 {
+		return errors.New("--rate is jobs arriving per second: 1 to 1,000,000, or 0 to keep the backlog full instead")
 	}
 	rep, err := pressure(ctx, c, stderr)
 	if err != nil {
@@ -137,13 +142,28 @@ func (c *claimTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.T
 
 const insertBatch = 1000
 
-func stamped(n int) []river.InsertManyParams {
+func stamped(n int) []river.InsertManyParams { return stampedAt(n, time.Now()) }
+
+func stampedAt(n int, at time.Time) []river.InsertManyParams {
 	ps := make([]river.InsertManyParams, n)
-	now := time.Now().UnixNano()
 	for i := range ps {
-		ps[i] = river.InsertManyParams{Args: noopArgs{Stamp: now}}
+		ps[i] = river.InsertManyParams{Args: noopArgs{Stamp: at.UnixNano()}}
 	}
 	return ps
+}
+
+// arrivalTick is how often a fixed-rate inserter inserts the jobs due.
+const arrivalTick = 5 * time.Millisecond
+
+// arrivalsDue is how many jobs have arrived by now at rate per second from
+// start.
+func arrivalsDue(start, now time.Time, rate int) int64 {
+	return int64(now.Sub(start).Seconds() * float64(rate))
+}
+
+// arrivalTime is when job i (from 0) arrives at rate per second from start.
+func arrivalTime(start time.Time, i int64, rate int) time.Time {
+	return start.Add(time.Duration(float64(i) / float64(rate) * float64(time.Second)))
 }
 
 func pressure(ctx context.Context, c config, progress io.Writer) (report, error) {
@@ -202,14 +222,23 @@ func pressure(ctx context.Context, c config, progress io.Writer) (report, error)
 			defer release()
 			holder = pid
 		}
-		logf("%s, %s of insert+work, backlog %d, %d workers", name, d, c.backlog, c.workers)
-		for done := 0; done < c.backlog; done += insertBatch {
+		prefill := c.backlog
+		if c.rate > 0 {
+			// A fixed arrival rate from the window's start, no prefill, no
+			// backlog cap: each batch is stamped with the time its first job
+			// was due, so a late insert counts against enqueue to start.
+			prefill = 0
+			logf("%s, %s of work at %d jobs/s arriving, %d workers", name, d, c.rate, c.workers)
+		} else {
+			logf("%s, %s of insert+work, backlog %d, %d workers", name, d, c.backlog, c.workers)
+		}
+		for done := 0; done < prefill; done += insertBatch {
 			if _, err := client.InsertManyFast(ctx, stamped(min(insertBatch, c.backlog-done))); err != nil {
 				return p, fmt.Errorf("prefill: %w", err)
 			}
 		}
 		var inserted atomic.Int64
-		inserted.Store(int64(c.backlog))
+		inserted.Store(int64(prefill))
 		start := time.Now()
 		window.Store(start.UnixNano())
 		p.series.begin(start)
@@ -227,7 +256,23 @@ func pressure(ctx context.Context, c config, progress io.Writer) (report, error)
 		insCtx, stopInserter := context.WithDeadline(ctx, start.Add(d))
 		var insErr error
 		wg.Go(func() {
-			for insCtx.Err() == nil {
+			for c.rate > 0 && insCtx.Err() == nil {
+				n := min(arrivalsDue(start, time.Now(), c.rate)-inserted.Load(), insertBatch)
+				if n <= 0 {
+					select {
+					case <-insCtx.Done():
+					case <-time.After(arrivalTick):
+					}
+					continue
+				}
+				got, err := client.InsertManyFast(insCtx, stampedAt(int(n), arrivalTime(start, inserted.Load(), c.rate)))
+				inserted.Add(int64(got))
+				if err != nil && insCtx.Err() == nil {
+					insErr = err
+					return
+				}
+			}
+			for c.rate <= 0 && insCtx.Err() == nil {
 				if inserted.Load()-p.series.handled.Load() >= int64(c.backlog) {
 					select {
 					case <-insCtx.Done():
@@ -283,7 +328,18 @@ func pressure(ctx context.Context, c config, progress io.Writer) (report, error)
 		return r, err
 	}
 	r.Mode = "river-pressure"
-	pressureReport(&r, clean, held)
+	pressureReport(&r, clean, held, c.rate > 0)
+	if c.rate > 0 {
+		r.add("rate", "arrival rate, both phases", c.rate, "jobs/s")
+		for _, p := range []struct {
+			name string
+			ph   pressurePhase
+		}{{"clean", clean}, {"pressure", held}} {
+			r.add("arrived_"+p.name, p.name+": jobs that arrived in the window", p.ph.inserted, "")
+			r.add("completed_percent_"+p.name, p.name+": jobs started in the window, of those that arrived",
+				100*ratio(float64(p.ph.series.whole.jobs.Load()), float64(p.ph.inserted)), "%")
+		}
+	}
 	r.add("holder_xid_age", "xids assigned after the holder's write, at the end", held.holderAge, "")
 	r.add("workers", "workers (MaxWorkers)", c.workers, "")
 	r.add("backlog", "backlog kept by the inserter", c.backlog, "jobs")
@@ -457,7 +513,11 @@ func (p pressurePhase) lastDead() deadSample {
 	return p.dead[len(p.dead)-1]
 }
 
-func pressureReport(r *report, clean, held pressurePhase) {
+// pressureReport adds both phases' figures, their ratios and every minute.
+// kept_percent is the pressure phase's throughput against the clean one's,
+// or at a fixed arrival rate (arrivals) the jobs started under pressure
+// against those that arrived.
+func pressureReport(r *report, clean, held pressurePhase, arrivals bool) {
 	q := func(h *latencyHistogram, p float64) float64 { return ms(h.quantile(p)) }
 	phases := []struct {
 		name string
@@ -477,7 +537,12 @@ func pressureReport(r *report, clean, held pressurePhase) {
 		r.add("dead_tuples_"+p.name, p.name+": dead tuples at the end, all tables", last.total, "")
 		r.add("dead_tuples_jobs_"+p.name, p.name+": dead tuples at the end, river_job", last.job, "")
 	}
-	r.add("kept_percent", "throughput kept under pressure", 100*ratio(held.jobsPerSecond(), clean.jobsPerSecond()), "%")
+	if arrivals {
+		r.add("kept_percent", "jobs started under pressure, of those that arrived",
+			100*ratio(float64(held.series.whole.jobs.Load()), float64(held.inserted)), "%")
+	} else {
+		r.add("kept_percent", "throughput kept under pressure", 100*ratio(held.jobsPerSecond(), clean.jobsPerSecond()), "%")
+	}
 	r.add("claim_p99_ratio", "claim p99, pressure / clean",
 		ratio(q(&held.series.whole.claim, 0.99), q(&clean.series.whole.claim, 0.99)), "")
 	r.add("start_p99_ratio", "enqueue-to-start p99, pressure / clean",

@@ -40,6 +40,7 @@ type benchConfig struct {
 	batch      int
 	duration   time.Duration
 	hold       time.Duration
+	rate       int
 	small      int
 	large      int
 	asJSON     bool
@@ -76,6 +77,7 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	fs.IntVar(&bc.batch, "batch", 1000, "largest claim: the engine's, the floor's and the relay's")
 	fs.DurationVar(&bc.duration, "duration", 20*time.Second, "measured window of continuous, of each bloat phase and of pressure's clean phase (pressure: default 10m)")
 	fs.DurationVar(&bc.hold, "hold", pressurePhase, "pressure: the phase run while a writing transaction holds the xmin horizon")
+	fs.IntVar(&bc.rate, "rate", 0, "pressure: jobs arriving per second, in both phases (0: an inserter keeps the backlog full)")
 	fs.IntVar(&bc.small, "small", 100_000, "small table of scale, in job rows")
 	fs.IntVar(&bc.large, "large", 10_000_000, "large table of scale, in job rows (at most 50,000,000)")
 	fs.BoolVar(&bc.asJSON, "json", false, "print one JSON object")
@@ -94,6 +96,12 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	}
 	if set["hold"] && bc.mode != "pressure" {
 		return usageError{"--hold is for bench pressure only"}
+	}
+	if set["rate"] && bc.mode != "pressure" {
+		return usageError{"--rate is for bench pressure only"}
+	}
+	if bc.rate < 0 || bc.rate > 1_000_000 {
+		return usageError{"--rate is jobs arriving per second: 1 to 1,000,000, or 0 to keep the backlog full instead"}
 	}
 	if bc.jobs < 1 || bc.pool < 1 || bc.batch < 1 || bc.workers < 1 || bc.duration <= 0 || bc.hold <= 0 {
 		return usageError{"--jobs, --pool, --workers, --batch, --duration and --hold must be positive"}
@@ -215,7 +223,7 @@ func runBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	}
 	rep, err := bench.Run(ctx, bc.mode, bench.Config{
 		Pool: pool, URL: database, PoolSize: bc.pool,
-		Jobs: bc.jobs, Workers: bc.workers, Batch: bc.batch, Duration: bc.duration, Hold: bc.hold,
+		Jobs: bc.jobs, Workers: bc.workers, Batch: bc.batch, Duration: bc.duration, Hold: bc.hold, Rate: bc.rate,
 		Small: bc.small, Large: bc.large, Requests: bc.requests, Scratch: !bc.force, Keep: bc.keep, Progress: stderr, Console: console,
 		SmallPool: smallPool, SmallConsole: smallConsole, Diagnostics: diag,
 	})

@@ -371,6 +371,20 @@ func TestBenchSmoke(t *testing.T) {
 		require.GreaterOrEqual(t, res["jobs_inserted"].(float64), res["jobs_clean"].(float64)+res["jobs_pressure"].(float64))
 		positive(t, res, "kept_percent", "claim_p99_ratio", "holder_xid_age")
 	})
+	// A fixed arrival rate: no prefill, so no more jobs arrive in a phase
+	// than the rate allows and none starts that did not arrive in it; kept
+	// is the share of the pressure phase's arrivals that started.
+	t.Run("PressureRate", func(t *testing.T) {
+		res := bench(t, "pressure", "--duration", "2s", "--hold", "2s", "--rate", "300")
+		require.Equal(t, 300.0, res["rate"])
+		for _, phase := range []string{"clean", "pressure"} {
+			positive(t, res, "arrived_"+phase, "jobs_"+phase)
+			require.LessOrEqual(t, res["arrived_"+phase].(float64), 601.0, "more jobs arrived than 2 s at 300/s")
+			require.LessOrEqual(t, res["jobs_"+phase].(float64), res["arrived_"+phase].(float64), "a job started that did not arrive in the phase")
+		}
+		require.Equal(t, res["completed_percent_pressure"], res["kept_percent"])
+		require.LessOrEqual(t, res["kept_percent"].(float64), 100.0)
+	})
 	t.Run("Refusals", func(t *testing.T) {
 		_, err := runCmd(t, envMap(), "bench", "sideways")
 		require.ErrorAs(t, err, new(usageError))
@@ -382,6 +396,10 @@ func TestBenchSmoke(t *testing.T) {
 		require.ErrorAs(t, err, new(usageError))
 		_, err = runCmd(t, envMap("DATABASE_URL", testdb.URL(t)), "bench", "continuous", "--hold", "1s")
 		require.ErrorContains(t, err, "--hold is for bench pressure only")
+		_, err = runCmd(t, envMap("DATABASE_URL", testdb.URL(t)), "bench", "continuous", "--rate", "100")
+		require.ErrorContains(t, err, "--rate is for bench pressure only")
+		_, err = runCmd(t, envMap("DATABASE_URL", testdb.URL(t)), "bench", "pressure", "--rate", "-1")
+		require.ErrorAs(t, err, new(usageError))
 		for _, n := range []string{"0", "100000"} {
 			_, err = runCmd(t, envMap("DATABASE_URL", testdb.URL(t)), "bench", "scale", "--requests", n)
 			require.ErrorAs(t, err, new(usageError), "--requests %s", n)

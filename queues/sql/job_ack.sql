@@ -1,12 +1,17 @@
 -- JobAck: marks one running job done, fenced by owner and generation: a
 -- worker whose lease expired (and was possibly taken over) matches no row and
 -- gets ErrLeaseLost. Row lock on the job; primary key.
+-- The status test is written `IS TRUE` (the same on a NOT NULL column) so
+-- that the planner probes the primary key: told `status = 'running'` it
+-- took jobs_running_lease_idx with the id as its condition, a walk of the
+-- whole index, which while a snapshot holds the xmin horizon keeps an entry
+-- for every lease taken since (TestHotStatementPlans checks the plan).
 UPDATE jobs
 SET status = 'done',
     finished_at = clock_timestamp(),
     lease_owner = NULL,
     lease_until = NULL
 WHERE id = $1
-  AND status = 'running'
+  AND (status = 'running') IS TRUE
   AND lease_owner = $2
   AND lease_generation = $3

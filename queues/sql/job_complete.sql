@@ -9,6 +9,11 @@
 -- the transaction: a worker cut off before its COMMIT leaves the row
 -- locked only until the server ends the idle session, and the reaper can
 -- then take the job.
+-- The status test is written `IS TRUE` (the same on a NOT NULL column) so
+-- that the planner probes the primary key: told `status = 'running'` it
+-- took jobs_running_lease_idx with the id as its condition, a walk of the
+-- whole index, which while a snapshot holds the xmin horizon keeps an entry
+-- for every lease taken since (TestHotStatementPlans checks the plan).
 WITH guard AS (
     SELECT set_config('idle_in_transaction_session_timeout', $4::bigint::text, true)
     WHERE $4::bigint > 0
@@ -19,7 +24,7 @@ SET status = 'done',
     lease_owner = NULL,
     lease_until = NULL
 WHERE id = $1
-  AND status = 'running'
+  AND (status = 'running') IS TRUE
   AND lease_owner = $2
   AND lease_generation = $3
   AND lease_until > clock_timestamp()

@@ -4,10 +4,17 @@
 -- recording the expiry in the errors history (bounded to $2 entries).
 -- Bounded batch: FOR UPDATE SKIP LOCKED over jobs_running_lease_idx in
 -- lease order; call again while it returns a full batch.
+--
+-- $3 (NULL: none) is the earliest lease_until the scan looks at. While a
+-- snapshot holds the xmin horizon the index keeps an entry for every lease
+-- taken or renewed since, and a scan from the start visits every one whose
+-- time has passed (millions after a few minutes of a busy queue); the engine
+-- starts after the range its last complete scan covered (see Client.reap).
 WITH expired AS (
     SELECT id
     FROM jobs
     WHERE status = 'running' AND lease_until < clock_timestamp()
+      AND lease_until >= coalesce($3::timestamptz, '-infinity')
     ORDER BY lease_until, id
     LIMIT $1
     FOR UPDATE SKIP LOCKED

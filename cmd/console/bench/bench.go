@@ -46,6 +46,11 @@ type Config struct {
 	// Hold is the window of pressure's second phase, the one run while a
 	// writing transaction holds the xmin horizon (default Duration).
 	Hold time.Duration
+	// Rate, when positive, makes pressure's load a fixed arrival rate
+	// (jobs per second, no prefill, no backlog cap) instead of a backlog
+	// kept full, so that engines of different throughput are measured at
+	// the same offered load and the same number of dead versions.
+	Rate int
 	// Small and Large are the table sizes of scale (defaults 100,000 and
 	// 10,000,000 job rows; Large at most ScaleMaxRows).
 	Small, Large int

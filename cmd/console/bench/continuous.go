@@ -47,13 +47,20 @@ func (l loadResult) perSecond() float64 { return float64(l.worked) / l.window.Se
 // bench tops its queue up), a Client works them. It counts the jobs whose
 // handler started inside the window. A non-nil series also gets every job
 // whose handler started inside the window, by minute.
-func runLoad(ctx context.Context, cfg Config, queue string, d time.Duration, backlog int, series *loadSeries) (loadResult, error) {
+//
+// With rate > 0 jobs arrive at rate per second from the window's start
+// instead (arrivals), with no prefill and no backlog cap: each batch is
+// stamped with the time its first job was due, so a late insert counts
+// against enqueue to start.
+func runLoad(ctx context.Context, cfg Config, queue string, d time.Duration, backlog int, series *loadSeries, rate int) (loadResult, error) {
 	var res loadResult
-	if _, err := fill(ctx, cfg, queue, backlog, stampPayload(time.Now())); err != nil {
-		return res, fmt.Errorf("prefill: %w", err)
-	}
 	inserted := atomic.Int64{}
-	inserted.Store(int64(backlog))
+	if rate <= 0 {
+		if _, err := fill(ctx, cfg, queue, backlog, stampPayload(time.Now())); err != nil {
+			return res, fmt.Errorf("prefill: %w", err)
+		}
+		inserted.Store(int64(backlog))
+	}
 	var handled, nsamples atomic.Int64
 	samples := make([]time.Duration, maxSamples)
 	var windowStart atomic.Int64
@@ -93,7 +100,25 @@ func runLoad(ctx context.Context, cfg Config, queue string, d time.Duration, bac
 	var insErr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for insCtx.Err() == nil {
+		for rate > 0 && insCtx.Err() == nil {
+			n := min(arrivalsDue(start, time.Now(), rate)-inserted.Load(), insertBatch)
+			if n <= 0 {
+				select {
+				case <-insCtx.Done():
+				case <-time.After(arrivalTick):
+				}
+				continue
+			}
+			due := arrivalTime(start, inserted.Load(), rate)
+			ps := slices.Repeat([]queues.EnqueueParams{{Queue: queue, Kind: "noop", Payload: stampPayload(due)}}, int(n))
+			got, err := queues.EnqueueCopy(insCtx, cfg.Pool, ps)
+			inserted.Add(got)
+			if err != nil && insCtx.Err() == nil {
+				insErr = err
+				return
+			}
+		}
+		for rate <= 0 && insCtx.Err() == nil {
 			if inserted.Load()-handled.Load() >= int64(backlog) {
 				select {
 				case <-insCtx.Done():
@@ -131,6 +156,20 @@ func runLoad(ctx context.Context, cfg Config, queue string, d time.Duration, bac
 	slices.Sort(lat)
 	res.p50, res.p99 = percentile(lat, 0.5), percentile(lat, 0.99)
 	return res, nil
+}
+
+// arrivalTick is how often a fixed-rate inserter inserts the jobs due.
+const arrivalTick = 5 * time.Millisecond
+
+// arrivalsDue is how many jobs have arrived by now at rate per second from
+// start.
+func arrivalsDue(start, now time.Time, rate int) int64 {
+	return int64(now.Sub(start).Seconds() * float64(rate))
+}
+
+// arrivalTime is when job i (from 0) arrives at rate per second from start.
+func arrivalTime(start time.Time, i int64, rate int) time.Time {
+	return start.Add(time.Duration(float64(i) / float64(rate) * float64(time.Second)))
 }
 
 // idleLatency enqueues single jobs one at a time on an idle queue (every
@@ -201,7 +240,7 @@ func Continuous(ctx context.Context, cfg Config) (Report, error) {
 	defer deleteQueue(cfg, queue)
 	backlog := continuousBacklog(cfg)
 	cfg.logf("continuous: %s of insert+work, backlog %d, %d workers", cfg.Duration, backlog, cfg.Workers)
-	load, err := runLoad(ctx, cfg, queue, cfg.Duration, backlog, nil)
+	load, err := runLoad(ctx, cfg, queue, cfg.Duration, backlog, nil, 0)
 	if err != nil {
 		return r, err
 	}
@@ -247,7 +286,7 @@ func Bloat(ctx context.Context, cfg Config) (Report, error) {
 			defer release()
 		}
 		cfg.logf("bloat: %s, %s of insert+work", name, cfg.Duration)
-		load, err := runLoad(ctx, cfg, queue, cfg.Duration, backlog, nil)
+		load, err := runLoad(ctx, cfg, queue, cfg.Duration, backlog, nil, 0)
 		if err != nil {
 			return load, 0, err
 		}

@@ -35,7 +35,11 @@ type loadSeries struct {
 type minuteSeries struct {
 	jobs         atomic.Int64
 	claim, start latencyHistogram // claim statement; enqueue to handler start
-	dead         atomic.Int64     // the last sample of the minute, -1 for none
+	// headClaim is the claim statements that started from the head of the
+	// queue (no cursor), a subset of claim: behind a pinned horizon each
+	// walks the entry of every job claimed since the pin.
+	headClaim latencyHistogram
+	dead      atomic.Int64 // the last sample of the minute, -1 for none
 }
 
 func newLoadSeries(window time.Duration) *loadSeries {
@@ -85,10 +89,14 @@ func (s *loadSeries) job(now, stamp time.Time, inWindow bool) {
 	}
 }
 
-func (s *loadSeries) claim(end time.Time, d time.Duration) {
+func (s *loadSeries) claim(end time.Time, d time.Duration, head bool) {
 	if m := s.minute(end); m != nil {
 		m.claim.record(d)
 		s.whole.claim.record(d)
+		if head {
+			m.headClaim.record(d)
+			s.whole.headClaim.record(d)
+		}
 	}
 }
 
@@ -98,21 +106,33 @@ type claimTracer struct{ series atomic.Pointer[loadSeries] }
 
 type claimStartKey struct{}
 
+// claimStart is when a claim statement was sent and whether it started
+// from the head of the queue.
+type claimStart struct {
+	at   time.Time
+	head bool
+}
+
+// claimCursorID is the index of the claim's cursor id ($7) among its
+// arguments: nil when the claim starts from the head.
+const claimCursorID = 6
+
 func (c *claimTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
 	if !strings.HasPrefix(data.SQL, claimMarker) {
 		return ctx
 	}
-	return context.WithValue(ctx, claimStartKey{}, time.Now())
+	head := len(data.Args) > claimCursorID && data.Args[claimCursorID] == nil
+	return context.WithValue(ctx, claimStartKey{}, claimStart{at: time.Now(), head: head})
 }
 
 func (c *claimTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
-	t, ok := ctx.Value(claimStartKey{}).(time.Time)
+	st, ok := ctx.Value(claimStartKey{}).(claimStart)
 	if !ok || data.Err != nil {
 		return
 	}
 	if s := c.series.Load(); s != nil {
 		now := time.Now()
-		s.claim(now, now.Sub(t))
+		s.claim(now, now.Sub(st.at), st.head)
 	}
 }
 
@@ -218,7 +238,11 @@ func Pressure(ctx context.Context, cfg Config) (Report, error) {
 			defer release()
 			holder = pid
 		}
-		cfg.logf("pressure: %s, %s of insert+work, backlog %d, %d workers", name, d, backlog, cfg.Workers)
+		if cfg.Rate > 0 {
+			cfg.logf("pressure: %s, %s of work at %d jobs/s arriving, %d workers", name, d, cfg.Rate, cfg.Workers)
+		} else {
+			cfg.logf("pressure: %s, %s of insert+work, backlog %d, %d workers", name, d, backlog, cfg.Workers)
+		}
 		tracer.series.Store(p.series)
 		defer tracer.series.Store(nil)
 		sctx, stopSampler := context.WithCancel(ctx)
@@ -226,7 +250,7 @@ func Pressure(ctx context.Context, cfg Config) (Report, error) {
 		var wg sync.WaitGroup
 		begun := time.Now()
 		wg.Go(func() { p.dead, sampleErr = sampleDead(sctx, cfg, p.series, begun) })
-		p.load, err = runLoad(ctx, load, queue, d, backlog, p.series)
+		p.load, err = runLoad(ctx, load, queue, d, backlog, p.series, cfg.Rate)
 		stopSampler()
 		wg.Wait()
 		if err != nil {
@@ -256,7 +280,10 @@ func Pressure(ctx context.Context, cfg Config) (Report, error) {
 	if err != nil {
 		return r, err
 	}
-	pressureReport(&r, clean, held)
+	pressureReport(&r, clean, held, cfg.Rate > 0)
+	if cfg.Rate > 0 {
+		rateReport(&r, cfg.Rate, clean, held)
+	}
 	r.Add("holder_xid_age", "xids assigned after the holder's write, at the end", held.holderAge, "")
 	r.Add("workers", "workers (jobs in flight)", cfg.Workers, "")
 	r.Add("backlog", "backlog kept by the inserter", backlog, "jobs")
@@ -265,7 +292,10 @@ func Pressure(ctx context.Context, cfg Config) (Report, error) {
 }
 
 // pressureReport adds both phases' figures, their ratios and every minute.
-func pressureReport(r *Report, clean, held pressurePhase) {
+// kept_percent is the pressure phase's throughput against the clean one's,
+// or at a fixed arrival rate (arrivals) the jobs started under pressure
+// against those that arrived.
+func pressureReport(r *Report, clean, held pressurePhase, arrivals bool) {
 	q := func(h *latencyHistogram, p float64) float64 { return ms(h.quantile(p)) }
 	for _, p := range []struct {
 		name string
@@ -278,13 +308,20 @@ func pressureReport(r *Report, clean, held pressurePhase) {
 		r.Add("claim_p50_ms_"+p.name, p.name+": claim statement p50", q(&w.claim, 0.5), "ms")
 		r.Add("claim_p99_ms_"+p.name, p.name+": claim statement p99", q(&w.claim, 0.99), "ms")
 		r.Add("claims_"+p.name, p.name+": claim statements timed", w.claim.n.Load(), "")
+		r.Add("claims_head_"+p.name, p.name+": claim statements from the head of the queue", w.headClaim.n.Load(), "")
+		r.Add("claim_head_p99_ms_"+p.name, p.name+": claim statement p99, from the head", q(&w.headClaim, 0.99), "ms")
 		r.Add("start_p50_ms_"+p.name, p.name+": enqueue-to-start p50", q(&w.start, 0.5), "ms")
 		r.Add("start_p99_ms_"+p.name, p.name+": enqueue-to-start p99", q(&w.start, 0.99), "ms")
 		last := p.ph.lastDead()
 		r.Add("dead_tuples_"+p.name, p.name+": dead tuples at the end, all tables", last.total, "")
 		r.Add("dead_tuples_jobs_"+p.name, p.name+": dead tuples at the end, jobs", last.job, "")
 	}
-	r.Add("kept_percent", "throughput kept under pressure", 100*ratio(held.jobsPerSecond(), clean.jobsPerSecond()), "%")
+	if arrivals {
+		r.Add("kept_percent", "jobs started under pressure, of those that arrived",
+			100*ratio(float64(held.series.whole.jobs.Load()), float64(held.load.inserted)), "%")
+	} else {
+		r.Add("kept_percent", "throughput kept under pressure", 100*ratio(held.jobsPerSecond(), clean.jobsPerSecond()), "%")
+	}
 	r.Add("claim_p99_ratio", "claim p99, pressure / clean",
 		ratio(q(&held.series.whole.claim, 0.99), q(&clean.series.whole.claim, 0.99)), "")
 	r.Add("start_p99_ratio", "enqueue-to-start p99, pressure / clean",
@@ -301,6 +338,22 @@ func pressureReport(r *Report, clean, held pressurePhase) {
 	}
 }
 
+// rateReport adds the figures of a fixed arrival rate: the jobs that
+// arrived in each phase and the share of them that started in it. At a
+// fixed rate kept_percent is that share under pressure: the throughput
+// kept, measured against what arrived rather than against the clean phase.
+func rateReport(r *Report, rate int, clean, held pressurePhase) {
+	r.Add("rate", "arrival rate, both phases", rate, "jobs/s")
+	for _, p := range []struct {
+		name string
+		ph   pressurePhase
+	}{{"clean", clean}, {"pressure", held}} {
+		r.Add("arrived_"+p.name, p.name+": jobs that arrived in the window", p.ph.load.inserted, "")
+		r.Add("completed_percent_"+p.name, p.name+": jobs started in the window, of those that arrived",
+			100*ratio(float64(p.ph.series.whole.jobs.Load()), float64(p.ph.load.inserted)), "%")
+	}
+}
+
 // minuteFigures is one minute of a phase, as the report shows it.
 type minuteFigures struct {
 	Jobs          int64   `json:"jobs"`
@@ -309,13 +362,18 @@ type minuteFigures struct {
 	ClaimP99MS    float64 `json:"claim_p99_ms"`
 	StartP50MS    float64 `json:"start_p50_ms"`
 	StartP99MS    float64 `json:"start_p99_ms"`
+	// HeadClaims are the claims that started from the head of the queue,
+	// HeadP99MS their p99.
+	HeadClaims int64   `json:"head_claims"`
+	HeadP99MS  float64 `json:"head_p99_ms"`
 	// DeadTuples is the minute's last sample, -1 when none fell in it.
 	DeadTuples int64 `json:"dead_tuples"`
 }
 
 func (m minuteFigures) String() string {
-	return fmt.Sprintf("%s jobs/s, claim p50 %s p99 %s ms, start p50 %s p99 %s ms, dead tuples %d",
+	return fmt.Sprintf("%s jobs/s, claim p50 %s p99 %s ms (%d from the head, p99 %s ms), start p50 %s p99 %s ms, dead tuples %d",
 		formatValue(m.JobsPerSecond), formatValue(m.ClaimP50MS), formatValue(m.ClaimP99MS),
+		m.HeadClaims, formatValue(m.HeadP99MS),
 		formatValue(m.StartP50MS), formatValue(m.StartP99MS), m.DeadTuples)
 }
 
@@ -330,6 +388,8 @@ func (s *loadSeries) minuteFigures(i int) minuteFigures {
 		ClaimP99MS:    ms(m.claim.quantile(0.99)),
 		StartP50MS:    ms(m.start.quantile(0.5)),
 		StartP99MS:    ms(m.start.quantile(0.99)),
+		HeadClaims:    m.headClaim.n.Load(),
+		HeadP99MS:     ms(m.headClaim.quantile(0.99)),
 		DeadTuples:    m.dead.Load(),
 	}
 }
