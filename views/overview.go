@@ -56,6 +56,10 @@ type Tile struct {
 	State     string `json:"state"` // ok, warning, critical, unknown
 	Href      string `json:"href,omitempty"`
 	Spark     Spark  `json:"-"`
+	// Number is Value as a number, the last point of the tile's line, so
+	// that the big number and the line end at the same moment; nil when
+	// the value is not known.
+	Number *float64 `json:"-"`
 }
 
 // Status is "ok", or "error" when the round failed: app.js then keeps the

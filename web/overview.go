@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,7 +60,7 @@ func (s *Server) overview(c echo.Context) error {
 			}
 		}
 		withIncidentButtons(m.Findings, s.incidentButton(ctx, c, p.Role))
-		addSparklines(m.Tiles, liveTileTrends(s.cfg.Sampler, now), th)
+		addSparklines(m.Tiles, endAtRound(m.Tiles, liveTileTrends(s.cfg.Sampler, now), round.At), th)
 	}
 	m.RefreshURL = "/"
 	return s.render(c, page{Title: "Overview", Nav: "overview", Model: m, Body: views.OverviewBody(m), Travel: &t})
@@ -195,24 +196,24 @@ func overviewTiles(r diagnostics.Round, list []findings.Finding, th diagnostics.
 		}
 	}
 	tiles := []views.Tile{
-		{ID: "queue-ready", Label: "Ready jobs", Value: humanize.Int(ready), Meta: oldestText(ready, oldest),
+		{ID: "queue-ready", Label: "Ready jobs", Value: humanize.Int(ready), Number: num(ready), Meta: oldestText(ready, oldest),
 			State: worst(findings.CodeQueueBacklog, findings.CodeQueuePaused, findings.CodeWorkersNoneAlive), Href: "/queues",
 			Threshold: "alert at " + humanize.Seconds(th.QueueBacklogAge.Seconds())},
-		{ID: "queue-running", Label: "Running jobs", Value: humanize.Int(running), Meta: humanize.Int(expired) + " expired leases",
+		{ID: "queue-running", Label: "Running jobs", Value: humanize.Int(running), Number: num(running), Meta: humanize.Int(expired) + " expired leases",
 			State: worst(findings.CodeExpiredLeases), Href: "/queues", Threshold: fmt.Sprintf("alert at %d expired", th.ExpiredLeases)},
-		{ID: "queue-dead", Label: "Dead letters", Value: humanize.Int(dead),
+		{ID: "queue-dead", Label: "Dead letters", Value: humanize.Int(dead), Number: num(dead),
 			State: worst(findings.CodeDeadLetters), Href: "/deadletters",
 			Threshold: fmt.Sprintf("alert at %d in %s", th.DeadLetters, humanize.Seconds(th.DeadLetterWindow.Seconds()))},
 	}
 	if unavailable(diagnostics.CheckQueueHealth) {
 		for i := range tiles {
-			tiles[i].State, tiles[i].Value = "unknown", "?"
+			tiles[i].State, tiles[i].Value, tiles[i].Number = "unknown", "?", nil
 		}
 	}
 
 	outbox := views.Tile{ID: "outbox", Label: "Outbox pending", Value: "?", State: "unknown", Href: "/outbox"}
 	if r.Outbox != nil {
-		outbox.Value = humanize.Int(r.Outbox.Pending)
+		outbox.Value, outbox.Number = humanize.Int(r.Outbox.Pending), num(r.Outbox.Pending)
 		outbox.Meta = oldestText(r.Outbox.Pending, r.Outbox.OldestPendingSeconds)
 		outbox.State = worst(findings.CodeOutboxBacklog, findings.CodeOutboxDead)
 		outbox.Threshold = "alert at " + humanize.Seconds(th.OutboxBacklogAge.Seconds())
@@ -230,12 +231,12 @@ func overviewTiles(r diagnostics.Round, list []findings.Finding, th diagnostics.
 			oldestTx = b.XactAgeSeconds
 		}
 	}
-	locks := views.Tile{ID: "blocked", Label: "Blocked backends", Value: fmt.Sprint(blocked),
+	locks := views.Tile{ID: "blocked", Label: "Blocked backends", Value: fmt.Sprint(blocked), Number: num(blocked),
 		Meta: "oldest transaction " + humanize.Seconds(oldestTx), Href: diagnostics.RunbookURL(diagnostics.StepBlocking),
 		State:     worst(findings.CodeRootBlocker, findings.CodeLongRunning, findings.CodeIdleInTransaction),
 		Threshold: "alert at " + humanize.Seconds(th.RootBlockerWait.Seconds()) + " wait"}
 	if unavailable(diagnostics.CheckBlockingTree) {
-		locks.State, locks.Value = "unknown", "?"
+		locks.State, locks.Value, locks.Number = "unknown", "?", nil
 	}
 
 	var lagBytes int64
@@ -248,7 +249,7 @@ func overviewTiles(r diagnostics.Round, list []findings.Finding, th diagnostics.
 			lagSeconds = *st.ReplayLagSeconds
 		}
 	}
-	repl := views.Tile{ID: "replication", Label: "Replication lag", Value: humanize.Bytes(float64(lagBytes)),
+	repl := views.Tile{ID: "replication", Label: "Replication lag", Value: humanize.Bytes(float64(lagBytes)), Number: num(lagBytes),
 		Meta: fmt.Sprintf("%d standbys, %s", len(r.Replication), humanize.Seconds(lagSeconds)), Href: diagnostics.RunbookURL(diagnostics.StepReplication),
 		State:     worst(findings.CodeReplicationLag),
 		Threshold: "alert at " + humanize.Bytes(float64(th.ReplicationLagBytes))}
@@ -262,18 +263,24 @@ func overviewTiles(r diagnostics.Round, list []findings.Finding, th diagnostics.
 			retained = sl.RetainedBytes
 		}
 	}
-	slots := views.Tile{ID: "slots", Label: "Slot retention", Value: humanize.Bytes(float64(retained)),
+	slots := views.Tile{ID: "slots", Label: "Slot retention", Value: humanize.Bytes(float64(retained)), Number: num(retained),
 		Meta: fmt.Sprintf("%d slots", len(r.Slots)), Href: diagnostics.RunbookURL(diagnostics.StepReplication),
 		State:     worst(findings.CodeSlotRetention, findings.CodeSlotInactive),
 		Threshold: "alert at " + humanize.Bytes(float64(th.SlotRetentionBytes))}
 
 	wal := views.Tile{ID: "wal", Label: "WAL rate", Value: "measuring", State: "unknown", Href: diagnostics.RunbookURL(diagnostics.StepResources)}
 	if r.WALRate != nil {
-		wal.Value = humanize.Bytes(*r.WALRate) + "/s"
+		wal.Value, wal.Number = humanize.Bytes(*r.WALRate)+"/s", num(*r.WALRate)
 		wal.State = worst(findings.CodeWALRateHigh)
 		wal.Threshold = "alert at " + humanize.Bytes(float64(th.WALRate)) + "/s"
 	}
 	return append(tiles, outbox, locks, repl, slots, wal)
+}
+
+// num is a tile's value as its Number.
+func num[T int | int64 | float64](v T) *float64 {
+	f := float64(v)
+	return &f
 }
 
 // oldestText says how long the oldest item has waited, or that none waits.
@@ -316,6 +323,29 @@ func addSparklines(tiles []views.Tile, trends map[string]trend, th diagnostics.T
 		}
 		t.Spark = spark(trends[t.ID], threshold, ch.noun, ch.show)
 	}
+}
+
+// endAtRound ends each tile's live trend with the tile's own number at the
+// round's time, so the big number and the line's last point (and the
+// readout under it, which names its time) are the same moment: the
+// sampler's newest point can be seconds older than the round.
+func endAtRound(tiles []views.Tile, trends map[string]trend, at time.Time) map[string]trend {
+	for _, t := range tiles {
+		tr, ok := trends[t.ID]
+		if !ok || t.Number == nil {
+			continue
+		}
+		pts := tr.points
+		for len(pts) > 0 && !pts[len(pts)-1].at.Before(at) {
+			pts = pts[:len(pts)-1] // samples taken with or after the round give way to it
+		}
+		tr.points = append(slices.Clip(pts), trendPoint{at: at, v: *t.Number})
+		if tr.to.Before(at) {
+			tr.to = at
+		}
+		trends[t.ID] = tr
+	}
+	return trends
 }
 
 // liveTileTrends are the tiles' trends from the sampler's memory.

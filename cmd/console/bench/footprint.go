@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgconsole/console/diagnostics"
+	"github.com/pgconsole/console/diagnostics/episodes"
 )
 
 // The footprint's staged loads. Each is bounded: the waiters and idle
@@ -197,10 +198,24 @@ func footprintLockStorm(ctx context.Context, cfg Config, r *Report) error {
 			wg.Wait()
 		}
 	}
+	// The lock-episode recorder runs beside the console, as serve runs
+	// it: its share of the console's DB time in the storm is measured
+	// over the no-viewer window, where it is largest.
+	rec, err := episodes.New(episodes.Config{URL: cfg.URL, Name: "footprint"})
+	if err != nil {
+		return err
+	}
+	if err := rec.Start(ctx); err != nil {
+		return fmt.Errorf("start the lock-episode recorder: %w", err)
+	}
+	defer rec.Stop()
 	cfg.logf("footprint: the console idles, no viewer")
 	byCheck0 := cfg.Diagnostics.Cost()
+	rec0 := rec.Cost()
 	none, noneN := measureCost(ctx, cfg, nil)
+	rec1 := rec.Cost()
 	noneBy := costSince(cfg.Diagnostics, byCheck0, cfg.Duration)
+	recorder := (rec1.Seconds - rec0.Seconds) * 1000 / cfg.Duration.Seconds()
 	cfg.logf("footprint: one viewer on the blocking step")
 	one, oneN := measureCost(ctx, cfg, viewers(1))
 	treeTimes = nil
@@ -218,6 +233,9 @@ func footprintLockStorm(ctx context.Context, cfg Config, r *Report) error {
 	r.Add("storm_one_statements", "(a) console statements, 1 viewer", oneN, "")
 	r.Add("storm_many_db_ms_per_s", fmt.Sprintf("(a) console DB time, %d viewers", FootprintViewers), many, "ms/s")
 	r.Add("storm_many_statements", fmt.Sprintf("(a) console statements, %d viewers", FootprintViewers), manyN, "")
+	r.Add("storm_recorder_ms_per_s", "(a) lock-episode recorder's DB time, no viewer", recorder, "ms/s")
+	r.Add("storm_recorder_statements", "(a) lock-episode recorder's statements, no viewer", rec1.Statements-rec0.Statements, "")
+	r.Add("storm_recorder_share_percent", "(a) recorder's share of the console's DB time, no viewer (target <= 10)", 100*recorder/(none+recorder), "%")
 	r.Add("storm_ratio_vs_none", fmt.Sprintf("(a) DB time %d viewers / no viewer (target <= 1.5)", FootprintViewers), ratio(many, none), "x")
 	r.Add("storm_ratio_vs_one", fmt.Sprintf("(a) DB time %d viewers / 1 viewer", FootprintViewers), ratio(many, one), "x")
 	// Where the console's DB time goes, by check (the lock watcher's polls
