@@ -200,7 +200,8 @@ func footprintLockStorm(ctx context.Context, cfg Config, r *Report) error {
 	}
 	// The lock-episode recorder runs beside the console, as serve runs
 	// it: its share of the console's DB time in the storm is measured
-	// over the no-viewer window, where it is largest.
+	// over the no-viewer window, where it is largest, once it has
+	// recorded the storm's episode (its first full read is a one-off).
 	rec, err := episodes.New(episodes.Config{URL: cfg.URL, Name: "footprint"})
 	if err != nil {
 		return err
@@ -209,6 +210,9 @@ func footprintLockStorm(ctx context.Context, cfg Config, r *Report) error {
 		return fmt.Errorf("start the lock-episode recorder: %w", err)
 	}
 	defer rec.Stop()
+	if err := waitForEpisode(ctx, cfg, FootprintWaiters); err != nil {
+		return err
+	}
 	cfg.logf("footprint: the console idles, no viewer")
 	byCheck0 := cfg.Diagnostics.Cost()
 	rec0 := rec.Cost()
@@ -277,6 +281,29 @@ func waitFor(ctx context.Context, cfg Config, n int) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitForEpisode waits until the recorder has written the storm's episode
+// with its n waiters.
+func waitForEpisode(ctx context.Context, cfg Config, n int) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var seen bool
+		if err := cfg.Pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM lock_episodes WHERE peak_waiting >= $1)", n).Scan(&seen); err != nil {
+			return err
+		}
+		if seen {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the lock-episode recorder wrote no episode of %d waiters within a minute", n)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
@@ -365,7 +392,14 @@ func footprintCatalog(ctx context.Context, cfg Config, r *Report) error {
 	}
 
 	cfg.logf("footprint: the console idles beside them")
+	idle0 := cfg.Diagnostics.Cost()
 	sampler, _ := measureCost(ctx, cfg, nil)
+	idleBy := costSince(cfg.Diagnostics, idle0, cfg.Duration)
+	names = slices.Collect(maps.Keys(idleBy))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(idleBy[b], idleBy[a]), cmp.Compare(a, b)) })
+	for _, name := range names[:min(5, len(names))] {
+		r.Add("catalog_idle_"+name+"_ms_per_s", "(b) idle: "+name, idleBy[name], "ms/s")
+	}
 	spread := slowTook.Seconds() * 1000 / cfg.Diagnostics.Config().SlowInterval.Seconds()
 	r.Add("catalog_idle_sampler_ms_per_s", "(b) idle console DB time: sampler", sampler, "ms/s")
 	r.Add("catalog_idle_slow_ms_per_s", "(b) idle console DB time: slow clock spread over its interval", spread, "ms/s")
