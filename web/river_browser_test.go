@@ -1,0 +1,105 @@
+package web
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/diagnostics/findings"
+	"github.com/pgconsole/console/internal/browser"
+	"github.com/pgconsole/console/internal/testdb"
+)
+
+// TestBrowserRiverDiscardBurst walks a River incident in headless
+// Chromium, as an operator: four jobs of one class discarded by River's
+// client are a discard burst on the overview; the finding links the
+// queue's dead letters, whose row retries the class; the retry is
+// previewed, executed with a reason through River's client, and the audit
+// page names the four jobs, which River made available again (read in
+// river_job). Screenshots of each step at 1440 and 390 px.
+func TestBrowserRiverDiscardBurst(t *testing.T) {
+	testdb.SkipShort(t, "a browser test with a River client working jobs")
+	ctx := t.Context()
+	e, client := riverSetupClient(t)
+	// No client fetches the default queue from now on, so the retried
+	// jobs stay available for the check at the end.
+	require.NoError(t, client.Stop(ctx))
+	d := e.srv.cfg.Diagnostics
+	th := d.Thresholds()
+	th.DeadLetters = 4
+	d.SetThresholds(th)
+	d.SetRiver(true)
+	discarded := testdb.Count(t, e.owner, "SELECT count(*) FROM river_job WHERE kind = 'fail' AND state = 'discarded'")
+	require.Equal(t, 4, discarded)
+
+	b := browser.New(t, 240*time.Second)
+	text := func(sel string) string { return browser.Get(t, b, chromedp.Text(css(sel))) }
+	shots := func(name string) {
+		for _, w := range []int64{1440, 390} {
+			browser.Do(t, b, chromedp.EmulateViewport(w, 900))
+			browser.Screenshot(t, b, fmt.Sprintf("river-incident-%s-%d", name, w))
+		}
+		browser.Do(t, b, chromedp.EmulateViewport(1440, 900))
+	}
+	signIn(t, b, e.http.URL, "operator")
+
+	// The overview: the burst is a finding that names the queue, kind and class.
+	require.Contains(t, text(`[data-testid="findings"]`), findings.CodeRiverDiscardBurst)
+	require.Contains(t, text(`[data-testid="findings"]`), "River queue default: 4 fail jobs discarded with `ship order ?: carrier timeout`")
+	shots("1-overview")
+
+	// The finding leads to the queue's dead letters.
+	browser.Do(t, b,
+		chromedp.Click(css(`[data-testid="findings"] a[data-testid="finding-evidence-link"][href="/deadletters?queue=default"]`)),
+		chromedp.WaitVisible(css(`[data-testid="deadletters"]`)),
+	)
+	groups := text(`#source-live`)
+	require.Contains(t, groups, "ship order ?: carrier timeout")
+	require.Contains(t, groups, "Retry these 4…")
+	shots("2-deadletters")
+
+	// Retry the class: the form comes filled in, the preview names the jobs.
+	browser.Do(t, b,
+		chromedp.Click(css(`#source-live a[href*="river.retry"][href*="carrier"]`)),
+		chromedp.WaitVisible(css(`[data-testid="action-form-edit"]`)),
+		chromedp.Click(css(`[data-testid="action-preview-button"]`)),
+		chromedp.WaitVisible(css(`[data-testid="preview-summary"]`)),
+	)
+	require.Contains(t, text(`[data-testid="preview-summary"]`), "4")
+	shots("3-preview")
+	browser.Do(t, b, executeWith("the carrier answers again", "action-done")...)
+	result := text(`[data-testid="result-summary"]`)
+	shots("4-done")
+
+	// River made each job available again, through its own client.
+	available := testdb.Count(t, e.owner, "SELECT count(*) FROM river_job WHERE kind = 'fail' AND state = 'available'")
+	require.Equal(t, 4, available, "River made the four discarded jobs available: %s", result)
+	var names []string
+	rows, err := e.owner.Query(ctx, "SELECT id::text FROM river_job WHERE kind = 'fail' ORDER BY id")
+	require.NoError(t, err)
+	for rows.Next() {
+		var id string
+		require.NoError(t, rows.Scan(&id))
+		names = append(names, id)
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, names, 4)
+
+	// The audit page: the retry, its reason and the four jobs.
+	browser.Do(t, b,
+		chromedp.Navigate(e.http.URL+"/audit"),
+		chromedp.WaitVisible(css(`[data-testid="audit-events"]`)),
+		chromedp.Click(css(`[data-testid="audit-row"]:first-child [data-testid="audit-result"] summary`)),
+	)
+	row := text(`[data-testid="audit-row"]:first-child`)
+	require.Contains(t, row, "river.retry")
+	require.Contains(t, row, "the carrier answers again")
+	for _, id := range names {
+		require.True(t, strings.Contains(row, `"id": `+id), "the audit row names job %s: %s", id, row)
+	}
+	shots("5-audit")
+}
