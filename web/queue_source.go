@@ -447,6 +447,7 @@ func failedGroupsPanel(g queues.SourceFailedGroups, role string, withQueue bool,
 	_, canRetry := actionLink(riverRetryAction, role, nil)
 	if canRetry {
 		p.Columns = append(p.Columns, views.Column{Label: "Action"})
+		p.Cards = true // a phone shows each group as a card, its retry link in reach
 	}
 	if g.Read < g.Total {
 		p.Note = fmt.Sprintf("Grouped from the %s newest of %s failed jobs. ", humanize.Int(g.Read), humanize.Int(g.Total))

@@ -50,6 +50,7 @@ func TestBrowserRiverDiscardBurst(t *testing.T) {
 	// The overview: the burst is a finding that names the queue, kind and class.
 	require.Contains(t, text(`[data-testid="findings"]`), findings.CodeRiverDiscardBurst)
 	require.Contains(t, text(`[data-testid="findings"]`), "River queue default: 4 fail jobs discarded with `ship order ?: carrier timeout`")
+	require.Contains(t, text(`[data-testid="tile-river-discarded"]`), "5", "the tile counts River's discarded jobs")
 	shots("1-overview")
 
 	// The finding leads to the queue's dead letters.
@@ -69,7 +70,7 @@ func TestBrowserRiverDiscardBurst(t *testing.T) {
 		chromedp.Click(css(`[data-testid="action-preview-button"]`)),
 		chromedp.WaitVisible(css(`[data-testid="preview-summary"]`)),
 	)
-	require.Contains(t, text(`[data-testid="preview-summary"]`), "4")
+	require.Contains(t, text(`[data-testid="preview-summary"]`), "Retry 4 River jobs through River's client (queue default, class ship order ?: carrier timeout); cap 1,000")
 	shots("3-preview")
 	browser.Do(t, b, executeWith("the carrier answers again", "action-done")...)
 	result := text(`[data-testid="result-summary"]`)
