@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics/findings"
+	"github.com/pgconsole/console/diagnostics/recorder"
+	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/browser"
 	"github.com/pgconsole/console/internal/testdb"
 )
@@ -20,7 +23,8 @@ import (
 // queue's dead letters, whose row retries the class; the retry is
 // previewed, executed with a reason through River's client, and the audit
 // page names the four jobs, which River made available again (read in
-// river_job). Screenshots of each step at 1440 and 390 px.
+// river_job); the queue's page at the burst's recorded moment still shows
+// them discarded. Screenshots of each step at 1440 and 390 px.
 func TestBrowserRiverDiscardBurst(t *testing.T) {
 	testdb.SkipShort(t, "a browser test with a River client working jobs")
 	ctx := t.Context()
@@ -35,6 +39,11 @@ func TestBrowserRiverDiscardBurst(t *testing.T) {
 	d.SetRiver(true)
 	discarded := testdb.Count(t, e.owner, "SELECT count(*) FROM river_job WHERE kind = 'fail' AND state = 'discarded'")
 	require.Equal(t, 4, discarded)
+	// The flight recorder keeps the burst's moment.
+	rec := recorder.New(d, e.srv.cfg.Pool, recorder.Config{Interval: time.Millisecond, Name: "test-console"})
+	e.srv.cfg.Recorder = rec
+	burstSample := sampler.New(d, sampler.Config{Interval: time.Hour}).SampleNow(ctx)
+	require.NoError(t, rec.Record(ctx, burstSample))
 
 	b := browser.New(t, 240*time.Second)
 	text := func(sel string) string { return browser.Get(t, b, chromedp.Text(css(sel))) }
@@ -103,4 +112,16 @@ func TestBrowserRiverDiscardBurst(t *testing.T) {
 		require.True(t, strings.Contains(row, `"id": `+id), "the audit row names job %s: %s", id, row)
 	}
 	shots("5-audit")
+
+	// The queue's page at the burst's moment still shows the five
+	// discarded jobs; live, one is left.
+	discardedFact := `[...document.querySelectorAll('[data-testid="source-facts"] dt')].find(d => d.textContent === "discarded").nextElementSibling.textContent.trim()`
+	browser.Do(t, b, chromedp.Navigate(e.http.URL+"/queues/default"), chromedp.WaitVisible(css(`[data-testid="source-facts"]`)))
+	require.Equal(t, "1", browser.Get(t, b, chromedp.Evaluate[string](discardedFact)))
+	browser.Do(t, b,
+		chromedp.Navigate(e.http.URL+"/queues/default?at="+url.QueryEscape(burstSample.At.Format(time.RFC3339Nano))),
+		chromedp.WaitVisible(css(`[data-testid="history-mark"]`)),
+	)
+	require.Equal(t, "5", browser.Get(t, b, chromedp.Evaluate[string](discardedFact)))
+	shots("6-queue-at-the-burst")
 }
