@@ -30,6 +30,7 @@ func freshDB(t *testing.T) (context.Context, string) {
 // open returns a Diagnostics on url with t's thresholds, closed at cleanup.
 func open(t *testing.T, url string, cfg diagnostics.Config) *diagnostics.Diagnostics {
 	t.Helper()
+	cfg.OnDemand = true
 	d, err := diagnostics.Open(context.Background(), url, cfg)
 	require.NoError(t, err)
 	t.Cleanup(d.Close)
