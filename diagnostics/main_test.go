@@ -28,6 +28,8 @@ func freshDB(t *testing.T) (context.Context, string) {
 }
 
 // open returns a Diagnostics on url with t's thresholds, closed at cleanup.
+// It connects on demand (Config.OnDemand): most tests run a few checks, and
+// a connection costs the test server a process.
 func open(t *testing.T, url string, cfg diagnostics.Config) *diagnostics.Diagnostics {
 	t.Helper()
 	cfg.OnDemand = true
