@@ -286,7 +286,7 @@ func poolWithDiagnostics(t *testing.T) (*pgxpool.Pool, *diagnostics.Diagnostics)
 // openDiagnostics opens diagnostics on url, closed at cleanup.
 func openDiagnostics(t *testing.T, url string) *diagnostics.Diagnostics {
 	t.Helper()
-	diag, err := diagnostics.Open(context.Background(), url, diagnostics.Config{})
+	diag, err := diagnostics.Open(context.Background(), url, diagnostics.Config{OnDemand: true})
 	require.NoError(t, err)
 	t.Cleanup(diag.Close)
 	return diag

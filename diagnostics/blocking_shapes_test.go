@@ -232,7 +232,7 @@ func TestBlockingTreeHidesOnlyOwnConnections(t *testing.T) {
 	var ownWaiter int32
 	eventually(t, 15*time.Second, func() (bool, string) {
 		err := watch.QueryRow(ctx, `SELECT pid FROM pg_stat_activity
-			WHERE application_name = $1 AND wait_event_type = 'Lock' AND pid <> $2 LIMIT 1`,
+			WHERE datname = current_database() AND application_name = $1 AND wait_event_type = 'Lock' AND pid <> $2 LIMIT 1`,
 			diagnostics.ApplicationName, pidOf(impostor)).Scan(&ownWaiter)
 		return err == nil, fmt.Sprint(err)
 	})

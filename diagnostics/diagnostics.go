@@ -38,6 +38,13 @@ type Config struct {
 	// database: MaxConns-1 for queries and one for the lock watcher;
 	// default 4.
 	MaxConns int32
+	// OnDemand opens the connections when checks first need them instead
+	// of keeping MaxConns open from the start. Those open connections are
+	// what a console diagnoses a connection storm with (no new one can be
+	// had then), so a long-running console leaves it false; a short-lived
+	// Diagnostics (a test) sets it to spare the server connections it may
+	// never use: each costs the server a process.
+	OnDemand bool
 	// StandbyURLs are standbys to read receiver and replay state from.
 	StandbyURLs []string
 	// TransactionPooler says the URL given to Open goes through a pooler
@@ -175,11 +182,15 @@ func Open(ctx context.Context, url string, cfg Config) (*Diagnostics, error) {
 	// and these are what the console diagnoses the storm with.
 	own := &ownpid.Set{}
 	queries := max(cfg.MaxConns-1, 1)
-	pool, err := newPool(url, queries, queries, own, cfg.TransactionPooler)
+	floor, watchFloor := queries, int32(1)
+	if cfg.OnDemand {
+		floor, watchFloor = 0, 0
+	}
+	pool, err := newPool(url, queries, floor, own, cfg.TransactionPooler)
 	if err != nil {
 		return nil, fmt.Errorf("diagnostics pool: %w", err)
 	}
-	watch, err := newPool(url, 1, 1, own, cfg.TransactionPooler)
+	watch, err := newPool(url, 1, watchFloor, own, cfg.TransactionPooler)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("diagnostics pool: %w", err)

@@ -110,7 +110,11 @@ func TestConcurrentPanelsUnderLock(t *testing.T) {
 func TestConcurrentStatementsShareOneWatcher(t *testing.T) {
 	ctx, url := freshDB(t)
 	holder := lockJobs(t, url)
-	d := open(t, url, diagnostics.Config{StatementTimeout: 5 * time.Second, LockTimeout: 2 * time.Second, MaxConns: 4})
+	// Not OnDemand (open): the statements must start together, not each
+	// after a connection of its own.
+	d, err := diagnostics.Open(ctx, url, diagnostics.Config{StatementTimeout: 5 * time.Second, LockTimeout: 2 * time.Second, MaxConns: 4})
+	require.NoError(t, err)
+	t.Cleanup(d.Close)
 	polls := func() int64 { return d.Cost()["lock_watcher"].Statements }
 
 	r := d.QueueHealth(ctx)

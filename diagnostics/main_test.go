@@ -28,8 +28,11 @@ func freshDB(t *testing.T) (context.Context, string) {
 }
 
 // open returns a Diagnostics on url with t's thresholds, closed at cleanup.
+// It connects on demand (Config.OnDemand): most tests run a few checks, and
+// a connection costs the test server a process.
 func open(t *testing.T, url string, cfg diagnostics.Config) *diagnostics.Diagnostics {
 	t.Helper()
+	cfg.OnDemand = true
 	d, err := diagnostics.Open(context.Background(), url, cfg)
 	require.NoError(t, err)
 	t.Cleanup(d.Close)

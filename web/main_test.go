@@ -86,7 +86,7 @@ func setupWith(t testing.TB, o setupOpts) *env {
 	url := testdb.AsUser(t, superURL, testdb.OwnerRole)
 	webURL := testdb.AsUser(t, superURL, "console_web")
 	pool := testdb.Pool(t, webURL)
-	diag, err := diagnostics.Open(context.Background(), webURL, diagnostics.Config{Thresholds: o.thresholds})
+	diag, err := diagnostics.Open(context.Background(), webURL, diagnostics.Config{Thresholds: o.thresholds, OnDemand: true})
 	require.NoError(t, err)
 	t.Cleanup(diag.Close)
 	for _, role := range []string{auth.RoleViewer, auth.RoleOperator, auth.RoleAdmin} {

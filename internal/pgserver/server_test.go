@@ -62,6 +62,7 @@ func TestStartStopReuse(t *testing.T) {
 }
 
 func TestRestartKeepsPort(t *testing.T) {
+	skipShort(t, "a server of its own (initdb, two starts)")
 	t.Parallel()
 	ctx := context.Background()
 	srv, err := Start(ctx, Config{Dir: testDir(t), BinDir: os.Getenv("PG_BIN"), Trust: true, Fast: true})
@@ -89,6 +90,7 @@ func TestMissingBinaries(t *testing.T) {
 }
 
 func TestStartupFailureShowsLog(t *testing.T) {
+	skipShort(t, "a server of its own (initdb)")
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -96,6 +98,16 @@ func TestStartupFailureShowsLog(t *testing.T) {
 		Settings: map[string]string{"shared_buffers": "not-a-size"}})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "shared_buffers")
+}
+
+// skipShort is testdb.SkipShort, which this package cannot import (testdb
+// imports it): -short keeps one initdb here, TestStartStopReuse's, as every
+// other binary starts its server from a copy of a cluster made once.
+func skipShort(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("%s: skipped by -short (make test runs it)", what)
+	}
 }
 
 // testDir returns a folder the PostgreSQL account can enter even when the
