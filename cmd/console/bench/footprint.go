@@ -322,8 +322,9 @@ func footprintCatalog(ctx context.Context, cfg Config, r *Report) error {
 			return err
 		}
 	}
+	built := time.Now()
 	r.Add("catalog_tables", "(b) tables (primary key + one index each)", FootprintTables, "")
-	r.Add("catalog_build_s", "(b) time to create them", time.Since(start).Seconds(), "s")
+	r.Add("catalog_build_s", "(b) time to create them", built.Sub(start).Seconds(), "s")
 
 	var room int
 	if err := cfg.Pool.QueryRow(ctx, `SELECT current_setting('max_connections')::int
@@ -341,17 +342,21 @@ func footprintCatalog(ctx context.Context, cfg Config, r *Report) error {
 	}
 	r.Add("catalog_idle_sessions", "(b) idle sessions", len(idle), "")
 
-	// The slow clock's first read, waited for: each catalog-wide check's
-	// time against its statement timeout.
-	first, err := cfg.Diagnostics.LatestRound(ctx, time.Nanosecond)
+	// The slow clock's first read of this catalog, waited for: each
+	// catalog-wide check's time against its statement timeout. The slow
+	// clock read last before the tables were made, so the first rounds
+	// serve that read while a new one runs beside them.
+	first, err := slowReadSince(ctx, cfg, built)
 	if err != nil {
 		return err
 	}
-	slow := diagnostics.SlowChecks()
-	var slowTook time.Duration
-	for _, name := range slow {
-		took := first.Timings[name]
-		slowTook += took
+	slowRead := map[string]time.Duration{}
+	for _, name := range diagnostics.SlowChecks() {
+		took, ok := first.Timings[name]
+		if !ok {
+			continue // not read on this server (a River-only check, say)
+		}
+		slowRead[name] = took
 		r.Add("catalog_check_"+name+"_ms", "(b) "+name+" (budget "+fmt.Sprint(cfg.Diagnostics.Config().StatementTimeout.Milliseconds())+" ms)", ms(took), "ms")
 	}
 	for _, u := range first.Unavailable {
@@ -370,7 +375,7 @@ func footprintCatalog(ctx context.Context, cfg Config, r *Report) error {
 		rounds = append(rounds, rd.Took)
 		var sum time.Duration
 		for name, took := range rd.Timings {
-			if !slices.Contains(slow, name) {
+			if _, slow := slowRead[name]; !slow {
 				byCheck[name] = append(byCheck[name], took)
 				sum += took
 			}
@@ -392,19 +397,72 @@ func footprintCatalog(ctx context.Context, cfg Config, r *Report) error {
 	}
 
 	cfg.logf("footprint: the console idles beside them")
-	idle0 := cfg.Diagnostics.Cost()
-	sampler, _ := measureCost(ctx, cfg, nil)
-	idleBy := costSince(cfg.Diagnostics, idle0, cfg.Duration)
-	names = slices.Collect(maps.Keys(idleBy))
-	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(idleBy[b], idleBy[a]), cmp.Compare(a, b)) })
-	for _, name := range names[:min(5, len(names))] {
-		r.Add("catalog_idle_"+name+"_ms_per_s", "(b) idle: "+name, idleBy[name], "ms/s")
+	// Nothing but the console runs statements in the database during the
+	// window, so pg_stat_statements' account of it is the console's.
+	var spent map[string]diagnostics.CheckCost
+	var window time.Duration
+	server, serverOK := withStatementTimes(ctx, cfg.Pool, func() {
+		idle0 := cfg.Diagnostics.Cost()
+		start := time.Now()
+		measureCost(ctx, cfg, nil)
+		window = time.Since(start)
+		spent = costDelta(idle0, cfg.Diagnostics.Cost())
+	})
+	total, by := idleCost(spent, window, slowRead, cfg.Diagnostics.Config().SlowInterval)
+	var fast, spread float64
+	var statements int64
+	for _, s := range by {
+		if s.Slow {
+			spread += s.MsPerSecond
+			r.Add("catalog_idle_"+s.Check+"_ms_per_s", fmt.Sprintf("(b) idle: %s (slow clock: %.1f ms a read, every %s)",
+				s.Check, ms(slowRead[s.Check]), cfg.Diagnostics.Config().SlowInterval), s.MsPerSecond, "ms/s")
+			continue
+		}
+		fast += s.MsPerSecond
+		statements += spent[s.Check].Statements
+		r.Add("catalog_idle_"+s.Check+"_ms_per_s", fmt.Sprintf("(b) idle: %s (%d statements in the window)", s.Check, spent[s.Check].Statements), s.MsPerSecond, "ms/s")
 	}
-	spread := slowTook.Seconds() * 1000 / cfg.Diagnostics.Config().SlowInterval.Seconds()
-	r.Add("catalog_idle_sampler_ms_per_s", "(b) idle console DB time: sampler", sampler, "ms/s")
-	r.Add("catalog_idle_slow_ms_per_s", "(b) idle console DB time: slow clock spread over its interval", spread, "ms/s")
-	r.Add("catalog_idle_ms_per_s", "(b) idle console DB time (target <= 1)", sampler+spread, "ms/s")
+	r.Add("catalog_idle_statements_per_s", "(b) idle console statements, slow clock apart", float64(statements)/window.Seconds(), "/s")
+	r.Add("catalog_idle_sampler_ms_per_s", "(b) idle console DB time: the window's fast work (sampler, lock watcher)", fast, "ms/s")
+	r.Add("catalog_idle_slow_ms_per_s", "(b) idle console DB time: the slow clock's read over its interval", spread, "ms/s")
+	r.Add("catalog_idle_ms_per_s", "(b) idle console DB time (target <= 1)", total, "ms/s")
+	if !serverOK {
+		r.Add("catalog_idle_server", "(b) idle: the server's own account", "not measured: the server does not load pg_stat_statements", "")
+		return nil
+	}
+	// The server's execution time, round trips and the client's waits
+	// apart: what the console's statements cost the server itself.
+	serverTotal, shares := serverShares(server, window)
+	r.Add("catalog_idle_server_ms_per_s", "(b) idle: server execution time (pg_stat_statements), slow clock in the window included", serverTotal, "ms/s")
+	for _, s := range shares[:min(8, len(shares))] {
+		r.Add("catalog_idle_server_"+metricKey(s.Label)+"_ms_per_s", fmt.Sprintf("(b) idle server time: %s, %d calls, %.3f ms a call", s.Label, s.Calls, s.MsPerSecond*window.Seconds()/float64(s.Calls)), s.MsPerSecond, "ms/s")
+	}
 	return nil
+}
+
+// slowReadSince returns a shared round whose catalog-wide rows were read
+// after since, waiting for the slow clock's read in progress (or the next
+// one) for at most an interval and a budget.
+func slowReadSince(ctx context.Context, cfg Config, since time.Time) (diagnostics.Round, error) {
+	dc := cfg.Diagnostics.Config()
+	deadline := time.Now().Add(dc.SlowInterval + dc.SlowBudget + 10*time.Second)
+	for {
+		rd, err := cfg.Diagnostics.LatestRound(ctx, time.Nanosecond)
+		if err != nil {
+			return rd, err
+		}
+		if !rd.SlowAt.Before(since) {
+			return rd, nil
+		}
+		if time.Now().After(deadline) {
+			return rd, fmt.Errorf("the slow clock read nothing after the tables were made (its last read is of %s)", rd.SlowAt.Format(time.RFC3339))
+		}
+		select {
+		case <-ctx.Done():
+			return rd, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // footprintAPI is stage (c).
