@@ -2,6 +2,8 @@ package diagnostics
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -85,10 +87,7 @@ func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Samp
 	}}
 	fresh, ok := d.rounds.Last()
 	ok = ok && d.now().Sub(fresh.At) <= d.cfg.PanelMaxAge
-	for _, c := range checks {
-		if c.sample == nil {
-			continue
-		}
+	for _, c := range sampleOrder() {
 		if ctx.Err() != nil {
 			break
 		}
@@ -103,6 +102,40 @@ func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Samp
 			_ = c.sample(ctx, nil, st) // a failed read leaves the rows out, as a failed query does
 			continue
 		}
+		if c.sampleKnown != nil && c.sampleKnown(st) {
+			continue // the sample's earlier reads settle it
+		}
 		sess.run(ctx, c.Name, nil, func(ctx context.Context, db DBTX) error { return c.sample(ctx, db, st) })
 	}
+}
+
+// sampleOrder is the sampled checks in the order a sample reads them:
+// catalog order, except that a check with sampleAfter comes right after
+// the check it names.
+func sampleOrder() []*Check {
+	var out []*Check
+	placed := map[string]bool{}
+	after := map[string][]*Check{} // checks waiting for the one named
+	var place func(c *Check)
+	place = func(c *Check) {
+		out = append(out, c)
+		placed[c.Name] = true
+		for _, w := range after[c.Name] {
+			place(w)
+		}
+		delete(after, c.Name)
+	}
+	for i := range checks {
+		switch c := &checks[i]; {
+		case c.sample == nil:
+		case c.sampleAfter != "" && !placed[c.sampleAfter]:
+			after[c.sampleAfter] = append(after[c.sampleAfter], c)
+		default:
+			place(c)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(after)) { // a sampleAfter naming no sampled check
+		out = append(out, after[name]...)
+	}
+	return out
 }

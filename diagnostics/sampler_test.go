@@ -1,6 +1,7 @@
 package diagnostics_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -83,4 +84,40 @@ func TestSamplerService(t *testing.T) {
 	n := len(s.Samples())
 	s.Stop()
 	require.Equal(t, n, len(s.Samples()), "no sampling after Stop")
+}
+
+// An idle sample reads no blocking tree: its activity rows show nobody
+// waiting on a lock, so the blocked count is zero without the tree's read
+// of every lock. When a backend waits, the tree is read and counts it.
+func TestSampleReadsNoTreeWhenNothingWaits(t *testing.T) {
+	ctx, url, db := freshPool(t)
+	d := open(t, url, diagnostics.Config{})
+	tree := func() int64 { return d.Cost()[diagnostics.CheckBlockingTree].Statements }
+	activity := func() int64 { return d.Cost()[diagnostics.CheckActivity].Statements }
+
+	smp := d.TakeSample(ctx)
+	require.NotNil(t, smp.Blocked)
+	require.Equal(t, 0, *smp.Blocked)
+	require.Zero(t, tree(), "nobody waits: the tree's statement is not sent")
+	require.EqualValues(t, 1, activity())
+
+	_, err := db.Exec(ctx, "CREATE TABLE idle_row (id int PRIMARY KEY); INSERT INTO idle_row VALUES (1)")
+	require.NoError(t, err)
+	holder := connect(t, url, "idle-holder")
+	for _, q := range []string{"BEGIN", "SELECT * FROM idle_row FOR UPDATE"} {
+		_, err := holder.Exec(ctx, q)
+		require.NoError(t, err, q)
+	}
+	waiter := connect(t, url, "idle-waiter")
+	done := make(chan error, 1)
+	go func() {
+		_, err := waiter.Exec(context.Background(), "UPDATE idle_row SET id = id WHERE id = 1")
+		done <- err
+	}()
+	t.Cleanup(func() { _, _ = holder.Exec(context.Background(), "ROLLBACK"); <-done })
+	eventually(t, 15*time.Second, func() (bool, string) {
+		smp = d.TakeSample(ctx)
+		return smp.Blocked != nil && *smp.Blocked == 1, fmt.Sprintf("blocked %v", smp.Blocked)
+	})
+	require.Positive(t, tree(), "a backend waits: the tree is read")
 }
