@@ -62,6 +62,7 @@ func (d *Diagnostics) TakeSample(ctx context.Context) Sample {
 		var sess *session
 		sess, err = d.begin(ctx, d.pool, pgx.RepeatableRead)
 		if err == nil {
+			sess.bare = true
 			d.sampleChecks(ctx, sess, &smp, v)
 		}
 	}
@@ -77,10 +78,16 @@ func (d *Diagnostics) UseWALRate(rate func() (float64, bool)) {
 	d.mu.Unlock()
 }
 
-// sampleChecks runs every sampled check of the catalog in sess, then ends
-// it.
+// sampleChecks runs every sampled check of the catalog in sess, a bare
+// session (one round trip a statement: a sample's statements are many and
+// cheap), then ends it. A check that fails aborts the transaction: the
+// checks after it run in a new one.
 func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Sample, v int) {
-	defer sess.end()
+	defer func() {
+		if sess != nil {
+			sess.end()
+		}
+	}()
 	st := &sampleState{sample: smp, version: v, thresholds: d.Thresholds(), slow: func(ctx context.Context) Round {
 		r, _ := d.slow.Stale(ctx, 0)
 		return r
@@ -104,6 +111,15 @@ func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Samp
 		}
 		if c.sampleKnown != nil && c.sampleKnown(st) {
 			continue // the sample's earlier reads settle it
+		}
+		if sess.failed {
+			sess.end()
+			var err error
+			if sess, err = d.begin(ctx, d.pool, pgx.RepeatableRead); err != nil {
+				sess = nil
+				return // what is left stays empty, as a failed query leaves it
+			}
+			sess.bare = true
 		}
 		sess.run(ctx, c.Name, nil, func(ctx context.Context, db DBTX) error { return c.sample(ctx, db, st) })
 	}

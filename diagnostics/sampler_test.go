@@ -121,3 +121,39 @@ func TestSampleReadsNoTreeWhenNothingWaits(t *testing.T) {
 	})
 	require.Positive(t, tree(), "a backend waits: the tree is read")
 }
+
+// A sample's statements run in its transaction without a savepoint each
+// (a savepoint and its release are two more round trips a statement), and
+// a check that fails, aborting that transaction, does not cost the checks
+// after it: they run in a new one.
+func TestSampleSendsNoSavepoints(t *testing.T) {
+	ctx, url, db := freshPool(t)
+	d := open(t, url, diagnostics.Config{})
+	savepoints := func() int64 {
+		var n int64
+		require.NoError(t, db.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements
+			WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+			  AND query ILIKE 'savepoint%'`).Scan(&n))
+		return n
+	}
+	d.TakeSample(ctx) // the server's version and the slow clock's first read, each with savepoints of its own
+	before := savepoints()
+	smp := d.TakeSample(ctx)
+	require.Equal(t, before, savepoints(), "no savepoint per statement")
+	require.NotNil(t, smp.WAL)
+	require.NotNil(t, smp.Archiver)
+
+	// queue_health waits on a lock past lock_timeout and fails: the
+	// checks sampled after it are still read.
+	holder := connect(t, url, "sample-locker")
+	for _, q := range []string{"BEGIN", "LOCK TABLE queue_job_counts IN ACCESS EXCLUSIVE MODE"} {
+		_, err := holder.Exec(ctx, q)
+		require.NoError(t, err, q)
+	}
+	t.Cleanup(func() { _, _ = holder.Exec(context.Background(), "ROLLBACK") })
+	smp = d.TakeSample(ctx)
+	require.Nil(t, smp.Queues, "queue_health waited on the lock and failed")
+	require.NotNil(t, smp.Outbox, "read after the failure, in a new transaction")
+	require.NotNil(t, smp.Archiver, "read after the failure, in a new transaction")
+	require.NotNil(t, smp.PreparedXacts, "read after the failure, in a new transaction")
+}
