@@ -157,3 +157,33 @@ func TestSampleSendsNoSavepoints(t *testing.T) {
 	require.NotNil(t, smp.Archiver, "read after the failure, in a new transaction")
 	require.NotNil(t, smp.PreparedXacts, "read after the failure, in a new transaction")
 }
+
+// With no replication slot (what most samples meet), the slots query
+// neither lists pg_wal nor reads its setting: both are read for the first
+// slot's row only.
+func TestSlotsListNoWALDirWithoutASlot(t *testing.T) {
+	ctx, url := freshDB(t)
+	conn := connect(t, url, "slots-reader")
+	var version int
+	require.NoError(t, conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version))
+	var slots int
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM pg_replication_slots").Scan(&slots))
+	if slots > 0 {
+		t.Skip("another test's replication slot is on the server")
+	}
+	// Count the statements query_to_xml runs inside the slots query too.
+	_, err := conn.Exec(ctx, "SET pg_stat_statements.track = 'all'")
+	require.NoError(t, err)
+	listings := func() int64 {
+		var n int64
+		require.NoError(t, conn.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements
+			WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+			  AND query LIKE 'SELECT sum(size) AS b FROM pg_ls_waldir()%'`).Scan(&n))
+		return n
+	}
+	before := listings()
+	rows, err := diagnostics.ReplicationSlots(ctx, conn, version)
+	require.NoError(t, err)
+	require.Empty(t, rows)
+	require.Equal(t, before, listings(), "pg_wal is not listed for no slot")
+}
