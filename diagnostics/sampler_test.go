@@ -187,3 +187,17 @@ func TestSlotsListNoWALDirWithoutASlot(t *testing.T) {
 	require.Empty(t, rows)
 	require.Equal(t, before, listings(), "pg_wal is not listed for no slot")
 }
+
+// With archiving off, the archiver's row does not read pg_settings (a scan
+// of every setting) to say whether an archive command is set: nothing
+// would be archived either way.
+func TestArchiverReadsNoSettingsWhenArchivingIsOff(t *testing.T) {
+	ctx, _, db := freshPool(t)
+	var mode string
+	require.NoError(t, db.QueryRow(ctx, "SELECT current_setting('archive_mode')").Scan(&mode))
+	require.Equal(t, "off", mode, "the test server does not archive")
+	a, err := diagnostics.Archiver(ctx, db)
+	require.NoError(t, err)
+	require.Equal(t, "off", a.ArchiveMode)
+	require.Nil(t, a.ArchivingConfigured, "not read with archiving off")
+}
