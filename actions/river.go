@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgconsole/console/internal/auth"
+	"github.com/pgconsole/console/internal/humanize"
 	"github.com/pgconsole/console/queues"
 	"github.com/pgconsole/console/queues/river"
 )
@@ -174,7 +175,7 @@ func (a *riverJobsChange) execute(ctx context.Context, _ *runContext, tx pgx.Tx,
 }
 
 func (a *riverJobsChange) sentence(p RiverJobsPreview) string {
-	s := fmt.Sprintf("%s %s through River's client (%s); cap %d", a.what, counted(p.Count, "River job", "River jobs"), a.desc, p.Cap)
+	s := fmt.Sprintf("%s %s through River's client (%s); cap %s", a.what, counted(p.Count, "River job", "River jobs"), a.desc, humanize.Int(int64(p.Cap)))
 	if len(p.Skipped) > 0 {
 		s += fmt.Sprintf("; %d left alone", len(p.Skipped))
 	}

@@ -19,12 +19,16 @@ const (
 	HistoryOutbox       = "outbox"
 	HistoryWorkers      = "workers"
 	HistoryFindings     = "findings"
+	// HistoryRiverQueues is River's queues (river.QueueStat), recorded
+	// when the database's jobs are River's; absent from other samples.
+	HistoryRiverQueues = "river_queues"
 )
 
 // HistoryChecks lists every check a recorded sample holds, in display order.
 var HistoryChecks = []string{
 	HistoryBlockingTree, HistoryActivity, HistoryWaitEvents, HistoryWAL,
 	HistoryReplication, HistorySlots, HistoryQueues, HistoryOutbox, HistoryWorkers, HistoryFindings,
+	HistoryRiverQueues,
 }
 
 // IsHistoryCheck reports whether name is one of HistoryChecks.

@@ -15,6 +15,11 @@ const (
 	CheckRiverLeader   = "river_leader"
 )
 
+// RiverQueueStat is one River queue as River's queue pages read it
+// (river.QueueStat): the row Sample.RiverQueues and the flight recorder
+// keep, named here for the packages that read samples.
+type RiverQueueStat = river.QueueStat
+
 // riverTables are River's tables the round reads, so a lock timeout names
 // whoever holds them.
 var riverTables = []string{"river_job", "river_queue", "river_leader"}
@@ -75,4 +80,18 @@ func readRiver(ctx context.Context, s *session, r *Round, t Thresholds) *RiverEv
 		}
 	}
 	return &e
+}
+
+// sampleRiver reads River's queues into smp, for the flight recorder
+// (HistoryRiverQueues), or takes them from fresh, a round someone watches
+// that read them moments ago (ok).
+func sampleRiver(ctx context.Context, s *session, smp *Sample, fresh Round, ok bool) {
+	if ok && fresh.River != nil && fresh.River.Queues != nil && !fresh.Failed(CheckRiverQueues) {
+		smp.RiverQueues = fresh.River.Queues
+		return
+	}
+	s.run(ctx, CheckRiverQueues, riverTables, func(ctx context.Context, db DBTX) (err error) {
+		smp.RiverQueues, err = river.QueueList(ctx, db)
+		return
+	})
 }

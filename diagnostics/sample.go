@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgconsole/console/queues/river"
 )
 
 // Sample is one reading of the cumulative statistics and gauges the console
@@ -33,6 +35,10 @@ type Sample struct {
 	// state of the queue tables and the tables with the most dead rows.
 	PreparedXacts *int
 	Tables        []TableStat
+	// RiverQueues are River's queues (river.QueueList) when the
+	// database's jobs are River's (Config.River); nil otherwise or when
+	// the read failed.
+	RiverQueues []river.QueueStat
 }
 
 // IOTotals is pg_stat_io summed: cumulative bytes read, written and
@@ -122,6 +128,9 @@ func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Samp
 			sess.bare = true
 		}
 		sess.run(ctx, c.Name, nil, func(ctx context.Context, db DBTX) error { return c.sample(ctx, db, st) })
+	}
+	if d.river.Load() && ctx.Err() == nil {
+		sampleRiver(ctx, sess, smp, fresh, ok)
 	}
 }
 

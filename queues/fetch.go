@@ -40,10 +40,12 @@ type queueRunner struct {
 	cursorSince time.Time
 	// rescanning: a claim from the head that a rescan started is in
 	// flight, and the claims beside it keep resuming after the cursor.
-	// rescanTook is how long the last one took: the next waits at least
-	// rescanSpacing times that (see claimFrom).
+	// rescanTook is how long the last rescanCosts ones took (newest at
+	// rescanAt-1): the next waits at least rescanSpacing times the
+	// shortest of them (see claimFrom).
 	rescanning bool
-	rescanTook time.Duration
+	rescanTook [rescanCosts]time.Duration
+	rescanAt   int
 	// fair: claims share the queue between its tenants (JobClaimFair),
 	// switched on when a claim takes a job with a tenant or the queue has
 	// tenant limits, and off when a fair claim takes none and there are no
@@ -154,9 +156,16 @@ func (q *queueRunner) settle(reserved, got int, slow, failed bool) {
 	q.backlog = got == reserved && !failed
 }
 
-// rescanSpacing is how many times the last rescan's duration the claims
-// resume after the cursor before the next rescan.
+// rescanSpacing is how many times a rescan's cost the claims resume after
+// the cursor before the next rescan.
 const rescanSpacing = 20
+
+// rescanCosts is how many of the last rescans' durations the spacing
+// looks at: it takes the shortest, so that one rescan slowed by the
+// process (a stall, a busy core, a wait for a connection) does not put the
+// next off twentyfold, while a head that is slow to walk, slow every time,
+// still spaces them. The process's first rescans count as free.
+const rescanCosts = 3
 
 // claimFrom is where the next claim starts: after the cursor, or at the
 // head (nil) when there is none or the claims have resumed after it for
@@ -169,13 +178,13 @@ const rescanSpacing = 20
 // visits them all: after ten minutes of a busy queue a rescan takes
 // seconds. So one rescan runs at a time, the claims beside it resume after
 // the cursor (it stays), and the next rescan waits rescanSpacing times as
-// long as the last one took: walking the head stays a small share of the
-// claims' time. Clearing the cursor instead sent every claim launched
+// long as the recent rescans took (rescanCost): walking the head stays a
+// small share of the claims' time. Clearing the cursor instead sent every claim launched
 // during a slow rescan to the head too, and throughput collapsed.
 func (q *queueRunner) claimFrom(now time.Time, rescan time.Duration) (from *ClaimKey, head bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.cursor == nil || q.rescanning || now.Sub(q.cursorSince) < max(rescan, rescanSpacing*q.rescanTook) {
+	if q.cursor == nil || q.rescanning || now.Sub(q.cursorSince) < max(rescan, rescanSpacing*q.rescanCost()) {
 		return q.cursor, false
 	}
 	q.rescanning = true
@@ -188,8 +197,16 @@ func (q *queueRunner) rescanned(now time.Time, took time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.rescanning = false
-	q.rescanTook = took
+	q.rescanTook[q.rescanAt%rescanCosts] = took
+	q.rescanAt++
 	q.cursorSince = now
+}
+
+// rescanCost is the shortest of the last rescanCosts rescans' durations:
+// zero until that many have run, so the first rescans, which open the
+// pool's connections, space nothing. The caller holds q.mu.
+func (q *queueRunner) rescanCost() time.Duration {
+	return slices.Min(q.rescanTook[:])
 }
 
 // advance moves the cursor past the jobs a claim took. A short claim

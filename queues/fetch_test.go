@@ -195,8 +195,9 @@ func TestBacklogClaimsSideBySide(t *testing.T) {
 
 // One rescan from the head runs at a time and the claims beside it resume
 // after the cursor; the next rescan waits rescanSpacing times as long as the
-// last one took (behind a pinned xmin horizon a rescan takes seconds), and
-// ClaimRescan when that is longer.
+// recent rescans took (behind a pinned xmin horizon a rescan takes seconds,
+// every time), and ClaimRescan when that is longer. One slow rescan among
+// fast ones (a stall of the process) does not put the next off.
 func TestClaimRescanSpacing(t *testing.T) {
 	t.Parallel()
 	q := newQueueRunner("q", QueueConfig{Concurrency: 10}, 10)
@@ -219,8 +220,16 @@ func TestClaimRescanSpacing(t *testing.T) {
 	require.Equal(t, cursor, from, "a claim beside a rescan resumes after the cursor")
 	require.False(t, head)
 
-	// The rescan took 3 s: the next waits 60 s after it ended.
+	// The first rescans (they open the pool's connections) space nothing.
 	end := t0.Add(4 * time.Second)
+	q.rescanned(end, 3*time.Second)
+	_, head = q.claimFrom(end.Add(time.Second), time.Second)
+	require.True(t, head, "the process's first rescan put the next off")
+	q.rescanned(end, 3*time.Second)
+	_, head = q.claimFrom(end.Add(time.Second), time.Second)
+	require.True(t, head)
+
+	// Three rescans took 3 s each: the next waits 60 s after the last ended.
 	q.rescanned(end, 3*time.Second)
 	from, head = q.claimFrom(end.Add(59*time.Second), time.Second)
 	require.Equal(t, cursor, from)
@@ -233,5 +242,18 @@ func TestClaimRescanSpacing(t *testing.T) {
 	_, head = q.claimFrom(end.Add(999*time.Millisecond), time.Second)
 	require.False(t, head)
 	_, head = q.claimFrom(end.Add(time.Second), time.Second)
+	require.True(t, head)
+
+	// One slow rescan after fast ones: still ClaimRescan.
+	q.rescanned(end, time.Millisecond)
+	q.rescanned(end, 3*time.Second)
+	_, head = q.claimFrom(end.Add(time.Second), time.Second)
+	require.True(t, head, "one slow rescan among fast ones put the next off")
+	// Slow every time: spaced by the cost again.
+	q.rescanned(end, 2*time.Second)
+	q.rescanned(end, 4*time.Second)
+	_, head = q.claimFrom(end.Add(rescanSpacing*2*time.Second-time.Millisecond), time.Second)
+	require.False(t, head, "three slow rescans in a row: the next waits twenty times the cheapest")
+	_, head = q.claimFrom(end.Add(rescanSpacing*2*time.Second), time.Second)
 	require.True(t, head)
 }

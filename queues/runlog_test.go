@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,6 +23,7 @@ CREATE TABLE start_log (
     attempt    integer     NOT NULL,
     generation bigint      NOT NULL,
     owner      text        NOT NULL,
+    claimed_at timestamptz NOT NULL,
     at         timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE TABLE done_log (
@@ -46,17 +48,19 @@ func createRunLog(t *testing.T, db DBTX) {
 }
 
 // startLogHandler records each attempt in start_log (job, attempt, lease
-// generation, owner) with an insert of its own that commits before the
-// work starts, then sleeps for the payload's ms: an attempt cut short by a
-// fault still leaves its row behind.
+// generation, owner, when its claim took the lease) with an insert of its
+// own that commits before the work starts, then sleeps for the payload's
+// ms: an attempt cut short by a fault still leaves its row behind. The
+// insert may wait out the fault itself (the server is down), so its time
+// can fall after the fault while the claim's fell before it.
 func startLogHandler(pool *pgxpool.Pool) HandlerFunc {
 	return func(ctx context.Context, j *Job) error {
 		owner := ""
 		if j.LeaseOwner != nil {
 			owner = *j.LeaseOwner
 		}
-		if _, err := pool.Exec(ctx, "INSERT INTO start_log (job_id, attempt, generation, owner) VALUES ($1, $2, $3, $4)",
-			j.ID, j.Attempts, j.LeaseGeneration, owner); err != nil {
+		if _, err := pool.Exec(ctx, "INSERT INTO start_log (job_id, attempt, generation, owner, claimed_at) VALUES ($1, $2, $3, $4, $5)",
+			j.ID, j.Attempts, j.LeaseGeneration, owner, j.StartedAt); err != nil {
 			return err
 		}
 		return testSleep(ctx, j)
@@ -120,7 +124,7 @@ func requireRanOnce(t *testing.T, db DBTX, n int, interrupted string, args ...an
 		HAVING count(*) > 1 ORDER BY 1`), "jobs that started twice under one lease")
 	require.Empty(t, ids("SELECT job_id FROM start_log GROUP BY job_id HAVING count(*) > 2 ORDER BY 1"),
 		"jobs started more than twice")
-	require.Empty(t, ids(`WITH twice AS (
+	bad := ids(`WITH twice AS (
 			SELECT job_id, array_agg(s ORDER BY at) AS starts FROM start_log s
 			GROUP BY job_id HAVING count(*) = 2
 		)
@@ -128,12 +132,42 @@ func requireRanOnce(t *testing.T, db DBTX, n int, interrupted string, args ...an
 		WHERE NOT ((s).generation > (f).generation
 		       AND NOT EXISTS (SELECT FROM done_log d WHERE d.job_id = twice.job_id AND d.generation = (f).generation)
 		       AND `+interrupted+`)
-		ORDER BY 1`, args...),
-		"jobs started twice whose first start was not cut short by the fault, or had its ack committed")
+		ORDER BY 1`, args...)
+	if len(bad) > 0 {
+		logRuns(t, db, bad)
+	}
+	require.Empty(t, bad, "jobs started twice whose first start was not cut short by the fault, or had its ack committed")
 	var twice int
 	require.NoError(t, db.QueryRow(ctx,
 		"SELECT count(*) FROM (SELECT FROM start_log GROUP BY job_id HAVING count(*) = 2) x").Scan(&twice))
 	return twice
+}
+
+// logRuns logs what start_log and done_log say of the jobs ids: the
+// evidence a failed drill needs to tell a double run from a slow ack.
+func logRuns(t *testing.T, db DBTX, ids []int64) {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `
+		SELECT 'start', job_id, attempt, generation, owner, claimed_at, at FROM start_log WHERE job_id = ANY($1)
+		UNION ALL
+		SELECT 'done', job_id, attempt, generation, '', NULL, at FROM done_log WHERE job_id = ANY($1)
+		ORDER BY 2, 7`, ids)
+	require.NoError(t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var what, owner string
+		var id, gen int64
+		var attempt int
+		var at time.Time
+		var claimed *time.Time
+		require.NoError(t, rows.Scan(&what, &id, &attempt, &gen, &owner, &claimed, &at))
+		claim := ""
+		if claimed != nil {
+			claim = " claimed at " + claimed.Format("15:04:05.000000")
+		}
+		t.Logf("job %d: %s attempt %d generation %d owner %q%s at %s", id, what, attempt, gen, owner, claim, at.Format("15:04:05.000000"))
+	}
+	require.NoError(t, rows.Err())
 }
 
 // requireNoStaleAckOfDone fails for a "stale ack refused" line in logs

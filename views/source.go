@@ -19,6 +19,11 @@ type SourcePage struct {
 	OlderHref string  `json:"older_href,omitempty"`
 	// RefreshURL is polled by htmx to keep the page live.
 	RefreshURL string `json:"-"`
+	// History, when set, marks a page drawn from a recorded sample
+	// ("History · at 03:12:40 (sample 03:12:35)"); Missing says why there
+	// is nothing to show then.
+	History string `json:"history,omitempty"`
+	Missing string `json:"missing,omitempty"`
 }
 
 // FilterInput is one text field of a filter form.

@@ -25,8 +25,11 @@ func findingJobs(f findings.Finding) []views.FindingJob {
 }
 
 // findingEvidenceLink links the page that lists a finding's evidence: a
-// repeat blocker's lock episodes.
+// repeat blocker's lock episodes, a River discard burst's discarded jobs.
 func findingEvidenceLink(f findings.Finding) *views.FindingJob {
+	if f.Code == findings.CodeRiverDiscardBurst {
+		return riverDiscardsLink(f)
+	}
 	href, _ := f.Subject["episodes_url"].(string)
 	if href == "" {
 		return nil

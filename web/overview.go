@@ -210,6 +210,9 @@ func overviewTiles(r diagnostics.Round, list []findings.Finding, th diagnostics.
 			tiles[i].State, tiles[i].Value, tiles[i].Number = "unknown", "?", nil
 		}
 	}
+	if r.River != nil {
+		tiles = riverQueueTiles(r.River, worst, th)
+	}
 
 	outbox := views.Tile{ID: "outbox", Label: "Outbox pending", Value: "?", State: "unknown", Href: "/outbox"}
 	if r.Outbox != nil {

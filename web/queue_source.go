@@ -44,6 +44,13 @@ func sourceEngineName(engine string) string {
 
 // sourceQueues serves GET /queues from the Source.
 func (s *Server) sourceQueues(c echo.Context) error {
+	t, err := parseTravel(c, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	if t.history {
+		return s.pastSourceQueuesList(c, t)
+	}
 	ctx, cancel := readContext(c)
 	defer cancel()
 	src := s.cfg.QueueSource
@@ -52,7 +59,7 @@ func (s *Server) sourceQueues(c echo.Context) error {
 		return err
 	}
 	m := sourceQueuesModel(src.Engine(), src.States(), qs, readRole(c))
-	return s.render(c, page{Title: "Queues", Nav: "queues", Model: m, Body: views.SourcePageBody(m)})
+	return s.render(c, page{Title: "Queues", Nav: "queues", Model: m, Body: views.SourcePageBody(m), Travel: &t})
 }
 
 // sourceQueuesModel maps the queues to a table: a column per state, each
@@ -102,6 +109,13 @@ func (s *Server) sourceQueueDetail(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	t, err := parseTravel(c, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	if t.history {
+		return s.pastSourceQueueDetail(c, name, t)
+	}
 	ctx, cancel := readContext(c)
 	defer cancel()
 	src := s.cfg.QueueSource
@@ -126,7 +140,7 @@ func (s *Server) sourceQueueDetail(c echo.Context) error {
 	if werr != nil {
 		m.Panels[len(m.Panels)-1] = panelError(m.Panels[len(m.Panels)-1], werr)
 	}
-	return s.render(c, page{Title: "Queue " + name, Nav: "queues", Model: m, Body: views.SourcePageBody(m)})
+	return s.render(c, page{Title: "Queue " + name, Nav: "queues", Model: m, Body: views.SourcePageBody(m), Travel: &t})
 }
 
 // sourceQueueDetailModel is one queue's counts and state; the panels are
@@ -433,6 +447,7 @@ func failedGroupsPanel(g queues.SourceFailedGroups, role string, withQueue bool,
 	_, canRetry := actionLink(riverRetryAction, role, nil)
 	if canRetry {
 		p.Columns = append(p.Columns, views.Column{Label: "Action"})
+		p.Cards = true // a phone shows each group as a card, its retry link in reach
 	}
 	if g.Read < g.Total {
 		p.Note = fmt.Sprintf("Grouped from the %s newest of %s failed jobs. ", humanize.Int(g.Read), humanize.Int(g.Total))

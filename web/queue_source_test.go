@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	riverqueue "github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
@@ -64,6 +65,14 @@ type (
 // wait), then the console starts as console_web with the
 // grants `console roles sql` gives it.
 func riverSetup(t *testing.T) *env {
+	t.Helper()
+	e, _ := riverSetupClient(t)
+	return e
+}
+
+// riverSetupClient is riverSetup with the River client that works the
+// default queue (stopped at the test's end), for a test that stops it.
+func riverSetupClient(t *testing.T) (*env, *riverqueue.Client[pgx.Tx]) {
 	t.Helper()
 	ctx := context.Background()
 	superURL := testdb.OwnedURL(t)
@@ -122,7 +131,7 @@ func riverSetup(t *testing.T) *env {
 	testdb.Eventually(t, time.Minute, "River to work the jobs", func() bool {
 		return testdb.Count(t, owner, "SELECT count(*) FROM river_job WHERE state IN ('completed', 'discarded')") == 7
 	})
-	return setupWith(t, setupOpts{url: superURL, configure: func(cfg *Config) { cfg.QueueSource = river.NewSource(cfg.Pool) }})
+	return setupWith(t, setupOpts{url: superURL, configure: func(cfg *Config) { cfg.QueueSource = river.NewSource(cfg.Pool) }}), c
 }
 
 // sourcePage reads a page's model as JSON.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/findings"
+	"github.com/pgconsole/console/queues"
 )
 
 // thresholdFlags collects repeated --threshold CODE=VALUE flags.
@@ -39,7 +40,14 @@ func runFindings(ctx context.Context, args []string, getenv env, stdout io.Write
 	asJSON := fs.Bool("json", false, "print JSON")
 	var thresholds thresholdFlags
 	fs.Var(&thresholds, "threshold", "CODE=VALUE")
+	source := fs.String("queue-source", queueSourceAuto, "auto, console or river: whose queues the findings read")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := (flagEnv{"queue-source": "CONSOLE_QUEUE_SOURCE"}).apply(fs, getenv); err != nil {
+		return err
+	}
+	if err := checkQueueSource(*source); err != nil {
 		return err
 	}
 	th, err := parseThresholds(getenv, thresholds)
@@ -59,9 +67,14 @@ func runFindings(ctx context.Context, args []string, getenv env, stdout io.Write
 	if err != nil {
 		return err
 	}
+	// River's jobs are read when `serve` would read them.
+	engine, rs, note, err := detectQueueSource(ctx, pool, *source)
 	pool.Close()
+	if err != nil {
+		return err
+	}
 	d, err := diagnostics.Open(ctx, raw, diagnostics.Config{Thresholds: &th, StandbyURLs: splitList(getenv("STANDBY_URLS")),
-		TransactionPooler: pooler.transaction()})
+		TransactionPooler: pooler.transaction(), River: engine == queues.SourceRiver})
 	if err != nil {
 		return err
 	}
@@ -76,6 +89,12 @@ func runFindings(ctx context.Context, args []string, getenv env, stdout io.Write
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
+	}
+	if note != "" {
+		fmt.Fprintln(stdout, note)
+	}
+	if engine == queues.SourceRiver {
+		fmt.Fprintf(stdout, "River's jobs read too (schema at migration %d)\n", rs.Version)
 	}
 	if len(rep.Findings) == 0 {
 		fmt.Fprintf(stdout, "no findings at %s\n", rep.GeneratedAt.UTC().Format(time.RFC3339))

@@ -30,6 +30,7 @@ func TestBadConfigurationIsRefused(t *testing.T) {
 		{"serve", "CONSOLE_SLOW_INTERVAL", "1s", "use 10s to 1h"},
 		{"serve", "CONSOLE_METRICS", "public", "use open, token or off"},
 		{"serve", "CONSOLE_QUEUE_SOURCE", "sidekiq", "use auto (River's tables when they hold the jobs), console"},
+		{"findings", "CONSOLE_QUEUE_SOURCE", "sidekiq", "use auto (River's tables when they hold the jobs), console"},
 		{"serve", "CONSOLE_REQUIRE_DATABASE_URL", "yes", "true or false"},
 		{"serve", "CONSOLE_PROXY_ROLES", "alice=root", "USER=ROLE"},
 		{"serve", "CONSOLE_THRESHOLDS", "queue.backlog=soon", "queue.backlog"},

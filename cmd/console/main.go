@@ -133,8 +133,9 @@ Usage:
                                  no web; --metrics-addr serves its /metrics. On SIGTERM running
                                  jobs get --drain to finish; exit 1 if some had to be released
   console demo [--lock-every 3m] generate demo load and lock incidents on a scratch database
-  console findings [--json] [--threshold CODE=VALUE ...]
-                                 print the findings (as GET /api/v1/findings with --json)
+  console findings [--json] [--threshold CODE=VALUE ...] [--queue-source auto|console|river]
+                                 print the findings (as GET /api/v1/findings with --json); River's
+                                 too when its tables hold the jobs, as serve decides
   console migrate up|status [--lock-timeout 2s] [--attempts 5]
                                  apply or show schema migrations (needs DATABASE_URL); a
                                  migration waits at most --lock-timeout for a lock (claims and

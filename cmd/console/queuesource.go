@@ -58,31 +58,39 @@ func pickQueueSource(mode string, rs river.Schema, consoleJobs bool) (engine, no
 	return queues.SourceRiver, "", nil
 }
 
-// openQueueSource looks at the database and returns the Source the queue
-// pages read: nil for the console's own engine (its pages read it
-// directly), River's otherwise. It prints what it chose.
-func openQueueSource(ctx context.Context, pool *pgxpool.Pool, mode string, stdout io.Writer) (queues.Source, error) {
-	rs, err := river.Detect(ctx, pool)
+// detectQueueSource looks at the database and decides which engine holds
+// its jobs (pickQueueSource): queues.SourceRiver or queues.SourceConsole,
+// River's schema as found, and the sentence saying why River was passed
+// over ("" when it was not). `serve` and `findings` decide alike.
+func detectQueueSource(ctx context.Context, pool *pgxpool.Pool, mode string) (engine string, rs river.Schema, note string, err error) {
+	rs, err = river.Detect(ctx, pool)
 	if err != nil {
 		// River's tables exist but this role may not read them.
 		const grant = "run `console roles sql` again after River's migrations so the console's roles may read River's tables"
 		if mode == queueSourceRiver {
-			return nil, fmt.Errorf("--queue-source river: %w (%s)", err, grant)
+			return "", rs, "", fmt.Errorf("--queue-source river: %w (%s)", err, grant)
 		}
-		fmt.Fprintf(stdout, "River's tables are not readable (%v): queue pages read the console's own engine; %s\n", err, grant)
-		return nil, nil
+		return queues.SourceConsole, rs, fmt.Sprintf("River's tables are not readable (%v): the console's own engine is read; %s", err, grant), nil
 	}
 	consoleJobs := false
 	if rs.Present && mode == queueSourceAuto {
 		counts, err := queues.QueueCounts(ctx, pool)
 		if err != nil {
-			return nil, err
+			return "", rs, "", err
 		}
 		for _, q := range counts {
 			consoleJobs = consoleJobs || q.Ready+q.Running+q.Dead+q.DoneApprox > 0
 		}
 	}
-	engine, note, err := pickQueueSource(mode, rs, consoleJobs)
+	engine, note, err = pickQueueSource(mode, rs, consoleJobs)
+	return engine, rs, note, err
+}
+
+// openQueueSource looks at the database and returns the Source the queue
+// pages read: nil for the console's own engine (its pages read it
+// directly), River's otherwise. It prints what it chose.
+func openQueueSource(ctx context.Context, pool *pgxpool.Pool, mode string, stdout io.Writer) (queues.Source, error) {
+	engine, rs, note, err := detectQueueSource(ctx, pool, mode)
 	if err != nil {
 		return nil, err
 	}

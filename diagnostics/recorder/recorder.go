@@ -58,6 +58,10 @@ type HistoryDoc struct {
 	// read failed and in samples recorded before it was kept.
 	Workers  []diagnostics.Worker `json:"workers"`
 	Findings []findings.Finding   `json:"findings"`
+	// RiverQueues are River's queues, the rows River's live queue pages
+	// read, when the database's jobs are River's; left out of other
+	// samples, and null when the read failed.
+	RiverQueues []diagnostics.RiverQueueStat `json:"river_queues,omitzero"`
 }
 
 // WaitEventCount is how many backends waited on one wait event.
@@ -313,7 +317,8 @@ func (r *Recorder) write(ctx context.Context, smp diagnostics.Sample) (bool, tim
 // activity in the writing transaction (each in a savepoint, so a failed
 // read leaves its field nil and the rest is still recorded).
 func (r *Recorder) collect(ctx context.Context, tx pgx.Tx, smp diagnostics.Sample) HistoryDoc {
-	doc := HistoryDoc{Replication: smp.Replication, Slots: smp.Slots, Queues: smp.Queues, Outbox: smp.Outbox, Workers: smp.Workers}
+	doc := HistoryDoc{Replication: smp.Replication, Slots: smp.Slots, Queues: smp.Queues, Outbox: smp.Outbox, Workers: smp.Workers,
+		RiverQueues: smp.RiverQueues}
 	inSavepoint(ctx, tx, func(db diagnostics.DBTX) (err error) {
 		doc.BlockingTree, err = diagnostics.BlockingTree(ctx, db)
 		return
@@ -353,6 +358,7 @@ func (r *Recorder) collect(ctx context.Context, tx pgx.Tx, smp diagnostics.Sampl
 	if doc.WAL != nil {
 		round.WALRate = doc.WAL.BytesPerSecond
 	}
+	round.River = doc.riverEvidence()
 	doc.Findings = findings.Evaluate(round, r.d.Thresholds())
 	return doc
 }
@@ -703,7 +709,7 @@ var ErrNotRecorded = errors.New("not recorded by the flight recorder")
 
 // HistoryKept says, in a few words, what the flight recorder keeps: for
 // the note a panel shows in place of a check it does not keep.
-const HistoryKept = "the blocking tree, activity and wait events, the WAL position and rate, replication, replication slots, queues, the outbox, the workers and findings, one sample per history interval (10 seconds by default)"
+const HistoryKept = "the blocking tree, activity and wait events, the WAL position and rate, replication, replication slots, queues (River's too), the outbox, the workers and findings, one sample per history interval (10 seconds by default)"
 
 // PanelAt returns the panel of the check called name as the newest sample
 // at or before at recorded it (within 30s), with the sample it came from.
@@ -763,6 +769,7 @@ func (doc HistoryDoc) Round(at time.Time) diagnostics.Round {
 	if doc.WAL != nil {
 		r.WALRate = doc.WAL.BytesPerSecond
 	}
+	r.River = doc.riverEvidence()
 	for _, m := range []struct {
 		check   string
 		missing bool
@@ -772,6 +779,17 @@ func (doc HistoryDoc) Round(at time.Time) diagnostics.Round {
 		}
 	}
 	return r
+}
+
+// riverEvidence is what a sample kept of River for a findings round: its
+// queues alone (so backlog and paused queues are found again; the stuck
+// jobs, discards and leader are not recorded). Nil when the sample holds
+// no River queues.
+func (doc HistoryDoc) riverEvidence() *diagnostics.RiverEvidence {
+	if doc.RiverQueues == nil {
+		return nil
+	}
+	return &diagnostics.RiverEvidence{Queues: doc.RiverQueues}
 }
 
 // HistorySeriesPoints is the most samples HistorySeries returns: enough

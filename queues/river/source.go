@@ -91,6 +91,13 @@ func (s *Source) Queues(ctx context.Context) ([]queues.SourceQueue, error) {
 	if err != nil {
 		return nil, err
 	}
+	return SourceQueues(rows), nil
+}
+
+// SourceQueues are River's queue rows as the queue pages show them: the
+// live rows of QueueList and the ones the flight recorder kept of an
+// older moment go through this one function.
+func SourceQueues(rows []QueueStat) []queues.SourceQueue {
 	out := make([]queues.SourceQueue, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, queues.SourceQueue{
@@ -110,7 +117,7 @@ func (s *Source) Queues(ctx context.Context) ([]queues.SourceQueue, error) {
 			Paused: r.PausedAt != nil, PausedAt: r.PausedAt,
 		})
 	}
-	return out, nil
+	return out
 }
 
 // jobRow is a row of job_list.sql and job_get.sql.
