@@ -98,6 +98,21 @@ func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Samp
 		r, _ := d.slow.Stale(ctx, 0)
 		return r
 	}}
+	// renew begins a new transaction when a statement failed and aborted
+	// sess's, and reports whether sess can run statements.
+	renew := func() bool {
+		if !sess.failed {
+			return true
+		}
+		sess.end()
+		var err error
+		if sess, err = d.begin(ctx, d.pool, pgx.RepeatableRead); err != nil {
+			sess = nil
+			return false
+		}
+		sess.bare = true
+		return true
+	}
 	fresh, ok := d.rounds.Last()
 	ok = ok && d.now().Sub(fresh.At) <= d.cfg.PanelMaxAge
 	for _, c := range sampleOrder() {
@@ -118,18 +133,12 @@ func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Samp
 		if c.sampleKnown != nil && c.sampleKnown(st) {
 			continue // the sample's earlier reads settle it
 		}
-		if sess.failed {
-			sess.end()
-			var err error
-			if sess, err = d.begin(ctx, d.pool, pgx.RepeatableRead); err != nil {
-				sess = nil
-				return // what is left stays empty, as a failed query leaves it
-			}
-			sess.bare = true
+		if !renew() {
+			return // what is left stays empty, as a failed query leaves it
 		}
 		sess.run(ctx, c.Name, nil, func(ctx context.Context, db DBTX) error { return c.sample(ctx, db, st) })
 	}
-	if d.river.Load() && ctx.Err() == nil {
+	if d.river.Load() && ctx.Err() == nil && renew() {
 		sampleRiver(ctx, sess, smp, fresh, ok)
 	}
 }
