@@ -96,10 +96,10 @@ func statementTimes(ctx context.Context, pool *pgxpool.Pool) (map[int64]statemen
 }
 
 // withStatementTimes runs window with pg_stat_statements readable in the
-// database (creating the extension for the window when the server loads it
-// and the database lacks it, and dropping it after), and returns the
-// server's account of each statement over the window; false when the
-// server does not load it.
+// database (creating the extension when the server loads it and the
+// database lacks it: footprint's database is a scratch one, dropped at the
+// end), and returns the server's account of each statement over the
+// window; false when the server does not load it.
 func withStatementTimes(ctx context.Context, pool *pgxpool.Pool, window func()) (map[int64]statementTime, bool) {
 	var had bool
 	_ = pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements')").Scan(&had)
@@ -108,7 +108,6 @@ func withStatementTimes(ctx context.Context, pool *pgxpool.Pool, window func()) 
 			window()
 			return nil, false
 		}
-		defer pool.Exec(context.Background(), "DROP EXTENSION IF EXISTS pg_stat_statements")
 	}
 	before, ok := statementTimes(ctx, pool)
 	window()
