@@ -111,6 +111,14 @@ type Check struct {
 	// gauges are taken so (never a counter a rate is computed from, whose
 	// time must be the sample's).
 	sampleRound func(r Round, s *Sample)
+	// sampleAfter names a sampled check the sampler reads before this one,
+	// whose rows sampleKnown may answer from.
+	sampleAfter string
+	// sampleKnown takes the sample's value from what the sample's earlier
+	// checks read, when they settle it, and reports whether they did: the
+	// sampler then sends no statement for the check. Nil when only the
+	// check's own statement can say.
+	sampleKnown func(s *sampleState) bool
 	// History is the key of the flight recorder's document (HistoryChecks)
 	// that keeps this check's rows, so its panel can be shown as it was;
 	// empty when history does not keep them.
@@ -266,6 +274,8 @@ func init() {
 			metrics:     true,
 			sample:      sampleBlocked,
 			sampleRound: func(r Round, s *Sample) { s.Blocked = blockedCount(r.Blocking) },
+			sampleAfter: CheckActivity,
+			sampleKnown: knownUnblocked,
 		},
 		{
 			Name: CheckBlockedJobs, Title: "Jobs waiting on a lock", Step: StepBlocking,
@@ -1002,6 +1012,9 @@ type sampleState struct {
 	// which the sampler takes their rows from instead of reading them
 	// itself every sample.
 	slow func(context.Context) Round
+	// activity is the sample's activity rows; nil until read, and when
+	// the read failed.
+	activity []Backend
 }
 
 // sampleWALPosition also dates the sample by the server's clock.
@@ -1106,11 +1119,38 @@ func blockedCount(nodes []BlockingNode) *int {
 	return &n
 }
 
-// sampleOldestXact keeps the age of the oldest client transaction.
+// knownUnblocked settles the sample's blocked count at zero, without
+// reading the blocking tree, when the sample's activity rows (read just
+// before) show no backend waiting on a lock: the tree's statement reads
+// every lock of the server, and most samples find nobody waiting. Rows cut
+// off by activity.sql's LIMIT settle nothing.
+func knownUnblocked(s *sampleState) bool {
+	if s.activity == nil || len(s.activity) >= activityLimit {
+		return false
+	}
+	for _, b := range s.activity {
+		if b.WaitEventType == "Lock" || len(b.BlockedBy) > 0 {
+			return false
+		}
+	}
+	zero := 0
+	s.sample.Blocked = &zero
+	return true
+}
+
+// activityLimit is activity.sql's LIMIT.
+const activityLimit = 500
+
+// sampleOldestXact keeps the age of the oldest client transaction, and
+// the rows for the checks sampled after it (knownUnblocked).
 func sampleOldestXact(ctx context.Context, db DBTX, s *sampleState) error {
 	rows, err := Activity(ctx, db)
 	if err == nil {
 		s.sample.OldestXactSeconds = oldestXact(rows)
+		s.activity = rows
+		if s.activity == nil {
+			s.activity = []Backend{}
+		}
 	}
 	return err
 }

@@ -420,6 +420,13 @@ type session struct {
 	conn *pgxpool.Conn
 	tx   pgx.Tx
 	pid  uint32
+	// bare runs each statement in the transaction itself, without a
+	// savepoint: one round trip a statement instead of three, for a
+	// caller that sends many cheap ones. A statement that fails then
+	// aborts the transaction, which failed says: the caller ends the
+	// session and begins another for what is left.
+	bare   bool
+	failed bool
 }
 
 // begin opens a READ ONLY transaction with the configured timeouts and JIT
@@ -471,7 +478,8 @@ func (s *session) end() {
 	s.conn.Release()
 }
 
-// run runs fn in a savepoint of the session, watching for lock waits: while
+// run runs fn in a savepoint of the session (in the transaction itself when
+// the session is bare), watching for lock waits: while
 // the statement runs past a quarter of the lock timeout, the pool's
 // lockWatcher asks pg_blocking_pids on another connection who it waits for,
 // so a lock timeout can say "locked by pid N". When the watcher saw nothing (a loaded server answers late),
@@ -481,12 +489,17 @@ func (s *session) run(ctx context.Context, check string, tables []string, fn fun
 	start := time.Now()
 	var p probe
 	defer func() { s.d.cost.add(check, p.Took) }()
-	sp, err := s.tx.Begin(ctx)
-	if err != nil {
-		p.Err = err
-		classify(&p)
-		p.Took = time.Since(start)
-		return p
+	var sp pgx.Tx
+	var db DBTX = s.tx
+	if !s.bare {
+		var err error
+		if sp, err = s.tx.Begin(ctx); err != nil {
+			p.Err = err
+			classify(&p)
+			p.Took = time.Since(start)
+			return p
+		}
+		db = sp
 	}
 	// A check that reads the lock tables itself waits on no lock a watcher
 	// could name: watching it would only double its cost.
@@ -496,20 +509,27 @@ func (s *session) run(ctx context.Context, check string, tables []string, fn fun
 		watched = w.watch(s.pid, min(max(s.d.cfg.LockTimeout/4, 10*time.Millisecond), 100*time.Millisecond),
 			min(max(s.d.cfg.LockTimeout/8, 10*time.Millisecond), 50*time.Millisecond))
 	}
-	err = fn(ctx, sp)
+	err := fn(ctx, db)
 	if watched != nil {
 		p.LockedBy = w.done(watched)
 	}
-	if err != nil {
-		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		sp.Rollback(rctx)
-		cancel()
+	switch {
+	case err != nil:
+		if sp != nil {
+			rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			sp.Rollback(rctx)
+			cancel()
+		} else {
+			s.failed = true
+		}
 		p.Err = err
 		if isLockTimeout(err) && len(p.LockedBy) == 0 && len(tables) > 0 {
 			p.LockedBy = s.exclusiveHolders(ctx, tables)
 		}
-	} else if err := sp.Commit(ctx); err != nil {
-		p.Err = err
+	case sp != nil:
+		if err := sp.Commit(ctx); err != nil {
+			p.Err = err
+		}
 	}
 	classify(&p)
 	p.Took = time.Since(start)

@@ -212,7 +212,8 @@ type ArchiverStat struct {
 	// ReadySegments, it cannot be read.
 	OldestReadySeconds *float64 `db:"oldest_ready_seconds" json:"oldest_ready_seconds"`
 	// ArchivingConfigured says whether archive_command or archive_library
-	// is set; nil when the role may read neither setting.
+	// is set; nil when archiving is off (it is not read then) and when the
+	// role may read neither setting.
 	ArchivingConfigured *bool `db:"archiving_configured" json:"archiving_configured"`
 }
 

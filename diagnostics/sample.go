@@ -2,6 +2,8 @@ package diagnostics
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -66,6 +68,7 @@ func (d *Diagnostics) TakeSample(ctx context.Context) Sample {
 		var sess *session
 		sess, err = d.begin(ctx, d.pool, pgx.RepeatableRead)
 		if err == nil {
+			sess.bare = true
 			d.sampleChecks(ctx, sess, &smp, v)
 		}
 	}
@@ -81,20 +84,38 @@ func (d *Diagnostics) UseWALRate(rate func() (float64, bool)) {
 	d.mu.Unlock()
 }
 
-// sampleChecks runs every sampled check of the catalog in sess, then ends
-// it.
+// sampleChecks runs every sampled check of the catalog in sess, a bare
+// session (one round trip a statement: a sample's statements are many and
+// cheap), then ends it. A check that fails aborts the transaction: the
+// checks after it run in a new one.
 func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Sample, v int) {
-	defer sess.end()
+	defer func() {
+		if sess != nil {
+			sess.end()
+		}
+	}()
 	st := &sampleState{sample: smp, version: v, thresholds: d.Thresholds(), slow: func(ctx context.Context) Round {
 		r, _ := d.slow.Stale(ctx, 0)
 		return r
 	}}
+	// renew begins a new transaction when a statement failed and aborted
+	// sess's, and reports whether sess can run statements.
+	renew := func() bool {
+		if !sess.failed {
+			return true
+		}
+		sess.end()
+		var err error
+		if sess, err = d.begin(ctx, d.pool, pgx.RepeatableRead); err != nil {
+			sess = nil
+			return false
+		}
+		sess.bare = true
+		return true
+	}
 	fresh, ok := d.rounds.Last()
 	ok = ok && d.now().Sub(fresh.At) <= d.cfg.PanelMaxAge
-	for _, c := range checks {
-		if c.sample == nil {
-			continue
-		}
+	for _, c := range sampleOrder() {
 		if ctx.Err() != nil {
 			break
 		}
@@ -109,9 +130,46 @@ func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Samp
 			_ = c.sample(ctx, nil, st) // a failed read leaves the rows out, as a failed query does
 			continue
 		}
+		if c.sampleKnown != nil && c.sampleKnown(st) {
+			continue // the sample's earlier reads settle it
+		}
+		if !renew() {
+			return // what is left stays empty, as a failed query leaves it
+		}
 		sess.run(ctx, c.Name, nil, func(ctx context.Context, db DBTX) error { return c.sample(ctx, db, st) })
 	}
-	if d.river.Load() && ctx.Err() == nil {
+	if d.river.Load() && ctx.Err() == nil && renew() {
 		sampleRiver(ctx, sess, smp, fresh, ok)
 	}
+}
+
+// sampleOrder is the sampled checks in the order a sample reads them:
+// catalog order, except that a check with sampleAfter comes right after
+// the check it names.
+func sampleOrder() []*Check {
+	var out []*Check
+	placed := map[string]bool{}
+	after := map[string][]*Check{} // checks waiting for the one named
+	var place func(c *Check)
+	place = func(c *Check) {
+		out = append(out, c)
+		placed[c.Name] = true
+		for _, w := range after[c.Name] {
+			place(w)
+		}
+		delete(after, c.Name)
+	}
+	for i := range checks {
+		switch c := &checks[i]; {
+		case c.sample == nil:
+		case c.sampleAfter != "" && !placed[c.sampleAfter]:
+			after[c.sampleAfter] = append(after[c.sampleAfter], c)
+		default:
+			place(c)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(after)) { // a sampleAfter naming no sampled check
+		out = append(out, after[name]...)
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package diagnostics_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -83,4 +84,120 @@ func TestSamplerService(t *testing.T) {
 	n := len(s.Samples())
 	s.Stop()
 	require.Equal(t, n, len(s.Samples()), "no sampling after Stop")
+}
+
+// An idle sample reads no blocking tree: its activity rows show nobody
+// waiting on a lock, so the blocked count is zero without the tree's read
+// of every lock. When a backend waits, the tree is read and counts it.
+func TestSampleReadsNoTreeWhenNothingWaits(t *testing.T) {
+	ctx, url, db := freshPool(t)
+	d := open(t, url, diagnostics.Config{})
+	tree := func() int64 { return d.Cost()[diagnostics.CheckBlockingTree].Statements }
+	activity := func() int64 { return d.Cost()[diagnostics.CheckActivity].Statements }
+
+	smp := d.TakeSample(ctx)
+	require.NotNil(t, smp.Blocked)
+	require.Equal(t, 0, *smp.Blocked)
+	require.Zero(t, tree(), "nobody waits: the tree's statement is not sent")
+	require.EqualValues(t, 1, activity())
+
+	_, err := db.Exec(ctx, "CREATE TABLE idle_row (id int PRIMARY KEY); INSERT INTO idle_row VALUES (1)")
+	require.NoError(t, err)
+	holder := connect(t, url, "idle-holder")
+	for _, q := range []string{"BEGIN", "SELECT * FROM idle_row FOR UPDATE"} {
+		_, err := holder.Exec(ctx, q)
+		require.NoError(t, err, q)
+	}
+	waiter := connect(t, url, "idle-waiter")
+	done := make(chan error, 1)
+	go func() {
+		_, err := waiter.Exec(context.Background(), "UPDATE idle_row SET id = id WHERE id = 1")
+		done <- err
+	}()
+	t.Cleanup(func() { _, _ = holder.Exec(context.Background(), "ROLLBACK"); <-done })
+	eventually(t, 15*time.Second, func() (bool, string) {
+		smp = d.TakeSample(ctx)
+		return smp.Blocked != nil && *smp.Blocked == 1, fmt.Sprintf("blocked %v", smp.Blocked)
+	})
+	require.Positive(t, tree(), "a backend waits: the tree is read")
+}
+
+// A sample's statements run in its transaction without a savepoint each
+// (a savepoint and its release are two more round trips a statement), and
+// a check that fails, aborting that transaction, does not cost the checks
+// after it: they run in a new one.
+func TestSampleSendsNoSavepoints(t *testing.T) {
+	ctx, url, db := freshPool(t)
+	d := open(t, url, diagnostics.Config{})
+	savepoints := func() int64 {
+		var n int64
+		require.NoError(t, db.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements
+			WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+			  AND query ILIKE 'savepoint%'`).Scan(&n))
+		return n
+	}
+	d.TakeSample(ctx) // the server's version and the slow clock's first read, each with savepoints of its own
+	before := savepoints()
+	smp := d.TakeSample(ctx)
+	require.Equal(t, before, savepoints(), "no savepoint per statement")
+	require.NotNil(t, smp.WAL)
+	require.NotNil(t, smp.Archiver)
+
+	// queue_health waits on a lock past lock_timeout and fails: the
+	// checks sampled after it are still read.
+	holder := connect(t, url, "sample-locker")
+	for _, q := range []string{"BEGIN", "LOCK TABLE queue_job_counts IN ACCESS EXCLUSIVE MODE"} {
+		_, err := holder.Exec(ctx, q)
+		require.NoError(t, err, q)
+	}
+	t.Cleanup(func() { _, _ = holder.Exec(context.Background(), "ROLLBACK") })
+	smp = d.TakeSample(ctx)
+	require.Nil(t, smp.Queues, "queue_health waited on the lock and failed")
+	require.NotNil(t, smp.Outbox, "read after the failure, in a new transaction")
+	require.NotNil(t, smp.Archiver, "read after the failure, in a new transaction")
+	require.NotNil(t, smp.PreparedXacts, "read after the failure, in a new transaction")
+}
+
+// With no replication slot (what most samples meet), the slots query
+// neither lists pg_wal nor reads its setting: both are read for the first
+// slot's row only.
+func TestSlotsListNoWALDirWithoutASlot(t *testing.T) {
+	ctx, url := freshDB(t)
+	conn := connect(t, url, "slots-reader")
+	var version int
+	require.NoError(t, conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version))
+	var slots int
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM pg_replication_slots").Scan(&slots))
+	if slots > 0 {
+		t.Skip("another test's replication slot is on the server")
+	}
+	// Count the statements query_to_xml runs inside the slots query too.
+	_, err := conn.Exec(ctx, "SET pg_stat_statements.track = 'all'")
+	require.NoError(t, err)
+	listings := func() int64 {
+		var n int64
+		require.NoError(t, conn.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::int8 FROM pg_stat_statements
+			WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+			  AND query LIKE 'SELECT sum(size) AS b FROM pg_ls_waldir()%'`).Scan(&n))
+		return n
+	}
+	before := listings()
+	rows, err := diagnostics.ReplicationSlots(ctx, conn, version)
+	require.NoError(t, err)
+	require.Empty(t, rows)
+	require.Equal(t, before, listings(), "pg_wal is not listed for no slot")
+}
+
+// With archiving off, the archiver's row does not read pg_settings (a scan
+// of every setting) to say whether an archive command is set: nothing
+// would be archived either way.
+func TestArchiverReadsNoSettingsWhenArchivingIsOff(t *testing.T) {
+	ctx, _, db := freshPool(t)
+	var mode string
+	require.NoError(t, db.QueryRow(ctx, "SELECT current_setting('archive_mode')").Scan(&mode))
+	require.Equal(t, "off", mode, "the test server does not archive")
+	a, err := diagnostics.Archiver(ctx, db)
+	require.NoError(t, err)
+	require.Equal(t, "off", a.ArchiveMode)
+	require.Nil(t, a.ArchivingConfigured, "not read with archiving off")
 }

@@ -13,8 +13,10 @@
 -- oldest .ready file (same privilege). archiving_configured says whether
 -- archive_command or archive_library is set: with archive_mode on and
 -- neither, nothing is ever archived and pg_wal keeps every segment. It is
--- NULL when this role may read neither setting (pg_settings hides them
--- without pg_read_all_settings, which pg_monitor has). Reads pg_stat_archiver and the
+-- NULL when archiving is off (pg_settings, a scan of every setting that
+-- costs more than the rest of the statement, is then not read) and when
+-- this role may read neither setting (pg_settings hides them without
+-- pg_read_all_settings, which pg_monitor has). Reads pg_stat_archiver and the
 -- archive status folder: no locks; one row.
 -- NULL-safe: the last archived/failed WAL names are coalesced to ''; their
 -- times, stats_reset, the two segment counts, oldest_ready_seconds and
@@ -44,8 +46,10 @@ SELECT current_setting('archive_mode')                     AS archive_mode,
                         query_to_xml('SELECT extract(epoch FROM now() - min(f.modification)) AS s FROM pg_ls_archive_statusdir() AS f WHERE f.name LIKE ''%.ready''',
                                      false, true, '')))[1]::text
        END::float8                                         AS oldest_ready_seconds,
-       (SELECT bool_or(c.setting <> '') FROM pg_settings AS c
-        WHERE c.name IN ('archive_command', 'archive_library')) AS archiving_configured,
+       CASE WHEN current_setting('archive_mode') <> 'off'
+            THEN (SELECT bool_or(c.setting <> '') FROM pg_settings AS c
+                  WHERE c.name IN ('archive_command', 'archive_library'))
+       END                                                 AS archiving_configured,
        CASE WHEN current_setting('archive_mode') <> 'off' AND NOT pg_is_in_recovery()
              AND a.last_archived_wal ~ '^[0-9A-F]{24}$'
             THEN greatest(0,

@@ -16,10 +16,12 @@ WITH cur AS (
 -- role may not list it: it needs pg_monitor). The listing runs through
 -- query_to_xml, planned only when allowed: a function named in the
 -- statement is checked for EXECUTE when it starts, even in a CASE branch
--- never taken.
-wal AS (
-    SELECT (SELECT CASE WHEN setting::int8 < 0 THEN -1 ELSE setting::int8 * 1048576 END
-            FROM pg_settings WHERE name = 'max_slot_wal_keep_size')       AS keep_bytes,
+-- never taken. Both are read once, by the first slot's row, and not at all
+-- when there is no slot (the common case, which the sampler meets every
+-- sample): listing pg_wal and reading the setting cost more than the rest.
+wal AS MATERIALIZED (
+    SELECT CASE WHEN current_setting('max_slot_wal_keep_size') = '-1' THEN -1
+                ELSE pg_size_bytes(current_setting('max_slot_wal_keep_size')) END AS keep_bytes,
            CASE WHEN has_function_privilege('pg_ls_waldir()', 'EXECUTE')
                 THEN (xpath('/row/b/text()',
                             query_to_xml('SELECT sum(size) AS b FROM pg_ls_waldir()', false, true, '')))[1]::text
@@ -41,11 +43,10 @@ SELECT s.slot_name::text,
        coalesce(pg_wal_lsn_diff(cur.lsn, s.restart_lsn), 0)::int8 AS retained_bytes,
        coalesce(s.wal_status, '')                                 AS wal_status,
        s.safe_wal_size::int8                                      AS safe_wal_size,
-       wal.keep_bytes                                             AS max_slot_wal_keep_bytes,
-       wal.pg_wal_bytes                                           AS pg_wal_bytes,
+       (SELECT keep_bytes FROM wal)                               AS max_slot_wal_keep_bytes,
+       (SELECT pg_wal_bytes FROM wal)                             AS pg_wal_bytes,
        NULL::timestamptz                                          AS inactive_since,
        ''::text                                                   AS invalidation_reason
 FROM pg_replication_slots AS s
 CROSS JOIN cur
-CROSS JOIN wal
 ORDER BY retained_bytes DESC, s.slot_name

@@ -36,6 +36,9 @@ const (
 	FootprintAPIClients = 20
 	// footprintRounds is how many fast rounds stage (b) times.
 	footprintRounds = 20
+	// footprintSteadyReads is how many reads of the catalog-wide checks,
+	// after the first, give stage (b) their steady cost.
+	footprintSteadyReads = 5
 )
 
 // blockingStepPanels are what the runbook's blocking step polls: its panels
@@ -62,9 +65,13 @@ func blockingStepPanels() []string {
 //     ratios are console DB time against no viewer and against one.
 //   - (b) FootprintTables tables and as many idle sessions as the server
 //     has room for (at most FootprintIdleMax): the fast round's time, each
-//     catalog-wide check's time against its statement timeout, and the
-//     idle console's DB time in ms per second (the sampler, and the slow
-//     clock's read spread over its interval).
+//     catalog-wide check's time against its statement timeout (its first
+//     read, and its steady read after), and the idle console's DB time in
+//     ms per second by check: the window's fast work (the sampler, the
+//     lock watcher), and each slow-clock check's steady read over the
+//     clock's interval, each statement counted once; and, when the server
+//     loads pg_stat_statements, the server's own execution time of the
+//     window.
 //   - (c) FootprintAPIClients clients poll GET /api/v1/findings back to
 //     back: the diagnostics statements per request.
 //
@@ -322,8 +329,9 @@ func footprintCatalog(ctx context.Context, cfg Config, r *Report) error {
 			return err
 		}
 	}
+	built := time.Now()
 	r.Add("catalog_tables", "(b) tables (primary key + one index each)", FootprintTables, "")
-	r.Add("catalog_build_s", "(b) time to create them", time.Since(start).Seconds(), "s")
+	r.Add("catalog_build_s", "(b) time to create them", built.Sub(start).Seconds(), "s")
 
 	var room int
 	if err := cfg.Pool.QueryRow(ctx, `SELECT current_setting('max_connections')::int
@@ -341,17 +349,21 @@ func footprintCatalog(ctx context.Context, cfg Config, r *Report) error {
 	}
 	r.Add("catalog_idle_sessions", "(b) idle sessions", len(idle), "")
 
-	// The slow clock's first read, waited for: each catalog-wide check's
-	// time against its statement timeout.
-	first, err := cfg.Diagnostics.LatestRound(ctx, time.Nanosecond)
+	// The slow clock's first read of this catalog, waited for: each
+	// catalog-wide check's time against its statement timeout. The slow
+	// clock read last before the tables were made, so the first rounds
+	// serve that read while a new one runs beside them.
+	first, err := slowReadSince(ctx, cfg, built)
 	if err != nil {
 		return err
 	}
-	slow := diagnostics.SlowChecks()
-	var slowTook time.Duration
-	for _, name := range slow {
-		took := first.Timings[name]
-		slowTook += took
+	slowRead := map[string]time.Duration{}
+	for _, name := range diagnostics.SlowChecks() {
+		took, ok := first.Timings[name]
+		if !ok {
+			continue // not read on this server (a River-only check, say)
+		}
+		slowRead[name] = took
 		r.Add("catalog_check_"+name+"_ms", "(b) "+name+" (budget "+fmt.Sprint(cfg.Diagnostics.Config().StatementTimeout.Milliseconds())+" ms)", ms(took), "ms")
 	}
 	for _, u := range first.Unavailable {
@@ -370,7 +382,7 @@ func footprintCatalog(ctx context.Context, cfg Config, r *Report) error {
 		rounds = append(rounds, rd.Took)
 		var sum time.Duration
 		for name, took := range rd.Timings {
-			if !slices.Contains(slow, name) {
+			if _, slow := slowRead[name]; !slow {
 				byCheck[name] = append(byCheck[name], took)
 				sum += took
 			}
@@ -391,20 +403,96 @@ func footprintCatalog(ctx context.Context, cfg Config, r *Report) error {
 		r.Add("catalog_fast_"+name+"_p50_ms", "(b) fast round: "+name+" p50", ms(median(byCheck[name])), "ms")
 	}
 
-	cfg.logf("footprint: the console idles beside them")
-	idle0 := cfg.Diagnostics.Cost()
-	sampler, _ := measureCost(ctx, cfg, nil)
-	idleBy := costSince(cfg.Diagnostics, idle0, cfg.Duration)
-	names = slices.Collect(maps.Keys(idleBy))
-	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(idleBy[b], idleBy[a]), cmp.Compare(a, b)) })
-	for _, name := range names[:min(5, len(names))] {
-		r.Add("catalog_idle_"+name+"_ms_per_s", "(b) idle: "+name, idleBy[name], "ms/s")
+	// The first read of the catalog after it was made is a one-off (each
+	// connection's first statistics lookups and plans): what the slow clock
+	// costs on average is a read on connections that have read it before.
+	// Full rounds read the catalog-wide checks in the shared rounds' way;
+	// the median of a few is the steady cost of one read.
+	steady := map[string][]time.Duration{}
+	for range footprintSteadyReads {
+		rd := cfg.Diagnostics.Round(ctx)
+		for name := range slowRead {
+			if took, ok := rd.Timings[name]; ok {
+				steady[name] = append(steady[name], took)
+			}
+		}
 	}
-	spread := slowTook.Seconds() * 1000 / cfg.Diagnostics.Config().SlowInterval.Seconds()
-	r.Add("catalog_idle_sampler_ms_per_s", "(b) idle console DB time: sampler", sampler, "ms/s")
-	r.Add("catalog_idle_slow_ms_per_s", "(b) idle console DB time: slow clock spread over its interval", spread, "ms/s")
-	r.Add("catalog_idle_ms_per_s", "(b) idle console DB time (target <= 1)", sampler+spread, "ms/s")
+	for name, took := range steady {
+		slowRead[name] = median(took)
+	}
+	for _, name := range diagnostics.SlowChecks() {
+		if took, ok := steady[name]; ok {
+			r.Add("catalog_check_"+name+"_steady_ms", "(b) "+name+", steady read (median of later reads)", ms(median(took)), "ms")
+		}
+	}
+
+	cfg.logf("footprint: the console idles beside them")
+	// Nothing but the console runs statements in the database during the
+	// window, so pg_stat_statements' account of it is the console's.
+	var spent map[string]diagnostics.CheckCost
+	var window time.Duration
+	server, serverOK := withStatementTimes(ctx, cfg.Pool, func() {
+		idle0 := cfg.Diagnostics.Cost()
+		start := time.Now()
+		measureCost(ctx, cfg, nil)
+		window = time.Since(start)
+		spent = costDelta(idle0, cfg.Diagnostics.Cost())
+	})
+	total, by := idleCost(spent, window, slowRead, cfg.Diagnostics.Config().SlowInterval)
+	var fast, spread float64
+	var statements int64
+	for _, s := range by {
+		if s.Slow {
+			spread += s.MsPerSecond
+			r.Add("catalog_idle_"+s.Check+"_ms_per_s", fmt.Sprintf("(b) idle: %s (slow clock: a steady read of %.1f ms every %s)",
+				s.Check, ms(slowRead[s.Check]), cfg.Diagnostics.Config().SlowInterval), s.MsPerSecond, "ms/s")
+			continue
+		}
+		fast += s.MsPerSecond
+		statements += spent[s.Check].Statements
+		r.Add("catalog_idle_"+s.Check+"_ms_per_s", fmt.Sprintf("(b) idle: %s (%d statements in the window)", s.Check, spent[s.Check].Statements), s.MsPerSecond, "ms/s")
+	}
+	r.Add("catalog_idle_statements_per_s", "(b) idle console statements, slow clock apart", float64(statements)/window.Seconds(), "/s")
+	r.Add("catalog_idle_sampler_ms_per_s", "(b) idle console DB time: the window's fast work (sampler, lock watcher)", fast, "ms/s")
+	r.Add("catalog_idle_slow_ms_per_s", "(b) idle console DB time: the slow clock's read over its interval", spread, "ms/s")
+	r.Add("catalog_idle_ms_per_s", "(b) idle console DB time (target <= 1)", total, "ms/s")
+	if !serverOK {
+		r.Add("catalog_idle_server", "(b) idle: the server's own account", "not measured: the server does not load pg_stat_statements", "")
+		return nil
+	}
+	// The server's execution time, round trips and the client's waits
+	// apart: what the console's statements cost the server itself.
+	serverTotal, shares := serverShares(server, window)
+	r.Add("catalog_idle_server_ms_per_s", "(b) idle: server execution time (pg_stat_statements), slow clock in the window included", serverTotal, "ms/s")
+	for _, s := range shares[:min(8, len(shares))] {
+		r.Add("catalog_idle_server_"+metricKey(s.Label)+"_ms_per_s", fmt.Sprintf("(b) idle server time: %s, %d calls, %.3f ms a call", s.Label, s.Calls, s.MsPerSecond*window.Seconds()/float64(s.Calls)), s.MsPerSecond, "ms/s")
+	}
 	return nil
+}
+
+// slowReadSince returns a shared round whose catalog-wide rows were read
+// after since, waiting for the slow clock's read in progress (or the next
+// one) for at most an interval and a budget.
+func slowReadSince(ctx context.Context, cfg Config, since time.Time) (diagnostics.Round, error) {
+	dc := cfg.Diagnostics.Config()
+	deadline := time.Now().Add(dc.SlowInterval + dc.SlowBudget + 10*time.Second)
+	for {
+		rd, err := cfg.Diagnostics.LatestRound(ctx, time.Nanosecond)
+		if err != nil {
+			return rd, err
+		}
+		if !rd.SlowAt.Before(since) {
+			return rd, nil
+		}
+		if time.Now().After(deadline) {
+			return rd, fmt.Errorf("the slow clock read nothing after the tables were made (its last read is of %s)", rd.SlowAt.Format(time.RFC3339))
+		}
+		select {
+		case <-ctx.Done():
+			return rd, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // footprintAPI is stage (c).
