@@ -26,7 +26,8 @@
 # this runs first) and chromium (CHROME_PATH, /usr/bin/chromium by default).
 # BASE and TOKEN audit a console already running instead (TOKEN an API
 # token, from `console token create`; INCIDENT the id of an incident).
-# TABLE_ONLY=1 OUT=... prints the table of reports taken before.
+# TABLE_ONLY=1 OUT=... prints the table of reports taken before; PAGES
+# ("name=/path ...") audits other pages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -88,6 +89,7 @@ fi
 
 pages="overview=/ step=/runbook/blocking jobs=/jobs history=/history"
 [ -n "${INCIDENT:-}" ] && pages="$pages incident=/incidents/$INCIDENT"
+pages=${PAGES:-$pages}
 
 chrome_flags="--no-sandbox --headless --disable-gpu --disable-background-networking --disable-component-update --disable-sync"
 
