@@ -11,6 +11,9 @@
 #   axe      axe-core (the accessibility rules the browser tests run on
 #            every page) from npm, into AXE_HOME
 #   axe-js   prints the path of axe.min.js (there or not)
+#   lighthouse  Lighthouse (the page audits scripts/lighthouse.sh runs; no
+#            test needs it) from npm, into LIGHTHOUSE_HOME
+#   lighthouse-bin  prints the path of its command (there or not)
 #
 # PG18_HOME defaults to /var/cache/console/postgresql-VERSION as root:
 # PostgreSQL then runs as an unprivileged account, which must be able to run
@@ -62,6 +65,15 @@ if [ -z "${AXE_HOME:-}" ]; then
     AXE_HOME=/var/cache/console/axe-core-$AXE_VERSION
   else
     AXE_HOME=$PWD/.cache/axe-core-$AXE_VERSION
+  fi
+fi
+
+LIGHTHOUSE_VERSION=12.8.2
+if [ -z "${LIGHTHOUSE_HOME:-}" ]; then
+  if [ "$(id -u)" = 0 ]; then
+    LIGHTHOUSE_HOME=/var/cache/console/lighthouse-$LIGHTHOUSE_VERSION
+  else
+    LIGHTHOUSE_HOME=$PWD/.cache/lighthouse-$LIGHTHOUSE_VERSION
   fi
 fi
 
@@ -141,13 +153,36 @@ install_axe() {
   trap - EXIT
 }
 
+# install_lighthouse installs the lighthouse package with its dependencies
+# into LIGHTHOUSE_HOME, staged beside it and renamed into place last. Its
+# 12.x line is the last that runs on Debian's Node.js 20.
+install_lighthouse() {
+  [ -x "$LIGHTHOUSE_HOME/node_modules/.bin/lighthouse" ] && return 0
+  if ! command -v npm >/dev/null; then
+    echo "deps: npm is needed to install Lighthouse (apt-get install npm)" >&2
+    exit 1
+  fi
+  local parent stage
+  parent=$(dirname "$LIGHTHOUSE_HOME")
+  if [ "$(id -u)" = 0 ]; then install -d -m 0755 "$parent"; else mkdir -p "$parent"; fi
+  stage=$(mktemp -d "$parent/.install-XXXXXX")
+  trap 'rm -rf "$stage"' EXIT
+  echo "deps: installing Lighthouse $LIGHTHOUSE_VERSION from npm into $LIGHTHOUSE_HOME"
+  (cd "$stage" && npm install --silent --no-save --no-audit --no-fund --ignore-scripts "lighthouse@$LIGHTHOUSE_VERSION" >/dev/null)
+  chmod -R a+rX "$stage"
+  mv "$stage" "$LIGHTHOUSE_HOME"
+  trap - EXIT
+}
+
 case "$what" in
   pg18-bin) echo "$PG18_HOME/bin"; exit 0 ;;
   pg18) install_pg18; exit 0 ;;
   axe-js) echo "$AXE_HOME/axe.min.js"; exit 0 ;;
   axe) install_axe; exit 0 ;;
+  lighthouse-bin) echo "$LIGHTHOUSE_HOME/node_modules/.bin/lighthouse"; exit 0 ;;
+  lighthouse) install_lighthouse; exit 0 ;;
   server|test) ;;
-  *) echo "deps: unknown target $what (use server, test, pg18, pg18-bin, axe or axe-js)" >&2; exit 2 ;;
+  *) echo "deps: unknown target $what (use server, test, pg18, pg18-bin, axe, axe-js, lighthouse or lighthouse-bin)" >&2; exit 2 ;;
 esac
 
 have_pg_server || apt_install postgresql

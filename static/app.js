@@ -23,7 +23,9 @@
       var t = Date.parse(el.getAttribute("data-ts"));
       if (isNaN(t)) return;
       var sec = (now - t) / 1000;
-      el.textContent = sec < 0 ? "in " + fmtAge(-sec) : fmtAge(sec) + " ago";
+      var text = sec < 0 ? "in " + fmtAge(-sec) : fmtAge(sec) + " ago";
+      // An unchanged text is not written: a write lays the page out again.
+      if (el.textContent !== text) el.textContent = text;
     });
     var clock = document.getElementById("refreshed");
     if (clock && clock.dataset.at) {
@@ -44,8 +46,12 @@
   // into its summary (which names the filters on), unless a refused value
   // waits to be corrected.
   function foldFilters() {
-    if (!window.matchMedia || !window.matchMedia("(max-width: 760px)").matches) return;
+    if (!window.matchMedia || !window.matchMedia("(max-width: 760px)").matches) {
+      document.documentElement.classList.remove("fold-pending");
+      return;
+    }
     document.querySelectorAll("details.filters-fold[open]:not([data-keep-open])").forEach(function (d) { d.open = false; });
+    document.documentElement.classList.remove("fold-pending");
   }
   document.addEventListener("DOMContentLoaded", function () {
     foldFilters();
@@ -67,18 +73,24 @@
   // A box that scrolls sideways (a wide table on a phone) takes keyboard
   // focus, so it can be scrolled without a mouse; one that fits does not,
   // so it adds no tab stop.
+  // All boxes are measured before any is changed: a change between two
+  // measures would lay the page out again for each box.
   function focusScrollers() {
+    var on = [], off = [];
     document.querySelectorAll("main *").forEach(function (el) {
       var o = getComputedStyle(el).overflowX;
       if (o !== "auto" && o !== "scroll") return;
       var scrolls = el.scrollWidth > el.clientWidth + 1;
-      if (scrolls && !el.hasAttribute("tabindex")) {
-        el.setAttribute("tabindex", "0");
-        el.dataset.scrollFocus = "1";
-      } else if (!scrolls && el.dataset.scrollFocus) {
-        el.removeAttribute("tabindex");
-        delete el.dataset.scrollFocus;
-      }
+      if (scrolls && !el.hasAttribute("tabindex")) on.push(el);
+      else if (!scrolls && el.dataset.scrollFocus) off.push(el);
+    });
+    on.forEach(function (el) {
+      el.setAttribute("tabindex", "0");
+      el.dataset.scrollFocus = "1";
+    });
+    off.forEach(function (el) {
+      el.removeAttribute("tabindex");
+      delete el.dataset.scrollFocus;
     });
   }
   document.addEventListener("DOMContentLoaded", focusScrollers);

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/views"
 )
 
 // filterCase is one query string given to a filter parser: the parse fails
@@ -219,4 +221,22 @@ func TestOlderHref(t *testing.T) {
 	require.Empty(t, olderHref("/jobs", q, 1, 50, 50), "nothing is below id 1")
 	require.Empty(t, q.Get("before"), "the caller's values are not changed")
 	require.Equal(t, "/jobs", listHref("/jobs", url.Values{}))
+}
+
+// TestFoldSummaries: a folded picker's summary says what the page shows,
+// so a phone need not open it to know.
+func TestFoldSummaries(t *testing.T) {
+	history := views.HistoryPage{At: "2026-12-06 17:16:42", Zone: "UTC",
+		Windows: []views.HistoryWindowLink{{Label: "15m"}, {Label: "1h", Active: true}, {Label: "custom"}}}
+	require.Equal(t, "last 1h · at 2026-12-06 17:16:42 UTC", history.ActiveText())
+	history.Windows[1].Active, history.Windows[2].Active = false, true
+	history.From, history.To = "2026-12-06 16:00:00", ""
+	require.Equal(t, "from 2026-12-06 16:00:00 to now · at 2026-12-06 17:16:42 UTC", history.ActiveText())
+
+	episodes := views.LockEpisodeFilter{Since: "6h", MinDuration: "2s", Queue: "email",
+		Sinces: []views.LockEpisodeOption{{Value: "1h", Label: "last 1h"}, {Value: "6h", Label: "last 6h", Selected: true}}}
+	require.Equal(t, "last 6h · at least 2s · queue email", episodes.ActiveText())
+
+	bar := views.TimeBar{From: "2026-12-06 16:22:18", To: "2026-12-06 17:22:18", Zone: "Europe/Paris"}
+	require.Equal(t, "from 2026-12-06 16:22:18 · to 2026-12-06 17:22:18 · in Europe/Paris", bar.ActiveText())
 }

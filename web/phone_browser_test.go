@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -212,6 +213,38 @@ func TestBrowserPhone(t *testing.T) {
 	}
 	require.Equal(t, "queue emails-eu", browser.Get(t, b, chromedp.Text(css(`[data-testid="filters-active"]`))),
 		"the folded filters say which are on")
+
+	// Pages whose pickers or filters come before their evidence fold them
+	// the same way: the history page's time picker, the lock episodes'
+	// filters, and a typed range in the time bar of an evidence page (the
+	// statements, in the past). What each shows first starts above the fold.
+	sampled := time.Now().UTC().Add(-20 * time.Minute).Truncate(time.Second)
+	doc, err := json.Marshal(map[string]any{diagnostics.HistoryBlockingTree: []diagnostics.BlockingNode{
+		{Kind: "backend", PID: 4242, IsRoot: true, BlockedCount: 12, ApplicationName: "nightly-report", Query: "LOCK TABLE accounts"},
+		{Kind: "backend", PID: 4243, Depth: 1, BlockedBy: []int32{4242}, ApplicationName: "billing-api", Query: "UPDATE accounts SET n = n + 1"},
+	}})
+	require.NoError(t, err)
+	e.exec(t, `INSERT INTO history_samples (sampled_at, recorded_by, bytes, doc) VALUES ($1, 'phone-test', 1, $2::jsonb)`, sampled, string(doc))
+	e.exec(t, `INSERT INTO lock_episodes (start_at, last_seen_at, end_at, end_seen, recorded_by, root_pid, root_application,
+		lock_mode, lock_target, peak_waiting, waited_seconds) VALUES ($1::timestamptz, $1::timestamptz + interval '40 s', $1::timestamptz + interval '41 s', true, 'phone-test', 4242,
+		'nightly-report', 'RowExclusiveLock', 'accounts', 12, 300)`, sampled.Add(-10*time.Minute))
+	for _, page := range []struct{ path, first, active string }{
+		{"/history", `[data-testid="history-moments"] tbody tr`, "last 1h · at "},
+		{"/lock-episodes", `[data-testid^="lock-episode-"] header`, "last 1h"},
+		{"/database/statements?from=1h+ago&to=now", `[data-testid="panel-statements_top"] [data-testid="panel-not-recorded"]`, "from "},
+	} {
+		browser.Do(t, b, chromedp.Navigate(e.http.URL+page.path), chromedp.WaitVisible(css(page.first)))
+		requireNoPageOverflow(t, b, page.path)
+		require.False(t, browser.Get(t, b, chromedp.Evaluate[bool](`document.querySelector('[data-testid="filters-fold"]').open`)),
+			"%s: the picker is folded on a phone", page.path)
+		require.Contains(t, browser.Get(t, b, chromedp.Text(css(`[data-testid="filters-active"]`))), page.active,
+			"%s: the folded picker says what it shows", page.path)
+		top := browser.Get(t, b, chromedp.Evaluate[float64](`document.querySelector('`+page.first+`').getBoundingClientRect().top`))
+		require.Less(t, top, 844.0-40, "%s: %s starts above the fold", page.path, page.first)
+		shot("fold-" + strings.Trim(strings.NewReplacer("/", "-", "?", "-", "=", "-", "&", "-", "+", "-").Replace(page.path), "-"))
+	}
+	// A tap on the summary opens the picker again.
+	browser.Do(t, b, chromedp.Click(css(`[data-testid="filters-fold"] > summary`)), chromedp.WaitVisible(css(`[data-testid="timebar-form"]`)))
 }
 
 // TestBrowserFinish checks the finish at 1440x900: no table is clipped,
