@@ -44,12 +44,14 @@ func HoldLock(t testing.TB, url, table string) (release func()) {
 	}
 }
 
-// WaitBackend waits until exactly one backend named app matches cond, a
-// boolean SQL expression over pg_stat_activity such as
+// WaitBackend waits until exactly one backend named app in on's database
+// matches cond, a boolean SQL expression over pg_stat_activity such as
 // "wait_event_type = 'Lock'", asking through on: a pool or a session of the
-// same server outside a transaction (a transaction reads
-// pg_stat_activity once). It fails the test when that has not happened
-// within 30s.
+// test's database outside a transaction (a transaction reads
+// pg_stat_activity once). Only on's database counts: tests running beside
+// it on the same server use the same names ("migrate", "billing"), and a
+// backend of theirs would be taken for this test's, or make two. It fails
+// the test when that has not happened within 30s.
 func WaitBackend(t testing.TB, on interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }, app, cond string) {
@@ -58,7 +60,7 @@ func WaitBackend(t testing.TB, on interface {
 	for {
 		var n int
 		err := on.QueryRow(context.Background(),
-			"SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND "+cond, app).Scan(&n)
+			"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1 AND ("+cond+")", app).Scan(&n)
 		if err != nil {
 			t.Fatalf("look for backend %q: %v", app, err)
 		}
