@@ -177,7 +177,7 @@ func TestEveryCheckAnswersOnAMessyServer(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { lateConn.Exec(context.Background(), "ROLLBACK") })
 		blocked(t, connect(t, late, "messy-late-waiter"), "UPDATE t SET id = 4")
-		testdb.WaitBackend(t, admin, "messy-late-waiter", "wait_event_type = 'Lock'")
+		testdb.WaitBackend(t, connect(t, late, "messy-late-watch"), "messy-late-waiter", "wait_event_type = 'Lock'")
 
 		tree, err := diagnostics.BlockingTree(ctx, stale)
 		require.NoError(t, err, diagnostics.CheckBlockingTree)

@@ -131,3 +131,28 @@ func TestMemoryTempDir(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, d, "a folder that is not a world-writable tmpfs is not used")
 }
+
+// WaitBackend counts only its connection's database: a test beside it on
+// the same server whose backend has the same name and state is neither
+// taken for this test's nor counted with it.
+func TestWaitBackendCountsOnlyItsDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var watchers []*pgx.Conn
+	for range 2 {
+		url := URL(t)
+		release := HoldLock(t, url, "jobs")
+		waiter := Connect(t, url, "same-name")
+		waited := make(chan error, 1)
+		go func() {
+			_, err := waiter.Exec(ctx, "SELECT count(*) FROM jobs")
+			waited <- err
+		}()
+		t.Cleanup(func() { release(); <-waited })
+		watchers = append(watchers, Connect(t, url, "watch"))
+	}
+	// Both waiters wait on a lock: each database has exactly one.
+	for _, w := range watchers {
+		WaitBackend(t, w, "same-name", "wait_event_type = 'Lock'")
+	}
+}
