@@ -15,8 +15,11 @@ ON_CI := $(filter-out false False FALSE 0,$(CI))
 # Packages that talk to PostgreSQL; they run again on PostgreSQL 18.
 DB_PKGS := ./internal/... ./migrations/... ./queues/... ./diagnostics/... ./audit/... ./actions/...
 # The console's own tests of a real fleet (a standby and its promotion, PgBouncer, a full
-# server, the runtime roles) also run on 18; the rest of cmd/console and web run on 15.
-FLEET_TESTS := TestServeOnAStandby|TestServeAndWorkerThroughTransactionPooler|TestServeWaitsForAFullServer|TestServeAndWorkerAsRuntimeRoles|TestRolesSQL
+# server, the runtime roles) and of a River database also run on 18; the rest of cmd/console
+# and web run on 15.
+FLEET_TESTS := TestServeOnAStandby|TestServeAndWorkerThroughTransactionPooler|TestServeWaitsForAFullServer|TestServeAndWorkerAsRuntimeRoles|TestRolesSQL|TestFindingsCommandReadsRiver
+# The console over a River database (its pages, actions, past and the browser walk) runs on 18 too.
+RIVER_WEB_TESTS := TestRiver|TestBrowserRiver
 
 .PHONY: run build test test-short test-pg18 check generate deps clean bench
 
@@ -44,7 +47,8 @@ test-pg18:
 	@if [ -x "$(PG18_BIN)/postgres" ]; then \
 	  echo "== the database-facing packages again on PostgreSQL 18 ($(PG18_BIN))"; \
 	  PG_BIN="$(PG18_BIN)" $(GO) test -race -count=1 -timeout 15m $(or $(PKGS),$(DB_PKGS)) && \
-	  { [ -n "$(PKGS)" ] || PG_BIN="$(PG18_BIN)" $(GO) test -race -count=1 -timeout 10m -run '$(FLEET_TESTS)' ./cmd/console/; }; \
+	  { [ -n "$(PKGS)" ] || { PG_BIN="$(PG18_BIN)" $(GO) test -race -count=1 -timeout 10m -run '$(FLEET_TESTS)' ./cmd/console/ && \
+	    PG_BIN="$(PG18_BIN)" AXE_JS="$(AXE_JS)" $(GO) test -race -count=1 -timeout 10m -run '$(RIVER_WEB_TESTS)' ./web/; }; }; \
 	elif [ -n "$(ON_CI)" ]; then \
 	  echo "FAILED: no PostgreSQL 18 in $(PG18_BIN), and CI=$(CI) requires the 18 round; scripts/deps.sh pg18 installs it" >&2; \
 	  exit 1; \
