@@ -40,9 +40,9 @@ type queueRunner struct {
 	cursorSince time.Time
 	// rescanning: a claim from the head that a rescan started is in
 	// flight, and the claims beside it keep resuming after the cursor.
-	// rescanTook is how long the last rescanCosts ones took (newest at
-	// rescanAt-1): the next waits at least rescanSpacing times the
-	// shortest of them (see claimFrom).
+	// rescanTook is how long the last rescanCosts ones took, a ring
+	// whose next slot is rescanAt % rescanCosts: the next rescan waits at
+	// least rescanSpacing times the shortest of them (see claimFrom).
 	rescanning bool
 	rescanTook [rescanCosts]time.Duration
 	rescanAt   int
@@ -179,8 +179,9 @@ const rescanCosts = 3
 // seconds. So one rescan runs at a time, the claims beside it resume after
 // the cursor (it stays), and the next rescan waits rescanSpacing times as
 // long as the recent rescans took (rescanCost): walking the head stays a
-// small share of the claims' time. Clearing the cursor instead sent every claim launched
-// during a slow rescan to the head too, and throughput collapsed.
+// small share of the claims' time. Clearing the cursor instead sent every
+// claim launched during a slow rescan to the head too, and throughput
+// collapsed.
 func (q *queueRunner) claimFrom(now time.Time, rescan time.Duration) (from *ClaimKey, head bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
