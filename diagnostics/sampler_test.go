@@ -11,6 +11,7 @@ import (
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/sampler"
 	"github.com/pgconsole/console/internal/testdb"
+	"github.com/pgconsole/console/migrations"
 )
 
 // Rates come from deltas; a stats reset between two samples gives no point
@@ -90,8 +91,15 @@ func TestSamplerService(t *testing.T) {
 // An idle sample reads no blocking tree: its activity rows show nobody
 // waiting on a lock, so the blocked count is zero without the tree's read
 // of every lock. When a backend waits, the tree is read and counts it.
+// Activity and the tree are the server's, and other tests stage lock
+// waiters on the shared one: this test has a server of its own.
 func TestSampleReadsNoTreeWhenNothingWaits(t *testing.T) {
-	ctx, url, db := freshPool(t)
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.NewServer(t, nil).URL("postgres")
+	_, err := migrations.Up(ctx, connect(t, url, "migrate"))
+	require.NoError(t, err)
+	db := testdb.Pool(t, url)
 	d := open(t, url, diagnostics.Config{})
 	tree := func() int64 { return d.Cost()[diagnostics.CheckBlockingTree].Statements }
 	activity := func() int64 { return d.Cost()[diagnostics.CheckActivity].Statements }
@@ -102,7 +110,7 @@ func TestSampleReadsNoTreeWhenNothingWaits(t *testing.T) {
 	require.Zero(t, tree(), "nobody waits: the tree's statement is not sent")
 	require.EqualValues(t, 1, activity())
 
-	_, err := db.Exec(ctx, "CREATE TABLE idle_row (id int PRIMARY KEY); INSERT INTO idle_row VALUES (1)")
+	_, err = db.Exec(ctx, "CREATE TABLE idle_row (id int PRIMARY KEY); INSERT INTO idle_row VALUES (1)")
 	require.NoError(t, err)
 	holder := connect(t, url, "idle-holder")
 	for _, q := range []string{"BEGIN", "SELECT * FROM idle_row FOR UPDATE"} {
