@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -115,7 +116,7 @@ func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Samp
 	}
 	fresh, ok := d.rounds.Last()
 	ok = ok && d.now().Sub(fresh.At) <= d.cfg.PanelMaxAge
-	for _, c := range sampleOrder() {
+	for _, c := range sampleOrdered() {
 		if ctx.Err() != nil {
 			break
 		}
@@ -142,6 +143,10 @@ func (d *Diagnostics) sampleChecks(ctx context.Context, sess *session, smp *Samp
 		sampleRiver(ctx, sess, smp, fresh, ok)
 	}
 }
+
+// sampleOrdered is sampleOrder, worked out once: the catalog does not
+// change after init, and a sample runs every few seconds.
+var sampleOrdered = sync.OnceValue(sampleOrder)
 
 // sampleOrder is the sampled checks in the order a sample reads them:
 // catalog order, except that a check with sampleAfter comes right after
