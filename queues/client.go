@@ -94,13 +94,15 @@ type ClientConfig struct {
 	AckConcurrency int
 	// ClaimRescan bounds how long a queue's claims resume after the last
 	// job they took before one starts from the head of the queue again
-	// (default 1s, and after every claim that came back short). It bounds
-	// how long a job that commits behind that cursor waits: a job of a
-	// higher priority than the one being worked, or one whose inserting
+	// (default 1s, and after every claim that came back short while the
+	// head is about as cheap to claim from as the cursor). It bounds how
+	// long a job that commits behind that cursor waits: a job of a higher
+	// priority than the one being worked, or one whose inserting
 	// transaction ran longer than the claims it overlapped. One rescan runs
-	// at a time, and the next waits at least 20 times as long as the last
-	// took: behind a pinned xmin horizon a rescan walks every job claimed
-	// since, and the wait stretches with it.
+	// at a time, and the next waits at least 20 times as long as the
+	// cheapest of the last three claims from the head took: behind a
+	// pinned xmin horizon a claim from the head walks every job claimed
+	// since, short claims keep the cursor, and the wait stretches with it.
 	ClaimRescan time.Duration
 	// FetchCooldown is how long a fetcher woken by a freed slot waits for
 	// more slots to free up (up to half the queue's concurrency) before it

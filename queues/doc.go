@@ -21,8 +21,9 @@
 // run side by side: the next starts as soon as the handlers free a batch's
 // worth of slots (half the queue's, at most MaxClaim), not when the claim
 // in flight returns. Each resumes after the last job claimed (and from the
-// head of the queue again after a short claim or ClaimRescan, one such
-// rescan at a time, spaced by its own cost). A claim's
+// head of the queue again after a short claim, unless the head has grown
+// costly to walk, or after ClaimRescan, one such rescan at a time, spaced by
+// its cost). A claim's
 // jobs are run in claim order by one runner goroutine per GOMAXPROCS, each
 // running job after job, which spares a goroutine's start per job. A job
 // that has waited 5ms for a runner (its claim's handlers block) gets a

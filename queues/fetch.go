@@ -40,12 +40,14 @@ type queueRunner struct {
 	cursorSince time.Time
 	// rescanning: a claim from the head that a rescan started is in
 	// flight, and the claims beside it keep resuming after the cursor.
-	// rescanTook is how long the last rescanCosts ones took, a ring
-	// whose next slot is rescanAt % rescanCosts: the next rescan waits at
-	// least rescanSpacing times the shortest of them (see claimFrom).
+	// headTook and cursorTook are how long the last claims from the head
+	// and after the cursor took: the next rescan waits at least
+	// rescanSpacing times the cheapest from the head (see claimFrom), and
+	// a short claim keeps the cursor while the head costs much more than
+	// the cursor (see advance).
 	rescanning bool
-	rescanTook [rescanCosts]time.Duration
-	rescanAt   int
+	headTook   claimCosts
+	cursorTook claimCosts
 	// fair: claims share the queue between its tenants (JobClaimFair),
 	// switched on when a claim takes a job with a tenant or the queue has
 	// tenant limits, and off when a fair claim takes none and there are no
@@ -160,70 +162,102 @@ func (q *queueRunner) settle(reserved, got int, slow, failed bool) {
 // the cursor before the next rescan.
 const rescanSpacing = 20
 
-// rescanCosts is how many of the last rescans' durations the spacing
-// looks at: it takes the shortest, so that one rescan slowed by the
-// process (a stall, a busy core, a wait for a connection) does not put the
-// next off twentyfold, while a head that is slow to walk, slow every time,
-// still spaces them. The process's first rescans count as free.
-const rescanCosts = 3
+// claimCosts holds how long the last few claims of one kind took, a ring
+// whose cheapest is what the claims cost: one claim slowed by the process
+// (a stall, a busy core, a wait for a connection) does not count, while a
+// head that is slow to walk, slow every time, does. The process's first
+// claims count as free.
+type claimCosts struct {
+	took [3]time.Duration
+	n    int
+}
+
+func (c *claimCosts) add(took time.Duration) {
+	c.took[c.n%len(c.took)] = took
+	c.n++
+}
+
+// cheapest is the shortest of the last claims, zero until the ring is full:
+// the first claims open the pool's connections.
+func (c *claimCosts) cheapest() time.Duration { return slices.Min(c.took[:]) }
+
+// headCostFactor is how many times a claim after the cursor a claim from
+// the head must cost before a short claim keeps the cursor.
+const headCostFactor = 4
 
 // claimFrom is where the next claim starts: after the cursor, or at the
 // head (nil) when there is none or the claims have resumed after it for
 // rescan already, so that a job that committed behind the cursor waits at
 // most about that long. head says the claim is such a rescan; the caller
-// reports its end to rescanned.
+// reports its end to claimEnded.
 //
 // While a snapshot holds the xmin horizon, the head of jobs_ready_pick_idx
 // keeps an entry for every job claimed since, and a claim from the head
 // visits them all: after ten minutes of a busy queue a rescan takes
 // seconds. So one rescan runs at a time, the claims beside it resume after
 // the cursor (it stays), and the next rescan waits rescanSpacing times as
-// long as the recent rescans took (rescanCost): walking the head stays a
+// long as the recent claims from the head took: walking the head stays a
 // small share of the claims' time. Clearing the cursor instead sent every
 // claim launched during a slow rescan to the head too, and throughput
 // collapsed.
 func (q *queueRunner) claimFrom(now time.Time, rescan time.Duration) (from *ClaimKey, head bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.cursor == nil || q.rescanning || now.Sub(q.cursorSince) < max(rescan, rescanSpacing*q.rescanCost()) {
+	if q.cursor == nil || q.rescanning || now.Sub(q.cursorSince) < max(rescan, rescanSpacing*q.headTook.cheapest()) {
 		return q.cursor, false
 	}
 	q.rescanning = true
 	return nil, true
 }
 
-// rescanned ends a rescan claimFrom started, which took took (whether it
-// succeeded or not): the claims resume after the cursor from now.
-func (q *queueRunner) rescanned(now time.Time, took time.Duration) {
+// claimEnded records how long a claim took (whether it succeeded or not),
+// from the head or after the cursor; a rescan that claimFrom started ends,
+// and the claims resume after the cursor from now.
+func (q *queueRunner) claimEnded(now time.Time, r claimResult) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.rescanning = false
-	q.rescanTook[q.rescanAt%rescanCosts] = took
-	q.rescanAt++
-	q.cursorSince = now
-}
-
-// rescanCost is the shortest of the last rescanCosts rescans' durations:
-// zero until that many have run, so the first rescans, which open the
-// pool's connections, space nothing. The caller holds q.mu.
-func (q *queueRunner) rescanCost() time.Duration {
-	return slices.Min(q.rescanTook[:])
+	if r.fromHead {
+		q.headTook.add(r.took)
+	} else {
+		q.cursorTook.add(r.took)
+	}
+	if r.rescan {
+		q.rescanning = false
+		q.cursorSince = now
+	}
 }
 
 // advance moves the cursor past the jobs a claim took. A short claim
 // means nothing more is ready past the cursor: the next claim starts from
-// the head.
+// the head, which finds what committed behind the cursor at once. Unless
+// the head costs headCostFactor times a claim after the cursor: behind a
+// pinned horizon, with arrivals that keep the queue nearly empty, every
+// claim comes back short, and sending each to the head made every claim
+// walk the dead entries of all the jobs claimed since the pin. The cursor
+// then stays (arrivals sort after it) and the spaced rescans find what
+// lands behind it.
 func (q *queueRunner) advance(now time.Time, jobs []Job, short bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if short || len(jobs) == 0 {
+	if (short || len(jobs) == 0) && !q.headCostlyLocked() {
 		q.cursor = nil
+		return
+	}
+	if len(jobs) == 0 {
 		return
 	}
 	if q.cursor == nil {
 		q.cursorSince = now
 	}
 	q.cursor = NextClaimKey(q.cursor, jobs)
+}
+
+// headCostlyLocked reports whether claims from the head have cost
+// headCostFactor times those after the cursor lately (both known). The
+// caller holds q.mu.
+func (q *queueRunner) headCostlyLocked() bool {
+	after := q.cursorTook.cheapest()
+	return after > 0 && q.headTook.cheapest() > headCostFactor*after
 }
 
 // claimMode is how the next claim runs: fair or not, where a fair one
@@ -315,6 +349,7 @@ func (q *queueRunner) snapshot() (inFlight, limit int, throttled bool) {
 type claimResult struct {
 	sent       time.Time // when the claim statement was sent
 	took       time.Duration
+	fromHead   bool // the claim started from the head
 	rescan     bool // a claim from the head that claimFrom started as a rescan
 	reserved   int
 	jobs       []Job
@@ -359,9 +394,7 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 			return
 		case r := <-results:
 			claiming--
-			if r.rescan {
-				q.rescanned(time.Now(), r.took)
-			}
+			q.claimEnded(time.Now(), r)
 			if r.err != nil {
 				c.metrics.claimErrors.WithLabelValues(q.name).Inc()
 				c.errs.note("claim", r.err)
@@ -450,7 +483,7 @@ func (c *Client) launchClaims(ctx context.Context, q *queueRunner, results chan<
 		*claiming++
 		go func() {
 			r := c.claim(q, n, from)
-			r.rescan = head
+			r.fromHead, r.rescan = from == nil, head
 			results <- r
 		}()
 	}

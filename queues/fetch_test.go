@@ -220,17 +220,20 @@ func TestClaimRescanSpacing(t *testing.T) {
 	require.Equal(t, cursor, from, "a claim beside a rescan resumes after the cursor")
 	require.False(t, head)
 
+	rescanned := func(at time.Time, took time.Duration) {
+		q.claimEnded(at, claimResult{fromHead: true, rescan: true, took: took})
+	}
 	// The first rescans (they open the pool's connections) space nothing.
 	end := t0.Add(4 * time.Second)
-	q.rescanned(end, 3*time.Second)
+	rescanned(end, 3*time.Second)
 	_, head = q.claimFrom(end.Add(time.Second), time.Second)
 	require.True(t, head, "the process's first rescan put the next off")
-	q.rescanned(end, 3*time.Second)
+	rescanned(end, 3*time.Second)
 	_, head = q.claimFrom(end.Add(time.Second), time.Second)
 	require.True(t, head)
 
 	// Three rescans took 3 s each: the next waits 60 s after the last ended.
-	q.rescanned(end, 3*time.Second)
+	rescanned(end, 3*time.Second)
 	from, head = q.claimFrom(end.Add(59*time.Second), time.Second)
 	require.Equal(t, cursor, from)
 	require.False(t, head)
@@ -238,22 +241,64 @@ func TestClaimRescanSpacing(t *testing.T) {
 	require.True(t, head)
 
 	// A fast rescan: ClaimRescan bounds the wait again.
-	q.rescanned(end, time.Millisecond)
+	rescanned(end, time.Millisecond)
 	_, head = q.claimFrom(end.Add(999*time.Millisecond), time.Second)
 	require.False(t, head)
 	_, head = q.claimFrom(end.Add(time.Second), time.Second)
 	require.True(t, head)
 
 	// One slow rescan after fast ones: still ClaimRescan.
-	q.rescanned(end, time.Millisecond)
-	q.rescanned(end, 3*time.Second)
+	rescanned(end, time.Millisecond)
+	rescanned(end, 3*time.Second)
 	_, head = q.claimFrom(end.Add(time.Second), time.Second)
 	require.True(t, head, "one slow rescan among fast ones put the next off")
 	// Slow every time: spaced by the cost again.
-	q.rescanned(end, 2*time.Second)
-	q.rescanned(end, 4*time.Second)
+	rescanned(end, 2*time.Second)
+	rescanned(end, 4*time.Second)
 	_, head = q.claimFrom(end.Add(rescanSpacing*2*time.Second-time.Millisecond), time.Second)
 	require.False(t, head, "three slow rescans in a row: the next waits twenty times the cheapest")
 	_, head = q.claimFrom(end.Add(rescanSpacing*2*time.Second), time.Second)
 	require.True(t, head)
+}
+
+// TestShortClaimKeepsCursorBehindCostlyHead: a short claim sends the next
+// one to the head while the head is cheap to walk, and keeps the cursor
+// once claims from the head cost several times those after it (a pinned
+// horizon's dead entries), until the head is cheap again.
+func TestShortClaimKeepsCursorBehindCostlyHead(t *testing.T) {
+	t.Parallel()
+	q := newQueueRunner("q", QueueConfig{Concurrency: 10}, 10)
+	t0 := time.Now()
+	job := func(id int64) []Job {
+		return []Job{{ID: id, AvailableAt: t0.Add(time.Duration(id) * time.Millisecond)}}
+	}
+	took := func(head bool, d time.Duration) {
+		for range 3 {
+			q.claimEnded(t0, claimResult{fromHead: head, took: d})
+		}
+	}
+
+	q.advance(t0, job(1), false)
+	require.NotNil(t, q.cursor)
+	q.advance(t0, job(2), true)
+	require.Nil(t, q.cursor, "nothing known of the costs: a short claim starts the next from the head")
+
+	took(false, time.Millisecond)
+	took(true, 2*time.Millisecond)
+	q.advance(t0, job(3), false)
+	q.advance(t0, job(4), true)
+	require.Nil(t, q.cursor, "a cheap head: a short claim starts the next from the head")
+
+	took(true, 50*time.Millisecond)
+	q.advance(t0, job(5), false)
+	q.advance(t0, job(6), true)
+	require.NotNil(t, q.cursor, "a short claim behind a costly head cleared the cursor")
+	require.Equal(t, int64(6), q.cursor.ID, "the cursor moves past what the short claim took")
+	q.advance(t0, nil, true)
+	require.NotNil(t, q.cursor, "an empty claim behind a costly head cleared the cursor")
+	require.Equal(t, int64(6), q.cursor.ID)
+
+	took(true, 3*time.Millisecond)
+	q.advance(t0, nil, true)
+	require.Nil(t, q.cursor, "the head is cheap again: a short claim starts the next from the head")
 }

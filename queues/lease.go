@@ -28,8 +28,8 @@ type JobClaimParams struct {
 	// took (see NextClaimKey) instead of at the head of the queue's ready
 	// index. Nil starts from the head. A job that became ready with a key
 	// behind the cursor is only taken by a claim from the head: claimers
-	// must restart from the head now and then (the Client does after every
-	// short claim and at least once a second).
+	// must restart from the head now and then (the Client does after a
+	// short claim while the head is cheap, and at least once a second).
 	After *ClaimKey
 	// Fair shares the claim between the queue's tenants and enforces their
 	// tenant_limits (JobClaimFair's statement); After is then ignored.
