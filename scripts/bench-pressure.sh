@@ -11,6 +11,7 @@
 #   scripts/bench-pressure.sh                        # 10 min + 10 min each side: ~45 min
 #   DURATION=1m HOLD=1m POOL=4 SYNC=on FIRST=river scripts/bench-pressure.sh
 #   RATE=1500 scripts/bench-pressure.sh             # the same arrival rate for both
+#   ONLY=console scripts/bench-pressure.sh          # one side (console or river)
 #
 # By default an inserter keeps a backlog waiting, so each engine runs as fast
 # as it can and "kept" is its pressure throughput against its clean one; an
@@ -39,6 +40,13 @@ WORKERS=${WORKERS:-2000}      # jobs in flight, both sides
 BATCH=${BATCH:-1000}          # console largest claim
 SYNC=${SYNC:-on}              # synchronous_commit, both sides
 FIRST=${FIRST:-console}       # which side runs first: console or river
+ONLY=${ONLY:-}                # run only this side: console or river
+case "$ONLY" in
+  console) SIDES="console" ;;
+  river) SIDES="river" ;;
+  "") if [ "$FIRST" = river ]; then SIDES="river console"; else SIDES="console river"; fi ;;
+  *) echo "bench-pressure: ONLY=$ONLY: use console or river" >&2; exit 2 ;;
+esac
 RATE=${RATE:-0}               # jobs arriving per second, both sides; 0: keep a backlog
 CACHE=.cache/river-pressure
 GO=${GO:-go}
@@ -122,10 +130,10 @@ river_side() {
   run river "$RIVER" --database-url "$RIVER_URL" --duration "$DURATION" --hold "$HOLD" \
     --pool "$POOL" --workers "$WORKERS" --rate "$RATE" --json
 }
-if [ "$FIRST" = river ]; then river_side; console_side; else console_side; river_side; fi
+for side in $SIDES; do "${side}_side"; done
 
 # --- the table -----------------------------------------------------------------
-for side in console river; do
+for side in $SIDES; do
   echo "== $side, per minute"
   jq -r 'def r: . * 100 | round / 100; to_entries[] | select(.key | test("_minute_")) |
     "\(.key)\t\(.value.jobs_per_second | round) jobs/s\tclaim p50 \(.value.claim_p50_ms | r) p99 \(.value.claim_p99_ms | r) ms\tstart p99 \(.value.start_p99_ms | round) ms\tdead \(.value.dead_tuples)\(if .value.head_claims == null then "" else "\tfrom the head \(.value.head_claims), p99 \(.value.head_p99_ms | r) ms" end)"' \
@@ -137,7 +145,7 @@ echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at the end;
 if [ "$RATE" != 0 ]; then echo "arrival rate $RATE jobs/s, both sides: kept = jobs started under pressure / jobs that arrived under pressure"; fi
 echo "claim p99: the claim statement, from sending it to its rows read (console: JobClaim; River: JobGetAvailable)"
 printf '%-8s %12s %12s %7s %15s %15s %10s %14s\n' engine "clean jobs/s" "hold jobs/s" kept "claim p99 clean" "claim p99 hold" "p99 ratio" "dead tuples"
-for side in console river; do
+for side in $SIDES; do
   jq -r --arg s "$side" '[$s, .jobs_per_second_clean, .jobs_per_second_pressure, .kept_percent,
       .claim_p99_ms_clean, .claim_p99_ms_pressure, (.claim_p99_ratio // 0), .dead_tuples_pressure] | @tsv' "$LOGS/$side.json" |
     awk -F'\t' '{printf "%-8s %12.0f %12.0f %6.1f%% %12.2f ms %12.2f ms %10.2f %14d\n", $1, $2, $3, $4, $5, $6, $7, $8}'
