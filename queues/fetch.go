@@ -235,8 +235,11 @@ func (q *queueRunner) claimEnded(now time.Time, r claimResult) {
 // claim comes back short, and sending each to the head made every claim
 // walk the dead entries of all the jobs claimed since the pin. The cursor
 // then stays (arrivals sort after it) and the spaced rescans find what
-// lands behind it.
-func (q *queueRunner) advance(now time.Time, jobs []Job, short bool) {
+// lands behind it. A claim from the head that came back full found a
+// backlog behind the cursor (jobs of a higher priority, or jobs handed
+// back): the claims resume after it, not after the old cursor, so that
+// backlog is not left to one rescan's batch at a time.
+func (q *queueRunner) advance(now time.Time, jobs []Job, short, fromHead bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if (short || len(jobs) == 0) && !q.headCostlyLocked() {
@@ -248,6 +251,10 @@ func (q *queueRunner) advance(now time.Time, jobs []Job, short bool) {
 	}
 	if q.cursor == nil {
 		q.cursorSince = now
+	}
+	if fromHead && !short {
+		q.cursor = NextClaimKey(nil, jobs)
+		return
 	}
 	q.cursor = NextClaimKey(q.cursor, jobs)
 }
@@ -412,7 +419,7 @@ func (c *Client) fetchLoop(ctx context.Context, q *queueRunner) {
 				return
 			}
 			q.settle(r.reserved, len(r.jobs), r.slow, false)
-			q.advance(time.Now(), r.jobs, len(r.jobs) < r.reserved)
+			q.advance(time.Now(), r.jobs, len(r.jobs) < r.reserved, r.fromHead)
 			q.observeTenants(r.jobs, r.fair, r.tenantFrom)
 			c.startJobs(q, r.jobs, r.sent)
 			if len(r.jobs) < r.reserved {

@@ -205,7 +205,7 @@ func TestClaimRescanSpacing(t *testing.T) {
 	from, head := q.claimFrom(t0, time.Second)
 	require.Nil(t, from)
 	require.False(t, head, "no cursor yet: every claim starts from the head, none is a rescan")
-	q.advance(t0, []Job{{ID: 7, AvailableAt: t0}}, false)
+	q.advance(t0, []Job{{ID: 7, AvailableAt: t0}}, false, false)
 	cursor := q.cursor
 	require.NotNil(t, cursor)
 
@@ -278,27 +278,37 @@ func TestShortClaimKeepsCursorBehindCostlyHead(t *testing.T) {
 		}
 	}
 
-	q.advance(t0, job(1), false)
+	q.advance(t0, job(1), false, false)
 	require.NotNil(t, q.cursor)
-	q.advance(t0, job(2), true)
+	q.advance(t0, job(2), true, false)
 	require.Nil(t, q.cursor, "nothing known of the costs: a short claim starts the next from the head")
 
 	took(false, time.Millisecond)
 	took(true, 2*time.Millisecond)
-	q.advance(t0, job(3), false)
-	q.advance(t0, job(4), true)
+	q.advance(t0, job(3), false, false)
+	q.advance(t0, job(4), true, false)
 	require.Nil(t, q.cursor, "a cheap head: a short claim starts the next from the head")
 
 	took(true, 50*time.Millisecond)
-	q.advance(t0, job(5), false)
-	q.advance(t0, job(6), true)
+	q.advance(t0, job(5), false, false)
+	q.advance(t0, job(6), true, false)
 	require.NotNil(t, q.cursor, "a short claim behind a costly head cleared the cursor")
 	require.Equal(t, int64(6), q.cursor.ID, "the cursor moves past what the short claim took")
-	q.advance(t0, nil, true)
+	q.advance(t0, nil, true, false)
 	require.NotNil(t, q.cursor, "an empty claim behind a costly head cleared the cursor")
 	require.Equal(t, int64(6), q.cursor.ID)
 
+	// A rescan that comes back full found a backlog behind the cursor (a
+	// higher priority): the claims resume after the rescan, not after the
+	// old cursor, which would leave that backlog to one rescan at a time.
+	urgent := []Job{{ID: 20, Priority: 5, AvailableAt: t0}, {ID: 21, Priority: 5, AvailableAt: t0}}
+	q.advance(t0, urgent, true, true)
+	require.Equal(t, int64(6), q.cursor.ID, "a short rescan moved the cursor back")
+	q.advance(t0, urgent, false, true)
+	require.Equal(t, ClaimKey{Priority: 5, AvailableAt: t0, ID: 21}, *q.cursor,
+		"a full rescan left the claims resuming after the old cursor, past the backlog it found")
+
 	took(true, 3*time.Millisecond)
-	q.advance(t0, nil, true)
+	q.advance(t0, nil, true, false)
 	require.Nil(t, q.cursor, "the head is cheap again: a short claim starts the next from the head")
 }
