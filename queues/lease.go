@@ -306,6 +306,23 @@ type ReapResult struct {
 	// ByQueue counts reaped jobs per queue, DeadByQueue those of them
 	// that went dead.
 	ByQueue, DeadByQueue map[string]int
+	// At is when the batch's statement began, on the database's clock:
+	// a batch that came back short reaped every lease it could lock that
+	// ended before then. The reaper takes the floor of its next scans
+	// from it (a process's clock may run ahead of the database's). Zero
+	// in a JobReclaimDead result.
+	At time.Time
+}
+
+// count adds one reaped job of queue that went to status.
+func (r *ReapResult) count(queue, status string) {
+	r.ByQueue[queue]++
+	if status == StatusDead {
+		r.Dead++
+		r.DeadByQueue[queue]++
+	} else {
+		r.Requeued++
+	}
 }
 
 // JobReap returns at most limit expired leases to ready (dead when their
@@ -315,7 +332,9 @@ func JobReap(ctx context.Context, db DBTX, limit, maxErrors int) (ReapResult, er
 }
 
 // JobReapFrom is JobReap looking only at leases that ended at from or
-// later (the zero time: all of them).
+// later (the zero time: all of them). from is compared with lease_until,
+// which the database's clock wrote: take it from an earlier result's At,
+// not from this process's clock.
 func JobReapFrom(ctx context.Context, db DBTX, limit, maxErrors int, from time.Time) (ReapResult, error) {
 	if maxErrors <= 0 {
 		maxErrors = 20
@@ -328,7 +347,14 @@ func JobReapFrom(ctx context.Context, db DBTX, limit, maxErrors int, from time.T
 	if err != nil {
 		return ReapResult{}, fmt.Errorf("reap expired leases: %w", err)
 	}
-	res, err := collectReaped(rows)
+	res := ReapResult{ByQueue: map[string]int{}, DeadByQueue: map[string]int{}}
+	var queue, status *string // NULL in the one row of a batch that reaped nothing
+	_, err = pgx.ForEachRow(rows, []any{&queue, &status, &res.At}, func() error {
+		if queue != nil && status != nil {
+			res.count(*queue, *status)
+		}
+		return nil
+	})
 	if err != nil {
 		return ReapResult{}, fmt.Errorf("reap expired leases: %w", err)
 	}
@@ -342,13 +368,7 @@ func collectReaped(rows pgx.Rows) (res ReapResult, err error) {
 	var id int64
 	var queue, status string
 	_, err = pgx.ForEachRow(rows, []any{&id, &queue, &status}, func() error {
-		res.ByQueue[queue]++
-		if status == StatusDead {
-			res.Dead++
-			res.DeadByQueue[queue]++
-		} else {
-			res.Requeued++
-		}
+		res.count(queue, status)
 		return nil
 	})
 	return res, err

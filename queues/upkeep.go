@@ -138,12 +138,8 @@ func (c *Client) maintenanceLoop(ctx context.Context) {
 			c.releaseOrphans(tctx)
 		}
 		if time.Since(reaped) >= c.reapWait(reapTook) {
-			start := time.Now()
-			from := rs.from(start, c.reapInterval())
-			complete := c.reap(tctx, from)
+			reapTook = c.reapTick(tctx, &rs, time.Now())
 			reaped = time.Now()
-			reapTook = reaped.Sub(start)
-			rs.done(start, reapTook, from.IsZero(), complete, c.cfg.LeaseDuration)
 		}
 		cancel()
 	}
@@ -176,6 +172,18 @@ func (c *Client) reapWait(took time.Duration) time.Duration {
 	return max(c.reapInterval(), reapSpacing*took)
 }
 
+// reapTick runs one reaper tick at now (this process's clock): a scan of
+// the expired leases from the floor, or from the start when one is due.
+// It returns how long the scan took.
+func (c *Client) reapTick(ctx context.Context, rs *reapState, now time.Time) time.Duration {
+	from := rs.from(now, c.reapInterval())
+	start := time.Now()
+	covered := c.reap(ctx, from)
+	took := time.Since(start)
+	rs.done(now, took, from.IsZero(), covered, c.cfg.LeaseDuration)
+	return took
+}
+
 // reapState is where the reaper's scans of jobs_running_lease_idx start.
 // While a snapshot holds the xmin horizon that index keeps an entry for
 // every lease taken or renewed since, and a scan from its start visits
@@ -183,14 +191,19 @@ func (c *Client) reapWait(took time.Duration) time.Duration {
 // tick's 5 s timeout within seven minutes, so the reaper stopped reaping
 // at all. So a scan that covered its whole range (its last batch came back
 // short) moves the floor to its start less a LeaseDuration (the margin
-// for a claim or renewal that committed late and for clock skew), and the
-// next scans start there. A scan from the start still runs every
-// reapFullEvery ticks, spaced by its cost like the ticks, for what a
-// bounded scan cannot see: a lease that expired below the floor while a
-// statement that rolled back held its row.
+// for a claim or renewal that committed late), and the next scans start
+// there. That start is read from the database's clock, the one lease_until
+// is written with: taken from this process's clock, running more than a
+// lease ahead of the database's, the floor would stand above leases that
+// had just expired, and they would wait for the next scan from the start.
+// A scan from the start still runs every reapFullEvery ticks, spaced by
+// its cost like the ticks, for what a bounded scan cannot see: a lease
+// that expired below the floor while a statement that rolled back held
+// its row. Its schedule is kept on this process's clock: only intervals
+// are read from it.
 type reapState struct {
-	floor    time.Time     // leases that ended before it were scanned (zero: none yet)
-	fullAt   time.Time     // when the last scan from the start began
+	floor    time.Time     // leases that ended before it were scanned (zero: none yet; the database's clock)
+	fullAt   time.Time     // when the last scan from the start began (this process's clock)
 	fullTook time.Duration // and how long it took
 }
 
@@ -207,27 +220,35 @@ func (r *reapState) from(now time.Time, interval time.Duration) time.Time {
 	return r.floor
 }
 
-// done records a tick that began at start and took took: full says it
-// scanned from the start, complete that it covered its whole range.
-func (r *reapState) done(start time.Time, took time.Duration, full, complete bool, lease time.Duration) {
+// done records a tick that began at start (this process's clock) and
+// took took: full says it scanned from the start; covered, when the scan
+// covered its whole range, is when its first statement began on the
+// database's clock (zero when it did not).
+func (r *reapState) done(start time.Time, took time.Duration, full bool, covered time.Time, lease time.Duration) {
 	if full {
 		r.fullAt, r.fullTook = start, took
 	}
-	if floor := start.Add(-lease); complete && floor.After(r.floor) {
+	if floor := covered.Add(-lease); !covered.IsZero() && floor.After(r.floor) {
 		r.floor = floor
 	}
 }
 
 // reap returns expired leases that ended at from or later (zero: all) in
-// at most 10 batches per tick; complete says its last batch came back
-// short, so every expired lease in the range it could lock was reaped.
-func (c *Client) reap(ctx context.Context, from time.Time) (complete bool) {
-	for range 10 {
+// at most 10 batches per tick. When its last batch came back short, so
+// that every expired lease in the range it could lock was reaped, covered
+// is when its first batch began on the database's clock (ReapResult.At);
+// zero otherwise.
+func (c *Client) reap(ctx context.Context, from time.Time) (covered time.Time) {
+	var began time.Time
+	for i := range 10 {
 		res, err := JobReapFrom(ctx, c.pool, c.cfg.ReapBatch, c.cfg.MaxErrors, from)
 		if err != nil {
 			c.errs.note("reap", err)
 			c.log.Warn("reap expired leases", "err", err)
-			return false
+			return time.Time{}
+		}
+		if i == 0 {
+			began = res.At
 		}
 		for q, n := range res.ByQueue {
 			c.log.Info("reaped expired leases", "queue", q, "count", n)
@@ -236,10 +257,10 @@ func (c *Client) reap(ctx context.Context, from time.Time) (complete bool) {
 			c.countReaped(ctx, res)
 		}
 		if res.Requeued+res.Dead < c.cfg.ReapBatch {
-			return true
+			return began
 		}
 	}
-	return false
+	return time.Time{}
 }
 
 // deadAfter is the shortest heartbeat silence after which a worker whose

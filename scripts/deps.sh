@@ -126,52 +126,60 @@ install_pg18() {
   trap - EXIT
 }
 
-# install_axe puts axe-core's axe.min.js into AXE_HOME, staged beside it
-# and renamed into place last.
-install_axe() {
-  [ -f "$AXE_HOME/axe.min.js" ] && return 0
+# npm_stage installs PACKAGE@VERSION from npm into HOME: KEEP are the
+# files of the package that HOME holds (axe.min.js LICENSE), or "all" for
+# the whole install, its dependencies and node_modules/.bin included. It is
+# staged beside HOME and renamed into place last, so a HOME that exists is
+# complete. Without npm it warns that SKIPPED (what goes without the
+# package) and returns, or fails when SKIPPED is empty or under CI.
+#   npm_stage HOME PACKAGE VERSION SKIPPED KEEP...
+npm_stage() {
+  local home=$1 pkg=$2 version=$3 skipped=$4
+  shift 4
   if ! command -v npm >/dev/null; then
-    if on_ci; then
-      echo "deps: npm is needed to install axe-core (apt-get install npm); CI=$CI, so this is a failure" >&2
+    if [ -z "$skipped" ]; then
+      echo "deps: npm is needed to install $pkg (apt-get install npm)" >&2
       exit 1
     fi
-    echo "deps: WARNING: npm not found; the accessibility test will be SKIPPED (apt-get install npm to run it)" >&2
+    if on_ci; then
+      echo "deps: npm is needed to install $pkg (apt-get install npm); CI=$CI, so this is a failure" >&2
+      exit 1
+    fi
+    echo "deps: WARNING: npm not found; $skipped (apt-get install npm to run it)" >&2
     return 0
   fi
-  local parent stage
-  parent=$(dirname "$AXE_HOME")
+  local parent stage keep
+  parent=$(dirname "$home")
   if [ "$(id -u)" = 0 ]; then install -d -m 0755 "$parent"; else mkdir -p "$parent"; fi
   stage=$(mktemp -d "$parent/.install-XXXXXX")
   trap 'rm -rf "$stage"' EXIT
-  echo "deps: installing axe-core $AXE_VERSION from npm into $AXE_HOME"
-  (cd "$stage" && npm install --silent --no-save --no-audit --no-fund --ignore-scripts "axe-core@$AXE_VERSION" >/dev/null)
-  mkdir -p "$stage/out"
-  cp "$stage/node_modules/axe-core/axe.min.js" "$stage/node_modules/axe-core/LICENSE" "$stage/out/"
-  chmod -R a+rX "$stage/out"
-  mv "$stage/out" "$AXE_HOME"
+  echo "deps: installing $pkg $version from npm into $home"
+  (cd "$stage" && npm install --silent --no-save --no-audit --no-fund --ignore-scripts "$pkg@$version" >/dev/null)
+  if [ "$*" = all ]; then
+    keep=$stage
+  else
+    keep=$stage/out
+    mkdir "$keep"
+    (cd "$stage/node_modules/$pkg" && cp -- "$@" "$keep/")
+  fi
+  chmod -R a+rX "$keep"
+  mv "$keep" "$home"
   rm -rf "$stage"
   trap - EXIT
 }
 
+# install_axe puts axe-core's axe.min.js into AXE_HOME.
+install_axe() {
+  [ -f "$AXE_HOME/axe.min.js" ] && return 0
+  npm_stage "$AXE_HOME" axe-core "$AXE_VERSION" "the accessibility test will be SKIPPED" axe.min.js LICENSE
+}
+
 # install_lighthouse installs the lighthouse package with its dependencies
-# into LIGHTHOUSE_HOME, staged beside it and renamed into place last. Its
-# 12.x line is the last that runs on Debian's Node.js 20.
+# into LIGHTHOUSE_HOME. No test needs it: without npm it fails. Its 12.x
+# line is the last that runs on Debian's Node.js 20.
 install_lighthouse() {
   [ -x "$LIGHTHOUSE_HOME/node_modules/.bin/lighthouse" ] && return 0
-  if ! command -v npm >/dev/null; then
-    echo "deps: npm is needed to install Lighthouse (apt-get install npm)" >&2
-    exit 1
-  fi
-  local parent stage
-  parent=$(dirname "$LIGHTHOUSE_HOME")
-  if [ "$(id -u)" = 0 ]; then install -d -m 0755 "$parent"; else mkdir -p "$parent"; fi
-  stage=$(mktemp -d "$parent/.install-XXXXXX")
-  trap 'rm -rf "$stage"' EXIT
-  echo "deps: installing Lighthouse $LIGHTHOUSE_VERSION from npm into $LIGHTHOUSE_HOME"
-  (cd "$stage" && npm install --silent --no-save --no-audit --no-fund --ignore-scripts "lighthouse@$LIGHTHOUSE_VERSION" >/dev/null)
-  chmod -R a+rX "$stage"
-  mv "$stage" "$LIGHTHOUSE_HOME"
-  trap - EXIT
+  npm_stage "$LIGHTHOUSE_HOME" lighthouse "$LIGHTHOUSE_VERSION" "" all
 }
 
 case "$what" in

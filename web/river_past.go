@@ -38,17 +38,22 @@ func (s *Server) pastSourceQueues(ctx context.Context, t travel) ([]queues.Sourc
 	return river.SourceQueues(rows), e, nil
 }
 
-// pastSourceMark is the history mark of a past page, and what to say when
-// nothing was recorded (err from pastSourceQueues).
-func (s *Server) pastSourceMark(t travel, e recorder.HistoryEntry, err error) (mark, missing string) {
+// pastSourceMark is the history mark of a past page, and what the page
+// says in place of its panels when no sample was recorded or the one found
+// could not be read (e and err from pastSourceQueues). failed is err when
+// no page can say it (the recorder could not be read): the handler
+// returns it.
+func (s *Server) pastSourceMark(t travel, e recorder.HistoryEntry, err error) (mark, missing string, failed error) {
 	mark = "History · at " + clock(t.q.at)
 	switch {
 	case errors.Is(err, recorder.ErrNoHistory):
-		return mark, "No sample of River's queues was recorded in the 30 seconds before " + clock(t.q.at) + " UTC. " + s.historyStatus().Reason
+		return mark, "No sample of River's queues was recorded in the 30 seconds before " + clock(t.q.at) + " UTC. " + s.historyStatus().Reason, nil
+	case err != nil && e.At.IsZero():
+		return "", "", err
 	case err != nil:
-		return mark, err.Error()
+		return mark, err.Error(), nil
 	}
-	return mark + " (sample " + clock(e.At) + ")", ""
+	return mark + " (sample " + clock(e.At) + ")", "", nil
 }
 
 // pastSourceQueuesList is /queues?at=... with River as the source.
@@ -56,13 +61,14 @@ func (s *Server) pastSourceQueuesList(c echo.Context, t travel) error {
 	ctx, cancel := readContext(c)
 	defer cancel()
 	qs, e, err := s.pastSourceQueues(ctx, t)
-	if err != nil && e.At.IsZero() && !errors.Is(err, recorder.ErrNoHistory) {
+	history, missing, err := s.pastSourceMark(t, e, err)
+	if err != nil {
 		return err
 	}
 	src := s.cfg.QueueSource
 	m := sourceQueuesModel(src.Engine(), src.States(), qs, historyRole)
 	m.RefreshURL = ""
-	m.History, m.Missing = s.pastSourceMark(t, e, err)
+	m.History, m.Missing = history, missing
 	if m.Missing != "" {
 		m.Panels = nil
 	}
@@ -76,12 +82,12 @@ func (s *Server) pastSourceQueueDetail(c echo.Context, name string, t travel) er
 	ctx, cancel := readContext(c)
 	defer cancel()
 	qs, e, err := s.pastSourceQueues(ctx, t)
-	if err != nil && e.At.IsZero() && !errors.Is(err, recorder.ErrNoHistory) {
+	history, missing, err := s.pastSourceMark(t, e, err)
+	if err != nil {
 		return err
 	}
 	src := s.cfg.QueueSource
-	m := views.SourcePage{Title: "Queue " + name, TestID: "queue-detail"}
-	m.History, m.Missing = s.pastSourceMark(t, e, err)
+	m := views.SourcePage{Title: "Queue " + name, TestID: "queue-detail", History: history, Missing: missing}
 	if m.Missing == "" {
 		i := slices.IndexFunc(qs, func(q queues.SourceQueue) bool { return q.Queue == name })
 		if i < 0 {
