@@ -298,18 +298,47 @@ func TestEveryActionKeepsTheContract(t *testing.T) {
 	forEachAction(t, func(t *testing.T, spec actions.Spec, c actionCase) {
 		require.Equal(t, c.actor.Role, spec.Role)
 
-		// Each subtest gets its own case (the fixtures' closures hold
-		// ids), database and runner.
-		setup := func(t *testing.T) (*pgxpool.Pool, *actions.Runner, map[string]any, actionCase) {
-			t.Parallel()
-			c := contractCases()[spec.Name]
-			url := testdb.URL(t)
-			pool := testdb.Pool(t, url)
-			return pool, caseRunner(t, c, url, pool), c.setup(t, pool), c
-		}
+		// Each action gets its own case (the fixtures' closures hold ids),
+		// database and runner, which its four runs share in turn: the dry
+		// run and the refusals change nothing (each checks it), so the
+		// run that succeeds still starts from the fixture. A database each
+		// cost the test server four copies and their connections.
+		url := testdb.URL(t)
+		pool := testdb.Pool(t, url)
+		r := caseRunner(t, c, url, pool)
+		params := c.setup(t, pool)
 
+		t.Run("DryRunChangesNothing", func(t *testing.T) {
+			before, audits := c.state(t, pool), auditCount(t, pool)
+			out, err := r.Run(ctx, c.actor, c.name, actions.Request{Params: params, DryRun: true})
+			require.NoError(t, err)
+			require.True(t, out.DryRun)
+			require.NotNil(t, out.Preview)
+			require.Nil(t, out.Result)
+			require.Zero(t, out.AuditID)
+			require.Equal(t, before, c.state(t, pool))
+			require.Equal(t, audits, auditCount(t, pool), "a dry run is not audited")
+		})
+		t.Run("RefusedWithoutReason", func(t *testing.T) {
+			before := c.state(t, pool)
+			_, err := r.Run(ctx, c.actor, c.name, actions.Request{Params: params, Reason: "   "})
+			require.ErrorIs(t, err, actions.ErrReasonRequired)
+			require.Equal(t, before, c.state(t, pool))
+			ev := lastAudit(t, pool)
+			require.Equal(t, audit.OutcomeRefused, ev.Outcome)
+			require.Equal(t, c.name, ev.Action)
+		})
+		t.Run("RefusedByRole", func(t *testing.T) {
+			before := c.state(t, pool)
+			_, err := r.Run(ctx, c.weaker, c.name, actions.Request{Params: params, Reason: reason})
+			require.ErrorIs(t, err, actions.ErrForbidden)
+			require.Equal(t, before, c.state(t, pool))
+			ev := lastAudit(t, pool)
+			require.Equal(t, audit.OutcomeRefused, ev.Outcome)
+			require.Equal(t, c.weaker.Name, ev.Actor)
+			require.Contains(t, ev.Error, "forbidden")
+		})
 		t.Run("Success", func(t *testing.T) {
-			pool, r, params, c := setup(t)
 			before := c.state(t, pool)
 			out, err := r.Run(ctx, c.actor, c.name, actions.Request{Params: params, Reason: reason})
 			require.NoError(t, err)
@@ -324,39 +353,6 @@ func TestEveryActionKeepsTheContract(t *testing.T) {
 			require.Equal(t, reason, ev.Reason)
 			require.NotEqual(t, "{}", string(ev.Preview))
 			require.NotEqual(t, "{}", string(ev.Result))
-		})
-		t.Run("RefusedByRole", func(t *testing.T) {
-			pool, r, params, c := setup(t)
-			before := c.state(t, pool)
-			_, err := r.Run(ctx, c.weaker, c.name, actions.Request{Params: params, Reason: reason})
-			require.ErrorIs(t, err, actions.ErrForbidden)
-			require.Equal(t, before, c.state(t, pool))
-			ev := lastAudit(t, pool)
-			require.Equal(t, audit.OutcomeRefused, ev.Outcome)
-			require.Equal(t, c.weaker.Name, ev.Actor)
-			require.Contains(t, ev.Error, "forbidden")
-		})
-		t.Run("RefusedWithoutReason", func(t *testing.T) {
-			pool, r, params, c := setup(t)
-			before := c.state(t, pool)
-			_, err := r.Run(ctx, c.actor, c.name, actions.Request{Params: params, Reason: "   "})
-			require.ErrorIs(t, err, actions.ErrReasonRequired)
-			require.Equal(t, before, c.state(t, pool))
-			ev := lastAudit(t, pool)
-			require.Equal(t, audit.OutcomeRefused, ev.Outcome)
-			require.Equal(t, c.name, ev.Action)
-		})
-		t.Run("DryRunChangesNothing", func(t *testing.T) {
-			pool, r, params, c := setup(t)
-			before, audits := c.state(t, pool), auditCount(t, pool)
-			out, err := r.Run(ctx, c.actor, c.name, actions.Request{Params: params, DryRun: true})
-			require.NoError(t, err)
-			require.True(t, out.DryRun)
-			require.NotNil(t, out.Preview)
-			require.Nil(t, out.Result)
-			require.Zero(t, out.AuditID)
-			require.Equal(t, before, c.state(t, pool))
-			require.Equal(t, audits, auditCount(t, pool), "a dry run is not audited")
 		})
 	})
 }

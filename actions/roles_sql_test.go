@@ -22,15 +22,19 @@ import (
 // (testdb.OwnerRole) with the roles script applied twice (it must be
 // idempotent). It returns the superuser's URL and a pool of the owner, which
 // tests use for fixtures: the owner is not a superuser, so its backends can
-// be signalled with pg_signal_backend.
+// be signalled with pg_signal_backend. It is a clone of a template the
+// script ran on once per binary.
 func runtimeDatabase(t *testing.T) (string, *pgxpool.Pool) {
 	t.Helper()
-	dbURL := testdb.OwnedURL(t)
-	for range 2 {
-		testdb.Roles(t, dbURL, actions.RolesSQL())
-	}
+	dbURL := runtimeTemplate.URL(t)
 	return dbURL, testdb.Pool(t, testdb.AsUser(t, dbURL, testdb.OwnerRole))
 }
+
+var runtimeTemplate = testdb.Template{Name: "runtime roles", Owned: true, Build: func(tb testing.TB, url string) {
+	for range 2 {
+		testdb.Roles(tb, url, actions.RolesSQL())
+	}
+}}
 
 // TestRolesSQLIsEnough runs actions as console_web on a schema it does not
 // own, and checks what the role may not do.

@@ -164,13 +164,14 @@ func TestIdempotencyStuckFinding(t *testing.T) {
 func TestLongRunningJobPerKind(t *testing.T) {
 	ctx, url, db := freshPool(t)
 	// Thirty resize jobs that ran two seconds each, finished the way an
-	// ack finishes them (the statement records their run times).
+	// ack finishes them (the statement records their run times), at two
+	// seconds exactly: a busy machine may pause between the statements.
 	_, err := db.Exec(ctx, `INSERT INTO jobs (queue, kind, status, lease_owner, lease_until, started_at)
 		SELECT 'media', 'resize', 'running', 'worker-1', now() + interval '30 seconds', clock_timestamp() - interval '2 seconds'
 		FROM generate_series(1, 30)`)
 	require.NoError(t, err)
-	_, err = db.Exec(ctx, `UPDATE jobs SET status = 'done', finished_at = clock_timestamp(), lease_owner = NULL, lease_until = NULL
-		WHERE kind = 'resize'`)
+	_, err = db.Exec(ctx, `UPDATE jobs SET status = 'done', started_at = statement_timestamp() - interval '2 seconds',
+		finished_at = statement_timestamp(), lease_owner = NULL, lease_until = NULL WHERE kind = 'resize'`)
 	require.NoError(t, err)
 	running := func(kind string, ran time.Duration) int64 {
 		var id int64

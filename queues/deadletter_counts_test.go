@@ -144,11 +144,16 @@ func TestDeadLetterCountsFollowJobs(t *testing.T) {
 // scalePool is a database shaped like a dead-letter storm on a table with
 // history, small enough for a test: 60,000 jobs, a tenth dead in 300
 // classes over 10 queues, a ready backlog, a few running, the rest done;
-// analyzed, so the planner sees the shape.
+// analyzed, so the planner sees the shape. Each test gets a clone of a
+// template filled once per binary.
 func scalePool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
+	return testdb.Pool(t, scaleDatabase.URL(t))
+}
+
+var scaleDatabase = testdb.Template{Name: "scale", Build: func(t testing.TB, url string) {
 	ctx := context.Background()
-	pool := testdb.New(t)
+	pool := testdb.Pool(t, url)
 	for _, q := range []string{
 		`INSERT INTO jobs (queue, kind, status, attempts, error_class, last_error, finished_at)
 		 SELECT 'sq' || (g % 10), 'k', 'dead', 1, 'class ' || (g % 300), 'boom', now() - g * interval '1 second'
@@ -170,8 +175,7 @@ func scalePool(t *testing.T) *pgxpool.Pool {
 		_, err := pool.Exec(ctx, q)
 		require.NoError(t, err)
 	}
-	return pool
-}
+}}
 
 // inEachPlanMode runs check on one connection of pool twice: as a custom
 // plan (what pgx's first executions get) and as a generic one (what a

@@ -27,6 +27,7 @@ func obInsertFinished(t testing.TB, pool *pgxpool.Pool, n int) {
 // same table with lock_timeout 200ms (a wait longer than that fails their
 // statement) while archive_jobs moves 30,000 finished rows in batches.
 func TestMaintenanceArchiveUnderLoadDoesNotBlockWorkers(t *testing.T) {
+	testdb.SkipShort(t, "a load drill: three workers flat out for the whole archive")
 	t.Parallel()
 	ctx := context.Background()
 	url := testdb.URL(t)

@@ -223,11 +223,16 @@ func TestQueueSettingsAndStats(t *testing.T) {
 }
 
 // historyPool is a database whose jobs are 40,000 rows over four queues,
-// all but every 97th done, vacuumed and analysed while nothing ran.
+// all but every 97th done, vacuumed and analysed while nothing ran: a
+// clone of a template filled once per binary.
 func historyPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
+	return testdb.Pool(t, historyDatabase.URL(t))
+}
+
+var historyDatabase = testdb.Template{Name: "history", Build: func(t testing.TB, url string) {
 	ctx := context.Background()
-	pool := testdb.New(t)
+	pool := testdb.Pool(t, url)
 	ps := make([]EnqueueParams, 40000)
 	for i := range ps {
 		ps[i] = EnqueueParams{Queue: fmt.Sprintf("p%d", i%4), Kind: "noop"}
@@ -238,8 +243,7 @@ func historyPool(t *testing.T) *pgxpool.Pool {
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, "VACUUM (ANALYZE) jobs")
 	require.NoError(t, err)
-	return pool
-}
+}}
 
 // TestQueueHealthPlan: QueueHealth never scans jobs and reads a few index
 // entries per queue and priority, not one per ready job: the counts come

@@ -24,7 +24,8 @@ import (
 // is found, an operator opens an incident from the finding with one post,
 // cancels the root through the console, notes it and captures the
 // blocking tree again. It returns the operator, the incident's address and
-// the chain.
+// the chain. The cancel leaves the chain's middle as a new root, so the
+// chain never clears: e's runner should settle quickly (setupOpts.settle).
 func stageIncident(t *testing.T, e *env) (*client, string, *lockChain) {
 	t.Helper()
 	lc := newLockChain(t, e.url)
@@ -72,7 +73,7 @@ func stageIncident(t *testing.T, e *env) (*client, string, *lockChain) {
 func TestIncidentExportPastesIntoAPostMortem(t *testing.T) {
 	th := diagnostics.DefaultThresholds()
 	th.RootBlockerWait = 100 * time.Millisecond
-	e := setupWith(t, setupOpts{thresholds: &th})
+	e := setupWith(t, setupOpts{thresholds: &th, settle: 300 * time.Millisecond})
 	op, incident, lc := stageIncident(t, e)
 
 	resp, md := op.get(incident + "/export.md")
@@ -140,7 +141,7 @@ func TestIncidentExportPastesIntoAPostMortem(t *testing.T) {
 func TestIncidentTimelineStartsAtOpenInTheOrderAsked(t *testing.T) {
 	th := diagnostics.DefaultThresholds()
 	th.RootBlockerWait = 100 * time.Millisecond
-	e := setupWith(t, setupOpts{thresholds: &th})
+	e := setupWith(t, setupOpts{thresholds: &th, settle: 300 * time.Millisecond})
 	op, incident, _ := stageIncident(t, e)
 
 	entries := regexp.MustCompile(`<li data-testid="timeline-(\w+)">`)

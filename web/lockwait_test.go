@@ -32,6 +32,12 @@ func TestJobWaitingOnALockIsExplained(t *testing.T) {
 	ctx := context.Background()
 	_, err := e.owner.Exec(ctx, "CREATE TABLE ledger (id int PRIMARY KEY, n int); INSERT INTO ledger VALUES (1, 0)")
 	require.NoError(t, err)
+	// The check finds a job's session by its name in every database of
+	// the server, where other tests name sessions after their own jobs 1,
+	// 2, …: this database's jobs start at ids no other database has.
+	_, err = e.owner.Exec(ctx, `DO $$ BEGIN EXECUTE format('ALTER TABLE jobs ALTER COLUMN id RESTART WITH %s',
+		(SELECT oid::int8 * 1000 FROM pg_database WHERE datname = current_database())); END $$`)
+	require.NoError(t, err)
 	var ids [2]int64
 	for i := range ids {
 		require.NoError(t, e.owner.QueryRow(ctx, `INSERT INTO jobs (queue, kind, status, lease_owner, lease_until, lease_generation, attempts, started_at)

@@ -65,6 +65,10 @@ type setupOpts struct {
 	// instead of a fresh one on the shared test server (a test that
 	// freezes its server brings its own).
 	url string
+	// settle is the action runner's SettleTimeout (its default when 0),
+	// for a test whose backend.cancel leaves a chain that never clears,
+	// so that it waits less than the default's whole time.
+	settle time.Duration
 	// private gives the test a PostgreSQL server of its own: the blocking
 	// tree and its findings span every database of a server, so a test
 	// that reads them on the shared one can meet other tests' lock chains.
@@ -73,30 +77,38 @@ type setupOpts struct {
 
 func setup(t testing.TB) *env { return setupWith(t, setupOpts{}) }
 
+// consoleDatabase is the database of a console under test: testdb.OwnedURL's
+// with `console roles sql` run on it and the test operators added, once per
+// binary rather than at every setup.
+var consoleDatabase = testdb.Template{Name: "console", Owned: true, Build: func(tb testing.TB, url string) {
+	testdb.Roles(tb, url, actions.RolesSQL())
+	addTestOperators(tb, url)
+}}
+
 func setupWith(t testing.TB, o setupOpts) *env {
 	t.Helper()
-	superURL := o.url
+	superURL, ready := o.url, false
 	switch {
-	case superURL == "" && o.private:
-		superURL = privateDatabase(t, testdb.NewServer(t, nil))
+	case superURL == "" && !o.private:
+		superURL, ready = consoleDatabase.URL(t), true
 	case superURL == "":
-		superURL = testdb.OwnedURL(t)
+		superURL = privateDatabase(t, testdb.NewServer(t, nil))
 	}
-	testdb.Roles(t, superURL, actions.RolesSQL())
+	if !ready {
+		testdb.Roles(t, superURL, actions.RolesSQL())
+		addTestOperators(t, superURL)
+	}
 	url := testdb.AsUser(t, superURL, testdb.OwnerRole)
 	webURL := testdb.AsUser(t, superURL, "console_web")
 	pool := testdb.Pool(t, webURL)
 	diag, err := diagnostics.Open(context.Background(), webURL, diagnostics.Config{Thresholds: o.thresholds, OnDemand: true})
 	require.NoError(t, err)
 	t.Cleanup(diag.Close)
-	for _, role := range []string{auth.RoleViewer, auth.RoleOperator, auth.RoleAdmin} {
-		addTestOperator(t, pool, role)
-	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if o.log != nil {
 		logger = slog.New(slog.NewJSONHandler(o.log, nil))
 	}
-	runner, err := actions.NewRunner(pool, actions.RunnerConfig{Diagnostics: diag, Logger: logger})
+	runner, err := actions.NewRunner(pool, actions.RunnerConfig{Diagnostics: diag, Logger: logger, SettleTimeout: o.settle})
 	require.NoError(t, err)
 	cfg := Config{Pool: pool, Diagnostics: diag, Actions: runner, Database: "console@test/db", Version: "test",
 		Logger: logger}
@@ -115,23 +127,31 @@ func setupWith(t testing.TB, o setupOpts) *env {
 	return &env{srv: s, http: hs, url: url, superURL: superURL, owner: testdb.Pool(t, url)}
 }
 
-// testPasswordHash is testPassword's bcrypt hash at the cost
-// auth.OperatorAdd uses, made once: a hash costs tens of milliseconds of
-// CPU, and every setup adds three operators.
+// testPasswordHash is testPassword's bcrypt hash, made once, at bcrypt's
+// lowest cost: a sign-in checks the password at the cost its hash says,
+// and at auth.OperatorAdd's a check costs tens of milliseconds of CPU
+// (about as much as the rest of a test's sign-in). The cost is the
+// stored hash's, not the console's: auth's tests keep OperatorAdd's.
 var testPasswordHash = sync.OnceValues(func() ([]byte, error) {
-	return bcrypt.GenerateFromPassword([]byte(testPassword), bcrypt.DefaultCost)
+	return bcrypt.GenerateFromPassword([]byte(testPassword), bcrypt.MinCost)
 })
 
-// addTestOperator stores the operator named after role, with role and
+// addTestOperators stores one operator of each role, named after it, with
 // testPassword, as auth.OperatorAdd would (its own tests are in
-// internal/auth) but with testPasswordHash.
-func addTestOperator(t testing.TB, pool *pgxpool.Pool, role string) {
+// internal/auth) but with testPasswordHash, on the database at superURL.
+func addTestOperators(t testing.TB, superURL string) {
 	t.Helper()
 	hash, err := testPasswordHash()
 	require.NoError(t, err)
-	_, err = pool.Exec(context.Background(),
-		"INSERT INTO operators (name, password_hash, role) VALUES ($1, $2, $3)", role, string(hash), role)
-	require.NoError(t, err, "add operator %s", role)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, superURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	for _, role := range []string{auth.RoleViewer, auth.RoleOperator, auth.RoleAdmin} {
+		_, err = conn.Exec(ctx,
+			"INSERT INTO operators (name, password_hash, role) VALUES ($1, $2, $3)", role, string(hash), role)
+		require.NoError(t, err, "add operator %s", role)
+	}
 }
 
 // client is a browser-like client: cookie jar, no redirect following, and

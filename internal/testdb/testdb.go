@@ -67,7 +67,10 @@ func teardown() {
 	adminMu.Unlock()
 	if template != "" && setupErr == nil && server == nil {
 		if conn, err := pgx.Connect(context.Background(), adminURL); err == nil {
-			for _, db := range []string{template, ownedTemplate} {
+			templatesMu.Lock()
+			dbs := append([]string{template, ownedTemplate}, templates...)
+			templatesMu.Unlock()
+			for _, db := range dbs {
 				if db != "" {
 					conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{db}.Sanitize())
 				}
@@ -76,6 +79,7 @@ func teardown() {
 		}
 	}
 	if server != nil {
+		writeStats()
 		server.Stop()
 	}
 	if baseDir != "" {
@@ -107,12 +111,13 @@ func setup() {
 		setupErr = makeTemplate(ctx, adminURL, template, false)
 		return
 	}
-	srv, err := startCached(ctx, "testdb", ServerSettings)
+	settings := statsSettings(ServerSettings)
+	srv, err := startCached(ctx, "testdb", settings)
 	if err == nil {
 		template = cachedTemplate
 	} else {
 		fmt.Fprintf(os.Stderr, "testdb: no cached cluster (%v); this binary runs initdb and migrates its own\n", err)
-		if srv, err = NewServerDir(ctx, "testdb", ServerSettings); err != nil {
+		if srv, err = NewServerDir(ctx, "testdb", settings); err != nil {
 			setupErr = err
 			return
 		}
@@ -295,6 +300,7 @@ func createDatabase(t testing.TB, name, options, what string) string {
 			t.Fatalf("create %s: %v", what, err)
 		}
 	}
+	statsDatabase(name, t)
 	t.Cleanup(func() {
 		admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 	})
@@ -357,7 +363,7 @@ var (
 func Tx(t testing.TB) pgx.Tx {
 	t.Helper()
 	ensure(t)
-	sharedOnce.Do(func() { sharedURL = URL(&keepAlive{TB: t}) })
+	sharedOnce.Do(func() { sharedURL = URL(&keepAlive{TB: t, name: "(testdb.Tx)"}) })
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, sharedURL)
 	if err != nil {
@@ -374,11 +380,17 @@ func Tx(t testing.TB) pgx.Tx {
 	return tx
 }
 
-// keepAlive lets the shared database outlive the test that created it: its
-// cleanup is dropped (the server goes away with the binary).
-type keepAlive struct{ testing.TB }
+// keepAlive lets a database outlive the test that created it (the shared
+// one of Tx, a Template's): its cleanup is dropped (the server goes away
+// with the binary), and name labels it in the cost report (StatsEnv).
+type keepAlive struct {
+	testing.TB
+	name string
+}
 
-func (keepAlive) Cleanup(func()) {}
+func (*keepAlive) Cleanup(func()) {}
+
+func (k *keepAlive) Name() string { return k.name }
 
 // AdminURL returns a superuser URL of the test server's maintenance database.
 func AdminURL(t testing.TB) string {
