@@ -2,7 +2,8 @@
 -- 4). A job's session is the one queues.JobConn lent it, named
 -- "console-worker job=<id>" in application_name; its queue and kind come
 -- from jobs by primary key, so a root finding lists the jobs that suffer
--- behind it. Longest wait first, at most 200.
+-- behind it. Only this database's sessions: another database on the server
+-- may run the engine too, and its job 7 is not this one's. Longest wait first, at most 200.
 -- ACCESS SHARE on jobs (a LOCK TABLE jobs makes this check wait, and say
 -- who holds the lock); reads pg_stat_activity and pg_locks.
 -- NULL-safe: a job whose row is gone (archived while its session still
@@ -14,6 +15,7 @@ WITH s AS (
            a.state_change
     FROM pg_stat_activity AS a
     WHERE a.wait_event_type = 'Lock'
+      AND a.datname = current_database()
       AND a.application_name LIKE 'console-worker job=%'
 )
 SELECT s.job_id,

@@ -1,0 +1,63 @@
+package queues_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgconsole/console/internal/testdb"
+	"github.com/pgconsole/console/queues"
+)
+
+// TestJobsWaitingOnLocksOnlyThisDatabase: two databases on one server each
+// run the engine, and a job of each waits on a lock. Each database's list
+// names its own job only: a job id is a row of this database's jobs, and
+// another database's job 7 is not this one's.
+func TestJobsWaitingOnLocksOnlyThisDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	here, other := testdb.New(t), testdb.New(t)
+	waitAsJob(t, here, "console-worker job=424242")
+	waitAsJob(t, other, "console-worker job=777")
+
+	jobs, err := queues.JobsWaitingOnLocks(ctx, here)
+	require.NoError(t, err)
+	var ids []int64
+	for _, j := range jobs {
+		ids = append(ids, j.JobID)
+	}
+	require.Equal(t, []int64{424242}, ids, "another database's waiting job was listed as this database's")
+}
+
+// waitAsJob leaves a session named app waiting on a table lock in pool's
+// database until the test ends.
+func waitAsJob(t *testing.T, pool *pgxpool.Pool, app string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, "CREATE TABLE lock_target (x int)")
+	require.NoError(t, err)
+	holder, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = holder.Rollback(context.Background()) })
+	_, err = holder.Exec(ctx, "LOCK TABLE lock_target")
+	require.NoError(t, err)
+
+	cfg := pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = app
+	waiter, err := pgx.ConnectConfig(ctx, cfg)
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = waiter.Exec(ctx, "SELECT count(*) FROM lock_target") // ends when the holder rolls back
+	}()
+	t.Cleanup(func() {
+		_ = holder.Rollback(context.Background())
+		<-done
+		_ = waiter.Close(context.Background())
+	})
+	testdb.WaitBackend(t, pool, app, "wait_event_type = 'Lock'")
+}
