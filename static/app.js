@@ -1,7 +1,7 @@
 // console: keyboard shortcuts and their help dialog, the phone menu, ticking
 // ages, copy buttons and the theme toggle. No inline script anywhere: this
-// file and theme.js (which applies the saved theme before the page paints)
-// are all the JavaScript besides htmx.
+// file is all the JavaScript besides htmx, and nothing needs a script before
+// the first paint (the server renders the chosen theme from its cookie).
 (function () {
   "use strict";
 
@@ -55,7 +55,9 @@
   }
   document.addEventListener("DOMContentLoaded", function () {
     foldFilters();
-    keepZone();
+    // The zone's cookie waits until the page is idle: the first use of
+    // Intl costs the time to load its data.
+    if (window.requestIdleCallback) requestIdleCallback(keepZone); else setTimeout(keepZone, 1000);
     var n = Date.parse(document.body.getAttribute("data-now") || "");
     if (!isNaN(n)) skew = n - Date.now();
     var clock = document.getElementById("refreshed");
@@ -66,21 +68,40 @@
     var clock = document.getElementById("refreshed");
     if (clock) clock.dataset.at = String(Date.now());
     tick();
-    focusScrollers();
   }
   document.addEventListener("htmx:afterSwap", refreshed);
 
   // A box that scrolls sideways (a wide table on a phone) takes keyboard
   // focus, so it can be scrolled without a mouse; one that fits does not,
-  // so it adds no tab stop.
-  // All boxes are measured before any is changed: a change between two
-  // measures would lay the page out again for each box.
+  // so it adds no tab stop. The boxes app.css can make scroll sideways
+  // (SCROLLERS) are measured where the page changed: all of <main> once
+  // it has loaded or the window is resized, then what a swap brought in
+  // and the boxes around it (a new row can widen its table). Changes are
+  // gathered and measured together in the next animation frame, all boxes
+  // before any is changed: a change between two measures would lay the
+  // page out again for each box.
+  var SCROLLERS = "pre, .table-wrap, table, .steps";
+  var scrollRoots = [], scrollFrame = 0;
+  function focusScrollersIn(root) {
+    if (!root || !root.querySelectorAll) return;
+    scrollRoots.push(root);
+    if (!scrollFrame) scrollFrame = requestAnimationFrame(focusScrollers);
+  }
   function focusScrollers() {
+    scrollFrame = 0;
+    showCurrentStep();
+    var boxes = new Set();
+    scrollRoots.forEach(function (root) {
+      if (!root.isConnected) return;
+      root.querySelectorAll(SCROLLERS).forEach(function (el) { boxes.add(el); });
+      for (var el = root; el; el = el.parentElement) if (el.matches(SCROLLERS)) boxes.add(el);
+    });
+    scrollRoots = [];
     var on = [], off = [];
-    document.querySelectorAll("main *").forEach(function (el) {
+    boxes.forEach(function (el) {
+      if (!el.closest("main")) return;
       var o = getComputedStyle(el).overflowX;
-      if (o !== "auto" && o !== "scroll") return;
-      var scrolls = el.scrollWidth > el.clientWidth + 1;
+      var scrolls = (o === "auto" || o === "scroll") && el.scrollWidth > el.clientWidth + 1;
       if (scrolls && !el.hasAttribute("tabindex")) on.push(el);
       else if (!scrolls && el.dataset.scrollFocus) off.push(el);
     });
@@ -93,10 +114,12 @@
       delete el.dataset.scrollFocus;
     });
   }
-  document.addEventListener("DOMContentLoaded", focusScrollers);
+  function focusAllScrollers() { focusScrollersIn(document.querySelector("main")); }
+  document.addEventListener("DOMContentLoaded", focusAllScrollers);
+  document.addEventListener("htmx:load", function (ev) { if (ev.detail && ev.detail.elt !== document.body) focusScrollersIn(ev.detail.elt); });
   window.addEventListener("resize", function () {
-    clearTimeout(focusScrollers.timer);
-    focusScrollers.timer = setTimeout(focusScrollers, 200);
+    clearTimeout(focusAllScrollers.timer);
+    focusAllScrollers.timer = setTimeout(focusAllScrollers, 200);
   });
 
   // Live blocks (panels, the overview's findings): an element with
@@ -200,6 +223,7 @@
     el.replaceWith(fresh);
     if (window.htmx) window.htmx.process(fresh);
     refreshed();
+    focusScrollersIn(fresh);
   }
   function liveGood(el, fresh) {
     var st = liveState(el);
@@ -404,7 +428,8 @@
   }
 
   // Theme: "system" follows the OS; "dark" and "light" override it. The
-  // choice is kept in localStorage and applied by theme.js on every page.
+  // choice is kept in the console-theme cookie, which the server renders
+  // as <html data-theme> on every page.
   var themes = ["system", "dark", "light"];
   function currentTheme() {
     var t = document.documentElement.getAttribute("data-theme");
@@ -417,17 +442,23 @@
       b.setAttribute("aria-label", b.title);
     });
   }
+  function applyTheme(t) {
+    if (t === "system") document.documentElement.removeAttribute("data-theme");
+    else document.documentElement.setAttribute("data-theme", t);
+    document.cookie = "console-theme=" + (t === "system" ? "; max-age=0" : t + "; max-age=31536000") +
+      "; path=/; samesite=lax" + (location.protocol === "https:" ? "; secure" : "");
+  }
   function cycleTheme() {
-    var next = themes[(themes.indexOf(currentTheme()) + 1) % themes.length];
-    if (next === "system") document.documentElement.removeAttribute("data-theme");
-    else document.documentElement.setAttribute("data-theme", next);
-    try {
-      if (next === "system") localStorage.removeItem("console-theme");
-      else localStorage.setItem("console-theme", next);
-    } catch (e) { /* storage refused: the choice lasts for this page */ }
+    applyTheme(themes[(themes.indexOf(currentTheme()) + 1) % themes.length]);
     showTheme();
   }
-  document.addEventListener("DOMContentLoaded", showTheme);
+  // A choice an older console kept in localStorage moves to the cookie.
+  function moveStoredTheme() {
+    var t;
+    try { t = localStorage.getItem("console-theme"); localStorage.removeItem("console-theme"); } catch (e) { return; }
+    if ((t === "dark" || t === "light") && !/(^|; )console-theme=/.test(document.cookie)) applyTheme(t);
+  }
+  document.addEventListener("DOMContentLoaded", function () { moveStoredTheme(); showTheme(); });
 
   // Keyboard: "/" the jump box, "f" the page's filter box, "?" the help
   // dialog, "m" the menu, "t" the theme, "g" then a letter a page (the
@@ -476,9 +507,15 @@
   });
 
   // The runbook's step navigation scrolls sideways on a phone: bring the
-  // current step into it.
-  var currentStep = document.querySelector('.steps [aria-current="step"]');
-  if (currentStep && currentStep.parentElement.scrollWidth > currentStep.parentElement.clientWidth) {
-    currentStep.parentElement.scrollLeft = currentStep.offsetLeft - currentStep.parentElement.offsetLeft - 8;
+  // current step into it, once, with the first measure of the scrolling
+  // boxes (focusScrollers), so it costs no layout of its own.
+  var stepShown = false;
+  function showCurrentStep() {
+    if (stepShown) return;
+    stepShown = true;
+    var currentStep = document.querySelector('.steps [aria-current="step"]');
+    if (currentStep && currentStep.parentElement.scrollWidth > currentStep.parentElement.clientWidth) {
+      currentStep.parentElement.scrollLeft = currentStep.offsetLeft - currentStep.parentElement.offsetLeft - 8;
+    }
   }
 })();

@@ -10,7 +10,7 @@ import (
 // (smaller, still holding their rules and functions), htmx and the icon as
 // embedded, and each URL's hash is the served content's.
 func TestAssetsMinify(t *testing.T) {
-	for name, keep := range map[string]string{"app.css": ":root", "app.js": "addEventListener", "theme.js": "localStorage"} {
+	for name, keep := range map[string]string{"app.css": ":root", "app.js": "addEventListener"} {
 		src, err := fs.ReadFile(FS(), name)
 		if err != nil {
 			t.Fatal(err)

@@ -26,7 +26,10 @@ type Chrome struct {
 	JS          string
 	HTMX        string
 	Favicon     string
-	Theme       string // the script that applies the saved theme before the page paints
+	// Theme is the theme the operator chose with the toggle, "dark" or
+	// "light", rendered as <html data-theme> so the first paint has it;
+	// empty follows the system's.
+	Theme string
 
 	// ReadOnly, when set, is the banner saying the database is a standby
 	// and actions are off ("Read-only: connected to a standby of

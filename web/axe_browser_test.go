@@ -82,7 +82,7 @@ func TestBrowserAxeFindsNoViolation(t *testing.T) {
 	signIn(t, b, e.http.URL, "operator")
 	checked := 0
 	for _, theme := range []string{"light", "dark"} {
-		browser.Get(t, b, chromedp.Evaluate[bool](`localStorage.setItem("console-theme", "`+theme+`"); true`))
+		browser.Get(t, b, chromedp.Evaluate[bool](`document.cookie = "console-theme=`+theme+`; path=/"; true`))
 		for _, width := range []int64{1440, 390} {
 			browser.Do(t, b, chromedp.EmulateViewport(width, 900))
 			for _, page := range pages {

@@ -253,7 +253,8 @@ func TestBrowserPhone(t *testing.T) {
 // open incident's pill is on every page (and leaves when it is closed),
 // "?" lists every shortcut and "g d" follows one, the jump box goes to a
 // job, a queue, a session by pid and an incident, and the theme toggle
-// switches to dark, survives a reload and goes back to the system's.
+// switches to dark, survives a reload (the server renders it) and goes back
+// to the system's.
 func TestBrowserFinish(t *testing.T) {
 	testdb.SkipShort(t, "a browser test")
 	e := setup(t)
@@ -353,6 +354,8 @@ func TestBrowserFinish(t *testing.T) {
 	require.Equal(t, "rgb(15, 18, 22)", bg())
 	browser.Do(t, b, chromedp.Reload(), chromedp.WaitVisible(css(`main`)))
 	require.Equal(t, "rgb(15, 18, 22)", bg(), "the dark theme is kept over a reload")
+	require.True(t, browser.Get(t, b, chromedp.Evaluate[bool](`fetch(location.href).then(r => r.text()).then(t => /<html[^>]*data-theme="dark"/.test(t))`, chromedp.EvalAwaitPromise)),
+		"the server renders the dark theme from the toggle's cookie")
 	browser.Screenshot(t, b, "finish-dark")
 	browser.Do(t, b, chromedp.Click(css(`[data-testid="theme-toggle"]`)))
 	require.Equal(t, "rgb(246, 247, 249)", bg(), "light")

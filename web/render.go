@@ -91,7 +91,7 @@ func (s *Server) chrome(c echo.Context, title, active string) views.Chrome {
 		JS:       static.Path("app.js"),
 		HTMX:     static.Path(static.HTMX),
 		Favicon:  static.Path("favicon.svg"),
-		Theme:    static.Path("theme.js"),
+		Theme:    themeFrom(c.Request()),
 	}
 	if p, ok := principalFrom(c); ok {
 		ch.User, ch.UserRole = p.Name, p.Role

@@ -79,7 +79,7 @@ func Starting(cfg StartingConfig) http.Handler {
 			ch := views.Chrome{
 				Title: "Starting", Version: cfg.Version,
 				Now: cfg.NowFunc().UTC().Format(time.RFC3339),
-				CSS: static.Path("app.css"), Favicon: static.Path("favicon.svg"), Theme: static.Path("theme.js"),
+				CSS: static.Path("app.css"), Favicon: static.Path("favicon.svg"), Theme: themeFrom(r),
 			}
 			var buf bytes.Buffer
 			if err := views.Bare(ch, views.StartingBody(page)).Render(r.Context(), &buf); err != nil {
