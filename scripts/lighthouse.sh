@@ -4,6 +4,7 @@
 #   scripts/lighthouse.sh                 # build, start a console, audit, stop it
 #   RUNS=1 scripts/lighthouse.sh          # one run per page instead of three
 #   CPU_SLOWDOWN=auto scripts/lighthouse.sh
+#   FLOW=1 scripts/lighthouse.sh          # the pages opened one from another in one tab
 #
 # It builds the console, starts it on the embedded default (a private
 # PostgreSQL and the demo workload, in a temporary folder, on a free port),
@@ -26,6 +27,12 @@
 # this runs first) and chromium (CHROME_PATH, /usr/bin/chromium by default).
 # BASE and TOKEN audit a console already running instead (TOKEN an API
 # token, from `console token create`; INCIDENT the id of an incident).
+# With FLOW=1 each run opens the overview first (not scored) and then scores
+# each page navigated to from the one before, in one tab, as a person goes
+# through the console (scripts/lighthouse-flow.mjs): the console's
+# Cross-Origin-Opener-Policy makes the first page a tab opens from another
+# origin, Lighthouse's about:blank included, start a new renderer process,
+# which a single-page run counts as that page's blocking time.
 # TABLE_ONLY=1 OUT=... prints the table of reports taken before; PAGES
 # ("name=/path ...") audits other pages.
 set -euo pipefail
@@ -124,8 +131,17 @@ elif [ "$CPU_SLOWDOWN" = auto ]; then
   echo "lighthouse: CPU slowdown $CPU_SLOWDOWN from the host's benchmark index" >&2
 fi
 
+if [ -n "${FLOW:-}" ] && [ -z "${TABLE_ONLY:-}" ]; then
+  for i in $(seq 1 "$RUNS"); do
+    echo "lighthouse: the pages in one tab, run $i of $RUNS" >&2
+    BASE=$BASE TOKEN=$TOKEN LIGHTHOUSE_MODULES=$(dirname "$(dirname "$LH")") \
+      node scripts/lighthouse-flow.mjs "$OUT" "$i" "$CPU_SLOWDOWN" $pages 2>"$OUT/flow-$i.log" ||
+      echo "lighthouse: run $i failed: $(tail -3 "$OUT/flow-$i.log")" >&2
+  done
+fi
+
 for p in $pages; do
-  [ -n "${TABLE_ONLY:-}" ] && break
+  [ -n "${TABLE_ONLY:-}${FLOW:-}" ] && break
   name=${p%%=*}
   path=${p#*=}
   for i in $(seq 1 "$RUNS"); do
@@ -163,6 +179,6 @@ for (const p of pages) {
 }
 const w = rows[0].map((_, c) => Math.max(...rows.map(r => r[c].length)));
 for (const r of rows) console.log(r.map((v, c) => v.padEnd(w[c])).join("  ").trimEnd());
-console.log(`\nmobile, CPU slowdown ${slowdown}, ${runs} run(s) per page; reports in ${out}`);
+console.log(`\nmobile, CPU slowdown ${slowdown}, ${runs} run(s) per page${process.env.FLOW ? ", each page opened from the one before in one tab" : ""}; reports in ${out}`);
 for (const n of [...new Set(notes)]) console.log("accessibility: " + n);
 EOF
