@@ -77,7 +77,8 @@ type BlockingNode struct {
 	// counts.
 	MaxWaitSeconds float64 `db:"-" json:"max_wait_seconds"`
 	// JobID is the queue job this backend runs, parsed from the worker's
-	// application_name ("console-worker job=<id>"); nil otherwise.
+	// application_name ("console-worker job=<id>"); nil otherwise, and for
+	// a backend of another database.
 	JobID *int64 `db:"-" json:"job_id"`
 	// RiverJobID is the River job this backend runs, when the application
 	// tags its River workers' sessions ("river job=<id>", see
@@ -110,6 +111,10 @@ type BlockingNode struct {
 	HeldModes     []string `db:"held_modes" json:"-"`
 	HeldGrantedOn []bool   `db:"held_granted" json:"-"`
 	GIDModes      []string `db:"gid_modes" json:"-"`
+	// OtherDatabase: the backend or prepared transaction belongs to
+	// another database of the server, whose job ids are not this
+	// database's (JobID and RiverJobID stay nil).
+	OtherDatabase bool `db:"other_database" json:"other_database,omitempty"`
 }
 
 // IsPrepared reports whether the node is a prepared transaction.
@@ -239,8 +244,10 @@ func buildTree(rows []BlockingNode) []BlockingNode {
 		if n.IsRoot {
 			n.WaitSeconds = 0
 		}
-		n.JobID = JobIDFromApplicationName(n.ApplicationName)
-		n.RiverJobID = RiverJobIDFromApplicationName(n.ApplicationName)
+		if !n.OtherDatabase {
+			n.JobID = JobIDFromApplicationName(n.ApplicationName)
+			n.RiverJobID = RiverJobIDFromApplicationName(n.ApplicationName)
+		}
 		out = append(out, n)
 		for _, c := range children[k] {
 			visit(c, root)

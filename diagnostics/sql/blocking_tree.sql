@@ -13,6 +13,9 @@
 -- holding the lock on its own transaction id), and the transaction becomes
 -- a row of kind 'prepared', named by its gid.
 --
+-- other_database marks a row of another database of the server: a job id
+-- in its application_name is that database's job, not this one's.
+--
 -- Each backend that waits says what for: lock_type, lock_target (the
 -- target in words: a table by name where this database or a shared catalog
 -- resolves it, otherwise "relation OID in database D"; "row (0,1) of jobs";
@@ -214,7 +217,8 @@ SELECT 'backend'::text                                              AS kind,
        coalesce(hp.held_modes, '{}')                                AS held_modes,
        coalesce(hp.held_granted, '{}')                              AS held_granted,
        coalesce((SELECT array_agg(coalesce(p.held_mode, '') ORDER BY p.gid) FROM prepared AS p WHERE p.waiter = i.pid),
-                '{}')::text[]                                       AS gid_modes
+                '{}')::text[]                                       AS gid_modes,
+       coalesce(a.datname <> current_database(), false)             AS other_database
 FROM involved AS i
 LEFT JOIN act AS a ON a.pid = i.pid
 LEFT JOIN waits AS w ON w.pid = i.pid
@@ -228,5 +232,6 @@ SELECT DISTINCT ON (p.gid)
        coalesce(p.database::text, ''), coalesce(p.owner::text, ''),
        NULL, p.prepared, NULL, p.prepared,
        extract(epoch FROM clock_timestamp() - p.prepared)::float8, 0, 0,
-       '', '', '', '', '{}'::text[], '{}'::text[], '{}'::bool[], '{}'::text[]
+       '', '', '', '', '{}'::text[], '{}'::text[], '{}'::bool[], '{}'::text[],
+       coalesce(p.database <> current_database(), false)
 FROM prepared AS p
