@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgconsole/console/diagnostics"
@@ -46,24 +45,7 @@ func TestBlockingTreeJobIDsOnlyInThisDatabase(t *testing.T) {
 // url's database until the test ends, and returns its pid.
 func jobWaitsOnLock(t *testing.T, url, app string) int32 {
 	t.Helper()
-	ctx := context.Background()
-	holder := connect(t, url, "lock-holder")
-	_, err := holder.Exec(ctx, "CREATE TABLE lock_target (x int)")
+	_, err := connect(t, url, "lock-setup").Exec(context.Background(), "CREATE TABLE lock_target (x int)")
 	require.NoError(t, err)
-	tx, err := holder.Begin(ctx)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, "LOCK TABLE lock_target")
-	require.NoError(t, err)
-	waiter := connect(t, url, app)
-	pid := pidOf(waiter)
-	done := make(chan struct{})
-	go func(w *pgx.Conn) {
-		defer close(done)
-		_, _ = w.Exec(ctx, "SELECT count(*) FROM lock_target") // ends when the holder rolls back
-	}(waiter)
-	t.Cleanup(func() {
-		_ = tx.Rollback(context.Background())
-		<-done
-	})
-	return pid
+	return testdb.WaitOnLock(t, url, "lock_target", app)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -36,28 +35,8 @@ func TestJobsWaitingOnLocksOnlyThisDatabase(t *testing.T) {
 // database until the test ends.
 func waitAsJob(t *testing.T, pool *pgxpool.Pool, app string) {
 	t.Helper()
-	ctx := context.Background()
-	_, err := pool.Exec(ctx, "CREATE TABLE lock_target (x int)")
+	_, err := pool.Exec(context.Background(), "CREATE TABLE lock_target (x int)")
 	require.NoError(t, err)
-	holder, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = holder.Rollback(context.Background()) })
-	_, err = holder.Exec(ctx, "LOCK TABLE lock_target")
-	require.NoError(t, err)
-
-	cfg := pool.Config().ConnConfig.Copy()
-	cfg.RuntimeParams["application_name"] = app
-	waiter, err := pgx.ConnectConfig(ctx, cfg)
-	require.NoError(t, err)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = waiter.Exec(ctx, "SELECT count(*) FROM lock_target") // ends when the holder rolls back
-	}()
-	t.Cleanup(func() {
-		_ = holder.Rollback(context.Background())
-		<-done
-		_ = waiter.Close(context.Background())
-	})
+	testdb.WaitOnLock(t, pool.Config().ConnString(), "lock_target", app)
 	testdb.WaitBackend(t, pool, app, "wait_event_type = 'Lock'")
 }

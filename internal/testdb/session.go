@@ -44,6 +44,26 @@ func HoldLock(t testing.TB, url, table string) (release func()) {
 	}
 }
 
+// WaitOnLock leaves a session named app (a job's tag, say) waiting for
+// table, which a HoldLock session holds, until the test ends, and returns
+// the waiter's pid. The caller waits for it to show as waiting
+// (WaitBackend) before it looks.
+func WaitOnLock(t testing.TB, url, table, app string) int32 {
+	t.Helper()
+	release := HoldLock(t, url, table)
+	waiter := Connect(t, url, app)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = waiter.Exec(context.Background(), "SELECT count(*) FROM "+pgx.Identifier{table}.Sanitize())
+	}()
+	t.Cleanup(func() {
+		release()
+		<-done
+	})
+	return int32(waiter.PgConn().PID())
+}
+
 // WaitBackend waits until exactly one backend named app in on's database
 // matches cond, a boolean SQL expression over pg_stat_activity such as
 // "wait_event_type = 'Lock'", asking through on: a pool or a session of the
