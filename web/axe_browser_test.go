@@ -90,6 +90,8 @@ func TestBrowserAxeFindsNoViolation(t *testing.T) {
 				// The panels that load on their own have loaded.
 				browser.Get(t, b, chromedp.Poll[bool](`![...document.querySelectorAll('[data-refresh-load]')].some(s => s.textContent.includes('Loading…'))`, chromedp.WithPollingTimeout(20*time.Second)))
 				require.Equal(t, theme, browser.Get(t, b, chromedp.Evaluate[string](`document.documentElement.getAttribute("data-theme")`)), page)
+				// And app.js has measured the boxes they brought in.
+				requireScrollersFocusable(t, b, page)
 				found := browser.Get(t, b, chromedp.Evaluate[[]axeViolation](script+`;
 					axe.run(document, {resultTypes: ["violations"]}).then(r => r.violations.map(v => ({
 						id: v.id, impact: v.impact || "", help: v.help, targets: v.nodes.slice(0, 5).map(n => n.target.join(" "))})))`,
