@@ -106,7 +106,9 @@ func TestConcurrentPanelsUnderLock(t *testing.T) {
 // Statements stuck behind one lock at the same time share one lock watcher:
 // three panels waiting together cost about the watcher polls one panel
 // waiting alone costs, not three times as many, and each still names the
-// holder.
+// holder. They start 60 ms apart, as panels refreshed by different viewers
+// (or statements on a busy machine) do: more than the watcher's least
+// slack, so sharing is the watcher putting them on one schedule.
 func TestConcurrentStatementsShareOneWatcher(t *testing.T) {
 	ctx, url := freshDB(t)
 	holder := lockJobs(t, url)
@@ -124,17 +126,20 @@ func TestConcurrentStatementsShareOneWatcher(t *testing.T) {
 
 	const n = 3 // every query connection of the pool
 	results := make(chan diagnostics.Result[diagnostics.QueueStat], n)
-	for range n {
-		go func() { results <- d.QueueHealth(ctx) }()
+	for i := range n {
+		go func() {
+			time.Sleep(time.Duration(i) * 60 * time.Millisecond)
+			results <- d.QueueHealth(ctx)
+		}()
 	}
 	for range n {
 		r := <-results
 		require.Contains(t, r.LockedBy, pidOf(holder), r.Status())
 	}
 	// A watcher each would cost n times what one alone costs; a shared one
-	// costs about the same as one alone, plus the polls the statements'
-	// staggered starts add when the machine is busy (up to alone+5 seen
-	// under -race): twice alone is the line between the two.
+	// costs about the same as one alone, plus the polls before the
+	// statements fall into step: twice alone is the line between the two.
 	together := polls() - alone
+	t.Logf("polls: one statement alone %d, %d together %d", alone, n, together)
 	require.LessOrEqual(t, together, 2*alone, "%d statements waiting together cost %d polls; one alone cost %d", n, together, alone)
 }

@@ -17,9 +17,13 @@ import (
 //
 // A statement is first asked about a quarter of the lock timeout after it
 // started, then ever less often (the wait doubles up to maxWatchInterval).
-// Statements whose turn falls within watchSlack of each other are asked in
-// the same poll, so statements that start together share every poll. The
-// watcher's goroutine runs only while something is watched.
+// A poll also asks every statement whose turn is near (within a quarter of
+// the wait before that turn, or watchSlack, whichever is longer), and the
+// statements asked together go on on one schedule, at the pace of the one
+// asked least often: asking a little early costs nothing (it is the same
+// statement), so statements that start within a few polls of each other
+// soon share every poll, even when a busy machine spreads their starts.
+// The watcher's goroutine runs only while something is watched.
 type lockWatcher struct {
 	pool *pgxpool.Pool
 	cost *costLedger
@@ -34,11 +38,12 @@ type lockWatcher struct {
 type watchedStatement struct {
 	pid      int32
 	next     time.Time     // when it is asked about next
+	wait     time.Duration // the wait that ends at next
 	interval time.Duration // the wait after that
 	last     []int32       // the last non-empty answer
 }
 
-// watchSlack is how close two statements' turns must be to share a poll.
+// watchSlack is the least a poll may ask a statement ahead of its turn.
 const watchSlack = 25 * time.Millisecond
 
 func newLockWatcher(pool *pgxpool.Pool, cost *costLedger) *lockWatcher {
@@ -49,7 +54,7 @@ func newLockWatcher(pool *pgxpool.Pool, cost *costLedger) *lockWatcher {
 // returns to done when the statement ends. The first poll comes after
 // delay, then every interval, doubling.
 func (w *lockWatcher) watch(pid uint32, delay, interval time.Duration) *watchedStatement {
-	s := &watchedStatement{pid: int32(pid), next: time.Now().Add(delay), interval: interval}
+	s := &watchedStatement{pid: int32(pid), next: time.Now().Add(delay), wait: delay, interval: interval}
 	w.mu.Lock()
 	w.watched[s] = struct{}{}
 	start := !w.running
@@ -106,20 +111,28 @@ func (w *lockWatcher) loop() {
 	}
 }
 
-// poll asks, in one statement, who each statement whose turn has come (or
-// comes within watchSlack) waits for, and schedules its next turn.
+// poll asks, in one statement, who each statement whose turn has come or
+// is near waits for, and schedules its next turn.
 func (w *lockWatcher) poll() {
 	now := time.Now()
 	w.mu.Lock()
 	var due []*watchedStatement
 	var pids []int32
 	for s := range w.watched {
-		if s.next.Sub(now) <= watchSlack {
+		if s.next.Sub(now) <= max(watchSlack, s.wait/4) {
 			due = append(due, s)
 			pids = append(pids, s.pid)
-			s.next = now.Add(s.interval)
-			s.interval = min(2*s.interval, maxWatchInterval)
 		}
+	}
+	// The statements asked together go on together, at the pace of the
+	// one asked least often.
+	var every time.Duration
+	for _, s := range due {
+		every = max(every, s.interval)
+	}
+	for _, s := range due {
+		s.next, s.wait = now.Add(every), every
+		s.interval = min(2*every, maxWatchInterval)
 	}
 	w.mu.Unlock()
 	if len(due) == 0 {
