@@ -70,8 +70,10 @@ func TestRunbookPages(t *testing.T) {
 	require.Contains(t, body, `data-testid="slot-blocking_tree"`)
 	require.Contains(t, body, `data-testid="step-prev"`)
 	require.Contains(t, body, `data-testid="step-next"`)
-	require.Contains(t, body, `data-testid="action-backend.cancel"`)
-	require.NotContains(t, body, `data-testid="action-backend.terminate"`, "terminate is for admins")
+	// Offered, or shown refused with its reason when the evidence names a
+	// root in another test's database of the shared server.
+	require.Regexp(t, `data-testid="(action|refused)-backend\.cancel"`, body, "an operator may cancel")
+	require.NotRegexp(t, `data-testid="(action|refused)-backend\.terminate"`, body, "terminate is for admins")
 
 	body = c.page("/runbook/window")
 	require.NotContains(t, body, `data-testid="step-prev"`, "the first step has no previous")
