@@ -17,13 +17,16 @@ import (
 //
 // A statement is first asked about a quarter of the lock timeout after it
 // started, then ever less often (the wait doubles up to maxWatchInterval).
-// A poll also asks every statement whose turn is near (within a quarter of
-// the wait before that turn, or watchSlack, whichever is longer), and the
-// statements asked together go on on one schedule, at the pace of the one
-// asked least often: asking a little early costs nothing (it is the same
-// statement), so statements that start within a few polls of each other
-// soon share every poll, even when a busy machine spreads their starts.
-// The watcher's goroutine runs only while something is watched.
+// Asking a statement early costs nothing when a poll runs anyway (it is
+// the same statement), so statements share polls: a new statement's first
+// turn moves up to a poll already due in the second half of its first
+// wait, a poll asks every statement whose turn is within half the wait
+// before it (or watchSlack), and the statements asked together go on on
+// one schedule, at the pace of the one asked most often. Statements that
+// start apart (viewers refreshing at different moments, a busy machine
+// spreading starts) so fall into step within a poll or two. No statement
+// is asked later than its own schedule says. The watcher's goroutine runs
+// only while something is watched.
 type lockWatcher struct {
 	pool *pgxpool.Pool
 	cost *costLedger
@@ -52,10 +55,17 @@ func newLockWatcher(pool *pgxpool.Pool, cost *costLedger) *lockWatcher {
 
 // watch starts watching the statement backend pid runs now; pass what it
 // returns to done when the statement ends. The first poll comes after
-// delay, then every interval, doubling.
+// delay (or the watched statements' next poll, when that comes after half
+// of delay), then every interval, doubling.
 func (w *lockWatcher) watch(pid uint32, delay, interval time.Duration) *watchedStatement {
-	s := &watchedStatement{pid: int32(pid), next: time.Now().Add(delay), wait: delay, interval: interval}
+	now := time.Now()
+	s := &watchedStatement{pid: int32(pid), next: now.Add(delay), wait: delay, interval: interval}
 	w.mu.Lock()
+	for o := range w.watched {
+		if o.next.Before(s.next) && o.next.Sub(now) >= delay/2 {
+			s.next, s.wait = o.next, o.next.Sub(now)
+		}
+	}
 	w.watched[s] = struct{}{}
 	start := !w.running
 	w.running = true
@@ -119,16 +129,16 @@ func (w *lockWatcher) poll() {
 	var due []*watchedStatement
 	var pids []int32
 	for s := range w.watched {
-		if s.next.Sub(now) <= max(watchSlack, s.wait/4) {
+		if s.next.Sub(now) <= max(watchSlack, s.wait/2) {
 			due = append(due, s)
 			pids = append(pids, s.pid)
 		}
 	}
 	// The statements asked together go on together, at the pace of the
-	// one asked least often.
-	var every time.Duration
+	// one asked most often: none is asked later than its own schedule.
+	every := maxWatchInterval
 	for _, s := range due {
-		every = max(every, s.interval)
+		every = min(every, s.interval)
 	}
 	for _, s := range due {
 		s.next, s.wait = now.Add(every), every
