@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgconsole/console/internal/metricsum"
 	"github.com/pgconsole/console/internal/testdb"
 )
 
@@ -140,10 +141,12 @@ func TestSucceededButAckRefused(t *testing.T) {
 			if _, err := JobReap(ctx, pool, 10, 20); err != nil {
 				return err
 			}
-			// The engine's own reaper may have been first: either way
-			// the lease is taken when the generation has moved on.
+			// The engine's own reaper may have been first, or be reaping
+			// it now (its row lock made this reap skip the job): either
+			// way the lease is taken when the generation has moved on.
+			// FOR UPDATE waits for a reap in flight to commit.
 			var generation int64
-			if err := pool.QueryRow(ctx, "SELECT lease_generation FROM jobs WHERE id = $1", j.ID).Scan(&generation); err != nil {
+			if err := pool.QueryRow(ctx, "SELECT lease_generation FROM jobs WHERE id = $1 FOR UPDATE", j.ID).Scan(&generation); err != nil {
 				return err
 			}
 			if generation == j.LeaseGeneration {
@@ -153,10 +156,50 @@ func TestSucceededButAckRefused(t *testing.T) {
 		})
 	})
 	enqueueT(t, pool, EnqueueParams{Queue: "refused", Kind: "taken", MaxAttempts: 3})
-	testdb.Eventually(t, 30*time.Second, "the second attempt done", func() bool {
-		return finishedCount(t, reg, StatusDone) == 1
+	// The slot is free once a handler returns, so the second attempt may
+	// be done before the first's refused ack is counted.
+	testdb.Eventually(t, 30*time.Second, "the second attempt done and the first's ack counted", func() bool {
+		return finishedCount(t, reg, StatusDone) == 1 && finishedCount(t, reg, "ack_failed") == 1
 	})
-	require.Equal(t, 1.0, finishedCount(t, reg, "ack_failed"))
 	require.Zero(t, finishedCount(t, reg, "lease_lost"))
 	require.Equal(t, 1.0, testutil.ToFloat64(testutilCounter(reg, "queues_stale_acks_total")))
+}
+
+// TestHeartbeatLostLeaseThenSucceeded: a handler the heartbeat cancels
+// because its lease was taken (here the job was cancelled by an operator)
+// but that returns nil all the same ran to the end: it is counted as one
+// whose ack was refused (ack_failed, a stale ack), as when the ack is the
+// first to find the lease gone, never as lease_lost (a discarded result).
+func TestHeartbeatLostLeaseThenSucceeded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	reg := prometheus.NewRegistry()
+	cfg := testConfig(map[string]QueueConfig{"taken": {Concurrency: 1}})
+	cfg.Registerer = reg
+	started := make(chan struct{}, 1)
+	startClient(t, pool, cfg, func(c *Client) {
+		c.Handle("finish", func(ctx context.Context, j *Job) error {
+			started <- struct{}{}
+			<-ctx.Done() // the heartbeat finds the lease gone
+			return nil
+		})
+	})
+	j := enqueueT(t, pool, EnqueueParams{Queue: "taken", Kind: "finish"})
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job did not start")
+	}
+	_, err := JobCancelTx(ctx, pool, j.ID)
+	require.NoError(t, err)
+	testdb.Eventually(t, 10*time.Second, "the attempt counted", func() bool {
+		return finishedCount(t, reg, "ack_failed")+finishedCount(t, reg, "lease_lost") > 0
+	})
+	require.Equal(t, 1.0, finishedCount(t, reg, "ack_failed"), "the handler ran to the end: its ack was refused")
+	require.Zero(t, finishedCount(t, reg, "lease_lost"), "nothing was discarded")
+	require.Equal(t, 1.0, testutil.ToFloat64(testutilCounter(reg, "queues_stale_acks_total")))
+	lost, err := metricsum.Counter(reg, "queues_lease_lost_total", "reason", "renew_refused")
+	require.NoError(t, err)
+	require.Equal(t, 1.0, lost, "the heartbeat found it")
 }

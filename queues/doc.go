@@ -104,7 +104,9 @@
 // queues_lease_lost_total{reason="local_deadline"}; a handler that still
 // returns nil has its ack written, fenced, and one that returns an error
 // is left to the reaper. The heartbeat's own finding, a renewal the
-// database refused, counts as reason="renew_refused".
+// database refused, counts as reason="renew_refused", and a handler that
+// returns nil after it is treated as one whose ack was refused (its ack,
+// fenced, is refused: ack_failed), whichever saw the loss first.
 //
 // # A job may run twice: completing it in the handler's transaction
 //

@@ -232,6 +232,13 @@ func (c *Client) runJob(jc *jobContext, q *queueRunner) bool {
 	case errors.Is(cause, ErrLeaseLost):
 		// Cancelled by the heartbeat: someone else owns the job now.
 		c.metrics.leaseLost.WithLabelValues(q.name, "renew_refused").Inc()
+		if err == nil {
+			// The handler finished all the same: it ran and its ack is
+			// lost, as when the ack itself is refused; the ack, fenced,
+			// is refused and counts it so (ack_failed, a stale ack),
+			// whichever of the heartbeat and the ack saw the loss first.
+			break
+		}
 		c.metrics.staleAcks.WithLabelValues(q.name).Inc()
 		c.metrics.finished.WithLabelValues(q.name, "lease_lost").Inc()
 		log.Warn("lease lost while running; result discarded", "err", err)
