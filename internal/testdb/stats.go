@@ -3,6 +3,7 @@ package testdb
 import (
 	"bufio"
 	"cmp"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,14 +15,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // StatsEnv names the variable that turns on the cost report: a file each
 // test binary appends its report to when its server stops. The report
 // says what the binary's test server spent (the postmaster and every
 // backend, as CPU seconds), what the binary spent itself, how many
-// databases it created, and the connections each test's database took
-// (the server logs every connection while the report is on). A run of the
+// databases it created, the connections each test's database took (the
+// server logs every connection while the report is on), and the statements
+// it spent most time on, planning and JIT apart. A run of the
 // inner loop with it shows where the CPU goes:
 //
 //	CONSOLE_TESTDB_STATS=/tmp/cost go test -short -count=1 ./...
@@ -42,7 +46,9 @@ func statsSettings(settings map[string]string) map[string]string {
 	if !statsOn() {
 		return settings
 	}
-	out := map[string]string{"log_connections": "on", "log_disconnections": "on"}
+	out := map[string]string{"log_connections": "on", "log_disconnections": "on",
+		// Room for every test database's statements, planning included.
+		"pg_stat_statements.max": "20000", "pg_stat_statements.track_planning": "on"}
 	for k, v := range settings {
 		out[k] = v
 	}
@@ -204,6 +210,7 @@ func writeStats() {
 		slices.Sort(who)
 		fmt.Fprintf(&b, "%s test %s connections %d %s\n", pkg, test, conns[test], strings.Join(who, ","))
 	}
+	b.WriteString(topStatements(pkg))
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testdb: %s: %v\n", StatsEnv, err)
@@ -214,3 +221,35 @@ func writeStats() {
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+
+// topStatements reports the statements the server spent most time on,
+// over every test database (planning and execution, from
+// pg_stat_statements; a test that resets it takes what came before with
+// it): a line each, most first.
+func topStatements(pkg string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, server.URL(template)) // the extension is there
+	if err != nil {
+		return ""
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT sum(calls)::bigint, sum(total_exec_time), sum(total_plan_time),
+			sum(jit_generation_time + jit_inlining_time + jit_optimization_time + jit_emission_time),
+			left(regexp_replace(query, '\s+', ' ', 'g'), 120)
+		FROM pg_stat_statements GROUP BY query
+		ORDER BY sum(total_exec_time + total_plan_time) DESC LIMIT 15`)
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	for rows.Next() {
+		var calls int64
+		var exec, plan, jit float64
+		var query string
+		if rows.Scan(&calls, &exec, &plan, &jit, &query) == nil {
+			fmt.Fprintf(&b, "%s statement calls %d exec_ms %.0f plan_ms %.0f jit_ms %.0f %s\n", pkg, calls, exec, plan, jit, query)
+		}
+	}
+	return b.String()
+}

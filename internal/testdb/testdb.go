@@ -15,10 +15,12 @@ package testdb
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -53,6 +55,10 @@ var (
 //
 //	func TestMain(m *testing.M) { testdb.Main(m) }
 func Main(m *testing.M) {
+	flag.Parse()
+	if testing.Short() && !flagGiven("test.parallel") {
+		flag.Set("test.parallel", strconv.Itoa(shortParallel))
+	}
 	code := m.Run()
 	teardown()
 	os.Exit(code)
@@ -89,8 +95,13 @@ func teardown() {
 
 // ServerSettings are the settings of the per-binary test server: room for
 // many pools, prepared transactions and logical slots for the diagnostics
-// tests, and pg_stat_statements.
+// tests, and pg_stat_statements. JIT is off, as the console turns it off on
+// its own connections: the tests' pools would otherwise compile the plans
+// of the engine's statements, whose estimates on a freshly filled table
+// cross jit_above_cost (the queues page's statement spent 1.5 s compiling
+// in one run of web's tests).
 var ServerSettings = map[string]string{
+	"jit":                       "off",
 	"max_connections":           "300",
 	"max_prepared_transactions": "10",
 	"wal_level":                 "logical",
@@ -413,4 +424,20 @@ func withDatabase(raw, db string) string {
 	}
 	u.Path = "/" + db
 	return u.String()
+}
+
+// shortParallel is how many parallel tests a binary runs at once under
+// -short when -parallel is not given (go test's default is GOMAXPROCS).
+// Most of a test's time is spent waiting on its server (a lock timeout, a
+// round trip, a process starting), so on 2 cores the inner loop left a
+// third of the CPU idle at 2; at 4 it took 108 s instead of 118, at 8 no
+// less than at 4. The full run keeps go test's default: under -race each
+// test costs several times the CPU, and CI's timings stay as they were.
+const shortParallel = 4
+
+// flagGiven says whether the command line set the flag name.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
