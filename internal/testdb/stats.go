@@ -231,6 +231,7 @@ func topStatements(pkg string) string {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, server.URL(template)) // the extension is there
 	if err != nil {
+		fmt.Fprintf(os.Stderr, "testdb: %s: the statements: %v\n", StatsEnv, err)
 		return ""
 	}
 	defer conn.Close(ctx)
@@ -240,6 +241,7 @@ func topStatements(pkg string) string {
 		FROM pg_stat_statements GROUP BY query
 		ORDER BY sum(total_exec_time + total_plan_time) DESC LIMIT 15`)
 	if err != nil {
+		fmt.Fprintf(os.Stderr, "testdb: %s: the statements: %v\n", StatsEnv, err)
 		return ""
 	}
 	var b strings.Builder
