@@ -22,8 +22,8 @@ import (
 
 // stageIncident plays a short incident on e: a lock chain's root blocker
 // is found, an operator opens an incident from the finding with one post,
-// cancels the root through the console, notes it and captures the
-// blocking tree again. It returns the operator, the incident's address and
+// cancels the root through the console, notes it and, a second after the
+// opening, captures the blocking tree again. It returns the operator, the incident's address and
 // the chain. The cancel leaves the chain's middle as a new root, so the
 // chain never clears: e's runner should settle quickly (setupOpts.settle).
 func stageIncident(t *testing.T, e *env) (*client, string, *lockChain) {
@@ -42,6 +42,7 @@ func stageIncident(t *testing.T, e *env) (*client, string, *lockChain) {
 
 	resp, body := op.post("/incidents/finding", url.Values{"_csrf": {op.csrf}, "code": {f.Code}, "title": {f.Title},
 		"evidence": {f.Evidence}, "runbook": {f.RunbookHref}})
+	opened := time.Now()
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
 	incident := strings.TrimSuffix(resp.Header.Get("Location"), "#timeline")
 	require.Regexp(t, `^/incidents/\d+$`, incident)
@@ -55,6 +56,12 @@ func stageIncident(t *testing.T, e *env) (*client, string, *lockChain) {
 	<-lc.rootDone
 	resp, _ = op.post(incident+"/notes", url.Values{"_csrf": {op.csrf}, "text": {"# chain cleared | billing retried"}})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	// The capture below is served from the blocking tree's shared read,
+	// which the incident's opening capture loaded: a second after the
+	// opening, that read is at least a second old whatever the machine's
+	// pace (a stale one is served while the next loads), so the capture
+	// must say how old its rows are.
+	time.Sleep(time.Until(opened.Add(time.Second)))
 	resp, _ = op.post(incident+"/capture", url.Values{"_csrf": {op.csrf}, "panel": {diagnostics.CheckBlockingTree}})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	return op, incident, lc
