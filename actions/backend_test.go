@@ -437,7 +437,7 @@ func TestSignalRecordedWhenCallerLeaves(t *testing.T) {
 			// tree to settle.
 			var sent bool
 			if pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-				WHERE state = 'idle in transaction' AND query LIKE '-- backendCancel:%')`).Scan(&sent) == nil && sent {
+				WHERE datname = current_database() AND state = 'idle in transaction' AND query LIKE '-- backendCancel:%')`).Scan(&sent) == nil && sent {
 				leave() // the caller disconnects
 				return
 			}

@@ -227,7 +227,7 @@ func TestSchedulerThreeProcessesLeaderKilled(t *testing.T) {
 	testdb.Eventually(t, 20*time.Second, "the leader's enqueue waiting inside its tick", func() bool {
 		var n int
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE application_name = $1 AND state = 'active' AND wait_event_type = 'Lock'`, first).Scan(&n))
+			WHERE datname = current_database() AND application_name = $1 AND state = 'active' AND wait_event_type = 'Lock'`, first).Scan(&n))
 		return n == 1
 	})
 	require.Equal(t, first, leader(), "the leader lost its lock before it was killed")

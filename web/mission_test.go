@@ -61,34 +61,14 @@ func newLockChain(t *testing.T, url string) *lockChain {
 		}()
 		return done
 	}
-	// A plain polling loop, not require.Eventually: its condition runs in
-	// a goroutine of its own, and a pgx connection is not safe for that.
-	started := func(app string, waiting bool) {
-		q := "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'"
-		if waiting {
-			q += " AND wait_event_type = 'Lock'"
-		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			var n int
-			require.NoError(t, admin.QueryRow(ctx, q, app).Scan(&n))
-			if n == 1 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s did not reach its lock within 30s", app)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 	lc.rootDone = async(lc.root, "WITH held AS (SELECT id FROM accounts WHERE id = 1 FOR UPDATE) SELECT pg_sleep(600) FROM held")
-	started("orders-api", false)
+	testdb.WaitBackend(t, admin, "orders-api", "state = 'active'")
 	_, err = lc.middle.Exec(ctx, "BEGIN; UPDATE accounts SET balance = balance + 1 WHERE id = 2")
 	require.NoError(t, err)
 	lc.middleDone = async(lc.middle, "UPDATE accounts SET balance = balance + 1 WHERE id = 1")
-	started("billing", true)
+	testdb.WaitBackend(t, admin, "billing", "wait_event_type = 'Lock'")
 	lc.leafDone = async(lc.leaf, "UPDATE accounts SET balance = balance + 1 WHERE id = 2")
-	started("reports", true)
+	testdb.WaitBackend(t, admin, "reports", "wait_event_type = 'Lock'")
 	return lc
 }
 
