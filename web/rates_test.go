@@ -78,10 +78,21 @@ func TestCheckpointerShowsRates(t *testing.T) {
 	viewer := e.signedIn(t, "viewer")
 	panel := func() string { return viewer.page("/panels/checkpointer", "HX-Request", "true") }
 
+	super := testdb.Pool(t, e.superURL)
+	requested := "SELECT pg_stat_get_bgwriter_requested_checkpoints()"
+	if testdb.Count(t, super, "SELECT current_setting('server_version_num')::int") >= 170000 {
+		requested = "SELECT pg_stat_get_checkpointer_num_requested()"
+	}
 	smp.SampleNow(ctx)
 	require.Contains(t, panel(), "not rates")
-	_, err := testdb.Pool(t, e.superURL).Exec(ctx, "CHECKPOINT") // a superuser's (or pg_checkpoint's) right
+	before := testdb.Count(t, super, requested)
+	_, err := super.Exec(ctx, "CHECKPOINT") // a superuser's (or pg_checkpoint's) right
 	require.NoError(t, err)
+	// The checkpointer wakes the CHECKPOINT's caller before it reports
+	// the checkpoint to the statistics: sample once the count shows it.
+	testdb.Eventually(t, 10*time.Second, "the CHECKPOINT counted as requested", func() bool {
+		return testdb.Count(t, super, requested) > before
+	})
 	smp.SampleNow(ctx)
 	body := panel()
 	require.NotContains(t, body, "not rates")
