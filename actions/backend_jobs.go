@@ -40,7 +40,7 @@ func (j SignalJob) name() string {
 // id its session's application_name carries; nil when the backend runs
 // none. A job whose row is gone (archived) keeps its id alone.
 func signalJobOf(ctx context.Context, db DBTX, pid int32, app string) (*SignalJob, error) {
-	id := diagnostics.JobIDFromApplicationName(app)
+	id := queues.JobOfApplicationName(app)
 	if id == nil {
 		return nil, nil
 	}

@@ -5,9 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/pgconsole/console/queues"
 )
 
 // Backend is one row of Activity: a backend that is doing or holding
@@ -70,10 +70,6 @@ func (d *Diagnostics) IdleInTransaction(ctx context.Context) Result[IdleTx] {
 	return panel(ctx, d, CheckIdleInTransaction, many(IdleInTransaction))
 }
 
-// workerAppPrefix is the application_name queue workers set while running a
-// job: "console-worker job=<id>".
-const workerAppPrefix = "console-worker"
-
 // riverAppPrefix starts the application_name of a River worker's session
 // while it runs a job, when the application tags it: "river job=<id>"
 // (River sets none itself; docs/river.md gives the one line that does).
@@ -82,41 +78,7 @@ const riverAppPrefix = "river"
 // RiverJobIDFromApplicationName returns the River job id in a tagged
 // session's application_name ("river job=42"), or nil for any other.
 func RiverJobIDFromApplicationName(app string) *int64 {
-	return jobIDAfter(app, riverAppPrefix)
-}
-
-// jobIDAfter reads "job=<id>" among the words after prefix, the first word
-// of app.
-func jobIDAfter(app, prefix string) *int64 {
-	words := strings.Fields(app)
-	if len(words) < 2 || words[0] != prefix {
-		return nil
-	}
-	for _, f := range words[1:] {
-		if v, ok := strings.CutPrefix(f, "job="); ok {
-			if id, err := strconv.ParseInt(v, 10, 64); err == nil {
-				return &id
-			}
-		}
-	}
-	return nil
-}
-
-// JobIDFromApplicationName returns the job id in a queue worker's
-// application_name ("console-worker job=42"), or nil when the backend is not
-// a worker running a job.
-func JobIDFromApplicationName(app string) *int64 {
-	if !strings.HasPrefix(app, workerAppPrefix) {
-		return nil
-	}
-	for _, f := range strings.Fields(app[len(workerAppPrefix):]) {
-		if v, ok := strings.CutPrefix(f, "job="); ok {
-			if id, err := strconv.ParseInt(v, 10, 64); err == nil {
-				return &id
-			}
-		}
-	}
-	return nil
+	return queues.TaggedJob(app, riverAppPrefix)
 }
 
 // LockWait is one group of ungranted lock requests: what they wait for and

@@ -5,6 +5,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/pgconsole/console/queues"
 )
 
 // Node kinds of the blocking tree.
@@ -245,7 +247,7 @@ func buildTree(rows []BlockingNode) []BlockingNode {
 			n.WaitSeconds = 0
 		}
 		if !n.OtherDatabase {
-			n.JobID = JobIDFromApplicationName(n.ApplicationName)
+			n.JobID = queues.JobOfApplicationName(n.ApplicationName)
 			n.RiverJobID = RiverJobIDFromApplicationName(n.ApplicationName)
 		}
 		out = append(out, n)

@@ -160,5 +160,6 @@ func JobLockWaitOf(nodes []BlockingNode, id int64) (w JobLockWait, ok bool) {
 // (claims, acks, lease renewals, the relay): named "console-worker" and
 // not lent to a job.
 func IsEngineSession(app string) bool {
-	return (app == workerAppPrefix || strings.HasPrefix(app, workerAppPrefix+" ")) && JobIDFromApplicationName(app) == nil
+	first, _, _ := strings.Cut(app, " ")
+	return first == queues.ApplicationName && queues.JobOfApplicationName(app) == nil
 }

@@ -60,15 +60,6 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
-func TestJobIDFromApplicationName(t *testing.T) {
-	id := diagnostics.JobIDFromApplicationName("console-worker job=123")
-	require.NotNil(t, id)
-	require.EqualValues(t, 123, *id)
-	require.Nil(t, diagnostics.JobIDFromApplicationName("console-worker"))
-	require.Nil(t, diagnostics.JobIDFromApplicationName("console-worker job=abc"))
-	require.Nil(t, diagnostics.JobIDFromApplicationName("psql job=5"))
-}
-
 // A server older than 14, or one whose version could not be read, is
 // refused with one line that says which; this server is supported.
 func TestServerVersionRefusal(t *testing.T) {

@@ -162,6 +162,24 @@ func testutilCounter(reg *prometheus.Registry, name string) prometheus.Collector
 	})
 }
 
+// TestJobOfApplicationName: the job id comes back from the tag JobConn
+// sets, and from no other session's name.
+func TestJobOfApplicationName(t *testing.T) {
+	id := JobOfApplicationName(JobApplicationName(123))
+	require.NotNil(t, id)
+	require.EqualValues(t, 123, *id)
+	id = JobOfApplicationName("console-worker shard=2 job=7")
+	require.NotNil(t, id, "other words may come between")
+	require.EqualValues(t, 7, *id)
+	for _, app := range []string{"", "console-worker", "console-worker job=abc", "console-workers job=5",
+		"psql job=5", "river job=5", "job=5"} {
+		require.Nil(t, JobOfApplicationName(app), "%q runs no engine job", app)
+	}
+	id = TaggedJob("river job=42", "river")
+	require.NotNil(t, id)
+	require.EqualValues(t, 42, *id)
+}
+
 func TestJobConnTaggedAndCancel(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -203,6 +221,7 @@ func TestJobConnTaggedAndCancel(t *testing.T) {
 	var app string
 	require.NoError(t, pool.QueryRow(ctx, "SELECT application_name FROM pg_stat_activity WHERE pid = $1", s.pid).Scan(&app))
 	require.Equal(t, fmt.Sprintf("console-worker job=%d", j.ID), app)
+	require.Equal(t, &j.ID, JobOfApplicationName(app), "the console reads the job back from the tag")
 
 	// An operator cancels the running job: the heartbeat notices the lost
 	// lease and cancels the handler; the job stays dead.

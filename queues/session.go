@@ -21,6 +21,39 @@ import (
 //	SELECT pid FROM pg_stat_activity WHERE application_name = 'console-worker job=' || $1
 const ApplicationName = "console-worker"
 
+// JobApplicationName is the application_name of an engine connection while
+// it runs job id: "console-worker job=<id>".
+func JobApplicationName(id int64) string {
+	return ApplicationName + " job=" + strconv.FormatInt(id, 10)
+}
+
+// JobOfApplicationName returns the job an engine connection runs, read from
+// its application_name ("console-worker job=42"), or nil for any other
+// session: a worker between jobs, the engine's own claims and acks, another
+// application.
+func JobOfApplicationName(app string) *int64 {
+	return TaggedJob(app, ApplicationName)
+}
+
+// TaggedJob reads the job id a session's application_name carries after
+// the word name ("<name> job=<id>", other words allowed after name), the
+// tag JobConn sets and another queue's workers can set too. Nil when the
+// first word is not name or no later word is job=<id>.
+func TaggedJob(app, name string) *int64 {
+	words := strings.Fields(app)
+	if len(words) < 2 || words[0] != name {
+		return nil
+	}
+	for _, w := range words[1:] {
+		if v, ok := strings.CutPrefix(w, "job="); ok {
+			if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+				return &id
+			}
+		}
+	}
+	return nil
+}
+
 // PoolConfig parses a connection string into a pool configuration for the
 // engine: its connections identify themselves as ApplicationName (unless
 // the string already names an application), their transactions are READ
@@ -187,7 +220,7 @@ func JobConn(ctx context.Context) (*pgx.Conn, error) {
 		}
 		return nil, fmt.Errorf("job conn: acquire: %w", err)
 	}
-	name := ApplicationName + " job=" + strconv.FormatInt(s.jobID, 10)
+	name := JobApplicationName(s.jobID)
 	tag := "job_session_tag"
 	if s.pooled {
 		if _, err := conn.Exec(ctx, "BEGIN"); err != nil {

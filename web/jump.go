@@ -228,7 +228,7 @@ func jumpBackendView(b diagnostics.Backend, role string, now time.Time, guard ba
 	}
 	facts = append(facts, views.Fact{Label: "Query", Value: truncate(b.Query, 300), Title: b.Query, Mono: true})
 	node := diagnostics.BlockingNode{PID: b.PID, State: b.State, ApplicationName: b.ApplicationName,
-		JobID: diagnostics.JobIDFromApplicationName(b.ApplicationName)}
+		JobID: queues.JobOfApplicationName(b.ApplicationName)}
 	return &views.JumpBackend{PID: pid, Facts: facts, Actions: guardOffers(rootOffers(node, role), guard)}
 }
 

@@ -3,7 +3,6 @@ package episodes
 import (
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -396,7 +395,7 @@ func (ep *tracked) participant(s session, role string, at time.Time) *Participan
 	p := &Participant{Seq: int16(len(ep.participants) + 1), PID: s.PID, BackendStart: s.BackendStart, Role: role,
 		BlockedBy: s.BlockedBy, Application: s.ApplicationName, Fingerprint: Fingerprint(s.Query),
 		Query: truncate(statementText(s.Query), queryChars), LockType: s.LockType, LockMode: s.LockMode, LockTarget: s.LockTarget,
-		Held: s.Held, JobID: jobIDOf(s.ApplicationName), WaitStart: s.WaitStart, FirstSeenAt: at, LastSeenAt: at}
+		Held: s.Held, JobID: queues.JobOfApplicationName(s.ApplicationName), WaitStart: s.WaitStart, FirstSeenAt: at, LastSeenAt: at}
 	if p.BlockedBy == nil {
 		p.BlockedBy = []int32{}
 	}
@@ -480,23 +479,6 @@ func truncate(s string, n int) string {
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
-
-// jobIDOf returns the job a worker session runs, from the application
-// name the engine tags it with ("console-worker job=42"), or nil.
-func jobIDOf(app string) *int64 {
-	rest, ok := strings.CutPrefix(app, queues.ApplicationName+" ")
-	if !ok {
-		return nil
-	}
-	for _, f := range strings.Fields(rest) {
-		if v, ok := strings.CutPrefix(f, "job="); ok {
-			if id, err := strconv.ParseInt(v, 10, 64); err == nil {
-				return &id
-			}
-		}
-	}
-	return nil
-}
 
 // isClaim reports whether s is one of the engine's job claims: an engine
 // session running a statement whose header names a JobClaim query.
