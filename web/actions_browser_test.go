@@ -50,7 +50,7 @@ func TestBrowserOperatorFlows(t *testing.T) {
 	require.Equal(t, 7, e.queryInt(t, `SELECT count(*) FROM jobs WHERE error_class = 'smtp.timeout' AND status = 'ready'`))
 	require.Equal(t, 4, e.queryInt(t, `SELECT count(*) FROM jobs WHERE error_class = 'template.missing' AND status = 'dead'`),
 		"the other class stays dead")
-	browser.Do(t, b, chromedp.Click(css(`[data-testid="audit-link"]`)), chromedp.WaitVisible(css(`main`)))
+	followTo(t, b, `[data-testid="audit-link"]`, `main`)
 	require.Contains(t, browser.Get(t, b, chromedp.Text(css(`main`))), "deadletters.requeue")
 
 	// Pause, then throttle, the queue from the queues page.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,17 @@ func executeWith(reason, outcome string) []chromedp.Action[chromedp.Void] {
 		chromedp.Click(css(`[data-testid="action-execute"]`)),
 		chromedp.WaitVisible(css(`[data-testid="` + outcome + `"]`)),
 	}
+}
+
+// followTo clicks sel, a link or a form's button that loads a page, and
+// waits for then on the page it loads. The page the click leaves is marked
+// first and only a page without the mark counts, so then may be on both
+// (main, or the incident page a capture posts back to): the steps after it
+// read and type into the new page, not the old one on its way out.
+func followTo(t testing.TB, b context.Context, sel, then string) {
+	t.Helper()
+	browser.Get(t, b, chromedp.Evaluate[bool](`(document.documentElement.dataset.left = "1", true)`))
+	browser.Do(t, b, chromedp.Click(css(sel)), chromedp.WaitVisible(css(`html:not([data-left]) `+then)))
 }
 
 // TestBrowserSignIn signs in through the real form in headless Chromium,

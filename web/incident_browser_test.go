@@ -81,14 +81,11 @@ func TestBrowserIncidentFromFindingToPostMortem(t *testing.T) {
 		clicks++
 		browser.Do(t, b, chromedp.Click(css(sel)), chromedp.WaitVisible(css(then)))
 	}
-	// follow is click for a link or a form that loads a page: then may be
-	// on the page the click leaves as well (the incident page posts back
-	// to itself), so that page is marked first and only a page without the
-	// mark counts.
+	// follow is click for a click that loads a page (followTo).
 	follow := func(sel string, then string) {
 		t.Helper()
-		browser.Get(t, b, chromedp.Evaluate[bool](`(document.documentElement.dataset.left = "1", true)`))
-		click(sel, `html:not([data-left]) `+then)
+		clicks++
+		followTo(t, b, sel, then)
 	}
 	// The finding's page, then one click opens the incident with its
 	// evidence: no title to type.

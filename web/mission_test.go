@@ -187,10 +187,7 @@ func TestBrowserIncidentFlow(t *testing.T) {
 	require.Equal(t, incidentID, *auditIncident)
 
 	// The audit row, then the incident's timeline and its export.
-	browser.Do(t, ctx,
-		chromedp.Click(css(`[data-testid="audit-link"]`)),
-		chromedp.WaitVisible(css(`main`)),
-	)
+	followTo(t, ctx, `[data-testid="audit-link"]`, `main`)
 	auditText := browser.Get(t, ctx, chromedp.Text(css(`main`)))
 	require.Contains(t, auditText, "backend.cancel")
 	require.Contains(t, auditText, fmt.Sprint(lc.rootPID))
