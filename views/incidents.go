@@ -33,8 +33,10 @@ type IncidentPage struct {
 	OpenedBy    string `json:"opened_by"`
 	ClosedBy    string `json:"closed_by,omitempty"`
 	Summary     string `json:"summary,omitempty"`
-	// Story is the incident as the console sees it now; empty once the
-	// incident is closed or when nothing needs attention.
+	// Story is the incident as the console sees it now while it is open;
+	// once it is closed, as the flight recorder kept it when it opened
+	// (with no action). Empty when nothing needed attention or nothing
+	// was recorded then.
 	Story    Story           `json:"narrative"`
 	Timeline []TimelineEntry `json:"timeline"`
 	// Order is "oldest" or "newest": which end of the timeline comes

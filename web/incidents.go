@@ -18,6 +18,7 @@ import (
 	"github.com/pgconsole/console/audit"
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/findings"
+	"github.com/pgconsole/console/diagnostics/recorder"
 	"github.com/pgconsole/console/internal/auth"
 	"github.com/pgconsole/console/views"
 )
@@ -124,7 +125,7 @@ func (s *Server) incidentPage(c echo.Context) error {
 	now := time.Now()
 	m := incidentModel(inc, evidence, events, s.recordedEvidence(ctx, inc), q, now, s.incidentEpisodes(ctx, inc, now)...)
 	if n, ok := s.incidentNarrative(ctx, inc); ok {
-		m.Story = storyView(n.findings, n.at, p.Role)
+		m.Story = incidentStory(n, p.Role)
 	}
 	m.CSRF = csrfToken(c)
 	m.CanClose = auth.RoleRank(p.Role) >= auth.RoleRank(auth.RoleOperator)
@@ -327,7 +328,11 @@ func (s *Server) incidentExport(c echo.Context) error {
 	opts := audit.MarkdownOpts{Recorded: s.recordedEvidence(ctx, inc), TableFunc: exportTable, Full: full}
 	if n, ok := s.incidentNarrative(ctx, inc); ok {
 		if text := findings.NewNarrative(n.findings, n.at, narrativeOpts).Text; text != "" {
-			opts.Lead = "As the console saw it at " + n.at.UTC().Format(time.RFC3339) + ": " + text
+			lead := "As the console saw it at "
+			if n.recorded {
+				lead = "As the console recorded it when the incident opened, at "
+			}
+			opts.Lead = lead + n.at.UTC().Format(time.RFC3339) + ": " + text
 		}
 	}
 	md, err := audit.IncidentReport(ctx, s.cfg.Pool, inc.ID, opts)
@@ -361,23 +366,51 @@ func (s *Server) incidentInPath(ctx context.Context, c echo.Context) (*audit.Inc
 type roundFindings struct {
 	findings []findings.Finding
 	at       time.Time
+	// recorded says the findings are the flight recorder's, of the moment
+	// a closed incident opened, rather than a live round's.
+	recorded bool
 }
 
-// incidentNarrative reads the shared round for an open incident's
-// narrative: what the console sees now is this incident only while it is
-// open. ok is false for a closed incident or when no round is available in
-// time (the page shows no paragraph then, rather than a stale one).
+// incidentNarrative reads the findings an incident's narrative is told
+// from. While the incident is open they are the shared round's: what the
+// console sees now is this incident. Once it is closed, now is another
+// story, so they are the flight recorder's sample at or just before the
+// moment it opened (recorder.HistoryDocAt): what made someone declare
+// it, for the post-mortem. ok is false when neither is available in time
+// (no round; no sample in the 30 s before the opening, as when history
+// is off): the page shows no paragraph then, rather than a wrong one.
 func (s *Server) incidentNarrative(ctx context.Context, inc *audit.Incident) (roundFindings, bool) {
-	if inc.Status != audit.IncidentStatusOpen || s.cfg.Diagnostics == nil {
-		return roundFindings{}, false
-	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
+	if inc.Status != audit.IncidentStatusOpen {
+		doc, e, err := recorder.HistoryDocAt(ctx, s.cfg.Pool, inc.OpenedAt)
+		if err != nil {
+			return roundFindings{}, false
+		}
+		return roundFindings{findings: doc.Findings, at: e.At, recorded: true}, true
+	}
+	if s.cfg.Diagnostics == nil {
+		return roundFindings{}, false
+	}
 	r, err := s.cfg.Diagnostics.LatestRound(ctx, 0)
 	if err != nil {
 		return roundFindings{}, false
 	}
-	return roundFindings{findings.Evaluate(r, s.cfg.Diagnostics.Thresholds()), r.At}, true
+	return roundFindings{findings: findings.Evaluate(r, s.cfg.Diagnostics.Thresholds()), at: r.At}, true
+}
+
+// incidentStory is the incident page's paragraph. A closed incident's is
+// the recorded one of the moment it opened: it says so, and offers no
+// action, as every view of the past.
+func incidentStory(n roundFindings, role string) views.Story {
+	if !n.recorded {
+		return storyView(n.findings, n.at, role)
+	}
+	st := storyView(n.findings, n.at, historyRole)
+	if st.Text != "" {
+		st.Text = "When it opened (recorded " + clock(n.at) + " UTC): " + st.Text
+	}
+	return st
 }
 
 func incidentID(c echo.Context) (int64, error) {
