@@ -62,6 +62,12 @@ func TestNeverAnsweringConsumerGetsEachEventOnce(t *testing.T) {
 		PublishTimeout: 600 * time.Millisecond, MaxAttempts: 1, Registerer: reg}
 	cfg.ID = "relay-a"
 	startRelay(t, pool, cfg)
+	// The second relay starts once the first holds the whole batch: two
+	// relays started together may split the events, and half a batch ends
+	// within its lease.
+	testdb.Eventually(t, 10*time.Second, "relay-a holding every event", func() bool {
+		return countState(t, pool, queues.OutboxInflight) == n
+	})
 	cfg.ID = "relay-b"
 	startRelay(t, pool, cfg)
 
