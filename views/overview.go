@@ -71,10 +71,13 @@ func (m Overview) Status() string {
 	return "ok"
 }
 
-// Story is the paragraph that opens the overview and an open incident's
-// page: what is stuck, since when, why, what it costs, and the one action
-// that fits (nil when none fits or the role may not run it).
+// Story is the paragraph that opens the overview and an incident's page:
+// what is stuck, since when, why, what it costs, and the one action that
+// fits (nil when none fits or the role may not run it). Recorded says it
+// tells a past moment (a closed incident's opening), not now: it is drawn
+// as information, not as a warning, and has no action.
 type Story struct {
-	Text   string      `json:"text,omitempty"`
-	Action *ActionLink `json:"action,omitempty"`
+	Text     string      `json:"text,omitempty"`
+	Action   *ActionLink `json:"action,omitempty"`
+	Recorded bool        `json:"recorded,omitempty"`
 }

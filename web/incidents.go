@@ -409,6 +409,7 @@ func incidentStory(n roundFindings, role string) views.Story {
 	st := storyView(n.findings, n.at, historyRole)
 	if st.Text != "" {
 		st.Text = "When it opened (recorded " + clock(n.at) + " UTC): " + st.Text
+		st.Recorded = true
 	}
 	return st
 }

@@ -47,7 +47,7 @@ func TestOverviewAndIncidentLeadWithTheNarrative(t *testing.T) {
 	require.NotNil(t, m.Story.Action, "an operator gets the action's button")
 	require.Contains(t, m.Story.Action.Href, "pid=")
 	body := op.page("/")
-	require.Contains(t, body, `data-testid="narrative"`)
+	require.Contains(t, body, `<section class="alert warning story" data-testid="narrative">`)
 	require.Less(t, strings.Index(body, `data-testid="narrative"`), strings.Index(body, `data-testid="findings"`), "the paragraph comes first")
 
 	viewer := e.signedIn(t, "viewer")
@@ -127,7 +127,7 @@ func TestClosedIncidentKeepsTheNarrativeItOpenedWith(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(op.page(incident, "Accept", "application/json")), &closed))
 	require.Equal(t, "When it opened (recorded "+clock(at)+" UTC): "+text, closed.Story.Text)
 	require.Nil(t, closed.Story.Action, "no action on the past")
-	require.Contains(t, op.page(incident), `data-testid="narrative"`)
+	require.Contains(t, op.page(incident), `<section class="alert info story" data-testid="narrative">`, "drawn as information, not as a warning")
 
 	resp, md := op.get(incident + "/export.md")
 	require.Equal(t, http.StatusOK, resp.StatusCode, md)
