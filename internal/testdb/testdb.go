@@ -431,10 +431,11 @@ func withDatabase(raw, db string) string {
 // Most of a test's time is spent waiting on its server (a lock timeout, a
 // round trip, a process starting), so on 2 cores go test's 2 leaves CPU
 // idle. Measured on two 2-core machines: one where the run was bound by
-// CPU took 118, 108, 108 and 118 s at 2, 4, 6 and 8; one that spent a third of the CPU on the same run
-// took 63, 58 and 57 s at 4, 6 and 8. Six is the best of both. The full
-// run keeps go test's default: under -race each test costs several times
-// the CPU, and CI's timings stay as they were.
+// CPU took 118, 108, 108 and 118 s at 2, 4, 6 and 8; one that spent a
+// third of that CPU on the same run took 63, 58 and 57 s at 4, 6 and 8.
+// Six is the best of both. The full run keeps go test's default: under
+// -race each test costs several times the CPU, and CI's timings stay as
+// they were.
 const shortParallel = 6
 
 // flagGiven says whether the command line set the flag name.
