@@ -5,6 +5,7 @@ package browser
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/chromedp"
 
 	"github.com/pgconsole/console/internal/testdb"
@@ -124,8 +126,10 @@ func Do(t testing.TB, ctx context.Context, steps ...chromedp.Action[chromedp.Voi
 	t.Helper()
 	sctx, cancel := context.WithTimeout(ctx, StepTimeout)
 	defer cancel()
-	if err := chromedp.Do(sctx, steps...); err != nil {
-		t.Fatalf("browser: %v%s", err, failureShot(t, ctx))
+	for _, step := range steps {
+		if _, err := againIfStale(sctx, func() (chromedp.Void, error) { return chromedp.Run(sctx, step) }); err != nil {
+			t.Fatalf("browser: %v%s", err, failureShot(t, ctx))
+		}
 	}
 }
 
@@ -154,9 +158,41 @@ func Get[T any](t testing.TB, ctx context.Context, a chromedp.Action[T]) T {
 	t.Helper()
 	sctx, cancel := context.WithTimeout(ctx, StepTimeout)
 	defer cancel()
-	v, err := chromedp.Run(sctx, a)
+	v, err := againIfStale(sctx, func() (T, error) { return chromedp.Run(sctx, a) })
 	if err != nil {
 		t.Fatalf("browser: %v%s", err, failureShot(t, ctx))
 	}
 	return v
+}
+
+// againIfStale runs a step again while it fails only because the node it
+// found is gone. A query action finds its node, then acts on the node's id;
+// when Chromium replaces the document in between (a navigation can announce
+// its new document more than once, and each announcement voids every id
+// handed out), the id no longer resolves. Ids are resolved before any click
+// or key is dispatched, so such a step did nothing and is safe to run again
+// with a fresh query, until the step's deadline.
+func againIfStale[T any](ctx context.Context, step func() (T, error)) (T, error) {
+	for {
+		v, err := step()
+		if err == nil || !staleNode(err) || ctx.Err() != nil {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// staleNode reports whether err is Chromium refusing a node id that was
+// valid when the query returned it.
+func staleNode(err error) bool {
+	var e *cdproto.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	return strings.Contains(e.Message, "No node with given id") ||
+		strings.Contains(e.Message, "Could not find node with given id")
 }
