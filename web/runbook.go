@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -93,10 +94,11 @@ func (s *Server) runbookPage(c echo.Context) error {
 type runbookEvidence struct {
 	round    diagnostics.Round
 	findings []findings.Finding
-	// finished reports a pid the evidence names whose session has ended
-	// since the round read it (the round can be seconds old); nil asks
-	// nothing.
-	finished func(pid int32) bool
+	// guard answers whether the console may signal a pid the evidence
+	// names: actions.ErrNotFound when its session has ended since the
+	// round read it (the round can be seconds old), actions.ErrInvalid when
+	// the console may not signal it; nil asks nothing.
+	guard backendGuard
 }
 
 func (s *Server) runbookEvidence(outer context.Context, t travel) runbookEvidence {
@@ -109,9 +111,8 @@ func (s *Server) runbookEvidence(outer context.Context, t travel) runbookEvidenc
 	if err != nil {
 		return runbookEvidence{}
 	}
-	guard := s.backendGuard(outer)
 	return runbookEvidence{round: round, findings: findings.Evaluate(round, s.cfg.Diagnostics.Thresholds()),
-		finished: func(pid int32) bool { return errors.Is(guard(pid), actions.ErrNotFound) }}
+		guard: s.backendGuard(outer)}
 }
 
 // pointsAt returns the findings whose runbook page is slug.
@@ -184,30 +185,26 @@ func findingRows(list []findings.Finding, role string) []views.FindingRow {
 }
 
 // evidenceParams fills a page's actions in from its evidence: the subjects
-// of its findings first, then the root blocker that blocks the most
-// backends (its pid) and the largest dead-letter group (its queue and
-// error class) of the round. A pid whose session has finished since is
-// left out (the form asks for one) and said so. from says, for the page,
-// what was filled in that one of the named actions takes.
+// of its findings first, then the largest dead-letter group (its queue and
+// error class) of the round; the pid is pickPID's. from says, for the
+// page, what was filled in that one of the named actions takes, and which
+// pids named by the evidence were passed over and why.
 func evidenceParams(ev runbookEvidence, list []findings.Finding, names []string) (params map[string]string, from string) {
 	r := ev.round
 	params = map[string]string{}
 	for _, f := range list {
 		for k, v := range subjectParams(f.Subject) {
-			if _, ok := params[k]; !ok {
+			if _, ok := params[k]; !ok && k != "pid" {
 				params[k] = v
 			}
 		}
 	}
-	if _, ok := params["pid"]; !ok {
-		var root *diagnostics.BlockingNode
-		for i, n := range r.Blocking {
-			if n.IsRoot && n.PID != 0 && (root == nil || n.BlockedCount > root.BlockedCount) {
-				root = &r.Blocking[i]
-			}
-		}
-		if root != nil {
-			params["pid"] = strconv.Itoa(int(root.PID))
+	var passed []string
+	if takes(names, "pid") {
+		var pid string
+		pid, passed = pickPID(ev, list)
+		if pid != "" {
+			params["pid"] = pid
 		}
 	}
 	if _, ok := params["queue"]; !ok {
@@ -221,11 +218,6 @@ func evidenceParams(ev runbookEvidence, list []findings.Finding, names []string)
 			params["queue"], params["error_class"] = top.Queue, top.ErrorClass
 		}
 	}
-	var finished string
-	if pid, err := strconv.ParseInt(params["pid"], 10, 32); err == nil && takes(names, "pid") && ev.finished != nil && ev.finished(int32(pid)) {
-		delete(params, "pid")
-		finished = fmt.Sprintf("pid %d, named by the evidence, has finished since: pick one from the live blocking tree", pid)
-	}
 	var said []string
 	for _, p := range []struct{ key, label string }{{"pid", "pid %s"}, {"queue", "queue %s"}, {"error_class", "error class %s"}} {
 		if v := params[p.key]; v != "" && takes(names, p.key) {
@@ -235,10 +227,97 @@ func evidenceParams(ev runbookEvidence, list []findings.Finding, names []string)
 	if len(said) > 0 {
 		from = "filled in from the evidence: " + strings.Join(said, ", ")
 	}
-	if finished != "" {
-		from = strings.TrimPrefix(from+" · "+finished, " · ")
+	for _, p := range passed {
+		from = strings.TrimPrefix(from+" · "+p, " · ")
 	}
 	return params, from
+}
+
+// pidCandidates bounds how many pids pickPID asks the guard about.
+const pidCandidates = 8
+
+// pickPID chooses the pid a page's signal buttons are filled in with: the
+// first one the evidence names (the findings' subjects, then the blocking
+// tree's roots, each the one blocking the most backends first) that the
+// console may still signal. A session that has finished since, or one the
+// guard refuses (another database's, a background process), is passed over
+// for the next, and passed says so. When none is left, a finished pid
+// fills nothing (the form asks for one) and a refused one is kept, so that
+// its button says why it is not offered.
+func pickPID(ev runbookEvidence, list []findings.Finding) (pid string, passed []string) {
+	var named []int32
+	seen := map[int32]bool{}
+	add := func(p int32) {
+		if p != 0 && !seen[p] && len(named) < pidCandidates {
+			seen[p] = true
+			named = append(named, p)
+		}
+	}
+	type candidate struct {
+		pid     int32
+		blocked int64
+	}
+	var subjects, roots []candidate
+	for _, f := range list {
+		sp := subjectParams(f.Subject)
+		if v, err := strconv.ParseInt(sp["pid"], 10, 32); err == nil {
+			blocked, _ := strconv.ParseInt(sp["blocked_count"], 10, 64)
+			subjects = append(subjects, candidate{int32(v), blocked})
+		}
+	}
+	for _, n := range ev.round.Blocking {
+		if n.IsRoot && n.PID != 0 {
+			roots = append(roots, candidate{n.PID, int64(n.BlockedCount)})
+		}
+	}
+	for _, c := range [][]candidate{subjects, roots} {
+		sort.SliceStable(c, func(i, j int) bool { return c[i].blocked > c[j].blocked })
+		for _, n := range c {
+			add(n.pid)
+		}
+	}
+	if len(named) == 0 {
+		return "", nil
+	}
+	if ev.guard == nil {
+		return strconv.Itoa(int(named[0])), nil
+	}
+	var finished []string
+	var refused []int32
+	var why string
+	say := func() []string {
+		out := finished
+		switch len(refused) {
+		case 0:
+		case 1:
+			out = append(out, fmt.Sprintf("pid %d, named by the evidence, is passed over: %s", refused[0], why))
+		default:
+			out = append(out, fmt.Sprintf("pid %d, named by the evidence, is passed over: %s (and %d more the console may not signal)",
+				refused[0], why, len(refused)-1))
+		}
+		return out
+	}
+	for _, p := range named {
+		err := ev.guard(p)
+		switch {
+		case errors.Is(err, actions.ErrNotFound):
+			finished = append(finished, fmt.Sprintf("pid %d, named by the evidence, has finished since", p))
+		case errors.Is(err, actions.ErrInvalid):
+			if len(refused) == 0 {
+				why = strings.TrimSuffix(strings.TrimPrefix(refusalText(err), "Not offered: "), ".")
+			}
+			refused = append(refused, p)
+		default:
+			// A failed lookup is no refusal: execution checks again.
+			return strconv.Itoa(int(p)), say()
+		}
+	}
+	if len(refused) > 0 {
+		// Its button says why; the page need not say it twice.
+		return strconv.Itoa(int(refused[0])), nil
+	}
+	finished[len(finished)-1] += ": pick one from the live blocking tree"
+	return "", finished
 }
 
 // takes reports whether one of the named actions has the parameter.
