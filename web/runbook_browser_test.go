@@ -116,3 +116,22 @@ func TestBrowserRunbookStepFromEvidence(t *testing.T) {
 	require.Contains(t, href.Value, "queue=emails")
 	browser.Screenshot(t, b, "runbook-target-dead-letters")
 }
+
+// TestBrowserRefusalLeavesTheFindingReadable: a finding whose button is
+// refused (the root of another database) shows the refusal, a sentence, in
+// the button's place; the finding keeps most of the row to be read in,
+// instead of being squeezed to a word per line beside it.
+func TestBrowserRefusalLeavesTheFindingReadable(t *testing.T) {
+	e, _, otherHolder, _ := twoDatabaseChains(t)
+	b := browser.New(t, 2*time.Minute)
+	signIn(t, b, e.http.URL, "operator")
+	refused := `ul.findings [data-testid="refused-backend.cancel"]`
+	browser.Do(t, b, chromedp.Navigate(e.http.URL+"/runbook/blocking"), chromedp.WaitVisible(css(refused)))
+	require.Contains(t, browser.Get(t, b, chromedp.Text(css(refused))), fmt.Sprintf("Not offered: backend %d is connected to database", otherHolder))
+	share := browser.Get(t, b, chromedp.Evaluate[float64](`(() => {
+		const li = document.querySelector('ul.findings [data-testid="refused-backend.cancel"]').closest("li");
+		return li.querySelector(".evidence").getBoundingClientRect().width / li.getBoundingClientRect().width;
+	})()`))
+	require.Greater(t, share, 0.5, "the finding's evidence is squeezed beside its refusal")
+	browser.Screenshot(t, b, "runbook-step-refused")
+}
