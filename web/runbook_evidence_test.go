@@ -119,7 +119,7 @@ func TestStepOffersTheRootItMaySignal(t *testing.T) {
 // still offers to cancel this database's root.
 func TestBlockingStepOffersItsOwnDatabasesRoot(t *testing.T) {
 	t.Parallel()
-	_, op, otherHolder, ownHolder := twoDatabaseChains(t)
+	_, op, _, ownHolder := twoDatabaseChains(t)
 	var m views.RunbookStep
 	require.Equal(t, 200, op.getJSON("/runbook/blocking", &m))
 	cancel := ""
@@ -130,8 +130,10 @@ func TestBlockingStepOffersItsOwnDatabasesRoot(t *testing.T) {
 	}
 	require.Contains(t, cancel, fmt.Sprintf("pid=%d", ownHolder), "the step offers this database's root")
 	require.Contains(t, m.ActionsFrom, fmt.Sprintf("filled in from the evidence: pid %d", ownHolder))
-	require.Contains(t, m.ActionsFrom, fmt.Sprintf("pid %d, named by the evidence, is passed over: backend %d is connected to database",
-		otherHolder, otherHolder), "the page says which root it passed over and why")
+	// Other tests' chains run beside this one on the shared server, each in
+	// its database: the first root passed over may be one of theirs.
+	require.Regexp(t, `pid \d+, named by the evidence, is passed over: backend \d+ is connected to database "[^"]+", not to the console's database`,
+		m.ActionsFrom, "the page says which root it passed over and why")
 }
 
 // twoDatabaseChains starts a console whose server holds two lock chains:
