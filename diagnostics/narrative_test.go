@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +54,12 @@ func TestNarrativeOfABlockedQueue(t *testing.T) {
 	require.Equal(t, findings.ActionBackendTerminate, n.Action)
 	require.EqualValues(t, 4242, n.Subject["pid"])
 	require.Equal(t, "/runbook/blocking", n.Runbook)
+
+	// Told from a recording (a closed incident's opening), the action is
+	// the one that fitted then, and the rest is the same paragraph.
+	past := findings.NewNarrative(fs, narrativeAt, &findings.NarrativeOpts{RiskFunc: riskOf, Recorded: true})
+	require.Equal(t, strings.Replace(n.Text, "The action that fits: ", "The action that fitted then: ", 1), past.Text)
+	require.NotEqual(t, n.Text, past.Text)
 }
 
 // A recorded round's findings come back from JSON with float64 numbers:

@@ -327,11 +327,11 @@ func (s *Server) incidentExport(c echo.Context) error {
 	}
 	opts := audit.MarkdownOpts{Recorded: s.recordedEvidence(ctx, inc), TableFunc: exportTable, Full: full}
 	if n, ok := s.incidentNarrative(ctx, inc); ok {
-		if text := findings.NewNarrative(n.findings, n.at, narrativeOpts).Text; text != "" {
-			lead := "As the console saw it at "
-			if n.recorded {
-				lead = "As the console recorded it when the incident opened, at "
-			}
+		lead, told := "As the console saw it at ", narrativeOpts
+		if n.recorded {
+			lead, told = "As the console recorded it when the incident opened, at ", recordedNarrativeOpts
+		}
+		if text := findings.NewNarrative(n.findings, n.at, told).Text; text != "" {
 			opts.Lead = lead + n.at.UTC().Format(time.RFC3339) + ": " + text
 		}
 	}
@@ -404,9 +404,9 @@ func (s *Server) incidentNarrative(ctx context.Context, inc *audit.Incident) (ro
 // action, as every view of the past.
 func incidentStory(n roundFindings, role string) views.Story {
 	if !n.recorded {
-		return storyView(n.findings, n.at, role)
+		return storyView(n.findings, n.at, role, narrativeOpts)
 	}
-	st := storyView(n.findings, n.at, historyRole)
+	st := storyView(n.findings, n.at, historyRole, recordedNarrativeOpts)
 	if st.Text != "" {
 		st.Text = "When it opened (recorded " + clock(n.at) + " UTC): " + st.Text
 		st.Recorded = true

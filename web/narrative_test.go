@@ -92,7 +92,7 @@ func TestClosedIncidentKeepsTheNarrativeItOpenedWith(t *testing.T) {
 		if err != nil {
 			return "", time.Time{}
 		}
-		return findings.NewNarrative(doc.Findings, entry.At, narrativeOpts).Text, entry.At
+		return findings.NewNarrative(doc.Findings, entry.At, recordedNarrativeOpts).Text, entry.At
 	}
 	testdb.Eventually(t, 20*time.Second, "a recorded sample whose narrative tells a lock chain", func() bool {
 		text, _ := recorded(time.Now())
@@ -115,6 +115,7 @@ func TestClosedIncidentKeepsTheNarrativeItOpenedWith(t *testing.T) {
 	require.NoError(t, err)
 	text, at := recorded(inc.OpenedAt)
 	require.Contains(t, text, "holds the locks", "the sample before the opening told the chain")
+	require.Contains(t, text, "The action that fitted then: Cancel", "the recorded action is told as the one of that moment")
 	require.False(t, at.After(inc.OpenedAt), "the sample is the opening's, not a later one")
 	// A later sample exists before the page is read: the page must still
 	// tell the opening's.

@@ -116,7 +116,7 @@ func (s *Server) findingsAPI(c echo.Context) error {
 // overviewModel maps a diagnostics round to the overview's view model.
 func overviewModel(r diagnostics.Round, list []findings.Finding, th diagnostics.Thresholds, role string, now time.Time) views.Overview {
 	m := views.Overview{GeneratedAt: r.At.UTC().Format(time.RFC3339), AsOf: "as of " + r.At.UTC().Format("15:04:05") + " UTC" + slowAsOf(r)}
-	m.Story = storyView(list, r.At, role)
+	m.Story = storyView(list, r.At, role, narrativeOpts)
 	m.Findings = findingRows(list, role)
 	m.Tiles = overviewTiles(r, list, th)
 	return m
@@ -133,20 +133,26 @@ func slowAsOf(r diagnostics.Round) string {
 }
 
 // narrativeOpts give the narrative each action's title and risk from the
-// registry.
-var narrativeOpts = &findings.NarrativeOpts{RiskFunc: func(name string) (string, string) {
+// registry; recordedNarrativeOpts tell a recorded moment, whose action
+// fitted then.
+var (
+	narrativeOpts         = &findings.NarrativeOpts{RiskFunc: actionTitleRisk}
+	recordedNarrativeOpts = &findings.NarrativeOpts{RiskFunc: actionTitleRisk, Recorded: true}
+)
+
+func actionTitleRisk(name string) (string, string) {
 	spec, ok := actions.Lookup(name)
 	if !ok {
 		return "", ""
 	}
 	return spec.Title, riskWord(spec.Risk)
-}}
+}
 
-// storyView is the paragraph that opens the overview and an open
-// incident's page, with the button of the action it recommends when role
-// may run it.
-func storyView(list []findings.Finding, at time.Time, role string) views.Story {
-	n := findings.NewNarrative(list, at, narrativeOpts)
+// storyView is the paragraph that opens the overview and an incident's
+// page, told with opts, with the button of the action it recommends when
+// role may run it.
+func storyView(list []findings.Finding, at time.Time, role string, opts *findings.NarrativeOpts) views.Story {
+	n := findings.NewNarrative(list, at, opts)
 	st := views.Story{Text: n.Text}
 	if n.Action != "" {
 		if l, ok := actionLink(n.Action, role, subjectParams(n.Subject)); ok {

@@ -31,6 +31,10 @@ type NarrativeOpts struct {
 	// RiskFunc returns an action's title and risk ("high"); the paragraph
 	// names the action by its code when nil or when it returns "".
 	RiskFunc func(action string) (title, risk string)
+	// Recorded says the findings are read back from an earlier moment (a
+	// closed incident's opening): the action is the one that "fitted then",
+	// not one to run now.
+	Recorded bool
 }
 
 // causeOrder ranks the codes a paragraph may name as the cause, the most
@@ -245,6 +249,9 @@ func actionSentence(f Finding, opts *NarrativeOpts) string {
 		}
 	}
 	out := "The action that fits: " + name + target
+	if opts != nil && opts.Recorded {
+		out = "The action that fitted then: " + name + target
+	}
 	if risk != "" {
 		out += ", risk " + risk
 	}
