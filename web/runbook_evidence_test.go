@@ -166,10 +166,10 @@ func twoDatabaseChains(t *testing.T) (e *env, op *client, otherHolder, ownHolder
 		}
 		return false
 	}
-	require.Eventually(t, func() bool {
+	testdb.Eventually(t, 20*time.Second, fmt.Sprintf("the step's findings to name both roots (%d, %d)", otherHolder, ownHolder), func() bool {
 		require.Equal(t, 200, op.getJSON("/runbook/blocking", &m))
 		return names(otherHolder) && names(ownHolder)
-	}, 20*time.Second, 200*time.Millisecond, "the step's findings never named both roots (%d, %d)", otherHolder, ownHolder)
+	})
 	return e, op, otherHolder, ownHolder
 }
 
