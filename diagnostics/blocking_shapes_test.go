@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgconsole/console/diagnostics"
 	"github.com/pgconsole/console/diagnostics/findings"
+	"github.com/pgconsole/console/internal/testdb"
 )
 
 // begin starts a transaction on c with sql, failing the test on error.
@@ -218,6 +219,11 @@ func TestBlockingTreeHidesOnlyOwnConnections(t *testing.T) {
 		ddl.Exec(context.Background(), "ROLLBACK")
 	})
 
+	// The DDL must be queued before d reads the queues, or the read takes
+	// its lock first, ends, and never waits.
+	watch := connect(t, url, "watch")
+	testdb.WaitBackend(t, watch, "console-web", "wait_event_type = 'Lock'")
+
 	d := open(t, url, diagnostics.Config{LockTimeout: 10 * time.Second, StatementTimeout: 15 * time.Second, MaxConns: 4})
 	// One of d's own connections queues behind the DDL.
 	queued := make(chan struct{})
@@ -228,7 +234,6 @@ func TestBlockingTreeHidesOnlyOwnConnections(t *testing.T) {
 		d.QueueHealth(queuedCtx)
 	}()
 	t.Cleanup(func() { stopQueued(); <-queued })
-	watch := connect(t, url, "watch")
 	var ownWaiter int32
 	eventually(t, 15*time.Second, func() (bool, string) {
 		err := watch.QueryRow(ctx, `SELECT pid FROM pg_stat_activity
