@@ -327,11 +327,11 @@ func (s *Server) incidentExport(c echo.Context) error {
 	}
 	opts := audit.MarkdownOpts{Recorded: s.recordedEvidence(ctx, inc), TableFunc: exportTable, Full: full}
 	if n, ok := s.incidentNarrative(ctx, inc); ok {
-		lead, told := "As the console saw it at ", narrativeOpts
+		lead := "As the console saw it at "
 		if n.recorded {
-			lead, told = "As the console recorded it when the incident opened, at ", recordedNarrativeOpts
+			lead = "As the console recorded it when the incident opened, at "
 		}
-		if text := findings.NewNarrative(n.findings, n.at, told).Text; text != "" {
+		if text := findings.NewNarrative(n.findings, n.at, n.told()).Text; text != "" {
 			opts.Lead = lead + n.at.UTC().Format(time.RFC3339) + ": " + text
 		}
 	}
@@ -371,6 +371,15 @@ type roundFindings struct {
 	recorded bool
 }
 
+// told is how the narrative of these findings is told: a recorded moment's
+// action is the one that fitted then.
+func (n roundFindings) told() *findings.NarrativeOpts {
+	if n.recorded {
+		return recordedNarrativeOpts
+	}
+	return narrativeOpts
+}
+
 // incidentNarrative reads the findings an incident's narrative is told
 // from. While the incident is open they are the shared round's: what the
 // console sees now is this incident. Once it is closed, now is another
@@ -404,9 +413,9 @@ func (s *Server) incidentNarrative(ctx context.Context, inc *audit.Incident) (ro
 // action, as every view of the past.
 func incidentStory(n roundFindings, role string) views.Story {
 	if !n.recorded {
-		return storyView(n.findings, n.at, role, narrativeOpts)
+		return storyView(n.findings, n.at, role, n.told())
 	}
-	st := storyView(n.findings, n.at, historyRole, recordedNarrativeOpts)
+	st := storyView(n.findings, n.at, historyRole, n.told())
 	if st.Text != "" {
 		st.Text = "When it opened (recorded " + clock(n.at) + " UTC): " + st.Text
 		st.Recorded = true
